@@ -1,0 +1,177 @@
+package ackcore
+
+import (
+	"fmt"
+	"time"
+)
+
+// Kind is the type of a message sent to the acker.
+type Kind uint8
+
+// The four messages of the acker protocol (SEMANTICS.md, "Messages the
+// acker receives"). The zero Kind is invalid so that a zeroed Msg is never
+// mistaken for a real one.
+const (
+	// Init announces a root: Val is the XOR of the edge ids the spout
+	// emitted for it, Task the spout task to report the outcome to.
+	Init Kind = iota + 1
+	// Ack XORs Val into the root's ack val.
+	Ack
+	// Fail marks the root failed (fail-fast).
+	Fail
+	// Reset restarts the root's timeout; a non-zero Timeout also sets the
+	// root's timeout from now on.
+	Reset
+)
+
+func (k Kind) String() string {
+	switch k {
+	case Init:
+		return "INIT"
+	case Ack:
+		return "ACK"
+	case Fail:
+		return "FAIL"
+	case Reset:
+		return "RESET"
+	}
+	return fmt.Sprintf("Kind(%d)", uint8(k))
+}
+
+// MaxTask is the largest spout task id a message may carry. The top bits of
+// an entry's 32-bit task word hold its flags (see table.go).
+const MaxTask = 1<<29 - 1
+
+// NoTask is the Task of an outcome whose spout task is not known (a message
+// refused before any INIT named one).
+const NoTask = ^uint32(0)
+
+// MaxTimeout is the longest per-root timeout a message may ask for.
+const MaxTimeout = 24 * time.Hour
+
+// Msg is one message to the acker. It is 32 bytes, pointer-free, so that two
+// fit in a cache line and rings of them are never scanned by the GC.
+//
+//	+---------+---------+--------+------+-----+-----------+-----+
+//	| Root    | Val     | Task   | Kind | pad | TimeoutMs | pad |
+//	| 0..7    | 8..15   | 16..19 | 20   |     | 24..27    |     |
+//	+---------+---------+--------+------+-----+-----------+-----+
+type Msg struct {
+	Root uint64 // the root id; never 0
+	Val  uint64 // Init, Ack: the value XORed into the ack val
+	Task uint32 // Init: the spout task (<= MaxTask)
+	Kind Kind
+	_    [3]byte
+	// TimeoutMs, on Init or Reset, is the root's timeout in milliseconds;
+	// 0 keeps the shard's default (or the root's earlier override).
+	TimeoutMs uint32
+	_         uint32
+}
+
+// Outcome kinds.
+type OutcomeKind uint8
+
+const (
+	// Completed: the root's tree was fully processed.
+	Completed OutcomeKind = iota + 1
+	// Failed: the root failed; Reason says why. The spout replays it.
+	Failed
+	// Refused: a message was not applied (Reason Full or Invalid) and no
+	// root outcome follows from it; Task is NoTask unless the message named
+	// one. An INIT refused for lack of room is reported as Failed/Full
+	// instead, so that its spout replays it.
+	Refused
+)
+
+func (k OutcomeKind) String() string {
+	switch k {
+	case Completed:
+		return "completed"
+	case Failed:
+		return "failed"
+	case Refused:
+		return "refused"
+	}
+	return fmt.Sprintf("OutcomeKind(%d)", uint8(k))
+}
+
+// Reason says why a root failed or a message was refused.
+type Reason uint8
+
+const (
+	ReasonNone     Reason = iota
+	ReasonExplicit        // a FAIL for the root arrived
+	ReasonTimeout         // the root's deadline passed
+	ReasonFull            // the pending-root bound was reached
+	ReasonInvalid         // the message was malformed (zero root, unknown kind, task or timeout out of range)
+	ReasonStopped         // the acker stopped while the root was pending
+)
+
+func (r Reason) String() string {
+	switch r {
+	case ReasonNone:
+		return "none"
+	case ReasonExplicit:
+		return "explicit"
+	case ReasonTimeout:
+		return "timeout"
+	case ReasonFull:
+		return "full"
+	case ReasonInvalid:
+		return "invalid"
+	case ReasonStopped:
+		return "stopped"
+	}
+	return fmt.Sprintf("Reason(%d)", uint8(r))
+}
+
+// Outcome is what the acker reports: exactly one Completed or Failed per
+// root that saw an INIT, plus a Refused for each message it could not apply.
+// 32 bytes, pointer-free.
+type Outcome struct {
+	Root uint64
+	// Latency is the time from INIT to completion (Completed) or to the
+	// failure (Failed), with the resolution of the shard's tick.
+	Latency time.Duration
+	Task    uint32
+	Kind    OutcomeKind
+	Reason  Reason
+	_       [10]byte
+}
+
+// Validate reports whether m is well formed, with an error naming the bad
+// value. The shard applies the same checks on its hot path and answers a
+// malformed message with Refused/Invalid instead of an error.
+func (m *Msg) Validate() error {
+	if m.Root == 0 {
+		return fmt.Errorf("ackcore: %v with root 0 (root ids are never 0)", m.Kind)
+	}
+	switch m.Kind {
+	case Init:
+		if m.Task > MaxTask {
+			return fmt.Errorf("ackcore: INIT root %#x: task %d exceeds MaxTask %d", m.Root, m.Task, MaxTask)
+		}
+	case Ack, Fail, Reset:
+	default:
+		return fmt.Errorf("ackcore: root %#x: unknown message kind %d", m.Root, uint8(m.Kind))
+	}
+	if time.Duration(m.TimeoutMs)*time.Millisecond > MaxTimeout {
+		return fmt.Errorf("ackcore: %v root %#x: timeout %d ms exceeds %v", m.Kind, m.Root, m.TimeoutMs, MaxTimeout)
+	}
+	return nil
+}
+
+// Acker is the single-writer acker interface: Shard implements it, and so do
+// the baselines it is measured against, so that tests and benchmarks drive
+// them all the same way. One goroutine at a time may call its methods.
+type Acker interface {
+	// Apply applies msgs in order, appending their outcomes to out.
+	Apply(msgs []Msg, out []Outcome) []Outcome
+	// Expire appends the outcomes of roots whose deadline has passed, at
+	// most cap(out)-len(out) of them; more is true if it ran out of room.
+	Expire(out []Outcome) (_ []Outcome, more bool)
+	// Stats returns exact counters.
+	Stats() Stats
+}
+
+var _ Acker = (*Shard)(nil)

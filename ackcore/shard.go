@@ -1,0 +1,493 @@
+package ackcore
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/xorack/xorack/internal/invariants"
+	"github.com/xorack/xorack/timerwheel"
+)
+
+// Defaults, as in Apache Storm (TOPOLOGY_MESSAGE_TIMEOUT_SECS = 30) and the
+// wheel's design tick.
+const (
+	DefaultTimeout = 30 * time.Second
+	DefaultTick    = time.Millisecond
+)
+
+// FoldMode says whether Apply groups a batch's messages by root first.
+type FoldMode uint8
+
+const (
+	// FoldOff applies messages one by one, one table probe each.
+	FoldOff FoldMode = iota
+	// FoldOn groups each chunk of up to foldChunk messages by root and
+	// probes the table once per root. It pays when batches repeat roots
+	// (fan-out acks arriving together) and the table is larger than cache.
+	FoldOn
+)
+
+// Config configures a Shard.
+type Config struct {
+	// MaxPending bounds the entries pending at once, with or without INIT
+	// (SEMANTICS rule 10). Required. The table is allocated for it up front.
+	MaxPending int
+	// Timeout is the default per-root timeout; 0 means DefaultTimeout.
+	Timeout time.Duration
+	// Tick is the timer resolution; 0 means DefaultTick.
+	Tick time.Duration
+	// Clock is the time source; nil means a new MonotonicClock.
+	Clock Clock
+	// Fold selects batch folding.
+	Fold FoldMode
+	// Seed seeds the table's hash; 0 draws one from crypto/rand.
+	Seed uint64
+}
+
+// MaxPendingLimit is the largest MaxPending a shard accepts: the table's
+// slots double as timer handles, which are 32-bit.
+const MaxPendingLimit = timerwheel.MaxCapacity / maxLoadDen * maxLoadNum
+
+func (c *Config) check() error {
+	if c.MaxPending <= 0 || c.MaxPending > MaxPendingLimit {
+		return fmt.Errorf("ackcore: MaxPending %d out of range [1, %d]", c.MaxPending, MaxPendingLimit)
+	}
+	if c.Timeout < 0 || c.Timeout > MaxTimeout {
+		return fmt.Errorf("ackcore: Timeout %v out of range [0, %v]", c.Timeout, MaxTimeout)
+	}
+	if c.Tick < 0 || c.Tick > time.Second {
+		return fmt.Errorf("ackcore: Tick %v out of range [0, 1s]", c.Tick)
+	}
+	if c.Tick > 0 && c.Tick < time.Microsecond {
+		return fmt.Errorf("ackcore: Tick %v below 1µs", c.Tick)
+	}
+	if c.Fold > FoldOn {
+		return fmt.Errorf("ackcore: unknown Fold mode %d", c.Fold)
+	}
+	return nil
+}
+
+// custom holds what an entry cannot derive from its deadline: a start time
+// moved away from deadline-timeout by RESET, or a per-root timeout.
+type custom struct {
+	start   uint64 // tick of the INIT
+	timeout int64  // the root's timeout in ns
+}
+
+// Shard is a single-writer acker: one goroutine owns it and calls Apply and
+// Expire; nothing in it is safe for concurrent use. See doc.go.
+type Shard struct {
+	t      table
+	w      *timerwheel.Wheel
+	clock  Clock
+	custom map[uint64]custom // roots with flagCustom; rare (RESET, per-root timeouts)
+
+	tickNs     int64
+	defNs      int64  // default timeout, ns
+	defTicks   uint64 // default timeout in whole ticks, rounded up
+	maxPending int
+	fold       FoldMode
+
+	// Per-call time, set at the top of Apply and Expire.
+	nowNs   int64
+	nowTick uint64
+
+	stats Stats
+	fs    *foldScratch
+}
+
+// NewShard makes a shard, allocating its table for cfg.MaxPending entries.
+func NewShard(cfg Config) (*Shard, error) {
+	if err := cfg.check(); err != nil {
+		return nil, err
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.Tick == 0 {
+		cfg.Tick = DefaultTick
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = NewMonotonicClock()
+	}
+	if cfg.Seed == 0 {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		cfg.Seed = binary.LittleEndian.Uint64(b[:]) | 1
+	}
+	s := &Shard{
+		t:          newTable(cfg.MaxPending, cfg.Seed),
+		clock:      cfg.Clock,
+		custom:     make(map[uint64]custom),
+		tickNs:     int64(cfg.Tick),
+		defNs:      int64(cfg.Timeout),
+		maxPending: cfg.MaxPending,
+		fold:       cfg.Fold,
+	}
+	s.defTicks = uint64((s.defNs + s.tickNs - 1) / s.tickNs)
+	s.setNow()
+	s.w = timerwheel.New(s.t.slots(), s.nowTick)
+	if cfg.Fold == FoldOn {
+		s.fs = new(foldScratch)
+	}
+	return s, nil
+}
+
+func (s *Shard) setNow() {
+	ns := int64(s.clock.Now())
+	if ns < 0 {
+		ns = 0
+	}
+	if ns < s.nowNs {
+		ns = s.nowNs // a clock that steps back: time stands still
+	}
+	s.nowNs = ns
+	s.nowTick = uint64(ns / s.tickNs)
+}
+
+// deadlineAfter is the tick at which a timeout of ns started now expires:
+// the first tick boundary at or after now+ns, so a root never times out
+// early and at most one tick late when Expire runs every tick.
+func (s *Shard) deadlineAfter(ns int64) uint64 {
+	return uint64((s.nowNs + ns + s.tickNs - 1) / s.tickNs)
+}
+
+// Stats returns the shard's counters.
+func (s *Shard) Stats() Stats {
+	st := s.stats
+	st.Pending = s.t.count
+	return st
+}
+
+// Pending is the number of entries in the table.
+func (s *Shard) Pending() int { return s.t.count }
+
+// MaxPending is the configured bound.
+func (s *Shard) MaxPending() int { return s.maxPending }
+
+// TableBytes is the memory the shard holds for its table and timers.
+func (s *Shard) TableBytes() int { return s.t.bytes() + s.t.slots()*timerwheel.NodeBytes }
+
+// cur is one root's entry while a group of its messages is applied: loaded
+// from the table once, stepped per message, stored once.
+type cur struct {
+	root     uint64
+	slot     int  // the entry's slot, or the slot an insert would use
+	inTable  bool // the table held the entry when the group began
+	live     bool // the entry exists now
+	resched  bool // deadline must be (re)armed on store
+	val      uint64
+	word     uint32
+	deadline uint64
+}
+
+func (s *Shard) load(c *cur, root uint64) {
+	slot, found := s.t.find(root)
+	*c = cur{root: root, slot: slot, inTable: found, live: found}
+	if found {
+		c.val = s.t.vals[slot]
+		c.word = s.t.words[slot]
+	}
+}
+
+func (s *Shard) store(c *cur) {
+	switch {
+	case c.inTable && c.live:
+		s.t.vals[c.slot] = c.val
+		s.t.words[c.slot] = c.word
+		if c.resched {
+			s.arm(c.slot, c.deadline, true)
+		}
+	case c.inTable:
+		s.w.Cancel(uint32(c.slot))
+		s.t.remove(c.slot, s.w)
+	case c.live:
+		s.t.keys[c.slot] = c.root
+		s.t.vals[c.slot] = c.val
+		s.t.words[c.slot] = c.word
+		s.t.count++
+		s.arm(c.slot, c.deadline, false)
+	}
+	if invariants.Enabled {
+		s.check()
+	}
+}
+
+// arm sets slot's timer. A deadline beyond the wheel's reach (the wheel's
+// time lags the clock by more than MaxDelay-MaxTimeout, i.e. Expire has not
+// run for days) is clamped to the farthest tick the wheel takes.
+func (s *Shard) arm(slot int, deadline uint64, re bool) {
+	if far := s.w.Now() + timerwheel.MaxDelay; deadline > far {
+		deadline = far
+	}
+	if re {
+		s.w.Reschedule(uint32(slot), deadline)
+	} else {
+		s.w.Schedule(uint32(slot), deadline)
+	}
+}
+
+// currentDeadline is c's deadline as of now in the group.
+func (s *Shard) currentDeadline(c *cur) uint64 {
+	if c.resched || !c.inTable {
+		return c.deadline
+	}
+	d, _ := s.w.Deadline(uint32(c.slot))
+	return d
+}
+
+// start is the tick of c's INIT.
+func (s *Shard) start(c *cur) uint64 {
+	if c.word&flagCustom != 0 {
+		return s.custom[c.root].start
+	}
+	return s.currentDeadline(c) - s.defTicks
+}
+
+// timeoutNs is c's timeout.
+func (s *Shard) timeoutNs(c *cur) int64 {
+	if c.word&flagCustom != 0 {
+		return s.custom[c.root].timeout
+	}
+	return s.defNs
+}
+
+func (s *Shard) latency(start uint64) time.Duration {
+	if s.nowTick <= start {
+		return 0
+	}
+	return time.Duration(s.nowTick-start) * time.Duration(s.tickNs)
+}
+
+// create makes c a new entry (rule 7 when word has no flagInit), unless the
+// bound is reached. The slot find returned stays valid: nothing else touched
+// the table since.
+func (s *Shard) create(c *cur, val uint64, word uint32, timeoutNs int64) bool {
+	if !c.inTable && s.t.count >= s.maxPending {
+		return false
+	}
+	c.live, c.val, c.word = true, val, word
+	c.resched, c.deadline = true, s.deadlineAfter(timeoutNs)
+	return true
+}
+
+// kill removes c's entry (on store) and forgets its custom data.
+func (s *Shard) kill(c *cur) {
+	if c.word&flagCustom != 0 {
+		delete(s.custom, c.root)
+	}
+	c.live = false
+	c.resched = false
+}
+
+// setCustom records c's start tick and timeout in the side map.
+func (s *Shard) setCustom(c *cur, start uint64, timeoutNs int64) {
+	c.word |= flagCustom
+	s.custom[c.root] = custom{start: start, timeout: timeoutNs}
+}
+
+// step applies one message to c, appending any outcome to out. It is the
+// whole of SEMANTICS.md's rules for one message; the batch paths only
+// decide how messages are grouped around it.
+func (s *Shard) step(c *cur, m *Msg, out []Outcome) []Outcome {
+	if m.Root == 0 || m.Kind == 0 || m.Kind > Reset || m.TimeoutMs > maxTimeoutMs || (m.Kind == Init && m.Task > MaxTask) {
+		s.stats.RefusedInvalid++
+		task := NoTask
+		if m.Kind == Init && m.Task <= MaxTask {
+			task = m.Task
+		}
+		return append(out, Outcome{Root: m.Root, Task: task, Kind: Refused, Reason: ReasonInvalid})
+	}
+	switch m.Kind {
+	case Init:
+		s.stats.Inits++
+		to := s.defNs
+		if m.TimeoutMs != 0 {
+			to = int64(m.TimeoutMs) * int64(time.Millisecond)
+		}
+		if !c.live {
+			if m.Val == 0 { // rule 4: a tuple with no recipients; nothing to track
+				s.stats.Completed++
+				return append(out, Outcome{Root: m.Root, Task: m.Task, Kind: Completed})
+			}
+			if !s.create(c, m.Val, flagInit|m.Task, to) {
+				s.stats.FailedFull++
+				return append(out, Outcome{Root: m.Root, Task: m.Task, Kind: Failed, Reason: ReasonFull})
+			}
+			if m.TimeoutMs != 0 {
+				s.setCustom(c, s.nowTick, to)
+			}
+			return out
+		}
+		// The entry exists: made by earlier ACK/FAIL/RESET, or a repeated INIT.
+		if m.TimeoutMs == 0 && c.word&flagCustom != 0 {
+			to = s.custom[c.root].timeout // a timeout a RESET set before the INIT
+		}
+		c.val ^= m.Val
+		c.word = c.word&^taskMask | flagInit | m.Task
+		c.resched, c.deadline = true, s.deadlineAfter(to)
+		if to != s.defNs || c.word&flagCustom != 0 {
+			s.setCustom(c, s.nowTick, to)
+		}
+		switch {
+		case c.word&flagFailed != 0: // rule 3: the FAIL that came first wins
+			s.kill(c)
+			s.stats.FailedExplicit++
+			return append(out, Outcome{Root: m.Root, Task: m.Task, Kind: Failed, Reason: ReasonExplicit})
+		case c.val == 0:
+			s.kill(c)
+			s.stats.Completed++
+			return append(out, Outcome{Root: m.Root, Task: m.Task, Kind: Completed})
+		}
+		return out
+
+	case Ack:
+		s.stats.Acks++
+		if !c.live {
+			if !s.create(c, m.Val, 0, s.defNs) {
+				s.stats.RefusedFull++
+				return append(out, Outcome{Root: m.Root, Task: NoTask, Kind: Refused, Reason: ReasonFull})
+			}
+			return out
+		}
+		c.val ^= m.Val
+		if c.val == 0 && c.word&flagInit != 0 {
+			lat := s.latency(s.start(c))
+			task := c.word & taskMask
+			s.kill(c)
+			s.stats.Completed++
+			return append(out, Outcome{Root: m.Root, Task: task, Kind: Completed, Latency: lat})
+		}
+		return out
+
+	case Fail:
+		s.stats.Fails++
+		if !c.live {
+			if !s.create(c, 0, flagFailed, s.defNs) {
+				s.stats.RefusedFull++
+				return append(out, Outcome{Root: m.Root, Task: NoTask, Kind: Refused, Reason: ReasonFull})
+			}
+			return out
+		}
+		if c.word&flagInit == 0 {
+			c.word |= flagFailed // remembered until the INIT (rule 3) or expiry (rule 6)
+			return out
+		}
+		lat := s.latency(s.start(c))
+		task := c.word & taskMask
+		s.kill(c)
+		s.stats.FailedExplicit++
+		return append(out, Outcome{Root: m.Root, Task: task, Kind: Failed, Reason: ReasonExplicit, Latency: lat})
+
+	default: // Reset
+		s.stats.Resets++
+		to := int64(m.TimeoutMs) * int64(time.Millisecond)
+		if !c.live {
+			if to == 0 {
+				to = s.defNs
+			}
+			if !s.create(c, 0, 0, to) {
+				s.stats.RefusedFull++
+				return append(out, Outcome{Root: m.Root, Task: NoTask, Kind: Refused, Reason: ReasonFull})
+			}
+			if to != s.defNs {
+				s.setCustom(c, 0, to)
+			}
+			return out
+		}
+		if to == 0 {
+			to = s.timeoutNs(c)
+		}
+		if c.word&flagCustom == 0 && (to != s.defNs || c.word&flagInit != 0) {
+			// The deadline moves away from start+default: keep start aside.
+			s.setCustom(c, s.currentDeadline(c)-s.defTicks, to)
+		} else if c.word&flagCustom != 0 {
+			cu := s.custom[c.root]
+			cu.timeout = to
+			s.custom[c.root] = cu
+		}
+		c.resched, c.deadline = true, s.deadlineAfter(to)
+		return out
+	}
+}
+
+const maxTimeoutMs = uint32(MaxTimeout / time.Millisecond)
+
+// Apply applies msgs in order and appends the outcomes they cause to out,
+// which it returns. Each message causes at most one outcome, so an out with
+// spare capacity len(msgs) is never grown and Apply allocates nothing.
+// Malformed messages are answered with Refused{invalid} and counted.
+func (s *Shard) Apply(msgs []Msg, out []Outcome) []Outcome {
+	s.setNow()
+	if s.fold == FoldOn {
+		return s.applyFolded(msgs, out)
+	}
+	var c cur
+	for i := range msgs {
+		m := &msgs[i]
+		// Fast path: an ACK to an existing entry that does not complete it,
+		// the bulk of all traffic, touches two words and nothing else.
+		if m.Kind == Ack && m.Root != 0 {
+			if slot, ok := s.t.find(m.Root); ok {
+				v := s.t.vals[slot] ^ m.Val
+				if v != 0 || s.t.words[slot]&flagInit == 0 {
+					s.t.vals[slot] = v
+					s.stats.Acks++
+					continue
+				}
+			}
+		}
+		s.load(&c, m.Root)
+		out = s.step(&c, m, out)
+		s.store(&c)
+	}
+	return out
+}
+
+// Expire reports the roots whose deadline has passed, appending at most
+// cap(out)-len(out) outcomes; more is true when it stopped for lack of room
+// and further roots may be due. Roots that never saw INIT are dropped
+// silently and counted as orphans (rule 6).
+func (s *Shard) Expire(out []Outcome) (_ []Outcome, more bool) {
+	s.setNow()
+	for len(out) < cap(out) {
+		h, deadline, ok := s.w.ExpireDeadline(s.nowTick)
+		if !ok {
+			return out, false
+		}
+		slot := int(h)
+		c := cur{root: s.t.keys[slot], slot: slot, inTable: true, word: s.t.words[slot], deadline: deadline, resched: true}
+		if c.word&flagInit != 0 {
+			lat := s.latency(s.start(&c))
+			s.stats.FailedTimeout++
+			out = append(out, Outcome{Root: c.root, Task: c.word & taskMask, Kind: Failed, Reason: ReasonTimeout, Latency: lat})
+		} else {
+			s.stats.Orphans++
+		}
+		if c.word&flagCustom != 0 {
+			delete(s.custom, c.root)
+		}
+		s.t.remove(slot, s.w)
+		if invariants.Enabled {
+			s.check()
+		}
+	}
+	return out, true
+}
+
+// ExpireAll is Expire without a room limit: it appends every due outcome,
+// growing out as needed.
+func (s *Shard) ExpireAll(out []Outcome) []Outcome {
+	for {
+		if cap(out)-len(out) < 64 {
+			out = append(out, make([]Outcome, 64)...)[:len(out)]
+		}
+		var more bool
+		out, more = s.Expire(out)
+		if !more {
+			return out
+		}
+	}
+}

@@ -1,0 +1,223 @@
+// Package model is the plain reference acker the fast ones are tested
+// against. It keeps, per pending root, the actual set of outstanding edge
+// ids (a map, toggled by every id a message carries: symmetric difference,
+// the exact form of XOR with no false zeros), and implements SEMANTICS.md
+// rule by rule with no cleverness: no hashing tricks, no timer wheel (a
+// deadline per root, scanned on Expire), no batching.
+//
+// Time: a root's deadline is restart+timeout, where restart is the time of
+// the message that (re)started its timeout (creation, INIT, RESET). It
+// expires at the first Expire whose tick reaches that deadline rounded up to
+// a whole tick: never early, and within one tick when Expire runs every tick.
+package model
+
+import (
+	"sort"
+	"time"
+
+	"github.com/xorack/xorack/ackcore"
+)
+
+type root struct {
+	ids      map[uint64]bool
+	init     bool
+	task     uint32
+	failed   bool
+	timeout  time.Duration // this root's timeout
+	deadline time.Duration // restart + timeout
+	initAt   time.Duration
+	madeAt   time.Duration
+}
+
+// Model is the reference acker. Not safe for concurrent use.
+type Model struct {
+	maxPending int
+	timeout    time.Duration
+	tick       time.Duration
+	roots      map[uint64]*root
+	stats      ackcore.Stats
+}
+
+// New returns a model with the shard's configuration.
+func New(maxPending int, timeout, tick time.Duration) *Model {
+	return &Model{maxPending: maxPending, timeout: timeout, tick: tick, roots: make(map[uint64]*root)}
+}
+
+// Stats returns the counters the shard must match exactly.
+func (m *Model) Stats() ackcore.Stats {
+	s := m.stats
+	s.Pending = len(m.roots)
+	return s
+}
+
+// Pending reports whether r has an entry.
+func (m *Model) Pending(r uint64) bool { _, ok := m.roots[r]; return ok }
+
+func (m *Model) valid(msg ackcore.Msg) bool {
+	return msg.Validate() == nil
+}
+
+// Apply applies one message at time now. ids are the edge ids the message
+// toggles (INIT, ACK); their XOR is msg.Val.
+func (m *Model) Apply(now time.Duration, msg ackcore.Msg, ids []uint64) (ackcore.Outcome, bool) {
+	if !m.valid(msg) {
+		m.stats.RefusedInvalid++
+		task := ackcore.NoTask
+		if msg.Kind == ackcore.Init && msg.Task <= ackcore.MaxTask {
+			task = msg.Task
+		}
+		return ackcore.Outcome{Root: msg.Root, Task: task, Kind: ackcore.Refused, Reason: ackcore.ReasonInvalid}, true
+	}
+	r := m.roots[msg.Root]
+	msgTimeout := time.Duration(msg.TimeoutMs) * time.Millisecond
+	full := len(m.roots) >= m.maxPending
+	refuse := func() (ackcore.Outcome, bool) {
+		m.stats.RefusedFull++
+		return ackcore.Outcome{Root: msg.Root, Task: ackcore.NoTask, Kind: ackcore.Refused, Reason: ackcore.ReasonFull}, true
+	}
+	newRoot := func(timeout time.Duration) *root {
+		nr := &root{ids: map[uint64]bool{}, timeout: timeout, deadline: now + timeout, madeAt: now}
+		m.roots[msg.Root] = nr
+		return nr
+	}
+	switch msg.Kind {
+	case ackcore.Init:
+		m.stats.Inits++
+		if r == nil {
+			if len(ids) == 0 {
+				m.stats.Completed++
+				return ackcore.Outcome{Root: msg.Root, Task: msg.Task, Kind: ackcore.Completed}, true
+			}
+			if full {
+				m.stats.FailedFull++
+				return ackcore.Outcome{Root: msg.Root, Task: msg.Task, Kind: ackcore.Failed, Reason: ackcore.ReasonFull}, true
+			}
+			to := m.timeout
+			if msgTimeout != 0 {
+				to = msgTimeout
+			}
+			r = newRoot(to)
+		} else if msgTimeout != 0 {
+			r.timeout = msgTimeout
+		}
+		toggle(r.ids, ids)
+		r.init, r.task, r.initAt = true, msg.Task, now
+		r.deadline = now + r.timeout
+		if r.failed {
+			delete(m.roots, msg.Root)
+			m.stats.FailedExplicit++
+			return ackcore.Outcome{Root: msg.Root, Task: msg.Task, Kind: ackcore.Failed, Reason: ackcore.ReasonExplicit}, true
+		}
+		if len(r.ids) == 0 {
+			delete(m.roots, msg.Root)
+			m.stats.Completed++
+			return ackcore.Outcome{Root: msg.Root, Task: msg.Task, Kind: ackcore.Completed}, true
+		}
+	case ackcore.Ack:
+		m.stats.Acks++
+		if r == nil {
+			if full {
+				return refuse()
+			}
+			r = newRoot(m.timeout)
+		}
+		toggle(r.ids, ids)
+		if r.init && len(r.ids) == 0 {
+			delete(m.roots, msg.Root)
+			m.stats.Completed++
+			return ackcore.Outcome{Root: msg.Root, Task: r.task, Kind: ackcore.Completed, Latency: now - r.initAt}, true
+		}
+	case ackcore.Fail:
+		m.stats.Fails++
+		if r == nil {
+			if full {
+				return refuse()
+			}
+			r = newRoot(m.timeout)
+		}
+		if !r.init {
+			r.failed = true
+			return ackcore.Outcome{}, false
+		}
+		delete(m.roots, msg.Root)
+		m.stats.FailedExplicit++
+		return ackcore.Outcome{Root: msg.Root, Task: r.task, Kind: ackcore.Failed, Reason: ackcore.ReasonExplicit, Latency: now - r.initAt}, true
+	case ackcore.Reset:
+		m.stats.Resets++
+		if r == nil {
+			if full {
+				return refuse()
+			}
+			to := m.timeout
+			if msgTimeout != 0 {
+				to = msgTimeout
+			}
+			r = newRoot(to)
+		}
+		if msgTimeout != 0 {
+			r.timeout = msgTimeout
+		}
+		r.deadline = now + r.timeout
+	}
+	return ackcore.Outcome{}, false
+}
+
+func toggle(set map[uint64]bool, ids []uint64) {
+	for _, id := range ids {
+		if set[id] {
+			delete(set, id)
+		} else {
+			set[id] = true
+		}
+	}
+}
+
+// Due is the tick rule: the first tick at or after the deadline.
+func (m *Model) dueTick(d time.Duration) int64 {
+	return int64((d + m.tick - 1) / m.tick)
+}
+
+// Expire removes every root whose deadline tick has been reached at now and
+// returns the Failed{timeout} outcomes, sorted by root; roots without INIT
+// expire silently as orphans.
+func (m *Model) Expire(now time.Duration) []ackcore.Outcome {
+	nowTick := int64(now / m.tick)
+	var out []ackcore.Outcome
+	for id, r := range m.roots {
+		if m.dueTick(r.deadline) > nowTick {
+			continue
+		}
+		delete(m.roots, id)
+		if r.init {
+			m.stats.FailedTimeout++
+			out = append(out, ackcore.Outcome{Root: id, Task: r.task, Kind: ackcore.Failed, Reason: ackcore.ReasonTimeout, Latency: now - r.initAt})
+		} else {
+			m.stats.Orphans++
+		}
+	}
+	Sort(out)
+	return out
+}
+
+// NextDeadline is the earliest time at which Expire would remove something.
+func (m *Model) NextDeadline() (time.Duration, bool) {
+	var best time.Duration
+	ok := false
+	for _, r := range m.roots {
+		d := time.Duration(m.dueTick(r.deadline)) * m.tick
+		if !ok || d < best {
+			best, ok = d, true
+		}
+	}
+	return best, ok
+}
+
+// Sort orders outcomes by root, then kind, for comparing sets of outcomes.
+func Sort(o []ackcore.Outcome) {
+	sort.Slice(o, func(i, j int) bool {
+		if o[i].Root != o[j].Root {
+			return o[i].Root < o[j].Root
+		}
+		return o[i].Kind < o[j].Kind
+	})
+}
