@@ -69,22 +69,24 @@ func runScenario(t testing.TB, sc scenario) {
 			}
 			if g.Kind != ackcore.Refused {
 				outcomes[g.Root]++
-				if outcomes[g.Root] > 1 && g.Reason != ackcore.ReasonFull {
+				if outcomes[g.Root] > 1 && sc.dup == 0 && g.Reason != ackcore.ReasonFull {
 					t.Fatalf("step %d: root %#x reported twice (%v)", step, g.Root, g.Kind)
 				}
 			}
 		}
 	}
 	expire := func() {
-		out = out[:0]
+		var all []ackcore.Outcome
+		room := make([]ackcore.Outcome, 0, 7) // little room: exercise "more"
 		for {
 			var more bool
-			out, more = sh.Expire(out[: len(out) : len(out)+7]) // small room: exercise "more"
+			room, more = sh.Expire(room[:0])
+			all = append(all, room...)
 			if !more {
 				break
 			}
 		}
-		check("expire", append([]ackcore.Outcome(nil), out...), m.Expire(clock.Now()))
+		check("expire", all, m.Expire(clock.Now()))
 	}
 	for len(evs) > 0 {
 		step++

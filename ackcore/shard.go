@@ -63,6 +63,9 @@ func (c *Config) check() error {
 	if c.Tick > 0 && c.Tick < time.Microsecond {
 		return fmt.Errorf("ackcore: Tick %v below 1µs", c.Tick)
 	}
+	if tick, to := c.Tick, c.Timeout; tick > 0 && to > 0 && to%tick != 0 || tick == 0 && to%DefaultTick != 0 {
+		return fmt.Errorf("ackcore: Timeout %v is not a whole number of ticks (Tick %v)", c.Timeout, c.Tick)
+	}
 	if c.Fold > FoldOn {
 		return fmt.Errorf("ackcore: unknown Fold mode %d", c.Fold)
 	}
@@ -72,7 +75,7 @@ func (c *Config) check() error {
 // custom holds what an entry cannot derive from its deadline: a start time
 // moved away from deadline-timeout by RESET, or a per-root timeout.
 type custom struct {
-	start   uint64 // tick of the INIT
+	start   uint64 // the INIT's start tick (see nowStart)
 	timeout int64  // the root's timeout in ns
 }
 
@@ -238,7 +241,12 @@ func (s *Shard) currentDeadline(c *cur) uint64 {
 	return d
 }
 
-// start is the tick of c's INIT.
+// nowStart is the start tick recorded for an INIT now: the tick boundary at
+// or after now, the same rounding deadlineAfter uses, so that a default
+// entry's start is exactly its deadline minus the default timeout.
+func (s *Shard) nowStart() uint64 { return uint64((s.nowNs + s.tickNs - 1) / s.tickNs) }
+
+// start is the tick boundary at or after c's INIT.
 func (s *Shard) start(c *cur) uint64 {
 	if c.word&flagCustom != 0 {
 		return s.custom[c.root].start
@@ -254,11 +262,15 @@ func (s *Shard) timeoutNs(c *cur) int64 {
 	return s.defNs
 }
 
+// latency is the time since an INIT whose start tick is start. The INIT
+// happened within the tick before start, so half a tick is added back: the
+// error is at most half a tick.
 func (s *Shard) latency(start uint64) time.Duration {
-	if s.nowTick <= start {
+	d := s.nowNs - int64(start)*s.tickNs + s.tickNs/2
+	if d < 0 {
 		return 0
 	}
-	return time.Duration(s.nowTick-start) * time.Duration(s.tickNs)
+	return time.Duration(d)
 }
 
 // create makes c a new entry (rule 7 when word has no flagInit), unless the
@@ -317,7 +329,7 @@ func (s *Shard) step(c *cur, m *Msg, out []Outcome) []Outcome {
 				return append(out, Outcome{Root: m.Root, Task: m.Task, Kind: Failed, Reason: ReasonFull})
 			}
 			if m.TimeoutMs != 0 {
-				s.setCustom(c, s.nowTick, to)
+				s.setCustom(c, s.nowStart(), to)
 			}
 			return out
 		}
@@ -329,7 +341,7 @@ func (s *Shard) step(c *cur, m *Msg, out []Outcome) []Outcome {
 		c.word = c.word&^taskMask | flagInit | m.Task
 		c.resched, c.deadline = true, s.deadlineAfter(to)
 		if to != s.defNs || c.word&flagCustom != 0 {
-			s.setCustom(c, s.nowTick, to)
+			s.setCustom(c, s.nowStart(), to)
 		}
 		switch {
 		case c.word&flagFailed != 0: // rule 3: the FAIL that came first wins

@@ -1,0 +1,251 @@
+package ackcore_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/xorack/xorack/ackcore"
+)
+
+func newShard(t testing.TB, maxPending int, fold ackcore.FoldMode) (*ackcore.Shard, *ackcore.FakeClock) {
+	t.Helper()
+	clock := &ackcore.FakeClock{}
+	s, err := ackcore.NewShard(ackcore.Config{MaxPending: maxPending, Timeout: 30 * time.Second, Clock: clock, Fold: fold, Seed: 42})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, clock
+}
+
+func init1(root uint64, task uint32, val uint64) ackcore.Msg {
+	return ackcore.Msg{Root: root, Kind: ackcore.Init, Task: task, Val: val}
+}
+func ack(root, val uint64) ackcore.Msg { return ackcore.Msg{Root: root, Kind: ackcore.Ack, Val: val} }
+func fail(root uint64) ackcore.Msg    { return ackcore.Msg{Root: root, Kind: ackcore.Fail} }
+func reset(root uint64) ackcore.Msg   { return ackcore.Msg{Root: root, Kind: ackcore.Reset} }
+
+func one(t *testing.T, out []ackcore.Outcome) ackcore.Outcome {
+	t.Helper()
+	if len(out) != 1 {
+		t.Fatalf("%d outcomes %v, want 1", len(out), out)
+	}
+	return out[0]
+}
+
+func none(t *testing.T, out []ackcore.Outcome) {
+	t.Helper()
+	if len(out) != 0 {
+		t.Fatalf("unexpected outcomes %v", out)
+	}
+}
+
+func TestRules(t *testing.T) {
+	for _, fold := range []ackcore.FoldMode{ackcore.FoldOff, ackcore.FoldOn} {
+		s, clock := newShard(t, 100, fold)
+		// Rule 2: completion, latency from INIT.
+		none(t, s.Apply([]ackcore.Msg{init1(1, 7, 0xa^0xb)}, nil))
+		clock.Add(5 * time.Millisecond)
+		none(t, s.Apply([]ackcore.Msg{ack(1, 0xa)}, nil))
+		o := one(t, s.Apply([]ackcore.Msg{ack(1, 0xb)}, nil))
+		if o.Kind != ackcore.Completed || o.Task != 7 || o.Root != 1 {
+			t.Fatalf("completion: %+v", o)
+		}
+		if d := o.Latency - 5*time.Millisecond; d < -time.Millisecond || d > time.Millisecond {
+			t.Fatalf("latency %v, want 5ms within a tick", o.Latency)
+		}
+		// Rule 1: ACK before INIT.
+		none(t, s.Apply([]ackcore.Msg{ack(2, 0xc)}, nil))
+		if o := one(t, s.Apply([]ackcore.Msg{init1(2, 3, 0xc)}, nil)); o.Kind != ackcore.Completed || o.Task != 3 {
+			t.Fatalf("ack before init: %+v", o)
+		}
+		// Rule 3: FAIL before INIT wins when the INIT comes, even at val 0.
+		none(t, s.Apply([]ackcore.Msg{fail(3), ack(3, 0xd)}, nil))
+		if o := one(t, s.Apply([]ackcore.Msg{init1(3, 4, 0xd)}, nil)); o.Kind != ackcore.Failed || o.Reason != ackcore.ReasonExplicit || o.Task != 4 {
+			t.Fatalf("fail before init: %+v", o)
+		}
+		// Rule 3: FAIL after INIT reports at once.
+		none(t, s.Apply([]ackcore.Msg{init1(4, 1, 0xe)}, nil))
+		if o := one(t, s.Apply([]ackcore.Msg{fail(4)}, nil)); o.Kind != ackcore.Failed || o.Reason != ackcore.ReasonExplicit {
+			t.Fatalf("fail: %+v", o)
+		}
+		// Rule 4: INIT with val 0.
+		if o := one(t, s.Apply([]ackcore.Msg{init1(5, 2, 0)}, nil)); o.Kind != ackcore.Completed {
+			t.Fatalf("init 0: %+v", o)
+		}
+		if s.Pending() != 0 {
+			t.Fatalf("%d pending", s.Pending())
+		}
+		// Rule 5: timeout, RESET extends; rule 6: orphans expire silently.
+		none(t, s.Apply([]ackcore.Msg{init1(6, 9, 0xf), init1(7, 9, 0xf), ack(8, 0x1)}, nil))
+		clock.Add(20 * time.Second)
+		none(t, s.Apply([]ackcore.Msg{reset(7)}, nil))
+		clock.Add(10 * time.Second)
+		out, _ := s.Expire(make([]ackcore.Outcome, 0, 8))
+		o = one(t, out)
+		if o.Root != 6 || o.Reason != ackcore.ReasonTimeout || o.Task != 9 {
+			t.Fatalf("timeout: %+v", o)
+		}
+		if st := s.Stats(); st.Orphans != 1 || st.Pending != 1 {
+			t.Fatalf("after first expiry: %+v", st)
+		}
+		clock.Add(20 * time.Second)
+		out, _ = s.Expire(out[:0])
+		if o := one(t, out); o.Root != 7 || o.Reason != ackcore.ReasonTimeout {
+			t.Fatalf("reset root: %+v", o)
+		} else if d := o.Latency - 50*time.Second; d < -time.Millisecond || d > time.Millisecond {
+			t.Fatalf("reset root latency %v, want 50s (from its INIT)", o.Latency)
+		}
+		// Per-root timeout.
+		m := init1(9, 1, 0x5)
+		m.TimeoutMs = 100
+		none(t, s.Apply([]ackcore.Msg{m}, nil))
+		clock.Add(99 * time.Millisecond)
+		out, _ = s.Expire(out[:0])
+		none(t, out)
+		clock.Add(time.Millisecond)
+		out, _ = s.Expire(out[:0])
+		if o := one(t, out); o.Root != 9 || o.Reason != ackcore.ReasonTimeout {
+			t.Fatalf("custom timeout: %+v", o)
+		}
+		if err := s.Verify(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestBound fills the table past its bound: INITs beyond it fail with
+// Full, ACKs needing new entries are refused, nothing pending is lost, and
+// room comes back as roots complete.
+func TestBound(t *testing.T) {
+	const bound = 1000
+	s, _ := newShard(t, bound, ackcore.FoldOff)
+	var msgs []ackcore.Msg
+	for r := uint64(1); r <= bound+10; r++ {
+		msgs = append(msgs, init1(r, uint32(r%5), r*0x9e3779b97f4a7c15))
+	}
+	out := s.Apply(msgs, nil)
+	if len(out) != 10 {
+		t.Fatalf("%d outcomes, want 10 refusals", len(out))
+	}
+	for i, o := range out {
+		if o.Kind != ackcore.Failed || o.Reason != ackcore.ReasonFull || o.Root != uint64(bound+1+i) {
+			t.Fatalf("outcome %d: %+v", i, o)
+		}
+	}
+	if o := one(t, s.Apply([]ackcore.Msg{ack(5000, 1)}, nil)); o.Kind != ackcore.Refused || o.Reason != ackcore.ReasonFull || o.Task != ackcore.NoTask {
+		t.Fatalf("ack past bound: %+v", o)
+	}
+	// Every accepted root still completes.
+	msgs = msgs[:0]
+	for r := uint64(1); r <= bound; r++ {
+		msgs = append(msgs, ack(r, r*0x9e3779b97f4a7c15))
+	}
+	out = s.Apply(msgs, out[:0])
+	if len(out) != bound {
+		t.Fatalf("%d completions, want %d", len(out), bound)
+	}
+	st := s.Stats()
+	if st.Completed != bound || st.FailedFull != 10 || st.RefusedFull != 1 || st.Pending != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	// Room is back.
+	none(t, s.Apply([]ackcore.Msg{init1(bound+1, 0, 3)}, nil))
+	if err := s.Verify(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestInvalid(t *testing.T) {
+	s, _ := newShard(t, 10, ackcore.FoldOn)
+	bad := []ackcore.Msg{
+		{Root: 0, Kind: ackcore.Ack, Val: 1},
+		{Root: 1, Kind: 0},
+		{Root: 1, Kind: 9},
+		{Root: 1, Kind: ackcore.Init, Task: ackcore.MaxTask + 1, Val: 1},
+		{Root: 1, Kind: ackcore.Reset, TimeoutMs: 25 * 3600 * 1000},
+	}
+	out := s.Apply(bad, nil)
+	if len(out) != len(bad) {
+		t.Fatalf("%d outcomes for %d bad messages", len(out), len(bad))
+	}
+	for i, o := range out {
+		if o.Kind != ackcore.Refused || o.Reason != ackcore.ReasonInvalid {
+			t.Fatalf("message %d: %+v", i, o)
+		}
+		if err := bad[i].Validate(); err == nil || !strings.Contains(err.Error(), "ackcore:") {
+			t.Fatalf("Validate(%+v) = %v", bad[i], err)
+		}
+	}
+	if st := s.Stats(); st.RefusedInvalid != uint64(len(bad)) || st.Pending != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	for _, c := range []struct {
+		cfg  ackcore.Config
+		want string
+	}{
+		{ackcore.Config{}, "MaxPending 0"},
+		{ackcore.Config{MaxPending: -3}, "MaxPending -3"},
+		{ackcore.Config{MaxPending: ackcore.MaxPendingLimit + 1}, "MaxPending"},
+		{ackcore.Config{MaxPending: 1, Timeout: -time.Second}, "Timeout -1s"},
+		{ackcore.Config{MaxPending: 1, Timeout: 48 * time.Hour}, "Timeout 48h"},
+		{ackcore.Config{MaxPending: 1, Tick: 2 * time.Second}, "Tick 2s"},
+		{ackcore.Config{MaxPending: 1, Tick: 3 * time.Millisecond, Timeout: 10 * time.Millisecond}, "whole number of ticks"},
+		{ackcore.Config{MaxPending: 1, Fold: 7}, "Fold mode 7"},
+	} {
+		_, err := ackcore.NewShard(c.cfg)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("NewShard(%+v) = %v, want an error naming %q", c.cfg, err, c.want)
+		}
+	}
+}
+
+func TestOldestPending(t *testing.T) {
+	s, clock := newShard(t, 100, ackcore.FoldOff)
+	for r := uint64(1); r <= 20; r++ {
+		s.Apply([]ackcore.Msg{init1(r, uint32(r), 1)}, nil)
+		clock.Add(time.Second)
+	}
+	s.Apply([]ackcore.Msg{ack(99, 1)}, nil) // no INIT yet, newest
+	got := s.OldestPending(3, nil)
+	if len(got) != 3 {
+		t.Fatalf("%d roots", len(got))
+	}
+	for i, p := range got {
+		want := time.Duration(20-i) * time.Second
+		if p.Root != uint64(i+1) || p.Task != uint32(i+1) || p.Age < want-time.Millisecond || p.Age > want+time.Millisecond {
+			t.Fatalf("oldest[%d] = %+v, want root %d aged %v", i, p, i+1, want)
+		}
+	}
+	all := s.OldestPending(100, nil)
+	if len(all) != 21 || all[20].Root != 99 || all[20].Task != ackcore.NoTask {
+		t.Fatalf("all pending: %d, last %+v", len(all), all[len(all)-1])
+	}
+}
+
+// TestNoAllocs: the batch paths allocate nothing once warm, given room
+// for outcomes.
+func TestNoAllocs(t *testing.T) {
+	for _, fold := range []ackcore.FoldMode{ackcore.FoldOff, ackcore.FoldOn} {
+		s, clock := newShard(t, 1<<12, fold)
+		msgs := make([]ackcore.Msg, 0, 64)
+		out := make([]ackcore.Outcome, 0, 128)
+		r := uint64(1)
+		allocs := testing.AllocsPerRun(200, func() {
+			msgs = msgs[:0]
+			for i := 0; i < 8; i++ {
+				r++
+				msgs = append(msgs, init1(r, 1, 3), ack(r, 1), ack(r+1000000, 5), fail(r+2000000), ack(r, 2))
+			}
+			out = s.Apply(msgs, out[:0])
+			clock.Add(40 * time.Second) // everything left expires
+			out, _ = s.Expire(out[:0])
+		})
+		if allocs != 0 {
+			t.Fatalf("fold=%d: %v allocs per batch", fold, allocs)
+		}
+	}
+}
