@@ -34,6 +34,9 @@ func (s *Shard) applyFolded(msgs []Msg, out []Outcome) []Outcome {
 			chunk = chunk[:foldChunk]
 		}
 		msgs = msgs[len(chunk):]
+		if s.prefetch {
+			s.touch(chunk)
+		}
 		n := 0
 		for i := range chunk {
 			r := chunk[i].Root

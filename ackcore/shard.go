@@ -29,6 +29,11 @@ const (
 	FoldOn
 )
 
+// prefetchAbove is the table size past which Apply touches a chunk's
+// lines ahead: below it the table lives in L2 and the extra loads only
+// cost (MEASURING.md: 1 MiB random loads take 9.5 ns, 16 MiB 145 ns).
+const prefetchAbove = 1 << 20
+
 // Config configures a Shard.
 type Config struct {
 	// MaxPending bounds the entries pending at once, with or without INIT
@@ -97,8 +102,10 @@ type Shard struct {
 	nowNs   int64
 	nowTick uint64
 
-	stats Stats
-	fs    *foldScratch
+	stats    Stats
+	fs       *foldScratch
+	prefetch bool   // touch table lines a chunk ahead (large tables only)
+	sink     uint64 // keeps touch's loads alive
 }
 
 // NewShard makes a shard, allocating its table for cfg.MaxPending entries.
@@ -135,6 +142,7 @@ func NewShard(cfg Config) (*Shard, error) {
 	if cfg.Fold == FoldOn {
 		s.fs = new(foldScratch)
 	}
+	s.prefetch = s.TableBytes() > prefetchAbove
 	return s, nil
 }
 
@@ -186,6 +194,7 @@ type cur struct {
 	deadline uint64
 }
 
+// load begins a group: one probe for root.
 func (s *Shard) load(c *cur, root uint64) {
 	slot, found := s.t.find(root)
 	*c = cur{root: root, slot: slot, inTable: found, live: found}
@@ -436,22 +445,59 @@ func (s *Shard) Apply(msgs []Msg, out []Outcome) []Outcome {
 	if s.fold == FoldOn {
 		return s.applyFolded(msgs, out)
 	}
+	for len(msgs) > 0 {
+		chunk := msgs[:min(len(msgs), prefetchChunk)]
+		msgs = msgs[len(chunk):]
+		if s.prefetch {
+			s.touch(chunk)
+		}
+		out = s.applyChunk(chunk, out)
+	}
+	return out
+}
+
+// prefetchChunk is how many messages' table lines are touched ahead of
+// applying them: enough to keep the ~30 misses one core sustains in flight,
+// few enough that the lines are still in cache when their turn comes.
+const prefetchChunk = 64
+
+// touch loads the key and val lines of every message's home group before
+// the messages are applied. The loads are independent of each other, so
+// the core overlaps their cache misses instead of taking them one probe at
+// a time; the result is folded into a field only so the loads are kept.
+func (s *Shard) touch(chunk []Msg) {
+	var x uint64
+	for i := range chunk {
+		g := s.t.home(chunk[i].Root) * groupSlots
+		x += s.t.keys[g] + s.t.vals[g]
+	}
+	s.sink += x
+}
+
+func (s *Shard) applyChunk(chunk []Msg, out []Outcome) []Outcome {
 	var c cur
-	for i := range msgs {
-		m := &msgs[i]
+	for i := range chunk {
+		m := &chunk[i]
+		if m.Root == 0 { // find(0) would match an empty slot
+			c = cur{}
+			out = s.step(&c, m, out)
+			continue
+		}
+		slot, found := s.t.find(m.Root)
 		// Fast path: an ACK to an existing entry that does not complete it,
-		// the bulk of all traffic, touches two words and nothing else.
-		if m.Kind == Ack && m.Root != 0 {
-			if slot, ok := s.t.find(m.Root); ok {
-				v := s.t.vals[slot] ^ m.Val
-				if v != 0 || s.t.words[slot]&flagInit == 0 {
-					s.t.vals[slot] = v
-					s.stats.Acks++
-					continue
-				}
+		// the bulk of all traffic, touches one key and one val and nothing else.
+		if found && m.Kind == Ack {
+			v := s.t.vals[slot] ^ m.Val
+			if v != 0 || s.t.words[slot]&flagInit == 0 {
+				s.t.vals[slot] = v
+				s.stats.Acks++
+				continue
 			}
 		}
-		s.load(&c, m.Root)
+		c = cur{root: m.Root, slot: slot, inTable: found, live: found}
+		if found {
+			c.val, c.word = s.t.vals[slot], s.t.words[slot]
+		}
 		out = s.step(&c, m, out)
 		s.store(&c)
 	}

@@ -22,8 +22,8 @@ func init1(root uint64, task uint32, val uint64) ackcore.Msg {
 	return ackcore.Msg{Root: root, Kind: ackcore.Init, Task: task, Val: val}
 }
 func ack(root, val uint64) ackcore.Msg { return ackcore.Msg{Root: root, Kind: ackcore.Ack, Val: val} }
-func fail(root uint64) ackcore.Msg    { return ackcore.Msg{Root: root, Kind: ackcore.Fail} }
-func reset(root uint64) ackcore.Msg   { return ackcore.Msg{Root: root, Kind: ackcore.Reset} }
+func fail(root uint64) ackcore.Msg     { return ackcore.Msg{Root: root, Kind: ackcore.Fail} }
+func reset(root uint64) ackcore.Msg    { return ackcore.Msg{Root: root, Kind: ackcore.Reset} }
 
 func one(t *testing.T, out []ackcore.Outcome) ackcore.Outcome {
 	t.Helper()
