@@ -1,0 +1,112 @@
+package affinity
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+func TestParseCPUList(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []int
+	}{
+		{"", []int{}},
+		{"\n", []int{}},
+		{"0", []int{0}},
+		{"0\n", []int{0}},
+		{"0-3", []int{0, 1, 2, 3}},
+		{"0-3,8,10-11", []int{0, 1, 2, 3, 8, 10, 11}},
+		{"5-5", []int{5}},
+		{"7,3,1", []int{1, 3, 7}},
+		{"0-3,2-5", []int{0, 1, 2, 3, 4, 5}},
+		{"1,1", []int{1}},
+		{"0010", []int{10}},
+		{"65535", []int{MaxCPU}},
+	} {
+		got, err := ParseCPUList(tc.in)
+		if err != nil {
+			t.Errorf("ParseCPUList(%q): %v", tc.in, err)
+			continue
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("ParseCPUList(%q) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestParseCPUListRejects(t *testing.T) {
+	for _, in := range []string{
+		",",
+		"0,",
+		",0",
+		"0,,1",
+		"-",
+		"-1",
+		"1-",
+		"3-1",
+		"1--2",
+		"1-2-3",
+		"+1",
+		"0x1",
+		"a",
+		"1 ,2",
+		"1, 2",
+		"0-3:2/4", // kernel command-line stride syntax, never in sysfs
+		"65536",
+		"0-65536",
+		"99999999999999999999999",
+		"1\x002",
+	} {
+		got, err := ParseCPUList(in)
+		if err == nil {
+			t.Errorf("ParseCPUList(%q) = %v, want an error", in, got)
+			continue
+		}
+		// The error quotes the whole (trimmed) input.
+		if msg, want := err.Error(), strconv.Quote(strings.TrimSpace(in)); !strings.HasPrefix(msg, "affinity: ") || !strings.Contains(msg, want) {
+			t.Errorf("ParseCPUList(%q) error %q does not start with the package and quote %s", in, msg, want)
+		}
+	}
+}
+
+func TestFormatCPUList(t *testing.T) {
+	for _, tc := range []struct {
+		in   []int
+		want string
+	}{
+		{nil, ""},
+		{[]int{0}, "0"},
+		{[]int{0, 1}, "0-1"},
+		{[]int{0, 1, 2, 3, 8, 10, 11}, "0-3,8,10-11"},
+		{[]int{11, 10, 8, 3, 2, 1, 0, 8}, "0-3,8,10-11"},
+		{[]int{1, 3, 5}, "1,3,5"},
+	} {
+		if got := FormatCPUList(tc.in); got != tc.want {
+			t.Errorf("FormatCPUList(%v) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+// FuzzParseCPUList checks ParseCPUList against FormatCPUList: whatever
+// parses must come back sorted and unique, and format to a list that parses
+// to the same set.
+func FuzzParseCPUList(f *testing.F) {
+	for _, s := range []string{"0-3,8,10-11", "", "1,1", "3-1", "0-3:2/4", "7,3,1\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		cpus, err := ParseCPUList(s)
+		if err != nil {
+			return
+		}
+		if !slices.IsSorted(cpus) || len(slices.Compact(slices.Clone(cpus))) != len(cpus) {
+			t.Fatalf("ParseCPUList(%q) = %v: not sorted and unique", s, cpus)
+		}
+		again, err := ParseCPUList(FormatCPUList(cpus))
+		if err != nil || !slices.Equal(again, cpus) {
+			t.Fatalf("round trip of %q: %v, %v; want %v", s, again, err, cpus)
+		}
+	})
+}

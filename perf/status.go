@@ -1,0 +1,104 @@
+package perf
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+)
+
+// Mode says how much this machine lets a Group count, best first.
+type Mode uint8
+
+const (
+	// ModeNone: nothing per-thread can be measured; Open fails. This is the
+	// mode on systems other than Linux.
+	ModeNone Mode = iota
+	// ModeThreadClock: perf_event_open cannot be used (not permitted by
+	// kernel.perf_event_paranoid or seccomp, or absent), so the software
+	// events come from clock_gettime(CLOCK_THREAD_CPUTIME_ID) and
+	// getrusage(RUSAGE_THREAD) instead. Hardware events are unknown.
+	ModeThreadClock
+	// ModeSoftware: perf_event_open works but the hardware events do not
+	// open, as in most virtual machines. Hardware events are unknown.
+	ModeSoftware
+	// ModeHardware: at least one hardware event opens; Status.Err lists any
+	// that do not.
+	ModeHardware
+)
+
+func (m Mode) String() string {
+	switch m {
+	case ModeNone:
+		return "none"
+	case ModeThreadClock:
+		return "thread-clock"
+	case ModeSoftware:
+		return "software"
+	case ModeHardware:
+		return "hardware"
+	}
+	return fmt.Sprintf("Mode(%d)", uint8(m))
+}
+
+// Status is what Probe found out about this machine's counters.
+type Status struct {
+	Mode Mode
+	// Err says why the mode is not better, or, in ModeHardware, which
+	// events failed to open; nil when every event is available.
+	Err error
+
+	// avail holds the events Open can count in this mode.
+	avail eventSet
+	// eventErr holds why each unavailable event is unavailable.
+	eventErr [NumEvents]error
+}
+
+// Available reports whether Open can count e on this machine.
+func (s Status) Available(e Event) bool { return e < NumEvents && s.avail.has(e) }
+
+// EventErr returns why e is unavailable, or nil if it is available.
+func (s Status) EventErr(e Event) error {
+	if e >= NumEvents {
+		return fmt.Errorf("perf: unknown event %s", e)
+	}
+	return s.eventErr[e]
+}
+
+// Note is a one-line account of what will be measured and why, for a
+// benchmark report. The library never prints it; the caller does.
+// Examples:
+//
+//	hardware and software counters available
+//	hardware counters unavailable (perf_event_open cycles: no such file or directory: ...); using software events
+//	perf_event_open unusable (...); using thread CPU time and getrusage for task-clock, context-switches, page-faults
+func (s Status) Note() string {
+	switch s.Mode {
+	case ModeHardware:
+		var missing []string
+		for e := range NumEvents {
+			if !s.avail.has(e) {
+				missing = append(missing, fmt.Sprintf("%s: %v", e, s.eventErr[e]))
+			}
+		}
+		if len(missing) == 0 {
+			return "hardware and software counters available"
+		}
+		return fmt.Sprintf("some counters unavailable (%s); they read n/a", strings.Join(missing, "; "))
+	case ModeSoftware:
+		return fmt.Sprintf("hardware counters unavailable (%v); using software events", s.Err)
+	case ModeThreadClock:
+		return fmt.Sprintf("perf_event_open unusable (%v); using thread CPU time and getrusage for task-clock, context-switches, page-faults", s.Err)
+	default:
+		return fmt.Sprintf("no per-thread counters (%v); every column reads n/a", s.Err)
+	}
+}
+
+// String is Note.
+func (s Status) String() string { return s.Note() }
+
+var probeOnce = sync.OnceValue(probe)
+
+// Probe reports which events Open can count on this machine. The first call
+// opens and closes each event once on the calling thread; the result is
+// kept, so later calls, and Open, do not try again what failed.
+func Probe() Status { return probeOnce() }
