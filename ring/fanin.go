@@ -1,0 +1,228 @@
+package ring
+
+import (
+	"fmt"
+	"sync/atomic"
+)
+
+// FanIn is one consumer draining one SPSC ring per producer.
+//
+// Each pass visits every ring once, in round-robin order, and takes at most
+// batch elements from each, so a producer that never stops cannot delay
+// another's elements by more than one pass. The next pass starts at the ring
+// after the last one this pass visited. When every ring is empty the
+// consumer parks on one parker that all the rings share; a producer checks
+// its flag after each publish and wakes the consumer only when it is set.
+//
+// Producer i uses the producer methods of Producer(i) and nothing else. One
+// goroutine at a time calls the consumer methods of the FanIn (TryPop, Pop,
+// PopBatch, PopBatchWait, Drain, DrainWait); it must not call consumer
+// methods on the rings themselves.
+type FanIn[T any] struct {
+	// Line 0: consumer's. rings, batch and idle are immutable after
+	// NewFanIn; next is written by the consumer only.
+	rings []*SPSC[T]
+	batch int
+	idle  Idle
+	next  int // ring the next pass starts at
+	_     [cacheLineSize - 24 - 8 - 16 - 8]byte
+
+	// Line 1: read by every producer after each publish, written when the
+	// consumer parks or on Close.
+	park   parker
+	closed atomic.Bool
+	_      [cacheLineSize - 16 - 4]byte
+}
+
+// NewFanIn returns a FanIn over producers rings of capacity elements each
+// (a power of two, as for New), taking at most batch elements from a ring per
+// pass, and waiting with DefaultIdle. It panics if producers or batch is
+// below 1.
+func NewFanIn[T any](producers, capacity, batch int) *FanIn[T] {
+	return NewFanInWithIdle[T](producers, capacity, batch, DefaultIdle())
+}
+
+// NewFanInWithIdle is NewFanIn with the idle strategy used by the consumer
+// and by every producer's blocking calls.
+func NewFanInWithIdle[T any](producers, capacity, batch int, idle Idle) *FanIn[T] {
+	if producers < 1 {
+		panic(fmt.Sprintf("ring: FanIn needs at least one producer, got %d", producers))
+	}
+	if batch < 1 {
+		panic(fmt.Sprintf("ring: FanIn batch %d is below 1", batch))
+	}
+	f := &FanIn[T]{
+		rings: make([]*SPSC[T], producers),
+		batch: batch,
+		idle:  idle.normalized(),
+	}
+	f.park.init()
+	for i := range f.rings {
+		r := newRing[T](capacity, idle)
+		r.cons = &f.park
+		f.rings[i] = r
+	}
+	return f
+}
+
+// Producers returns the number of rings.
+func (f *FanIn[T]) Producers() int { return len(f.rings) }
+
+// Producer returns the ring that producer i pushes into.
+func (f *FanIn[T]) Producer(i int) *SPSC[T] { return f.rings[i] }
+
+// Close closes every ring, so the producers' blocking calls return false,
+// and makes the consumer's blocking calls return false or 0 once all rings
+// are empty. It is safe from any goroutine and may be called more than once.
+func (f *FanIn[T]) Close() {
+	f.closed.Store(true)
+	for _, r := range f.rings {
+		r.Close()
+	}
+	f.park.wake()
+}
+
+// TryPop removes and returns the oldest element of the first non-empty ring
+// at or after the round-robin position, which then moves past that ring.
+func (f *FanIn[T]) TryPop() (v T, ok bool) {
+	n := len(f.rings)
+	i := f.next
+	for range n {
+		r := f.rings[i]
+		if i++; i == n {
+			i = 0
+		}
+		if v, ok = r.TryPop(); ok {
+			f.next = i
+			return v, true
+		}
+	}
+	return v, false
+}
+
+// Pop is TryPop that waits with the FanIn's idle strategy. It reports false
+// once the FanIn is closed and every ring is empty.
+func (f *FanIn[T]) Pop() (T, bool) {
+	for {
+		if v, ok := f.TryPop(); ok {
+			return v, true
+		}
+		if !f.awaitItems() {
+			var zero T
+			return zero, false
+		}
+	}
+}
+
+// PopBatch makes one pass, moving at most batch elements from each ring into
+// dst until dst is full, and returns how many it moved. Each ring's elements
+// keep their order; rings are visited round-robin.
+func (f *FanIn[T]) PopBatch(dst []T) int {
+	if len(dst) == 0 {
+		return 0
+	}
+	n := len(f.rings)
+	i := f.next
+	got := 0
+	for range n {
+		r := f.rings[i]
+		if i++; i == n {
+			i = 0
+		}
+		got += r.PopBatch(dst[got:min(got+f.batch, len(dst))])
+		if got == len(dst) {
+			break
+		}
+	}
+	f.next = i
+	return got
+}
+
+// PopBatchWait is PopBatch that waits with the FanIn's idle strategy until
+// it moves at least one element. It returns 0 when dst is empty or the FanIn
+// is closed and every ring is empty.
+func (f *FanIn[T]) PopBatchWait(dst []T) int {
+	for len(dst) > 0 {
+		if got := f.PopBatch(dst); got > 0 {
+			return got
+		}
+		if !f.awaitItems() {
+			break
+		}
+	}
+	return 0
+}
+
+// Drain makes one pass without copying: for each ring in round-robin order
+// it calls fn with the ring's index and up to batch of its oldest elements,
+// in place, then releases them. fn may be called twice for one ring when its
+// elements wrap past the end of its buffer, and not at all for an empty one;
+// it must not keep items after it returns. Drain returns the number of
+// elements passed to fn.
+func (f *FanIn[T]) Drain(fn func(producer int, items []T)) int {
+	n := len(f.rings)
+	i := f.next
+	got := 0
+	for range n {
+		r := f.rings[i]
+		for left := f.batch; left > 0; {
+			s := r.Peek(left)
+			if len(s) == 0 {
+				break
+			}
+			fn(i, s)
+			r.Release(len(s))
+			got += len(s)
+			left -= len(s)
+		}
+		if i++; i == n {
+			i = 0
+		}
+	}
+	f.next = i
+	return got
+}
+
+// DrainWait is Drain that waits with the FanIn's idle strategy until it
+// passes at least one element to fn. It returns 0 once the FanIn is closed
+// and every ring is empty.
+func (f *FanIn[T]) DrainWait(fn func(producer int, items []T)) int {
+	for {
+		if got := f.Drain(fn); got > 0 {
+			return got
+		}
+		if !f.awaitItems() {
+			return 0
+		}
+	}
+}
+
+// awaitItems waits until some ring has an element (true) or the FanIn is
+// closed and every ring is empty (false).
+func (f *FanIn[T]) awaitItems() bool {
+	for i := 0; ; i++ {
+		if f.hasItems() {
+			return true
+		}
+		if f.closed.Load() {
+			return f.hasItems()
+		}
+		if f.idle.step(i) {
+			f.park.prepare()
+			if f.closed.Load() || f.hasItems() {
+				f.park.cancel()
+				continue
+			}
+			f.park.wait()
+		}
+	}
+}
+
+func (f *FanIn[T]) hasItems() bool {
+	for _, r := range f.rings {
+		if r.hasItems() {
+			return true
+		}
+	}
+	return false
+}

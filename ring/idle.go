@@ -1,0 +1,100 @@
+package ring
+
+import (
+	"runtime"
+	"sync/atomic"
+)
+
+// Default idle strategy. A re-check of the peer's index costs about a
+// nanosecond while the line is unchanged in our cache, so DefaultSpins covers
+// roughly the 0.4 µs a peer needs to fill or drain a 64-item batch on the
+// machines in /work/shared/MEASURING.md (6.4 ns/item). Each Gosched then
+// costs a trip through the scheduler, a few hundred nanoseconds, and lets
+// another goroutine use the P; DefaultYields of them add a few microseconds
+// before the waiter pays for a park and a wake-up, which costs tens of
+// microseconds when the OS thread has to be woken.
+const (
+	DefaultSpins  = 512
+	DefaultYields = 16
+)
+
+// Idle says how a blocking call waits: it re-checks the ring Spins times in
+// a tight loop, then Yields times with runtime.Gosched between checks, then
+// parks until its peer or Close wakes it. Negative counts are taken as zero;
+// Idle{} parks at once.
+type Idle struct {
+	Spins  int
+	Yields int
+}
+
+// DefaultIdle returns Idle{DefaultSpins, DefaultYields}.
+func DefaultIdle() Idle { return Idle{Spins: DefaultSpins, Yields: DefaultYields} }
+
+func (i Idle) normalized() Idle {
+	return Idle{Spins: max(i.Spins, 0), Yields: max(i.Yields, 0)}
+}
+
+// step runs the spin or yield phase for attempt n (counted from 0) and
+// reports whether the caller should park instead.
+func (i Idle) step(n int) (park bool) {
+	switch {
+	case n < i.Spins:
+		return false
+	case n < i.Spins+i.Yields:
+		runtime.Gosched()
+		return false
+	}
+	return true
+}
+
+// parker lets one goroutine sleep until another wakes it.
+//
+// The protocol is a Dekker pair on sequentially consistent atomics (all of
+// sync/atomic is sequentially consistent in the Go memory model):
+//
+//	sleeper: flag.Store(1); re-check the condition; if still unmet, <-ch
+//	waker:   make the condition true (atomic store); if flag.Load() == 1 and
+//	         flag.Swap(0) == 1 { ch <- token }
+//
+// Either the sleeper's re-check sees the waker's store, or the waker's load
+// sees the flag, so a wake-up is never lost. Whoever swaps the flag from 1
+// to 0 owns the wake-up: a waker that wins sends exactly one token, and the
+// sleeper receives exactly one token per won swap (in wait, or in cancel when
+// its own re-check succeeded but a waker had already won). So ch is empty
+// whenever flag is set, and the send never blocks: ch has room for one.
+type parker struct {
+	flag atomic.Uint32 // 1 while the sleeper is parked or about to park
+	ch   chan struct{} // immutable after init; holds at most one token
+}
+
+func (p *parker) init() { p.ch = make(chan struct{}, 1) }
+
+// prepare announces that the sleeper is about to park. The caller must then
+// re-check its condition and call either cancel or wait.
+func (p *parker) prepare() { p.flag.Store(1) }
+
+// cancel withdraws a prepare whose re-check found the condition met.
+func (p *parker) cancel() {
+	if p.flag.Swap(0) == 0 {
+		// A waker won the flag; its token is in ch or about to be.
+		<-p.ch
+	}
+}
+
+// wait sleeps until a waker hands over a token.
+func (p *parker) wait() { <-p.ch }
+
+// wake wakes the sleeper if it is parked. The common case, nobody parked, is
+// one plain load of a line the sleeper seldom writes.
+func (p *parker) wake() {
+	if p.flag.Load() != 0 {
+		p.wakeSlow()
+	}
+}
+
+//go:noinline
+func (p *parker) wakeSlow() {
+	if p.flag.Swap(0) != 0 {
+		p.ch <- struct{}{}
+	}
+}
