@@ -3,6 +3,7 @@ package ring
 import (
 	"fmt"
 	"sync/atomic"
+	"time"
 )
 
 // FanIn is one consumer draining one SPSC ring per producer.
@@ -225,4 +226,49 @@ func (f *FanIn[T]) hasItems() bool {
 		}
 	}
 	return false
+}
+
+// DrainWaitUntil is DrainWait that also gives up when wake delivers a value
+// (a time.Timer's C, say, so a consumer with periodic work — a shard's
+// timer wheel — is not parked past its next tick). It returns 0 when wake
+// fired or the FanIn is closed and empty; Closed tells which.
+func (f *FanIn[T]) DrainWaitUntil(fn func(producer int, items []T), wake <-chan time.Time) int {
+	for {
+		if got := f.Drain(fn); got > 0 {
+			return got
+		}
+		if !f.awaitItemsUntil(wake) {
+			return 0
+		}
+	}
+}
+
+// Closed reports whether Close was called.
+func (f *FanIn[T]) Closed() bool { return f.closed.Load() }
+
+// awaitItemsUntil is awaitItems that also returns false when wake fires.
+func (f *FanIn[T]) awaitItemsUntil(wake <-chan time.Time) bool {
+	for i := 0; ; i++ {
+		if f.hasItems() {
+			return true
+		}
+		if f.closed.Load() {
+			return f.hasItems()
+		}
+		select {
+		case <-wake:
+			return f.hasItems()
+		default:
+		}
+		if f.idle.step(i) {
+			f.park.prepare()
+			if f.closed.Load() || f.hasItems() {
+				f.park.cancel()
+				continue
+			}
+			if !f.park.waitUntil(wake) {
+				return f.hasItems()
+			}
+		}
+	}
 }

@@ -433,3 +433,33 @@ func TestFanInZeroAllocs(t *testing.T) {
 		}
 	}
 }
+
+// TestDrainWaitUntil: a parked consumer returns when its wake channel fires
+// with no items, and is woken by a producer before the wake otherwise.
+func TestDrainWaitUntil(t *testing.T) {
+	f := NewFanInWithIdle[int](2, 8, 4, Idle{})
+	wake := make(chan time.Time)
+	done := make(chan int)
+	go func() { done <- f.DrainWaitUntil(func(int, []int) {}, wake) }()
+	wake <- time.Time{}
+	if got := <-done; got != 0 || f.Closed() {
+		t.Fatalf("after wake: got %d, closed %v", got, f.Closed())
+	}
+	var seen []int
+	go func() { done <- f.DrainWaitUntil(func(_ int, items []int) { seen = append(seen, items...) }, wake) }()
+	f.Producer(1).Push(42)
+	if got := <-done; got != 1 || len(seen) != 1 || seen[0] != 42 {
+		t.Fatalf("after push: got %d, seen %v", got, seen)
+	}
+	// The wake channel was never read by the second call: a later wait
+	// still parks and still returns on the next wake.
+	go func() { done <- f.DrainWaitUntil(func(int, []int) {}, wake) }()
+	wake <- time.Time{}
+	if got := <-done; got != 0 {
+		t.Fatalf("third wait: got %d", got)
+	}
+	f.Close()
+	if got := f.DrainWaitUntil(func(int, []int) {}, wake); got != 0 || !f.Closed() {
+		t.Fatalf("closed: got %d", got)
+	}
+}

@@ -3,6 +3,7 @@ package ring
 import (
 	"runtime"
 	"sync/atomic"
+	"time"
 )
 
 // Default idle strategy. A re-check of the peer's index costs about a
@@ -83,6 +84,19 @@ func (p *parker) cancel() {
 
 // wait sleeps until a waker hands over a token.
 func (p *parker) wait() { <-p.ch }
+
+// waitUntil is wait that also returns, false, when wake fires first. It
+// then withdraws the prepare like cancel, taking the token a waker that
+// already won the flag sends, so ch stays empty for the next park.
+func (p *parker) waitUntil(wake <-chan time.Time) bool {
+	select {
+	case <-p.ch:
+		return true
+	case <-wake:
+		p.cancel()
+		return false
+	}
+}
 
 // wake wakes the sleeper if it is parked. The common case, nobody parked, is
 // one plain load of a line the sleeper seldom writes.
