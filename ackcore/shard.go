@@ -549,3 +549,24 @@ func (s *Shard) ExpireAll(out []Outcome) []Outcome {
 		}
 	}
 }
+
+// StopAll empties the shard: every pending root with an INIT is reported
+// Failed{stopped} (appended to out, which grows as needed), the others are
+// counted as orphans. The shard stays usable.
+func (s *Shard) StopAll(out []Outcome) []Outcome {
+	s.setNow()
+	for slot := 0; slot < s.t.slots(); slot++ {
+		for s.t.keys[slot] != 0 { // remove may shift another entry into slot
+			c := cur{root: s.t.keys[slot], slot: slot, inTable: true, live: true, word: s.t.words[slot]}
+			if c.word&flagInit != 0 {
+				s.stats.FailedStopped++
+				out = append(out, Outcome{Root: c.root, Task: c.word & taskMask, Kind: Failed, Reason: ReasonStopped, Latency: s.latency(s.start(&c))})
+			} else {
+				s.stats.Orphans++
+			}
+			s.kill(&c)
+			s.store(&c)
+		}
+	}
+	return out
+}

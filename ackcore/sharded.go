@@ -1,0 +1,499 @@
+package ackcore
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+	"sync"
+	"time"
+
+	"github.com/xorack/xorack/affinity"
+	"github.com/xorack/xorack/ring"
+)
+
+// ShardedConfig configures a sharded acker.
+type ShardedConfig struct {
+	// Shards is the number of shards, each run by one executor goroutine
+	// (pinned to a CPU when Pin is set). Default 1.
+	Shards int
+	// Producers is the number of producer handles: each is used by one
+	// goroutine (a spout or bolt executor of the embedding engine) and has
+	// one SPSC ring into every shard. Required.
+	Producers int
+	// Tasks is the number of spout tasks; task t's outcomes arrive at
+	// Spout(t). INITs must name a task below it. Required.
+	Tasks int
+	// Shard configures each shard; MaxPending is per shard. Its Clock is
+	// the source the executors sample once per pass (nil: monotonic).
+	Shard Config
+	// RingSize is each producer->shard ring's capacity (a power of two);
+	// default 4096.
+	RingSize int
+	// OutcomeRingSize is each shard->spout ring's capacity (a power of
+	// two); default 4096.
+	OutcomeRingSize int
+	// Batch is the most messages a shard takes from one producer ring per
+	// pass, for fairness between producers; default 256.
+	Batch int
+	// Pin pins each executor to a CPU chosen by affinity.Plan.
+	Pin bool
+	// Idle is how executors and blocked producers wait; the zero value
+	// means ring.DefaultIdle().
+	Idle *ring.Idle
+}
+
+func (c *ShardedConfig) fill() error {
+	if c.Shards == 0 {
+		c.Shards = 1
+	}
+	if c.RingSize == 0 {
+		c.RingSize = 4096
+	}
+	if c.OutcomeRingSize == 0 {
+		c.OutcomeRingSize = 4096
+	}
+	if c.Batch == 0 {
+		c.Batch = 256
+	}
+	switch {
+	case c.Shards < 1 || c.Shards > 1024:
+		return fmt.Errorf("ackcore: Shards %d out of range [1, 1024]", c.Shards)
+	case c.Producers < 1 || c.Producers > 4096:
+		return fmt.Errorf("ackcore: Producers %d out of range [1, 4096]", c.Producers)
+	case c.Tasks < 1 || c.Tasks > MaxTask+1:
+		return fmt.Errorf("ackcore: Tasks %d out of range [1, %d]", c.Tasks, MaxTask+1)
+	case c.RingSize < 2 || c.RingSize&(c.RingSize-1) != 0:
+		return fmt.Errorf("ackcore: RingSize %d is not a power of two >= 2", c.RingSize)
+	case c.OutcomeRingSize < 2 || c.OutcomeRingSize&(c.OutcomeRingSize-1) != 0:
+		return fmt.Errorf("ackcore: OutcomeRingSize %d is not a power of two >= 2", c.OutcomeRingSize)
+	case c.Batch < 1:
+		return fmt.Errorf("ackcore: Batch %d below 1", c.Batch)
+	}
+	if c.Shard.Clock == nil {
+		c.Shard.Clock = NewMonotonicClock()
+	}
+	return c.Shard.check()
+}
+
+// ErrClosed is returned by producers once the acker is stopping.
+var ErrClosed = errors.New("ackcore: acker stopped")
+
+// Sharded is the sharded, concurrent acker: N single-writer shards, each run
+// by an executor goroutine fed by one SPSC ring per producer, reporting
+// outcomes into one SPSC ring per (shard, spout task). No locks and no
+// shared writes on the message path. See doc.go, "Sharded acker".
+type Sharded struct {
+	cfg       ShardedConfig
+	execs     []*executor
+	producers []*Producer
+	spouts    []*Spout
+	plan      affinity.Assignment
+
+	mu      sync.Mutex // guards started, stopped
+	started bool
+	stopped bool
+	wg      sync.WaitGroup
+}
+
+// NewSharded builds the acker and allocates every shard's table; Start runs it.
+func NewSharded(cfg ShardedConfig) (*Sharded, error) {
+	if err := cfg.fill(); err != nil {
+		return nil, err
+	}
+	idle := ring.DefaultIdle()
+	if cfg.Idle != nil {
+		idle = *cfg.Idle
+	}
+	a := &Sharded{cfg: cfg}
+	a.spouts = make([]*Spout, cfg.Tasks)
+	for t := range a.spouts {
+		a.spouts[t] = &Spout{task: uint32(t), in: ring.NewFanInWithIdle[Outcome](cfg.Shards, cfg.OutcomeRingSize, cfg.OutcomeRingSize, idle)}
+	}
+	for i := 0; i < cfg.Shards; i++ {
+		scfg := cfg.Shard
+		e := &executor{
+			id:    i,
+			clock: cfg.Shard.Clock,
+			in:    ring.NewFanInWithIdle[Msg](cfg.Producers, cfg.RingSize, cfg.Batch, idle),
+			outs:  make([]*ring.SPSC[Outcome], cfg.Tasks),
+			over:  make([][]Outcome, cfg.Tasks),
+			cpu:   -1,
+		}
+		scfg.Clock = &e.coarse
+		if scfg.Seed != 0 {
+			scfg.Seed += uint64(i) * 0x9e3779b97f4a7c15 // shards hash differently
+		}
+		sh, err := NewShard(scfg)
+		if err != nil {
+			return nil, err
+		}
+		e.shard = sh
+		for t := range e.outs {
+			e.outs[t] = a.spouts[t].in.Producer(i)
+		}
+		a.execs = append(a.execs, e)
+	}
+	a.producers = make([]*Producer, cfg.Producers)
+	for p := range a.producers {
+		pr := &Producer{tasks: uint32(cfg.Tasks), nshards: uint64(cfg.Shards), batch: cfg.Batch}
+		for _, e := range a.execs {
+			pr.rings = append(pr.rings, e.in.Producer(p))
+		}
+		pr.spans = make([][]Msg, cfg.Shards)
+		pr.fill = make([]int, cfg.Shards)
+		a.producers[p] = pr
+	}
+	return a, nil
+}
+
+// Producer returns producer handle i; each handle belongs to one goroutine.
+func (a *Sharded) Producer(i int) *Producer { return a.producers[i] }
+
+// Spout returns the outcome handle of spout task t; one goroutine polls it.
+func (a *Sharded) Spout(t int) *Spout { return a.spouts[t] }
+
+// Plan is the executors' CPU assignment (meaningful after Start with Pin).
+func (a *Sharded) Plan() affinity.Assignment { return a.plan }
+
+// ShardCPUs reports the CPU each executor last saw itself on (-1: unknown).
+func (a *Sharded) ShardCPUs() []int {
+	cpus := make([]int, len(a.execs))
+	for i, e := range a.execs {
+		e.mu.Lock()
+		cpus[i] = e.cpu
+		e.mu.Unlock()
+	}
+	return cpus
+}
+
+// Start launches one executor goroutine per shard. With Pin, each pins
+// itself to its planned CPU; a failure to pin leaves it unpinned and is
+// reported by Plan().Note.
+func (a *Sharded) Start() error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.started {
+		return errors.New("ackcore: Sharded started twice")
+	}
+	a.started = true
+	if a.cfg.Pin {
+		topo, err := affinity.Detect()
+		if err != nil {
+			a.plan.Note = "unpinned: " + err.Error()
+		} else {
+			a.plan = affinity.Plan(len(a.execs), topo)
+		}
+	}
+	for i, e := range a.execs {
+		cpu := -1
+		if a.cfg.Pin && i < len(a.plan.CPUs) {
+			cpu = a.plan.CPUs[i]
+		}
+		a.wg.Add(1)
+		go func() {
+			defer a.wg.Done()
+			e.run(cpu)
+		}()
+	}
+	return nil
+}
+
+// Stop stops the acker gracefully. Call it after the producers' last
+// Flush: a Flush racing with Stop may find the rings closed (and say so).
+// Producers' further sends fail with
+// ErrClosed, every message already sent is applied, every root still
+// pending with an INIT is reported Failed{stopped} to its spout (so it can
+// be replayed), and the executors exit. Spouts may keep polling until
+// their Wait returns false. Stop returns the final exact counters.
+func (a *Sharded) Stop() Stats {
+	a.mu.Lock()
+	if !a.started || a.stopped {
+		a.mu.Unlock()
+		return a.Stats()
+	}
+	a.stopped = true
+	a.mu.Unlock()
+	for _, e := range a.execs {
+		e.in.Close()
+	}
+	a.wg.Wait()
+	for _, s := range a.spouts {
+		s.in.Close()
+	}
+	return a.Stats()
+}
+
+// Stats aggregates the shards' counters. While running, each shard's part
+// is the snapshot its executor published at its last tick (at most a tick
+// old); after Stop it is exact.
+func (a *Sharded) Stats() Stats {
+	var st Stats
+	for _, e := range a.execs {
+		e.mu.Lock()
+		st.Add(e.snap)
+		e.mu.Unlock()
+	}
+	return st
+}
+
+// shardOf is the shard owning root (SEMANTICS rule 9): a multiply-xorshift
+// mix reduced by fast range, independent of the shards' own seeded hashes.
+func shardOf(root, n uint64) uint64 {
+	h := root * 0x9e3779b97f4a7c15
+	h ^= h >> 29
+	s, _ := bits.Mul64(h, n)
+	return s
+}
+
+// Producer sends messages to the shards. It stages messages in place in
+// each shard's ring and publishes a shard's staged span when it fills
+// (Batch messages) or on Flush: one atomic store per span, not per message.
+// Not safe for concurrent use: one goroutine per Producer.
+type Producer struct {
+	rings   []*ring.SPSC[Msg] // rings[s]: this producer's ring into shard s
+	spans   [][]Msg           // reserved, partly filled span per shard
+	fill    []int             // messages staged in spans[s]
+	tasks   uint32
+	nshards uint64
+	batch   int
+}
+
+// Send stages m for its shard, waiting (with the idle strategy) while that
+// shard's ring is full: backpressure, never loss. Staged messages are
+// published when a span fills or on Flush; call Flush before waiting for
+// outcomes. It returns ErrClosed once the acker stops, and an error naming
+// the value for an INIT whose task has no Spout; other malformed messages
+// are refused by the shard (Refused{invalid}, counted).
+func (p *Producer) Send(m Msg) error {
+	if m.Kind == Init && m.Task >= p.tasks {
+		return fmt.Errorf("ackcore: INIT root %#x names task %d, acker has %d tasks", m.Root, m.Task, p.tasks)
+	}
+	s := shardOf(m.Root, p.nshards)
+	if p.rings[s].Closed() {
+		return ErrClosed
+	}
+	if p.fill[s] == len(p.spans[s]) {
+		if p.fill[s] > 0 {
+			p.rings[s].Commit(p.fill[s])
+		}
+		p.spans[s] = p.rings[s].ReserveWait(p.batch)
+		p.fill[s] = 0
+		if len(p.spans[s]) == 0 {
+			return ErrClosed
+		}
+	}
+	p.spans[s][p.fill[s]] = m
+	p.fill[s]++
+	return nil
+}
+
+// TrySend is Send without waiting: false when m's shard ring is full (or
+// the acker stopped), with m not sent.
+func (p *Producer) TrySend(m Msg) (bool, error) {
+	if m.Kind == Init && m.Task >= p.tasks {
+		return false, fmt.Errorf("ackcore: INIT root %#x names task %d, acker has %d tasks", m.Root, m.Task, p.tasks)
+	}
+	s := shardOf(m.Root, p.nshards)
+	if p.rings[s].Closed() {
+		return false, ErrClosed
+	}
+	if p.fill[s] == len(p.spans[s]) {
+		if p.fill[s] > 0 {
+			p.rings[s].Commit(p.fill[s])
+		}
+		p.spans[s] = p.rings[s].Reserve(p.batch)
+		p.fill[s] = 0
+		if len(p.spans[s]) == 0 {
+			if p.rings[s].Closed() {
+				return false, ErrClosed
+			}
+			return false, nil
+		}
+	}
+	p.spans[s][p.fill[s]] = m
+	p.fill[s]++
+	return true, nil
+}
+
+// Flush publishes every staged message. Messages staged but not flushed
+// when the acker stops are not applied: Flush then returns an error saying
+// how many, so none is lost without a word.
+func (p *Producer) Flush() error {
+	lost := 0
+	for s, n := range p.fill {
+		if n > 0 {
+			if p.rings[s].Closed() {
+				lost += n
+			} else {
+				p.rings[s].Commit(n)
+			}
+			p.spans[s] = p.spans[s][n:]
+			p.fill[s] = 0
+		}
+	}
+	if lost > 0 {
+		return fmt.Errorf("%w: %d staged messages not applied", ErrClosed, lost)
+	}
+	return nil
+}
+
+// Spout receives the outcomes of one spout task's roots from every shard.
+// One goroutine polls it.
+type Spout struct {
+	task uint32
+	in   *ring.FanIn[Outcome]
+}
+
+// Poll appends the outcomes available now to dst, without waiting.
+func (s *Spout) Poll(dst []Outcome) []Outcome {
+	s.in.Drain(func(_ int, items []Outcome) { dst = append(dst, items...) })
+	return dst
+}
+
+// Wait appends at least one outcome to dst, waiting with the idle strategy;
+// ok is false once the acker has stopped and every outcome was taken.
+func (s *Spout) Wait(dst []Outcome) (_ []Outcome, ok bool) {
+	n := s.in.DrainWait(func(_ int, items []Outcome) { dst = append(dst, items...) })
+	return dst, n > 0
+}
+
+// Run calls fn for each outcome until the acker has stopped and every
+// outcome was delivered (the callback style).
+func (s *Spout) Run(fn func(Outcome)) {
+	for s.in.DrainWait(func(_ int, items []Outcome) {
+		for _, o := range items {
+			fn(o)
+		}
+	}) > 0 {
+	}
+}
+
+// coarseClock is the executor's loop-sampled clock: the shard reads it per
+// Apply, the loop sets it once per pass. Both run on the executor's
+// goroutine, so it needs no synchronisation.
+type coarseClock struct{ now time.Duration }
+
+func (c *coarseClock) Now() time.Duration { return c.now }
+
+// executor runs one shard.
+type executor struct {
+	id     int
+	shard  *Shard
+	clock  Clock       // the real clock, sampled once per pass
+	coarse coarseClock // what the shard reads
+	in     *ring.FanIn[Msg]
+	outs   []*ring.SPSC[Outcome] // outs[t]: into spout t's fan-in
+	over   [][]Outcome           // outcomes a full spout ring could not take yet
+	nover  int                   // outcomes in over
+	out    []Outcome
+
+	mu   sync.Mutex // guards snap, cpu
+	snap Stats
+	cpu  int
+}
+
+func (e *executor) run(cpu int) {
+	if cpu >= 0 {
+		if unpin, err := affinity.Pin(cpu); err == nil {
+			defer unpin()
+		}
+	}
+	if c, err := affinity.CurrentCPU(); err == nil {
+		e.mu.Lock()
+		e.cpu = c
+		e.mu.Unlock()
+	}
+	tick := time.Duration(e.shard.tickNs)
+	timer := time.NewTimer(tick)
+	defer timer.Stop()
+	e.out = make([]Outcome, 0, 1024)
+	apply := func(_ int, items []Msg) {
+		e.out = e.shard.Apply(items, e.out[:0])
+		e.route()
+	}
+	e.coarse.now = e.clock.Now()
+	nextTick := e.coarse.now + tick
+	for {
+		got := e.in.DrainWaitUntil(apply, timer.C)
+		e.coarse.now = e.clock.Now()
+		if e.coarse.now >= nextTick || got == 0 {
+			e.expire()
+			e.flushOver()
+			e.publish()
+			nextTick = e.coarse.now + tick
+			timer.Reset(tick)
+		}
+		if got == 0 && e.in.Closed() {
+			break
+		}
+	}
+	// Stopping: everything sent has been applied. Fail what is pending.
+	e.out = e.shard.StopAll(e.out[:0])
+	e.route()
+	for e.nover > 0 {
+		e.flushOverWait()
+	}
+	e.publish()
+}
+
+func (e *executor) expire() {
+	for {
+		var more bool
+		e.out, more = e.shard.Expire(e.out[:0])
+		e.route()
+		if !more {
+			return
+		}
+	}
+}
+
+// route hands each outcome to its spout's ring. A full ring never blocks
+// the shard (a spout blocked sending to this shard would deadlock it): the
+// outcome waits in over, bounded by the roots the shard can hold, and goes
+// first on later passes. Outcomes with no task (refused ACK/FAIL/RESET)
+// are counted in Stats and not routed.
+func (e *executor) route() {
+	for _, o := range e.out {
+		if o.Task >= uint32(len(e.outs)) {
+			continue
+		}
+		if len(e.over[o.Task]) > 0 || !e.outs[o.Task].TryPush(o) {
+			e.over[o.Task] = append(e.over[o.Task], o)
+			e.nover++
+		}
+	}
+}
+
+func (e *executor) flushOver() {
+	if e.nover == 0 {
+		return
+	}
+	for t, q := range e.over {
+		n := e.outs[t].PushBatch(q)
+		e.nover -= n
+		e.over[t] = append(q[:0], q[n:]...)
+	}
+}
+
+// flushOverWait is flushOver that waits for each spout to take its share.
+func (e *executor) flushOverWait() {
+	for t, q := range e.over {
+		for len(q) > 0 {
+			if !e.outs[t].Push(q[0]) {
+				e.nover -= len(q) // spout ring closed: nobody will read
+				q = q[:0]
+				break
+			}
+			q = q[1:]
+			e.nover--
+		}
+		e.over[t] = q[:0]
+	}
+}
+
+func (e *executor) publish() {
+	st := e.shard.Stats()
+	e.mu.Lock()
+	e.snap = st
+	e.mu.Unlock()
+}

@@ -1,0 +1,211 @@
+package ackcore_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/internal/model"
+	"github.com/xorack/xorack/internal/treegen"
+)
+
+// expected runs each root's delivered messages through a fresh model and
+// lets every deadline pass: the one outcome the root must get, whatever
+// order its messages arrive in (the streams have no duplicates, so order
+// does not change outcomes).
+func expected(evs []treegen.Event, timeout time.Duration) map[uint64]ackcore.Outcome {
+	byRoot := map[uint64][]treegen.Event{}
+	for _, e := range evs {
+		byRoot[e.Msg.Root] = append(byRoot[e.Msg.Root], e)
+	}
+	want := map[uint64]ackcore.Outcome{}
+	for r, es := range byRoot {
+		m := model.New(1<<20, timeout, time.Millisecond)
+		for _, e := range es {
+			if o, ok := m.Apply(0, e.Msg, e.IDs); ok {
+				want[r] = o
+			}
+		}
+		for _, o := range m.Expire(time.Hour) {
+			want[r] = o
+		}
+	}
+	return want
+}
+
+func TestShardedEndToEnd(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	roots := 3000
+	if testing.Short() {
+		roots = 800
+	}
+	for _, shards := range []int{1, 2, 4} {
+		for _, drop := range []float64{0, 0.01} {
+			t.Run(fmt.Sprintf("shards=%d/drop=%v", shards, drop), func(t *testing.T) {
+				runSharded(t, shards, 3, roots, drop, uint64(shards)*7+uint64(drop*1000))
+			})
+		}
+	}
+}
+
+func runSharded(t *testing.T, shards, producers, roots int, drop float64, seed uint64) {
+	const tasks = 5
+	const timeout = 200 * time.Millisecond
+	rng := rand.New(rand.NewPCG(seed, 99))
+	gen := treegen.Options{Roots: roots, MaxFanout: 3, MaxDepth: 3, JoinProb: 0.2, FailProb: 0.02, Tasks: tasks}
+	evs, _ := treegen.Generate(rng, gen)
+	evs, _ = treegen.Faults(rng, evs, 0, 0, drop)
+	want := expected(evs, timeout)
+
+	a, err := ackcore.NewSharded(ackcore.ShardedConfig{
+		Shards: shards, Producers: producers, Tasks: tasks, RingSize: 64, OutcomeRingSize: 16, Batch: 32,
+		Shard: ackcore.Config{MaxPending: 1 << 16, Timeout: timeout},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Spread messages over producers at random (a root's messages travel
+	// through different producers, so they arrive in any order).
+	per := make([][]ackcore.Msg, producers)
+	for _, e := range evs {
+		p := rng.IntN(producers)
+		per[p] = append(per[p], e.Msg)
+	}
+	var got sync.Map // root -> Outcome
+	var dups sync.Map
+	total := len(want)
+	collected := make(chan struct{}, total)
+	var spouts sync.WaitGroup
+	for task := 0; task < tasks; task++ {
+		sp := a.Spout(task)
+		spouts.Add(1)
+		go func() {
+			defer spouts.Done()
+			sp.Run(func(o ackcore.Outcome) {
+				if o.Task != uint32(task) {
+					t.Errorf("spout %d got outcome for task %d", task, o.Task)
+				}
+				if _, loaded := got.LoadOrStore(o.Root, o); loaded {
+					dups.Store(o.Root, o)
+				}
+				collected <- struct{}{}
+			})
+		}()
+	}
+	var prods sync.WaitGroup
+	for p := 0; p < producers; p++ {
+		pr := a.Producer(p)
+		prods.Add(1)
+		go func() {
+			defer prods.Done()
+			for i, m := range per[p] {
+				if err := pr.Send(m); err != nil {
+					t.Errorf("send: %v", err)
+					return
+				}
+				if i%50 == 0 {
+					pr.Flush()
+				}
+			}
+			pr.Flush()
+		}()
+	}
+	prods.Wait()
+	deadline := time.After(60 * time.Second) // a hang fails, it does not pass
+	for i := 0; i < total; i++ {
+		select {
+		case <-collected:
+		case <-deadline:
+			t.Fatalf("only %d of %d outcomes arrived", i, total)
+		}
+	}
+	st := a.Stop()
+	spouts.Wait()
+	dups.Range(func(k, v any) bool {
+		t.Errorf("root %#x got a second outcome %+v", k, v)
+		return true
+	})
+	n := 0
+	got.Range(func(k, v any) bool {
+		n++
+		r, o := k.(uint64), v.(ackcore.Outcome)
+		w, ok := want[r]
+		if !ok {
+			t.Errorf("root %#x: unexpected outcome %+v", r, o)
+		} else if o.Kind != w.Kind || o.Reason != w.Reason || o.Task != w.Task {
+			t.Errorf("root %#x: outcome %v/%v task %d, model %v/%v task %d", r, o.Kind, o.Reason, o.Task, w.Kind, w.Reason, w.Task)
+		}
+		return true
+	})
+	if n != total {
+		t.Fatalf("%d outcomes, want %d", n, total)
+	}
+	if st.Completed+st.Failed() != uint64(total) || st.FailedStopped != 0 {
+		t.Fatalf("stats %+v for %d roots", st, total)
+	}
+}
+
+// TestShardedStopReportsPending: roots still pending at Stop come back
+// Failed{stopped}, and sends after Stop fail with ErrClosed.
+func TestShardedStopReportsPending(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	a, err := ackcore.NewSharded(ackcore.ShardedConfig{Shards: 2, Producers: 1, Tasks: 1, Shard: ackcore.Config{MaxPending: 100}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := a.Producer(0)
+	for r := uint64(1); r <= 10; r++ {
+		if err := p.Send(ackcore.Msg{Root: r, Kind: ackcore.Init, Val: r}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.Flush()
+	var outs []ackcore.Outcome
+	done := make(chan struct{})
+	go func() {
+		a.Spout(0).Run(func(o ackcore.Outcome) { outs = append(outs, o) })
+		close(done)
+	}()
+	st := a.Stop()
+	<-done
+	if len(outs) != 10 || st.FailedStopped != 10 {
+		t.Fatalf("%d outcomes, stats %+v", len(outs), st)
+	}
+	for _, o := range outs {
+		if o.Kind != ackcore.Failed || o.Reason != ackcore.ReasonStopped {
+			t.Fatalf("outcome %+v", o)
+		}
+	}
+	if err := p.Send(ackcore.Msg{Root: 99, Kind: ackcore.Ack, Val: 1}); err != ackcore.ErrClosed {
+		t.Fatalf("send after stop: %v", err)
+	}
+}
+
+func TestShardedConfigErrors(t *testing.T) {
+	for _, c := range []ackcore.ShardedConfig{
+		{Producers: 1, Tasks: 1, Shards: -1, Shard: ackcore.Config{MaxPending: 1}},
+		{Producers: 0, Tasks: 1, Shard: ackcore.Config{MaxPending: 1}},
+		{Producers: 1, Tasks: 0, Shard: ackcore.Config{MaxPending: 1}},
+		{Producers: 1, Tasks: 1, RingSize: 1000, Shard: ackcore.Config{MaxPending: 1}},
+		{Producers: 1, Tasks: 1, Shard: ackcore.Config{MaxPending: 0}},
+	} {
+		if _, err := ackcore.NewSharded(c); err == nil {
+			t.Errorf("NewSharded(%+v) accepted", c)
+		}
+	}
+	a, _ := ackcore.NewSharded(ackcore.ShardedConfig{Producers: 1, Tasks: 2, Shard: ackcore.Config{MaxPending: 1}})
+	if err := a.Producer(0).Send(ackcore.Msg{Root: 1, Kind: ackcore.Init, Task: 2, Val: 1}); err == nil {
+		t.Error("INIT for task 2 of 2 accepted")
+	}
+}
