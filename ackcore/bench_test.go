@@ -42,7 +42,9 @@ var benchImpls = []benchImpl{
 		cfg.Fold = ackcore.FoldOn
 		return ackcore.NewShard(cfg)
 	}},
-	{"gomap", func(cfg ackcore.Config) (ackcore.Acker, error) { return baseline.NewGoMap(baseline.FromShardConfig(cfg)) }},
+	{"gomap", func(cfg ackcore.Config) (ackcore.Acker, error) {
+		return baseline.NewGoMap(baseline.FromShardConfig(cfg))
+	}},
 }
 
 func heapInUse() uint64 {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/internal/invariants"
 )
 
 func newShard(t testing.TB, maxPending int, fold ackcore.FoldMode) (*ackcore.Shard, *ackcore.FakeClock) {
@@ -229,6 +230,9 @@ func TestOldestPending(t *testing.T) {
 // TestNoAllocs: the batch paths allocate nothing once warm, given room
 // for outcomes.
 func TestNoAllocs(t *testing.T) {
+	if invariants.Enabled {
+		t.Skip("the invariant checks allocate")
+	}
 	for _, fold := range []ackcore.FoldMode{ackcore.FoldOff, ackcore.FoldOn} {
 		s, clock := newShard(t, 1<<12, fold)
 		msgs := make([]ackcore.Msg, 0, 64)

@@ -327,7 +327,7 @@ func (p *Producer) Flush() error {
 			} else {
 				p.rings[s].Commit(n)
 			}
-			p.spans[s] = p.spans[s][n:]
+			p.spans[s] = nil // a Commit ends the reservation; Send reserves anew
 			p.fill[s] = 0
 		}
 	}
@@ -414,16 +414,18 @@ func (e *executor) run(cpu int) {
 	e.coarse.now = e.clock.Now()
 	nextTick := e.coarse.now + tick
 	for {
-		got := e.in.DrainWaitUntil(apply, timer.C)
+		got, fired := e.in.DrainWaitUntil(apply, timer.C)
 		e.coarse.now = e.clock.Now()
-		if e.coarse.now >= nextTick || got == 0 {
+		if fired || e.coarse.now >= nextTick {
+			// A tick: expire, retry held outcomes, publish counters, and
+			// re-arm the timer (Reset also re-arms one that fired unseen).
 			e.expire()
 			e.flushOver()
 			e.publish()
 			nextTick = e.coarse.now + tick
 			timer.Reset(tick)
 		}
-		if got == 0 && e.in.Closed() {
+		if got == 0 && !fired && e.in.Closed() {
 			break
 		}
 	}

@@ -3,6 +3,7 @@ package ackcore_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -62,9 +63,13 @@ func runSharded(t *testing.T, shards, producers, roots int, drop float64, seed u
 	evs, _ = treegen.Faults(rng, evs, 0, 0, drop)
 	want := expected(evs, timeout)
 
+	// The shards read a fake clock, frozen while messages flow, so no root
+	// times out however slowly this runs (-race); then it jumps past every
+	// deadline and only the roots the model says time out must.
+	clock := &ackcore.FakeClock{}
 	a, err := ackcore.NewSharded(ackcore.ShardedConfig{
 		Shards: shards, Producers: producers, Tasks: tasks, RingSize: 64, OutcomeRingSize: 16, Batch: 32,
-		Shard: ackcore.Config{MaxPending: 1 << 16, Timeout: timeout},
+		Shard: ackcore.Config{MaxPending: 1 << 16, Timeout: timeout, Clock: clock},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -120,6 +125,21 @@ func runSharded(t *testing.T, shards, producers, roots int, drop float64, seed u
 	}
 	prods.Wait()
 	deadline := time.After(60 * time.Second) // a hang fails, it does not pass
+	// Wait until the shards have applied every message (their published
+	// counters say so at their next tick), then let time pass.
+	for {
+		st := a.Stats()
+		if st.Inits+st.Acks+st.Fails+st.Resets == uint64(len(evs)) {
+			break
+		}
+		select {
+		case <-deadline:
+			t.Fatalf("shards applied %+v of %d messages", st, len(evs))
+		default:
+			runtime.Gosched()
+		}
+	}
+	clock.Add(timeout + 2*time.Millisecond)
 	for i := 0; i < total; i++ {
 		select {
 		case <-collected:

@@ -230,15 +230,19 @@ func (f *FanIn[T]) hasItems() bool {
 
 // DrainWaitUntil is DrainWait that also gives up when wake delivers a value
 // (a time.Timer's C, say, so a consumer with periodic work — a shard's
-// timer wheel — is not parked past its next tick). It returns 0 when wake
-// fired or the FanIn is closed and empty; Closed tells which.
-func (f *FanIn[T]) DrainWaitUntil(fn func(producer int, items []T), wake <-chan time.Time) int {
+// timer wheel — is not parked past its next tick). fired reports that it
+// took a value from wake, whether or not it also passed elements to fn: the
+// caller then knows its timer needs re-arming. It returns n = 0 when wake
+// fired before any element came, or the FanIn is closed and empty.
+func (f *FanIn[T]) DrainWaitUntil(fn func(producer int, items []T), wake <-chan time.Time) (n int, fired bool) {
 	for {
 		if got := f.Drain(fn); got > 0 {
-			return got
+			return got, fired
 		}
-		if !f.awaitItemsUntil(wake) {
-			return 0
+		items, woke := f.awaitItemsUntil(wake)
+		fired = fired || woke
+		if !items {
+			return 0, fired
 		}
 	}
 }
@@ -246,18 +250,19 @@ func (f *FanIn[T]) DrainWaitUntil(fn func(producer int, items []T), wake <-chan 
 // Closed reports whether Close was called.
 func (f *FanIn[T]) Closed() bool { return f.closed.Load() }
 
-// awaitItemsUntil is awaitItems that also returns false when wake fires.
-func (f *FanIn[T]) awaitItemsUntil(wake <-chan time.Time) bool {
+// awaitItemsUntil is awaitItems that also returns when wake fires; fired
+// says it took wake's value.
+func (f *FanIn[T]) awaitItemsUntil(wake <-chan time.Time) (items, fired bool) {
 	for i := 0; ; i++ {
 		if f.hasItems() {
-			return true
+			return true, false
 		}
 		if f.closed.Load() {
-			return f.hasItems()
+			return f.hasItems(), false
 		}
 		select {
 		case <-wake:
-			return f.hasItems()
+			return f.hasItems(), true
 		default:
 		}
 		if f.idle.step(i) {
@@ -267,7 +272,7 @@ func (f *FanIn[T]) awaitItemsUntil(wake <-chan time.Time) bool {
 				continue
 			}
 			if !f.park.waitUntil(wake) {
-				return f.hasItems()
+				return f.hasItems(), true
 			}
 		}
 	}

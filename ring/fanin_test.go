@@ -439,27 +439,45 @@ func TestFanInZeroAllocs(t *testing.T) {
 func TestDrainWaitUntil(t *testing.T) {
 	f := NewFanInWithIdle[int](2, 8, 4, Idle{})
 	wake := make(chan time.Time)
-	done := make(chan int)
-	go func() { done <- f.DrainWaitUntil(func(int, []int) {}, wake) }()
+	type res struct {
+		n     int
+		fired bool
+	}
+	done := make(chan res)
+	wait := func(fn func(int, []int)) {
+		n, fired := f.DrainWaitUntil(fn, wake)
+		done <- res{n, fired}
+	}
+	go wait(func(int, []int) {})
 	wake <- time.Time{}
-	if got := <-done; got != 0 || f.Closed() {
-		t.Fatalf("after wake: got %d, closed %v", got, f.Closed())
+	if r := <-done; r.n != 0 || !r.fired || f.Closed() {
+		t.Fatalf("after wake: %+v, closed %v", r, f.Closed())
 	}
 	var seen []int
-	go func() { done <- f.DrainWaitUntil(func(_ int, items []int) { seen = append(seen, items...) }, wake) }()
+	go wait(func(_ int, items []int) { seen = append(seen, items...) })
 	f.Producer(1).Push(42)
-	if got := <-done; got != 1 || len(seen) != 1 || seen[0] != 42 {
-		t.Fatalf("after push: got %d, seen %v", got, seen)
+	if r := <-done; r.n != 1 || r.fired || len(seen) != 1 || seen[0] != 42 {
+		t.Fatalf("after push: %+v, seen %v", r, seen)
 	}
 	// The wake channel was never read by the second call: a later wait
 	// still parks and still returns on the next wake.
-	go func() { done <- f.DrainWaitUntil(func(int, []int) {}, wake) }()
+	go wait(func(int, []int) {})
 	wake <- time.Time{}
-	if got := <-done; got != 0 {
-		t.Fatalf("third wait: got %d", got)
+	if r := <-done; r.n != 0 || !r.fired {
+		t.Fatalf("third wait: %+v", r)
+	}
+	// A wake and an item together: the caller learns both.
+	buffered := make(chan time.Time, 1)
+	buffered <- time.Time{}
+	f.Producer(0).Push(7)
+	if n, fired := f.DrainWaitUntil(func(int, []int) {}, buffered); n != 1 || fired {
+		t.Fatalf("item first: n=%d fired=%v", n, fired)
+	}
+	if n, fired := f.DrainWaitUntil(func(int, []int) {}, buffered); n != 0 || !fired {
+		t.Fatalf("then the wake: n=%d fired=%v", n, fired)
 	}
 	f.Close()
-	if got := f.DrainWaitUntil(func(int, []int) {}, wake); got != 0 || !f.Closed() {
-		t.Fatalf("closed: got %d", got)
+	if n, _ := f.DrainWaitUntil(func(int, []int) {}, wake); n != 0 || !f.Closed() {
+		t.Fatalf("closed: got %d", n)
 	}
 }

@@ -1,0 +1,35 @@
+// Package acktest is the differential test harness every ackcore.Acker is
+// held to: it feeds one generated message stream, in random batches and
+// under one fake clock, to the acker under test and to the reference model
+// (internal/model), and fails on the first difference in outcomes,
+// counters or (where the acker has a checker) invariants.
+//
+// The harness knows ackers only through a Factory, so the fast shard and
+// the baselines run the very same scenarios:
+//
+//	acktest.Run(t, sc, func(cfg ackcore.Config) (ackcore.Acker, error) {
+//		return ackcore.NewShard(cfg)
+//	})
+//
+// It is test support: it imports package testing and belongs in _test.go
+// files only.
+//
+// # Layout
+//
+// Scenario and Case describe runs (a generated stream, delivery faults,
+// batch sizes, clock jumps); Cases are the standard ones; Run executes one,
+// RunCases all of them over many seeds as subtests.
+//
+// # Concurrency
+//
+// Run drives its acker from the calling goroutine only: it tests the
+// single-writer contract of ackcore.Acker. Concurrent ackers need their
+// own hammer tests.
+//
+// # Invariants
+//
+// What Run holds an acker to, after every Apply and Expire call: the same
+// outcomes as the model (as a set per call; latency within one tick); every
+// 16 steps and at the end, equal counters and a passing Verify (when the
+// acker implements Verifier); at the end, nothing pending.
+package acktest
