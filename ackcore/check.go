@@ -17,9 +17,9 @@ func (s *Shard) check() {
 
 // verify returns the first broken invariant:
 //   - count equals the occupied slots and never exceeds MaxPending;
-//   - every key is reachable from its home group through full groups only
-//     (the probe invariant backward-shift deletion maintains), and no key
-//     appears twice;
+//   - every key is found by find, and no key appears twice;
+//   - each group's occupancy mask matches its keys, and its overflow count
+//     is the number of entries whose probe passed it (unless saturated);
 //   - a slot has a scheduled timer exactly when it is occupied;
 //   - the custom map holds exactly the roots whose word has flagCustom;
 //   - flags are consistent: flagFailed only without flagInit.
@@ -27,8 +27,10 @@ func (s *Shard) verify() error {
 	t := &s.t
 	n := 0
 	seen := make(map[uint64]int, t.count)
+	over := make([]int, t.ngroups)
 	customs := 0
-	for i, k := range t.keys {
+	for i := 0; i < t.slots(); i++ {
+		k := t.kv[ki(i)]
 		if k == 0 {
 			if s.w.Scheduled(uint32(i)) {
 				return fmt.Errorf("ackcore: empty slot %d has a timer", i)
@@ -53,19 +55,28 @@ func (s *Shard) verify() error {
 				return fmt.Errorf("ackcore: root %#x flagged custom, not in the custom map", k)
 			}
 		}
-		g := uint64(i / groupSlots)
-		for h := t.home(k); h != g; {
-			for _, kk := range (*[groupSlots]uint64)(t.keys[h*groupSlots:]) {
-				if kk == 0 {
-					return fmt.Errorf("ackcore: root %#x in group %d, home %d, passes non-full group %d", k, g, t.home(k), h)
-				}
-			}
-			if h++; h == t.ngroups {
-				h = 0
+		for g, sg := t.home(k), uint64(i/groupSlots); g != sg; {
+			over[g]++
+			if g++; g == t.ngroups {
+				g = 0
 			}
 		}
 		if slot, ok := t.find(k); !ok || slot != i {
 			return fmt.Errorf("ackcore: find(%#x) = %d, %v; stored in %d", k, slot, ok, i)
+		}
+	}
+	for g, m := range t.meta {
+		var mask uint16
+		for i, k := range t.groupKeys(uint64(g)) {
+			if k != 0 {
+				mask |= 1 << i
+			}
+		}
+		if m&metaFullMask != mask {
+			return fmt.Errorf("ackcore: group %d occupancy %08b, keys say %08b", g, m&metaFullMask, mask)
+		}
+		if c := int(m >> 8); c != over[g] && !(c == metaOverMax && over[g] >= metaOverMax) {
+			return fmt.Errorf("ackcore: group %d overflow count %d, %d entries pass it", g, c, over[g])
 		}
 	}
 	if n != t.count {
@@ -101,7 +112,8 @@ func (s *Shard) OldestPending(n int, dst []PendingRoot) []PendingRoot {
 	}
 	s.setNow()
 	h := &byStart{}
-	for i, k := range s.t.keys {
+	for i := 0; i < s.t.slots(); i++ {
+		k := s.t.kv[ki(i)]
 		if k == 0 {
 			continue
 		}
@@ -131,7 +143,7 @@ func (s *Shard) OldestPending(n int, dst []PendingRoot) []PendingRoot {
 		}
 		d, _ := s.w.Deadline(uint32(e.slot))
 		dst = append(dst, PendingRoot{
-			Root:     s.t.keys[e.slot],
+			Root:     s.t.kv[ki(e.slot)],
 			Task:     task,
 			Age:      s.latency(e.start),
 			Deadline: time.Duration(int64(d)-int64(s.nowTick)) * tick,

@@ -35,7 +35,9 @@ func (s *Shard) applyFolded(msgs []Msg, out []Outcome) []Outcome {
 		}
 		msgs = msgs[len(chunk):]
 		if s.prefetch {
-			s.touch(chunk)
+			for i := 0; i < len(chunk); i += prefetchChunk {
+				s.homes(chunk[i:min(i+prefetchChunk, len(chunk))], &s.hs[0])
+			}
 		}
 		n := 0
 		for i := range chunk {

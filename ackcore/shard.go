@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
+	"math/bits"
 	"time"
 
 	"github.com/xorack/xorack/internal/invariants"
@@ -99,13 +100,16 @@ type Shard struct {
 	fold       FoldMode
 
 	// Per-call time, set at the top of Apply and Expire.
-	nowNs   int64
-	nowTick uint64
+	nowNs       int64
+	nowTick     uint64
+	defDeadline uint64 // deadlineAfter(defNs) at nowNs
 
 	stats    Stats
 	fs       *foldScratch
-	prefetch bool   // touch table lines a chunk ahead (large tables only)
-	sink     uint64 // keeps touch's loads alive
+	prefetch bool                      // prefetch table lines a chunk ahead (large tables only)
+	hs       [2][prefetchChunk]uint64  // home groups of the chunk being applied and the next
+	pf       [2 * prefetchChunk]uint64 // groups to prefetch for the next chunk
+	sink     uint64                    // keeps the fold path's touch loads alive
 }
 
 // NewShard makes a shard, allocating its table for cfg.MaxPending entries.
@@ -156,12 +160,16 @@ func (s *Shard) setNow() {
 	}
 	s.nowNs = ns
 	s.nowTick = uint64(ns / s.tickNs)
+	s.defDeadline = uint64((ns + s.defNs + s.tickNs - 1) / s.tickNs)
 }
 
 // deadlineAfter is the tick at which a timeout of ns started now expires:
 // the first tick boundary at or after now+ns, so a root never times out
 // early and at most one tick late when Expire runs every tick.
 func (s *Shard) deadlineAfter(ns int64) uint64 {
+	if ns == s.defNs {
+		return s.defDeadline // computed once per call: no division per INIT
+	}
 	return uint64((s.nowNs + ns + s.tickNs - 1) / s.tickNs)
 }
 
@@ -185,10 +193,11 @@ func (s *Shard) TableBytes() int { return s.t.bytes() + s.t.slots()*timerwheel.N
 // from the table once, stepped per message, stored once.
 type cur struct {
 	root     uint64
-	slot     int  // the entry's slot, or the slot an insert would use
-	inTable  bool // the table held the entry when the group began
-	live     bool // the entry exists now
-	resched  bool // deadline must be (re)armed on store
+	slot     int    // the entry's slot when inTable
+	home     uint64 // the root's home group
+	inTable  bool   // the table held the entry when the group began
+	live     bool   // the entry exists now
+	resched  bool   // deadline must be (re)armed on store
 	val      uint64
 	word     uint32
 	deadline uint64
@@ -196,10 +205,11 @@ type cur struct {
 
 // load begins a group: one probe for root.
 func (s *Shard) load(c *cur, root uint64) {
-	slot, found := s.t.find(root)
-	*c = cur{root: root, slot: slot, inTable: found, live: found}
+	home := s.t.home(root)
+	slot, found := s.t.findFrom(root, home)
+	*c = cur{root: root, home: home, slot: slot, inTable: found, live: found}
 	if found {
-		c.val = s.t.vals[slot]
+		c.val = s.t.kv[vi(slot)]
 		c.word = s.t.words[slot]
 	}
 }
@@ -207,20 +217,19 @@ func (s *Shard) load(c *cur, root uint64) {
 func (s *Shard) store(c *cur) {
 	switch {
 	case c.inTable && c.live:
-		s.t.vals[c.slot] = c.val
+		s.t.kv[vi(c.slot)] = c.val
 		s.t.words[c.slot] = c.word
 		if c.resched {
 			s.arm(c.slot, c.deadline, true)
 		}
 	case c.inTable:
 		s.w.Cancel(uint32(c.slot))
-		s.t.remove(c.slot, s.w)
+		s.t.removeFrom(c.slot, c.home)
 	case c.live:
-		s.t.keys[c.slot] = c.root
-		s.t.vals[c.slot] = c.val
-		s.t.words[c.slot] = c.word
-		s.t.count++
-		s.arm(c.slot, c.deadline, false)
+		slot := s.t.insertFrom(c.root, c.home)
+		s.t.kv[vi(slot)] = c.val
+		s.t.words[slot] = c.word
+		s.arm(slot, c.deadline, false)
 	}
 	if invariants.Enabled {
 		s.check()
@@ -283,8 +292,7 @@ func (s *Shard) latency(start uint64) time.Duration {
 }
 
 // create makes c a new entry (rule 7 when word has no flagInit), unless the
-// bound is reached. The slot find returned stays valid: nothing else touched
-// the table since.
+// bound is reached; store inserts it.
 func (s *Shard) create(c *cur, val uint64, word uint32, timeoutNs int64) bool {
 	if !c.inTable && s.t.count >= s.maxPending {
 		return false
@@ -445,62 +453,119 @@ func (s *Shard) Apply(msgs []Msg, out []Outcome) []Outcome {
 	if s.fold == FoldOn {
 		return s.applyFolded(msgs, out)
 	}
+	// Software pipeline: hash chunk k+1 and prefetch its lines, then apply
+	// chunk k, whose lines were prefetched one chunk earlier. Chunks start
+	// small and double up to prefetchChunk, so that the first messages of a
+	// call, which nothing prefetched ahead, are few.
+	if len(msgs) == 0 {
+		return out
+	}
+	cur, size := 0, firstChunk
+	next := msgs[:min(len(msgs), size)]
+	s.homes(next, &s.hs[cur])
 	for len(msgs) > 0 {
-		chunk := msgs[:min(len(msgs), prefetchChunk)]
+		chunk := next
 		msgs = msgs[len(chunk):]
-		if s.prefetch {
-			s.touch(chunk)
+		size = min(2*size, prefetchChunk)
+		next = msgs[:min(len(msgs), size)]
+		if len(next) > 0 {
+			s.homes(next, &s.hs[cur^1])
 		}
-		out = s.applyChunk(chunk, out)
+		out = s.applyChunk(chunk, &s.hs[cur], out)
+		cur ^= 1
 	}
 	return out
 }
 
-// prefetchChunk is how many messages' table lines are touched ahead of
-// applying them: enough to keep the ~30 misses one core sustains in flight,
-// few enough that the lines are still in cache when their turn comes.
-const prefetchChunk = 64
+// firstChunk is the size of a call's first chunk (see Apply).
+const firstChunk = 8
 
-// touch loads the key and val lines of every message's home group before
-// the messages are applied. The loads are independent of each other, so
-// the core overlaps their cache misses instead of taking them one probe at
-// a time; the result is folded into a field only so the loads are kept.
-func (s *Shard) touch(chunk []Msg) {
-	var x uint64
+// homes computes the home group of each message of chunk into hs and, for
+// tables larger than L2, prefetches those groups' lines.
+func (s *Shard) homes(chunk []Msg, hs *[prefetchChunk]uint64) {
 	for i := range chunk {
-		g := s.t.home(chunk[i].Root) * groupSlots
-		x += s.t.keys[g] + s.t.vals[g]
+		hs[i] = s.t.home(chunk[i].Root)
 	}
-	s.sink += x
+	if !s.prefetch {
+		return
+	}
+	// A group that overflowed may hold the root in the next group: fetch
+	// that one too (a quarter of roots at the 7/8 bound).
+	pf := &s.pf
+	n := 0
+	for _, g := range hs[:len(chunk)] {
+		pf[n] = g
+		n++
+		if s.t.meta[g] >= metaOverOne {
+			if g++; g == s.t.ngroups {
+				g = 0
+			}
+			pf[n] = g
+			n++
+		}
+	}
+	prefetchGroups(&s.t.kv[0], &pf[0], n)
 }
 
-func (s *Shard) applyChunk(chunk []Msg, out []Outcome) []Outcome {
+// prefetchChunk is how many messages' table lines are prefetched ahead of
+// applying them: enough to keep the ~30 misses one core sustains in flight,
+// few enough that the lines are still in L1 when their turn comes (2 x 64
+// lines of 64 bytes = 8 KiB). A power of two.
+const prefetchChunk = 64
+
+func (s *Shard) applyChunk(chunk []Msg, hs *[prefetchChunk]uint64, out []Outcome) []Outcome {
 	var c cur
+	kv, words, meta, ngroups := s.t.kv, s.t.words, s.t.meta, s.t.ngroups
+	acks := uint64(0)
 	for i := range chunk {
 		m := &chunk[i]
-		if m.Root == 0 { // find(0) would match an empty slot
+		root := m.Root
+		if root == 0 { // invalid; and a probe for 0 would match an empty slot
 			c = cur{}
 			out = s.step(&c, m, out)
 			continue
 		}
-		slot, found := s.t.find(m.Root)
-		// Fast path: an ACK to an existing entry that does not complete it,
-		// the bulk of all traffic, touches one key and one val and nothing else.
-		if found && m.Kind == Ack {
-			v := s.t.vals[slot] ^ m.Val
-			if v != 0 || s.t.words[slot]&flagInit == 0 {
-				s.t.vals[slot] = v
-				s.stats.Acks++
-				continue
+		// The probe, written out here because the compiler will not inline
+		// it into this loop (MEASURING.md: inlining it nearly doubles
+		// throughput at large tables). One group, one key line, compared
+		// without branches; on to the next group only while this one's
+		// overflow count says something went past it (at most one lap).
+		slot := -1
+		g := hs[i&(prefetchChunk-1)]
+		for left := ngroups; left > 0; left-- {
+			grp := (*[groupSlots]uint64)(kv[g*2*groupSlots:])
+			hit := b2u(grp[0] == root) | b2u(grp[1] == root)<<1 | b2u(grp[2] == root)<<2 | b2u(grp[3] == root)<<3 |
+				b2u(grp[4] == root)<<4 | b2u(grp[5] == root)<<5 | b2u(grp[6] == root)<<6 | b2u(grp[7] == root)<<7
+			if hit != 0 {
+				slot = int(g)*groupSlots + bits.TrailingZeros(hit)&(groupSlots-1)
+				break
+			}
+			if meta[g] < metaOverOne {
+				break
+			}
+			if g++; g == ngroups {
+				g = 0
 			}
 		}
-		c = cur{root: m.Root, slot: slot, inTable: found, live: found}
-		if found {
-			c.val, c.word = s.t.vals[slot], s.t.words[slot]
+		// Fast path: an ACK to an existing entry that does not complete it,
+		// the bulk of all traffic, writes one val and touches nothing else.
+		if slot >= 0 {
+			v := kv[vi(slot)]
+			if m.Kind == Ack {
+				if nv := v ^ m.Val; nv != 0 || words[slot]&flagInit == 0 {
+					kv[vi(slot)] = nv
+					acks++
+					continue
+				}
+			}
+			c = cur{root: root, home: hs[i&(prefetchChunk-1)], slot: slot, inTable: true, live: true, val: v, word: words[slot]}
+		} else {
+			c = cur{root: root, home: hs[i&(prefetchChunk-1)], slot: -1}
 		}
 		out = s.step(&c, m, out)
 		s.store(&c)
 	}
+	s.stats.Acks += acks
 	return out
 }
 
@@ -516,7 +581,7 @@ func (s *Shard) Expire(out []Outcome) (_ []Outcome, more bool) {
 			return out, false
 		}
 		slot := int(h)
-		c := cur{root: s.t.keys[slot], slot: slot, inTable: true, word: s.t.words[slot], deadline: deadline, resched: true}
+		c := cur{root: s.t.kv[ki(slot)], slot: slot, inTable: true, word: s.t.words[slot], deadline: deadline, resched: true}
 		if c.word&flagInit != 0 {
 			lat := s.latency(s.start(&c))
 			s.stats.FailedTimeout++
@@ -527,7 +592,7 @@ func (s *Shard) Expire(out []Outcome) (_ []Outcome, more bool) {
 		if c.word&flagCustom != 0 {
 			delete(s.custom, c.root)
 		}
-		s.t.remove(slot, s.w)
+		s.t.remove(slot)
 		if invariants.Enabled {
 			s.check()
 		}
@@ -556,8 +621,9 @@ func (s *Shard) ExpireAll(out []Outcome) []Outcome {
 func (s *Shard) StopAll(out []Outcome) []Outcome {
 	s.setNow()
 	for slot := 0; slot < s.t.slots(); slot++ {
-		for s.t.keys[slot] != 0 { // remove may shift another entry into slot
-			c := cur{root: s.t.keys[slot], slot: slot, inTable: true, live: true, word: s.t.words[slot]}
+		if s.t.kv[ki(slot)] != 0 {
+			root := s.t.kv[ki(slot)]
+			c := cur{root: root, home: s.t.home(root), slot: slot, inTable: true, live: true, word: s.t.words[slot]}
 			if c.word&flagInit != 0 {
 				s.stats.FailedStopped++
 				out = append(out, Outcome{Root: c.root, Task: c.word & taskMask, Kind: Failed, Reason: ReasonStopped, Latency: s.latency(s.start(&c))})
@@ -569,4 +635,13 @@ func (s *Shard) StopAll(out []Outcome) []Outcome {
 		}
 	}
 	return out
+}
+
+// b2u is 1 for true: eight of these make a group's match mask without
+// branches (SETcc on amd64).
+func b2u(b bool) uint {
+	if b {
+		return 1
+	}
+	return 0
 }
