@@ -18,8 +18,10 @@ func (s *Shard) check() {
 // verify returns the first broken invariant:
 //   - count equals the occupied slots and never exceeds MaxPending;
 //   - every key is found by find, and no key appears twice;
-//   - each group's occupancy mask matches its keys, and its overflow count
-//     is the number of entries whose probe passed it (unless saturated);
+//   - every key finds all groups from its home up to its own full (the
+//     probe invariant backward shift keeps), and is flagged displaced
+//     exactly when it is not in its home group;
+//   - each group's occupancy mask matches its keys;
 //   - a slot has a scheduled timer exactly when it is occupied;
 //   - the custom map holds exactly the roots whose word has flagCustom;
 //   - flags are consistent: flagFailed only without flagInit.
@@ -27,7 +29,6 @@ func (s *Shard) verify() error {
 	t := &s.t
 	n := 0
 	seen := make(map[uint64]int, t.count)
-	over := make([]int, t.ngroups)
 	customs := 0
 	for i := 0; i < t.slots(); i++ {
 		k := t.kv[ki(i)]
@@ -55,10 +56,16 @@ func (s *Shard) verify() error {
 				return fmt.Errorf("ackcore: root %#x flagged custom, not in the custom map", k)
 			}
 		}
-		for g, sg := t.home(k), uint64(i/groupSlots); g != sg; {
-			over[g]++
-			if g++; g == t.ngroups {
-				g = 0
+		g := uint64(i / groupSlots)
+		if disp := t.meta[g]>>groupSlots>>(i%groupSlots)&1 == 1; disp != (t.home(k) != g) {
+			return fmt.Errorf("ackcore: root %#x in group %d, home %d, displaced flag %v", k, g, t.home(k), disp)
+		}
+		for h := t.home(k); h != g; {
+			if t.meta[h]&metaFullMask != metaFullMask {
+				return fmt.Errorf("ackcore: root %#x in group %d, home %d, passes non-full group %d", k, g, t.home(k), h)
+			}
+			if h++; h == t.ngroups {
+				h = 0
 			}
 		}
 		if slot, ok := t.find(k); !ok || slot != i {
@@ -74,9 +81,6 @@ func (s *Shard) verify() error {
 		}
 		if m&metaFullMask != mask {
 			return fmt.Errorf("ackcore: group %d occupancy %08b, keys say %08b", g, m&metaFullMask, mask)
-		}
-		if c := int(m >> 8); c != over[g] && !(c == metaOverMax && over[g] >= metaOverMax) {
-			return fmt.Errorf("ackcore: group %d overflow count %d, %d entries pass it", g, c, over[g])
 		}
 	}
 	if n != t.count {

@@ -224,7 +224,7 @@ func (s *Shard) store(c *cur) {
 		}
 	case c.inTable:
 		s.w.Cancel(uint32(c.slot))
-		s.t.removeFrom(c.slot, c.home)
+		s.t.remove(c.slot, s.w)
 	case c.live:
 		slot := s.t.insertFrom(c.root, c.home)
 		s.t.kv[vi(slot)] = c.val
@@ -489,14 +489,14 @@ func (s *Shard) homes(chunk []Msg, hs *[prefetchChunk]uint64) {
 	if !s.prefetch {
 		return
 	}
-	// A group that overflowed may hold the root in the next group: fetch
-	// that one too (a quarter of roots at the 7/8 bound).
+	// A full group may have pushed the root into the next group: fetch
+	// that one too (a quarter of roots sit past home at the 7/8 bound).
 	pf := &s.pf
 	n := 0
 	for _, g := range hs[:len(chunk)] {
 		pf[n] = g
 		n++
-		if s.t.meta[g] >= metaOverOne {
+		if s.t.meta[g]&metaFullMask == metaFullMask {
 			if g++; g == s.t.ngroups {
 				g = 0
 			}
@@ -528,8 +528,8 @@ func (s *Shard) applyChunk(chunk []Msg, hs *[prefetchChunk]uint64, out []Outcome
 		// The probe, written out here because the compiler will not inline
 		// it into this loop (MEASURING.md: inlining it nearly doubles
 		// throughput at large tables). One group, one key line, compared
-		// without branches; on to the next group only while this one's
-		// overflow count says something went past it (at most one lap).
+		// without branches; on to the next group only while this one is
+		// full (at most one lap).
 		slot := -1
 		g := hs[i&(prefetchChunk-1)]
 		for left := ngroups; left > 0; left-- {
@@ -540,7 +540,7 @@ func (s *Shard) applyChunk(chunk []Msg, hs *[prefetchChunk]uint64, out []Outcome
 				slot = int(g)*groupSlots + bits.TrailingZeros(hit)&(groupSlots-1)
 				break
 			}
-			if meta[g] < metaOverOne {
+			if meta[g]&metaFullMask != metaFullMask {
 				break
 			}
 			if g++; g == ngroups {
@@ -592,7 +592,7 @@ func (s *Shard) Expire(out []Outcome) (_ []Outcome, more bool) {
 		if c.word&flagCustom != 0 {
 			delete(s.custom, c.root)
 		}
-		s.t.remove(slot)
+		s.t.remove(slot, s.w)
 		if invariants.Enabled {
 			s.check()
 		}
@@ -621,7 +621,7 @@ func (s *Shard) ExpireAll(out []Outcome) []Outcome {
 func (s *Shard) StopAll(out []Outcome) []Outcome {
 	s.setNow()
 	for slot := 0; slot < s.t.slots(); slot++ {
-		if s.t.kv[ki(slot)] != 0 {
+		for s.t.kv[ki(slot)] != 0 { // a remove may shift another entry into slot
 			root := s.t.kv[ki(slot)]
 			c := cur{root: root, home: s.t.home(root), slot: slot, inTable: true, live: true, word: s.t.words[slot]}
 			if c.word&flagInit != 0 {

@@ -35,29 +35,28 @@ const (
 // million slots need 250 KiB of it, which stays in L2).
 const (
 	metaFullMask = 1<<groupSlots - 1 // low 8 bits: which slots hold a key
-	metaOverOne  = 1 << groupSlots   // high 8 bits: overflow count, +1
-	metaOverMax  = 0xff              // a saturated count is sticky
+	metaDispOne  = 1 << groupSlots   // high 8 bits: which keys are not in their home group
 )
 
 // table is an open-addressed hash table of pending roots, keyed by root id,
-// probed linearly by groups of eight slots. It is owned by one Shard;
-// nothing in it is safe for concurrent use.
+// probed linearly by groups of eight slots, with backward-shift deletion.
+// It is owned by one Shard; nothing in it is safe for concurrent use.
 //
-// Each group's metadata holds an occupancy mask and an overflow count: the
-// number of entries stored past this group whose probe passed through it
-// (the F14 scheme). A lookup that misses in a group with a zero overflow
-// count stops there; an insert finds the first group with a free slot from
-// the occupancy masks alone and bumps the counts it passes; a delete clears
-// the slot and decrements the counts along its probe path. So deletes leave
-// no tombstones and the table does not slow down over time, and entries
-// never move once placed: slot i's timer stays handle i of the wheel.
+// Invariant: an entry in group p with home group h finds every group from
+// h up to p-1 full. So a lookup stops at the first group with a free slot,
+// and an insert takes the first free slot from home on. A delete leaves a
+// hole and then pulls back, group by group, an entry whose probe passed
+// the hole's group (only entries flagged displaced, not in their home
+// group, can have), until a group that had room ends the chain: no
+// tombstones, so the table does not slow down with churn. Moved entries
+// take their timer with them (Wheel.Move), since slot i's timer is handle i.
 type table struct {
 	// kv holds each group's keys, then its vals: 128 bytes per group,
 	// aligned, so a root and its ack val share a page and sit in adjacent
 	// lines. Keys are root ids; 0 marks an empty slot (root ids are never 0).
 	kv      []uint64
 	words   []uint32 // task | flags
-	meta    []uint16 // per group: overflow count << 8 | occupancy mask
+	meta    []uint16 // per group: displaced mask << 8 | occupancy mask
 	ngroups uint64   // number of groups; any positive number (fast range reduction, not a mask)
 	seed    uint64   // hash seed, fixed at construction
 	count   int      // occupied slots
@@ -107,27 +106,25 @@ func (t *table) home(root uint64) uint64 {
 }
 
 // find returns the slot holding root, if any. It compares the eight keys of
-// a group (one cache line) and moves on only while the group's overflow
-// count says some entry went past it. Shard.applyChunk writes the same
-// probe out inline for the hot path.
+// a group (one cache line) and moves on only while the group is full.
+// Shard.applyChunk writes the same probe out inline for the hot path.
 func (t *table) find(root uint64) (slot int, found bool) {
 	return t.findFrom(root, t.home(root))
 }
 
 func (t *table) findFrom(root, g uint64) (slot int, found bool) {
-	for left := t.ngroups; ; left-- {
+	for left := t.ngroups; left > 0; left-- {
 		if m := matchGroup(t.groupKeys(g), root); m != 0 {
 			return int(g)*groupSlots + bits.TrailingZeros(m)&(groupSlots-1), true
 		}
-		// Stop where nothing went past, or after one lap (in a small, busy
-		// table every group may have overflow).
-		if t.meta[g] < metaOverOne || left == 1 {
-			return -1, false
+		if t.meta[g]&metaFullMask != metaFullMask {
+			break
 		}
 		if g++; g == t.ngroups {
 			g = 0
 		}
 	}
+	return -1, false
 }
 
 // matchGroup returns a bit mask of the slots in kg holding key. The eight
@@ -139,47 +136,86 @@ func matchGroup(kg *[groupSlots]uint64, key uint64) uint {
 		b2u(kg[4] == key)<<4 | b2u(kg[5] == key)<<5 | b2u(kg[6] == key)<<6 | b2u(kg[7] == key)<<7
 }
 
-// insert stores root (absent) in the first free slot on its probe path,
-// counting the overflow in each full group it passes, and returns the slot.
-// The caller guarantees a free slot exists (count < MaxPending < slots).
+// insert stores root (absent) in the first free slot on its probe path and
+// returns the slot. The caller guarantees a free slot exists (count <
+// MaxPending < slots).
 func (t *table) insert(root uint64) int { return t.insertFrom(root, t.home(root)) }
 
-// insertFrom is insert for a root whose home group g the caller has.
-func (t *table) insertFrom(root, g uint64) int {
+// insertFrom is insert for a root whose home group h the caller has.
+func (t *table) insertFrom(root, h uint64) int {
+	g := h
 	for t.meta[g]&metaFullMask == metaFullMask {
-		if t.meta[g]>>8 != metaOverMax {
-			t.meta[g] += metaOverOne
-		}
 		if g++; g == t.ngroups {
 			g = 0
 		}
 	}
 	i := bits.TrailingZeros16(^t.meta[g])
 	t.meta[g] |= 1 << i
+	if g != h {
+		t.meta[g] |= metaDispOne << i
+	}
 	slot := int(g)*groupSlots + i
 	t.kv[ki(slot)] = root
 	t.count++
 	return slot
 }
 
-// remove empties slot s and takes its overflow back from the groups its
-// probe passed. Nothing moves.
-func (t *table) remove(s int) { t.removeFrom(s, t.home(t.kv[ki(s)])) }
+// mover relocates whatever else is keyed by slot when an entry moves.
+type mover interface{ Move(from, to uint32) }
 
-// removeFrom is remove for an entry whose home group g the caller has.
-func (t *table) removeFrom(s int, g uint64) {
+// remove empties slot s and restores the invariant by backward shift (see
+// table). Only displaced entries are candidates, so most groups cost one
+// mask test, not eight hashes.
+func (t *table) remove(s int, timers mover) {
 	t.kv[ki(s)] = 0
 	t.count--
-	sg := uint64(s / groupSlots)
-	t.meta[sg] &^= 1 << (s % groupSlots)
-	for g != sg {
-		if t.meta[g]>>8 != metaOverMax {
-			t.meta[g] -= metaOverOne
-		}
+	hole := s
+	holeG := uint64(s / groupSlots)
+	t.meta[holeG] &^= (1 | metaDispOne) << (s % groupSlots)
+	for g := holeG; ; {
 		if g++; g == t.ngroups {
 			g = 0
 		}
+		m := t.meta[g]
+		for disp := m >> groupSlots; disp != 0; disp &= disp - 1 {
+			i := bits.TrailingZeros16(disp)
+			from := int(g)*groupSlots + i
+			k := t.kv[ki(from)]
+			h := t.home(k)
+			if !passedOver(h, holeG, g, t.ngroups) {
+				continue
+			}
+			t.kv[ki(hole)], t.kv[vi(hole)], t.words[hole] = k, t.kv[vi(from)], t.words[from]
+			t.kv[ki(from)] = 0
+			hi := hole % groupSlots
+			t.meta[holeG] |= 1 << hi
+			if holeG != h {
+				t.meta[holeG] |= metaDispOne << hi
+			}
+			t.meta[g] &^= (1 | metaDispOne) << i
+			timers.Move(uint32(from), uint32(hole))
+			hole, holeG = from, g
+			break
+		}
+		if m&metaFullMask != metaFullMask {
+			return // g had room before: nothing beyond it passed the hole
+		}
 	}
+}
+
+// passedOver reports whether the probe of an entry with home h, stored in
+// group g, went through group hg: the distance from h to g is at least the
+// distance from hg to g, around the ring of groups.
+func passedOver(h, hg, g, n uint64) bool {
+	dh := g - h
+	if g < h {
+		dh += n
+	}
+	dg := g - hg
+	if g < hg {
+		dg += n
+	}
+	return dh >= dg
 }
 
 // alignedUint64s returns n zeroed uint64s whose first element starts a

@@ -1,0 +1,54 @@
+package ackcore_test
+
+import (
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/internal/callgrind"
+	"github.com/xorack/xorack/internal/workload"
+)
+
+// TestCallgrindWorkload is the fixed workload .ci/callgrind counts
+// instructions over: a word-count stream with 10,000 roots pending, warmed
+// up, then XORACK_CALLGRIND_MSGS messages applied with callgrind collecting
+// only around them. It runs (briefly) as an ordinary test too, checking
+// that the stream completes cleanly.
+func TestCallgrindWorkload(t *testing.T) {
+	n := 20_000
+	if v := os.Getenv("XORACK_CALLGRIND_MSGS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n <= 0 {
+			t.Fatalf("XORACK_CALLGRIND_MSGS=%q: want a positive count", v)
+		}
+	}
+	st := workload.Build(workload.WordCount, 10_000, 1)
+	clock := &ackcore.FakeClock{}
+	s, err := ackcore.NewShard(ackcore.Config{MaxPending: st.MaxPending(), Clock: clock, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]ackcore.Outcome, 0, benchBatch)
+	apply := func(msgs []ackcore.Msg) {
+		for i := 0; i < len(msgs); i += benchBatch {
+			out = s.Apply(msgs[i:min(i+benchBatch, len(msgs))], out[:0])
+		}
+	}
+	apply(st.Prefix)
+	apply(st.Cycle[:len(st.Cycle)/2])
+	msgs := make([]ackcore.Msg, 0, n)
+	for pos := len(st.Cycle) / 2; len(msgs) < n; pos = (pos + 1) % len(st.Cycle) {
+		msgs = append(msgs, st.Cycle[pos])
+	}
+	before := s.Stats()
+	callgrind.Toggle()
+	apply(msgs)
+	callgrind.Toggle()
+	after := s.Stats()
+	applied := (after.Inits + after.Acks) - (before.Inits + before.Acks)
+	if applied != uint64(n) || after.Failed() != 0 || after.RefusedFull != 0 {
+		t.Fatalf("applied %d of %d messages; stats %+v", applied, n, after)
+	}
+	t.Logf("callgrind-msgs %d", n)
+}

@@ -1,0 +1,12 @@
+// Package callgrind lets a benchmark switch valgrind's callgrind
+// instruction counting on and off around exactly the code it measures, so
+// that a CI job can count instructions per message deterministically
+// (MEASURING.md, "Counters").
+//
+// Toggle issues valgrind's CALLGRIND_TOGGLE_COLLECT client request: the
+// magic no-op instruction sequence of valgrind.h (four rotates of RDI by
+// 3, 13, 61 and 51 bits, 128 in all, then XCHG RBX,RBX) with RAX pointing
+// at {request, 0, 0, 0, 0, 0}. Run natively it changes nothing and costs a
+// few cycles; under callgrind started with --collect-atstart=no it flips
+// collection. Other architectures get a no-op.
+package callgrind

@@ -1,0 +1,22 @@
+#include "textflag.h"
+
+// CALLGRIND_TOGGLE_COLLECT = ('C'<<24 | 'T'<<16) + 2
+#define TOGGLE_COLLECT 0x43540002
+
+// func Toggle()
+TEXT ·Toggle(SB), NOSPLIT, $48-0
+	MOVQ $TOGGLE_COLLECT, AX
+	MOVQ AX, 0(SP)
+	MOVQ $0, 8(SP)
+	MOVQ $0, 16(SP)
+	MOVQ $0, 24(SP)
+	MOVQ $0, 32(SP)
+	MOVQ $0, 40(SP)
+	LEAQ 0(SP), AX
+	XORQ DX, DX
+	ROLQ $3, DI
+	ROLQ $13, DI
+	ROLQ $61, DI
+	ROLQ $51, DI
+	XCHGQ BX, BX
+	RET
