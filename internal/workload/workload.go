@@ -162,24 +162,14 @@ func Build(shape Shape, pending int, seed uint64) *Stream {
 		trees[i] = shape.tree(rng, r, uint32(i%Tasks))
 	}
 	st.Cycle = make([]ackcore.Msg, 0, slots*k)
+	st.Prefix = make([]ackcore.Msg, 0, slots*(k+1)/2)
 	perm := make([]int32, slots)
 	for i := range perm {
 		perm[i] = int32(i)
 	}
-	for r := 0; r < k; r++ {
-		rng.Shuffle(len(perm), func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
-		for _, i := range perm {
-			phase := int(i) % k
-			j := (r - phase + k) % k
-			m := trees[i][j]
-			st.Cycle = append(st.Cycle, m)
-			if r >= phase {
-				st.Prefix = append(st.Prefix, m)
-			}
-		}
-	}
-	// Count pending roots through one cycle after the prefix: a slot's root
-	// is pending from its first message to its last.
+	// Pending roots through one cycle after the prefix: slot i's root is
+	// pending from its first message to its last; after the prefix, the
+	// slots with a non-zero phase are mid-tree.
 	n := 0
 	for i := 0; i < slots; i++ {
 		if i%k != 0 {
@@ -187,27 +177,24 @@ func Build(shape Shape, pending int, seed uint64) *Stream {
 		}
 	}
 	st.Peak = n
-	if k > 1 {
-		idx := make([]int, slots)
-		for i := range idx {
-			idx[i] = (k - i%k) % k // next message index of slot i after the prefix
-		}
-		// Cycle order is by rounds of permuted slots; recover slot per
-		// message from its root.
-		slotOf := make(map[uint64]int32, slots)
-		for i, r := range st.Roots {
-			slotOf[r] = int32(i)
-		}
-		for _, m := range st.Cycle {
-			i := slotOf[m.Root]
-			switch idx[i] {
-			case 0:
-				n++
-			case k - 1:
-				n--
+	for r := 0; r < k; r++ {
+		rng.Shuffle(len(perm), func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
+		for _, i := range perm {
+			phase := int(i) % k
+			j := (r - phase + k) % k
+			st.Cycle = append(st.Cycle, trees[i][j])
+			if r >= phase {
+				st.Prefix = append(st.Prefix, trees[i][j])
 			}
-			idx[i] = (idx[i] + 1) % k
-			st.Peak = max(st.Peak, n)
+			if k > 1 {
+				switch j {
+				case 0:
+					n++
+				case k - 1:
+					n--
+				}
+				st.Peak = max(st.Peak, n)
+			}
 		}
 	}
 	return st

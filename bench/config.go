@@ -1,0 +1,330 @@
+package bench
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/internal/workload"
+)
+
+// Level is how much of the system a run puts between the workload and the
+// acker.
+type Level string
+
+const (
+	// LevelCore applies messages straight to one single-writer acker
+	// (ackcore.Acker) on one pinned goroutine: no rings, no other threads.
+	LevelCore Level = "core"
+	// LevelPipeline runs producers -> SPSC rings -> sharded executors ->
+	// outcome rings -> spouts (ackcore.Sharded), beside the same shape
+	// built on a mutex-guarded map and on a Go channel.
+	LevelPipeline Level = "pipeline"
+	// LevelTopology and LevelNet are planned (a topology runtime, a
+	// network transport) and rejected by Validate until they exist.
+	LevelTopology Level = "topology"
+	LevelNet      Level = "net"
+)
+
+// Levels lists the levels that run today, in run order.
+var Levels = []Level{LevelCore, LevelPipeline}
+
+// Defaults. Each explains itself in its comment; Quick swaps in the
+// quick ones.
+const (
+	// DefaultDuration is the measured time per row, split over Reps
+	// interleaved repetitions: 3 x 200 ms keeps the default run (6 core
+	// impls and 3 pipeline impls at 3 windows) within about a minute on 2
+	// cores while each repetition still spans hundreds of thousands of
+	// batches.
+	DefaultDuration = 600 * time.Millisecond
+	// QuickDuration is -quick's: a few seconds for the whole run.
+	QuickDuration = 150 * time.Millisecond
+	// DefaultReps is the repetitions per row; a row reports their median.
+	DefaultReps = 3
+	// DefaultBatch is the messages per Apply call at core level and per
+	// producer span at pipeline level: what a shard loop drains from its
+	// rings at once (ackcore's benchmarks use the same).
+	DefaultBatch = 256
+	// DefaultLatencyLoad is the fraction of the measured peak that the
+	// pipeline's latency run offers: at the peak, queues fill and latency
+	// measures queue length, not the acker.
+	DefaultLatencyLoad = 0.5
+	// DefaultSeed makes runs repeatable unless asked otherwise.
+	DefaultSeed = 1
+
+	// MaxRowPending caps a pending window, to catch a typo before it
+	// allocates: the default run at P = 1M peaks at about 2 GiB resident
+	// (the stream, 11 M messages and their meta, and every core acker
+	// alive at once), so 20 M needs about 40 GiB.
+	MaxRowPending = 20_000_000
+	// maxProducers and maxShards bound the pipeline's goroutines; more
+	// than a few per core only measures the Go scheduler.
+	maxProducers = 64
+	maxShards    = 64
+	maxReps      = 100
+	maxBatch     = 1 << 16
+)
+
+// DefaultPending and QuickPending are the pending windows P measured by
+// default: in L2, past L3, and DRAM-bound on this project's machines
+// (MEASURING.md: L3 is 4-8 MiB, so 1M roots at ~40 B is well past it).
+var (
+	DefaultPending = []int{10_000, 100_000, 1_000_000}
+	QuickPending   = []int{10_000, 100_000}
+)
+
+// Config is one benchmark run: the cross product levels x shapes x pending
+// x impls, each a Row. The zero value means the defaults (see Defaults).
+type Config struct {
+	// Levels to run; empty means Levels (core, then pipeline).
+	Levels []Level `json:"levels"`
+	// Impls names the implementations to run; empty means every one
+	// registered at each level (CoreImpls, PipelineImpls), less those that
+	// cannot run the workload (limit has no FAIL or timeout handling and
+	// is left out of fault runs). A name is run at every selected level
+	// that has it and must exist at one of them.
+	Impls []string `json:"impls"`
+	// Shapes are workload shape names (workload.ByName: wordcount,
+	// tree8x8, chainN, diamondN); empty means wordcount.
+	Shapes []string `json:"shapes"`
+	// Pending lists the pending windows P (roots in flight); empty means
+	// DefaultPending (QuickPending with Quick).
+	Pending []int `json:"pending"`
+	// Producers is the pipeline's producer goroutines (default 1); each
+	// replays its own share of the stream's trees, and is also the spout
+	// task its roots report to.
+	Producers int `json:"producers"`
+	// Shards is the pipeline's xorack shards (default 1).
+	Shards int `json:"shards"`
+	// FailRate is the fraction of roots a bolt fails explicitly (one of
+	// the root's ACKs becomes a FAIL; its later acks become orphans).
+	FailRate float64 `json:"fail_rate"`
+	// DropRate is the fraction of roots that lose one ACK on the way, so
+	// they time out.
+	DropRate float64 `json:"drop_rate"`
+	// Duration is the measured time per row; Msgs the measured messages
+	// per row instead. At most one may be set; neither means
+	// DefaultDuration (QuickDuration with Quick).
+	Duration time.Duration `json:"duration_ns"`
+	Msgs     int64         `json:"msgs"`
+	// Reps is the interleaved repetitions per row (default DefaultReps).
+	Reps int `json:"reps"`
+	// Seed makes the workload repeatable (default DefaultSeed).
+	Seed uint64 `json:"seed"`
+	// Timeout is the acker's message timeout; 0 picks one (see doc.go,
+	// "Time"). It must be a whole number of milliseconds.
+	Timeout time.Duration `json:"timeout_ns"`
+	// Batch is the messages per Apply call (core) or per producer span
+	// (pipeline); default DefaultBatch.
+	Batch int `json:"batch"`
+	// LatencyLoad is the fraction of the measured peak offered during the
+	// pipeline's latency run; default DefaultLatencyLoad.
+	LatencyLoad float64 `json:"latency_load"`
+	// NoPin leaves the core goroutine and the pipeline's executors
+	// unpinned.
+	NoPin bool `json:"no_pin"`
+	// Quick selects the quick defaults (a few seconds in all).
+	Quick bool `json:"quick"`
+
+	// Progress, when set, is told about each step as it starts. It is
+	// called from the goroutine running the step and must be cheap.
+	Progress func(Progress) `json:"-"`
+}
+
+// Progress describes the step a run is about to take.
+type Progress struct {
+	Step, Steps int    // 0-based step number and the total
+	What        string // e.g. "core wordcount P=100000: measure rep 2/3"
+}
+
+// withDefaults returns a copy of c with every zero field defaulted. It
+// does not validate.
+func (c Config) withDefaults() Config {
+	if len(c.Levels) == 0 {
+		c.Levels = slices.Clone(Levels)
+	}
+	if len(c.Shapes) == 0 {
+		c.Shapes = []string{workload.WordCount.Name}
+	}
+	if len(c.Pending) == 0 {
+		if c.Quick {
+			c.Pending = slices.Clone(QuickPending)
+		} else {
+			c.Pending = slices.Clone(DefaultPending)
+		}
+	}
+	if c.Producers == 0 {
+		c.Producers = 1
+	}
+	if c.Shards == 0 {
+		c.Shards = 1
+	}
+	if c.Duration == 0 && c.Msgs == 0 {
+		if c.Quick {
+			c.Duration = QuickDuration
+		} else {
+			c.Duration = DefaultDuration
+		}
+	}
+	if c.Reps == 0 {
+		c.Reps = DefaultReps
+	}
+	if c.Seed == 0 {
+		c.Seed = DefaultSeed
+	}
+	if c.Batch == 0 {
+		c.Batch = DefaultBatch
+	}
+	if c.LatencyLoad == 0 {
+		c.LatencyLoad = DefaultLatencyLoad
+	}
+	return c
+}
+
+// faults reports whether the workload injects fails or drops.
+func (c *Config) faults() bool { return c.FailRate > 0 || c.DropRate > 0 }
+
+// Validate checks c (after defaults) and returns an error naming the first
+// bad value.
+func (c Config) Validate() error {
+	_, err := c.resolve()
+	return err
+}
+
+// resolved is a validated Config with names turned into values.
+type resolved struct {
+	Config
+	shapes []workload.Shape
+	impls  map[Level][]string // per level, in registry order
+}
+
+func (c Config) resolve() (*resolved, error) {
+	c = c.withDefaults()
+	r := &resolved{Config: c, impls: map[Level][]string{}}
+	seen := map[Level]bool{}
+	for _, l := range c.Levels {
+		switch l {
+		case LevelCore, LevelPipeline:
+		case LevelTopology, LevelNet:
+			return nil, fmt.Errorf("bench: level %q is not implemented yet (levels that exist: core, pipeline)", l)
+		default:
+			return nil, fmt.Errorf("bench: unknown level %q (want core or pipeline)", l)
+		}
+		if seen[l] {
+			return nil, fmt.Errorf("bench: level %q given twice", l)
+		}
+		seen[l] = true
+	}
+	for _, name := range c.Shapes {
+		s, err := workload.ByName(name)
+		if err != nil {
+			return nil, fmt.Errorf("bench: %w", err)
+		}
+		r.shapes = append(r.shapes, s)
+	}
+	for _, p := range c.Pending {
+		if p < 1 || p > MaxRowPending {
+			return nil, fmt.Errorf("bench: pending window %d out of range [1, %d]", p, MaxRowPending)
+		}
+	}
+	if c.Producers < 1 || c.Producers > maxProducers {
+		return nil, fmt.Errorf("bench: producers %d out of range [1, %d]", c.Producers, maxProducers)
+	}
+	if seen[LevelPipeline] {
+		for _, p := range c.Pending {
+			if p < c.Producers {
+				return nil, fmt.Errorf("bench: pending window %d is smaller than producers %d (each producer needs trees of its own)", p, c.Producers)
+			}
+		}
+	}
+	if c.Shards < 1 || c.Shards > maxShards {
+		return nil, fmt.Errorf("bench: shards %d out of range [1, %d]", c.Shards, maxShards)
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"fail rate", c.FailRate}, {"drop rate", c.DropRate}} {
+		if math.IsNaN(f.v) || f.v < 0 || f.v > 1 {
+			return nil, fmt.Errorf("bench: %s %v out of range [0, 1]", f.name, f.v)
+		}
+	}
+	if c.FailRate+c.DropRate > 1 {
+		return nil, fmt.Errorf("bench: fail rate %v + drop rate %v exceeds 1", c.FailRate, c.DropRate)
+	}
+	if c.Duration < 0 {
+		return nil, fmt.Errorf("bench: duration %v is negative", c.Duration)
+	}
+	if c.Msgs < 0 {
+		return nil, fmt.Errorf("bench: msgs %d is negative", c.Msgs)
+	}
+	if c.Duration > 0 && c.Msgs > 0 {
+		return nil, fmt.Errorf("bench: both duration %v and msgs %d given; choose one", c.Duration, c.Msgs)
+	}
+	if c.Reps < 1 || c.Reps > maxReps {
+		return nil, fmt.Errorf("bench: reps %d out of range [1, %d]", c.Reps, maxReps)
+	}
+	if c.Msgs > 0 && c.Msgs < int64(c.Reps) {
+		return nil, fmt.Errorf("bench: msgs %d is fewer than reps %d", c.Msgs, c.Reps)
+	}
+	if c.Timeout != 0 {
+		if c.Timeout < time.Millisecond || c.Timeout > ackcore.MaxTimeout {
+			return nil, fmt.Errorf("bench: timeout %v out of range [1ms, %v]", c.Timeout, ackcore.MaxTimeout)
+		}
+		if c.Timeout%time.Millisecond != 0 {
+			return nil, fmt.Errorf("bench: timeout %v is not a whole number of milliseconds (the ackers' tick)", c.Timeout)
+		}
+	}
+	if c.Batch < 1 || c.Batch > maxBatch {
+		return nil, fmt.Errorf("bench: batch %d out of range [1, %d]", c.Batch, maxBatch)
+	}
+	if math.IsNaN(c.LatencyLoad) || c.LatencyLoad <= 0 || c.LatencyLoad > 1 {
+		return nil, fmt.Errorf("bench: latency load %v out of range (0, 1]", c.LatencyLoad)
+	}
+	if err := r.resolveImpls(); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// resolveImpls fills r.impls from c.Impls and the registries.
+func (r *resolved) resolveImpls() error {
+	faults := r.faults()
+	for _, l := range r.Levels {
+		for _, name := range implNames(l) {
+			if len(r.Impls) == 0 && (!isDefault(l, name) || faults && !canFault(l, name)) {
+				continue
+			}
+			if len(r.Impls) == 0 || slices.Contains(r.Impls, name) {
+				r.impls[l] = append(r.impls[l], name)
+			}
+		}
+	}
+	seen := map[string]bool{}
+	for _, name := range r.Impls {
+		if seen[name] {
+			return fmt.Errorf("bench: impl %q given twice", name)
+		}
+		seen[name] = true
+		found := false
+		for _, l := range r.Levels {
+			if slices.Contains(implNames(l), name) {
+				found = true
+				if faults && !canFault(l, name) {
+					return fmt.Errorf("bench: impl %q cannot run with fail or drop rates (it has no FAIL or timeout handling)", name)
+				}
+			}
+		}
+		if !found {
+			var all []string
+			for _, l := range r.Levels {
+				all = append(all, string(l)+": "+strings.Join(implNames(l), ", "))
+			}
+			return fmt.Errorf("bench: unknown impl %q at the selected levels (%s)", name, strings.Join(all, "; "))
+		}
+	}
+	return nil
+}

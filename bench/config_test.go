@@ -1,0 +1,98 @@
+package bench
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestConfigRejects feeds Validate bad values; each error must name the
+// value that was wrong.
+func TestConfigRejects(t *testing.T) {
+	for _, c := range []struct {
+		cfg  Config
+		want string // in the error
+	}{
+		{Config{Levels: []Level{"topology"}}, `"topology" is not implemented yet`},
+		{Config{Levels: []Level{"net"}}, `"net" is not implemented yet`},
+		{Config{Levels: []Level{"disk"}}, `unknown level "disk"`},
+		{Config{Levels: []Level{LevelCore, LevelCore}}, `"core" given twice`},
+		{Config{Impls: []string{"redis"}}, `unknown impl "redis"`},
+		{Config{Impls: []string{"gomap", "gomap"}}, `"gomap" given twice`},
+		{Config{Levels: []Level{LevelPipeline}, Impls: []string{"storm"}}, `unknown impl "storm"`},
+		{Config{Impls: []string{"limit"}, FailRate: 0.1}, `"limit" cannot run with fail or drop rates`},
+		{Config{Shapes: []string{"tree9x9"}}, `"tree9x9"`},
+		{Config{Shapes: []string{"chain0"}}, `"chain0"`},
+		{Config{Pending: []int{0}}, "pending window 0"},
+		{Config{Pending: []int{-5}}, "pending window -5"},
+		{Config{Pending: []int{MaxRowPending + 1}}, "pending window 20000001"},
+		{Config{Producers: -1}, "producers -1"},
+		{Config{Producers: 65}, "producers 65"},
+		{Config{Pending: []int{3}, Producers: 4}, "pending window 3 is smaller than producers 4"},
+		{Config{Shards: 1000}, "shards 1000"},
+		{Config{FailRate: -0.1}, "fail rate -0.1"},
+		{Config{DropRate: 1.5}, "drop rate 1.5"},
+		{Config{DropRate: math.NaN()}, "drop rate NaN"},
+		{Config{FailRate: 0.6, DropRate: 0.6}, "fail rate 0.6 + drop rate 0.6 exceeds 1"},
+		{Config{Duration: -time.Second}, "duration -1s"},
+		{Config{Msgs: -3}, "msgs -3"},
+		{Config{Duration: time.Second, Msgs: 1000}, "both duration 1s and msgs 1000"},
+		{Config{Msgs: 2, Reps: 3}, "msgs 2 is fewer than reps 3"},
+		{Config{Reps: -1}, "reps -1"},
+		{Config{Reps: 1000}, "reps 1000"},
+		{Config{Timeout: time.Microsecond}, "timeout 1µs"},
+		{Config{Timeout: 1500 * time.Microsecond}, "timeout 1.5ms is not a whole number of milliseconds"},
+		{Config{Timeout: 48 * time.Hour}, "timeout 48h0m0s"},
+		{Config{Batch: -2}, "batch -2"},
+		{Config{Batch: 1 << 20}, "batch 1048576"},
+		{Config{LatencyLoad: 1.5}, "latency load 1.5"},
+		{Config{LatencyLoad: -1}, "latency load -1"},
+	} {
+		err := c.cfg.Validate()
+		if err == nil {
+			t.Errorf("%+v: accepted", c.cfg)
+			continue
+		}
+		if !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "bench: ") {
+			t.Errorf("%+v: error %q, want it to contain %q", c.cfg, err, c.want)
+		}
+	}
+}
+
+func TestConfigDefaults(t *testing.T) {
+	r, err := Config{}.resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.impls[LevelCore]; strings.Join(got, ",") != "xorack,gomap,mutexmap,xsync,storm,limit" {
+		t.Errorf("default core impls %v", got)
+	}
+	if got := r.impls[LevelPipeline]; strings.Join(got, ",") != "xorack,mutexmap,chanshard" {
+		t.Errorf("default pipeline impls %v", got)
+	}
+	if r.Duration != DefaultDuration || r.Reps != DefaultReps || len(r.Pending) != len(DefaultPending) {
+		t.Errorf("defaults: %+v", r.Config)
+	}
+	// Faults leave limit out by default; quick shortens everything.
+	r, err = Config{FailRate: 0.01, Quick: true}.resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range r.impls[LevelCore] {
+		if n == "limit" {
+			t.Error("limit selected for a fault run")
+		}
+	}
+	if r.Duration != QuickDuration || len(r.Pending) != len(QuickPending) {
+		t.Errorf("quick defaults: %+v", r.Config)
+	}
+	// An impl named for one level runs where it exists.
+	r, err = Config{Impls: []string{"chanshard"}}.resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.impls[LevelCore]) != 0 || len(r.impls[LevelPipeline]) != 1 {
+		t.Errorf("impls %v", r.impls)
+	}
+}

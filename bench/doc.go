@@ -1,0 +1,133 @@
+// Package bench is xorack's benchmark harness: it replays the same steady
+// workload through xorack and through every baseline, in one process,
+// measures each, and checks that each gave every root the outcome the
+// workload implies. cmd/ackbench is a thin command line over Run.
+//
+//	rep, err := bench.Run(bench.Config{Quick: true})
+//	bench.WriteTable(os.Stdout, rep)   // also WriteJSON, WriteBenchfmt, WriteHTML
+//	for _, why := range bench.Check(rep) { ... } // the CI gate
+//
+// A run is the cross product shapes x pending windows x levels x impls;
+// each combination is a Row.
+//
+// # Levels
+//
+// core: messages go straight into one single-writer ackcore.Acker (the
+// xorack shard, and gomap, mutexmap, xsync, storm, limit from
+// internal/baseline) on one goroutine, pinned to the CPU it starts on and
+// counted by package perf. All impls of a window are built and warmed first, then
+// measured in interleaved repetitions (A B C, B C A, ...), so that the
+// VM's drift (MEASURING.md: up to 25% between sessions) falls on all of
+// them alike; a row reports the median repetition.
+//
+// pipeline: producer goroutines -> SPSC rings -> pinned shard executors ->
+// outcome rings -> spouts (ackcore.Sharded). Beside it, the same shape
+// built the obvious ways: "mutexmap", one baseline.MutexMap that every
+// producer calls Apply on under its lock; "chanshard", one xorack shard on
+// a goroutine fed by a Go channel of message blocks, answering through a
+// channel per producer. Producer p replays its share of the stream's trees
+// (slot mod producers) and is spout task p: it polls its own outcomes, as
+// a Storm spout executor does. Impls run one after another (each wants
+// every core); repetitions are consecutive segments of one run.
+//
+// topology and net are rejected until they exist.
+//
+// # Layout
+//
+// The workload is internal/workload's replayable stream: a prefix applied
+// once, then a cycle replayed forever with about P roots pending. bench
+// adds, once per stream, 8 bytes of meta per position (the tree slot, the
+// message's index j in its tree, and whether it belongs to the tree the
+// cycle starts or the one it finishes), which gives:
+//
+//   - shares: one producer's slots, in stream order (a copy, for more than
+//     one producer; the stream itself at core level);
+//   - round boundaries: every round holds each slot once, and a run ends
+//     on one, so the roots emitted are exact (INITs in the prefix, in each
+//     whole cycle, and in the rounds before the boundary);
+//   - the drain: from a boundary, the next k rounds keep in round d only
+//     messages with j > d, which finishes every tree started and starts
+//     none.
+//
+// # Faults
+//
+// With a fail or drop rate a root leaves entries behind: the acks after a
+// FAIL create orphans (SEMANTICS rule 7) and a dropped root waits for its
+// timeout. Replaying the same root ids would run into them, so fault runs
+// rewrite each message as it is replayed: generation g of slot i's tree
+// gets root id root_i ^ salt(g), where salt is even (odd roots stay odd,
+// never 0) and g is known from the cycle number and the head flag. Whether
+// a tree is failed, dropped or left alone, and which of its messages
+// (never the INIT) becomes a FAIL or vanishes, follows from a hash of its
+// salted root, so the messages of a tree agree without state, and the
+// counts of injected fails and drops are taken at each tree's INIT. The
+// rewriting costs a few ns per message; at core level a fault run rewrites
+// blocks of 16 batches outside the timed calls and times only Apply and
+// Expire (Row.Timing "acker-calls"). Limit has no FAIL or timeouts and is
+// left out of fault runs.
+//
+// # Time
+//
+// Runs without faults give each acker real time: at core level an
+// activeClock, the wall clock stopped while other impls take their turn,
+// so latency and timeouts count only the acker's own running time; at
+// pipeline level the monotonic clock. The timeout defaults to 30 s, or 3
+// µs per message of the cycle if longer (a tree lives one cycle; 1 M
+// messages a second is slower than any acker here), so nothing times out.
+//
+// Fault runs give the acker a stream clock: 100 ns per message emitted,
+// whatever the acker's speed. The default timeout is 4 cycles of stream
+// time, so timeouts happen during the run, a correct root never times
+// out, and the entries faults leave behind stay bounded for every impl
+// (MaxPending gets room for them: faultHeadroom). At the end the clock
+// skips 4 timeouts ahead and the acker expires what is left.
+//
+// Latency: at core level the acker's own Latency field (INIT to
+// completion, 1 ms tick resolution for xorack and the wheel-based
+// baselines, clock resolution for storm), sampled one batch in 16, and
+// n/a in fault runs (stream time). At pipeline level, a second run offers
+// LatencyLoad (half) of the measured peak, paced in quanta of 64 messages
+// flushed at once, and each producer times every root from handing its
+// last ACK to the pipe to polling its Completed from the spout ring
+// (wall clock, HDR histogram, 3 significant digits).
+//
+// # Verification
+//
+// Every row checks itself after its drain: outcomes delivered equal roots
+// emitted; Completed for every root not injected, Failed{explicit} for
+// every failed tree, a timeout for every dropped one (storm reports none:
+// its silently dropped INIT entries count), nothing refused, nothing
+// failed for another reason, nothing left pending (core), and for impls
+// with exact counters their Stats agree with what was delivered. A row
+// that fails has Verified false, and Run's error wraps ErrVerification.
+//
+// # Measures
+//
+// msgs/s and trees/s (msgs/s over messages per tree); bytes per pending
+// root (live heap growth from before the acker was made to after warm-up,
+// two GCs each side, over the entries pending then; ackers that allocate
+// for their bound show it, and fault runs raise the bound by the room
+// their leftover entries need; at pipeline level rings count too); latency p50, p99,
+// p99.9, max; GC cycles and pause total over the measured runs
+// (runtime.MemStats); counters per message: at core level the perf
+// Group of the runner's thread, started and stopped around the measured
+// calls (hardware events read n/a on VMs without a PMU, never 0); at
+// pipeline level the process's CPU time (getrusage) per message, since no
+// one thread does the work.
+//
+// # Concurrency
+//
+// Run is synchronous and may be called from any goroutine; it runs the
+// core level on a goroutine of its own (pinned and locked for perf) and
+// the pipeline level's producers on theirs. Config.Progress is called
+// from whichever goroutine is running the step, one call at a time. A
+// producer's state belongs to its goroutine while a command runs; the
+// runner reads it only after the producer's reply on its result channel.
+// The stream and its meta are read-only once built.
+//
+// # Invariants
+//
+//   - A row's figures and its verification come from the same run.
+//   - Rows of one level, shape and window ran against the same stream.
+//   - An unavailable figure is null in JSON and n/a in tables, never 0.
+package bench

@@ -1,0 +1,275 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/xorack/xorack/perf"
+)
+
+// CheckFloor is the least xorack core msgs/s may be, as a multiple of the
+// Go-map baseline's measured in the same run (issue 4's floor).
+const CheckFloor = 2.0
+
+// Check returns why rep fails the performance gate, one line per reason,
+// or nothing: any row that failed verification; at core level, any
+// (shape, window) where xorack's msgs/s is below floor times gomap's,
+// or where either row is missing.
+func Check(rep *Report, floor float64) []string {
+	var bad []string
+	for _, r := range rep.Rows {
+		if !r.Verified {
+			bad = append(bad, fmt.Sprintf("verification failed: %s: %s", r.Name(), r.VerifyError))
+		}
+	}
+	type key struct {
+		shape string
+		p     int
+	}
+	var keys []key
+	xo, gm := map[key]*Row{}, map[key]*Row{}
+	for i := range rep.Rows {
+		r := &rep.Rows[i]
+		if r.Level != LevelCore {
+			continue
+		}
+		k := key{r.Shape, r.Pending}
+		if !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+		switch r.Impl {
+		case Reference:
+			xo[k] = r
+		case GoMapName:
+			gm[k] = r
+		}
+	}
+	if len(keys) == 0 {
+		return append(bad, "no core rows: the check needs the core level with xorack and gomap")
+	}
+	for _, k := range keys {
+		x, g := xo[k], gm[k]
+		switch {
+		case x == nil || g == nil:
+			bad = append(bad, fmt.Sprintf("core %s P=%d: no xorack and gomap rows to compare", k.shape, k.p))
+		case x.MsgsPerSec < floor*g.MsgsPerSec:
+			bad = append(bad, fmt.Sprintf("core %s P=%d: xorack %s msgs/s is %.2fx gomap's %s msgs/s (floor %.0fx)",
+				k.shape, k.p, si(x.MsgsPerSec), x.MsgsPerSec/g.MsgsPerSec, si(g.MsgsPerSec), floor))
+		}
+	}
+	return bad
+}
+
+// WriteJSON writes rep as indented JSON.
+func WriteJSON(w io.Writer, rep *Report) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(rep)
+}
+
+// ReadJSON reads a report written by WriteJSON.
+func ReadJSON(r io.Reader) (*Report, error) {
+	var rep Report
+	if err := json.NewDecoder(r).Decode(&rep); err != nil {
+		return nil, fmt.Errorf("bench: reading report: %w", err)
+	}
+	return &rep, nil
+}
+
+// The counters shown in tables, in column order, with their headers.
+var tableCounters = []struct {
+	e    perf.Event
+	head string
+}{
+	{perf.Cycles, "cyc/msg"}, {perf.Instructions, "ins/msg"}, {perf.CacheMisses, "llc-miss/msg"},
+	{perf.BranchMisses, "br-miss/msg"}, {perf.TaskClock, "cpu-ns/msg"},
+}
+
+// WriteTable writes rep as an aligned text table with a header describing
+// the machine and the configuration, and notes below.
+func WriteTable(w io.Writer, rep *Report) error {
+	var sb strings.Builder
+	c := rep.Config
+	m := rep.Machine
+	fmt.Fprintf(&sb, "machine: %s\n", m.Summary)
+	fmt.Fprintf(&sb, "go:      %s %s/%s, GOMAXPROCS %d\n", m.GoVersion, m.GOOS, m.GOARCH, m.GOMAXPROCS)
+	fmt.Fprintf(&sb, "perf:    %s\n", rep.PerfNote)
+	fmt.Fprintf(&sb, "config:  %s\n\n", describe(c))
+	tw := tabwriter.NewWriter(&sb, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := []string{"level", "impl", "shape", "P", "msgs/s", "vs xorack", "trees/s", "B/pending", "p50", "p99"}
+	for _, tc := range tableCounters {
+		head = append(head, tc.head)
+	}
+	head = append(head, "GCs", "verified")
+	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
+	for i := range rep.Rows {
+		r := &rep.Rows[i]
+		ratio := perf.NA
+		if r.RatioToXorack != nil {
+			ratio = fmt.Sprintf("%.2fx", *r.RatioToXorack)
+		}
+		cells := []string{string(r.Level), r.Impl, r.Shape, fmt.Sprint(r.Pending), si(r.MsgsPerSec), ratio,
+			si(r.TreesPerSec), fmt.Sprintf("%.1f", r.BytesPerRoot), dur(r.P50Ns), dur(r.P99Ns)}
+		for _, tc := range tableCounters {
+			cells = append(cells, counter(r.CountersPerMsg[tc.e.Unit()]))
+		}
+		ok := "yes"
+		if !r.Verified {
+			ok = "NO"
+		}
+		cells = append(cells, fmt.Sprint(r.GCCycles), ok)
+		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	sb.WriteString("\n")
+	for _, n := range notes(rep) {
+		fmt.Fprintf(&sb, "- %s\n", n)
+	}
+	_, err := io.WriteString(w, sb.String())
+	return err
+}
+
+// notes explains the table's columns from what the rows say about
+// themselves, once per distinct statement.
+func notes(rep *Report) []string {
+	var out []string
+	add := func(s string) {
+		if s != "" && !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	add(fmt.Sprintf("msgs/s is the median of %d interleaved repetitions; vs xorack divides by the xorack row of the same level and window", rep.Config.Reps))
+	for _, r := range rep.Rows {
+		if r.LatencySource != "" {
+			add(fmt.Sprintf("%s latency (%s): %s", r.Level, r.Impl, r.LatencySource))
+		}
+	}
+	for _, r := range rep.Rows {
+		if r.CounterScope != "" {
+			add(fmt.Sprintf("%s counters: %s", r.Level, r.CounterScope))
+		}
+	}
+	for _, r := range rep.Rows {
+		if r.Timing == "acker-calls" {
+			add("core fault runs time only the acker's Apply and Expire calls, not the generator that salts roots between them")
+		}
+		if r.Clock == "stream" {
+			add(fmt.Sprintf("fault runs: acker clock advances %d ns per message emitted; timeout %v of stream time", streamNsPerMsg, time.Duration(r.TimeoutNs)))
+		}
+	}
+	for _, n := range rep.Notes {
+		add(n)
+	}
+	for _, r := range rep.Rows {
+		if !r.Verified {
+			add(fmt.Sprintf("VERIFICATION FAILED %s: %s", r.Name(), r.VerifyError))
+		}
+	}
+	return out
+}
+
+func describe(c Config) string {
+	var lv, ps []string
+	for _, l := range c.Levels {
+		lv = append(lv, string(l))
+	}
+	for _, p := range c.Pending {
+		ps = append(ps, fmt.Sprint(p))
+	}
+	per := c.Duration.String()
+	if c.Msgs > 0 {
+		per = fmt.Sprintf("%d msgs", c.Msgs)
+	}
+	return fmt.Sprintf("levels %s; shapes %s; P %s; producers %d, shards %d; fail %g, drop %g; %s per row in %d reps; batch %d; seed %d",
+		strings.Join(lv, ","), strings.Join(c.Shapes, ","), strings.Join(ps, ","), c.Producers, c.Shards,
+		c.FailRate, c.DropRate, per, c.Reps, c.Batch, c.Seed)
+}
+
+// si renders a rate with an SI suffix: 52.1M, 830k.
+func si(x float64) string {
+	switch {
+	case x >= 1e9:
+		return fmt.Sprintf("%.2fG", x/1e9)
+	case x >= 1e6:
+		return fmt.Sprintf("%.1fM", x/1e6)
+	case x >= 1e3:
+		return fmt.Sprintf("%.0fk", x/1e3)
+	}
+	return fmt.Sprintf("%.0f", x)
+}
+
+func dur(ns *int64) string {
+	if ns == nil {
+		return perf.NA
+	}
+	d := time.Duration(*ns)
+	switch {
+	case d >= time.Second:
+		return fmt.Sprintf("%.2fs", d.Seconds())
+	case d >= time.Millisecond:
+		return fmt.Sprintf("%.2fms", float64(d)/1e6)
+	case d >= time.Microsecond:
+		return fmt.Sprintf("%.1fµs", float64(d)/1e3)
+	}
+	return fmt.Sprintf("%dns", *ns)
+}
+
+func counter(x *float64) string {
+	if x == nil {
+		return perf.NA
+	}
+	return perf.Value{N: uint64(math.Round(*x * 1000)), OK: true}.FormatPerOp(1000)
+}
+
+// WriteBenchfmt writes one Go benchmark line per repetition of each row,
+// which benchstat reads: the iteration count is the repetition's messages
+// and ns/op is per message; B/root, latencies and the known counters
+// follow as extra metrics.
+func WriteBenchfmt(w io.Writer, rep *Report) error {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "goos: %s\ngoarch: %s\npkg: github.com/xorack/xorack/bench\n", rep.Machine.GOOS, rep.Machine.GOARCH)
+	if b := rep.Machine.Topology.Brand; b != "" {
+		fmt.Fprintf(&sb, "cpu: %s\n", b)
+	}
+	for i := range rep.Rows {
+		r := &rep.Rows[i]
+		name := "BenchmarkAckbench/" + r.Name()
+		if rep.Machine.GOMAXPROCS > 1 {
+			name += fmt.Sprintf("-%d", rep.Machine.GOMAXPROCS)
+		}
+		n := int64(1)
+		if len(r.RepMsgsPerSec) > 0 {
+			n = max(r.Msgs/int64(len(r.RepMsgsPerSec)), 1)
+		}
+		for _, rate := range r.RepMsgsPerSec {
+			if rate <= 0 {
+				continue
+			}
+			fmt.Fprintf(&sb, "%s\t%d\t%.3f ns/op\t%.0f msgs/s\t%.1f B/root", name, n, 1e9/rate, rate, r.BytesPerRoot)
+			for _, l := range []struct {
+				v    *int64
+				unit string
+			}{{r.P50Ns, "p50-ns"}, {r.P99Ns, "p99-ns"}, {r.P999Ns, "p99.9-ns"}} {
+				if l.v != nil {
+					fmt.Fprintf(&sb, "\t%d %s", *l.v, l.unit)
+				}
+			}
+			for e := range perf.NumEvents {
+				if x := r.CountersPerMsg[e.Unit()]; x != nil {
+					fmt.Fprintf(&sb, "\t%.4g %s/op", *x, e.Unit())
+				}
+			}
+			sb.WriteString("\n")
+		}
+	}
+	_, err := io.WriteString(w, sb.String())
+	return err
+}

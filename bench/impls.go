@@ -1,0 +1,127 @@
+package bench
+
+import (
+	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/internal/baseline"
+)
+
+// Reference is the implementation every row's ratio is taken against: the
+// xorack row of the same level, shape and window.
+const Reference = "xorack"
+
+// GoMapName is the Go-map baseline that -check holds xorack to.
+const GoMapName = "gomap"
+
+// coreImpl is one single-writer acker measured at core level.
+type coreImpl struct {
+	name string
+	make func(ackcore.Config) (ackcore.Acker, error)
+	// exact: the semantics of SEMANTICS.md, counters included, so its
+	// Stats must agree with the outcomes the harness saw.
+	exact bool
+	// faults: handles FAIL and timeouts (limit does neither).
+	faults bool
+	// latency says where the Latency of its Completed outcomes comes from;
+	// "" when it reports none.
+	latency string
+	// dflt: run when Config.Impls is empty.
+	dflt bool
+}
+
+// coreImpls is the core level's registry, in run (and table) order. Tests
+// add to it.
+var coreImpls = []coreImpl{
+	{name: Reference, make: func(c ackcore.Config) (ackcore.Acker, error) { return ackcore.NewShard(c) },
+		exact: true, faults: true, latency: latencyTick, dflt: true},
+	{name: "xorack-fold", make: func(c ackcore.Config) (ackcore.Acker, error) {
+		c.Fold = ackcore.FoldOn
+		return ackcore.NewShard(c)
+	}, exact: true, faults: true, latency: latencyTick},
+	{name: GoMapName, make: func(c ackcore.Config) (ackcore.Acker, error) {
+		return baseline.NewGoMap(baseline.FromShardConfig(c))
+	}, exact: true, faults: true, latency: latencyTick, dflt: true},
+	{name: "mutexmap", make: func(c ackcore.Config) (ackcore.Acker, error) {
+		return baseline.NewMutexMap(baseline.FromShardConfig(c))
+	}, exact: true, faults: true, latency: latencyTick, dflt: true},
+	{name: "xsync", make: func(c ackcore.Config) (ackcore.Acker, error) {
+		return baseline.NewXsyncMap(baseline.FromShardConfig(c))
+	}, exact: true, faults: true, latency: latencyTick, dflt: true},
+	{name: "storm", make: func(c ackcore.Config) (ackcore.Acker, error) {
+		return baseline.NewStorm(baseline.FromShardConfig(c), baseline.StormOptions{})
+	}, faults: true, latency: "acker Latency field: creation to completion, clock resolution", dflt: true},
+	{name: "limit", make: func(c ackcore.Config) (ackcore.Acker, error) {
+		return baseline.NewLimit(baseline.FromShardConfig(c))
+	}, dflt: true},
+}
+
+const latencyTick = "acker Latency field: INIT to completion, 1 ms tick resolution"
+
+// pipeImpl is one concurrent acker measured at pipeline level.
+type pipeImpl struct {
+	name string
+	make func(pipeConfig) (pipe, error)
+	dflt bool
+}
+
+var pipeImpls = []pipeImpl{
+	{name: Reference, make: newShardedPipe, dflt: true},
+	{name: "mutexmap", make: newMutexPipe, dflt: true},
+	{name: "chanshard", make: newChanPipe, dflt: true},
+}
+
+func implNames(l Level) []string {
+	var names []string
+	switch l {
+	case LevelCore:
+		for _, i := range coreImpls {
+			names = append(names, i.name)
+		}
+	case LevelPipeline:
+		for _, i := range pipeImpls {
+			names = append(names, i.name)
+		}
+	}
+	return names
+}
+
+func isDefault(l Level, name string) bool {
+	switch l {
+	case LevelCore:
+		if i, ok := findCore(name); ok {
+			return i.dflt
+		}
+	case LevelPipeline:
+		if i, ok := findPipe(name); ok {
+			return i.dflt
+		}
+	}
+	return false
+}
+
+// canFault reports whether impl name at level l can run a workload with
+// fails and drops. Every pipeline impl can.
+func canFault(l Level, name string) bool {
+	if l == LevelCore {
+		i, ok := findCore(name)
+		return ok && i.faults
+	}
+	return true
+}
+
+func findCore(name string) (coreImpl, bool) {
+	for _, i := range coreImpls {
+		if i.name == name {
+			return i, true
+		}
+	}
+	return coreImpl{}, false
+}
+
+func findPipe(name string) (pipeImpl, bool) {
+	for _, i := range pipeImpls {
+		if i.name == name {
+			return i, true
+		}
+	}
+	return pipeImpl{}, false
+}

@@ -1,0 +1,155 @@
+package bench
+
+import (
+	"runtime"
+	"slices"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/perf"
+)
+
+// heapInUse is the live heap: two collections (the first may leave
+// floating garbage that the second frees), then HeapAlloc.
+func heapInUse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// gcMark is a point in the collector's history.
+type gcMark struct {
+	cycles  uint32
+	pauseNs uint64
+}
+
+func readGC() gcMark {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return gcMark{cycles: ms.NumGC, pauseNs: ms.PauseTotalNs}
+}
+
+// gcSum accumulates collector work over several measured phases.
+type gcSum struct {
+	cycles  uint32
+	pauseNs uint64
+}
+
+func (s *gcSum) add(from, to gcMark) {
+	s.cycles += to.cycles - from.cycles
+	s.pauseNs += to.pauseNs - from.pauseNs
+}
+
+// counterSum accumulates perf counts over several measured phases. An
+// event is known only if every phase measured it (perf's rule: never a
+// partial count presented as the whole).
+type counterSum struct {
+	n      [perf.NumEvents]uint64
+	known  [perf.NumEvents]bool
+	phases int
+}
+
+func (s *counterSum) add(d perf.Sample) {
+	for e := range perf.NumEvents {
+		v := d.Get(e)
+		if s.phases == 0 {
+			s.known[e] = v.OK
+		} else if !v.OK {
+			s.known[e] = false
+		}
+		s.n[e] += v.N
+	}
+	s.phases++
+}
+
+// perMsg returns every event per message, nil for the unknown ones.
+func (s *counterSum) perMsg(msgs int64) map[string]*float64 {
+	m := make(map[string]*float64, perf.NumEvents)
+	for e := range perf.NumEvents {
+		m[e.Unit()] = nil
+		if s.phases > 0 && s.known[e] && msgs > 0 {
+			x := float64(s.n[e]) / float64(msgs)
+			m[e.Unit()] = &x
+		}
+	}
+	return m
+}
+
+// newHist is a latency histogram from 1 ns to 1 hour at 3 significant
+// digits (0.1% resolution: what a p99.9 needs).
+func newHist() *hdrhistogram.Histogram {
+	return hdrhistogram.New(1, int64(time.Hour), 3)
+}
+
+func record(h *hdrhistogram.Histogram, d time.Duration) {
+	_ = h.RecordValue(max(int64(d), 1)) // beyond an hour: dropped, counted nowhere
+}
+
+// latency is a histogram's summary; nil fields when it holds nothing.
+type latency struct {
+	p50, p99, p999, max *int64
+	count               int64
+}
+
+func summarize(h *hdrhistogram.Histogram) latency {
+	if h == nil || h.TotalCount() == 0 {
+		return latency{}
+	}
+	v := func(x int64) *int64 { return &x }
+	return latency{
+		p50: v(h.ValueAtQuantile(50)), p99: v(h.ValueAtQuantile(99)),
+		p999: v(h.ValueAtQuantile(99.9)), max: v(h.Max()), count: h.TotalCount(),
+	}
+}
+
+// tally counts the outcomes a run saw, by kind and reason.
+type tally struct {
+	n [4][8]uint64 // [OutcomeKind][Reason]
+}
+
+func (t *tally) add(out []ackcore.Outcome) {
+	for i := range out {
+		t.n[out[i].Kind&3][out[i].Reason&7]++
+	}
+}
+
+func (t *tally) completed() uint64 { return t.sum(ackcore.Completed) }
+func (t *tally) explicit() uint64  { return t.n[ackcore.Failed][ackcore.ReasonExplicit] }
+func (t *tally) timedOut() uint64  { return t.n[ackcore.Failed][ackcore.ReasonTimeout] }
+func (t *tally) refused() uint64   { return t.sum(ackcore.Refused) }
+func (t *tally) failed() uint64    { return t.sum(ackcore.Failed) }
+func (t *tally) total() uint64 {
+	return t.sum(0) + t.sum(ackcore.Completed) + t.sum(ackcore.Failed) + t.sum(ackcore.Refused)
+}
+
+func (t *tally) sum(k ackcore.OutcomeKind) uint64 {
+	var s uint64
+	for _, x := range t.n[k&3] {
+		s += x
+	}
+	return s
+}
+
+func (t *tally) merge(o *tally) {
+	for k := range t.n {
+		for r := range t.n[k] {
+			t.n[k][r] += o.n[k][r]
+		}
+	}
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}

@@ -1,0 +1,435 @@
+package bench
+
+import (
+	"fmt"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/xorack/xorack/ackcore"
+)
+
+// drainWait bounds how long producers wait for outcomes at the end of a
+// pipeline run; an acker that loses outcomes fails verification after it.
+// A variable so that tests can shorten it.
+var drainWait = 10 * time.Second
+
+// latencyQuantum is the messages a throttled producer sends between clock
+// checks, flushing after each so that nothing waits in a half-filled span:
+// at half of a 20 M msgs/s peak, 64 messages take 6 µs, fine pacing for
+// one clock read and one publish per quantum.
+const latencyQuantum = 64
+
+// latencySettle bounds the wait after a latency run for its last roots.
+const latencySettle = 50 * time.Millisecond
+
+// phase is what the runner asks producers to do next.
+type phase int
+
+const (
+	phWarm     phase = iota // prefix, then warm-up
+	phPeak                  // send as fast as the pipe takes
+	phLatency               // send at a set rate, timing completions
+	phDrain                 // to a round boundary, finish every tree, wait for its outcome
+	phTimeouts              // after the clock skipped: wait for the timeouts
+)
+
+type command struct {
+	ph   phase
+	msgs int64   // per producer; 0: until stop
+	rate float64 // phLatency: messages a second, this producer
+}
+
+type result struct {
+	sent int64
+	err  error
+}
+
+// producer is one producer goroutine's state. Fields are owned by that
+// goroutine while a command runs; the runner reads them only after the
+// reply (the channel orders the accesses).
+type producer struct {
+	id    int
+	s     sender
+	cur   *cursor
+	clk   benchClock
+	batch int
+	k     int
+	warm  time.Duration
+	base  time.Time
+
+	stop atomic.Bool // set by the runner to end a timed phase
+	cmds chan command
+	res  chan result
+
+	got  tally
+	out  []ackcore.Outcome
+	hist *hdrhistogram.Histogram
+	lat  map[uint64]time.Duration // root -> when its last ACK was sent
+	exp  expectation
+}
+
+func (pr *producer) loop() {
+	for cmd := range pr.cmds {
+		var r result
+		switch cmd.ph {
+		case phWarm:
+			r = pr.warmUp()
+		case phPeak:
+			r = pr.peak(cmd.msgs)
+		case phLatency:
+			r = pr.throttled(cmd.msgs, cmd.rate)
+		case phDrain:
+			r = pr.drain()
+		case phTimeouts:
+			r = pr.waitFor(func() bool { return pr.got.completed()+pr.got.failed() >= pr.exp.roots })
+		}
+		pr.res <- r
+	}
+}
+
+// sendAll sends msgs, naming this producer as their spout task.
+func (pr *producer) sendAll(msgs []ackcore.Msg) error {
+	for _, m := range msgs {
+		if m.Kind == ackcore.Init {
+			m.Task = uint32(pr.id)
+		}
+		if err := pr.s.send(m); err != nil {
+			return err
+		}
+	}
+	pr.clk.advance(len(msgs))
+	return nil
+}
+
+func (pr *producer) poll() int {
+	pr.out = pr.s.poll(pr.out[:0])
+	pr.got.add(pr.out)
+	return len(pr.out)
+}
+
+func (pr *producer) warmUp() result {
+	var err error
+	pr.cur.prefix(pr.batch, func(m []ackcore.Msg, _ []meta) {
+		if err == nil {
+			err = pr.sendAll(m)
+			pr.poll()
+		}
+	})
+	t0 := time.Now()
+	for n := 0; err == nil && n < len(pr.cur.sh.cycle)/2 && time.Since(t0) < pr.warm; {
+		msgs, _ := pr.cur.next(pr.batch, false)
+		err = pr.sendAll(msgs)
+		n += len(msgs)
+		pr.poll()
+	}
+	if err == nil {
+		err = pr.s.flush()
+	}
+	return result{err: err}
+}
+
+func (pr *producer) peak(msgs int64) result {
+	var sent int64
+	for !pr.stop.Load() && (msgs == 0 || sent < msgs) {
+		want := pr.batch
+		if msgs > 0 {
+			want = int(min(int64(want), msgs-sent))
+		}
+		batch, _ := pr.cur.next(want, false)
+		if err := pr.sendAll(batch); err != nil {
+			return result{sent: sent, err: err}
+		}
+		sent += int64(len(batch))
+		pr.poll()
+	}
+	return result{sent: sent, err: pr.s.flush()}
+}
+
+// throttled sends at rate messages a second, in quanta of latencyQuantum,
+// and times each root from its last ACK's send to its Completed's poll.
+func (pr *producer) throttled(msgs int64, rate float64) result {
+	if pr.lat == nil {
+		pr.lat = make(map[uint64]time.Duration)
+	}
+	var sent int64
+	t0 := time.Since(pr.base)
+	for !pr.stop.Load() && (msgs == 0 || sent < msgs) {
+		target := t0 + time.Duration(float64(sent)/rate*1e9)
+		for {
+			now := time.Since(pr.base)
+			if now >= target || pr.stop.Load() {
+				break
+			}
+			if pr.recordPoll() == 0 {
+				if target-now > 200*time.Microsecond {
+					time.Sleep(target - now - 100*time.Microsecond)
+				} else {
+					runtime.Gosched()
+				}
+			}
+		}
+		want := latencyQuantum
+		if msgs > 0 {
+			want = int(min(int64(want), msgs-sent))
+		}
+		batch, md := pr.cur.next(want, false)
+		for i, m := range batch {
+			if int(md[i].j) == pr.k-1 && m.Kind == ackcore.Ack {
+				pr.lat[m.Root] = time.Since(pr.base)
+			}
+			if m.Kind == ackcore.Init {
+				m.Task = uint32(pr.id)
+			}
+			if err := pr.s.send(m); err != nil {
+				return result{sent: sent, err: err}
+			}
+		}
+		pr.clk.advance(len(batch))
+		if err := pr.s.flush(); err != nil {
+			return result{sent: sent, err: err}
+		}
+		sent += int64(len(batch))
+		pr.recordPoll()
+	}
+	// Let the roots still in flight arrive, so that the last quanta are
+	// timed too (a dropped root's entry waits for a timeout that the
+	// stream clock will not reach here: hence the bound).
+	for end := time.Now().Add(latencySettle); len(pr.lat) > 0 && time.Now().Before(end); {
+		if pr.recordPoll() == 0 {
+			time.Sleep(20 * time.Microsecond)
+		}
+	}
+	return result{sent: sent}
+}
+
+// recordPoll polls and times the completions of roots sent in the
+// latency phase.
+func (pr *producer) recordPoll() int {
+	n := pr.poll()
+	if n == 0 {
+		return 0
+	}
+	now := time.Since(pr.base)
+	for _, o := range pr.out {
+		if t, ok := pr.lat[o.Root]; ok {
+			if o.Kind == ackcore.Completed {
+				record(pr.hist, now-t)
+			}
+			delete(pr.lat, o.Root)
+		}
+	}
+	return n
+}
+
+func (pr *producer) drain() result {
+	for !pr.cur.atRound() {
+		msgs, _ := pr.cur.next(pr.batch, true)
+		if err := pr.sendAll(msgs); err != nil {
+			return result{err: err}
+		}
+		pr.poll()
+	}
+	pr.exp = expectation{roots: pr.cur.roots()}
+	var err error
+	pr.cur.drain(pr.batch, func(m []ackcore.Msg, _ []meta) {
+		if err == nil {
+			err = pr.sendAll(m)
+			pr.poll()
+		}
+	})
+	pr.exp.injFail, pr.exp.injDrop = pr.cur.injFail, pr.cur.injDrop
+	if err == nil {
+		err = pr.s.flush()
+	}
+	if err != nil {
+		return result{err: err}
+	}
+	// Every root but the dropped ones ends without a timeout.
+	return pr.waitFor(func() bool {
+		return pr.got.completed()+pr.got.explicit() >= pr.exp.roots-pr.exp.injDrop
+	})
+}
+
+// waitFor polls until done or drainWait passes; the verification then
+// says what is missing.
+func (pr *producer) waitFor(done func() bool) result {
+	deadline := time.Now().Add(drainWait)
+	for !done() && time.Now().Before(deadline) {
+		if pr.poll() == 0 {
+			time.Sleep(50 * time.Microsecond)
+		}
+	}
+	return result{}
+}
+
+// pipeline runs the pipeline level for one stream: each impl in turn.
+func (rn *runner) pipeline(st *stream, p int) ([]Row, error) {
+	c := rn.cfg
+	if len(c.impls[LevelPipeline]) == 0 {
+		return nil, nil
+	}
+	shares := st.shares(c.Producers)
+	timeout := rn.timeout(st)
+	var rows []Row
+	for _, name := range c.impls[LevelPipeline] {
+		impl, _ := findPipe(name)
+		rn.progress("pipeline %s P=%d: %s", st.Shape.Name, p, name)
+		row, err := rn.pipeRow(impl, st, shares, p, timeout)
+		if err != nil {
+			return rows, err
+		}
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+func (rn *runner) pipeRow(impl pipeImpl, st *stream, shares []*share, p int, timeout time.Duration) (Row, error) {
+	c := rn.cfg
+	row := rn.baseRow(LevelPipeline, impl.name, st, p)
+	var clk benchClock
+	if c.faults() {
+		clk = &streamClock{}
+	} else {
+		clk = newWallClock()
+	}
+	// Every slot may be mid-tree at once (the shares' phases need not be
+	// spread evenly), so the bound is the slots, spread over the shards
+	// with 5% for the hash's unevenness, and 256 more where 5% of a small
+	// window is only a few roots.
+	maxPending := (st.Slots+rn.faultHeadroom(st, timeout))*105/100/row.Shards + 256
+	base := time.Now()
+	prods := make([]*producer, c.Producers)
+	for i := range prods {
+		var fg *faultGen
+		if c.faults() {
+			fg = newFaultGen(st.K, c.FailRate, c.DropRate, c.Seed)
+		}
+		prods[i] = &producer{id: i, cur: newCursor(shares[i], fg, c.Batch), clk: clk, batch: c.Batch, k: st.K,
+			warm: rn.warmCap(), base: base, cmds: make(chan command), res: make(chan result, 1),
+			out: make([]ackcore.Outcome, 0, 1024), hist: newHist()}
+	}
+	before := int64(heapInUse())
+	pp, err := impl.make(pipeConfig{producers: c.Producers, shards: row.Shards, maxPending: maxPending,
+		timeout: timeout, clock: clk, batch: c.Batch, pin: !c.NoPin})
+	if err != nil {
+		return row, fmt.Errorf("bench: pipeline %s: %w", impl.name, err)
+	}
+	if err := pp.start(); err != nil {
+		return row, fmt.Errorf("bench: pipeline %s: %w", impl.name, err)
+	}
+	for _, pr := range prods {
+		pr.s = pp.sender(pr.id)
+		go pr.loop()
+	}
+	var runErr error
+	// do sends cmd to every producer; with d > 0 it stops them after d.
+	// It returns the messages sent and the time taken.
+	do := func(cmd command, d time.Duration) (int64, time.Duration) {
+		t0 := time.Now()
+		for _, pr := range prods {
+			pr.stop.Store(false)
+			pr.cmds <- cmd
+		}
+		if d > 0 {
+			time.Sleep(d)
+			for _, pr := range prods {
+				pr.stop.Store(true)
+			}
+		}
+		var sent int64
+		for _, pr := range prods {
+			r := <-pr.res
+			sent += r.sent
+			if r.err != nil && runErr == nil {
+				runErr = fmt.Errorf("producer %d: %w", pr.id, r.err)
+			}
+		}
+		return sent, time.Since(t0)
+	}
+
+	do(command{ph: phWarm}, 0)
+	time.Sleep(3 * ackcore.DefaultTick) // executors publish counters once a tick
+	row.PendingWeighed = pp.stats().Pending
+	row.BytesPerRoot = float64(max(int64(heapInUse())-before, 0)) / float64(max(row.PendingWeighed, 1))
+	row.MaxPending = maxPending
+
+	var gc gcSum
+	gc0, cpu0 := readGC(), processCPU()
+	var perMsgs int64 // per producer and repetition; 0: run for perDur
+	if c.Msgs > 0 {
+		perMsgs = max(c.Msgs/int64(c.Reps)/int64(c.Producers), 1)
+	}
+	perDur := c.Duration / time.Duration(c.Reps)
+	for rep := 0; rep < c.Reps && runErr == nil; rep++ {
+		n, d := do(command{ph: phPeak, msgs: perMsgs}, perDur)
+		row.Msgs += n
+		row.Seconds += d.Seconds()
+		row.RepMsgsPerSec = append(row.RepMsgsPerSec, float64(n)/d.Seconds())
+	}
+	cpu := processCPU() - cpu0
+	gc.add(gc0, readGC())
+	row.MsgsPerSec = median(row.RepMsgsPerSec)
+	row.TreesPerSec = row.MsgsPerSec / float64(st.K)
+	row.Timing = "wall"
+
+	// Latency at a fraction of the peak.
+	if runErr == nil && row.MsgsPerSec > 0 {
+		rate := row.MsgsPerSec * c.LatencyLoad
+		row.LatencyRate = rate
+		gc1 := readGC()
+		do(command{ph: phLatency, rate: rate / float64(c.Producers), msgs: perMsgs}, perDur)
+		gc.add(gc1, readGC())
+	}
+	hist := newHist()
+	for _, pr := range prods {
+		hist.Merge(pr.hist)
+	}
+	lat := summarize(hist)
+	row.P50Ns, row.P99Ns, row.P999Ns, row.MaxNs, row.LatencyCount = lat.p50, lat.p99, lat.p999, lat.max, lat.count
+	row.LatencySource = fmt.Sprintf("wall clock: last ACK handed to the pipe to its Completed polled by the producer, offered %.0f%% of peak", 100*c.LatencyLoad)
+	if impl.name == "mutexmap" {
+		row.LatencySource = fmt.Sprintf("wall clock: last ACK staged to its Completed returned by Apply, offered %.0f%% of peak", 100*c.LatencyLoad)
+	}
+
+	// Drain, then let the injected drops time out.
+	do(command{ph: phDrain}, 0)
+	if c.faults() {
+		clk.Skip(4*timeout + time.Second)
+		do(command{ph: phTimeouts}, 0)
+	}
+	final := pp.stop()
+	for _, pr := range prods {
+		close(pr.cmds)
+	}
+
+	var got tally
+	var exp expectation
+	for _, pr := range prods {
+		got.merge(&pr.got)
+		exp.roots += pr.exp.roots
+		exp.injFail += pr.exp.injFail
+		exp.injDrop += pr.exp.injDrop
+	}
+	err = verify(check{exp: exp, got: got, stats: &final})
+	if runErr != nil {
+		err = &verifyError{runErr.Error()}
+	}
+	row.GCCycles, row.GCPauseNs = gc.cycles, gc.pauseNs
+	row.CountersPerMsg = (&counterSum{}).perMsg(0)
+	if cpu >= 0 && row.Msgs > 0 {
+		x := float64(cpu) / float64(row.Msgs)
+		row.CountersPerMsg["task-clock-ns"] = &x
+	}
+	row.CounterScope = "process: CPU time of every thread (getrusage) over the peak runs; per-thread counters are taken at core level"
+	row.TimeoutNs, row.Clock = int64(timeout), clk.kind()
+	row.Roots, row.InjectedFail, row.InjectedDrop = exp.roots, exp.injFail, exp.injDrop
+	row.Completed, row.FailedExplicit, row.FailedTimeout = got.completed(), got.explicit(), got.timedOut()
+	row.Verified = err == nil
+	if err != nil {
+		row.VerifyError = detail(err)
+	}
+	return row, nil
+}

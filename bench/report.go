@@ -1,0 +1,272 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"time"
+
+	"github.com/xorack/xorack/affinity"
+	"github.com/xorack/xorack/internal/workload"
+	"github.com/xorack/xorack/perf"
+)
+
+// Report is a run's result: its configuration, the machine, and one Row
+// per level x shape x pending window x impl.
+type Report struct {
+	Config   Config    `json:"config"`
+	Machine  Machine   `json:"machine"`
+	PerfNote string    `json:"perf_note"`
+	Notes    []string  `json:"notes"`
+	Started  time.Time `json:"started"`
+	Seconds  float64   `json:"seconds"`
+	Rows     []Row     `json:"rows"`
+}
+
+// Machine describes where the run happened.
+type Machine struct {
+	Summary    string            `json:"summary"`
+	Topology   affinity.Topology `json:"topology"`
+	DetectErr  string            `json:"detect_error,omitempty"`
+	GoVersion  string            `json:"go_version"`
+	GOOS       string            `json:"goos"`
+	GOARCH     string            `json:"goarch"`
+	GOMAXPROCS int               `json:"gomaxprocs"`
+	NumCPU     int               `json:"num_cpu"`
+}
+
+// DetectMachine describes the running machine.
+func DetectMachine() Machine {
+	t, err := affinity.Detect()
+	m := Machine{
+		Summary: t.Summary(), Topology: t, GoVersion: runtime.Version(),
+		GOOS: runtime.GOOS, GOARCH: runtime.GOARCH, GOMAXPROCS: runtime.GOMAXPROCS(0), NumCPU: runtime.NumCPU(),
+	}
+	if err != nil {
+		m.DetectErr = err.Error()
+	}
+	return m
+}
+
+// Row is one measured implementation on one workload. Pointer fields are
+// null in JSON (n/a in tables) when unknown, never zero.
+type Row struct {
+	Level     Level   `json:"level"`
+	Impl      string  `json:"impl"`
+	Shape     string  `json:"shape"`
+	Pending   int     `json:"pending"`             // the window P asked for
+	Producers int     `json:"producers,omitempty"` // pipeline only
+	Shards    int     `json:"shards,omitempty"`    // pipeline only
+	FailRate  float64 `json:"fail_rate"`
+	DropRate  float64 `json:"drop_rate"`
+
+	// Throughput: the median of the repetitions.
+	MsgsPerSec    float64   `json:"msgs_per_sec"`
+	TreesPerSec   float64   `json:"trees_per_sec"`
+	RepMsgsPerSec []float64 `json:"rep_msgs_per_sec"`
+	Msgs          int64     `json:"msgs"`    // measured messages, all reps
+	Seconds       float64   `json:"seconds"` // measured time, all reps
+	// Timing says what the seconds cover: "wall" (the replay loop) or
+	// "acker-calls" (fault runs at core level: only Apply and Expire, not
+	// the generator rewriting roots between calls).
+	Timing string `json:"timing"`
+	// RatioToXorack is MsgsPerSec over the xorack row's at the same
+	// level, shape and window.
+	RatioToXorack *float64 `json:"ratio_to_xorack"`
+
+	// Memory: heap growth from before the acker was made to after warm-up,
+	// over the entries then pending.
+	BytesPerRoot   float64 `json:"bytes_per_root"`
+	PendingWeighed int     `json:"pending_weighed"`
+	MaxPending     int     `json:"max_pending"` // the bound configured (per shard at pipeline level)
+
+	// Completion latency, ns.
+	P50Ns         *int64  `json:"p50_ns"`
+	P99Ns         *int64  `json:"p99_ns"`
+	P999Ns        *int64  `json:"p999_ns"`
+	MaxNs         *int64  `json:"max_ns"`
+	LatencyCount  int64   `json:"latency_count"`
+	LatencySource string  `json:"latency_source"`
+	LatencyRate   float64 `json:"latency_offered_msgs_per_sec,omitempty"`
+
+	GCCycles  uint32 `json:"gc_cycles"`
+	GCPauseNs uint64 `json:"gc_pause_ns"`
+
+	// CountersPerMsg maps perf event units (cycles, instructions,
+	// cache-misses, branch-misses, task-clock-ns, context-switches,
+	// page-faults) to counts per message; null where unavailable.
+	CountersPerMsg map[string]*float64 `json:"counters_per_msg"`
+	CounterScope   string              `json:"counter_scope"`
+
+	TimeoutNs int64  `json:"timeout_ns"`
+	Clock     string `json:"clock"`
+
+	// Verification: what the workload emitted and what came back.
+	Roots          uint64 `json:"roots"`
+	Completed      uint64 `json:"completed"`
+	FailedExplicit uint64 `json:"failed_explicit"`
+	FailedTimeout  uint64 `json:"failed_timeout"`
+	InjectedFail   uint64 `json:"injected_fail"`
+	InjectedDrop   uint64 `json:"injected_drop"`
+	Verified       bool   `json:"verified"`
+	VerifyError    string `json:"verify_error,omitempty"` // what did not match, when not Verified
+}
+
+// Name is the row's benchmark name, key=value parts as Go benchmarks name
+// sub-benchmarks: "level=core/impl=xorack/shape=wordcount/P=100000".
+func (r *Row) Name() string {
+	s := fmt.Sprintf("level=%s/impl=%s/shape=%s/P=%d", r.Level, r.Impl, r.Shape, r.Pending)
+	if r.Level == LevelPipeline {
+		s += fmt.Sprintf("/producers=%d/shards=%d", r.Producers, r.Shards)
+	}
+	if r.FailRate > 0 || r.DropRate > 0 {
+		s += fmt.Sprintf("/fail=%g/drop=%g", r.FailRate, r.DropRate)
+	}
+	return s
+}
+
+// Run runs every row of cfg and returns the report. A row that fails its
+// verification is in the report with Verified false, and the error then
+// wraps ErrVerification; any other error means cfg was invalid or an
+// acker could not be built, and the report holds what ran.
+func Run(cfg Config) (*Report, error) {
+	r, err := cfg.resolve()
+	if err != nil {
+		return nil, err
+	}
+	rep := &Report{Config: r.Config, Machine: DetectMachine(), PerfNote: perf.Probe().Note(), Started: time.Now()}
+	rep.Config.Progress = nil
+	rn := &runner{cfg: r, rep: rep}
+	rn.steps = rn.countSteps()
+	err = rn.run()
+	rep.Seconds = time.Since(rep.Started).Seconds()
+	fillRatios(rep.Rows)
+	var verr []error
+	for i := range rep.Rows {
+		if !rep.Rows[i].Verified {
+			verr = append(verr, fmt.Errorf("%s: %w: %s", rep.Rows[i].Name(), ErrVerification, rep.Rows[i].VerifyError))
+		}
+	}
+	return rep, errors.Join(append([]error{err}, verr...)...)
+}
+
+// fillRatios sets each row's ratio to the xorack row of its group.
+func fillRatios(rows []Row) {
+	type key struct {
+		l     Level
+		shape string
+		p     int
+	}
+	ref := map[key]float64{}
+	for _, r := range rows {
+		if r.Impl == Reference {
+			ref[key{r.Level, r.Shape, r.Pending}] = r.MsgsPerSec
+		}
+	}
+	for i := range rows {
+		if x, ok := ref[key{rows[i].Level, rows[i].Shape, rows[i].Pending}]; ok && x > 0 {
+			v := rows[i].MsgsPerSec / x
+			rows[i].RatioToXorack = &v
+		}
+	}
+}
+
+// runner runs a resolved config.
+type runner struct {
+	cfg   *resolved
+	rep   *Report
+	step  int
+	steps int
+}
+
+func (rn *runner) progress(format string, args ...any) {
+	if rn.cfg.Progress != nil {
+		rn.cfg.Progress(Progress{Step: rn.step, Steps: rn.steps, What: fmt.Sprintf(format, args...)})
+	}
+	rn.step++
+}
+
+func (rn *runner) countSteps() int {
+	n := 0
+	for range rn.cfg.shapes {
+		for range rn.cfg.Pending {
+			n++ // build the stream
+			if k := len(rn.cfg.impls[LevelCore]); k > 0 {
+				n += k + rn.cfg.Reps*k + k // setup, reps, finish
+			}
+			n += len(rn.cfg.impls[LevelPipeline])
+		}
+	}
+	return n
+}
+
+func (rn *runner) run() error {
+	for _, shape := range rn.cfg.shapes {
+		for _, p := range rn.cfg.Pending {
+			rn.progress("%s P=%d: building the stream", shape.Name, p)
+			st := newStream(workload.Build(shape, p, rn.cfg.Seed))
+			for _, l := range rn.cfg.Levels {
+				var rows []Row
+				var err error
+				switch l {
+				case LevelCore:
+					rows, err = rn.core(st, p)
+				case LevelPipeline:
+					rows, err = rn.pipeline(st, p)
+				}
+				rn.rep.Rows = append(rn.rep.Rows, rows...)
+				if err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// baseRow fills the fields every row of a (level, stream) shares.
+func (rn *runner) baseRow(l Level, impl string, st *stream, p int) Row {
+	c := rn.cfg
+	r := Row{Level: l, Impl: impl, Shape: st.Shape.Name, Pending: p, FailRate: c.FailRate, DropRate: c.DropRate}
+	if l == LevelPipeline {
+		r.Producers, r.Shards = c.Producers, c.Shards
+		if impl != Reference {
+			r.Shards = 1
+		}
+	}
+	return r
+}
+
+// timeout is the acker timeout for a stream (see doc.go, "Time").
+func (rn *runner) timeout(st *stream) time.Duration {
+	if rn.cfg.Timeout > 0 {
+		return rn.cfg.Timeout
+	}
+	if rn.cfg.faults() {
+		// Stream time: a tree lives at most one cycle; 4 cycles of margin.
+		return roundUpMs(time.Duration(4 * st.cycleMsgs() * streamNsPerMsg))
+	}
+	// Real time: a tree lives one cycle of its acker's own time; at a
+	// floor of 1 M messages a second with 3x margin, or Storm's 30 s
+	// default if that is longer.
+	return max(30*time.Second, roundUpMs(time.Duration(3*st.cycleMsgs())*time.Microsecond))
+}
+
+func roundUpMs(d time.Duration) time.Duration {
+	return max((d+time.Millisecond-1)/time.Millisecond*time.Millisecond, time.Millisecond)
+}
+
+// faultHeadroom is the extra entries a fault run can leave pending. Each
+// injected tree leaves an entry (its orphan acks after a FAIL, or the
+// dropped root itself) for up to 3 timeouts (Storm drops at 2T..3T) plus
+// the cycle it lived in, and a cycle injects rate x slots trees; twice
+// that covers a failed tree's entry living on as an orphan after its
+// fail, and 1024 covers small windows, where rates are lumpy.
+func (rn *runner) faultHeadroom(st *stream, timeout time.Duration) int {
+	if !rn.cfg.faults() {
+		return 0
+	}
+	cycleNs := float64(st.cycleMsgs() * streamNsPerMsg)
+	cycles := 3*float64(timeout)/cycleNs + 2
+	return int(2*(rn.cfg.FailRate+rn.cfg.DropRate)*float64(st.Slots)*cycles) + 1024
+}

@@ -1,0 +1,415 @@
+package bench
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/internal/workload"
+)
+
+// tiny is a run small enough for a unit test: a window of 500 roots and a
+// few thousand messages per row.
+func tiny(levels ...Level) Config {
+	return Config{Levels: levels, Pending: []int{500}, Msgs: 6000, Reps: 2, Batch: 64, NoPin: true}
+}
+
+// rowKeys are the JSON keys every row must carry (issue 4's list first).
+var rowKeys = []string{"level", "impl", "shape", "pending", "msgs_per_sec", "bytes_per_root", "p50_ns", "p99_ns", "verified",
+	"trees_per_sec", "ratio_to_xorack", "p999_ns", "max_ns", "gc_cycles", "gc_pause_ns", "counters_per_msg", "roots", "completed"}
+
+func runOK(t *testing.T, cfg Config) *Report {
+	t.Helper()
+	rep, err := Run(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep
+}
+
+func checkRows(t *testing.T, rep *Report, level Level, impls ...string) {
+	t.Helper()
+	var got []string
+	for _, r := range rep.Rows {
+		if r.Level != level {
+			continue
+		}
+		got = append(got, r.Impl)
+		if !r.Verified || r.MsgsPerSec <= 0 || r.Roots == 0 || r.Completed == 0 {
+			t.Errorf("%s: verified %v, %.0f msgs/s, %d roots, %d completed: %s", r.Name(), r.Verified, r.MsgsPerSec, r.Roots, r.Completed, r.VerifyError)
+		}
+		b, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range rowKeys {
+			if _, ok := m[k]; !ok {
+				t.Errorf("%s: JSON lacks %q", r.Name(), k)
+			}
+		}
+	}
+	if !slices.Equal(got, impls) {
+		t.Errorf("%s rows %v, want %v", level, got, impls)
+	}
+}
+
+func TestRunCore(t *testing.T) {
+	rep := runOK(t, tiny(LevelCore))
+	checkRows(t, rep, LevelCore, "xorack", "gomap", "mutexmap", "xsync", "storm", "limit")
+	for _, r := range rep.Rows {
+		if r.Impl == "limit" {
+			if r.P50Ns != nil {
+				t.Errorf("limit reports a latency: %d", *r.P50Ns)
+			}
+			continue
+		}
+		if r.P50Ns == nil || r.LatencyCount == 0 {
+			t.Errorf("%s: no latency", r.Name())
+		}
+		if r.CountersPerMsg["cycles"] != nil && !strings.Contains(rep.PerfNote, "hardware and software") && !strings.Contains(rep.PerfNote, "some counters") {
+			t.Errorf("%s: cycles known although %q", r.Name(), rep.PerfNote)
+		}
+	}
+}
+
+func TestRunPipeline(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	cfg := tiny(LevelPipeline)
+	cfg.Producers, cfg.Shards = 2, 2
+	rep := runOK(t, cfg)
+	checkRows(t, rep, LevelPipeline, "xorack", "mutexmap", "chanshard")
+	for _, r := range rep.Rows {
+		if r.P50Ns == nil || r.LatencyRate <= 0 {
+			t.Errorf("%s: no latency run (p50 %v, rate %v)", r.Name(), r.P50Ns, r.LatencyRate)
+		}
+	}
+}
+
+// TestRunFaults injects explicit fails and drops at both levels: every
+// row must still verify, with failures exactly where they were injected.
+func TestRunFaults(t *testing.T) {
+	levels := []Level{LevelCore, LevelPipeline}
+	if testing.Short() {
+		levels = levels[:1]
+	}
+	cfg := tiny(levels...)
+	cfg.FailRate, cfg.DropRate, cfg.Msgs = 0.03, 0.03, 30000
+	rep := runOK(t, cfg)
+	checkRows(t, rep, LevelCore, "xorack", "gomap", "mutexmap", "xsync", "storm")
+	if !testing.Short() {
+		checkRows(t, rep, LevelPipeline, "xorack", "mutexmap", "chanshard")
+	}
+	for _, r := range rep.Rows {
+		if r.InjectedFail == 0 || r.InjectedDrop == 0 {
+			t.Errorf("%s: injected %d fails, %d drops", r.Name(), r.InjectedFail, r.InjectedDrop)
+		}
+		if r.FailedExplicit != r.InjectedFail || r.FailedTimeout != r.InjectedDrop || r.Completed+r.InjectedFail+r.InjectedDrop != r.Roots {
+			t.Errorf("%s: %+v", r.Name(), r)
+		}
+		if r.Clock != "stream" {
+			t.Errorf("%s: clock %q", r.Name(), r.Clock)
+		}
+	}
+}
+
+// lossy wraps an acker and loses its n-th Completed outcome: the harness
+// must notice.
+type lossy struct {
+	ackcore.Acker
+	n, seen int
+}
+
+func (l *lossy) Apply(msgs []ackcore.Msg, out []ackcore.Outcome) []ackcore.Outcome {
+	start := len(out)
+	out = l.Acker.Apply(msgs, out)
+	for i := start; i < len(out); i++ {
+		if out[i].Kind != ackcore.Completed {
+			continue
+		}
+		if l.seen++; l.seen == l.n {
+			return append(out[:i], out[i+1:]...)
+		}
+	}
+	return out
+}
+
+// lossySender loses the first outcome it polls.
+type lossySender struct {
+	sender
+	lost bool
+}
+
+func (s *lossySender) poll(dst []ackcore.Outcome) []ackcore.Outcome {
+	n := len(dst)
+	dst = s.sender.poll(dst)
+	if !s.lost && len(dst) > n {
+		s.lost = true
+		dst = append(dst[:n], dst[n+1:]...)
+	}
+	return dst
+}
+
+type lossyPipe struct{ pipe }
+
+func (p lossyPipe) sender(i int) sender { return &lossySender{sender: p.pipe.sender(i)} }
+
+func TestVerificationCatchesLoss(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	coreImpls = append(coreImpls, coreImpl{name: "lossy", exact: true, faults: true, latency: latencyTick,
+		make: func(c ackcore.Config) (ackcore.Acker, error) {
+			s, err := ackcore.NewShard(c)
+			return &lossy{Acker: s, n: 100}, err
+		}})
+	pipeImpls = append(pipeImpls, pipeImpl{name: "lossypipe", make: func(pc pipeConfig) (pipe, error) {
+		p, err := newChanPipe(pc)
+		return lossyPipe{p}, err
+	}})
+	oldWait := drainWait
+	drainWait = 100 * time.Millisecond
+	defer func() {
+		coreImpls = coreImpls[:len(coreImpls)-1]
+		pipeImpls = pipeImpls[:len(pipeImpls)-1]
+		drainWait = oldWait
+	}()
+	cfg := tiny(LevelCore, LevelPipeline)
+	cfg.Impls = []string{"xorack", "lossy", "lossypipe"}
+	rep, err := Run(cfg)
+	if !errors.Is(err, ErrVerification) {
+		t.Fatalf("error %v, want ErrVerification", err)
+	}
+	for _, r := range rep.Rows {
+		bad := strings.HasPrefix(r.Impl, "lossy")
+		if r.Verified == bad {
+			t.Errorf("%s: verified %v: %s", r.Name(), r.Verified, r.VerifyError)
+		}
+		if bad && !strings.Contains(r.VerifyError, "outcomes") {
+			t.Errorf("%s: error %q does not say what is missing", r.Name(), r.VerifyError)
+		}
+	}
+	if len(Check(rep, CheckFloor)) == 0 {
+		t.Error("Check passed a report with failed verifications")
+	}
+}
+
+// TestVerify feeds verify hand-made tallies.
+func TestVerify(t *testing.T) {
+	exp := expectation{roots: 100, injFail: 3, injDrop: 2}
+	good := func() tally {
+		var g tally
+		g.n[ackcore.Completed][ackcore.ReasonNone] = 95
+		g.n[ackcore.Failed][ackcore.ReasonExplicit] = 3
+		g.n[ackcore.Failed][ackcore.ReasonTimeout] = 2
+		return g
+	}
+	if err := verify(check{exp: exp, got: good()}); err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range map[string]check{
+		"lost":      {exp: exp, got: func() tally { g := good(); g.n[ackcore.Completed][0]--; return g }()},
+		"twice":     {exp: exp, got: func() tally { g := good(); g.n[ackcore.Completed][0]++; return g }()},
+		"swapped":   {exp: exp, got: func() tally { g := good(); g.n[ackcore.Failed][1]--; g.n[ackcore.Failed][2]++; return g }()},
+		"full":      {exp: exp, got: func() tally { g := good(); g.n[ackcore.Completed][0]--; g.n[ackcore.Failed][3]++; return g }()},
+		"refused":   {exp: exp, got: func() tally { g := good(); g.n[ackcore.Refused][3]++; return g }()},
+		"pending":   {exp: exp, got: good(), pendingLeft: 1, checkPending: true},
+		"counters":  {exp: exp, got: good(), stats: &ackcore.Stats{Completed: 94, FailedExplicit: 3, FailedTimeout: 2}},
+		"stopped":   {exp: exp, got: good(), stats: &ackcore.Stats{Completed: 95, FailedExplicit: 3, FailedTimeout: 2, FailedStopped: 1}},
+		"no silent": {exp: exp, got: good(), silentTimeouts: 1},
+	} {
+		if err := verify(c); !errors.Is(err, ErrVerification) {
+			t.Errorf("%s: verify returned %v", name, err)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// synthetic is a report with hand-set rows, for the formats and the gate.
+func synthetic(xorack, gomap float64) *Report {
+	rep := &Report{Config: Config{Reps: 3}.withDefaults(), Machine: DetectMachine(), PerfNote: "test", Started: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	for _, p := range []int{1000, 100000} {
+		for _, r := range []struct {
+			impl string
+			rate float64
+		}{{"xorack", xorack}, {"gomap", gomap}, {"storm", gomap / 3}} {
+			rep.Rows = append(rep.Rows, Row{Level: LevelCore, Impl: r.impl, Shape: "wordcount", Pending: p,
+				MsgsPerSec: r.rate, RepMsgsPerSec: []float64{r.rate * 0.99, r.rate, r.rate * 1.01}, Msgs: 3e6, Seconds: 0.3,
+				BytesPerRoot: 40, P50Ns: ptr(int64(900)), P99Ns: ptr(int64(5000)), P999Ns: ptr(int64(9000)), MaxNs: ptr(int64(20000)),
+				CountersPerMsg: map[string]*float64{"cycles": nil, "task-clock-ns": ptr(12.5)}, Verified: true})
+		}
+	}
+	rep.Rows = append(rep.Rows, Row{Level: LevelPipeline, Impl: "xorack", Shape: "wordcount", Pending: 1000, Producers: 1, Shards: 1,
+		MsgsPerSec: 1e7, RepMsgsPerSec: []float64{1e7}, Msgs: 1e6, Verified: true})
+	fillRatios(rep.Rows)
+	return rep
+}
+
+func TestCheck(t *testing.T) {
+	if bad := Check(synthetic(60e6, 20e6), CheckFloor); len(bad) != 0 {
+		t.Errorf("3x passed as %v", bad)
+	}
+	bad := Check(synthetic(30e6, 20e6), CheckFloor)
+	if len(bad) != 2 || !strings.Contains(bad[0], "P=1000: xorack 30.0M msgs/s is 1.50x gomap's 20.0M") {
+		t.Errorf("1.5x: %q", bad)
+	}
+	rep := synthetic(60e6, 20e6)
+	rep.Rows[1].Verified, rep.Rows[1].VerifyError = false, "lost one"
+	if bad := Check(rep, CheckFloor); len(bad) != 1 || !strings.Contains(bad[0], "lost one") {
+		t.Errorf("unverified row: %q", bad)
+	}
+	rep = synthetic(60e6, 20e6)
+	rep.Rows = slices.DeleteFunc(rep.Rows, func(r Row) bool { return r.Impl == "gomap" && r.Pending == 1000 })
+	if bad := Check(rep, CheckFloor); len(bad) != 1 || !strings.Contains(bad[0], "P=1000: no xorack and gomap") {
+		t.Errorf("missing gomap: %q", bad)
+	}
+	rep.Rows = rep.Rows[len(rep.Rows)-1:] // pipeline only
+	if bad := Check(rep, CheckFloor); len(bad) != 1 || !strings.Contains(bad[0], "no core rows") {
+		t.Errorf("no core rows: %q", bad)
+	}
+}
+
+func TestJSONRoundTrip(t *testing.T) {
+	rep := synthetic(60e6, 20e6)
+	var buf bytes.Buffer
+	if err := WriteJSON(&buf, rep); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadJSON(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a, b bytes.Buffer
+	_ = WriteJSON(&a, rep)
+	_ = WriteJSON(&b, back)
+	if a.String() != b.String() {
+		t.Fatalf("round trip differs:\n%s\n---\n%s", a.String(), b.String())
+	}
+	if back.Rows[0].CountersPerMsg["cycles"] != nil || *back.Rows[0].CountersPerMsg["task-clock-ns"] != 12.5 || !back.Started.Equal(rep.Started) {
+		t.Errorf("round trip lost values: %+v", back.Rows[0])
+	}
+	if _, err := ReadJSON(strings.NewReader(`{"rows": 7}`)); err == nil {
+		t.Error("ReadJSON accepted a malformed report")
+	}
+}
+
+// TestBenchfmt parses every benchmark line as benchstat does: a name
+// without spaces, an iteration count, then value-unit pairs.
+func TestBenchfmt(t *testing.T) {
+	var buf bytes.Buffer
+	if err := WriteBenchfmt(&buf, synthetic(60e6, 20e6)); err != nil {
+		t.Fatal(err)
+	}
+	lines := 0
+	for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+		if !strings.HasPrefix(line, "Benchmark") {
+			if k, _, ok := strings.Cut(line, ": "); !ok || strings.ContainsAny(k, " \t") {
+				t.Errorf("header line %q is not key: value", line)
+			}
+			continue
+		}
+		lines++
+		f := strings.Fields(line)
+		if len(f) < 4 || len(f)%2 != 0 {
+			t.Fatalf("line %q: %d fields", line, len(f))
+		}
+		if !strings.HasPrefix(f[0], "BenchmarkAckbench/level=") {
+			t.Errorf("name %q", f[0])
+		}
+		if _, err := strconv.ParseUint(f[1], 10, 64); err != nil {
+			t.Errorf("line %q: iterations %q", line, f[1])
+		}
+		units := map[string]bool{}
+		for i := 2; i < len(f); i += 2 {
+			if _, err := strconv.ParseFloat(f[i], 64); err != nil {
+				t.Errorf("line %q: value %q", line, f[i])
+			}
+			units[f[i+1]] = true
+		}
+		for _, u := range []string{"ns/op", "msgs/s", "B/root"} {
+			if !units[u] {
+				t.Errorf("line %q lacks %s", line, u)
+			}
+		}
+		if units["cycles/op"] {
+			t.Errorf("line %q reports an unknown counter", line)
+		}
+	}
+	if lines != 3*6+1 {
+		t.Errorf("%d benchmark lines, want one per repetition (19)", lines)
+	}
+}
+
+func TestTableAndHTML(t *testing.T) {
+	rep := synthetic(60e6, 20e6)
+	var buf bytes.Buffer
+	if err := WriteTable(&buf, rep); err != nil {
+		t.Fatal(err)
+	}
+	s := buf.String()
+	for _, want := range []string{"machine:", "perf:    test", "60.0M", "1.00x", "0.33x", "n/a", "12.5", "900ns"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("table lacks %q:\n%s", want, s)
+		}
+	}
+	buf.Reset()
+	if err := WriteHTML(&buf, rep); err != nil {
+		t.Fatal(err)
+	}
+	h := buf.String()
+	if n := strings.Count(h, "<svg"); n != 4 { // core and pipeline throughput, core latency at 2 windows
+		t.Errorf("%d charts, want 4", n)
+	}
+	if strings.Contains(h, "<?xml") || !strings.HasPrefix(h, "<!DOCTYPE html>") || strings.Contains(h, "src=") {
+		t.Error("HTML is not one self-contained page")
+	}
+	// One window, every percentile equal: log axes need a range.
+	rep.Rows = rep.Rows[:1]
+	v := ptr(int64(500_000))
+	rep.Rows[0].P50Ns, rep.Rows[0].P99Ns, rep.Rows[0].P999Ns, rep.Rows[0].MaxNs = v, v, v, v
+	if err := WriteHTML(&bytes.Buffer{}, rep); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCoreLoopAllocs: the measured loop (cursor, Apply, tally, clock,
+// sampling, Expire) allocates nothing once warm, with and without the
+// fault generator.
+func TestCoreLoopAllocs(t *testing.T) {
+	st := newStream(workload.Build(workload.WordCount, 1000, 2))
+	for _, faults := range []bool{false, true} {
+		rn := &runner{cfg: &resolved{Config: Config{Batch: 64, Quick: true, Seed: 1}.withDefaults()}}
+		if faults {
+			rn.cfg.FailRate, rn.cfg.DropRate = 0.05, 0.05
+		}
+		impl, _ := findCore(Reference)
+		timeout := rn.timeout(st)
+		cr, err := rn.coreSetup(impl, st, st.shares(1)[0], st.MaxPending()+rn.faultHeadroom(st, timeout), timeout)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cr.clk.resume()
+		step := func() {
+			block, _ := cr.cur.next(cr.batch*genBlock, false)
+			for i := 0; i < len(block); i += cr.batch {
+				cr.apply(block[i:min(i+cr.batch, len(block))], true)
+			}
+		}
+		for range 50 {
+			step()
+		}
+		if n := testing.AllocsPerRun(50, step); n != 0 {
+			t.Errorf("faults %v: %v allocations per block", faults, n)
+		}
+	}
+}

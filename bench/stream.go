@@ -1,0 +1,398 @@
+package bench
+
+import (
+	"math/bits"
+	"slices"
+
+	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/internal/workload"
+)
+
+// meta describes one position of a stream, 8 bytes:
+//
+//	+--------+------+------+-----+
+//	| slot   | j    | head | pad |
+//	| 0..3   | 4..5 | 6    | 7   |
+//	+--------+------+------+-----+
+//
+// slot is the tree slot (workload.Stream slot index), j the message's
+// index in its tree in causal order (0 is the INIT, k-1 the last ACK), and
+// head says whether a cycle position belongs to the tree that starts in
+// this cycle (its round is at or past the slot's phase) rather than to the
+// one that the previous cycle started. Prefix positions are all heads.
+type meta struct {
+	slot int32
+	j    uint16
+	head bool
+}
+
+// stream is a workload.Stream with the per-position facts the harness
+// needs (meta) computed once, shared read-only by every impl at every
+// level.
+type stream struct {
+	*workload.Stream
+	pmeta, cmeta []meta // for Prefix and Cycle
+}
+
+// newStream computes st's meta. Slot per message comes from a flat table
+// keyed by root (roots are random, so their top bits index it directly):
+// one pass, no Go map, since a million-root window has 17 M positions.
+func newStream(st *workload.Stream) *stream {
+	s := &stream{Stream: st, pmeta: make([]meta, len(st.Prefix)), cmeta: make([]meta, len(st.Cycle))}
+	lg := bits.Len(uint(2*st.Slots - 1))
+	if lg < 1 {
+		lg = 1
+	}
+	mask := uint64(1)<<lg - 1
+	keys := make([]uint64, 1<<lg)
+	vals := make([]int32, 1<<lg)
+	for i, r := range st.Roots {
+		h := r >> (64 - lg)
+		for keys[h] != 0 {
+			h = (h + 1) & mask
+		}
+		keys[h], vals[h] = r, int32(i)
+	}
+	slotOf := func(r uint64) int32 {
+		h := r >> (64 - lg)
+		for keys[h] != r {
+			h = (h + 1) & mask
+		}
+		return vals[h]
+	}
+	k := st.K
+	next := make([]uint16, st.Slots) // prefix: next j per slot
+	for i, m := range st.Prefix {
+		sl := slotOf(m.Root)
+		s.pmeta[i] = meta{slot: sl, j: next[sl], head: true}
+		next[sl]++
+	}
+	for i, m := range st.Cycle {
+		sl := slotOf(m.Root)
+		r := i / st.Slots // every round holds every slot once
+		phase := int(sl) % k
+		s.cmeta[i] = meta{slot: sl, j: uint16((r - phase + k) % k), head: r >= phase}
+	}
+	return s
+}
+
+// cycleMsgs is the length of the whole stream's cycle.
+func (s *stream) cycleMsgs() int { return len(s.Cycle) }
+
+// share is one producer's part of a stream: the positions of the slots it
+// owns (slot mod n == p), in stream order. Each share is itself a steady
+// stream: a slot's messages stay together, in causal order, in one share.
+// At core level there is one share, the whole stream, with no copy.
+type share struct {
+	k            int
+	prefix       []ackcore.Msg
+	pmeta        []meta
+	cycle        []ackcore.Msg
+	cmeta        []meta
+	roundAt      []int    // roundAt[r]: first cycle index of round r; roundAt[k] = len(cycle)
+	initsBefore  []uint64 // initsBefore[r]: INITs in rounds < r; initsBefore[k] per cycle
+	prefixInits  uint64
+	cycleOfWhole int // messages in the whole stream's cycle, for timeouts
+}
+
+// shares splits s among n producers.
+func (s *stream) shares(n int) []*share {
+	k := s.K
+	out := make([]*share, n)
+	for p := range out {
+		sh := &share{k: k, cycleOfWhole: len(s.Cycle)}
+		if n == 1 {
+			sh.prefix, sh.pmeta, sh.cycle, sh.cmeta = s.Prefix, s.pmeta, s.Cycle, s.cmeta
+		} else {
+			for i, md := range s.pmeta {
+				if int(md.slot)%n == p {
+					sh.prefix = append(sh.prefix, s.Prefix[i])
+					sh.pmeta = append(sh.pmeta, md)
+				}
+			}
+			for i, md := range s.cmeta {
+				if int(md.slot)%n == p {
+					sh.cycle = append(sh.cycle, s.Cycle[i])
+					sh.cmeta = append(sh.cmeta, md)
+				}
+			}
+		}
+		for _, md := range sh.pmeta {
+			if md.j == 0 {
+				sh.prefixInits++
+			}
+		}
+		// Rounds: the whole stream's round r is positions [r*Slots,
+		// (r+1)*Slots); a share keeps their order, so its rounds are
+		// contiguous too. A round boundary is where j's phase changes,
+		// found by counting each round's messages.
+		sh.roundAt = make([]int, k+1)
+		sh.initsBefore = make([]uint64, k+1)
+		pos := 0
+		for r := 0; r < k; r++ {
+			sh.roundAt[r] = pos
+			sh.initsBefore[r+1] = sh.initsBefore[r]
+			for pos < len(sh.cycle) && sh.roundOf(pos) == r {
+				if sh.cmeta[pos].j == 0 {
+					sh.initsBefore[r+1]++
+				}
+				pos++
+			}
+		}
+		sh.roundAt[k] = len(sh.cycle)
+		out[p] = sh
+	}
+	return out
+}
+
+// roundOf recovers the round of a share's cycle position from its meta:
+// j = (r - phase) mod k with phase = slot mod k.
+func (sh *share) roundOf(pos int) int {
+	md := sh.cmeta[pos]
+	return (int(md.j) + int(md.slot)%sh.k) % sh.k
+}
+
+// Fault injection. A root with fails or drops leaves entries behind (the
+// orphans of the acks after a FAIL; a dropped root's entry until it times
+// out), so such a stream cannot replay the same root ids: a later
+// generation of the tree would meet them. Each generation of a slot's tree
+// therefore gets its own root id, root ^ salt(generation), drawn as the
+// cycle is replayed; the edge values do not change (the XOR of a tree's
+// messages does not depend on its root id). Generation g of slot i is
+// the tree whose INIT is in cycle g-1's head part (the prefix is cycle -1).
+//
+// Whether a tree is failed, dropped or left alone, and which message
+// (never its INIT) is failed or dropped, follows from a hash of its
+// salted root, so every message of the tree agrees without any state.
+
+// faultGen rewrites a share's messages for a run with fails and drops.
+type faultGen struct {
+	k       uint64
+	failT   uint64 // u < failT: the tree fails (u: 53-bit hash)
+	injT    uint64 // failT <= u < injT: the tree drops one ACK
+	seed    uint64
+	saltFor int64     // the generation salts[0] is for
+	salts   [2]uint64 // salts for generations saltFor and saltFor+1
+}
+
+const unit53 = 1 << 53
+
+func newFaultGen(k int, fail, drop float64, seed uint64) *faultGen {
+	g := &faultGen{k: uint64(k), seed: mix64(seed ^ 0x6a09e667f3bcc909)}
+	g.failT = uint64(fail * unit53)
+	g.injT = uint64((fail + drop) * unit53)
+	g.setCycle(-1)
+	return g
+}
+
+// mix64 is SplitMix64's finaliser: a bijection that spreads every input
+// bit over the output.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
+// salt is generation g's root salt. Even, so that the stream's odd roots
+// stay odd and never become 0.
+func (g *faultGen) salt(gen int64) uint64 {
+	return mix64(g.seed^uint64(gen)*0x9e3779b97f4a7c15) &^ 1
+}
+
+func (g *faultGen) setCycle(c int64) {
+	g.saltFor = c
+	g.salts = [2]uint64{g.salt(c), g.salt(c + 1)}
+}
+
+// fate of a tree: 0 none, 1 fail, 2 drop; and the message it hits.
+type fate uint8
+
+const (
+	fateNone fate = iota
+	fateFail
+	fateDrop
+)
+
+func (g *faultGen) fateOf(root uint64) (fate, uint16) {
+	h := mix64(root ^ g.seed)
+	u := h >> 11
+	if u >= g.injT {
+		return fateNone, 0
+	}
+	victim := uint16(1 + mix64(h)%(g.k-1))
+	if u < g.failT {
+		return fateFail, victim
+	}
+	return fateDrop, victim
+}
+
+// cursor walks a share: the prefix once, then the cycle forever. It owns
+// the position, the fault generator and the counts of what it emitted.
+// One goroutine at a time.
+type cursor struct {
+	sh  *share
+	cyc int64 // cycles completed since the prefix
+	pos int   // next cycle position
+	fg  *faultGen
+
+	buf  []ackcore.Msg // fault mode: rewritten messages
+	mbuf []meta
+
+	// Trees injected with a fail or a drop, counted at their INIT.
+	injFail, injDrop uint64
+}
+
+func newCursor(sh *share, fg *faultGen, batch int) *cursor {
+	c := &cursor{sh: sh, fg: fg}
+	if fg != nil {
+		c.buf = make([]ackcore.Msg, 0, batch)
+		c.mbuf = make([]meta, 0, batch)
+	}
+	return c
+}
+
+// prefix calls fn with the prefix in batches.
+func (c *cursor) prefix(batch int, fn func([]ackcore.Msg, []meta)) {
+	p, pm := c.sh.prefix, c.sh.pmeta
+	for i := 0; i < len(p); i += batch {
+		end := min(i+batch, len(p))
+		if c.fg == nil {
+			fn(p[i:end], pm[i:end])
+			continue
+		}
+		fn(c.rewrite(p[i:end], pm[i:end], -1, -1))
+	}
+}
+
+// next returns the next up to n messages of the cycle and their meta, not
+// crossing the cycle's end (nor, with toRound, the next round boundary).
+// Without faults it returns the share's own memory: read-only.
+func (c *cursor) next(n int, toRound bool) ([]ackcore.Msg, []meta) {
+	sh := c.sh
+	end := min(c.pos+n, len(sh.cycle))
+	if toRound {
+		end = min(end, sh.roundAt[c.round()+1])
+	}
+	from := c.pos
+	c.pos = end
+	cyc := c.cyc
+	if c.pos == len(sh.cycle) {
+		c.pos = 0
+		c.cyc++
+	}
+	if c.fg == nil {
+		return sh.cycle[from:end], sh.cmeta[from:end]
+	}
+	return c.rewrite(sh.cycle[from:end], sh.cmeta[from:end], cyc, -1)
+}
+
+// round is the round the cursor's next position belongs to: the last r
+// below k with roundAt[r] <= pos.
+func (c *cursor) round() int {
+	at := c.sh.roundAt[:c.sh.k]
+	r, _ := slices.BinarySearch(at, c.pos+1)
+	return r - 1
+}
+
+// atRound reports whether the cursor stands at a round boundary.
+func (c *cursor) atRound() bool {
+	for _, b := range c.sh.roundAt {
+		if b == c.pos {
+			return true
+		}
+	}
+	return false
+}
+
+// rewrite applies the fault generator to msgs of cycle cyc. With minJ >= 0
+// it also keeps only messages whose j exceeds minJ (the drain).
+func (c *cursor) rewrite(msgs []ackcore.Msg, md []meta, cyc int64, minJ int) ([]ackcore.Msg, []meta) {
+	c.buf, c.mbuf = c.buf[:0], c.mbuf[:0]
+	g := c.fg
+	if g == nil {
+		for i, m := range msgs {
+			if int(md[i].j) > minJ {
+				c.buf = append(c.buf, m)
+				c.mbuf = append(c.mbuf, md[i])
+			}
+		}
+		return c.buf, c.mbuf
+	}
+	if g.saltFor != cyc {
+		g.setCycle(cyc)
+	}
+	for i, m := range msgs {
+		d := md[i]
+		if int(d.j) <= minJ {
+			continue
+		}
+		gen := 0
+		if d.head {
+			gen = 1
+		}
+		m.Root ^= g.salts[gen]
+		f, victim := g.fateOf(m.Root)
+		if f != fateNone {
+			if d.j == 0 {
+				if f == fateFail {
+					c.injFail++
+				} else {
+					c.injDrop++
+				}
+			}
+			if d.j == victim {
+				if f == fateDrop {
+					continue
+				}
+				m = ackcore.Msg{Root: m.Root, Kind: ackcore.Fail}
+			}
+		}
+		c.buf = append(c.buf, m)
+		c.mbuf = append(c.mbuf, d)
+	}
+	return c.buf, c.mbuf
+}
+
+// drain finishes every tree started so far and starts none: from a round
+// boundary it replays the next k rounds, keeping in round d of them only
+// the messages with j > d (their trees started before the boundary). It
+// calls fn with batches of at most batch messages. Read roots before: the
+// cursor ends k rounds further on, past INITs it never emitted.
+func (c *cursor) drain(batch int, fn func([]ackcore.Msg, []meta)) {
+	if !c.atRound() {
+		panic("bench: drain off a round boundary")
+	}
+	sh := c.sh
+	for d := 0; d < sh.k; d++ {
+		r := c.round()
+		end := sh.roundAt[r+1]
+		for i := c.pos; i < end; i += batch {
+			e := min(i+batch, end)
+			msgs, md := c.rewrite(sh.cycle[i:e], sh.cmeta[i:e], c.cyc, d)
+			if len(msgs) > 0 {
+				fn(msgs, md)
+			}
+		}
+		c.pos = end
+		if c.pos == len(sh.cycle) {
+			c.pos = 0
+			c.cyc++
+		}
+	}
+}
+
+// roots is the number of roots emitted (INITs produced) so far; the
+// cursor must stand at a round boundary.
+func (c *cursor) roots() uint64 {
+	sh := c.sh
+	n := sh.prefixInits + uint64(c.cyc)*sh.initsBefore[sh.k]
+	for r := 0; r <= sh.k; r++ {
+		if sh.roundAt[r] == c.pos {
+			return n + sh.initsBefore[r]
+		}
+	}
+	panic("bench: roots off a round boundary")
+}

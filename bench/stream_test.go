@@ -1,0 +1,139 @@
+package bench
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/internal/workload"
+)
+
+// TestMeta checks the per-position facts against the stream itself: each
+// tree's messages in causal order (j counts up from the INIT), the head
+// flag exactly on the rounds at or past the slot's phase.
+func TestMeta(t *testing.T) {
+	for _, sh := range []workload.Shape{workload.WordCount, workload.Chain(3), workload.Diamonds(2)} {
+		st := newStream(workload.Build(sh, 300, 3))
+		k := st.K
+		for i, m := range st.Cycle {
+			md := st.cmeta[i]
+			if st.Roots[md.slot] != m.Root {
+				t.Fatalf("%s: cycle %d: slot %d has root %#x, message %#x", sh.Name, i, md.slot, st.Roots[md.slot], m.Root)
+			}
+			if (md.j == 0) != (m.Kind == ackcore.Init) {
+				t.Fatalf("%s: cycle %d: j %d for a %v", sh.Name, i, md.j, m.Kind)
+			}
+			r := i / st.Slots
+			if md.head != (r >= int(md.slot)%k) {
+				t.Fatalf("%s: cycle %d: head %v in round %d, phase %d", sh.Name, i, md.head, r, int(md.slot)%k)
+			}
+		}
+		for i, m := range st.Prefix {
+			if (st.pmeta[i].j == 0) != (m.Kind == ackcore.Init) || !st.pmeta[i].head {
+				t.Fatalf("%s: prefix %d: meta %+v for a %v", sh.Name, i, st.pmeta[i], m.Kind)
+			}
+		}
+	}
+}
+
+// TestDrain stops each share of a stream at a round boundary after the
+// prefix and some of the cycle, drains it into a shard, and expects every
+// root emitted to complete and nothing to stay pending, with and without
+// faults, for one and for several producers.
+func TestDrain(t *testing.T) {
+	shapes := []workload.Shape{workload.WordCount, workload.Tree8x8, workload.Chain(4), workload.Diamonds(3)}
+	for _, sh := range shapes {
+		st := newStream(workload.Build(sh, 400, 5))
+		for _, n := range []int{1, 3} {
+			for _, extra := range []int{0, 1, len(st.Cycle) / 3, 2*len(st.Cycle) + 17} {
+				for _, rates := range [][2]float64{{0, 0}, {0.1, 0.1}} {
+					name := fmt.Sprintf("%s/producers=%d/extra=%d/fail=%v", sh.Name, n, extra, rates[0])
+					t.Run(name, func(t *testing.T) { drainOne(t, st, n, extra, rates[0], rates[1]) })
+				}
+			}
+		}
+	}
+}
+
+func drainOne(t *testing.T, st *stream, n, extra int, fail, drop float64) {
+	const timeout = 50 * time.Millisecond
+	for p, sh := range st.shares(n) {
+		clk := &streamClock{}
+		s, err := ackcore.NewShard(ackcore.Config{MaxPending: 4 * st.Slots, Timeout: timeout, Clock: clk})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fg *faultGen
+		if fail+drop > 0 {
+			fg = newFaultGen(st.K, fail, drop, 9)
+		}
+		cur := newCursor(sh, fg, 64)
+		var got tally
+		var out []ackcore.Outcome
+		apply := func(m []ackcore.Msg, _ []meta) {
+			out = s.Apply(m, out[:0])
+			clk.advance(len(m))
+			got.add(out)
+		}
+		cur.prefix(64, apply)
+		for done := 0; done < extra; {
+			m, md := cur.next(min(64, extra-done), false)
+			apply(m, md)
+			done += len(m)
+		}
+		for !cur.atRound() {
+			apply(cur.next(64, true))
+		}
+		exp := expectation{roots: cur.roots()}
+		cur.drain(64, apply)
+		exp.injFail, exp.injDrop = cur.injFail, cur.injDrop
+		clk.Skip(4 * timeout)
+		for more := true; more; {
+			out, more = s.Expire(make([]ackcore.Outcome, 0, 256))
+			got.add(out)
+		}
+		stats := s.Stats()
+		if err := verify(check{exp: exp, got: got, pendingLeft: stats.Pending, checkPending: true, stats: &stats}); err != nil {
+			t.Fatalf("share %d: %v", p, err)
+		}
+		if exp.roots < uint64(len(sh.prefix)/st.K) {
+			t.Fatalf("share %d: only %d roots", p, exp.roots)
+		}
+		if fail > 0 && (exp.injFail == 0 || exp.injDrop == 0) && exp.roots > 200 {
+			t.Fatalf("share %d: %d roots but injected %d fails, %d drops", p, exp.roots, exp.injFail, exp.injDrop)
+		}
+	}
+}
+
+// TestFaultRates checks that the fault generator fails and drops about
+// the fraction of trees asked, and never touches an INIT.
+func TestFaultRates(t *testing.T) {
+	st := newStream(workload.Build(workload.WordCount, 2000, 11))
+	cur := newCursor(st.shares(1)[0], newFaultGen(st.K, 0.05, 0.10, 4), 4096)
+	fails, inits := 0, 0
+	for i := 0; i < 5*len(st.Cycle); {
+		m, md := cur.next(4096, false)
+		i += 4096
+		for j := range m {
+			switch {
+			case md[j].j == 0 && m[j].Kind != ackcore.Init:
+				t.Fatalf("INIT rewritten: %+v", m[j])
+			case m[j].Kind == ackcore.Fail:
+				fails++
+			case m[j].Kind == ackcore.Init:
+				inits++
+			}
+		}
+	}
+	roots := float64(inits)
+	if f := float64(cur.injFail) / roots; f < 0.04 || f > 0.06 {
+		t.Errorf("fail fraction %.3f, want 0.05", f)
+	}
+	if d := float64(cur.injDrop) / roots; d < 0.085 || d > 0.115 {
+		t.Errorf("drop fraction %.3f, want 0.10", d)
+	}
+	if fails == 0 {
+		t.Error("no FAIL emitted")
+	}
+}

@@ -1,0 +1,295 @@
+// Command ackbench runs xorack's benchmark harness (package bench) and
+// prints a table: implementation x pending window -> msgs/s, ratio to
+// xorack, bytes per pending root, latency percentiles and the hardware
+// counters the machine gives, after a description of the machine.
+//
+//	go run ./cmd/ackbench                  # about a minute on 2 cores
+//	go run ./cmd/ackbench -quick -check    # a few seconds; the CI gate
+//	go run ./cmd/ackbench -level core -pending 1M -json out.json -html out.html
+//
+// It exits 1 when a run fails its own verification or, with -check, when
+// xorack's core msgs/s is below 2x the Go-map baseline at any window; 2 on
+// bad flags.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
+	"github.com/xorack/xorack/bench"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// options are the flags that are not part of bench.Config.
+type options struct {
+	jsonFile, benchfmtFile, htmlFile, cpuprofile string
+	check                                        bool
+	checkRatio                                   float64
+	progress                                     string
+}
+
+// parse turns command-line arguments into a configuration.
+func parse(args []string, stderr io.Writer) (bench.Config, options, error) {
+	var cfg bench.Config
+	var o options
+	fs := flag.NewFlagSet("ackbench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	levels := fs.String("level", "core,pipeline", "levels to run, comma-separated: core, pipeline (topology and net are planned)")
+	impls := fs.String("impl", "", "implementations, comma-separated (default: every one of each level; core: xorack, gomap, mutexmap, xsync, storm, limit, and xorack-fold on request; pipeline: xorack, mutexmap, chanshard)")
+	shapes := fs.String("shape", "wordcount", "tree shapes, comma-separated: wordcount, tree8x8, chainN, diamondN")
+	pending := fs.String("pending", "", "pending windows P, comma-separated, k and M suffixes allowed (default 10k,100k,1M; -quick 10k,100k)")
+	fs.IntVar(&cfg.Producers, "producers", 1, "pipeline producer goroutines")
+	fs.IntVar(&cfg.Shards, "shards", 1, "pipeline xorack shards")
+	fs.Float64Var(&cfg.FailRate, "fail", 0, "fraction of roots failed explicitly by a bolt")
+	fs.Float64Var(&cfg.DropRate, "drop", 0, "fraction of roots that lose one ACK (they time out)")
+	fs.DurationVar(&cfg.Duration, "duration", 0, "measured time per row, split over -reps (default 600ms; -quick 150ms)")
+	fs.Int64Var(&cfg.Msgs, "msgs", 0, "measured messages per row instead of -duration")
+	fs.IntVar(&cfg.Reps, "reps", bench.DefaultReps, "interleaved repetitions per row; a row reports their median")
+	fs.Uint64Var(&cfg.Seed, "seed", bench.DefaultSeed, "workload seed")
+	fs.DurationVar(&cfg.Timeout, "timeout", 0, "acker message timeout, whole ms (default: chosen from the stream; stream time in fault runs)")
+	fs.IntVar(&cfg.Batch, "batch", bench.DefaultBatch, "messages per Apply call (core) or producer span (pipeline)")
+	fs.Float64Var(&cfg.LatencyLoad, "latency-load", bench.DefaultLatencyLoad, "fraction of the measured peak offered in the pipeline's latency run")
+	fs.BoolVar(&cfg.NoPin, "nopin", false, "do not pin the core runner and the pipeline's executors to CPUs")
+	fs.BoolVar(&cfg.Quick, "quick", false, "a quick run: a few seconds in all")
+	fs.StringVar(&o.jsonFile, "json", "", "write every figure, with the config and machine, as JSON to `FILE`")
+	fs.StringVar(&o.benchfmtFile, "benchfmt", "", "write Go benchmark lines (for benchstat) to `FILE` (- for stdout)")
+	fs.StringVar(&o.htmlFile, "html", "", "write a self-contained HTML report with charts to `FILE`")
+	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the run to `FILE`")
+	fs.BoolVar(&o.check, "check", false, "exit 1 if xorack core msgs/s < -check-ratio x gomap's at any window, or any verification fails")
+	fs.Float64Var(&o.checkRatio, "check-ratio", bench.CheckFloor, "the least xorack/gomap core msgs/s ratio -check accepts")
+	fs.StringVar(&o.progress, "progress", "auto", "progress display: auto (a bar on a terminal, lines otherwise), bar, lines, off")
+	if err := fs.Parse(args); err != nil {
+		return cfg, o, err
+	}
+	if fs.NArg() > 0 {
+		return cfg, o, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	for _, l := range split(*levels) {
+		cfg.Levels = append(cfg.Levels, bench.Level(l))
+	}
+	cfg.Impls = split(*impls)
+	cfg.Shapes = split(*shapes)
+	for _, s := range split(*pending) {
+		p, err := parseCount(s)
+		if err != nil {
+			return cfg, o, err
+		}
+		cfg.Pending = append(cfg.Pending, p)
+	}
+	switch o.progress {
+	case "auto", "bar", "lines", "off":
+	default:
+		return cfg, o, fmt.Errorf("-progress %q: want auto, bar, lines or off", o.progress)
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, o, err
+	}
+	if o.check {
+		if err := checkable(cfg); err != nil {
+			return cfg, o, err
+		}
+	}
+	return cfg, o, nil
+}
+
+// checkable reports whether cfg measures what -check compares.
+func checkable(cfg bench.Config) error {
+	core := len(cfg.Levels) == 0
+	for _, l := range cfg.Levels {
+		core = core || l == bench.LevelCore
+	}
+	has := func(name string) bool {
+		if len(cfg.Impls) == 0 {
+			return true
+		}
+		for _, i := range cfg.Impls {
+			if i == name {
+				return true
+			}
+		}
+		return false
+	}
+	if !core || !has(bench.Reference) || !has(bench.GoMapName) {
+		return errors.New("-check needs the core level with impls xorack and gomap")
+	}
+	return nil
+}
+
+func split(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// parseCount reads a count such as 100000, 100_000, 100k or 1M.
+func parseCount(s string) (int, error) {
+	mult := 1
+	t := strings.ReplaceAll(s, "_", "")
+	switch {
+	case strings.HasSuffix(t, "k"), strings.HasSuffix(t, "K"):
+		mult, t = 1_000, t[:len(t)-1]
+	case strings.HasSuffix(t, "M"), strings.HasSuffix(t, "m"):
+		mult, t = 1_000_000, t[:len(t)-1]
+	}
+	n, err := strconv.Atoi(t)
+	if err != nil || n <= 0 || n > bench.MaxRowPending/mult {
+		return 0, fmt.Errorf("-pending: bad window %q (want a positive count such as 100000, 100k or 1M, at most %d)", s, bench.MaxRowPending)
+	}
+	return n * mult, nil
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	cfg, o, err := parse(args, stderr)
+	if err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintf(stderr, "ackbench: %v\n", err)
+		}
+		return 2
+	}
+	if o.cpuprofile != "" {
+		f, err := os.Create(o.cpuprofile)
+		if err != nil {
+			fmt.Fprintf(stderr, "ackbench: %v\n", err)
+			return 2
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintf(stderr, "ackbench: %v\n", err)
+			return 2
+		}
+		defer pprof.StopCPUProfile()
+	}
+	pg := newProgress(o.progress, stdout, stderr)
+	cfg.Progress = pg.update
+	rep, runErr := bench.Run(cfg)
+	pg.done()
+	if rep == nil {
+		fmt.Fprintf(stderr, "ackbench: %v\n", runErr)
+		return 2
+	}
+	code := 0
+	if runErr != nil {
+		fmt.Fprintf(stderr, "ackbench: %v\n", runErr)
+		code = 1
+	}
+	if err := bench.WriteTable(stdout, rep); err != nil {
+		fmt.Fprintf(stderr, "ackbench: %v\n", err)
+		code = max(code, 1)
+	}
+	for _, out := range []struct {
+		file  string
+		write func(io.Writer, *bench.Report) error
+	}{{o.jsonFile, bench.WriteJSON}, {o.benchfmtFile, bench.WriteBenchfmt}, {o.htmlFile, bench.WriteHTML}} {
+		if err := writeFile(out.file, stdout, rep, out.write); err != nil {
+			fmt.Fprintf(stderr, "ackbench: %v\n", err)
+			code = max(code, 1)
+		}
+	}
+	if o.check {
+		code = max(code, gate(rep, o.checkRatio, stdout))
+	}
+	return code
+}
+
+// gate prints the -check verdict and returns the exit status it implies.
+func gate(rep *bench.Report, ratio float64, w io.Writer) int {
+	bad := bench.Check(rep, ratio)
+	if len(bad) == 0 {
+		fmt.Fprintf(w, "check: ok (xorack core >= %.2gx gomap at every window; every run verified)\n", ratio)
+		return 0
+	}
+	for _, b := range bad {
+		fmt.Fprintf(w, "check: FAIL: %s\n", b)
+	}
+	return 1
+}
+
+func writeFile(name string, stdout io.Writer, rep *bench.Report, write func(io.Writer, *bench.Report) error) error {
+	switch name {
+	case "":
+		return nil
+	case "-":
+		return write(stdout, rep)
+	}
+	f, err := os.Create(name)
+	if err != nil {
+		return err
+	}
+	if err := write(f, rep); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return f.Close()
+}
+
+// barAfter is how long a run goes before a progress bar appears: shorter
+// runs finish before a bar would tell anyone anything.
+const barAfter = 2 * time.Second
+
+// lineEvery spaces plain progress lines: a CI log needs a sign of life,
+// not a line per step.
+const lineEvery = time.Second
+
+// progress shows the run's steps: a bar on a terminal once the run has
+// lasted barAfter, plain lines on stderr when stdout is not a terminal.
+type progress struct {
+	mode  string // bar, lines or off
+	w     io.Writer
+	start time.Time
+	last  time.Time // when the last plain line was printed
+	bar   *progressbar.ProgressBar
+}
+
+func newProgress(mode string, stdout, stderr io.Writer) *progress {
+	if mode == "auto" {
+		mode = "lines"
+		if f, ok := stdout.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+			mode = "bar"
+		}
+	}
+	return &progress{mode: mode, w: stderr, start: time.Now()}
+}
+
+func (p *progress) update(ev bench.Progress) {
+	switch p.mode {
+	case "lines":
+		if now := time.Now(); ev.Step == 0 || ev.Step == ev.Steps-1 || now.Sub(p.last) >= lineEvery {
+			p.last = now
+			fmt.Fprintf(p.w, "ackbench: [%d/%d] %s\n", ev.Step+1, ev.Steps, ev.What)
+		}
+	case "bar":
+		if p.bar == nil && time.Since(p.start) >= barAfter {
+			p.bar = progressbar.NewOptions(ev.Steps, progressbar.OptionSetWriter(p.w),
+				progressbar.OptionSetWidth(30), progressbar.OptionShowCount(), progressbar.OptionSetElapsedTime(true),
+				progressbar.OptionSetPredictTime(true), progressbar.OptionClearOnFinish())
+		}
+		if p.bar != nil {
+			p.bar.Describe(ev.What)
+			_ = p.bar.Set(ev.Step)
+		}
+	}
+}
+
+func (p *progress) done() {
+	if p.bar != nil {
+		_ = p.bar.Finish()
+		fmt.Fprintln(p.w)
+	}
+}
