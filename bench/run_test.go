@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/internal/invariants"
 	"github.com/xorack/xorack/internal/workload"
 )
 
@@ -386,6 +387,9 @@ func TestTableAndHTML(t *testing.T) {
 // sampling, Expire) allocates nothing once warm, with and without the
 // fault generator.
 func TestCoreLoopAllocs(t *testing.T) {
+	if invariants.Enabled {
+		t.Skip("the invariant checks allocate")
+	}
 	st := newStream(workload.Build(workload.WordCount, 1000, 2))
 	for _, faults := range []bool{false, true} {
 		rn := &runner{cfg: &resolved{Config: Config{Batch: 64, Quick: true, Seed: 1}.withDefaults()}}
