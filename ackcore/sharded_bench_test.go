@@ -1,0 +1,954 @@
+package ackcore_test
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"go.uber.org/goleak"
+
+	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/internal/baseline"
+	"github.com/xorack/xorack/internal/workload"
+	"github.com/xorack/xorack/ring"
+)
+
+// Pipeline benchmarks (issue 3, "Benchmarks"): producer goroutines replay
+// one word-count stream with P = 100,000 roots pending in total through
+//
+//   - impl=xorack: the Sharded acker, S pinned executors fed by SPSC rings,
+//     outcomes drained by one goroutine per spout task;
+//   - impl=chanshard: one Shard applied by one goroutine that receives
+//     batches on a buffered Go channel;
+//   - impl=mutexmap: baseline.MutexMap, which every producer calls itself.
+//
+// The stream is split among the producers by root, so each root's messages
+// pass through one producer in stream order, and every producer replays its
+// part in batches of pipeBatch messages (one Flush, channel send or Apply
+// per batch). Every run ends by completing each tree still pending, stops
+// the acker and checks that every root came back Completed exactly once.
+
+const (
+	// pipePending is the roots pending across the whole pipeline.
+	pipePending = 100_000
+	// pipeBatch is the messages a producer hands over at once: one Flush,
+	// one channel send or one MutexMap.Apply. The shard loop drains this
+	// many per ring per pass, the batch BenchmarkShard applies.
+	pipeBatch = benchBatch
+	// chanBatches is how many batches each producer may have in flight on
+	// impl=chanshard's channel: 16 x 256 = 4096 messages, the capacity of
+	// each of xorack's producer->shard rings.
+	chanBatches = 16
+	// sampleEvery: one root in 64 has its completion timed, so stamping
+	// costs one clock read about every 2.5 batches of 256 word-count
+	// messages, and the stamps (P/64 of them, ~14 KiB) stay in cache.
+	sampleEvery = 64
+	// paceSleep: a paced producer further ahead of its schedule than this
+	// sleeps, and yields the processor for the rest. On these VMs a
+	// time.Sleep of 20 µs to 200 µs in an idle process takes 1 ms (p50)
+	// to 2.6 ms (p99), so pacing by sleeps alone would send a
+	// millisecond's batches in one burst and measure the burst's queue.
+	paceSleep = 3 * time.Millisecond
+	// watchdog bounds every wait on the pipeline: a stuck run fails.
+	watchdog = 60 * time.Second
+	// padBytes separates state written by different goroutines: two 64-byte
+	// lines, since the adjacent-line prefetcher moves lines in pairs.
+	padBytes = 128
+)
+
+// Knobs for investigating the pipeline; the defaults are what the
+// benchmarks report.
+var (
+	paceFlag = flag.String("acker.pace", "yield",
+		"how a paced producer waits for its next batch: yield (sleep while over paceSleep ahead, then runtime.Gosched until due) or sleep (time.Sleep when 20µs or more ahead)")
+	idleFlag = flag.String("acker.idle", "",
+		"impl=xorack's idle strategy as spins,yields (ShardedConfig.Idle); empty: ring.DefaultIdle")
+)
+
+// xorackIdle parses -acker.idle.
+func xorackIdle() (*ring.Idle, error) {
+	if *idleFlag == "" {
+		return nil, nil
+	}
+	var i ring.Idle
+	if _, err := fmt.Sscanf(*idleFlag, "%d,%d", &i.Spins, &i.Yields); err != nil {
+		return nil, fmt.Errorf("-acker.idle %q: want spins,yields: %w", *idleFlag, err)
+	}
+	return &i, nil
+}
+
+// pipeConfig names one pipeline under test.
+type pipeConfig struct {
+	impl      string // xorack, chanshard or mutexmap
+	shards    int
+	producers int
+}
+
+func (c pipeConfig) String() string {
+	return fmt.Sprintf("impl=%s/shards=%d/producers=%d", c.impl, c.shards, c.producers)
+}
+
+// ackerConfigs lists the throughput benchmarks: for each producer count,
+// xorack with 1..4 shards, then the two baselines with the same producers,
+// so that the runs compared are interleaved.
+func ackerConfigs() []pipeConfig {
+	counts := []int{1, 2, 3, 4}
+	if testing.Short() {
+		counts = []int{1, 2, 4}
+	}
+	var cs []pipeConfig
+	for _, n := range counts {
+		for _, s := range counts {
+			cs = append(cs, pipeConfig{"xorack", s, n})
+		}
+		cs = append(cs, pipeConfig{"chanshard", 1, n}, pipeConfig{"mutexmap", 1, n})
+	}
+	return cs
+}
+
+// latencyConfigs lists the latency benchmarks: xorack with one and two
+// shards beside the baselines, with one and two producers.
+func latencyConfigs() []pipeConfig {
+	counts := []int{1, 2}
+	if testing.Short() {
+		counts = counts[1:]
+	}
+	var cs []pipeConfig
+	for _, n := range counts {
+		cs = append(cs, pipeConfig{"xorack", 1, n}, pipeConfig{"xorack", 2, n},
+			pipeConfig{"chanshard", 1, n}, pipeConfig{"mutexmap", 1, n})
+	}
+	return cs
+}
+
+// pipeStream is the stream every pipeline replays, built once per process.
+func pipeStream() *workload.Stream { return stream(workload.WordCount, pipePending) }
+
+// BenchmarkAcker measures pipeline throughput: ns/op is per message,
+// msgs/s the messages applied per second, trees/s the roots completed per
+// second (Completed outcomes received by the spouts). The measured phase
+// ends when every tree completed by the messages sent has come back.
+func BenchmarkAcker(b *testing.B) {
+	st := pipeStream()
+	for _, c := range ackerConfigs() {
+		b.Run(c.String(), func(b *testing.B) {
+			res := benchPipe(b, c, splitStream(st, c.producers), 0, false)
+			secs := res.elapsed.Seconds()
+			b.ReportMetric(float64(b.N)/secs, "msgs/s")
+			b.ReportMetric(float64(res.trees)/secs, "trees/s")
+			if b.N >= minPeakMsgs {
+				peaks.Store(c.String(), float64(b.N)/secs)
+			}
+		})
+	}
+}
+
+// BenchmarkAckerLatency measures completion latency at half of the peak
+// rate measured for the same pipeline in this process (BenchmarkAcker's
+// last run, or a calibration run when BenchmarkAcker did not run): the
+// time from the Flush (channel send, Apply) of the batch holding a root's
+// last ACK to its Completed outcome reaching the spout, for one root in
+// sampleEvery.
+func BenchmarkAckerLatency(b *testing.B) {
+	st := pipeStream()
+	for _, c := range latencyConfigs() {
+		b.Run(c.String(), func(b *testing.B) {
+			sp := splitStream(st, c.producers)
+			peak, err := peakRate(c, sp)
+			if err != nil {
+				b.Fatal(err)
+			}
+			res := benchPipe(b, c, sp, peak/2, true)
+			h := res.hist
+			rate := float64(b.N) / res.elapsed.Seconds()
+			b.ReportMetric(rate, "msgs/s")
+			b.ReportMetric(rate/peak, "load")
+			b.ReportMetric(float64(h.ValueAtQuantile(50)), "p50-ns")
+			b.ReportMetric(float64(h.ValueAtQuantile(99)), "p99-ns")
+			b.ReportMetric(float64(h.ValueAtQuantile(99.9)), "p99.9-ns")
+		})
+	}
+}
+
+// minPeakMsgs is the least run whose rate is kept as a pipeline's peak.
+const minPeakMsgs = 1_000_000
+
+var (
+	peaks  sync.Map // pipeConfig.String() -> float64 msgs/s
+	logged sync.Map // benchmark names whose executor CPUs were logged
+)
+
+// peakRate is c's unpaced rate: BenchmarkAcker's, or a calibration run's.
+func peakRate(c pipeConfig, sp *split) (float64, error) {
+	if v, ok := peaks.Load(c.String()); ok {
+		return v.(float64), nil
+	}
+	n := 4_000_000
+	if testing.Short() {
+		n = 300_000
+	}
+	res, err := runPipe(c, sp, pipeRun{n: n})
+	if err != nil {
+		return 0, fmt.Errorf("calibrating %v: %w", c, err)
+	}
+	rate := float64(n) / res.elapsed.Seconds()
+	peaks.Store(c.String(), rate)
+	return rate, nil
+}
+
+// benchPipe runs b.N messages through c (paced to rate msgs/s if rate > 0)
+// with the benchmark timer around the measured phase only, and checks for
+// leaked goroutines.
+func benchPipe(b *testing.B, c pipeConfig, sp *split, rate float64, lat bool) pipeResult {
+	leaks := goleak.IgnoreCurrent()
+	b.ReportAllocs()
+	res, err := runPipe(c, sp, pipeRun{n: b.N, rate: rate, lat: lat, b: b})
+	if err != nil {
+		b.Fatal(err)
+	}
+	goleak.VerifyNone(b, leaks)
+	if res.cpus != nil {
+		if _, seen := logged.LoadOrStore(b.Name(), true); !seen {
+			b.Logf("executors ran on CPUs %v; %s", res.cpus, res.note)
+		}
+	}
+	return res
+}
+
+// A split is a stream divided among producers by root.
+type split struct {
+	subs     []subStream
+	sampleID map[uint64]int32 // timed root -> its index in rig.stamps
+}
+
+// subStream is one producer's part of a stream: the prefix, replayed once,
+// then the cycle, replayed from position 0 on.
+type subStream struct {
+	prefix     []ackcore.Msg
+	prefixDone int64 // trees the prefix completes
+	cycle      []ackcore.Msg
+	slot       []int32 // slot[i]: the stream slot (tree) cycle[i] belongs to
+	last       []bool  // last[i]: cycle[i] is the last ACK of its tree
+	marks      []mark  // the last ACKs of timed roots, by position
+}
+
+// mark is the last ACK of a timed root: its position in the cycle and the
+// root's stamp.
+type mark struct{ pos, id int32 }
+
+// mix64 is the splitmix64 finalizer (Steele, Lea and Flood, "Fast
+// splittable pseudorandom number generators", OOPSLA 2014): a bijection
+// whose output bits all depend on every input bit. It picks a root's
+// producer (high half) and whether the root is timed (low bits)
+// independently of each other and of the shard the acker picks.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+func producerOf(root uint64, producers int) int {
+	return int((mix64(root) >> 32) % uint64(producers))
+}
+
+func timedRoot(root uint64) bool { return mix64(root)%sampleEvery == 0 }
+
+type splitKey struct {
+	st *workload.Stream
+	n  int
+}
+
+var splits sync.Map // splitKey -> *split
+
+// splitStream divides st among n producers, once per process.
+func splitStream(st *workload.Stream, n int) *split {
+	key := splitKey{st, n}
+	if sp, ok := splits.Load(key); ok {
+		return sp.(*split)
+	}
+	slotOf := make(map[uint64]int32, len(st.Roots))
+	sp := &split{subs: make([]subStream, n), sampleID: map[uint64]int32{}}
+	for i, r := range st.Roots {
+		slotOf[r] = int32(i)
+		if timedRoot(r) {
+			sp.sampleID[r] = int32(len(sp.sampleID))
+		}
+	}
+	// A slot's trees are k messages each, back to back from its first
+	// prefix message on, so its running message count says which one is
+	// the last of a tree.
+	k := st.K
+	count := make([]int, len(st.Roots))
+	for _, m := range st.Prefix {
+		s := slotOf[m.Root]
+		sub := &sp.subs[producerOf(m.Root, n)]
+		sub.prefix = append(sub.prefix, m)
+		if count[s]%k == k-1 {
+			sub.prefixDone++
+		}
+		count[s]++
+	}
+	for _, m := range st.Cycle {
+		s := slotOf[m.Root]
+		sub := &sp.subs[producerOf(m.Root, n)]
+		last := count[s]%k == k-1
+		if id, ok := sp.sampleID[m.Root]; ok && last {
+			sub.marks = append(sub.marks, mark{pos: int32(len(sub.cycle)), id: id})
+		}
+		sub.cycle = append(sub.cycle, m)
+		sub.slot = append(sub.slot, s)
+		sub.last = append(sub.last, last)
+		count[s]++
+	}
+	splits.Store(key, sp)
+	return sp
+}
+
+// window counts the trees that n messages of the cycle from pos complete.
+func (s *subStream) window(pos, n int) (trees int64) {
+	for ; n > 0; n-- {
+		if s.last[pos] {
+			trees++
+		}
+		if pos++; pos == len(s.cycle) {
+			pos = 0
+		}
+	}
+	return trees
+}
+
+// tail is what completes every tree pending after the cycle up to pos:
+// each slot's messages from pos on until its next INIT, which would start
+// a new tree. One cycle covers every slot's INIT. seen is scratch, one
+// entry per stream slot, false on entry and left dirty.
+func (s *subStream) tail(pos int, seen []bool) (msgs []ackcore.Msg, trees int64) {
+	for i := range len(s.cycle) {
+		p := (pos + i) % len(s.cycle)
+		sl := s.slot[p]
+		if seen[sl] {
+			continue
+		}
+		if s.cycle[p].Kind == ackcore.Init {
+			seen[sl] = true
+			continue
+		}
+		msgs = append(msgs, s.cycle[p])
+		if s.last[p] {
+			trees++
+		}
+	}
+	return msgs, trees
+}
+
+// pipeRun is one run of a pipeline.
+type pipeRun struct {
+	n    int        // messages replayed in the measured phase
+	rate float64    // > 0: producers pace themselves to rate msgs/s in all
+	lat  bool       // time the completion of timed roots
+	b    *testing.B // non-nil: its timer brackets the measured phase
+}
+
+type pipeResult struct {
+	elapsed time.Duration // the measured phase
+	trees   int64         // roots completed in it
+	hist    *hdrhistogram.Histogram
+	cpus    []int  // xorack: the CPU each executor ran on
+	note    string // xorack: the executor placement
+}
+
+// runPipe builds the pipeline, replays the prefix, measures run.n
+// messages, completes every tree still pending, stops the acker and checks
+// its outcomes and counters.
+func runPipe(c pipeConfig, sp *split, run pipeRun) (res pipeResult, err error) {
+	st := pipeStream()
+	r, err := newRig(c, sp, run.lat)
+	if err != nil {
+		return res, err
+	}
+	n := c.producers
+
+	// Warm up: the prefix brings every slot to its steady state.
+	phases := make([]phase, n)
+	var trees int64
+	for p := range phases {
+		phases[p] = phase{list: sp.subs[p].prefix}
+		trees += sp.subs[p].prefixDone
+	}
+	if err := r.runPhase(phases, trees); err != nil {
+		return res, fmt.Errorf("%v: prefix: %w", c, err)
+	}
+
+	// Measure: producer p replays its share of run.n messages of its cycle.
+	trees = 0
+	ends := make([]int, n)
+	for p := range phases {
+		sub := &sp.subs[p]
+		cnt := run.n / n
+		if p < run.n%n {
+			cnt++
+		}
+		phases[p] = phase{n: cnt, stamp: run.lat}
+		if run.rate > 0 {
+			phases[p].every = time.Duration(float64(pipeBatch*n) / run.rate * 1e9)
+		}
+		trees += sub.window(0, cnt)
+		ends[p] = cnt % len(sub.cycle)
+	}
+	// Collect the setup's garbage now, so that no GC cycle started by it
+	// runs on into the measured phase (which allocates nothing).
+	runtime.GC()
+	done := r.arm(trees)
+	r.recording.Store(run.lat)
+	if run.b != nil {
+		run.b.ResetTimer()
+	}
+	t0 := time.Now()
+	for p := range phases {
+		phases[p].start = t0
+	}
+	r.launch(phases)
+	err = r.await(done)
+	res.elapsed = time.Since(t0)
+	if run.b != nil {
+		run.b.StopTimer()
+	}
+	r.recording.Store(false)
+	if err != nil {
+		return res, fmt.Errorf("%v: measured phase: %w", c, err)
+	}
+	res.trees = trees
+
+	// Complete every pending tree, so that nothing is left for Stop.
+	seen := make([]bool, len(st.Roots))
+	trees = 0
+	for p := range phases {
+		msgs, t := sp.subs[p].tail(ends[p], seen)
+		phases[p] = phase{list: msgs}
+		trees += t
+	}
+	if err := r.runPhase(phases, trees); err != nil {
+		return res, fmt.Errorf("%v: tail: %w", c, err)
+	}
+	if x, ok := r.eng.(*xorackEngine); ok {
+		res.cpus = x.a.ShardCPUs()
+		res.note = x.a.Plan().Note
+	}
+	if err := r.finish(); err != nil {
+		return res, fmt.Errorf("%v: %w", c, err)
+	}
+	res.hist = hdrhistogram.New(1, int64(watchdog), 3)
+	for _, o := range r.obs {
+		if o.hist != nil {
+			res.hist.Merge(o.hist)
+		}
+	}
+	return res, nil
+}
+
+// phase is what one producer replays in one phase of a run.
+type phase struct {
+	list  []ackcore.Msg // replay once (prefix, tail); nil: n messages of the cycle
+	n     int
+	every time.Duration // > 0: the k-th batch is due at start + k*every
+	start time.Time
+	stamp bool // stamp the flush time of timed roots' last ACKs
+}
+
+// engine is an acker design under test, fed by the rig's producers.
+type engine interface {
+	// stage hands producer p's next batch over without publishing it.
+	stage(p int, batch []ackcore.Msg) error
+	// publish makes producer p's staged batch visible to the acker.
+	publish(p int) error
+	// stop, called once every producer is done, stops the acker and
+	// returns its exact counters once every outcome has been observed.
+	stop() ackcore.Stats
+}
+
+// rig runs a pipeline: the engine, its producer goroutines, and the
+// observers that count outcomes and time completions.
+type rig struct {
+	c   pipeConfig
+	sp  *split
+	eng engine
+	obs []*observer
+
+	tally     tally
+	base      time.Time      // stamps are ns since base, plus one
+	stamps    []atomic.Int64 // by sample id: flush time of the root's last ACK, 0 if none
+	recording atomic.Bool    // observers record latencies
+
+	cmds  []chan phase   // one per producer goroutine
+	errs  []error        // errs[p]: producer p's error in the last phase
+	wg    sync.WaitGroup // producers busy with the current phase
+	quit  sync.WaitGroup // producer goroutines
+	timer *time.Timer    // the watchdog
+
+	expect int64        // trees completed by all phases so far
+	sent   atomic.Int64 // messages sent by all phases so far
+}
+
+func newRig(c pipeConfig, sp *split, lat bool) (*rig, error) {
+	st := pipeStream()
+	r := &rig{c: c, sp: sp, base: time.Now(), timer: time.NewTimer(watchdog)}
+	r.timer.Stop()
+	r.tally.target.Store(math.MaxInt64)
+	if lat {
+		r.stamps = make([]atomic.Int64, len(sp.sampleID))
+	}
+	var err error
+	switch c.impl {
+	case "xorack":
+		r.eng, err = newXorackEngine(r, shardPending(st, c.shards), lat)
+	case "chanshard":
+		r.eng, err = newChanEngine(r, shardPending(st, 1), lat)
+	case "mutexmap":
+		r.eng, err = newMutexEngine(r, shardPending(st, 1), lat)
+	default:
+		err = fmt.Errorf("unknown impl %q", c.impl)
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.cmds = make([]chan phase, c.producers)
+	r.errs = make([]error, c.producers)
+	for p := range r.cmds {
+		r.cmds[p] = make(chan phase, 1)
+		r.quit.Add(1)
+		go r.producer(p)
+	}
+	return r, nil
+}
+
+// shardPending is each shard's MaxPending: its share of the stream's peak
+// with 5% and 1024 roots to spare. A root's shard is a hash of it, so a
+// shard's share of the pending roots is binomial: at P/S = 25,000 the 5%
+// are about nine standard deviations.
+func shardPending(st *workload.Stream, shards int) int {
+	per := st.MaxPending() / shards
+	return per + per/20 + 1024
+}
+
+func (r *rig) newObserver(lat bool) *observer {
+	o := &observer{r: r}
+	if lat {
+		o.hist = hdrhistogram.New(1, int64(watchdog), 3)
+	}
+	r.obs = append(r.obs, o)
+	return o
+}
+
+// runPhase runs an unmeasured phase to the end.
+func (r *rig) runPhase(phases []phase, trees int64) error {
+	done := r.arm(trees)
+	r.launch(phases)
+	return r.await(done)
+}
+
+// arm sets the outcomes to wait for at the end of the next phase, which
+// completes trees more trees, and starts the watchdog.
+func (r *rig) arm(trees int64) <-chan struct{} {
+	r.expect += trees
+	r.timer.Reset(watchdog)
+	return r.tally.arm(r.expect)
+}
+
+func (r *rig) launch(phases []phase) {
+	r.wg.Add(len(phases))
+	for p, ph := range phases {
+		r.cmds[p] <- ph
+	}
+}
+
+// await waits for the armed outcomes and the producers' end of the phase.
+func (r *rig) await(done <-chan struct{}) error {
+	select {
+	case <-done:
+	case <-r.timer.C:
+		return fmt.Errorf("stuck: %d outcomes of %d after %v", r.tally.n.Load(), r.expect, watchdog)
+	}
+	r.timer.Stop()
+	r.wg.Wait()
+	return errors.Join(r.errs...)
+}
+
+func (r *rig) producer(p int) {
+	defer r.quit.Done()
+	for ph := range r.cmds[p] {
+		r.errs[p] = r.play(p, ph)
+		if r.errs[p] != nil {
+			r.tally.abort()
+		}
+		r.wg.Done()
+	}
+}
+
+// play replays one phase for producer p in batches of pipeBatch.
+func (r *rig) play(p int, ph phase) error {
+	if ph.list != nil {
+		for i := 0; i < len(ph.list); i += pipeBatch {
+			batch := ph.list[i:min(i+pipeBatch, len(ph.list))]
+			if err := r.eng.stage(p, batch); err != nil {
+				return err
+			}
+			if err := r.eng.publish(p); err != nil {
+				return err
+			}
+		}
+		r.sent.Add(int64(len(ph.list)))
+		return nil
+	}
+	sub := &r.sp.subs[p]
+	pos, left := 0, ph.n
+	mk := 0
+	for k := 0; left > 0; k++ {
+		if ph.every > 0 {
+			pace(ph.start.Add(time.Duration(k) * ph.every))
+		}
+		end := min(pos+pipeBatch, len(sub.cycle), pos+left)
+		if err := r.eng.stage(p, sub.cycle[pos:end]); err != nil {
+			return err
+		}
+		if ph.stamp {
+			now := int64(-1)
+			for ; mk < len(sub.marks) && int(sub.marks[mk].pos) < end; mk++ {
+				if now < 0 {
+					now = int64(time.Since(r.base)) + 1
+				}
+				r.stamps[sub.marks[mk].id].Store(now)
+			}
+		}
+		if err := r.eng.publish(p); err != nil {
+			return err
+		}
+		left -= end - pos
+		if pos = end; pos == len(sub.cycle) {
+			pos, mk = 0, 0
+		}
+	}
+	r.sent.Add(int64(ph.n))
+	return nil
+}
+
+// pace returns at due (not before): it sleeps while far ahead, then
+// yields the processor to any runnable goroutine until due. Yielding spins
+// the producer's CPU when nothing else wants it, as a busy producer would.
+// With -acker.pace=sleep it only sleeps, and sends a millisecond's batches
+// at once after each oversleep.
+func pace(due time.Time) {
+	if *paceFlag == "sleep" {
+		if lead := time.Until(due); lead >= 20*time.Microsecond {
+			time.Sleep(lead)
+		}
+		return
+	}
+	for {
+		lead := time.Until(due)
+		switch {
+		case lead <= 0:
+			return
+		case lead > paceSleep:
+			time.Sleep(lead - paceSleep)
+		default:
+			runtime.Gosched()
+		}
+	}
+}
+
+// lap records the completion latency of timed root.
+func (r *rig) lap(h *hdrhistogram.Histogram, root uint64) {
+	id, ok := r.sp.sampleID[root]
+	if !ok {
+		return
+	}
+	t0 := r.stamps[id].Swap(0)
+	if t0 == 0 || !r.recording.Load() {
+		return
+	}
+	h.RecordValue(int64(time.Since(r.base)) + 1 - t0)
+}
+
+// finish stops the engine and the producers and checks that every root
+// came back Completed, once.
+func (r *rig) finish() error {
+	st := r.eng.stop()
+	for _, ch := range r.cmds {
+		close(ch)
+	}
+	r.quit.Wait()
+	var completed, bad int64
+	var first ackcore.Outcome
+	for _, o := range r.obs {
+		completed += o.completed
+		if o.bad > 0 && bad == 0 {
+			first = o.firstBad
+		}
+		bad += o.bad
+	}
+	switch want := uint64(r.expect); {
+	case bad > 0:
+		return fmt.Errorf("%d outcomes not Completed, first %+v; stats %+v", bad, first, st)
+	case completed != r.expect:
+		return fmt.Errorf("%d Completed outcomes observed, want %d; stats %+v", completed, r.expect, st)
+	case st.Completed != want || st.Inits != want:
+		return fmt.Errorf("stats %+v, want %d INITs and Completed", st, want)
+	case st.Inits+st.Acks != uint64(r.sent.Load()):
+		return fmt.Errorf("stats %+v count %d messages, %d sent", st, st.Inits+st.Acks, r.sent.Load())
+	case st.Failed() != 0 || st.RefusedFull != 0 || st.RefusedInvalid != 0 || st.Orphans != 0 || st.Pending != 0:
+		return fmt.Errorf("stats %+v: failed, refused or left pending", st)
+	}
+	return nil
+}
+
+// tally counts outcomes across observers and signals when a target is
+// reached. Observers add per batch of outcomes, not per outcome.
+type tally struct {
+	n      atomic.Int64
+	target atomic.Int64 // MaxInt64 while none is armed
+	mu     sync.Mutex   // guards done
+	done   chan struct{}
+}
+
+func (t *tally) add(d int64) {
+	if d != 0 && t.n.Add(d) >= t.target.Load() {
+		t.fire(false)
+	}
+}
+
+// arm returns a channel closed once target outcomes have been counted.
+func (t *tally) arm(target int64) <-chan struct{} {
+	t.mu.Lock()
+	ch := make(chan struct{})
+	t.done = ch
+	t.target.Store(target)
+	t.mu.Unlock()
+	t.fire(false) // the target may be reached already
+	return ch
+}
+
+// abort ends the wait early: a producer failed.
+func (t *tally) abort() { t.fire(true) }
+
+func (t *tally) fire(force bool) {
+	t.mu.Lock()
+	if t.done != nil && (force || t.n.Load() >= t.target.Load()) {
+		close(t.done)
+		t.done = nil
+		t.target.Store(math.MaxInt64)
+	}
+	t.mu.Unlock()
+}
+
+// observer counts the outcomes one goroutine receives and times the
+// completions of timed roots.
+type observer struct {
+	r         *rig
+	hist      *hdrhistogram.Histogram // nil: latency not measured
+	completed int64
+	bad       int64
+	firstBad  ackcore.Outcome
+	_         [padBytes]byte
+}
+
+func (o *observer) see(out []ackcore.Outcome) {
+	var done int64
+	for i := range out {
+		oc := &out[i]
+		if oc.Kind != ackcore.Completed {
+			if o.bad == 0 {
+				o.firstBad = *oc
+			}
+			o.bad++
+			continue
+		}
+		done++
+		if o.hist != nil && timedRoot(oc.Root) {
+			o.r.lap(o.hist, oc.Root)
+		}
+	}
+	o.completed += done
+	o.r.tally.add(int64(len(out)))
+}
+
+// xorackEngine is the Sharded acker with one goroutine per spout task.
+type xorackEngine struct {
+	a      *ackcore.Sharded
+	prods  []*ackcore.Producer
+	spouts sync.WaitGroup
+}
+
+func newXorackEngine(r *rig, perShard int, lat bool) (*xorackEngine, error) {
+	c := r.c
+	const outcomeRing = 4096
+	idle, err := xorackIdle()
+	if err != nil {
+		return nil, err
+	}
+	a, err := ackcore.NewSharded(ackcore.ShardedConfig{
+		Shards: c.shards, Producers: c.producers, Tasks: workload.Tasks,
+		Shard: ackcore.Config{MaxPending: perShard}, OutcomeRingSize: outcomeRing, Pin: true, Idle: idle,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := a.Start(); err != nil {
+		return nil, err
+	}
+	e := &xorackEngine{a: a}
+	for p := range c.producers {
+		e.prods = append(e.prods, a.Producer(p))
+	}
+	for t := range workload.Tasks {
+		o := r.newObserver(lat)
+		sp := a.Spout(t)
+		e.spouts.Add(1)
+		go func() {
+			defer e.spouts.Done()
+			// Wait takes up to a ring's worth from every shard at once.
+			buf := make([]ackcore.Outcome, 0, c.shards*outcomeRing)
+			for {
+				var ok bool
+				if buf, ok = sp.Wait(buf[:0]); !ok {
+					return
+				}
+				o.see(buf)
+			}
+		}()
+	}
+	return e, nil
+}
+
+func (e *xorackEngine) stage(p int, batch []ackcore.Msg) error {
+	pr := e.prods[p]
+	for i := range batch {
+		if err := pr.Send(batch[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (e *xorackEngine) publish(p int) error { return e.prods[p].Flush() }
+
+func (e *xorackEngine) stop() ackcore.Stats {
+	st := e.a.Stop()
+	e.spouts.Wait()
+	return st
+}
+
+// chanEngine is one Shard applied by one goroutine fed batches on a
+// buffered channel. Batch buffers are recycled through a second channel,
+// so producers copy messages once, as into a ring.
+type chanEngine struct {
+	sh     *ackcore.Shard
+	ch     chan []ackcore.Msg
+	free   chan []ackcore.Msg
+	staged []*chanProducer
+	done   chan struct{} // closed when the applier exits
+}
+
+type chanProducer struct {
+	buf []ackcore.Msg
+	_   [padBytes]byte
+}
+
+func newChanEngine(r *rig, maxPending int, lat bool) (*chanEngine, error) {
+	sh, err := ackcore.NewShard(ackcore.Config{MaxPending: maxPending})
+	if err != nil {
+		return nil, err
+	}
+	n := chanBatches * r.c.producers
+	e := &chanEngine{sh: sh, ch: make(chan []ackcore.Msg, n), free: make(chan []ackcore.Msg, n), done: make(chan struct{})}
+	for range n {
+		e.free <- make([]ackcore.Msg, 0, pipeBatch)
+	}
+	for range r.c.producers {
+		e.staged = append(e.staged, new(chanProducer))
+	}
+	o := r.newObserver(lat)
+	go func() {
+		defer close(e.done)
+		out := make([]ackcore.Outcome, 0, pipeBatch)
+		batches := 0
+		for buf := range e.ch {
+			out = e.sh.Apply(buf, out[:0])
+			e.free <- buf
+			o.see(out)
+			if batches++; batches%expireEvery == 0 {
+				out, _ = e.sh.Expire(out[:0])
+				o.see(out)
+			}
+		}
+	}()
+	return e, nil
+}
+
+func (e *chanEngine) stage(p int, batch []ackcore.Msg) error {
+	s := e.staged[p]
+	s.buf = append((<-e.free)[:0], batch...)
+	return nil
+}
+
+func (e *chanEngine) publish(p int) error {
+	e.ch <- e.staged[p].buf
+	return nil
+}
+
+func (e *chanEngine) stop() ackcore.Stats {
+	close(e.ch)
+	<-e.done
+	return e.sh.Stats()
+}
+
+// mutexEngine is baseline.MutexMap called by every producer itself.
+type mutexEngine struct {
+	mm    *baseline.MutexMap
+	prods []*mutexProducer
+}
+
+type mutexProducer struct {
+	batch   []ackcore.Msg
+	out     []ackcore.Outcome
+	obs     *observer
+	batches int
+	_       [padBytes]byte
+}
+
+func newMutexEngine(r *rig, maxPending int, lat bool) (*mutexEngine, error) {
+	mm, err := baseline.NewMutexMap(baseline.Config{MaxPending: maxPending})
+	if err != nil {
+		return nil, err
+	}
+	e := &mutexEngine{mm: mm}
+	for range r.c.producers {
+		e.prods = append(e.prods, &mutexProducer{out: make([]ackcore.Outcome, 0, pipeBatch), obs: r.newObserver(lat)})
+	}
+	return e, nil
+}
+
+func (e *mutexEngine) stage(p int, batch []ackcore.Msg) error {
+	e.prods[p].batch = batch
+	return nil
+}
+
+func (e *mutexEngine) publish(p int) error {
+	mp := e.prods[p]
+	mp.out = e.mm.Apply(mp.batch, mp.out[:0])
+	mp.obs.see(mp.out)
+	if mp.batches++; mp.batches%expireEvery == 0 {
+		mp.out, _ = e.mm.Expire(mp.out[:0])
+		mp.obs.see(mp.out)
+	}
+	return nil
+}
+
+func (e *mutexEngine) stop() ackcore.Stats { return e.mm.Stats() }
