@@ -265,46 +265,37 @@ type Producer struct {
 // the value for an INIT whose task has no Spout; other malformed messages
 // are refused by the shard (Refused{invalid}, counted).
 func (p *Producer) Send(m Msg) error {
-	if m.Kind == Init && m.Task >= p.tasks {
-		return fmt.Errorf("ackcore: INIT root %#x names task %d, acker has %d tasks", m.Root, m.Task, p.tasks)
-	}
-	s := shardOf(m.Root, p.nshards)
-	if p.rings[s].Closed() {
-		return ErrClosed
-	}
-	if p.fill[s] == len(p.spans[s]) {
-		if p.fill[s] > 0 {
-			p.rings[s].Commit(p.fill[s])
-		}
-		p.spans[s] = p.rings[s].ReserveWait(p.batch)
-		p.fill[s] = 0
-		if len(p.spans[s]) == 0 {
-			return ErrClosed
-		}
-	}
-	p.spans[s][p.fill[s]] = m
-	p.fill[s]++
-	return nil
+	_, err := p.stage(m, true)
+	return err
 }
 
 // TrySend is Send without waiting: false when m's shard ring is full (or
 // the acker stopped), with m not sent.
-func (p *Producer) TrySend(m Msg) (bool, error) {
+func (p *Producer) TrySend(m Msg) (bool, error) { return p.stage(m, false) }
+
+// stage puts m in its shard's span, reserving a new span (waiting for room
+// if wait) when the current one is full, after publishing it.
+func (p *Producer) stage(m Msg, wait bool) (bool, error) {
 	if m.Kind == Init && m.Task >= p.tasks {
 		return false, fmt.Errorf("ackcore: INIT root %#x names task %d, acker has %d tasks", m.Root, m.Task, p.tasks)
 	}
 	s := shardOf(m.Root, p.nshards)
-	if p.rings[s].Closed() {
+	r := p.rings[s]
+	if r.Closed() {
 		return false, ErrClosed
 	}
 	if p.fill[s] == len(p.spans[s]) {
 		if p.fill[s] > 0 {
-			p.rings[s].Commit(p.fill[s])
+			r.Commit(p.fill[s])
 		}
-		p.spans[s] = p.rings[s].Reserve(p.batch)
+		if wait {
+			p.spans[s] = r.ReserveWait(p.batch)
+		} else {
+			p.spans[s] = r.Reserve(p.batch)
+		}
 		p.fill[s] = 0
 		if len(p.spans[s]) == 0 {
-			if p.rings[s].Closed() {
+			if wait || r.Closed() {
 				return false, ErrClosed
 			}
 			return false, nil
