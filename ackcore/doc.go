@@ -10,14 +10,17 @@
 //
 // # Layout
 //
-// The table is three parallel arrays, each aligned to a cache line, cut
-// into groups of eight slots. A probe reads one group's keys, one 64-byte
-// line, and compares all eight (contiguous keys: one 512-bit compare on
-// hardware that has it, eight independent scalar compares otherwise):
+// The table is cut into groups of eight slots. Each group's keys and vals
+// share one 128-byte block (two cache lines, in one page); its words and
+// its metadata live in parallel arrays. A probe reads one group's keys, one
+// 64-byte line, and compares all eight without branches (contiguous keys:
+// one 512-bit compare on hardware that has it, eight independent scalar
+// compares here):
 //
-//	group g      keys  [8]uint64   64 B  one line   root ids; 0 = empty
-//	             vals  [8]uint64   64 B  one line   ack vals
-//	             words [8]uint32   32 B  half line  task (29 bits) | flags
+//	kv block g   +0   keys  [8]uint64   64 B  line 1   root ids; 0 = empty
+//	             +64  vals  [8]uint64   64 B  line 2   ack vals
+//	words        [8]uint32 per group   32 B            task (29 bits) | flags
+//	meta         uint16 per group       2 B            displaced mask << 8 | occupancy mask
 //	wheel node   slot i <-> timer handle i: deadline, prev, next (3 x uint32)
 //
 //	word:  31 init seen | 30 failed before INIT | 29 custom | 28..0 task id
@@ -26,25 +29,33 @@
 // range (hash*ngroups>>64), so the group count need not be a power of two:
 // the table is sized to MaxPending/(7/8) slots, not to the next power of
 // two, which is what keeps the whole entry under 40 bytes per pending root
-// at the bound. Probing walks groups linearly. Deletion shifts entries
-// back (an entry in a later group whose probe passed the hole's group moves
-// into the hole, and so on) and leaves no tombstones. Each move of an entry
-// also moves its timer (Wheel.Move), since timer handles are slot numbers.
+// at the bound (a power-of-two table would need 52 at 10,000 roots).
+// Probing walks groups linearly and stops at the first group with a free
+// slot. Deletion shifts entries back (an entry in a later group whose probe
+// passed the hole's group moves into the hole, and so on; only entries
+// flagged displaced are candidates) and leaves no tombstones. Each move of
+// an entry also moves its timer (Wheel.Move), since timer handles are slot
+// numbers.
 //
-// Per entry: 8 (key) + 8 (val) + 4 (word) + 12 (timer) = 32 bytes per
-// slot; at the 7/8 bound that is 36.6 bytes per pending root. An entry
+// Per entry: 8 (key) + 8 (val) + 4 (word) + 12 (timer) + 0.25 (meta) =
+// 32.25 bytes per slot; at the 7/8 bound that is 36.9 bytes per pending
+// root. An entry
 // whose start time cannot be derived from its deadline (after a RESET, or
 // with a per-root timeout) keeps its start and timeout in a side map.
 //
 // # Batches
 //
-// Apply works in chunks of 64 messages. For tables larger than L2 it first
-// touches each message's key and val lines so that their cache misses
-// overlap, then applies the chunk in order. ACKs that do not complete a
-// root (most traffic) take a fast path that reads one key line and writes
-// one val. With Fold: FoldOn a chunk is grouped by root first and each
-// root's messages are applied to one loaded entry with one probe (see
-// fold.go); the result equals applying them one by one.
+// Apply works in chunks of up to 64 messages (starting at 8 and doubling).
+// It hashes chunk k+1 and, for tables larger than L2, prefetches its groups'
+// lines (and the next group's where the home group is full) with
+// PREFETCHT0, then applies chunk k, whose lines are by then in cache: a
+// software pipeline that keeps a chunk's misses in flight together. The
+// probe is written out inline in the loop; ACKs that find their entry and
+// do not complete it (most traffic) write one val and touch nothing else.
+// Everything else goes through step, the one place the rules live. With
+// Fold: FoldOn a chunk is grouped by root first and each root's messages
+// are applied to one loaded entry with one probe (see fold.go); the result
+// equals applying them one by one.
 //
 // # Time
 //
