@@ -30,9 +30,10 @@ const (
 	FoldOn
 )
 
-// prefetchAbove is the table size past which Apply touches a chunk's
-// lines ahead: below it the table lives in L2 and the extra loads only
-// cost (MEASURING.md: 1 MiB random loads take 9.5 ns, 16 MiB 145 ns).
+// prefetchAbove is the table size past which Apply prefetches a chunk's
+// lines ahead: below it the table lives in L2 and the prefetch pass only
+// adds instructions (MEASURING.md: 1 MiB random loads take 9.5 ns, 16 MiB
+// 145 ns).
 const prefetchAbove = 1 << 20
 
 // Config configures a Shard.
@@ -109,7 +110,6 @@ type Shard struct {
 	prefetch bool                      // prefetch table lines a chunk ahead (large tables only)
 	hs       [2][prefetchChunk]uint64  // home groups of the chunk being applied and the next
 	pf       [2 * prefetchChunk]uint64 // groups to prefetch for the next chunk
-	sink     uint64                    // keeps the fold path's touch loads alive
 }
 
 // NewShard makes a shard, allocating its table for cfg.MaxPending entries.
