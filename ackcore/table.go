@@ -136,12 +136,9 @@ func matchGroup(kg *[groupSlots]uint64, key uint64) uint {
 		b2u(kg[4] == key)<<4 | b2u(kg[5] == key)<<5 | b2u(kg[6] == key)<<6 | b2u(kg[7] == key)<<7
 }
 
-// insert stores root (absent) in the first free slot on its probe path and
-// returns the slot. The caller guarantees a free slot exists (count <
-// MaxPending < slots).
-func (t *table) insert(root uint64) int { return t.insertFrom(root, t.home(root)) }
-
-// insertFrom is insert for a root whose home group h the caller has.
+// insertFrom stores root (absent) in the first free slot on its probe path
+// from its home group h, and returns the slot. The caller guarantees a free
+// slot exists (count < MaxPending < slots).
 func (t *table) insertFrom(root, h uint64) int {
 	g := h
 	for t.meta[g]&metaFullMask == metaFullMask {

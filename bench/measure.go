@@ -122,10 +122,6 @@ func (t *tally) explicit() uint64  { return t.n[ackcore.Failed][ackcore.ReasonEx
 func (t *tally) timedOut() uint64  { return t.n[ackcore.Failed][ackcore.ReasonTimeout] }
 func (t *tally) refused() uint64   { return t.sum(ackcore.Refused) }
 func (t *tally) failed() uint64    { return t.sum(ackcore.Failed) }
-func (t *tally) total() uint64 {
-	return t.sum(0) + t.sum(ackcore.Completed) + t.sum(ackcore.Failed) + t.sum(ackcore.Refused)
-}
-
 func (t *tally) sum(k ackcore.OutcomeKind) uint64 {
 	var s uint64
 	for _, x := range t.n[k&3] {
