@@ -17,24 +17,28 @@ func (s *Shard) check() {
 
 // verify returns the first broken invariant:
 //   - count equals the occupied slots and never exceeds MaxPending;
-//   - every key is found by find, and no key appears twice;
-//   - every key finds all groups from its home up to its own full (the
-//     probe invariant backward shift keeps), and is flagged displaced
-//     exactly when it is not in its home group;
-//   - each group's occupancy mask matches its keys;
-//   - a slot has a scheduled timer exactly when it is occupied;
+//   - every key is found by find at its slot, and no key appears twice;
+//   - every slot from a key's home up to its own is occupied (the probe
+//     invariant backward shift keeps);
+//   - an entry has a near timer (flagNear) exactly when the record of its
+//     handle names it and the near wheel has that handle scheduled, and the
+//     near wheel holds nothing else;
+//   - a far entry's deadline is at or after the limit it was compared
+//     with: limit where a running pass has read it (or none runs), the
+//     horizon before the pass where it has not;
 //   - the custom map holds exactly the roots whose word has flagCustom;
 //   - flags are consistent: flagFailed only without flagInit.
 func (s *Shard) verify() error {
 	t := &s.t
-	n := 0
+	n, near := 0, 0
 	seen := make(map[uint64]int, t.count)
 	customs := 0
-	for i := 0; i < t.slots(); i++ {
-		k := t.kv[ki(i)]
+	for i := range t.e {
+		e := &t.e[i]
+		k := e.key
 		if k == 0 {
-			if s.w.Scheduled(uint32(i)) {
-				return fmt.Errorf("ackcore: empty slot %d has a timer", i)
+			if e.val != 0 || e.meta != 0 {
+				return fmt.Errorf("ackcore: empty slot %d holds val %#x meta %#x", i, e.val, e.meta)
 			}
 			continue
 		}
@@ -43,10 +47,7 @@ func (s *Shard) verify() error {
 			return fmt.Errorf("ackcore: root %#x in slots %d and %d", k, j, i)
 		}
 		seen[k] = i
-		if !s.w.Scheduled(uint32(i)) {
-			return fmt.Errorf("ackcore: root %#x in slot %d has no timer", k, i)
-		}
-		w := t.words[i]
+		w := e.word()
 		if w&flagFailed != 0 && w&flagInit != 0 {
 			return fmt.Errorf("ackcore: root %#x both failed-before-INIT and INIT", k)
 		}
@@ -56,31 +57,31 @@ func (s *Shard) verify() error {
 				return fmt.Errorf("ackcore: root %#x flagged custom, not in the custom map", k)
 			}
 		}
-		g := uint64(i / groupSlots)
-		if disp := t.meta[g]>>groupSlots>>(i%groupSlots)&1 == 1; disp != (t.home(k) != g) {
-			return fmt.Errorf("ackcore: root %#x in group %d, home %d, displaced flag %v", k, g, t.home(k), disp)
-		}
-		for h := t.home(k); h != g; {
-			if t.meta[h]&metaFullMask != metaFullMask {
-				return fmt.Errorf("ackcore: root %#x in group %d, home %d, passes non-full group %d", k, g, t.home(k), h)
+		if w&flagNear != 0 {
+			near++
+			h := uint32(e.meta)
+			if int(h) >= len(s.nearRoots) || s.nearRoots[h] != k || !s.near.Scheduled(h) {
+				return fmt.Errorf("ackcore: root %#x has near timer %d, not scheduled for it", k, h)
 			}
-			if h++; h == t.ngroups {
+		} else {
+			lim := s.limit
+			if i >= s.scan && s.scan >= 0 {
+				lim = s.horizon
+			}
+			if d := s.expand(uint32(e.meta)); d < lim {
+				return fmt.Errorf("ackcore: root %#x in slot %d is due at tick %d, before limit %d, without a near timer", k, i, d, lim)
+			}
+		}
+		for h := t.home(k); h != uint64(i); {
+			if t.e[h].key == 0 {
+				return fmt.Errorf("ackcore: root %#x in slot %d, home %d, passes empty slot %d", k, i, t.home(k), h)
+			}
+			if h++; h == t.n {
 				h = 0
 			}
 		}
 		if slot, ok := t.find(k); !ok || slot != i {
 			return fmt.Errorf("ackcore: find(%#x) = %d, %v; stored in %d", k, slot, ok, i)
-		}
-	}
-	for g, m := range t.meta {
-		var mask uint16
-		for i, k := range t.groupKeys(uint64(g)) {
-			if k != 0 {
-				mask |= 1 << i
-			}
-		}
-		if m&metaFullMask != mask {
-			return fmt.Errorf("ackcore: group %d occupancy %08b, keys say %08b", g, m&metaFullMask, mask)
 		}
 	}
 	if n != t.count {
@@ -89,8 +90,8 @@ func (s *Shard) verify() error {
 	if n > s.maxPending {
 		return fmt.Errorf("ackcore: %d entries exceed MaxPending %d", n, s.maxPending)
 	}
-	if s.w.Len() != n {
-		return fmt.Errorf("ackcore: %d timers for %d entries", s.w.Len(), n)
+	if s.near.Len() != near || len(s.nearRoots)-len(s.nearFree) != near {
+		return fmt.Errorf("ackcore: %d near timers and %d handles in use for %d near entries", s.near.Len(), len(s.nearRoots)-len(s.nearFree), near)
 	}
 	if customs != len(s.custom) {
 		return fmt.Errorf("ackcore: %d custom entries flagged, %d in the map", customs, len(s.custom))
@@ -116,12 +117,12 @@ func (s *Shard) OldestPending(n int, dst []PendingRoot) []PendingRoot {
 	}
 	s.setNow()
 	h := &byStart{}
-	for i := 0; i < s.t.slots(); i++ {
-		k := s.t.kv[ki(i)]
+	for i := range s.t.e {
+		k := s.t.e[i].key
 		if k == 0 {
 			continue
 		}
-		c := cur{root: k, slot: i, inTable: true, live: true, word: s.t.words[i]}
+		c := cur{root: k, slot: i, inTable: true, live: true, word: s.t.e[i].word()}
 		st := s.start(&c)
 		if c.word&flagCustom != 0 && c.word&flagInit == 0 {
 			// No INIT: its age runs from its deadline minus its timeout.
@@ -140,14 +141,15 @@ func (s *Shard) OldestPending(n int, dst []PendingRoot) []PendingRoot {
 	}
 	tick := time.Duration(s.tickNs)
 	for _, e := range res {
-		w := s.t.words[e.slot]
+		en := &s.t.e[e.slot]
+		w := en.word()
 		task := NoTask
 		if w&flagInit != 0 {
 			task = w & taskMask
 		}
-		d, _ := s.w.Deadline(uint32(e.slot))
+		d := s.deadlineOf(en)
 		dst = append(dst, PendingRoot{
-			Root:     s.t.kv[ki(e.slot)],
+			Root:     en.key,
 			Task:     task,
 			Age:      s.latency(e.start),
 			Deadline: time.Duration(int64(d)-int64(s.nowTick)) * tick,

@@ -40,7 +40,7 @@ func (k Kind) String() string {
 
 // MaxTask is the largest spout task id a message may carry. The top bits of
 // an entry's 32-bit task word hold its flags (see table.go).
-const MaxTask = 1<<29 - 1
+const MaxTask = 1<<28 - 1
 
 // NoTask is the Task of an outcome whose spout task is not known (a message
 // refused before any INIT named one).

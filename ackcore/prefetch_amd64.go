@@ -1,7 +1,7 @@
 package ackcore
 
-// prefetchGroups prefetches the key and val lines of groups[:n] of kv.
-// Implemented in prefetch_amd64.s.
+// prefetchSlots prefetches the lines of the entries at slots[:n] of the
+// table starting at base. Implemented in prefetch_amd64.s.
 //
 //go:noescape
-func prefetchGroups(kv *uint64, groups *uint64, n int)
+func prefetchSlots(base *entry, slots *uint64, n int)

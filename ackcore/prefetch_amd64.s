@@ -1,20 +1,22 @@
 #include "textflag.h"
 
-// func prefetchGroups(kv *uint64, groups *uint64, n int)
-// Issues PREFETCHT0 for both lines (keys, vals) of each group's 128-byte
-// block. A prefetch retires at once, unlike a load, so a whole chunk's
-// misses are in flight together without filling the reorder buffer.
-TEXT ·prefetchGroups(SB), NOSPLIT, $0-24
-	MOVQ kv+0(FP), AX
-	MOVQ groups+8(FP), BX
+// func prefetchSlots(base *entry, slots *uint64, n int)
+// Issues PREFETCHT0 for the line holding each slot's entry (24 bytes at
+// base+24*slot) and for the line holding the end of the next entry, where
+// a short probe ends. A prefetch retires at once, unlike a load, so a whole
+// chunk's misses are in flight together without filling the reorder buffer.
+TEXT ·prefetchSlots(SB), NOSPLIT, $0-24
+	MOVQ base+0(FP), AX
+	MOVQ slots+8(FP), BX
 	MOVQ n+16(FP), CX
 	TESTQ CX, CX
 	JLE done
 loop:
 	MOVQ (BX), DX
-	SHLQ $7, DX
+	LEAQ (DX)(DX*2), DX
+	SHLQ $3, DX
 	PREFETCHT0 (AX)(DX*1)
-	PREFETCHT0 64(AX)(DX*1)
+	PREFETCHT0 47(AX)(DX*1)
 	ADDQ $8, BX
 	DECQ CX
 	JNZ loop

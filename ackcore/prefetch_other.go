@@ -2,6 +2,6 @@
 
 package ackcore
 
-// prefetchGroups is a no-op where no prefetch instruction is wired up;
+// prefetchSlots is a no-op where no prefetch instruction is wired up;
 // Apply then relies on the core's own out-of-order overlap.
-func prefetchGroups(kv *uint64, groups *uint64, n int) {}
+func prefetchSlots(base *entry, slots *uint64, n int) {}

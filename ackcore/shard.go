@@ -53,9 +53,14 @@ type Config struct {
 	Seed uint64
 }
 
-// MaxPendingLimit is the largest MaxPending a shard accepts: the table's
-// slots double as timer handles, which are 32-bit.
+// MaxPendingLimit is the largest MaxPending a shard accepts: near-wheel
+// timer handles (at most one per entry) are 32-bit.
 const MaxPendingLimit = timerwheel.MaxCapacity / maxLoadDen * maxLoadNum
+
+// MinTick is the finest Tick a shard accepts: the longest timeout,
+// MaxTimeout, must stay within the timer wheel's reach (MaxDelay ticks),
+// and a deadline stored as a 32-bit tick must be recovered exactly.
+const MinTick = 100 * time.Microsecond
 
 func (c *Config) check() error {
 	if c.MaxPending <= 0 || c.MaxPending > MaxPendingLimit {
@@ -67,8 +72,8 @@ func (c *Config) check() error {
 	if c.Tick < 0 || c.Tick > time.Second {
 		return fmt.Errorf("ackcore: Tick %v out of range [0, 1s]", c.Tick)
 	}
-	if c.Tick > 0 && c.Tick < time.Microsecond {
-		return fmt.Errorf("ackcore: Tick %v below 1µs", c.Tick)
+	if c.Tick > 0 && c.Tick < MinTick {
+		return fmt.Errorf("ackcore: Tick %v below %v", c.Tick, MinTick)
 	}
 	if tick, to := c.Tick, c.Timeout; tick > 0 && to > 0 && to%tick != 0 || tick == 0 && to%DefaultTick != 0 {
 		return fmt.Errorf("ackcore: Timeout %v is not a whole number of ticks (Tick %v)", c.Timeout, c.Tick)
@@ -90,9 +95,9 @@ type custom struct {
 // Expire; nothing in it is safe for concurrent use. See doc.go.
 type Shard struct {
 	t      table
-	w      *timerwheel.Wheel
 	clock  Clock
 	custom map[uint64]custom // roots with flagCustom; rare (RESET, per-root timeouts)
+	nearTimers               // deadlines due soon (near.go)
 
 	tickNs     int64
 	defNs      int64  // default timeout, ns
@@ -107,9 +112,8 @@ type Shard struct {
 
 	stats    Stats
 	fs       *foldScratch
-	prefetch bool                      // prefetch table lines a chunk ahead (large tables only)
-	hs       [2][prefetchChunk]uint64  // home groups of the chunk being applied and the next
-	pf       [2 * prefetchChunk]uint64 // groups to prefetch for the next chunk
+	prefetch bool                     // prefetch table lines a chunk ahead (large tables only)
+	hs       [2][prefetchChunk]uint64 // home slots of the chunk being applied and the next
 }
 
 // NewShard makes a shard, allocating its table for cfg.MaxPending entries.
@@ -142,11 +146,11 @@ func NewShard(cfg Config) (*Shard, error) {
 	}
 	s.defTicks = uint64((s.defNs + s.tickNs - 1) / s.tickNs)
 	s.setNow()
-	s.w = timerwheel.New(s.t.slots(), s.nowTick)
+	s.initNear()
 	if cfg.Fold == FoldOn {
 		s.fs = new(foldScratch)
 	}
-	s.prefetch = s.TableBytes() > prefetchAbove
+	s.prefetch = s.t.bytes() > prefetchAbove
 	return s, nil
 }
 
@@ -187,67 +191,83 @@ func (s *Shard) Pending() int { return s.t.count }
 func (s *Shard) MaxPending() int { return s.maxPending }
 
 // TableBytes is the memory the shard holds for its table and timers.
-func (s *Shard) TableBytes() int { return s.t.bytes() + s.t.slots()*timerwheel.NodeBytes }
+func (s *Shard) TableBytes() int { return s.t.bytes() + s.nearBytes() }
 
 // cur is one root's entry while a group of its messages is applied: loaded
 // from the table once, stepped per message, stored once.
 type cur struct {
 	root     uint64
-	slot     int    // the entry's slot when inTable
-	home     uint64 // the root's home group
-	inTable  bool   // the table held the entry when the group began
-	live     bool   // the entry exists now
-	resched  bool   // deadline must be (re)armed on store
+	slot     int  // the entry's slot when inTable, else the empty slot its probe ended at
+	inTable  bool // the table held the entry when the group began
+	live     bool // the entry exists now
+	resched  bool // deadline must be (re)armed on store
 	val      uint64
-	word     uint32
+	word     uint32 // task | flags; flagNear is the table's, not cur's
 	deadline uint64
 }
 
 // load begins a group: one probe for root.
 func (s *Shard) load(c *cur, root uint64) {
-	home := s.t.home(root)
-	slot, found := s.t.findFrom(root, home)
-	*c = cur{root: root, home: home, slot: slot, inTable: found, live: found}
+	slot, found := s.t.find(root)
+	*c = cur{root: root, slot: slot, inTable: found, live: found}
 	if found {
-		c.val = s.t.kv[vi(slot)]
-		c.word = s.t.words[slot]
+		e := &s.t.e[slot]
+		c.val, c.word = e.val, e.word()
 	}
 }
 
+// store ends a group: it writes c back, removes it, or inserts it.
 func (s *Shard) store(c *cur) {
+	e := &s.t.e[c.slot]
 	switch {
 	case c.inTable && c.live:
-		s.t.kv[vi(c.slot)] = c.val
-		s.t.words[c.slot] = c.word
+		e.val = c.val
+		e.meta = uint64(c.word&^flagNear|e.word()&flagNear)<<32 | e.meta&0xffffffff
 		if c.resched {
-			s.arm(c.slot, c.deadline, true)
+			s.setDeadline(e, c.deadline)
 		}
 	case c.inTable:
-		s.w.Cancel(uint32(c.slot))
-		s.t.remove(c.slot, s.w)
+		if e.word()&flagNear != 0 {
+			s.freeNear(uint32(e.meta))
+		}
+		s.removeSlot(c.slot)
 	case c.live:
-		slot := s.t.insertFrom(c.root, c.home)
-		s.t.kv[vi(slot)] = c.val
-		s.t.words[slot] = c.word
-		s.arm(slot, c.deadline, false)
+		*e = entry{key: c.root, val: c.val, meta: uint64(c.word&^flagNear) << 32}
+		s.t.count++
+		s.setDeadline(e, c.deadline)
 	}
 	if invariants.Enabled {
 		s.check()
 	}
 }
 
-// arm sets slot's timer. A deadline beyond the wheel's reach (the wheel's
-// time lags the clock by more than MaxDelay-MaxTimeout, i.e. Expire has not
-// run for days) is clamped to the farthest tick the wheel takes.
-func (s *Shard) arm(slot int, deadline uint64, re bool) {
-	if far := s.w.Now() + timerwheel.MaxDelay; deadline > far {
-		deadline = far
+// removeSlot empties slot i and restores the probe invariant by backward
+// shift: each later entry of the cluster whose home is not between the
+// hole and itself moves into the hole, which moves to where it was.
+func (s *Shard) removeSlot(i int) {
+	t := &s.t
+	es, n, seed := t.e, t.n, t.seed
+	hole, j := uint64(i), uint64(i)
+	for {
+		if j++; j == n {
+			j = 0
+		}
+		k := es[j].key
+		if k == 0 {
+			break
+		}
+		h, _ := bits.Mul64((k^seed)*hashMul, n)
+		if between(h, hole, j) {
+			continue
+		}
+		es[hole] = es[j]
+		if int(hole) < s.scan && int(j) >= s.scan {
+			s.rescan(&es[hole]) // moved behind a running pass
+		}
+		hole = j
 	}
-	if re {
-		s.w.Reschedule(uint32(slot), deadline)
-	} else {
-		s.w.Schedule(uint32(slot), deadline)
-	}
+	es[hole] = entry{}
+	t.count--
 }
 
 // currentDeadline is c's deadline as of now in the group.
@@ -255,8 +275,7 @@ func (s *Shard) currentDeadline(c *cur) uint64 {
 	if c.resched || !c.inTable {
 		return c.deadline
 	}
-	d, _ := s.w.Deadline(uint32(c.slot))
-	return d
+	return s.deadlineOf(&s.t.e[c.slot])
 }
 
 // nowStart is the start tick recorded for an INIT now: the tick boundary at
@@ -480,42 +499,29 @@ func (s *Shard) Apply(msgs []Msg, out []Outcome) []Outcome {
 // firstChunk is the size of a call's first chunk (see Apply).
 const firstChunk = 8
 
-// homes computes the home group of each message of chunk into hs and, for
-// tables larger than L2, prefetches those groups' lines.
+// homes computes the home slot of each message of chunk into hs and, for
+// tables larger than L2, prefetches the lines those slots (and the next
+// one, where a short probe ends) live in.
 func (s *Shard) homes(chunk []Msg, hs *[prefetchChunk]uint64) {
+	seed, n := s.t.seed, s.t.n
 	for i := range chunk {
-		hs[i] = s.t.home(chunk[i].Root)
+		hs[i], _ = bits.Mul64((chunk[i].Root^seed)*hashMul, n)
 	}
-	if !s.prefetch {
-		return
+	if s.prefetch && len(chunk) > 0 {
+		prefetchSlots(&s.t.e[0], &hs[0], len(chunk))
 	}
-	// A full group may have pushed the root into the next group: fetch
-	// that one too (a quarter of roots sit past home at the 7/8 bound).
-	pf := &s.pf
-	n := 0
-	for _, g := range hs[:len(chunk)] {
-		pf[n] = g
-		n++
-		if s.t.meta[g]&metaFullMask == metaFullMask {
-			if g++; g == s.t.ngroups {
-				g = 0
-			}
-			pf[n] = g
-			n++
-		}
-	}
-	prefetchGroups(&s.t.kv[0], &pf[0], n)
 }
 
 // prefetchChunk is how many messages' table lines are prefetched ahead of
 // applying them: enough to keep the ~30 misses one core sustains in flight,
-// few enough that the lines are still in L1 when their turn comes (2 x 64
-// lines of 64 bytes = 8 KiB). A power of two.
+// few enough that the lines are still in L1 when their turn comes. A power
+// of two.
 const prefetchChunk = 64
 
 func (s *Shard) applyChunk(chunk []Msg, hs *[prefetchChunk]uint64, out []Outcome) []Outcome {
 	var c cur
-	kv, words, meta, ngroups := s.t.kv, s.t.words, s.t.meta, s.t.ngroups
+	es := s.t.e
+	n := uint64(len(es))
 	acks := uint64(0)
 	for i := range chunk {
 		m := &chunk[i]
@@ -527,40 +533,31 @@ func (s *Shard) applyChunk(chunk []Msg, hs *[prefetchChunk]uint64, out []Outcome
 		}
 		// The probe, written out here because the compiler will not inline
 		// it into this loop (MEASURING.md: inlining it nearly doubles
-		// throughput at large tables). One group, one key line, compared
-		// without branches; on to the next group only while this one is
-		// full (at most one lap).
-		slot := -1
-		g := hs[i&(prefetchChunk-1)]
-		for left := ngroups; left > 0; left-- {
-			grp := (*[groupSlots]uint64)(kv[g*2*groupSlots:])
-			hit := b2u(grp[0] == root) | b2u(grp[1] == root)<<1 | b2u(grp[2] == root)<<2 | b2u(grp[3] == root)<<3 |
-				b2u(grp[4] == root)<<4 | b2u(grp[5] == root)<<5 | b2u(grp[6] == root)<<6 | b2u(grp[7] == root)<<7
-			if hit != 0 {
-				slot = int(g)*groupSlots + bits.TrailingZeros(hit)&(groupSlots-1)
+		// throughput at large tables): from the home slot to the root or
+		// the first empty slot.
+		j := hs[i&(prefetchChunk-1)]
+		for {
+			if k := es[j].key; k == root || k == 0 {
 				break
 			}
-			if meta[g]&metaFullMask != metaFullMask {
-				break
-			}
-			if g++; g == ngroups {
-				g = 0
+			if j++; j == n {
+				j = 0
 			}
 		}
-		// Fast path: an ACK to an existing entry that does not complete it,
-		// the bulk of all traffic, writes one val and touches nothing else.
-		if slot >= 0 {
-			v := kv[vi(slot)]
+		e := &es[j]
+		if e.key == 0 {
+			c = cur{root: root, slot: int(j)}
+		} else {
+			// Fast path: an ACK to an existing entry that does not complete
+			// it, the bulk of all traffic, writes one val and nothing else.
 			if m.Kind == Ack {
-				if nv := v ^ m.Val; nv != 0 || words[slot]&flagInit == 0 {
-					kv[vi(slot)] = nv
+				if nv := e.val ^ m.Val; nv != 0 || e.meta&(uint64(flagInit)<<32) == 0 {
+					e.val = nv
 					acks++
 					continue
 				}
 			}
-			c = cur{root: root, home: hs[i&(prefetchChunk-1)], slot: slot, inTable: true, live: true, val: v, word: words[slot]}
-		} else {
-			c = cur{root: root, home: hs[i&(prefetchChunk-1)], slot: -1}
+			c = cur{root: root, slot: int(j), inTable: true, live: true, val: e.val, word: e.word()}
 		}
 		out = s.step(&c, m, out)
 		s.store(&c)
@@ -575,13 +572,24 @@ func (s *Shard) applyChunk(chunk []Msg, hs *[prefetchChunk]uint64, out []Outcome
 // silently and counted as orphans (rule 6).
 func (s *Shard) Expire(out []Outcome) (_ []Outcome, more bool) {
 	s.setNow()
+	s.advanceNear()
 	for len(out) < cap(out) {
-		h, deadline, ok := s.w.ExpireDeadline(s.nowTick)
+		h, deadline, ok := s.near.ExpireDeadline(s.nowTick)
 		if !ok {
 			return out, false
 		}
-		slot := int(h)
-		c := cur{root: s.t.kv[ki(slot)], slot: slot, inTable: true, word: s.t.words[slot], deadline: deadline, resched: true}
+		root := s.nearRoots[h]
+		s.releaseNear(h)
+		slot, found := s.t.find(root)
+		if !found || s.t.e[slot].meta != uint64(s.t.e[slot].word()|flagNear)<<32|uint64(h) {
+			if invariants.Enabled {
+				panic(fmt.Sprintf("ackcore: near timer %d fired for root %#x, not in the table with that timer", h, root))
+			}
+			continue
+		}
+		e := &s.t.e[slot]
+		e.meta &^= uint64(flagNear) << 32 // its timer just fired
+		c := cur{root: root, slot: slot, inTable: true, word: e.word(), deadline: deadline, resched: true}
 		if c.word&flagInit != 0 {
 			lat := s.latency(s.start(&c))
 			s.stats.FailedTimeout++
@@ -592,7 +600,7 @@ func (s *Shard) Expire(out []Outcome) (_ []Outcome, more bool) {
 		if c.word&flagCustom != 0 {
 			delete(s.custom, c.root)
 		}
-		s.t.remove(slot, s.w)
+		s.removeSlot(slot)
 		if invariants.Enabled {
 			s.check()
 		}
@@ -620,10 +628,10 @@ func (s *Shard) ExpireAll(out []Outcome) []Outcome {
 // counted as orphans. The shard stays usable.
 func (s *Shard) StopAll(out []Outcome) []Outcome {
 	s.setNow()
-	for slot := 0; slot < s.t.slots(); slot++ {
-		for s.t.kv[ki(slot)] != 0 { // a remove may shift another entry into slot
-			root := s.t.kv[ki(slot)]
-			c := cur{root: root, home: s.t.home(root), slot: slot, inTable: true, live: true, word: s.t.words[slot]}
+	for slot := range s.t.e {
+		for s.t.e[slot].key != 0 { // a remove may shift another entry into slot
+			e := &s.t.e[slot]
+			c := cur{root: e.key, slot: slot, inTable: true, live: true, word: e.word()}
 			if c.word&flagInit != 0 {
 				s.stats.FailedStopped++
 				out = append(out, Outcome{Root: c.root, Task: c.word & taskMask, Kind: Failed, Reason: ReasonStopped, Latency: s.latency(s.start(&c))})
@@ -635,13 +643,4 @@ func (s *Shard) StopAll(out []Outcome) []Outcome {
 		}
 	}
 	return out
-}
-
-// b2u is 1 for true: eight of these make a group's match mask without
-// branches (SETcc on amd64).
-func b2u(b bool) uint {
-	if b {
-		return 1
-	}
-	return 0
 }

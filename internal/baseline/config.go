@@ -83,7 +83,7 @@ func refuseFull(root uint64) ackcore.Outcome {
 }
 
 // The entry's 32-bit word in GoMap and XsyncMap, as in the shard's table:
-// task id in the low 29 bits (ackcore.MaxTask), flags above.
+// task id in the low 28 bits (ackcore.MaxTask), flags above.
 const (
 	flagInit   uint32 = 1 << 31 // an INIT was seen: the task is known
 	flagFailed uint32 = 1 << 30 // a FAIL arrived before the INIT (sticky)
