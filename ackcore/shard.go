@@ -94,10 +94,10 @@ type custom struct {
 // Shard is a single-writer acker: one goroutine owns it and calls Apply and
 // Expire; nothing in it is safe for concurrent use. See doc.go.
 type Shard struct {
-	t      table
-	clock  Clock
-	custom map[uint64]custom // roots with flagCustom; rare (RESET, per-root timeouts)
-	nearTimers               // deadlines due soon (near.go)
+	t          table
+	clock      Clock
+	custom     map[uint64]custom // roots with flagCustom; rare (RESET, per-root timeouts)
+	nearTimers                   // deadlines due soon (near.go)
 
 	tickNs     int64
 	defNs      int64  // default timeout, ns
