@@ -476,6 +476,9 @@ func (s *Shard) Apply(msgs []Msg, out []Outcome) []Outcome {
 	// chunk k, whose lines were prefetched one chunk earlier. Chunks start
 	// small and double up to prefetchChunk, so that the first messages of a
 	// call, which nothing prefetched ahead, are few.
+	if !s.prefetch {
+		return s.applyChunk(msgs, nil, out)
+	}
 	if len(msgs) == 0 {
 		return out
 	}
@@ -519,23 +522,60 @@ func (s *Shard) homes(chunk []Msg, hs *[prefetchChunk]uint64) {
 const prefetchChunk = 64
 
 func (s *Shard) applyChunk(chunk []Msg, hs *[prefetchChunk]uint64, out []Outcome) []Outcome {
-	var c cur
-	es := s.t.e
+	for i := 0; ; i++ {
+		var slot uint64
+		i, slot = s.fastPath(chunk, hs, i)
+		if i == len(chunk) {
+			return out
+		}
+		m := &chunk[i]
+		if e := &s.t.e[slot]; m.Kind == Ack && e.key != 0 && e.word()&(flagInit|flagCustom|flagNear) == flagInit {
+			// The ACK that completes a root with the default timeout and
+			// no near timer (fastPath stops at completing ACKs only): what
+			// step and store would do, without loading a cur.
+			s.stats.Acks++
+			s.stats.Completed++
+			start := s.expand(uint32(e.meta)) - s.defTicks
+			out = append(out, Outcome{Root: e.key, Task: e.word() & taskMask, Kind: Completed, Latency: s.latency(start)})
+			s.removeSlot(int(slot))
+			if invariants.Enabled {
+				s.check()
+			}
+			continue
+		}
+		out = s.slow(m, int(slot), out)
+	}
+}
+
+// fastPath applies chunk[i:] for as long as each message is one of the two
+// kinds that make nearly all traffic and touch nothing but their slot: an
+// ACK to an existing entry that does not complete it (writes one val), and
+// an INIT of a new root with the default timeout, far from due (writes one
+// slot). It returns the index of the first message it did not apply
+// (len(chunk) if none) and the slot where that message's probe ended. It
+// calls nothing, so that its loop keeps everything in registers.
+//
+// hs holds the chunk's home slots, computed (and prefetched) a chunk
+// ahead; nil means fastPath hashes each root itself.
+func (s *Shard) fastPath(chunk []Msg, hs *[prefetchChunk]uint64, i int) (next int, slot uint64) {
+	es, seed := s.t.e, s.t.seed
 	n := uint64(len(es))
 	acks := uint64(0)
-	for i := range chunk {
+	for ; i < len(chunk); i++ {
 		m := &chunk[i]
 		root := m.Root
 		if root == 0 { // invalid; and a probe for 0 would match an empty slot
-			c = cur{}
-			out = s.step(&c, m, out)
-			continue
+			break
 		}
-		// The probe, written out here because the compiler will not inline
-		// it into this loop (MEASURING.md: inlining it nearly doubles
-		// throughput at large tables): from the home slot to the root or
-		// the first empty slot.
-		j := hs[i&(prefetchChunk-1)]
+		// The probe, from the home slot to the root or the first empty
+		// slot, written out here (MEASURING.md: an inlined probe nearly
+		// doubles throughput at large tables).
+		var j uint64
+		if hs != nil {
+			j = hs[i&(prefetchChunk-1)]
+		} else {
+			j, _ = bits.Mul64((root^seed)*hashMul, n)
+		}
 		for {
 			if k := es[j].key; k == root || k == 0 {
 				break
@@ -545,24 +585,52 @@ func (s *Shard) applyChunk(chunk []Msg, hs *[prefetchChunk]uint64, out []Outcome
 			}
 		}
 		e := &es[j]
-		if e.key == 0 {
-			c = cur{root: root, slot: int(j)}
-		} else {
-			// Fast path: an ACK to an existing entry that does not complete
-			// it, the bulk of all traffic, writes one val and nothing else.
-			if m.Kind == Ack {
-				if nv := e.val ^ m.Val; nv != 0 || e.meta&(uint64(flagInit)<<32) == 0 {
-					e.val = nv
-					acks++
-					continue
-				}
+		if e.key != 0 {
+			if m.Kind != Ack {
+				slot = j
+				break
 			}
-			c = cur{root: root, slot: int(j), inTable: true, live: true, val: e.val, word: e.word()}
+			nv := e.val ^ m.Val
+			if nv == 0 && e.meta&(uint64(flagInit)<<32) != 0 {
+				slot = j
+				break // completes the root
+			}
+			e.val = nv
+			acks++
+			continue
 		}
-		out = s.step(&c, m, out)
-		s.store(&c)
+		if m.Kind != Init || m.TimeoutMs != 0 || m.Val == 0 || m.Task > MaxTask ||
+			s.t.count >= s.maxPending || s.defDeadline < s.limit {
+			slot = j
+			break
+		}
+		*e = entry{key: root, val: m.Val, meta: uint64(flagInit|m.Task)<<32 | uint64(uint32(s.defDeadline))}
+		s.t.count++
+		s.stats.Inits++
+		if invariants.Enabled {
+			s.check()
+		}
 	}
 	s.stats.Acks += acks
+	return i, slot
+}
+
+// slow applies m, whose probe ended at slot, through step: everything but
+// the fast path of applyChunk.
+//
+//go:noinline
+func (s *Shard) slow(m *Msg, slot int, out []Outcome) []Outcome {
+	var c cur
+	if m.Root == 0 {
+		return s.step(&c, m, out)
+	}
+	if e := &s.t.e[slot]; e.key == 0 {
+		c = cur{root: m.Root, slot: slot}
+	} else {
+		c = cur{root: m.Root, slot: slot, inTable: true, live: true, val: e.val, word: e.word()}
+	}
+	out = s.step(&c, m, out)
+	s.store(&c)
 	return out
 }
 
