@@ -256,15 +256,24 @@ func (s *Shard) removeSlot(i int) {
 		if k == 0 {
 			break
 		}
+		// The entry at j may move to the hole unless its home lies in
+		// (hole, j]; decided and applied without a branch (the answer is
+		// random: a branch would mispredict on most deletes).
 		h, _ := bits.Mul64((k^seed)*hashMul, n)
-		if between(h, hole, j) {
-			continue
+		dh, dhole := j-h, j-hole
+		if j < h {
+			dh += n
 		}
-		es[hole] = es[j]
-		if int(hole) < s.scan && int(j) >= s.scan {
+		if j < hole {
+			dhole += n
+		}
+		mask := -uint64(b2u(dh >= dhole)) // all ones to move
+		src := hole ^ (hole^j)&mask
+		es[hole] = es[src]
+		if int(hole) < s.scan && int(j) >= s.scan && mask != 0 {
 			s.rescan(&es[hole]) // moved behind a running pass
 		}
-		hole = j
+		hole = src
 	}
 	es[hole] = entry{}
 	t.count--
