@@ -19,7 +19,9 @@ func (s *Shard) check() {
 //   - count equals the occupied slots and never exceeds MaxPending;
 //   - every key is found by find at its slot, and no key appears twice;
 //   - every slot from a key's home up to its own is occupied (the probe
-//     invariant backward shift keeps);
+//     invariant); each run of occupied slots is sorted by home (Robin Hood
+//     order: a distance grows by at most one from slot to slot); each entry
+//     stores its distance (saturated at distSat);
 //   - an entry has a near timer (flagNear) exactly when the record of its
 //     handle names it and the near wheel has that handle scheduled, and the
 //     near wheel holds nothing else;
@@ -70,6 +72,15 @@ func (s *Shard) verify() error {
 			}
 			if d := s.expand(uint32(e.meta)); d < lim {
 				return fmt.Errorf("ackcore: root %#x in slot %d is due at tick %d, before limit %d, without a near timer", k, i, d, lim)
+			}
+		}
+		h := t.home(k)
+		if d := dist(uint64(i), h, t.n); e.storedDist() != min(d, distSat) {
+			return fmt.Errorf("ackcore: root %#x in slot %d, home %d, stores distance %d", k, i, h, e.storedDist())
+		} else if d > 0 {
+			p := (uint64(i) + t.n - 1) % t.n
+			if pk := t.e[p].key; pk != 0 && d > dist(p, t.home(pk), t.n)+1 {
+				return fmt.Errorf("ackcore: root %#x in slot %d, home %d, after root %#x homed at %d: not in Robin Hood order", k, i, h, pk, t.home(pk))
 			}
 		}
 		for h := t.home(k); h != uint64(i); {

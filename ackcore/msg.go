@@ -38,9 +38,10 @@ func (k Kind) String() string {
 	return fmt.Sprintf("Kind(%d)", uint8(k))
 }
 
-// MaxTask is the largest spout task id a message may carry. The top bits of
-// an entry's 32-bit task word hold its flags (see table.go).
-const MaxTask = 1<<28 - 1
+// MaxTask is the largest spout task id a message may carry (about a
+// million): the top 12 bits of an entry's 32-bit task word hold its flags
+// and probe distance (see table.go).
+const MaxTask = 1<<20 - 1
 
 // NoTask is the Task of an outcome whose spout task is not known (a message
 // refused before any INIT named one).

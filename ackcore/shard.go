@@ -222,7 +222,8 @@ func (s *Shard) store(c *cur) {
 	switch {
 	case c.inTable && c.live:
 		e.val = c.val
-		e.meta = uint64(c.word&^flagNear|e.word()&flagNear)<<32 | e.meta&0xffffffff
+		keep := flagNear | distMask // the table's, not cur's
+		e.meta = uint64(c.word&^keep|e.word()&keep)<<32 | e.meta&0xffffffff
 		if c.resched {
 			s.setDeadline(e, c.deadline)
 		}
@@ -232,8 +233,9 @@ func (s *Shard) store(c *cur) {
 		}
 		s.removeSlot(c.slot)
 	case c.live:
-		*e = entry{key: c.root, val: c.val, meta: uint64(c.word&^flagNear) << 32}
-		s.t.count++
+		e = &s.t.e[s.insertSlot(c.root, uint64(c.slot))]
+		e.val = c.val
+		e.meta |= uint64(c.word&^(flagNear|distMask)) << 32
 		s.setDeadline(e, c.deadline)
 	}
 	if invariants.Enabled {
@@ -241,42 +243,68 @@ func (s *Shard) store(c *cur) {
 	}
 }
 
-// removeSlot empties slot i and restores the probe invariant by backward
-// shift: each later entry of the cluster whose home is not between the
-// hole and itself moves into the hole, which moves to where it was.
+// removeSlot empties slot i and restores Robin Hood order: the entries
+// after the hole move back one slot each, up to an empty slot or an entry
+// in its home slot.
 func (s *Shard) removeSlot(i int) {
 	t := &s.t
-	es, n, seed := t.e, t.n, t.seed
-	hole, j := uint64(i), uint64(i)
+	es, n := t.e, t.n
+	hole := uint64(i)
 	for {
-		if j++; j == n {
+		j := hole + 1
+		if j == n {
 			j = 0
 		}
-		k := es[j].key
-		if k == 0 {
+		e := &es[j]
+		d := e.storedDist()
+		if e.key == 0 || d == 0 {
 			break
 		}
-		// The entry at j may move to the hole unless its home lies in
-		// (hole, j]; decided and applied without a branch (the answer is
-		// random: a branch would mispredict on most deletes).
-		h, _ := bits.Mul64((k^seed)*hashMul, n)
-		dh, dhole := j-h, j-hole
-		if j < h {
-			dh += n
+		es[hole] = *e
+		if d < distSat || t.distAt(hole) < distSat {
+			es[hole].meta -= distOne
 		}
-		if j < hole {
-			dhole += n
-		}
-		mask := -uint64(b2u(dh >= dhole)) // all ones to move
-		src := hole ^ (hole^j)&mask
-		es[hole] = es[src]
-		if int(hole) < s.scan && int(j) >= s.scan && mask != 0 {
+		if int(j) == s.scan {
 			s.rescan(&es[hole]) // moved behind a running pass
 		}
-		hole = src
+		hole = j
 	}
 	es[hole] = entry{}
 	t.count--
+}
+
+// insertSlot inserts root, absent, whose probe ended at the empty slot z,
+// and returns its slot: the first slot from home whose entry is homed
+// later (a shorter distance than root would have there), after shifting
+// the entries from there up to z forward by one. Shard.fastPath writes the
+// same steps out inline.
+func (s *Shard) insertSlot(root, z uint64) uint64 {
+	t := &s.t
+	es, n := t.e, t.n
+	p := t.home(root)
+	d := uint64(0)
+	for ; p != z && t.distAt(p) >= d; d++ {
+		if p++; p == n {
+			p = 0
+		}
+	}
+	for q := z; q != p; {
+		pq := q - 1
+		if q == 0 {
+			pq = n - 1
+		}
+		es[q] = es[pq]
+		if es[q].storedDist() < distSat {
+			es[q].meta += distOne
+		}
+		if int(q) < s.scan && int(pq) >= s.scan {
+			s.rescan(&es[q]) // moved round the end, behind a running pass
+		}
+		q = pq
+	}
+	es[p] = entry{key: root, meta: min(d, distSat) << (32 + distShift)}
+	t.count++
+	return p
 }
 
 // currentDeadline is c's deadline as of now in the group.
@@ -625,7 +653,40 @@ func (s *Shard) fastPath(chunk []Msg, hs *[prefetchChunk]uint64, i int) (next in
 			slot = j
 			break
 		}
-		*e = entry{key: root, val: m.Val, meta: uint64(flagInit|m.Task)<<32 | uint64(uint32(s.defDeadline))}
+		// insertSlot, written out: the Robin Hood position p, then the run
+		// from p to j shifted forward by one. A shift round the end of the
+		// table while a pass runs may cross the pass: left to slow.
+		p, d := j, uint64(0)
+		if h, _ := bits.Mul64((root^seed)*hashMul, n); h != j {
+			for p = h; p != j; d++ {
+				rd := es[p].storedDist()
+				if rd == distSat {
+					break // a distance to recompute: left to slow
+				}
+				if rd < d {
+					break
+				}
+				if p++; p == n {
+					p = 0
+				}
+			}
+			if d >= distSat-1 || p != j && (es[p].storedDist() == distSat || p > j && s.scan >= 0) {
+				slot = j // rare: saturated distances, or a shift that may cross a pass
+				break
+			}
+			for q := j; q != p; {
+				pq := q - 1
+				if q == 0 {
+					pq = n - 1
+				}
+				es[q] = es[pq]
+				if es[q].storedDist() < distSat {
+					es[q].meta += distOne
+				}
+				q = pq
+			}
+		}
+		es[p] = entry{key: root, val: m.Val, meta: uint64(flagInit|m.Task)<<32 | d<<(32+distShift) | uint64(uint32(s.defDeadline))}
 		s.t.count++
 		s.stats.Inits++
 		if invariants.Enabled {

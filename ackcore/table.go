@@ -26,6 +26,15 @@ const (
 	flagCustom uint32 = 1 << 29 // start or timeout live in Shard.custom
 	flagNear   uint32 = 1 << 28 // the timer is in the near wheel; the low word is its handle
 	taskMask   uint32 = MaxTask
+
+	// The entry's probe distance from its home slot, bits 27..20 of the
+	// word, saturating at distSat: a saturated distance is recomputed from
+	// the hash (Robin Hood insert and delete compare distances without
+	// hashing otherwise).
+	distShift        = 20
+	distMask  uint32 = 0xff << distShift
+	distSat          = 0xff
+	distOne   uint64 = 1 << (32 + distShift) // one unit of distance in meta
 )
 
 // entry is one slot: the 20 bytes of SEMANTICS.md (root, ack val, task)
@@ -42,15 +51,23 @@ const entryBytes = 24
 
 func (e *entry) word() uint32 { return uint32(e.meta >> 32) }
 
+// storedDist is the distance field of e's word: its probe distance, or
+// distSat for distSat and beyond.
+func (e *entry) storedDist() uint64 { return uint64(e.word()&distMask) >> distShift }
+
 // table is an open-addressed hash table of pending roots, keyed by root id,
 // with linear probing over single slots and backward-shift deletion. It is
 // owned by one Shard; nothing in it is safe for concurrent use.
 //
-// Invariant: every slot from an entry's home slot up to its own slot (going
-// round the end) is occupied. So a lookup stops at the first empty slot,
-// which is also where an insert of a missing root goes; a delete pulls back
-// the entries after the hole whose probe passed over it, until an empty
-// slot: no tombstones, so the table never slows down with churn.
+// Invariants: every slot from an entry's home slot up to its own slot
+// (going round the end) is occupied, so a lookup stops at the first empty
+// slot; and each run of occupied slots is sorted by home (Robin Hood
+// order: a probe distance grows by at most one from one slot to the next),
+// so a delete shifts the entries after the hole back by one only up to an
+// entry in its home slot, and an insert goes before the first entry of its
+// run homed later, shifting the rest of the run forward by one. Each entry
+// stores its distance, so neither hashes the entries it moves. No
+// tombstones: the table never slows down with churn.
 type table struct {
 	e     []entry
 	n     uint64 // len(e); any positive number (fast range reduction, not a mask)
@@ -98,11 +115,20 @@ func (t *table) find(root uint64) (slot int, found bool) {
 	}
 }
 
-// between reports whether the home slot h lies cyclically in (lo, hi]: an
-// entry at slot hi whose home is there may not move back to lo.
-func between(h, lo, hi uint64) bool {
-	if lo <= hi {
-		return lo < h && h <= hi
+// distAt is the probe distance of the entry in slot j.
+func (t *table) distAt(j uint64) uint64 {
+	if d := t.e[j].storedDist(); d < distSat {
+		return d
 	}
-	return lo < h || h <= hi
+	return dist(j, t.home(t.e[j].key), t.n)
 }
+
+// dist is how far slot j lies past slot h, going round the end of a table
+// of n slots.
+func dist(j, h, n uint64) uint64 {
+	if j >= h {
+		return j - h
+	}
+	return j + n - h
+}
+
