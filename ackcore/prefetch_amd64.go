@@ -1,6 +1,6 @@
 package ackcore
 
-// prefetchSlots prefetches the lines of the entries at slots[:n] of the
+// prefetchSlots prefetches the lines of the probe windows at slots[:n] of the
 // table starting at base. Implemented in prefetch_amd64.s.
 //
 //go:noescape

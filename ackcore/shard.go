@@ -540,8 +540,7 @@ func (s *Shard) Apply(msgs []Msg, out []Outcome) []Outcome {
 const firstChunk = 8
 
 // homes computes the home slot of each message of chunk into hs and, for
-// tables larger than L2, prefetches the lines those slots (and the next
-// one, where a short probe ends) live in.
+// tables larger than L2, prefetches the lines of their probe windows.
 func (s *Shard) homes(chunk []Msg, hs *[prefetchChunk]uint64) {
 	seed, n := s.t.seed, s.t.n
 	for i := range chunk {
