@@ -131,4 +131,3 @@ func dist(j, h, n uint64) uint64 {
 	}
 	return j + n - h
 }
-
