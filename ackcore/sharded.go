@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/bits"
+	"runtime"
 	"sync"
 	"time"
 
@@ -269,6 +270,44 @@ func (p *Producer) Send(m Msg) error {
 	return err
 }
 
+// SendBatch is Send for each of msgs in order. It checks every INIT's task
+// first and stages nothing if one is out of range (the error names it);
+// with one shard it copies runs of messages into the ring span at once.
+func (p *Producer) SendBatch(msgs []Msg) error {
+	for i := range msgs {
+		if m := &msgs[i]; m.Kind == Init && m.Task >= p.tasks {
+			return fmt.Errorf("ackcore: message %d: INIT root %#x names task %d, acker has %d tasks", i, m.Root, m.Task, p.tasks)
+		}
+	}
+	if p.nshards > 1 {
+		for i := range msgs {
+			if _, err := p.stage(msgs[i], true); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	r := p.rings[0]
+	for len(msgs) > 0 {
+		if r.Closed() {
+			return ErrClosed
+		}
+		if p.fill[0] == len(p.spans[0]) {
+			if p.fill[0] > 0 {
+				r.Commit(p.fill[0])
+			}
+			p.spans[0], p.fill[0] = r.ReserveWait(p.batch), 0
+			if len(p.spans[0]) == 0 {
+				return ErrClosed
+			}
+		}
+		n := copy(p.spans[0][p.fill[0]:], msgs)
+		p.fill[0] += n
+		msgs = msgs[n:]
+	}
+	return nil
+}
+
 // TrySend is Send without waiting: false when m's shard ring is full (or
 // the acker stopped), with m not sent.
 func (p *Producer) TrySend(m Msg) (bool, error) { return p.stage(m, false) }
@@ -374,8 +413,9 @@ type executor struct {
 	coarse coarseClock // what the shard reads
 	in     *ring.FanIn[Msg]
 	outs   []*ring.SPSC[Outcome] // outs[t]: into spout t's fan-in
-	over   [][]Outcome           // outcomes a full spout ring could not take yet
+	over   [][]Outcome           // over[t]: outcomes for spout t not yet in its ring
 	nover  int                   // outcomes in over
+	dirty  []uint32              // the tasks whose over is not empty
 	out    []Outcome
 
 	mu   sync.Mutex // guards snap, cpu
@@ -440,48 +480,69 @@ func (e *executor) expire() {
 	}
 }
 
-// route hands each outcome to its spout's ring. A full ring never blocks
-// the shard (a spout blocked sending to this shard would deadlock it): the
-// outcome waits in over, bounded by the roots the shard can hold, and goes
-// first on later passes. Outcomes with no task (refused ACK/FAIL/RESET)
-// are counted in Stats and not routed.
+// route hands each outcome to its spout's ring: it collects a batch's
+// outcomes per spout task and publishes each task's share with one
+// PushBatch (one atomic store per ring and batch, not per outcome). A full
+// ring never blocks the shard (a spout blocked sending to this shard would
+// deadlock it): what it cannot take waits in over, bounded by the roots the
+// shard can hold, and goes first on later passes. Outcomes with no task
+// (refused ACK/FAIL/RESET) are counted in Stats and not routed.
 func (e *executor) route() {
 	for _, o := range e.out {
 		if o.Task >= uint32(len(e.outs)) {
 			continue
 		}
-		if len(e.over[o.Task]) > 0 || !e.outs[o.Task].TryPush(o) {
-			e.over[o.Task] = append(e.over[o.Task], o)
-			e.nover++
+		if len(e.over[o.Task]) == 0 {
+			e.dirty = append(e.dirty, o.Task)
 		}
+		e.over[o.Task] = append(e.over[o.Task], o)
+		e.nover++
 	}
+	e.flushOver()
 }
 
+// flushOver pushes what each dirty task's ring takes now.
 func (e *executor) flushOver() {
-	if e.nover == 0 {
-		return
-	}
-	for t, q := range e.over {
+	keep := e.dirty[:0]
+	woke := false
+	for _, t := range e.dirty {
+		q := e.over[t]
+		woke = woke || e.outs[t].ConsumerParked()
 		n := e.outs[t].PushBatch(q)
 		e.nover -= n
-		e.over[t] = append(q[:0], q[n:]...)
+		if e.over[t] = append(q[:0], q[n:]...); len(e.over[t]) > 0 {
+			keep = append(keep, t)
+		}
+	}
+	e.dirty = keep
+	if woke {
+		// A woken spout goroutine is queued on this executor's processor,
+		// behind this loop, which does not block while there is work: let
+		// it run now instead of at the next preemption (10 ms).
+		runtime.Gosched()
 	}
 }
 
 // flushOverWait is flushOver that waits for each spout to take its share.
 func (e *executor) flushOverWait() {
-	for t, q := range e.over {
+	for _, t := range e.dirty {
+		q := e.over[t]
 		for len(q) > 0 {
-			if !e.outs[t].Push(q[0]) {
-				e.nover -= len(q) // spout ring closed: nobody will read
-				q = q[:0]
-				break
+			n := e.outs[t].PushBatch(q)
+			if n == 0 {
+				if !e.outs[t].Push(q[0]) {
+					e.nover -= len(q) // spout ring closed: nobody will read
+					q = q[:0]
+					break
+				}
+				n = 1
 			}
-			q = q[1:]
-			e.nover--
+			q = q[n:]
+			e.nover -= n
 		}
-		e.over[t] = q[:0]
+		e.over[t] = e.over[t][:0]
 	}
+	e.dirty = e.dirty[:0]
 }
 
 func (e *executor) publish() {

@@ -828,13 +828,7 @@ func newXorackEngine(r *rig, perShard int, lat bool) (*xorackEngine, error) {
 }
 
 func (e *xorackEngine) stage(p int, batch []ackcore.Msg) error {
-	pr := e.prods[p]
-	for i := range batch {
-		if err := pr.Send(batch[i]); err != nil {
-			return err
-		}
-	}
-	return nil
+	return e.prods[p].SendBatch(batch)
 }
 
 func (e *xorackEngine) publish(p int) error { return e.prods[p].Flush() }

@@ -104,6 +104,11 @@ func (r *SPSC[T]) Close() {
 	r.cons.wake()
 }
 
+// ConsumerParked reports whether the consumer is parked (or about to park)
+// waiting for items: a push now would wake it. Producers use it to decide
+// whether to hand their processor to the consumer after publishing.
+func (r *SPSC[T]) ConsumerParked() bool { return r.cons.flag.Load() != 0 }
+
 // Closed reports whether Close has been called.
 func (r *SPSC[T]) Closed() bool { return r.closed.Load() }
 
