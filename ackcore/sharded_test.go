@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -227,5 +228,58 @@ func TestShardedConfigErrors(t *testing.T) {
 	a, _ := ackcore.NewSharded(ackcore.ShardedConfig{Producers: 1, Tasks: 2, Shard: ackcore.Config{MaxPending: 1}})
 	if err := a.Producer(0).Send(ackcore.Msg{Root: 1, Kind: ackcore.Init, Task: 2, Val: 1}); err == nil {
 		t.Error("INIT for task 2 of 2 accepted")
+	}
+}
+
+// TestShardedSendBatch: a batch naming a task out of range stages nothing
+// and says which message; a batch larger than the rings (so the producer
+// waits for room) delivers every message, through one shard and two.
+func TestShardedSendBatch(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	for _, shards := range []int{1, 2} {
+		a, err := ackcore.NewSharded(ackcore.ShardedConfig{Shards: shards, Producers: 1, Tasks: 2, RingSize: 64, Shard: ackcore.Config{MaxPending: 1000}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Start(); err != nil {
+			t.Fatal(err)
+		}
+		outs := make([][]ackcore.Outcome, 2)
+		var wg sync.WaitGroup
+		for task := range 2 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				a.Spout(task).Run(func(o ackcore.Outcome) { outs[task] = append(outs[task], o) })
+			}()
+		}
+		p := a.Producer(0)
+		bad := []ackcore.Msg{{Root: 1, Kind: ackcore.Init, Task: 0, Val: 1}, {Root: 2, Kind: ackcore.Init, Task: 2, Val: 1}}
+		if err := p.SendBatch(bad); err == nil || !strings.Contains(err.Error(), "message 1") || !strings.Contains(err.Error(), "task 2") {
+			t.Fatalf("shards=%d: bad batch: %v", shards, err)
+		}
+		const roots = 500
+		var msgs []ackcore.Msg
+		for r := uint64(10); r < 10+roots; r++ {
+			msgs = append(msgs, ackcore.Msg{Root: r, Kind: ackcore.Init, Task: uint32(r % 2), Val: r}, ackcore.Msg{Root: r, Kind: ackcore.Ack, Val: r})
+		}
+		if err := p.SendBatch(msgs); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		st := a.Stop()
+		wg.Wait()
+		if st.Inits != roots || st.Completed != roots || len(outs[0])+len(outs[1]) != roots {
+			t.Fatalf("shards=%d: stats %+v, %d+%d outcomes for %d roots", shards, st, len(outs[0]), len(outs[1]), roots)
+		}
+		for task, os := range outs {
+			for _, o := range os {
+				if o.Kind != ackcore.Completed || o.Task != uint32(task) || o.Root%2 != uint64(task) {
+					t.Fatalf("shards=%d: spout %d got %+v", shards, task, o)
+				}
+			}
+		}
 	}
 }

@@ -312,6 +312,9 @@ func TestFanInHammer(t *testing.T) {
 // TestFanInWake parks the consumer and publishes on each ring in turn; any
 // producer must wake it.
 func TestFanInWake(t *testing.T) {
+	if NewFanInWithIdle[item](1, 4, 4, Idle{}).Producer(0).ConsumerParked() {
+		t.Fatal("ConsumerParked with no consumer waiting")
+	}
 	f := NewFanInWithIdle[item](3, 4, 4, Idle{})
 	got := make(chan item)
 	go func() {
@@ -327,6 +330,9 @@ func TestFanInWake(t *testing.T) {
 	for round := range 3 {
 		for p := range 3 {
 			awaitParked(t, &f.park)
+			if !f.Producer(p).ConsumerParked() {
+				t.Fatalf("producer %d: consumer parked, ConsumerParked says no", p)
+			}
 			want := mkItem(uint64(p), uint64(round))
 			f.Producer(p).TryPush(want)
 			select {
