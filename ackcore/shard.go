@@ -273,6 +273,22 @@ func (s *Shard) removeSlot(i int) {
 	t.count--
 }
 
+// shiftUp moves the entries in slots p up to z-1 (going round the end)
+// one slot forward, into the empty slot z, adding one to each distance.
+func shiftUp(es []entry, p, z uint64) {
+	for q := z; q != p; {
+		pq := q - 1
+		if q == 0 {
+			pq = uint64(len(es)) - 1
+		}
+		es[q] = es[pq]
+		if es[q].storedDist() < distSat {
+			es[q].meta += distOne
+		}
+		q = pq
+	}
+}
+
 // insertSlot inserts root, absent, whose probe ended at the empty slot z,
 // and returns its slot: the first slot from home whose entry is homed
 // later (a shorter distance than root would have there), after shifting
@@ -288,19 +304,9 @@ func (s *Shard) insertSlot(root, z uint64) uint64 {
 			p = 0
 		}
 	}
-	for q := z; q != p; {
-		pq := q - 1
-		if q == 0 {
-			pq = n - 1
-		}
-		es[q] = es[pq]
-		if es[q].storedDist() < distSat {
-			es[q].meta += distOne
-		}
-		if int(q) < s.scan && int(pq) >= s.scan {
-			s.rescan(&es[q]) // moved round the end, behind a running pass
-		}
-		q = pq
+	shiftUp(es, p, z)
+	if p > z && s.scan > 0 {
+		s.rescan(&es[0]) // moved round the end, behind a running pass
 	}
 	es[p] = entry{key: root, meta: min(d, distSat) << (32 + distShift)}
 	t.count++
@@ -673,17 +679,7 @@ func (s *Shard) fastPath(chunk []Msg, hs *[prefetchChunk]uint64, i int) (next in
 				slot = j // rare: saturated distances, or a shift that may cross a pass
 				break
 			}
-			for q := j; q != p; {
-				pq := q - 1
-				if q == 0 {
-					pq = n - 1
-				}
-				es[q] = es[pq]
-				if es[q].storedDist() < distSat {
-					es[q].meta += distOne
-				}
-				q = pq
-			}
+			shiftUp(es, p, j)
 		}
 		es[p] = entry{key: root, val: m.Val, meta: uint64(flagInit|m.Task)<<32 | d<<(32+distShift) | uint64(uint32(s.defDeadline))}
 		s.t.count++
