@@ -1,6 +1,7 @@
 package ackcore
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -101,4 +102,111 @@ func TestEntrySize(t *testing.T) {
 	if got := unsafe.Sizeof(entry{}); got != entryBytes {
 		t.Fatalf("entry is %d bytes, entryBytes says %d", got, entryBytes)
 	}
+}
+
+// TestTimeoutTiers runs a shard whose timeout spans many near-wheel windows
+// (800 ticks, window 100) through four passes' worth of ticks, with roots
+// created, completed, failed and reset at random while passes run (so
+// backward shifts move entries across a pass's cursor). Expire runs every
+// tick: every root still pending must time out in the Expire call at
+// exactly its deadline tick, never earlier, never later, and nothing else.
+func TestTimeoutTiers(t *testing.T) {
+	// A big table, and a small, nearly full one in which deletes shift
+	// entries across the pass's cursor often. A doomed root never hears
+	// from its tree again: it must time out.
+	for _, c := range []struct {
+		bound, live, ops int
+		doomed           float64
+	}{{2000, 1500, 6, 0.3}, {200, 190, 12, 0.04}} {
+		t.Run(fmt.Sprintf("bound=%d", c.bound), func(t *testing.T) { timeoutTiers(t, c.bound, c.live, c.ops, c.doomed) })
+	}
+}
+
+func timeoutTiers(t *testing.T, bound, live, ops int, doomed float64) {
+	const timeoutTicks = 800
+	clock := &FakeClock{}
+	s, err := NewShard(Config{MaxPending: bound, Timeout: timeoutTicks * time.Millisecond, Clock: clock, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.window != timeoutTicks/8 {
+		t.Fatalf("window %d ticks, want %d", s.window, timeoutTicks/8)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	deadline := map[uint64]uint64{} // pending root -> deadline tick
+	var roots []uint64              // the pending roots not doomed, for random picks
+	drop := func(k int) uint64 {
+		r := roots[k]
+		roots[k] = roots[len(roots)-1]
+		roots = roots[:len(roots)-1]
+		delete(deadline, r)
+		return r
+	}
+	next, timeouts := uint64(1), 0
+	for tick := uint64(0); tick < 20*timeoutTicks; tick++ {
+		var msgs []Msg
+		want := map[uint64]Reason{}
+		for range rng.IntN(ops) {
+			switch r := rng.IntN(20); {
+			case r < 9 && len(deadline) < live:
+				root := next * 0x9e3779b97f4a7c15
+				next++
+				msgs = append(msgs, Msg{Root: root, Kind: Init, Task: 1, Val: 7})
+				deadline[root] = tick + timeoutTicks
+				if rng.Float64() >= doomed {
+					roots = append(roots, root)
+				}
+			case r < 15 && len(roots) > 0:
+				root := drop(rng.IntN(len(roots)))
+				msgs = append(msgs, Msg{Root: root, Kind: Ack, Val: 7})
+				want[root] = ReasonNone
+			case r < 18 && len(roots) > 0:
+				root := roots[rng.IntN(len(roots))]
+				msgs = append(msgs, Msg{Root: root, Kind: Reset})
+				deadline[root] = tick + timeoutTicks
+			case len(roots) > 0:
+				root := drop(rng.IntN(len(roots)))
+				msgs = append(msgs, Msg{Root: root, Kind: Fail})
+				want[root] = ReasonExplicit
+			}
+		}
+		for _, o := range s.Apply(msgs, nil) {
+			if r, ok := want[o.Root]; !ok || o.Reason != r || (r == ReasonNone) != (o.Kind == Completed) {
+				t.Fatalf("tick %d: outcome %+v, want reason %v", tick, o, r)
+			}
+			delete(want, o.Root)
+		}
+		if len(want) != 0 {
+			t.Fatalf("tick %d: no outcome for %v", tick, want)
+		}
+		clock.Add(time.Millisecond)
+		for _, o := range s.ExpireAll(nil) {
+			d, ok := deadline[o.Root]
+			if !ok || o.Kind != Failed || o.Reason != ReasonTimeout || d != tick+1 {
+				t.Fatalf("tick %d: Expire reported %+v; its deadline is tick %d (pending %v)", tick+1, o, d, ok)
+			}
+			delete(deadline, o.Root)
+			for k, r := range roots {
+				if r == o.Root {
+					drop(k)
+					break
+				}
+			}
+			timeouts++
+		}
+		for r, d := range deadline {
+			if d <= tick+1 {
+				t.Fatalf("tick %d: root %#x due at tick %d did not time out", tick+1, r, d)
+			}
+		}
+		if tick%64 == 0 {
+			if err := s.verify(); err != nil {
+				t.Fatalf("tick %d: %v", tick, err)
+			}
+		}
+	}
+	if timeouts < 100 {
+		t.Fatalf("only %d timeouts: the run does not exercise the near wheel", timeouts)
+	}
+	t.Logf("%d timeouts, %d pending at the end", timeouts, len(deadline))
 }
