@@ -532,7 +532,6 @@ func (e *executor) flushOverWait() {
 			if n == 0 {
 				if !e.outs[t].Push(q[0]) {
 					e.nover -= len(q) // spout ring closed: nobody will read
-					q = q[:0]
 					break
 				}
 				n = 1
