@@ -520,6 +520,9 @@ func (s *Shard) Apply(msgs []Msg, out []Outcome) []Outcome {
 	// small and double up to prefetchChunk, so that the first messages of a
 	// call, which nothing prefetched ahead, are few.
 	if !s.prefetch {
+		if haveAckRun {
+			return s.applyRun(msgs, out)
+		}
 		return s.applyChunk(msgs, nil, out)
 	}
 	if len(msgs) == 0 {

@@ -210,3 +210,33 @@ func timeoutTiers(t *testing.T, bound, live, ops int, doomed float64) {
 	}
 	t.Logf("%d timeouts, %d pending at the end", timeouts, len(deadline))
 }
+
+// TestRunStateLayout: ackrun_amd64.s addresses runState's fields by these
+// offsets.
+func TestRunStateLayout(t *testing.T) {
+	var st runState
+	for _, f := range []struct {
+		name      string
+		got, want uintptr
+	}{
+		{"es", unsafe.Offsetof(st.es), 0}, {"n", unsafe.Offsetof(st.n), 8}, {"seed", unsafe.Offsetof(st.seed), 16},
+		{"out", unsafe.Offsetof(st.out), 24}, {"outLen", unsafe.Offsetof(st.outLen), 32}, {"outCap", unsafe.Offsetof(st.outCap), 40},
+		{"nowTick", unsafe.Offsetof(st.nowTick), 48}, {"nowNs", unsafe.Offsetof(st.nowNs), 56}, {"tickNs", unsafe.Offsetof(st.tickNs), 64},
+		{"defTicks", unsafe.Offsetof(st.defTicks), 72}, {"scan", unsafe.Offsetof(st.scan), 80}, {"count", unsafe.Offsetof(st.count), 88},
+		{"maxPending", unsafe.Offsetof(st.maxPending), 96}, {"initMeta", unsafe.Offsetof(st.initMeta), 104},
+		{"inits", unsafe.Offsetof(st.inits), 112}, {"completed", unsafe.Offsetof(st.completed), 120}, {"save", unsafe.Offsetof(st.save), 128},
+	} {
+		if f.got != f.want {
+			t.Errorf("runState.%s at offset %d, the assembly uses %d", f.name, f.got, f.want)
+		}
+	}
+	if got := unsafe.Sizeof(Msg{}); got != 32 {
+		t.Errorf("Msg is %d bytes; the assembly steps 32", got)
+	}
+	if got := unsafe.Sizeof(Outcome{}); got != 32 {
+		t.Errorf("Outcome is %d bytes; the assembly steps 32", got)
+	}
+	if MaxTask != 0xfffff || flagInit != 1<<31 || distShift != 20 || Ack != 2 || Init != 1 || Completed != 1 {
+		t.Error("a constant the assembly copies changed")
+	}
+}

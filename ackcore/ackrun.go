@@ -1,0 +1,89 @@
+package ackcore
+
+import (
+	"unsafe"
+
+	"github.com/xorack/xorack/internal/invariants"
+)
+
+// runState is what ackRun reads and updates. Its layout is fixed: the
+// assembly addresses its fields by offset (TestRunStateLayout).
+type runState struct {
+	es         *entry   // 0
+	n          uint64   // 8
+	seed       uint64   // 16
+	out        *Outcome // 24: out's backing array
+	outLen     int      // 32
+	outCap     int      // 40
+	nowTick    uint64   // 48
+	nowNs      int64    // 56
+	tickNs     int64    // 64
+	defTicks   uint64   // 72
+	scan       int      // 80: the running pass's cursor, -1 for none
+	count      int      // 88: entries in the table
+	maxPending int      // 96
+	initMeta   uint64   // 104: uint32(default deadline) | 1<<32 when it is far (INITs may be inserted)
+	inits      uint64   // 112
+	completed  uint64   // 120
+	save       [3]uint64
+}
+
+// What ackRun did with the message it stopped at.
+const (
+	probeNone    = iota // not probed
+	probeHit            // the slot holds the root
+	probeMiss           // the slot is the first empty one on the root's probe
+	probeCrossed        // (not stopped) a completion's shift crossed the pass cursor
+)
+
+// applyRun is Apply for tables small enough not to prefetch, on CPUs with
+// AVX2: ackRun applies the common messages (ACKs, completions with the
+// default timeout, default INITs) in one assembly loop that compares a
+// probe window's four keys in two vector compares and calls nothing; the
+// message it stops at goes through slow, with the probe it got.
+func (s *Shard) applyRun(msgs []Msg, out []Outcome) []Outcome {
+	if len(msgs) == 0 {
+		return out
+	}
+	st := runState{
+		es: &s.t.e[0], n: s.t.n, seed: s.t.seed,
+		nowTick: s.nowTick, nowNs: s.nowNs, tickNs: s.tickNs, defTicks: s.defTicks,
+		scan: s.scan, maxPending: s.maxPending,
+	}
+	if s.defDeadline >= s.limit {
+		st.initMeta = 1<<32 | uint64(uint32(s.defDeadline))
+	}
+	acks := uint64(0)
+	for i := 0; i < len(msgs); {
+		st.out, st.outLen, st.outCap = unsafe.SliceData(out), len(out), cap(out)
+		st.count = s.t.count
+		done, slot, probe, a := ackRun(&st, &msgs[i], len(msgs)-i)
+		out = out[:st.outLen]
+		s.t.count = st.count
+		acks += a
+		i += done
+		if probe == probeCrossed && s.scan > 0 {
+			s.rescan(&s.t.e[s.scan-1]) // moved behind the running pass
+		}
+		if invariants.Enabled {
+			s.check()
+		}
+		if probe == probeCrossed {
+			continue
+		}
+		if i == len(msgs) {
+			break
+		}
+		m := &msgs[i]
+		if probe == probeNone && m.Root != 0 {
+			sl, _ := s.t.find(m.Root)
+			slot = uint64(sl)
+		}
+		out = s.slow(m, int(slot), out)
+		i++
+	}
+	s.stats.Acks += acks
+	s.stats.Inits += st.inits
+	s.stats.Completed += st.completed
+	return out
+}

@@ -1,0 +1,12 @@
+package ackcore
+
+import "golang.org/x/sys/cpu"
+
+// ackRun is Shard.applyRun's loop in assembly (ackrun_amd64.s).
+//
+//go:noescape
+func ackRun(st *runState, msgs *Msg, count int) (done int, slot uint64, probe int, acks uint64)
+
+// haveAckRun says whether ackRun may run here (it needs AVX2). Tests turn
+// it off to cover the portable loop too.
+var haveAckRun = cpu.X86.HasAVX2

@@ -1,0 +1,10 @@
+//go:build !amd64
+
+package ackcore
+
+// ackRun is never called where haveAckRun is false.
+func ackRun(st *runState, msgs *Msg, count int) (done int, slot uint64, probe int, acks uint64) {
+	panic("ackcore: ackRun without assembly")
+}
+
+var haveAckRun = false
