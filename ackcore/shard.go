@@ -539,7 +539,11 @@ func (s *Shard) Apply(msgs []Msg, out []Outcome) []Outcome {
 		if len(next) > 0 {
 			s.homes(next, &s.hs[cur^1])
 		}
-		out = s.applyChunk(chunk, &s.hs[cur], out)
+		if haveAckRun {
+			out = s.applyRun(chunk, out)
+		} else {
+			out = s.applyChunk(chunk, &s.hs[cur], out)
+		}
 		cur ^= 1
 	}
 	return out
