@@ -23,10 +23,9 @@
 // (hash*n>>64), so the slot count need not be a power of two: the table
 // has MaxPending/0.7 slots, 34.3 bytes per pending root at the bound,
 // timers included. Probing is linear. The hot path compares the four
-// slots from home at once, without branches (keys at a fixed stride, so
-// the compares are independent; a probe's length is random, and a loop
-// would mispredict its exit on about half of all lookups), and walks on
-// slot by slot only past them (8% of hits at the bound).
+// slots from home at once, without branches (a probe's length is random,
+// and a loop would mispredict its exit on about half of all lookups), and
+// walks on slot by slot only past them (6% of hits at the bound).
 //
 // Runs of occupied slots are kept in Robin Hood order (sorted by home),
 // and each slot stores its probe distance. An insert goes before the
@@ -35,6 +34,46 @@
 // up to an empty slot or an entry in its home slot. Neither hashes what it
 // moves (a saturated distance is recomputed), and there are no
 // tombstones, so the table never slows down with churn.
+//
+// # Timeouts
+//
+// Every slot stores its deadline. Only entries whose deadline is near get
+// a timer in a hierarchical timer wheel (the "near wheel", sized on
+// demand): most roots complete long before their timeout, and a timer node
+// linked on INIT and unlinked on completion would cost two or three random
+// misses per root for timers that never fire. A pass over the table,
+// spread over many Expire calls, moves the limit below which entries have
+// near timers forward one window (an eighth of the default timeout, or
+// longer for tables so big that a pass would read more than 256 slots per
+// tick) at a time. Near timers are keyed by root, so slots move freely.
+// See near.go.
+//
+// An entry whose start time cannot be derived from its deadline (after a
+// RESET, or with a per-root timeout) keeps its start and timeout in a side
+// map.
+//
+// # Batches
+//
+// On amd64 with AVX2, Apply runs ackRun (ackrun_amd64.s), one assembly loop
+// over the batch that calls nothing: it compares a root's four-slot probe
+// window in two vector compares (VPCMPEQQ against the root and against 0),
+// walks on slot by slot past it, and applies ACKs, completions of roots
+// with the default timeout (outcome, backward shift) and INITs of new
+// roots with the default timeout (Robin Hood insert): together nearly all
+// traffic. It stops at anything else (a FAIL, a RESET, a per-root timeout,
+// a near timer, a full table, no room in out, a shift that crosses a
+// running pass), and that message goes through step, the one place all of
+// SEMANTICS.md's rules live, with the probe ackRun already did; then the
+// loop resumes. Elsewhere the same fast path runs in Go (fastPath, with
+// the four keys compared without branches), and tests run both.
+//
+// For tables larger than L2, Apply works in chunks of up to 64 messages
+// (starting at 8 and doubling): it hashes chunk k+1 and prefetches its
+// probe windows, then applies chunk k, whose lines are by then in cache,
+// keeping a chunk's misses in flight together. With Fold: FoldOn a chunk
+// is grouped by root first and each root's messages are applied to one
+// loaded entry with one probe (see fold.go); the result equals applying
+// them one by one.
 //
 // # Timeouts
 //

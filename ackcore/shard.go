@@ -596,7 +596,9 @@ func (s *Shard) applyChunk(chunk []Msg, hs *[prefetchChunk]uint64, out []Outcome
 	}
 }
 
-// fastPath applies chunk[i:] for as long as each message is one of the two
+// fastPath is the portable hot loop, for CPUs without ackRun (see
+// applyRun and ackrun_amd64.s). It applies chunk[i:] for as long as each
+// message is one of the two
 // kinds that make nearly all traffic and touch nothing but their slot: an
 // ACK to an existing entry that does not complete it (writes one val), and
 // an INIT of a new root with the default timeout, far from due (writes one
