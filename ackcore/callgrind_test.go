@@ -13,7 +13,8 @@ import (
 // TestCallgrindWorkload is the fixed workload .ci/callgrind counts
 // instructions over: a word-count stream with 10,000 roots pending, warmed
 // up, then XORACK_CALLGRIND_MSGS messages applied with callgrind collecting
-// only around them. It runs (briefly) as an ordinary test too, checking
+// only around them; XORACK_NOASM=1 measures the portable Go loop instead of
+// the assembly one. It runs (briefly) as an ordinary test too, checking
 // that the stream completes cleanly.
 func TestCallgrindWorkload(t *testing.T) {
 	n := 20_000
@@ -22,6 +23,13 @@ func TestCallgrindWorkload(t *testing.T) {
 		if n, err = strconv.Atoi(v); err != nil || n <= 0 {
 			t.Fatalf("XORACK_CALLGRIND_MSGS=%q: want a positive count", v)
 		}
+	}
+	if os.Getenv("XORACK_NOASM") == "1" {
+		defer ackcore.SetAckRun(false)()
+	}
+	loop := "go"
+	if ackcore.AckRunAvailable() {
+		loop = "asm"
 	}
 	st := workload.Build(workload.WordCount, 10_000, 1)
 	clock := &ackcore.FakeClock{}
@@ -51,4 +59,5 @@ func TestCallgrindWorkload(t *testing.T) {
 		t.Fatalf("applied %d of %d messages; stats %+v", applied, n, after)
 	}
 	t.Logf("callgrind-msgs %d", n)
+	t.Logf("callgrind-loop %s", loop)
 }
