@@ -21,11 +21,12 @@
 //
 // A root hashes (seeded multiply) to a home slot by Lemire's fast range
 // (hash*n>>64), so the slot count need not be a power of two: the table
-// has MaxPending/0.7 slots, 34.3 bytes per pending root at the bound,
+// has MaxPending*1.5 slots, 36 bytes per pending root at the bound,
 // timers included. Probing is linear. The hot path compares the four
 // slots from home at once, without branches (a probe's length is random,
 // and a loop would mispredict its exit on about half of all lookups), and
-// walks on slot by slot only past them (6% of hits at the bound).
+// walks on slot by slot only past them (4% of hits under random churn at
+// load 0.62).
 //
 // Runs of occupied slots are kept in Robin Hood order (sorted by home),
 // and each slot stores its probe distance. An insert goes before the
