@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/bench"
 	"github.com/xorack/xorack/internal/baseline"
 	"github.com/xorack/xorack/internal/workload"
 )
@@ -47,14 +48,6 @@ var benchImpls = []benchImpl{
 	}},
 }
 
-func heapInUse() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return ms.HeapAlloc
-}
-
 // BenchmarkShard replays a steady stream with P roots pending through one
 // single-writer acker: xorack's shard (folding off and on) beside a Go map
 // acker of identical semantics, in the same run. ns/op is per message.
@@ -77,7 +70,7 @@ func BenchmarkShard(b *testing.B) {
 }
 
 func benchAcker(b *testing.B, impl benchImpl, st *workload.Stream) {
-	before := heapInUse()
+	before := bench.HeapInUse()
 	a, err := impl.make(ackcore.Config{MaxPending: st.MaxPending()})
 	if err != nil {
 		b.Fatal(err)
@@ -93,7 +86,7 @@ func benchAcker(b *testing.B, impl benchImpl, st *workload.Stream) {
 		out = a.Apply(st.Cycle[i:i+benchBatch], out[:0])
 	}
 	pending := a.Stats().Pending
-	bytes := float64(heapInUse() - before)
+	bytes := float64(bench.HeapInUse() - before)
 	pos := half
 	cyc := st.Cycle
 	b.ReportAllocs()

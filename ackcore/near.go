@@ -74,7 +74,7 @@ func (s *Shard) initNear() {
 
 // nearBytes is the memory of the near tier.
 func (s *Shard) nearBytes() int {
-	return (s.near.Capacity()+320)*timerwheel.NodeBytes + cap(s.nearRoots)*8 + cap(s.nearFree)*4
+	return s.near.Bytes() + cap(s.nearRoots)*8 + cap(s.nearFree)*4
 }
 
 // expand recovers a 64-bit tick from its low 32 bits: deadlines stay within

@@ -169,7 +169,7 @@ func (rn *runner) coreSetup(impl coreImpl, st *stream, sh *share, maxPending int
 		cr.hist = newHist()
 	}
 	cr.cur = newCursor(sh, fg, c.Batch*genBlock)
-	before := int64(heapInUse())
+	before := int64(HeapInUse())
 	if cr.faults {
 		cr.clk = &streamClock{}
 	} else {
@@ -193,7 +193,7 @@ func (rn *runner) coreSetup(impl coreImpl, st *stream, sh *share, maxPending int
 	}
 	cr.clk.pause()
 	cr.weighed = a.Stats().Pending
-	cr.bytes = float64(max(int64(heapInUse())-before, 0)) / float64(max(cr.weighed, 1))
+	cr.bytes = float64(max(int64(HeapInUse())-before, 0)) / float64(max(cr.weighed, 1))
 	return cr, nil
 }
 

@@ -11,9 +11,10 @@ import (
 	"github.com/xorack/xorack/perf"
 )
 
-// heapInUse is the live heap: two collections (the first may leave
-// floating garbage that the second frees), then HeapAlloc.
-func heapInUse() uint64 {
+// HeapInUse is the live heap: two collections (the first may leave
+// floating garbage that the second frees), then HeapAlloc. Benchmarks
+// weigh an acker by the difference across its construction and warm-up.
+func HeapInUse() uint64 {
 	runtime.GC()
 	runtime.GC()
 	var ms runtime.MemStats

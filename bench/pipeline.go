@@ -311,7 +311,7 @@ func (rn *runner) pipeRow(impl pipeImpl, st *stream, shares []*share, p int, tim
 			warm: rn.warmCap(), base: base, cmds: make(chan command), res: make(chan result, 1),
 			out: make([]ackcore.Outcome, 0, 1024), hist: newHist()}
 	}
-	before := int64(heapInUse())
+	before := int64(HeapInUse())
 	pp, err := impl.make(pipeConfig{producers: c.Producers, shards: row.Shards, maxPending: maxPending,
 		timeout: timeout, clock: clk, batch: c.Batch, pin: !c.NoPin})
 	if err != nil {
@@ -353,7 +353,7 @@ func (rn *runner) pipeRow(impl pipeImpl, st *stream, shares []*share, p int, tim
 	do(command{ph: phWarm}, 0)
 	time.Sleep(3 * ackcore.DefaultTick) // executors publish counters once a tick
 	row.PendingWeighed = pp.stats().Pending
-	row.BytesPerRoot = float64(max(int64(heapInUse())-before, 0)) / float64(max(row.PendingWeighed, 1))
+	row.BytesPerRoot = float64(max(int64(HeapInUse())-before, 0)) / float64(max(row.PendingWeighed, 1))
 	row.MaxPending = maxPending
 
 	var gc gcSum

@@ -128,6 +128,9 @@ func New(capacity int, now Tick) *Wheel {
 // Capacity returns the number of handles, fixed at New.
 func (w *Wheel) Capacity() int { return len(w.timers) }
 
+// Bytes is the memory the wheel's nodes hold: (Capacity()+320)*NodeBytes.
+func (w *Wheel) Bytes() int { return len(w.nodes) * NodeBytes }
+
 // Now returns the tick the wheel has advanced to: the deadline of the timer
 // Expire last returned, or the argument of the last Expire that found
 // nothing due, whichever came later; initially the tick given to New. It

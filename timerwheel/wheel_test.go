@@ -55,6 +55,9 @@ func TestNodeSize(t *testing.T) {
 	if got := unsafe.Alignof(node{}); got != 4 {
 		t.Fatalf("node alignment %d, want 4 (no 8-byte field)", got)
 	}
+	if got, want := New(10, 0).Bytes(), (10+numBuckets)*NodeBytes; got != want {
+		t.Fatalf("Bytes() = %d for capacity 10, want %d", got, want)
+	}
 }
 
 func TestConstants(t *testing.T) {
