@@ -10,7 +10,8 @@
 //
 // # Layout
 //
-// One flat array of 24-byte slots, no pointers, so the GC never scans it:
+// One flat array of 24-byte slots, no pointers, so the GC never scans it,
+// starting on a cache line (every eight slots fill exactly three lines):
 //
 //	slot  +0   key   uint64   root id; 0 = empty (root ids are never 0)
 //	      +8   val   uint64   ack val
@@ -120,6 +121,28 @@
 //
 // None: a Shard belongs to one goroutine. The sharded acker (Sharded) runs
 // one Shard per pinned executor and feeds it through SPSC rings.
+//
+// # Sharded acker
+//
+// Each root belongs to one shard (a hash of the root, independent of the
+// shards' table hashes). Producer p owns one SPSC ring into every shard
+// and stages messages in place, publishing a span per Batch messages or
+// Flush. Each executor drains its rings a Batch per ring per pass, applies
+// them, and hands each spout task's outcomes to that task's ring with one
+// publish per task per applied batch; a full outcome ring never blocks the executor (the
+// rest waits, bounded by MaxPending, and goes first next pass). Between
+// passes the executor samples the clock and, once per tick, expires.
+//
+// Taking outcomes: a spout executor that both emits and takes its acks
+// (as Storm's does) should Poll its tasks' Spouts in its own loop, between
+// emits and while it has nothing to emit. One goroutine per task calling
+// Wait or Run is simpler, but each is one more goroutine wanting a
+// processor: when runnable goroutines outnumber GOMAXPROCS, one queued
+// behind a busy executor waits for the scheduler's next preemption
+// (milliseconds). On 2 vCPUs, one producer polling its spouts saw its
+// roots complete in 7.7 µs at the median against 16-18 µs with 16 spout
+// goroutines, and at the 99th percentile in 0.12-0.35 ms against 2.3-3.6
+// ms (BenchmarkAckerLatency, BENCHMARKS.md).
 //
 // # Invariants
 //

@@ -374,6 +374,9 @@ type Spout struct {
 	in   *ring.FanIn[Outcome]
 }
 
+// Task is the spout task whose outcomes s receives.
+func (s *Spout) Task() int { return int(s.task) }
+
 // Poll appends the outcomes available now to dst, without waiting.
 func (s *Spout) Poll(dst []Outcome) []Outcome {
 	s.in.Drain(func(_ int, items []Outcome) { dst = append(dst, items...) })

@@ -24,7 +24,11 @@ import (
 // one word-count stream with P = 100,000 roots pending in total through
 //
 //   - impl=xorack: the Sharded acker, S pinned executors fed by SPSC rings,
-//     outcomes drained by one goroutine per spout task;
+//     outcomes drained by one goroutine per spout task, or (spouts=poll) by
+//     the producers themselves between batches, as a spout executor that
+//     emits and takes its own acks does: on 2 vCPUs, 16 spout goroutines
+//     contend with the producers and executors for the two processors, and
+//     a goroutine queued behind a busy executor waits milliseconds;
 //   - impl=chanshard: one Shard applied by one goroutine that receives
 //     batches on a buffered Go channel;
 //   - impl=mutexmap: baseline.MutexMap, which every producer calls itself.
@@ -70,6 +74,7 @@ var (
 		"how a paced producer waits for its next batch: yield (sleep while over paceSleep ahead, then runtime.Gosched until due) or sleep (time.Sleep when 20µs or more ahead)")
 	idleFlag = flag.String("acker.idle", "",
 		"impl=xorack's idle strategy as spins,yields (ShardedConfig.Idle); empty: ring.DefaultIdle")
+	pinFlag = flag.Bool("acker.pin", true, "impl=xorack pins its executors (ShardedConfig.Pin)")
 )
 
 // xorackIdle parses -acker.idle.
@@ -89,10 +94,20 @@ type pipeConfig struct {
 	impl      string // xorack, chanshard or mutexmap
 	shards    int
 	producers int
+	// poll (impl=xorack): the producers poll the spouts' outcome rings
+	// themselves, producer p the tasks t with t mod producers == p, after
+	// each batch and while they wait, as a spout executor that both emits
+	// and takes its acks does; otherwise one goroutine per spout task
+	// waits on its ring.
+	poll bool
 }
 
 func (c pipeConfig) String() string {
-	return fmt.Sprintf("impl=%s/shards=%d/producers=%d", c.impl, c.shards, c.producers)
+	s := fmt.Sprintf("impl=%s/shards=%d/producers=%d", c.impl, c.shards, c.producers)
+	if c.poll {
+		s += "/spouts=poll"
+	}
+	return s
 }
 
 // ackerConfigs lists the throughput benchmarks: for each producer count,
@@ -106,9 +121,10 @@ func ackerConfigs() []pipeConfig {
 	var cs []pipeConfig
 	for _, n := range counts {
 		for _, s := range counts {
-			cs = append(cs, pipeConfig{"xorack", s, n})
+			cs = append(cs, pipeConfig{impl: "xorack", shards: s, producers: n})
 		}
-		cs = append(cs, pipeConfig{"chanshard", 1, n}, pipeConfig{"mutexmap", 1, n})
+		cs = append(cs, pipeConfig{impl: "xorack", shards: 1, producers: n, poll: true},
+			pipeConfig{impl: "chanshard", shards: 1, producers: n}, pipeConfig{impl: "mutexmap", shards: 1, producers: n})
 	}
 	return cs
 }
@@ -122,8 +138,9 @@ func latencyConfigs() []pipeConfig {
 	}
 	var cs []pipeConfig
 	for _, n := range counts {
-		cs = append(cs, pipeConfig{"xorack", 1, n}, pipeConfig{"xorack", 2, n},
-			pipeConfig{"chanshard", 1, n}, pipeConfig{"mutexmap", 1, n})
+		cs = append(cs, pipeConfig{impl: "xorack", shards: 1, producers: n}, pipeConfig{impl: "xorack", shards: 2, producers: n},
+			pipeConfig{impl: "xorack", shards: 1, producers: n, poll: true},
+			pipeConfig{impl: "chanshard", shards: 1, producers: n}, pipeConfig{impl: "mutexmap", shards: 1, producers: n})
 	}
 	return cs
 }
@@ -460,7 +477,8 @@ type phase struct {
 	n     int
 	every time.Duration // > 0: the k-th batch is due at start + k*every
 	start time.Time
-	stamp bool // stamp the flush time of timed roots' last ACKs
+	stamp bool            // stamp the flush time of timed roots' last ACKs
+	done  <-chan struct{} // closed when the phase's outcomes are all in
 }
 
 // engine is an acker design under test, fed by the rig's producers.
@@ -469,6 +487,10 @@ type engine interface {
 	stage(p int, batch []ackcore.Msg) error
 	// publish makes producer p's staged batch visible to the acker.
 	publish(p int) error
+	// poll lets producer p take the outcomes it observes itself (none
+	// unless the engine's spouts are polled by producers) and returns how
+	// many it took.
+	poll(p int) int
 	// stop, called once every producer is done, stops the acker and
 	// returns its exact counters once every outcome has been observed.
 	stop() ackcore.Stats
@@ -487,11 +509,12 @@ type rig struct {
 	stamps    []atomic.Int64 // by sample id: flush time of the root's last ACK, 0 if none
 	recording atomic.Bool    // observers record latencies
 
-	cmds  []chan phase   // one per producer goroutine
-	errs  []error        // errs[p]: producer p's error in the last phase
-	wg    sync.WaitGroup // producers busy with the current phase
-	quit  sync.WaitGroup // producer goroutines
-	timer *time.Timer    // the watchdog
+	cmds  []chan phase    // one per producer goroutine
+	done  <-chan struct{} // the armed phase's; set by arm before launch
+	errs  []error         // errs[p]: producer p's error in the last phase
+	wg    sync.WaitGroup  // producers busy with the current phase
+	quit  sync.WaitGroup  // producer goroutines
+	timer *time.Timer     // the watchdog
 
 	expect int64        // trees completed by all phases so far
 	sent   atomic.Int64 // messages sent by all phases so far
@@ -559,12 +582,14 @@ func (r *rig) runPhase(phases []phase, trees int64) error {
 func (r *rig) arm(trees int64) <-chan struct{} {
 	r.expect += trees
 	r.timer.Reset(watchdog)
-	return r.tally.arm(r.expect)
+	r.done = r.tally.arm(r.expect)
+	return r.done
 }
 
 func (r *rig) launch(phases []phase) {
 	r.wg.Add(len(phases))
 	for p, ph := range phases {
+		ph.done = r.done
 		r.cmds[p] <- ph
 	}
 }
@@ -574,6 +599,7 @@ func (r *rig) await(done <-chan struct{}) error {
 	select {
 	case <-done:
 	case <-r.timer.C:
+		r.tally.abort() // releases producers polling in settle
 		return fmt.Errorf("stuck: %d outcomes of %d after %v", r.tally.n.Load(), r.expect, watchdog)
 	}
 	r.timer.Stop()
@@ -603,8 +629,10 @@ func (r *rig) play(p int, ph phase) error {
 			if err := r.eng.publish(p); err != nil {
 				return err
 			}
+			r.eng.poll(p)
 		}
 		r.sent.Add(int64(len(ph.list)))
+		r.settle(p, ph)
 		return nil
 	}
 	sub := &r.sp.subs[p]
@@ -612,7 +640,7 @@ func (r *rig) play(p int, ph phase) error {
 	mk := 0
 	for k := 0; left > 0; k++ {
 		if ph.every > 0 {
-			pace(ph.start.Add(time.Duration(k) * ph.every))
+			r.pace(p, ph.start.Add(time.Duration(k)*ph.every))
 		}
 		end := min(pos+pipeBatch, len(sub.cycle), pos+left)
 		if err := r.eng.stage(p, sub.cycle[pos:end]); err != nil {
@@ -630,21 +658,42 @@ func (r *rig) play(p int, ph phase) error {
 		if err := r.eng.publish(p); err != nil {
 			return err
 		}
+		r.eng.poll(p)
 		left -= end - pos
 		if pos = end; pos == len(sub.cycle) {
 			pos, mk = 0, 0
 		}
 	}
 	r.sent.Add(int64(ph.n))
+	r.settle(p, ph)
 	return nil
 }
 
+// settle keeps producer p polling its spouts, when it is their poller,
+// until every outcome of the phase is in.
+func (r *rig) settle(p int, ph phase) {
+	if !r.c.poll {
+		return
+	}
+	for {
+		select {
+		case <-ph.done:
+			return
+		default:
+		}
+		if r.eng.poll(p) == 0 {
+			runtime.Gosched()
+		}
+	}
+}
+
 // pace returns at due (not before): it sleeps while far ahead, then
-// yields the processor to any runnable goroutine until due. Yielding spins
-// the producer's CPU when nothing else wants it, as a busy producer would.
-// With -acker.pace=sleep it only sleeps, and sends a millisecond's batches
-// at once after each oversleep.
-func pace(due time.Time) {
+// yields the processor to any runnable goroutine until due (a producer
+// that polls its spouts polls them instead, and yields when they had
+// nothing). Yielding spins the producer's CPU when nothing else wants it,
+// as a busy producer would. With -acker.pace=sleep it only sleeps, and
+// sends a millisecond's batches at once after each oversleep.
+func (r *rig) pace(p int, due time.Time) {
 	if *paceFlag == "sleep" {
 		if lead := time.Until(due); lead >= 20*time.Microsecond {
 			time.Sleep(lead)
@@ -659,7 +708,9 @@ func pace(due time.Time) {
 		case lead > paceSleep:
 			time.Sleep(lead - paceSleep)
 		default:
-			runtime.Gosched()
+			if r.eng.poll(p) == 0 {
+				runtime.Gosched()
+			}
 		}
 	}
 }
@@ -784,6 +835,11 @@ type xorackEngine struct {
 	a      *ackcore.Sharded
 	prods  []*ackcore.Producer
 	spouts sync.WaitGroup
+	// With pipeConfig.poll: polled[p] lists producer p's spouts, obs[t]
+	// task t's observer, buf[p] producer p's scratch.
+	polled [][]*ackcore.Spout
+	obs    []*observer
+	buf    [][]ackcore.Outcome
 }
 
 func newXorackEngine(r *rig, perShard int, lat bool) (*xorackEngine, error) {
@@ -795,7 +851,7 @@ func newXorackEngine(r *rig, perShard int, lat bool) (*xorackEngine, error) {
 	}
 	a, err := ackcore.NewSharded(ackcore.ShardedConfig{
 		Shards: c.shards, Producers: c.producers, Tasks: workload.Tasks,
-		Shard: ackcore.Config{MaxPending: perShard}, OutcomeRingSize: outcomeRing, Pin: true, Idle: idle,
+		Shard: ackcore.Config{MaxPending: perShard}, OutcomeRingSize: outcomeRing, Pin: *pinFlag, Idle: idle,
 	})
 	if err != nil {
 		return nil, err
@@ -806,6 +862,18 @@ func newXorackEngine(r *rig, perShard int, lat bool) (*xorackEngine, error) {
 	e := &xorackEngine{a: a}
 	for p := range c.producers {
 		e.prods = append(e.prods, a.Producer(p))
+	}
+	if c.poll {
+		e.polled = make([][]*ackcore.Spout, c.producers)
+		e.buf = make([][]ackcore.Outcome, c.producers)
+		for p := range e.buf {
+			e.buf[p] = make([]ackcore.Outcome, 0, c.shards*outcomeRing)
+		}
+		for t := range workload.Tasks {
+			e.obs = append(e.obs, r.newObserver(lat))
+			e.polled[t%c.producers] = append(e.polled[t%c.producers], a.Spout(t))
+		}
+		return e, nil
 	}
 	for t := range workload.Tasks {
 		o := r.newObserver(lat)
@@ -832,6 +900,21 @@ func (e *xorackEngine) stage(p int, batch []ackcore.Msg) error {
 }
 
 func (e *xorackEngine) publish(p int) error { return e.prods[p].Flush() }
+
+func (e *xorackEngine) poll(p int) int {
+	if e.polled == nil {
+		return 0
+	}
+	n := 0
+	for _, sp := range e.polled[p] {
+		buf := sp.Poll(e.buf[p][:0])
+		if len(buf) > 0 {
+			e.obs[sp.Task()].see(buf)
+			n += len(buf)
+		}
+	}
+	return n
+}
 
 func (e *xorackEngine) stop() ackcore.Stats {
 	st := e.a.Stop()
@@ -897,6 +980,8 @@ func (e *chanEngine) publish(p int) error {
 	return nil
 }
 
+func (e *chanEngine) poll(int) int { return 0 }
+
 func (e *chanEngine) stop() ackcore.Stats {
 	close(e.ch)
 	<-e.done
@@ -944,5 +1029,7 @@ func (e *mutexEngine) publish(p int) error {
 	}
 	return nil
 }
+
+func (e *mutexEngine) poll(int) int { return 0 }
 
 func (e *mutexEngine) stop() ackcore.Stats { return e.mm.Stats() }

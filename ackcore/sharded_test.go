@@ -92,6 +92,9 @@ func runSharded(t *testing.T, shards, producers, roots int, drop float64, seed u
 	var spouts sync.WaitGroup
 	for task := 0; task < tasks; task++ {
 		sp := a.Spout(task)
+		if sp.Task() != task {
+			t.Fatalf("Spout(%d).Task() = %d", task, sp.Task())
+		}
 		spouts.Add(1)
 		go func() {
 			defer spouts.Done()

@@ -2,6 +2,7 @@ package ackcore
 
 import (
 	"math/bits"
+	"unsafe"
 )
 
 // Table geometry. See doc.go for the picture.
@@ -83,7 +84,25 @@ func newTable(maxPending int, seed uint64) table {
 	if n < uint64(maxPending)+1 {
 		n = uint64(maxPending) + 1 // an empty slot always ends a probe
 	}
-	return table{e: make([]entry, n), n: n, seed: seed}
+	return table{e: alignedEntries(int(n)), n: n, seed: seed}
+}
+
+// cacheLine is the alignment of the slot array.
+const cacheLine = 64
+
+// alignedEntries returns n zeroed entries starting on a cache-line
+// boundary, so that every run of eight slots fills exactly three lines and
+// a probe window's slots share as few lines as their offset allows. The
+// allocator already page-aligns arrays past 32 KiB; smaller ones start at
+// a multiple of 8 bytes, and one of the first eight slots is then
+// line-aligned (24k mod 64 takes every multiple of 8).
+func alignedEntries(n int) []entry {
+	buf := make([]entry, n+cacheLine/8-1)
+	k := 0
+	for uintptr(unsafe.Pointer(&buf[k]))%cacheLine != 0 {
+		k++
+	}
+	return buf[k : k+n : k+n]
 }
 
 // slots is the number of slots.

@@ -3,6 +3,7 @@ package ackcore
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 	"time"
 	"unsafe"
@@ -101,6 +102,33 @@ func TestLongRun(t *testing.T) {
 func TestEntrySize(t *testing.T) {
 	if got := unsafe.Sizeof(entry{}); got != entryBytes {
 		t.Fatalf("entry is %d bytes, entryBytes says %d", got, entryBytes)
+	}
+}
+
+// TestTableAligned checks that the slot array starts on a cache line for
+// small tables (allocated from size classes) and large ones alike, and has
+// exactly the slots asked for.
+func TestTableAligned(t *testing.T) {
+	var keep [][]entry // hold them, so each allocation lands somewhere new
+	for _, n := range []int{1, 2, 3, 5, 7, 11, 13, 100, 1000, 1365, 1366, 20000} {
+		for range 8 {
+			e := alignedEntries(n)
+			if len(e) != n || cap(e) != n {
+				t.Fatalf("alignedEntries(%d): len %d cap %d", n, len(e), cap(e))
+			}
+			if a := uintptr(unsafe.Pointer(&e[0])) % cacheLine; a != 0 {
+				t.Fatalf("alignedEntries(%d) starts %d bytes into a line", n, a)
+			}
+			keep = append(keep, e)
+		}
+	}
+	runtime.KeepAlive(keep)
+	sh, err := NewShard(Config{MaxPending: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := uintptr(unsafe.Pointer(&sh.t.e[0])) % cacheLine; a != 0 {
+		t.Fatalf("a shard's table starts %d bytes into a line", a)
 	}
 }
 

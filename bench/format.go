@@ -91,6 +91,12 @@ var tableCounters = []struct {
 	{perf.BranchMisses, "br-miss/msg"}, {perf.TaskClock, "cpu-ns/msg"},
 }
 
+// stallLine describes st in one line.
+func stallLine(st Stalls) string {
+	return fmt.Sprintf("%d threads spinning %.2f s each lost the CPU for >=10µs %.0f/s, >=100µs %.0f/s, >=1ms %.1f/s per thread, longest %s (no latency percentile beats these)",
+		st.Threads, st.Seconds, st.Over10us, st.Over100us, st.Over1ms, dur(&st.MaxNs))
+}
+
 // WriteTable writes rep as an aligned text table with a header describing
 // the machine and the configuration, and notes below.
 func WriteTable(w io.Writer, rep *Report) error {
@@ -100,6 +106,9 @@ func WriteTable(w io.Writer, rep *Report) error {
 	fmt.Fprintf(&sb, "machine: %s\n", m.Summary)
 	fmt.Fprintf(&sb, "go:      %s %s/%s, GOMAXPROCS %d\n", m.GoVersion, m.GOOS, m.GOARCH, m.GOMAXPROCS)
 	fmt.Fprintf(&sb, "perf:    %s\n", rep.PerfNote)
+	if rep.Stalls.Threads > 0 {
+		fmt.Fprintf(&sb, "stalls:  %s\n", stallLine(rep.Stalls))
+	}
 	fmt.Fprintf(&sb, "config:  %s\n\n", describe(c))
 	tw := tabwriter.NewWriter(&sb, 0, 0, 2, ' ', tabwriter.AlignRight)
 	head := []string{"level", "impl", "shape", "P", "msgs/s", "vs xorack", "trees/s", "B/pending", "p50", "p99"}

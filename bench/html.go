@@ -43,7 +43,7 @@ func WriteHTML(w io.Writer, rep *Report) error {
 	}
 	return pageTmpl.Execute(w, page{
 		Title: "ackbench report", Machine: rep.Machine.Summary, Go: rep.Machine.GoVersion,
-		Perf: rep.PerfNote, Config: describe(rep.Config), Started: rep.Started.Format("2006-01-02 15:04:05 MST"),
+		Perf: rep.PerfNote, Stalls: stallLine(rep.Stalls), Config: describe(rep.Config), Started: rep.Started.Format("2006-01-02 15:04:05 MST"),
 		Table: table.String(), Charts: charts, Failed: Check(rep, CheckFloor),
 	})
 }
@@ -54,9 +54,9 @@ type chart struct {
 }
 
 type page struct {
-	Title, Machine, Go, Perf, Config, Started, Table string
-	Charts                                           []chart
-	Failed                                           []string
+	Title, Machine, Go, Perf, Stalls, Config, Started, Table string
+	Charts                                                   []chart
+	Failed                                                   []string
 }
 
 var pageTmpl = template.Must(template.New("report").Parse(`<!DOCTYPE html>
@@ -69,7 +69,7 @@ figcaption { font-weight: bold; margin-bottom: 0.3em; }
 .check { color: #a00; }
 </style></head><body>
 <h1>{{.Title}}</h1>
-<p>Started {{.Started}}.<br>Machine: {{.Machine}}<br>Go: {{.Go}}<br>Counters: {{.Perf}}<br>Configuration: {{.Config}}</p>
+<p>Started {{.Started}}.<br>Machine: {{.Machine}}<br>Go: {{.Go}}<br>Counters: {{.Perf}}<br>Stalls: {{.Stalls}}<br>Configuration: {{.Config}}</p>
 {{if .Failed}}<h2>Gate (-check)</h2><ul class="check">{{range .Failed}}<li>{{.}}</li>{{end}}</ul>{{end}}
 <h2>Charts</h2>
 {{range .Charts}}<figure><figcaption>{{.Title}}</figcaption>{{.SVG}}</figure>

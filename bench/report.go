@@ -14,13 +14,16 @@ import (
 // Report is a run's result: its configuration, the machine, and one Row
 // per level x shape x pending window x impl.
 type Report struct {
-	Config   Config    `json:"config"`
-	Machine  Machine   `json:"machine"`
-	PerfNote string    `json:"perf_note"`
-	Notes    []string  `json:"notes"`
-	Started  time.Time `json:"started"`
-	Seconds  float64   `json:"seconds"`
-	Rows     []Row     `json:"rows"`
+	Config   Config  `json:"config"`
+	Machine  Machine `json:"machine"`
+	PerfNote string  `json:"perf_note"`
+	// Stalls is the machine's own latency floor, measured before the rows
+	// with GOMAXPROCS spinning threads (StallProbe, QuickStallProbe).
+	Stalls  Stalls    `json:"stalls"`
+	Notes   []string  `json:"notes"`
+	Started time.Time `json:"started"`
+	Seconds float64   `json:"seconds"`
+	Rows    []Row     `json:"rows"`
 }
 
 // Machine describes where the run happened.
@@ -136,6 +139,11 @@ func Run(cfg Config) (*Report, error) {
 	}
 	rep := &Report{Config: r.Config, Machine: DetectMachine(), PerfNote: perf.Probe().Note(), Started: time.Now()}
 	rep.Config.Progress = nil
+	probe := StallProbe
+	if r.Quick {
+		probe = QuickStallProbe
+	}
+	rep.Stalls = MeasureStalls(probe, runtime.GOMAXPROCS(0))
 	rn := &runner{cfg: r, rep: rep}
 	rn.steps = rn.countSteps()
 	err = rn.run()

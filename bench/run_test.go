@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,6 +33,9 @@ func runOK(t *testing.T, cfg Config) *Report {
 	rep, err := Run(cfg)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if st := rep.Stalls; st.Threads != runtime.GOMAXPROCS(0) || st.Seconds <= 0 {
+		t.Errorf("stall probe: %+v, want %d threads that spun", st, runtime.GOMAXPROCS(0))
 	}
 	return rep
 }
@@ -238,7 +242,8 @@ func ptr[T any](v T) *T { return &v }
 
 // synthetic is a report with hand-set rows, for the formats and the gate.
 func synthetic(xorack, gomap float64) *Report {
-	rep := &Report{Config: Config{Reps: 3}.withDefaults(), Machine: DetectMachine(), PerfNote: "test", Started: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	rep := &Report{Config: Config{Reps: 3}.withDefaults(), Machine: DetectMachine(), PerfNote: "test", Started: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+		Stalls: Stalls{Threads: 2, Seconds: 0.3, Over10us: 1200, Over100us: 45, Over1ms: 0.5, MaxNs: 2_500_000}}
 	for _, p := range []int{1000, 100000} {
 		for _, r := range []struct {
 			impl string
@@ -358,7 +363,8 @@ func TestTableAndHTML(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := buf.String()
-	for _, want := range []string{"machine:", "perf:    test", "60.0M", "1.00x", "0.33x", "n/a", "12.5", "900ns"} {
+	for _, want := range []string{"machine:", "perf:    test", "stalls:  2 threads spinning 0.30 s each", ">=100µs 45/s", "longest 2.50ms",
+		"60.0M", "1.00x", "0.33x", "n/a", "12.5", "900ns"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("table lacks %q:\n%s", want, s)
 		}
@@ -368,6 +374,9 @@ func TestTableAndHTML(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := buf.String()
+	if !strings.Contains(h, "Stalls: 2 threads") {
+		t.Error("HTML lacks the stall line")
+	}
 	if n := strings.Count(h, "<svg"); n != 4 { // core and pipeline throughput, core latency at 2 windows
 		t.Errorf("%d charts, want 4", n)
 	}

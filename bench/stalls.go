@@ -1,0 +1,101 @@
+package bench
+
+import (
+	"runtime"
+	"sync"
+	"time"
+)
+
+// Stalls is how often a thread that never blocks still lost its CPU, as
+// seen by spinning on the monotonic clock: a gap between two consecutive
+// clock reads is time the thread did not run (an interrupt, the OS or the
+// hypervisor running something else). No pipeline's latency percentiles
+// can beat these: a message whose path crosses a stalled thread waits out
+// the stall, and whatever queued behind it waits too. Rates are per thread
+// per second.
+type Stalls struct {
+	Threads   int     `json:"threads"`
+	Seconds   float64 `json:"seconds"` // spun by each thread
+	Over10us  float64 `json:"over_10us_per_sec"`
+	Over100us float64 `json:"over_100us_per_sec"`
+	Over1ms   float64 `json:"over_1ms_per_sec"`
+	MaxNs     int64   `json:"max_ns"`
+}
+
+// StallProbe is how long ackbench spins to measure Stalls before its rows
+// (QuickStallProbe with -quick).
+const (
+	StallProbe      = 300 * time.Millisecond
+	QuickStallProbe = 100 * time.Millisecond
+)
+
+// stallBounds are the gap lengths Stalls counts, in its field order.
+var stallBounds = [3]time.Duration{10 * time.Microsecond, 100 * time.Microsecond, time.Millisecond}
+
+// stallCount is one thread's tally.
+type stallCount struct {
+	over  [3]int64
+	max   time.Duration
+	spent time.Duration
+}
+
+// spin reads now until it reaches end, counting the gaps between reads.
+func (sc *stallCount) spin(now func() time.Duration, end time.Duration) {
+	start := now()
+	last := start
+	for last < end {
+		t := now()
+		gap := t - last
+		last = t
+		sc.max = max(sc.max, gap)
+		for i, b := range stallBounds {
+			if gap >= b {
+				sc.over[i]++
+			}
+		}
+	}
+	sc.spent = last - start
+}
+
+// MeasureStalls spins threads goroutines, each locked to its OS thread, at
+// once for d and reports what they saw. Use GOMAXPROCS threads to see the
+// machine a pipeline using every processor sees.
+func MeasureStalls(d time.Duration, threads int) Stalls {
+	threads = max(threads, 1)
+	counts := make([]stallCount, threads)
+	base := time.Now()
+	now := func() time.Duration { return time.Since(base) }
+	end := now() + d
+	var wg sync.WaitGroup
+	for i := range counts {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			counts[i].spin(now, end)
+		}()
+	}
+	wg.Wait()
+	return summarizeStalls(counts)
+}
+
+func summarizeStalls(counts []stallCount) Stalls {
+	s := Stalls{Threads: len(counts)}
+	var over [3]int64
+	var spent time.Duration
+	for _, c := range counts {
+		for i := range over {
+			over[i] += c.over[i]
+		}
+		spent += c.spent
+		s.MaxNs = max(s.MaxNs, int64(c.max))
+	}
+	if spent <= 0 {
+		return s
+	}
+	s.Seconds = spent.Seconds() / float64(len(counts))
+	rate := func(n int64) float64 { return float64(n) / spent.Seconds() }
+	s.Over10us, s.Over100us, s.Over1ms = rate(over[0]), rate(over[1]), rate(over[2])
+	return s
+}
