@@ -154,6 +154,7 @@ func (a *Sharded) Producer(i int) *Producer { return a.producers[i] }
 func (a *Sharded) Spout(t int) *Spout { return a.spouts[t] }
 
 // Plan is the executors' CPU assignment (meaningful after Start with Pin).
+// Its Note also says when executors and producers outnumber GOMAXPROCS.
 func (a *Sharded) Plan() affinity.Assignment { return a.plan }
 
 // ShardCPUs reports the CPU each executor last saw itself on (-1: unknown).
@@ -184,6 +185,14 @@ func (a *Sharded) Start() error {
 		} else {
 			a.plan = affinity.Plan(len(a.execs), topo)
 		}
+	}
+	if procs := runtime.GOMAXPROCS(0); len(a.execs)+len(a.producers) > procs {
+		if a.plan.Note != "" {
+			a.plan.Note += "; "
+		}
+		a.plan.Note += fmt.Sprintf("%d executors and %d producers exceed GOMAXPROCS %d: while they all spin, "+
+			"a goroutine woken onto a busy executor's processor waits for it to yield (milliseconds; see the package doc, Sharded acker)",
+			len(a.execs), len(a.producers), procs)
 	}
 	for i, e := range a.execs {
 		cpu := -1

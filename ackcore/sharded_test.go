@@ -216,6 +216,31 @@ func TestShardedStopReportsPending(t *testing.T) {
 	}
 }
 
+// TestShardedOversubscribed: Plan's note says when executors and producers
+// outnumber GOMAXPROCS, and only then.
+func TestShardedOversubscribed(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	for _, c := range []struct {
+		shards, producers int
+		warn              bool
+	}{{1, 1, false}, {1, 2, true}, {2, 1, true}} {
+		a, err := ackcore.NewSharded(ackcore.ShardedConfig{Shards: c.shards, Producers: c.producers, Tasks: 1, Shard: ackcore.Config{MaxPending: 10}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := a.Start(); err != nil {
+			t.Fatal(err)
+		}
+		note := a.Plan().Note
+		a.Stop()
+		want := fmt.Sprintf("%d executors and %d producers exceed GOMAXPROCS 2", c.shards, c.producers)
+		if strings.Contains(note, want) != c.warn {
+			t.Errorf("%d shards, %d producers: note %q; want the warning: %v", c.shards, c.producers, note, c.warn)
+		}
+	}
+}
+
 func TestShardedConfigErrors(t *testing.T) {
 	for _, c := range []ackcore.ShardedConfig{
 		{Producers: 1, Tasks: 1, Shards: -1, Shard: ackcore.Config{MaxPending: 1}},
