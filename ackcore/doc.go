@@ -133,16 +133,22 @@
 // rest waits, bounded by MaxPending, and goes first next pass). Between
 // passes the executor samples the clock and, once per tick, expires.
 //
+// Outcomes go to receivers: by default one per spout task (Spout(t)), or,
+// with ShardedConfig.Receivers, one per group of tasks, such as the tasks
+// of one spout executor (Storm's executors take the acks of all their
+// tasks from one queue). Each shard then publishes one span per receiver
+// per applied batch, and the executor polls one handle.
+//
 // Taking outcomes: a spout executor that both emits and takes its acks
-// (as Storm's does) should Poll its tasks' Spouts in its own loop, between
+// (as Storm's does) should Poll its receiver in its own loop, between
 // emits and while it has nothing to emit. One goroutine per task calling
 // Wait or Run is simpler, but each is one more goroutine wanting a
 // processor: when runnable goroutines outnumber GOMAXPROCS, one queued
 // behind a busy executor waits for the scheduler's next preemption
-// (milliseconds). On 2 vCPUs, one producer polling its spouts saw its
-// roots complete in 7.7 µs at the median against 16-18 µs with 16 spout
-// goroutines, and at the 99th percentile in 0.12-0.35 ms against 2.3-3.6
-// ms (BenchmarkAckerLatency, BENCHMARKS.md).
+// (milliseconds). On 2 vCPUs, one producer polling its receiver saw its
+// roots complete in 6.7-7.7 µs at the median against 16-92 µs with 16
+// spout goroutines, and at the 99th percentile in 0.12-0.35 ms against
+// 2.3-4.8 ms (BenchmarkAckerLatency, BENCHMARKS.md).
 //
 // # Invariants
 //

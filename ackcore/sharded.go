@@ -24,6 +24,17 @@ type ShardedConfig struct {
 	// Tasks is the number of spout tasks; task t's outcomes arrive at
 	// Spout(t). INITs must name a task below it. Required.
 	Tasks int
+	// Receivers is the number of outcome receivers, each with one ring
+	// from every shard and polled by one goroutine; task t's outcomes go
+	// to receiver ReceiverOf(t), which Spout(t) returns. Default Tasks:
+	// one receiver per task. An engine whose executors each run several
+	// spout tasks (as Storm's do) gives each executor one receiver: the
+	// shards then publish one span per executor per batch, not one per
+	// task, and the executor polls one handle.
+	Receivers int
+	// ReceiverOf maps a task to its receiver in [0, Receivers); nil means
+	// task mod Receivers. It is called once per task by NewSharded.
+	ReceiverOf func(task int) int
 	// Shard configures each shard; MaxPending is per shard. Its Clock is
 	// the source the executors sample once per pass (nil: monotonic).
 	Shard Config
@@ -38,8 +49,8 @@ type ShardedConfig struct {
 	Batch int
 	// Pin pins each executor to a CPU chosen by affinity.Plan.
 	Pin bool
-	// Idle is how executors and blocked producers wait; the zero value
-	// means ring.DefaultIdle().
+	// Idle is how executors, blocked producers and waiting receivers
+	// wait; nil means ring.DefaultIdle().
 	Idle *ring.Idle
 }
 
@@ -56,6 +67,9 @@ func (c *ShardedConfig) fill() error {
 	if c.Batch == 0 {
 		c.Batch = 256
 	}
+	if c.Receivers == 0 && c.Tasks > 0 {
+		c.Receivers = c.Tasks
+	}
 	switch {
 	case c.Shards < 1 || c.Shards > 1024:
 		return fmt.Errorf("ackcore: Shards %d out of range [1, 1024]", c.Shards)
@@ -63,6 +77,8 @@ func (c *ShardedConfig) fill() error {
 		return fmt.Errorf("ackcore: Producers %d out of range [1, 4096]", c.Producers)
 	case c.Tasks < 1 || c.Tasks > MaxTask+1:
 		return fmt.Errorf("ackcore: Tasks %d out of range [1, %d]", c.Tasks, MaxTask+1)
+	case c.Receivers < 0 || c.Receivers > c.Tasks:
+		return fmt.Errorf("ackcore: Receivers %d out of range [1, Tasks %d] (0: Tasks)", c.Receivers, c.Tasks)
 	case c.RingSize < 2 || c.RingSize&(c.RingSize-1) != 0:
 		return fmt.Errorf("ackcore: RingSize %d is not a power of two >= 2", c.RingSize)
 	case c.OutcomeRingSize < 2 || c.OutcomeRingSize&(c.OutcomeRingSize-1) != 0:
@@ -87,7 +103,8 @@ type Sharded struct {
 	cfg       ShardedConfig
 	execs     []*executor
 	producers []*Producer
-	spouts    []*Spout
+	spouts    []*Spout // by receiver
+	recvOf    []uint32 // recvOf[t]: task t's receiver
 	plan      affinity.Assignment
 
 	mu      sync.Mutex // guards started, stopped
@@ -105,20 +122,31 @@ func NewSharded(cfg ShardedConfig) (*Sharded, error) {
 	if cfg.Idle != nil {
 		idle = *cfg.Idle
 	}
-	a := &Sharded{cfg: cfg}
-	a.spouts = make([]*Spout, cfg.Tasks)
-	for t := range a.spouts {
-		a.spouts[t] = &Spout{task: uint32(t), in: ring.NewFanInWithIdle[Outcome](cfg.Shards, cfg.OutcomeRingSize, cfg.OutcomeRingSize, idle)}
+	a := &Sharded{cfg: cfg, recvOf: make([]uint32, cfg.Tasks)}
+	for t := range a.recvOf {
+		r := t % cfg.Receivers
+		if cfg.ReceiverOf != nil {
+			r = cfg.ReceiverOf(t)
+		}
+		if r < 0 || r >= cfg.Receivers {
+			return nil, fmt.Errorf("ackcore: ReceiverOf(%d) = %d, out of range [0, Receivers %d)", t, r, cfg.Receivers)
+		}
+		a.recvOf[t] = uint32(r)
+	}
+	a.spouts = make([]*Spout, cfg.Receivers)
+	for r := range a.spouts {
+		a.spouts[r] = &Spout{in: ring.NewFanInWithIdle[Outcome](cfg.Shards, cfg.OutcomeRingSize, cfg.OutcomeRingSize, idle)}
 	}
 	for i := 0; i < cfg.Shards; i++ {
 		scfg := cfg.Shard
 		e := &executor{
-			id:    i,
-			clock: cfg.Shard.Clock,
-			in:    ring.NewFanInWithIdle[Msg](cfg.Producers, cfg.RingSize, cfg.Batch, idle),
-			outs:  make([]*ring.SPSC[Outcome], cfg.Tasks),
-			over:  make([][]Outcome, cfg.Tasks),
-			cpu:   -1,
+			id:     i,
+			clock:  cfg.Shard.Clock,
+			in:     ring.NewFanInWithIdle[Msg](cfg.Producers, cfg.RingSize, cfg.Batch, idle),
+			outs:   make([]*ring.SPSC[Outcome], cfg.Receivers),
+			over:   make([][]Outcome, cfg.Receivers),
+			recvOf: a.recvOf,
+			cpu:    -1,
 		}
 		scfg.Clock = &e.coarse
 		if scfg.Seed != 0 {
@@ -129,8 +157,8 @@ func NewSharded(cfg ShardedConfig) (*Sharded, error) {
 			return nil, err
 		}
 		e.shard = sh
-		for t := range e.outs {
-			e.outs[t] = a.spouts[t].in.Producer(i)
+		for r := range e.outs {
+			e.outs[r] = a.spouts[r].in.Producer(i)
 		}
 		a.execs = append(a.execs, e)
 	}
@@ -150,8 +178,13 @@ func NewSharded(cfg ShardedConfig) (*Sharded, error) {
 // Producer returns producer handle i; each handle belongs to one goroutine.
 func (a *Sharded) Producer(i int) *Producer { return a.producers[i] }
 
-// Spout returns the outcome handle of spout task t; one goroutine polls it.
-func (a *Sharded) Spout(t int) *Spout { return a.spouts[t] }
+// Spout returns the outcome handle of spout task t: its receiver, which
+// it shares with the other tasks mapped to it (ShardedConfig.Receivers).
+// One goroutine polls a receiver.
+func (a *Sharded) Spout(t int) *Spout { return a.spouts[a.recvOf[t]] }
+
+// Receiver returns outcome receiver r, in [0, Receivers).
+func (a *Sharded) Receiver(r int) *Spout { return a.spouts[r] }
 
 // Plan is the executors' CPU assignment (meaningful after Start with Pin).
 // Its Note also says when executors and producers outnumber GOMAXPROCS.
@@ -376,15 +409,12 @@ func (p *Producer) Flush() error {
 	return nil
 }
 
-// Spout receives the outcomes of one spout task's roots from every shard.
-// One goroutine polls it.
+// Spout receives, from every shard, the outcomes of the roots of the spout
+// tasks mapped to it (one task unless ShardedConfig.Receivers groups
+// them; Outcome.Task says whose). One goroutine polls it.
 type Spout struct {
-	task uint32
-	in   *ring.FanIn[Outcome]
+	in *ring.FanIn[Outcome]
 }
-
-// Task is the spout task whose outcomes s receives.
-func (s *Spout) Task() int { return int(s.task) }
 
 // Poll appends the outcomes available now to dst, without waiting.
 func (s *Spout) Poll(dst []Outcome) []Outcome {
@@ -424,10 +454,11 @@ type executor struct {
 	clock  Clock       // the real clock, sampled once per pass
 	coarse coarseClock // what the shard reads
 	in     *ring.FanIn[Msg]
-	outs   []*ring.SPSC[Outcome] // outs[t]: into spout t's fan-in
-	over   [][]Outcome           // over[t]: outcomes for spout t not yet in its ring
+	outs   []*ring.SPSC[Outcome] // outs[r]: into receiver r's fan-in
+	over   [][]Outcome           // over[r]: outcomes for receiver r not yet in its ring
 	nover  int                   // outcomes in over
-	dirty  []uint32              // the tasks whose over is not empty
+	dirty  []uint32              // the receivers whose over is not empty
+	recvOf []uint32              // task -> receiver (Sharded.recvOf)
 	out    []Outcome
 
 	mu   sync.Mutex // guards snap, cpu
@@ -492,8 +523,8 @@ func (e *executor) expire() {
 	}
 }
 
-// route hands each outcome to its spout's ring: it collects a batch's
-// outcomes per spout task and publishes each task's share with one
+// route hands each outcome to its receiver's ring: it collects a batch's
+// outcomes per receiver and publishes each receiver's share with one
 // PushBatch (one atomic store per ring and batch, not per outcome). A full
 // ring never blocks the shard (a spout blocked sending to this shard would
 // deadlock it): what it cannot take waits in over, bounded by the roots the
@@ -501,29 +532,30 @@ func (e *executor) expire() {
 // (refused ACK/FAIL/RESET) are counted in Stats and not routed.
 func (e *executor) route() {
 	for _, o := range e.out {
-		if o.Task >= uint32(len(e.outs)) {
+		if o.Task >= uint32(len(e.recvOf)) {
 			continue
 		}
-		if len(e.over[o.Task]) == 0 {
-			e.dirty = append(e.dirty, o.Task)
+		r := e.recvOf[o.Task]
+		if len(e.over[r]) == 0 {
+			e.dirty = append(e.dirty, r)
 		}
-		e.over[o.Task] = append(e.over[o.Task], o)
+		e.over[r] = append(e.over[r], o)
 		e.nover++
 	}
 	e.flushOver()
 }
 
-// flushOver pushes what each dirty task's ring takes now.
+// flushOver pushes what each dirty receiver's ring takes now.
 func (e *executor) flushOver() {
 	keep := e.dirty[:0]
 	woke := false
-	for _, t := range e.dirty {
-		q := e.over[t]
-		woke = woke || e.outs[t].ConsumerParked()
-		n := e.outs[t].PushBatch(q)
+	for _, r := range e.dirty {
+		q := e.over[r]
+		woke = woke || e.outs[r].ConsumerParked()
+		n := e.outs[r].PushBatch(q)
 		e.nover -= n
-		if e.over[t] = append(q[:0], q[n:]...); len(e.over[t]) > 0 {
-			keep = append(keep, t)
+		if e.over[r] = append(q[:0], q[n:]...); len(e.over[r]) > 0 {
+			keep = append(keep, r)
 		}
 	}
 	e.dirty = keep
@@ -537,12 +569,12 @@ func (e *executor) flushOver() {
 
 // flushOverWait is flushOver that waits for each spout to take its share.
 func (e *executor) flushOverWait() {
-	for _, t := range e.dirty {
-		q := e.over[t]
+	for _, r := range e.dirty {
+		q := e.over[r]
 		for len(q) > 0 {
-			n := e.outs[t].PushBatch(q)
+			n := e.outs[r].PushBatch(q)
 			if n == 0 {
-				if !e.outs[t].Push(q[0]) {
+				if !e.outs[r].Push(q[0]) {
 					e.nover -= len(q) // spout ring closed: nobody will read
 					break
 				}
@@ -551,7 +583,7 @@ func (e *executor) flushOverWait() {
 			q = q[n:]
 			e.nover -= n
 		}
-		e.over[t] = e.over[t][:0]
+		e.over[r] = e.over[r][:0]
 	}
 	e.dirty = e.dirty[:0]
 }

@@ -25,8 +25,9 @@ import (
 //
 //   - impl=xorack: the Sharded acker, S pinned executors fed by SPSC rings,
 //     outcomes drained by one goroutine per spout task, or (spouts=poll) by
-//     the producers themselves between batches, as a spout executor that
-//     emits and takes its own acks does: on 2 vCPUs, 16 spout goroutines
+//     the producers themselves between batches from one receiver each, as
+//     a spout executor that emits and takes its own acks does (and Storm's
+//     executors receive the acks of all their tasks): on 2 vCPUs, 16 spout goroutines
 //     contend with the producers and executors for the two processors, and
 //     a goroutine queued behind a busy executor waits milliseconds;
 //   - impl=chanshard: one Shard applied by one goroutine that receives
@@ -94,11 +95,12 @@ type pipeConfig struct {
 	impl      string // xorack, chanshard or mutexmap
 	shards    int
 	producers int
-	// poll (impl=xorack): the producers poll the spouts' outcome rings
-	// themselves, producer p the tasks t with t mod producers == p, after
-	// each batch and while they wait, as a spout executor that both emits
-	// and takes its acks does; otherwise one goroutine per spout task
-	// waits on its ring.
+	// poll (impl=xorack): the producers poll the outcome rings
+	// themselves, after each batch and while they wait, as a spout
+	// executor that both emits and takes its acks does: one receiver per
+	// producer (ShardedConfig.Receivers), producer p's for the tasks t
+	// with t mod producers == p. Otherwise one goroutine per spout task
+	// waits on its own receiver.
 	poll bool
 }
 
@@ -835,9 +837,9 @@ type xorackEngine struct {
 	a      *ackcore.Sharded
 	prods  []*ackcore.Producer
 	spouts sync.WaitGroup
-	// With pipeConfig.poll: polled[p] lists producer p's spouts, obs[t]
-	// task t's observer, buf[p] producer p's scratch.
-	polled [][]*ackcore.Spout
+	// With pipeConfig.poll: producer p polls receiver p (obs[p] its
+	// observer, buf[p] its scratch).
+	polled bool
 	obs    []*observer
 	buf    [][]ackcore.Outcome
 }
@@ -849,10 +851,14 @@ func newXorackEngine(r *rig, perShard int, lat bool) (*xorackEngine, error) {
 	if err != nil {
 		return nil, err
 	}
-	a, err := ackcore.NewSharded(ackcore.ShardedConfig{
+	cfg := ackcore.ShardedConfig{
 		Shards: c.shards, Producers: c.producers, Tasks: workload.Tasks,
 		Shard: ackcore.Config{MaxPending: perShard}, OutcomeRingSize: outcomeRing, Pin: *pinFlag, Idle: idle,
-	})
+	}
+	if c.poll {
+		cfg.Receivers = c.producers // task t -> receiver t mod producers
+	}
+	a, err := ackcore.NewSharded(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -864,14 +870,10 @@ func newXorackEngine(r *rig, perShard int, lat bool) (*xorackEngine, error) {
 		e.prods = append(e.prods, a.Producer(p))
 	}
 	if c.poll {
-		e.polled = make([][]*ackcore.Spout, c.producers)
-		e.buf = make([][]ackcore.Outcome, c.producers)
-		for p := range e.buf {
-			e.buf[p] = make([]ackcore.Outcome, 0, c.shards*outcomeRing)
-		}
-		for t := range workload.Tasks {
+		e.polled = true
+		for range c.producers {
 			e.obs = append(e.obs, r.newObserver(lat))
-			e.polled[t%c.producers] = append(e.polled[t%c.producers], a.Spout(t))
+			e.buf = append(e.buf, make([]ackcore.Outcome, 0, c.shards*outcomeRing))
 		}
 		return e, nil
 	}
@@ -902,18 +904,14 @@ func (e *xorackEngine) stage(p int, batch []ackcore.Msg) error {
 func (e *xorackEngine) publish(p int) error { return e.prods[p].Flush() }
 
 func (e *xorackEngine) poll(p int) int {
-	if e.polled == nil {
+	if !e.polled {
 		return 0
 	}
-	n := 0
-	for _, sp := range e.polled[p] {
-		buf := sp.Poll(e.buf[p][:0])
-		if len(buf) > 0 {
-			e.obs[sp.Task()].see(buf)
-			n += len(buf)
-		}
+	buf := e.a.Receiver(p).Poll(e.buf[p][:0])
+	if len(buf) > 0 {
+		e.obs[p].see(buf)
 	}
-	return n
+	return len(buf)
 }
 
 func (e *xorackEngine) stop() ackcore.Stats {

@@ -49,13 +49,27 @@ func TestShardedEndToEnd(t *testing.T) {
 	for _, shards := range []int{1, 2, 4} {
 		for _, drop := range []float64{0, 0.01} {
 			t.Run(fmt.Sprintf("shards=%d/drop=%v", shards, drop), func(t *testing.T) {
-				runSharded(t, shards, 3, roots, drop, uint64(shards)*7+uint64(drop*1000))
+				runSharded(t, shards, 3, 0, roots, drop, uint64(shards)*7+uint64(drop*1000))
 			})
 		}
 	}
+	// Tasks grouped onto fewer receivers (by ReceiverOf, not the default
+	// mapping): each receiver gets exactly its tasks' outcomes.
+	for _, c := range []struct{ shards, receivers int }{{1, 1}, {2, 2}, {4, 3}} {
+		t.Run(fmt.Sprintf("shards=%d/receivers=%d", c.shards, c.receivers), func(t *testing.T) {
+			runSharded(t, c.shards, 3, c.receivers, roots, 0.01, uint64(c.shards*13+c.receivers))
+		})
+	}
 }
 
-func runSharded(t *testing.T, shards, producers, roots int, drop float64, seed uint64) {
+// receiverOf is the task -> receiver mapping the receivers tests use.
+func receiverOf(receivers int) func(int) int {
+	return func(task int) int { return (task*3 + 1) % receivers }
+}
+
+// runSharded runs random trees through a Sharded acker and checks every
+// root's outcome against the model. receivers 0 means one per task.
+func runSharded(t *testing.T, shards, producers, receivers, roots int, drop float64, seed uint64) {
 	const tasks = 5
 	const timeout = 200 * time.Millisecond
 	rng := rand.New(rand.NewPCG(seed, 99))
@@ -68,10 +82,18 @@ func runSharded(t *testing.T, shards, producers, roots int, drop float64, seed u
 	// times out however slowly this runs (-race); then it jumps past every
 	// deadline and only the roots the model says time out must.
 	clock := &ackcore.FakeClock{}
-	a, err := ackcore.NewSharded(ackcore.ShardedConfig{
+	cfg := ackcore.ShardedConfig{
 		Shards: shards, Producers: producers, Tasks: tasks, RingSize: 64, OutcomeRingSize: 16, Batch: 32,
 		Shard: ackcore.Config{MaxPending: 1 << 16, Timeout: timeout, Clock: clock},
-	})
+	}
+	recvOf := func(task int) int { return task }
+	if receivers > 0 {
+		cfg.Receivers, cfg.ReceiverOf = receivers, receiverOf(receivers)
+		recvOf = cfg.ReceiverOf
+	} else {
+		receivers = tasks
+	}
+	a, err := ackcore.NewSharded(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,16 +113,18 @@ func runSharded(t *testing.T, shards, producers, roots int, drop float64, seed u
 	collected := make(chan struct{}, total)
 	var spouts sync.WaitGroup
 	for task := 0; task < tasks; task++ {
-		sp := a.Spout(task)
-		if sp.Task() != task {
-			t.Fatalf("Spout(%d).Task() = %d", task, sp.Task())
+		if a.Spout(task) != a.Receiver(recvOf(task)) {
+			t.Fatalf("Spout(%d) is not Receiver(%d)", task, recvOf(task))
 		}
+	}
+	for r := 0; r < receivers; r++ {
+		sp := a.Receiver(r)
 		spouts.Add(1)
 		go func() {
 			defer spouts.Done()
 			sp.Run(func(o ackcore.Outcome) {
-				if o.Task != uint32(task) {
-					t.Errorf("spout %d got outcome for task %d", task, o.Task)
+				if recvOf(int(o.Task)) != r {
+					t.Errorf("receiver %d got an outcome for task %d, whose receiver is %d", r, o.Task, recvOf(int(o.Task)))
 				}
 				if _, loaded := got.LoadOrStore(o.Root, o); loaded {
 					dups.Store(o.Root, o)
@@ -248,10 +272,17 @@ func TestShardedConfigErrors(t *testing.T) {
 		{Producers: 1, Tasks: 0, Shard: ackcore.Config{MaxPending: 1}},
 		{Producers: 1, Tasks: 1, RingSize: 1000, Shard: ackcore.Config{MaxPending: 1}},
 		{Producers: 1, Tasks: 1, Shard: ackcore.Config{MaxPending: 0}},
+		{Producers: 1, Tasks: 2, Receivers: 3, Shard: ackcore.Config{MaxPending: 1}},
+		{Producers: 1, Tasks: 2, Receivers: -1, Shard: ackcore.Config{MaxPending: 1}},
 	} {
 		if _, err := ackcore.NewSharded(c); err == nil {
 			t.Errorf("NewSharded(%+v) accepted", c)
 		}
+	}
+	_, err := ackcore.NewSharded(ackcore.ShardedConfig{Producers: 1, Tasks: 4, Receivers: 2, Shard: ackcore.Config{MaxPending: 1},
+		ReceiverOf: func(t int) int { return t - 1 }})
+	if err == nil || !strings.Contains(err.Error(), "ReceiverOf(0) = -1") {
+		t.Errorf("ReceiverOf out of range: %v", err)
 	}
 	a, _ := ackcore.NewSharded(ackcore.ShardedConfig{Producers: 1, Tasks: 2, Shard: ackcore.Config{MaxPending: 1}})
 	if err := a.Producer(0).Send(ackcore.Msg{Root: 1, Kind: ackcore.Init, Task: 2, Val: 1}); err == nil {
