@@ -128,8 +128,8 @@
 // shards' table hashes). Producer p owns one SPSC ring into every shard
 // and stages messages in place, publishing a span per Batch messages or
 // Flush. Each executor drains its rings a Batch per ring per pass, applies
-// them, and hands each spout task's outcomes to that task's ring with one
-// publish per task per applied batch; a full outcome ring never blocks the executor (the
+// them, and hands the outcomes to their receivers' rings with one publish
+// per receiver per applied batch; a full outcome ring never blocks the executor (the
 // rest waits, bounded by MaxPending, and goes first next pass). Between
 // passes the executor samples the clock and, once per tick, expires.
 //

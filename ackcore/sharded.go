@@ -180,14 +180,22 @@ func (a *Sharded) Producer(i int) *Producer { return a.producers[i] }
 
 // Spout returns the outcome handle of spout task t: its receiver, which
 // it shares with the other tasks mapped to it (ShardedConfig.Receivers).
-// One goroutine polls a receiver.
+// One goroutine polls a receiver: with fewer receivers than tasks, poll
+// each Receiver once, not each task's Spout.
 func (a *Sharded) Spout(t int) *Spout { return a.spouts[a.recvOf[t]] }
 
-// Receiver returns outcome receiver r, in [0, Receivers).
+// Receiver returns outcome receiver r, in [0, Receivers()).
 func (a *Sharded) Receiver(r int) *Spout { return a.spouts[r] }
 
-// Plan is the executors' CPU assignment (meaningful after Start with Pin).
-// Its Note also says when executors and producers outnumber GOMAXPROCS.
+// Receivers is the number of outcome receivers.
+func (a *Sharded) Receivers() int { return len(a.spouts) }
+
+// ReceiverOf is the receiver task t's outcomes go to.
+func (a *Sharded) ReceiverOf(t int) int { return int(a.recvOf[t]) }
+
+// Plan is the executors' CPU assignment (its CPUs are set after Start with
+// Pin). Its Note also says, pinned or not, when executors and producers
+// alone outnumber GOMAXPROCS; goroutines waiting on receivers come on top.
 func (a *Sharded) Plan() affinity.Assignment { return a.plan }
 
 // ShardCPUs reports the CPU each executor last saw itself on (-1: unknown).
@@ -246,8 +254,10 @@ func (a *Sharded) Start() error {
 // Producers' further sends fail with
 // ErrClosed, every message already sent is applied, every root still
 // pending with an INIT is reported Failed{stopped} to its spout (so it can
-// be replayed), and the executors exit. Spouts may keep polling until
-// their Wait returns false. Stop returns the final exact counters.
+// be replayed), and the executors exit. Stop waits for the receivers to
+// take those outcomes, so something must keep polling them while it runs:
+// call Stop from a goroutine other than the ones that poll, and have those
+// poll until Wait returns false. Stop returns the final exact counters.
 func (a *Sharded) Stop() Stats {
 	a.mu.Lock()
 	if !a.started || a.stopped {

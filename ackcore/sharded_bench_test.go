@@ -26,8 +26,11 @@ import (
 //   - impl=xorack: the Sharded acker, S pinned executors fed by SPSC rings,
 //     outcomes drained by one goroutine per spout task, or (spouts=poll) by
 //     the producers themselves between batches from one receiver each, as
-//     a spout executor that emits and takes its own acks does (and Storm's
-//     executors receive the acks of all their tasks): on 2 vCPUs, 16 spout goroutines
+//     a spout executor that takes the acks of all its tasks between emits
+//     does (here a producer's receiver holds the tasks t mod producers,
+//     not the roots it sent: roots go to producers by hash; and with
+//     -acker.pace=sleep producers do not poll while they sleep): on 2
+//     vCPUs, 16 spout goroutines
 //     contend with the producers and executors for the two processors, and
 //     a goroutine queued behind a busy executor waits milliseconds;
 //   - impl=chanshard: one Shard applied by one goroutine that receives
@@ -193,6 +196,33 @@ func BenchmarkAckerLatency(b *testing.B) {
 			b.ReportMetric(float64(h.ValueAtQuantile(99)), "p99-ns")
 			b.ReportMetric(float64(h.ValueAtQuantile(99.9)), "p99.9-ns")
 		})
+	}
+}
+
+// TestPipeModes runs every pipeline of the benchmarks briefly, unpaced and
+// paced with latency stamps: runPipe checks that every root came back
+// Completed once and the counters agree, so a consumer mode that loses,
+// duplicates or strands an outcome (or hangs past the watchdog) fails.
+func TestPipeModes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the 100,000-root benchmark stream")
+	}
+	st := pipeStream()
+	for _, c := range []pipeConfig{
+		{impl: "xorack", shards: 1, producers: 1}, {impl: "xorack", shards: 2, producers: 2},
+		{impl: "xorack", shards: 1, producers: 1, poll: true}, {impl: "xorack", shards: 2, producers: 3, poll: true},
+		{impl: "chanshard", shards: 1, producers: 2}, {impl: "mutexmap", shards: 1, producers: 2},
+	} {
+		sp := splitStream(st, c.producers)
+		for _, run := range []pipeRun{{n: 50_000}, {n: 50_000, rate: 20e6, lat: true}} {
+			res, err := runPipe(c, sp, run)
+			if err != nil {
+				t.Fatalf("%v: %v", c, err)
+			}
+			if res.trees <= 0 || run.lat && res.hist.TotalCount() == 0 {
+				t.Errorf("%v %+v: %d trees, %d latencies", c, run, res.trees, res.hist.TotalCount())
+			}
+		}
 	}
 }
 

@@ -49,27 +49,38 @@ func TestShardedEndToEnd(t *testing.T) {
 	for _, shards := range []int{1, 2, 4} {
 		for _, drop := range []float64{0, 0.01} {
 			t.Run(fmt.Sprintf("shards=%d/drop=%v", shards, drop), func(t *testing.T) {
-				runSharded(t, shards, 3, 0, roots, drop, uint64(shards)*7+uint64(drop*1000))
+				runSharded(t, shards, 3, 0, nil, roots, drop, uint64(shards)*7+uint64(drop*1000))
 			})
 		}
 	}
-	// Tasks grouped onto fewer receivers (by ReceiverOf, not the default
-	// mapping): each receiver gets exactly its tasks' outcomes.
-	for _, c := range []struct{ shards, receivers int }{{1, 1}, {2, 2}, {4, 3}} {
-		t.Run(fmt.Sprintf("shards=%d/receivers=%d", c.shards, c.receivers), func(t *testing.T) {
-			runSharded(t, c.shards, 3, c.receivers, roots, 0.01, uint64(c.shards*13+c.receivers))
+	// Tasks grouped onto fewer receivers, by ReceiverOf and by the default
+	// mapping (task mod Receivers): each receiver gets exactly its tasks'
+	// outcomes.
+	for _, c := range []struct {
+		shards, receivers int
+		custom            bool
+	}{{1, 1, true}, {2, 2, true}, {4, 3, true}, {2, 2, false}, {1, 3, false}} {
+		t.Run(fmt.Sprintf("shards=%d/receivers=%d/custom=%v", c.shards, c.receivers, c.custom), func(t *testing.T) {
+			var of func(int) int
+			if c.custom {
+				of = receiverOf(c.receivers)
+			}
+			runSharded(t, c.shards, 3, c.receivers, of, roots, 0.01, uint64(c.shards*13+c.receivers))
 		})
 	}
 }
 
-// receiverOf is the task -> receiver mapping the receivers tests use.
+// receiverOf is a task -> receiver mapping unlike the default: for 5
+// tasks it uses every receiver of 1, 2 or 3 and differs from task mod
+// receivers.
 func receiverOf(receivers int) func(int) int {
-	return func(task int) int { return (task*3 + 1) % receivers }
+	return func(task int) int { return (task*5 + 1) % receivers }
 }
 
 // runSharded runs random trees through a Sharded acker and checks every
-// root's outcome against the model. receivers 0 means one per task.
-func runSharded(t *testing.T, shards, producers, receivers, roots int, drop float64, seed uint64) {
+// root's outcome against the model. receivers 0 means one per task;
+// recvOf nil the default mapping.
+func runSharded(t *testing.T, shards, producers, receivers int, recvOf func(int) int, roots int, drop float64, seed uint64) {
 	const tasks = 5
 	const timeout = 200 * time.Millisecond
 	rng := rand.New(rand.NewPCG(seed, 99))
@@ -86,12 +97,12 @@ func runSharded(t *testing.T, shards, producers, receivers, roots int, drop floa
 		Shards: shards, Producers: producers, Tasks: tasks, RingSize: 64, OutcomeRingSize: 16, Batch: 32,
 		Shard: ackcore.Config{MaxPending: 1 << 16, Timeout: timeout, Clock: clock},
 	}
-	recvOf := func(task int) int { return task }
-	if receivers > 0 {
-		cfg.Receivers, cfg.ReceiverOf = receivers, receiverOf(receivers)
-		recvOf = cfg.ReceiverOf
-	} else {
+	if receivers == 0 {
 		receivers = tasks
+	}
+	cfg.Receivers, cfg.ReceiverOf = receivers, recvOf
+	if recvOf == nil {
+		recvOf = func(task int) int { return task % receivers }
 	}
 	a, err := ackcore.NewSharded(cfg)
 	if err != nil {
@@ -112,9 +123,13 @@ func runSharded(t *testing.T, shards, producers, receivers, roots int, drop floa
 	total := len(want)
 	collected := make(chan struct{}, total)
 	var spouts sync.WaitGroup
+	if a.Receivers() != receivers {
+		t.Fatalf("Receivers() = %d, want %d", a.Receivers(), receivers)
+	}
 	for task := 0; task < tasks; task++ {
-		if a.Spout(task) != a.Receiver(recvOf(task)) {
-			t.Fatalf("Spout(%d) is not Receiver(%d)", task, recvOf(task))
+		if a.ReceiverOf(task) != recvOf(task) || a.Spout(task) != a.Receiver(recvOf(task)) {
+			t.Fatalf("task %d: ReceiverOf %d, Spout is Receiver(%d): %v; want receiver %d",
+				task, a.ReceiverOf(task), recvOf(task), a.Spout(task) == a.Receiver(recvOf(task)), recvOf(task))
 		}
 	}
 	for r := 0; r < receivers; r++ {

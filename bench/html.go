@@ -41,9 +41,13 @@ func WriteHTML(w io.Writer, rep *Report) error {
 	if err := WriteTable(&table, rep); err != nil {
 		return err
 	}
+	stalls := "not measured"
+	if rep.Stalls.Threads > 0 {
+		stalls = stallLine(rep.Stalls)
+	}
 	return pageTmpl.Execute(w, page{
 		Title: "ackbench report", Machine: rep.Machine.Summary, Go: rep.Machine.GoVersion,
-		Perf: rep.PerfNote, Stalls: stallLine(rep.Stalls), Config: describe(rep.Config), Started: rep.Started.Format("2006-01-02 15:04:05 MST"),
+		Perf: rep.PerfNote, Stalls: stalls, Config: describe(rep.Config), Started: rep.Started.Format("2006-01-02 15:04:05 MST"),
 		Table: table.String(), Charts: charts, Failed: Check(rep, CheckFloor),
 	})
 }

@@ -8,8 +8,9 @@ import (
 
 // Stalls is how often a thread that never blocks still lost its CPU, as
 // seen by spinning on the monotonic clock: a gap between two consecutive
-// clock reads is time the thread did not run (an interrupt, the OS or the
-// hypervisor running something else). No pipeline's latency percentiles
+// clock reads is time the goroutine did not run (an interrupt, the OS or
+// the hypervisor running something else, or the Go runtime preempting it
+// or borrowing it for GC work). No pipeline's latency percentiles
 // can beat these: a message whose path crosses a stalled thread waits out
 // the stall, and whatever queued behind it waits too. Rates are per thread
 // per second.
