@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/internal/acktest"
 	"github.com/xorack/xorack/internal/invariants"
 )
 
@@ -159,13 +160,7 @@ func TestBound(t *testing.T) {
 
 func TestInvalid(t *testing.T) {
 	s, _ := newShard(t, 10, ackcore.FoldOn)
-	bad := []ackcore.Msg{
-		{Root: 0, Kind: ackcore.Ack, Val: 1},
-		{Root: 1, Kind: 0},
-		{Root: 1, Kind: 9},
-		{Root: 1, Kind: ackcore.Init, Task: ackcore.MaxTask + 1, Val: 1},
-		{Root: 1, Kind: ackcore.Reset, TimeoutMs: 25 * 3600 * 1000},
-	}
+	bad := acktest.InvalidMsgs()
 	out := s.Apply(bad, nil)
 	if len(out) != len(bad) {
 		t.Fatalf("%d outcomes for %d bad messages", len(out), len(bad))

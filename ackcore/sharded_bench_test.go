@@ -713,9 +713,15 @@ func (r *rig) settle(p int, ph phase) {
 			return
 		default:
 		}
-		if r.eng.poll(p) == 0 {
-			runtime.Gosched()
-		}
+		r.idle(p)
+	}
+}
+
+// idle is one wait step of producer p: poll its spouts (when it is their
+// poller), and yield the processor when that found nothing.
+func (r *rig) idle(p int) {
+	if r.eng.poll(p) == 0 {
+		runtime.Gosched()
 	}
 }
 
@@ -740,9 +746,7 @@ func (r *rig) pace(p int, due time.Time) {
 		case lead > paceSleep:
 			time.Sleep(lead - paceSleep)
 		default:
-			if r.eng.poll(p) == 0 {
-				runtime.Gosched()
-			}
+			r.idle(p)
 		}
 	}
 }

@@ -11,6 +11,19 @@ import (
 	"github.com/xorack/xorack/internal/treegen"
 )
 
+// InvalidMsgs returns one message for each way a message can be malformed,
+// the root-0 one first: every acker must refuse each as invalid and
+// change nothing.
+func InvalidMsgs() []ackcore.Msg {
+	return []ackcore.Msg{
+		{Root: 0, Kind: ackcore.Ack, Val: 1},
+		{Root: 1, Kind: 0},
+		{Root: 1, Kind: 9},
+		{Root: 1, Kind: ackcore.Init, Task: ackcore.MaxTask + 1, Val: 1},
+		{Root: 1, Kind: ackcore.Reset, TimeoutMs: 25 * 3600 * 1000},
+	}
+}
+
 // The clock geometry of every scenario. Timeout is short so that roots time
 // out within a run; custom timeouts from DefaultGen reach 40 ms, twice it.
 const (

@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/internal/acktest"
 	"github.com/xorack/xorack/internal/baseline"
 	"github.com/xorack/xorack/internal/workload"
 )
@@ -162,13 +163,7 @@ func TestBound(t *testing.T) {
 // TestInvalid: malformed messages are refused as invalid and change
 // nothing. Limit checks only the root.
 func TestInvalid(t *testing.T) {
-	bad := []ackcore.Msg{
-		{Root: 0, Kind: ackcore.Ack, Val: 1},
-		{Root: 1, Kind: 0},
-		{Root: 1, Kind: 9},
-		{Root: 1, Kind: ackcore.Init, Task: ackcore.MaxTask + 1, Val: 1},
-		{Root: 1, Kind: ackcore.Reset, TimeoutMs: 25 * 3600 * 1000},
-	}
+	bad := acktest.InvalidMsgs()
 	for _, b := range impls {
 		a := mustMake(t, b, baseline.Config{MaxPending: 10, Clock: &ackcore.FakeClock{}})
 		msgs := bad
