@@ -464,7 +464,7 @@ func runPipe(c pipeConfig, sp *split, run pipeRun) (res pipeResult, err error) {
 	for p := range phases {
 		phases[p].start = t0
 	}
-	r.launch(phases)
+	r.launch(phases, done)
 	err = r.await(done)
 	res.elapsed = time.Since(t0)
 	if run.b != nil {
@@ -541,12 +541,11 @@ type rig struct {
 	stamps    []atomic.Int64 // by sample id: flush time of the root's last ACK, 0 if none
 	recording atomic.Bool    // observers record latencies
 
-	cmds  []chan phase    // one per producer goroutine
-	done  <-chan struct{} // the armed phase's; set by arm before launch
-	errs  []error         // errs[p]: producer p's error in the last phase
-	wg    sync.WaitGroup  // producers busy with the current phase
-	quit  sync.WaitGroup  // producer goroutines
-	timer *time.Timer     // the watchdog
+	cmds  []chan phase   // one per producer goroutine
+	errs  []error        // errs[p]: producer p's error in the last phase
+	wg    sync.WaitGroup // producers busy with the current phase
+	quit  sync.WaitGroup // producer goroutines
+	timer *time.Timer    // the watchdog
 
 	expect int64        // trees completed by all phases so far
 	sent   atomic.Int64 // messages sent by all phases so far
@@ -605,7 +604,7 @@ func (r *rig) newObserver(lat bool) *observer {
 // runPhase runs an unmeasured phase to the end.
 func (r *rig) runPhase(phases []phase, trees int64) error {
 	done := r.arm(trees)
-	r.launch(phases)
+	r.launch(phases, done)
 	return r.await(done)
 }
 
@@ -614,14 +613,14 @@ func (r *rig) runPhase(phases []phase, trees int64) error {
 func (r *rig) arm(trees int64) <-chan struct{} {
 	r.expect += trees
 	r.timer.Reset(watchdog)
-	r.done = r.tally.arm(r.expect)
-	return r.done
+	return r.tally.arm(r.expect)
 }
 
-func (r *rig) launch(phases []phase) {
+// launch starts the producers on phases; done is the phase's, from arm.
+func (r *rig) launch(phases []phase, done <-chan struct{}) {
 	r.wg.Add(len(phases))
 	for p, ph := range phases {
-		ph.done = r.done
+		ph.done = done
 		r.cmds[p] <- ph
 	}
 }
