@@ -8,8 +8,8 @@ import (
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/bench"
-	"github.com/xorack/xorack/internal/baseline"
-	"github.com/xorack/xorack/internal/workload"
+	"github.com/xorack/xorack/bench/baseline"
+	"github.com/xorack/xorack/bench/workload"
 )
 
 // benchBatch is the batch the benchmark hands Apply: what a shard loop

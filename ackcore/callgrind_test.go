@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/bench/workload"
 	"github.com/xorack/xorack/internal/callgrind"
-	"github.com/xorack/xorack/internal/workload"
 )
 
 // TestCallgrindWorkload is the fixed workload .ci/callgrind counts

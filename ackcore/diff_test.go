@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/xorack/xorack/ackcore"
-	"github.com/xorack/xorack/internal/acktest"
+	"github.com/xorack/xorack/ackcore/acktest"
 )
 
 func shardFactory(fold ackcore.FoldMode) acktest.Factory {
@@ -14,8 +14,8 @@ func shardFactory(fold ackcore.FoldMode) acktest.Factory {
 
 // TestShardMatchesModel feeds random trees and DAGs with shuffles,
 // duplicates, drops, fails, resets, timeouts and tight bounds to the shard
-// and to the plain model (internal/model), and compares every outcome,
-// every counter and the shard's invariants (internal/acktest).
+// and to the plain model (ackcore/acktest/model), and compares every outcome,
+// every counter and the shard's invariants (ackcore/acktest).
 func TestShardMatchesModel(t *testing.T) {
 	// FoldOff runs applyRun's assembly loop where the CPU has AVX2
 	// ("asm"), and the portable loop ("go") everywhere.

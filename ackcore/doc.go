@@ -77,37 +77,6 @@
 // loaded entry with one probe (see fold.go); the result equals applying
 // them one by one.
 //
-// # Timeouts
-//
-// Every slot stores its deadline. Only entries whose deadline is near get
-// a timer in a hierarchical timer wheel (the "near wheel", sized on
-// demand): most roots complete long before their timeout, and a timer node
-// linked on INIT and unlinked on completion would cost two or three random
-// misses per root for timers that never fire. A pass over the table,
-// spread over many Expire calls, moves the limit below which entries have
-// near timers forward one window (an eighth of the default timeout, or
-// longer for tables so big that a pass would read more than 256 slots per
-// tick) at a time. Near timers are keyed by root, so slots move freely.
-// See near.go.
-//
-// An entry whose start time cannot be derived from its deadline (after a
-// RESET, or with a per-root timeout) keeps its start and timeout in a side
-// map.
-//
-// # Batches
-//
-// Apply runs a call-free loop (fastPath) over the batch for as long as
-// messages are ACKs that do not complete their root or INITs of new roots
-// with the default timeout: together nearly all traffic. It leaves the loop
-// for anything else: completions take a short path, the rest goes through
-// step, the one place all of SEMANTICS.md's rules live. For tables larger
-// than L2, Apply works in chunks of up to 64 messages (starting at 8 and
-// doubling): it hashes chunk k+1 and prefetches its probe windows, then
-// applies chunk k, whose lines are by then in cache, keeping a chunk's
-// misses in flight together. With Fold: FoldOn a chunk is grouped by root
-// first and each root's messages are applied to one loaded entry with one
-// probe (see fold.go); the result equals applying them one by one.
-//
 // # Time
 //
 // The clock is read once per Apply or Expire call. A root's deadline is
@@ -119,39 +88,8 @@
 //
 // # Concurrency
 //
-// None: a Shard belongs to one goroutine. The sharded acker (Sharded) runs
-// one Shard per pinned executor and feeds it through SPSC rings.
-//
-// # Sharded acker
-//
-// Each root belongs to one shard (a hash of the root, independent of the
-// shards' table hashes). Producer p owns one SPSC ring into every shard
-// and stages messages in place, publishing a span per Batch messages or
-// Flush. Each executor drains its rings a Batch per ring per pass, applies
-// them, and hands the outcomes to their receivers' rings with one publish
-// per receiver per applied batch; a full outcome ring never blocks the executor (the
-// rest waits, bounded by MaxPending, and goes first next pass). Between
-// passes the executor samples the clock and, once per tick, expires.
-//
-// Outcomes go to receivers: by default one per spout task (Spout(t)), or,
-// with ShardedConfig.Receivers, one per group of tasks, such as the tasks
-// of one spout executor (Storm's executors take the acks of all their
-// tasks from one queue). Each shard then publishes one span per receiver
-// per applied batch, and the executor polls one handle.
-//
-// Taking outcomes: a spout executor that both emits and takes its acks
-// (as Storm's does) should Poll its receiver in its own loop, between
-// emits and while it has nothing to emit. One goroutine per task calling
-// Wait or Run is simpler, but each is one more goroutine wanting a
-// processor: when runnable goroutines outnumber GOMAXPROCS, one queued
-// behind a busy executor waits for the scheduler's next preemption
-// (milliseconds). On 2 vCPUs, one producer polling its receiver saw its
-// roots complete in 6.7-7.7 µs at the median against 16-92 µs with 16
-// spout goroutines, and at the 99th percentile in 0.12-0.35 ms against
-// 2.3-4.8 ms (BenchmarkAckerLatency, BENCHMARKS.md). Stop reports the
-// roots still pending to their receivers and waits for them to be taken:
-// call it from a goroutine other than the pollers, and poll until Wait
-// returns false.
+// None: a Shard belongs to one goroutine. Package acker runs one Shard per
+// pinned executor goroutine and feeds it through SPSC rings.
 //
 // # Invariants
 //

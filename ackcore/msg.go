@@ -106,6 +106,7 @@ const (
 	ReasonFull            // the pending-root bound was reached
 	ReasonInvalid         // the message was malformed (zero root, unknown kind, task or timeout out of range)
 	ReasonStopped         // the acker stopped while the root was pending
+	ReasonLost            // the acker holding the root was lost (a remote acker's connection or host)
 )
 
 func (r Reason) String() string {
@@ -122,6 +123,8 @@ func (r Reason) String() string {
 		return "invalid"
 	case ReasonStopped:
 		return "stopped"
+	case ReasonLost:
+		return "acker lost"
 	}
 	return fmt.Sprintf("Reason(%d)", uint8(r))
 }

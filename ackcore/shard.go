@@ -62,7 +62,9 @@ const MaxPendingLimit = timerwheel.MaxCapacity / maxLoadDen * maxLoadNum
 // and a deadline stored as a 32-bit tick must be recovered exactly.
 const MinTick = 100 * time.Microsecond
 
-func (c *Config) check() error {
+// Validate checks c, with an error naming the bad value. NewShard calls it;
+// an embedder that builds shards later (the sharded acker) calls it first.
+func (c *Config) Validate() error {
 	if c.MaxPending <= 0 || c.MaxPending > MaxPendingLimit {
 		return fmt.Errorf("ackcore: MaxPending %d out of range [1, %d]", c.MaxPending, MaxPendingLimit)
 	}
@@ -118,7 +120,7 @@ type Shard struct {
 
 // NewShard makes a shard, allocating its table for cfg.MaxPending entries.
 func NewShard(cfg Config) (*Shard, error) {
-	if err := cfg.check(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if cfg.Timeout == 0 {
@@ -183,6 +185,9 @@ func (s *Shard) Stats() Stats {
 	st.Pending = s.t.count
 	return st
 }
+
+// Tick is the shard's timer resolution: Expire is due once per Tick.
+func (s *Shard) Tick() time.Duration { return time.Duration(s.tickNs) }
 
 // Pending is the number of entries in the table.
 func (s *Shard) Pending() int { return s.t.count }

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/xorack/xorack/ackcore"
-	"github.com/xorack/xorack/internal/workload"
+	"github.com/xorack/xorack/bench/workload"
 )
 
 // Level is how much of the system a run puts between the workload and the
@@ -20,7 +20,7 @@ const (
 	// (ackcore.Acker) on one pinned goroutine: no rings, no other threads.
 	LevelCore Level = "core"
 	// LevelPipeline runs producers -> SPSC rings -> sharded executors ->
-	// outcome rings -> spouts (ackcore.Sharded), beside the same shape
+	// outcome rings -> spouts (acker.Acker), beside the same shape
 	// built on a mutex-guarded map and on a Go channel.
 	LevelPipeline Level = "pipeline"
 	// LevelTopology and LevelNet are planned (a topology runtime, a

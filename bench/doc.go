@@ -14,14 +14,14 @@
 //
 // core: messages go straight into one single-writer ackcore.Acker (the
 // xorack shard, and gomap, mutexmap, xsync, storm, limit from
-// internal/baseline) on one goroutine, pinned to the CPU it starts on and
+// bench/baseline) on one goroutine, pinned to the CPU it starts on and
 // counted by package perf. All impls of a window are built and warmed first, then
 // measured in interleaved repetitions (A B C, B C A, ...), so that the
 // VM's drift (MEASURING.md: up to 25% between sessions) falls on all of
 // them alike; a row reports the median repetition.
 //
 // pipeline: producer goroutines -> SPSC rings -> pinned shard executors ->
-// outcome rings -> spouts (ackcore.Sharded). Beside it, the same shape
+// outcome rings -> spouts (acker.Acker). Beside it, the same shape
 // built the obvious ways: "mutexmap", one baseline.MutexMap that every
 // producer calls Apply on under its lock; "chanshard", one xorack shard on
 // a goroutine fed by a Go channel of message blocks, answering through a
@@ -34,7 +34,7 @@
 //
 // # Layout
 //
-// The workload is internal/workload's replayable stream: a prefix applied
+// The workload is bench/workload's replayable stream: a prefix applied
 // once, then a cycle replayed forever with about P roots pending. bench
 // adds, once per stream, 8 bytes of meta per position (the tree slot, the
 // message's index j in its tree, and whether it belongs to the tree the

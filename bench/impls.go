@@ -2,7 +2,7 @@ package bench
 
 import (
 	"github.com/xorack/xorack/ackcore"
-	"github.com/xorack/xorack/internal/baseline"
+	"github.com/xorack/xorack/bench/baseline"
 )
 
 // Reference is the implementation every row's ratio is taken against: the

@@ -6,7 +6,8 @@ import (
 	"time"
 
 	"github.com/xorack/xorack/ackcore"
-	"github.com/xorack/xorack/internal/baseline"
+	"github.com/xorack/xorack/acker"
+	"github.com/xorack/xorack/bench/baseline"
 )
 
 // pipeConfig configures one pipeline-level acker.
@@ -42,13 +43,13 @@ type sender interface {
 	poll(dst []ackcore.Outcome) []ackcore.Outcome
 }
 
-// xorack: ackcore.Sharded, producers -> SPSC rings -> shard executors ->
+// xorack: acker.Acker, producers -> SPSC rings -> shard executors ->
 // outcome rings -> spouts.
 
-type shardedPipe struct{ a *ackcore.Sharded }
+type shardedPipe struct{ a *acker.Acker }
 
 func newShardedPipe(pc pipeConfig) (pipe, error) {
-	a, err := ackcore.NewSharded(ackcore.ShardedConfig{
+	a, err := acker.New(acker.Config{
 		Shards: pc.shards, Producers: pc.producers, Tasks: pc.producers, Batch: pc.batch, Pin: pc.pin,
 		Shard: ackcore.Config{MaxPending: pc.maxPending, Timeout: pc.timeout, Clock: pc.clock},
 	})
@@ -61,11 +62,13 @@ func newShardedPipe(pc pipeConfig) (pipe, error) {
 func (sp *shardedPipe) start() error         { return sp.a.Start() }
 func (sp *shardedPipe) stats() ackcore.Stats { return sp.a.Stats() }
 func (sp *shardedPipe) stop() ackcore.Stats  { return sp.a.Stop() }
-func (sp *shardedPipe) sender(p int) sender  { return shardedSender{sp.a.Producer(p), sp.a.Spout(p)} }
+func (sp *shardedPipe) sender(p int) sender {
+	return shardedSender{sp.a.Producer(p), sp.a.TaskReceiver(p)}
+}
 
 type shardedSender struct {
-	p *ackcore.Producer
-	s *ackcore.Spout
+	p *acker.Producer
+	s *acker.Receiver
 }
 
 func (s shardedSender) send(m ackcore.Msg) error                     { return s.p.Send(m) }

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/xorack/xorack/affinity"
-	"github.com/xorack/xorack/internal/workload"
+	"github.com/xorack/xorack/bench/workload"
 	"github.com/xorack/xorack/perf"
 )
 

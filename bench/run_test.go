@@ -14,8 +14,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/bench/workload"
 	"github.com/xorack/xorack/internal/invariants"
-	"github.com/xorack/xorack/internal/workload"
 )
 
 // tiny is a run small enough for a unit test: a window of 500 roots and a

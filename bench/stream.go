@@ -5,7 +5,7 @@ import (
 	"slices"
 
 	"github.com/xorack/xorack/ackcore"
-	"github.com/xorack/xorack/internal/workload"
+	"github.com/xorack/xorack/bench/workload"
 )
 
 // meta describes one position of a stream, 8 bytes:

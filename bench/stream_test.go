@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/xorack/xorack/ackcore"
-	"github.com/xorack/xorack/internal/workload"
+	"github.com/xorack/xorack/bench/workload"
 )
 
 // TestMeta checks the per-position facts against the stream itself: each

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/xorack/xorack/ackcore"
-	"github.com/xorack/xorack/internal/baseline"
-	"github.com/xorack/xorack/internal/treegen"
+	"github.com/xorack/xorack/ackcore/acktest/treegen"
+	"github.com/xorack/xorack/bench/baseline"
 )
 
 // TestConcurrent hammers the concurrent baselines: the messages of every

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/xorack/xorack/ackcore"
-	"github.com/xorack/xorack/internal/baseline"
-	"github.com/xorack/xorack/internal/treegen"
+	"github.com/xorack/xorack/ackcore/acktest/treegen"
+	"github.com/xorack/xorack/bench/baseline"
 )
 
 const stormT = 10 * time.Second // Storm's message timeout in these tests: one rotation

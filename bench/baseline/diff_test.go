@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/xorack/xorack/ackcore"
-	"github.com/xorack/xorack/internal/acktest"
-	"github.com/xorack/xorack/internal/baseline"
+	"github.com/xorack/xorack/ackcore/acktest"
+	"github.com/xorack/xorack/bench/baseline"
 )
 
 // factory adapts a baseline to the shared harness.
@@ -28,7 +28,7 @@ func TestMatchesModel(t *testing.T) {
 	}
 }
 
-// FuzzGoMap: go test -fuzz=FuzzGoMap -fuzztime=10s ./internal/baseline/
+// FuzzGoMap: go test -fuzz=FuzzGoMap -fuzztime=10s ./bench/baseline/
 func FuzzGoMap(f *testing.F) {
 	f.Add(uint64(1), uint8(50), uint8(8), uint8(0))
 	f.Add(uint64(2), uint8(200), uint8(3), uint8(40))

@@ -5,7 +5,7 @@
 //   - GoMap: the acker a good Go programmer writes with the built-in map,
 //     map[uint64]entry keyed by root, timeouts on the project's timer wheel
 //     (handles from a free list that maps handle -> root). Semantics
-//     identical to ackcore.Shard and internal/model, counters included.
+//     identical to ackcore.Shard and ackcore/acktest/model, counters included.
 //   - MutexMap: GoMap behind a sync.Mutex, for many producer goroutines
 //     calling Apply themselves.
 //   - XsyncMap: the same semantics on xsync's concurrent MapOf, one
@@ -16,7 +16,7 @@
 //   - Limit: not an acker. A flat open-addressed table doing only the XOR,
 //     insert and delete every acker must do: the memory system's limit.
 //
-// The differential test (diff_test.go, on internal/acktest) holds GoMap,
+// The differential test (diff_test.go, on ackcore/acktest) holds GoMap,
 // MutexMap and XsyncMap to the model message by message; Storm and Limit
 // have tests of their own.
 //

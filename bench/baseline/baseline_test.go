@@ -7,9 +7,9 @@ import (
 	"unsafe"
 
 	"github.com/xorack/xorack/ackcore"
-	"github.com/xorack/xorack/internal/acktest"
-	"github.com/xorack/xorack/internal/baseline"
-	"github.com/xorack/xorack/internal/workload"
+	"github.com/xorack/xorack/ackcore/acktest"
+	"github.com/xorack/xorack/bench/baseline"
+	"github.com/xorack/xorack/bench/workload"
 )
 
 // impl is one baseline with a constructor taking a Config.

@@ -1,4 +1,4 @@
-package ackcore
+package acker
 
 import (
 	"errors"
@@ -8,12 +8,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/affinity"
 	"github.com/xorack/xorack/ring"
 )
 
-// ShardedConfig configures a sharded acker.
-type ShardedConfig struct {
+// Config configures a sharded acker.
+type Config struct {
 	// Shards is the number of shards, each run by one executor goroutine
 	// (pinned to a CPU when Pin is set). Default 1.
 	Shards int
@@ -22,22 +23,22 @@ type ShardedConfig struct {
 	// one SPSC ring into every shard. Required.
 	Producers int
 	// Tasks is the number of spout tasks; task t's outcomes arrive at
-	// Spout(t). INITs must name a task below it. Required.
+	// TaskReceiver(t). INITs must name a task below it. Required.
 	Tasks int
 	// Receivers is the number of outcome receivers, each with one ring
 	// from every shard and polled by one goroutine; task t's outcomes go
-	// to receiver ReceiverOf(t), which Spout(t) returns. Default Tasks:
+	// to receiver ReceiverOf(t), which TaskReceiver(t) returns. Default Tasks:
 	// one receiver per task. An engine whose executors each run several
 	// spout tasks (as Storm's do) gives each executor one receiver: the
 	// shards then publish one span per executor per batch, not one per
 	// task, and the executor polls one handle.
 	Receivers int
 	// ReceiverOf maps a task to its receiver in [0, Receivers); nil means
-	// task mod Receivers. It is called once per task by NewSharded.
+	// task mod Receivers. It is called once per task by New.
 	ReceiverOf func(task int) int
 	// Shard configures each shard; MaxPending is per shard. Its Clock is
 	// the source the executors sample once per pass (nil: monotonic).
-	Shard Config
+	Shard ackcore.Config
 	// RingSize is each producer->shard ring's capacity (a power of two);
 	// default 4096.
 	RingSize int
@@ -54,7 +55,7 @@ type ShardedConfig struct {
 	Idle *ring.Idle
 }
 
-func (c *ShardedConfig) fill() error {
+func (c *Config) fill() error {
 	if c.Shards == 0 {
 		c.Shards = 1
 	}
@@ -72,39 +73,39 @@ func (c *ShardedConfig) fill() error {
 	}
 	switch {
 	case c.Shards < 1 || c.Shards > 1024:
-		return fmt.Errorf("ackcore: Shards %d out of range [1, 1024]", c.Shards)
+		return fmt.Errorf("acker: Shards %d out of range [1, 1024]", c.Shards)
 	case c.Producers < 1 || c.Producers > 4096:
-		return fmt.Errorf("ackcore: Producers %d out of range [1, 4096]", c.Producers)
-	case c.Tasks < 1 || c.Tasks > MaxTask+1:
-		return fmt.Errorf("ackcore: Tasks %d out of range [1, %d]", c.Tasks, MaxTask+1)
+		return fmt.Errorf("acker: Producers %d out of range [1, 4096]", c.Producers)
+	case c.Tasks < 1 || c.Tasks > ackcore.MaxTask+1:
+		return fmt.Errorf("acker: Tasks %d out of range [1, %d]", c.Tasks, ackcore.MaxTask+1)
 	case c.Receivers < 0 || c.Receivers > c.Tasks:
-		return fmt.Errorf("ackcore: Receivers %d out of range [1, Tasks %d] (0: Tasks)", c.Receivers, c.Tasks)
+		return fmt.Errorf("acker: Receivers %d out of range [1, Tasks %d] (0: Tasks)", c.Receivers, c.Tasks)
 	case c.RingSize < 2 || c.RingSize&(c.RingSize-1) != 0:
-		return fmt.Errorf("ackcore: RingSize %d is not a power of two >= 2", c.RingSize)
+		return fmt.Errorf("acker: RingSize %d is not a power of two >= 2", c.RingSize)
 	case c.OutcomeRingSize < 2 || c.OutcomeRingSize&(c.OutcomeRingSize-1) != 0:
-		return fmt.Errorf("ackcore: OutcomeRingSize %d is not a power of two >= 2", c.OutcomeRingSize)
+		return fmt.Errorf("acker: OutcomeRingSize %d is not a power of two >= 2", c.OutcomeRingSize)
 	case c.Batch < 1:
-		return fmt.Errorf("ackcore: Batch %d below 1", c.Batch)
+		return fmt.Errorf("acker: Batch %d below 1", c.Batch)
 	}
 	if c.Shard.Clock == nil {
-		c.Shard.Clock = NewMonotonicClock()
+		c.Shard.Clock = ackcore.NewMonotonicClock()
 	}
-	return c.Shard.check()
+	return c.Shard.Validate()
 }
 
 // ErrClosed is returned by producers once the acker is stopping.
-var ErrClosed = errors.New("ackcore: acker stopped")
+var ErrClosed = errors.New("acker: acker stopped")
 
-// Sharded is the sharded, concurrent acker: N single-writer shards, each run
+// Acker is the sharded, concurrent acker: N single-writer shards, each run
 // by an executor goroutine fed by one SPSC ring per producer, reporting
 // outcomes into one SPSC ring per (shard, spout task). No locks and no
-// shared writes on the message path. See doc.go, "Sharded acker".
-type Sharded struct {
-	cfg       ShardedConfig
+// shared writes on the message path. See the package doc.
+type Acker struct {
+	cfg       Config
 	execs     []*executor
 	producers []*Producer
-	spouts    []*Spout // by receiver
-	recvOf    []uint32 // recvOf[t]: task t's receiver
+	recvs     []*Receiver // by receiver index
+	recvOf    []uint32    // recvOf[t]: task t's receiver
 	plan      affinity.Assignment
 
 	mu      sync.Mutex // guards started, stopped
@@ -113,8 +114,8 @@ type Sharded struct {
 	wg      sync.WaitGroup
 }
 
-// NewSharded builds the acker and allocates every shard's table; Start runs it.
-func NewSharded(cfg ShardedConfig) (*Sharded, error) {
+// New builds the acker and allocates every shard's table; Start runs it.
+func New(cfg Config) (*Acker, error) {
 	if err := cfg.fill(); err != nil {
 		return nil, err
 	}
@@ -122,29 +123,29 @@ func NewSharded(cfg ShardedConfig) (*Sharded, error) {
 	if cfg.Idle != nil {
 		idle = *cfg.Idle
 	}
-	a := &Sharded{cfg: cfg, recvOf: make([]uint32, cfg.Tasks)}
+	a := &Acker{cfg: cfg, recvOf: make([]uint32, cfg.Tasks)}
 	for t := range a.recvOf {
 		r := t % cfg.Receivers
 		if cfg.ReceiverOf != nil {
 			r = cfg.ReceiverOf(t)
 		}
 		if r < 0 || r >= cfg.Receivers {
-			return nil, fmt.Errorf("ackcore: ReceiverOf(%d) = %d, out of range [0, Receivers %d)", t, r, cfg.Receivers)
+			return nil, fmt.Errorf("acker: ReceiverOf(%d) = %d, out of range [0, Receivers %d)", t, r, cfg.Receivers)
 		}
 		a.recvOf[t] = uint32(r)
 	}
-	a.spouts = make([]*Spout, cfg.Receivers)
-	for r := range a.spouts {
-		a.spouts[r] = &Spout{in: ring.NewFanInWithIdle[Outcome](cfg.Shards, cfg.OutcomeRingSize, cfg.OutcomeRingSize, idle)}
+	a.recvs = make([]*Receiver, cfg.Receivers)
+	for r := range a.recvs {
+		a.recvs[r] = &Receiver{in: ring.NewFanInWithIdle[ackcore.Outcome](cfg.Shards, cfg.OutcomeRingSize, cfg.OutcomeRingSize, idle)}
 	}
 	for i := 0; i < cfg.Shards; i++ {
 		scfg := cfg.Shard
 		e := &executor{
 			id:     i,
 			clock:  cfg.Shard.Clock,
-			in:     ring.NewFanInWithIdle[Msg](cfg.Producers, cfg.RingSize, cfg.Batch, idle),
-			outs:   make([]*ring.SPSC[Outcome], cfg.Receivers),
-			over:   make([][]Outcome, cfg.Receivers),
+			in:     ring.NewFanInWithIdle[ackcore.Msg](cfg.Producers, cfg.RingSize, cfg.Batch, idle),
+			outs:   make([]*ring.SPSC[ackcore.Outcome], cfg.Receivers),
+			over:   make([][]ackcore.Outcome, cfg.Receivers),
 			recvOf: a.recvOf,
 			cpu:    -1,
 		}
@@ -152,13 +153,13 @@ func NewSharded(cfg ShardedConfig) (*Sharded, error) {
 		if scfg.Seed != 0 {
 			scfg.Seed += uint64(i) * 0x9e3779b97f4a7c15 // shards hash differently
 		}
-		sh, err := NewShard(scfg)
+		sh, err := ackcore.NewShard(scfg)
 		if err != nil {
 			return nil, err
 		}
 		e.shard = sh
 		for r := range e.outs {
-			e.outs[r] = a.spouts[r].in.Producer(i)
+			e.outs[r] = a.recvs[r].in.Producer(i)
 		}
 		a.execs = append(a.execs, e)
 	}
@@ -168,7 +169,7 @@ func NewSharded(cfg ShardedConfig) (*Sharded, error) {
 		for _, e := range a.execs {
 			pr.rings = append(pr.rings, e.in.Producer(p))
 		}
-		pr.spans = make([][]Msg, cfg.Shards)
+		pr.spans = make([][]ackcore.Msg, cfg.Shards)
 		pr.fill = make([]int, cfg.Shards)
 		a.producers[p] = pr
 	}
@@ -176,30 +177,30 @@ func NewSharded(cfg ShardedConfig) (*Sharded, error) {
 }
 
 // Producer returns producer handle i; each handle belongs to one goroutine.
-func (a *Sharded) Producer(i int) *Producer { return a.producers[i] }
+func (a *Acker) Producer(i int) *Producer { return a.producers[i] }
 
-// Spout returns the outcome handle of spout task t: its receiver, which
-// it shares with the other tasks mapped to it (ShardedConfig.Receivers).
-// One goroutine polls a receiver: with fewer receivers than tasks, poll
-// each Receiver once, not each task's Spout.
-func (a *Sharded) Spout(t int) *Spout { return a.spouts[a.recvOf[t]] }
+// TaskReceiver returns the receiver of spout task t's outcomes, which it
+// shares with the other tasks mapped to it (Config.Receivers). One
+// goroutine polls a receiver: with fewer receivers than tasks, poll each
+// Receiver once, not each task's TaskReceiver.
+func (a *Acker) TaskReceiver(t int) *Receiver { return a.recvs[a.recvOf[t]] }
 
 // Receiver returns outcome receiver r, in [0, Receivers()).
-func (a *Sharded) Receiver(r int) *Spout { return a.spouts[r] }
+func (a *Acker) Receiver(r int) *Receiver { return a.recvs[r] }
 
 // Receivers is the number of outcome receivers.
-func (a *Sharded) Receivers() int { return len(a.spouts) }
+func (a *Acker) Receivers() int { return len(a.recvs) }
 
 // ReceiverOf is the receiver task t's outcomes go to.
-func (a *Sharded) ReceiverOf(t int) int { return int(a.recvOf[t]) }
+func (a *Acker) ReceiverOf(t int) int { return int(a.recvOf[t]) }
 
 // Plan is the executors' CPU assignment (its CPUs are set after Start with
 // Pin). Its Note also says, pinned or not, when executors and producers
 // alone outnumber GOMAXPROCS; goroutines waiting on receivers come on top.
-func (a *Sharded) Plan() affinity.Assignment { return a.plan }
+func (a *Acker) Plan() affinity.Assignment { return a.plan }
 
 // ShardCPUs reports the CPU each executor last saw itself on (-1: unknown).
-func (a *Sharded) ShardCPUs() []int {
+func (a *Acker) ShardCPUs() []int {
 	cpus := make([]int, len(a.execs))
 	for i, e := range a.execs {
 		e.mu.Lock()
@@ -212,11 +213,11 @@ func (a *Sharded) ShardCPUs() []int {
 // Start launches one executor goroutine per shard. With Pin, each pins
 // itself to its planned CPU; a failure to pin leaves it unpinned and is
 // reported by Plan().Note.
-func (a *Sharded) Start() error {
+func (a *Acker) Start() error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.started {
-		return errors.New("ackcore: Sharded started twice")
+		return errors.New("acker: Start called twice")
 	}
 	a.started = true
 	if a.cfg.Pin {
@@ -232,7 +233,7 @@ func (a *Sharded) Start() error {
 			a.plan.Note += "; "
 		}
 		a.plan.Note += fmt.Sprintf("%d executors and %d producers exceed GOMAXPROCS %d: while they all spin, "+
-			"a goroutine woken onto a busy executor's processor waits for it to yield (milliseconds; see the package doc, Sharded acker)",
+			"a goroutine woken onto a busy executor's processor waits for it to yield (milliseconds; see the package doc, Concurrency)",
 			len(a.execs), len(a.producers), procs)
 	}
 	for i, e := range a.execs {
@@ -258,7 +259,7 @@ func (a *Sharded) Start() error {
 // take those outcomes, so something must keep polling them while it runs:
 // call Stop from a goroutine other than the ones that poll, and have those
 // poll until Wait returns false. Stop returns the final exact counters.
-func (a *Sharded) Stop() Stats {
+func (a *Acker) Stop() ackcore.Stats {
 	a.mu.Lock()
 	if !a.started || a.stopped {
 		a.mu.Unlock()
@@ -270,7 +271,7 @@ func (a *Sharded) Stop() Stats {
 		e.in.Close()
 	}
 	a.wg.Wait()
-	for _, s := range a.spouts {
+	for _, s := range a.recvs {
 		s.in.Close()
 	}
 	return a.Stats()
@@ -279,8 +280,8 @@ func (a *Sharded) Stop() Stats {
 // Stats aggregates the shards' counters. While running, each shard's part
 // is the snapshot its executor published at its last tick (at most a tick
 // old); after Stop it is exact.
-func (a *Sharded) Stats() Stats {
-	var st Stats
+func (a *Acker) Stats() ackcore.Stats {
+	var st ackcore.Stats
 	for _, e := range a.execs {
 		e.mu.Lock()
 		st.Add(e.snap)
@@ -303,9 +304,9 @@ func shardOf(root, n uint64) uint64 {
 // (Batch messages) or on Flush: one atomic store per span, not per message.
 // Not safe for concurrent use: one goroutine per Producer.
 type Producer struct {
-	rings   []*ring.SPSC[Msg] // rings[s]: this producer's ring into shard s
-	spans   [][]Msg           // reserved, partly filled span per shard
-	fill    []int             // messages staged in spans[s]
+	rings   []*ring.SPSC[ackcore.Msg] // rings[s]: this producer's ring into shard s
+	spans   [][]ackcore.Msg           // reserved, partly filled span per shard
+	fill    []int                     // messages staged in spans[s]
 	tasks   uint32
 	nshards uint64
 	batch   int
@@ -315,9 +316,9 @@ type Producer struct {
 // shard's ring is full: backpressure, never loss. Staged messages are
 // published when a span fills or on Flush; call Flush before waiting for
 // outcomes. It returns ErrClosed once the acker stops, and an error naming
-// the value for an INIT whose task has no Spout; other malformed messages
+// the value for an INIT whose task the acker does not have; other malformed messages
 // are refused by the shard (Refused{invalid}, counted).
-func (p *Producer) Send(m Msg) error {
+func (p *Producer) Send(m ackcore.Msg) error {
 	_, err := p.stage(m, true)
 	return err
 }
@@ -325,10 +326,10 @@ func (p *Producer) Send(m Msg) error {
 // SendBatch is Send for each of msgs in order. It checks every INIT's task
 // first and stages nothing if one is out of range (the error names it);
 // with one shard it copies runs of messages into the ring span at once.
-func (p *Producer) SendBatch(msgs []Msg) error {
+func (p *Producer) SendBatch(msgs []ackcore.Msg) error {
 	for i := range msgs {
-		if m := &msgs[i]; m.Kind == Init && m.Task >= p.tasks {
-			return fmt.Errorf("ackcore: message %d: INIT root %#x names task %d, acker has %d tasks", i, m.Root, m.Task, p.tasks)
+		if m := &msgs[i]; m.Kind == ackcore.Init && m.Task >= p.tasks {
+			return fmt.Errorf("acker: message %d: INIT root %#x names task %d, acker has %d tasks", i, m.Root, m.Task, p.tasks)
 		}
 	}
 	if p.nshards > 1 {
@@ -362,13 +363,13 @@ func (p *Producer) SendBatch(msgs []Msg) error {
 
 // TrySend is Send without waiting: false when m's shard ring is full (or
 // the acker stopped), with m not sent.
-func (p *Producer) TrySend(m Msg) (bool, error) { return p.stage(m, false) }
+func (p *Producer) TrySend(m ackcore.Msg) (bool, error) { return p.stage(m, false) }
 
 // stage puts m in its shard's span, reserving a new span (waiting for room
 // if wait) when the current one is full, after publishing it.
-func (p *Producer) stage(m Msg, wait bool) (bool, error) {
-	if m.Kind == Init && m.Task >= p.tasks {
-		return false, fmt.Errorf("ackcore: INIT root %#x names task %d, acker has %d tasks", m.Root, m.Task, p.tasks)
+func (p *Producer) stage(m ackcore.Msg, wait bool) (bool, error) {
+	if m.Kind == ackcore.Init && m.Task >= p.tasks {
+		return false, fmt.Errorf("acker: INIT root %#x names task %d, acker has %d tasks", m.Root, m.Task, p.tasks)
 	}
 	s := shardOf(m.Root, p.nshards)
 	r := p.rings[s]
@@ -419,30 +420,38 @@ func (p *Producer) Flush() error {
 	return nil
 }
 
-// Spout receives, from every shard, the outcomes of the roots of the spout
-// tasks mapped to it (one task unless ShardedConfig.Receivers groups
-// them; Outcome.Task says whose). One goroutine polls it.
-type Spout struct {
-	in *ring.FanIn[Outcome]
+// Receiver receives, from every shard, the outcomes of the roots of the spout
+// tasks mapped to it (one task unless Config.Receivers groups
+// them; ackcore.Outcome.Task says whose). One goroutine polls it.
+type Receiver struct {
+	in *ring.FanIn[ackcore.Outcome]
 }
 
 // Poll appends the outcomes available now to dst, without waiting.
-func (s *Spout) Poll(dst []Outcome) []Outcome {
-	s.in.Drain(func(_ int, items []Outcome) { dst = append(dst, items...) })
+func (s *Receiver) Poll(dst []ackcore.Outcome) []ackcore.Outcome {
+	s.in.Drain(func(_ int, items []ackcore.Outcome) { dst = append(dst, items...) })
 	return dst
 }
 
 // Wait appends at least one outcome to dst, waiting with the idle strategy;
 // ok is false once the acker has stopped and every outcome was taken.
-func (s *Spout) Wait(dst []Outcome) (_ []Outcome, ok bool) {
-	n := s.in.DrainWait(func(_ int, items []Outcome) { dst = append(dst, items...) })
+func (s *Receiver) Wait(dst []ackcore.Outcome) (_ []ackcore.Outcome, ok bool) {
+	n := s.in.DrainWait(func(_ int, items []ackcore.Outcome) { dst = append(dst, items...) })
 	return dst, n > 0
+}
+
+// WaitUntil is Wait that also returns when wake fires, with whatever it
+// has then (possibly nothing); ok is false once the acker has stopped and
+// every outcome was taken.
+func (s *Receiver) WaitUntil(dst []ackcore.Outcome, wake <-chan time.Time) (_ []ackcore.Outcome, ok bool) {
+	n, _ := s.in.DrainWaitUntil(func(_ int, items []ackcore.Outcome) { dst = append(dst, items...) }, wake)
+	return dst, n > 0 || !s.in.Closed()
 }
 
 // Run calls fn for each outcome until the acker has stopped and every
 // outcome was delivered (the callback style).
-func (s *Spout) Run(fn func(Outcome)) {
-	for s.in.DrainWait(func(_ int, items []Outcome) {
+func (s *Receiver) Run(fn func(ackcore.Outcome)) {
+	for s.in.DrainWait(func(_ int, items []ackcore.Outcome) {
 		for _, o := range items {
 			fn(o)
 		}
@@ -460,19 +469,19 @@ func (c *coarseClock) Now() time.Duration { return c.now }
 // executor runs one shard.
 type executor struct {
 	id     int
-	shard  *Shard
-	clock  Clock       // the real clock, sampled once per pass
-	coarse coarseClock // what the shard reads
-	in     *ring.FanIn[Msg]
-	outs   []*ring.SPSC[Outcome] // outs[r]: into receiver r's fan-in
-	over   [][]Outcome           // over[r]: outcomes for receiver r not yet in its ring
-	nover  int                   // outcomes in over
-	dirty  []uint32              // the receivers whose over is not empty
-	recvOf []uint32              // task -> receiver (Sharded.recvOf)
-	out    []Outcome
+	shard  *ackcore.Shard
+	clock  ackcore.Clock // the real clock, sampled once per pass
+	coarse coarseClock   // what the shard reads
+	in     *ring.FanIn[ackcore.Msg]
+	outs   []*ring.SPSC[ackcore.Outcome] // outs[r]: into receiver r's fan-in
+	over   [][]ackcore.Outcome           // over[r]: outcomes for receiver r not yet in its ring
+	nover  int                           // outcomes in over
+	dirty  []uint32                      // the receivers whose over is not empty
+	recvOf []uint32                      // task -> receiver (Acker.recvOf)
+	out    []ackcore.Outcome
 
 	mu   sync.Mutex // guards snap, cpu
-	snap Stats
+	snap ackcore.Stats
 	cpu  int
 }
 
@@ -487,11 +496,11 @@ func (e *executor) run(cpu int) {
 		e.cpu = c
 		e.mu.Unlock()
 	}
-	tick := time.Duration(e.shard.tickNs)
+	tick := e.shard.Tick()
 	timer := time.NewTimer(tick)
 	defer timer.Stop()
-	e.out = make([]Outcome, 0, 1024)
-	apply := func(_ int, items []Msg) {
+	e.out = make([]ackcore.Outcome, 0, 1024)
+	apply := func(_ int, items []ackcore.Msg) {
 		e.out = e.shard.Apply(items, e.out[:0])
 		e.route()
 	}
@@ -539,7 +548,7 @@ func (e *executor) expire() {
 // ring never blocks the shard (a spout blocked sending to this shard would
 // deadlock it): what it cannot take waits in over, bounded by the roots the
 // shard can hold, and goes first on later passes. Outcomes with no task
-// (refused ACK/FAIL/RESET) are counted in Stats and not routed.
+// (refused ACK/FAIL/RESET) are counted in ackcore.Stats and not routed.
 func (e *executor) route() {
 	for _, o := range e.out {
 		if o.Task >= uint32(len(e.recvOf)) {

@@ -1,7 +1,7 @@
 // Package acktest is the differential test harness every ackcore.Acker is
 // held to: it feeds one generated message stream, in random batches and
 // under one fake clock, to the acker under test and to the reference model
-// (internal/model), and fails on the first difference in outcomes,
+// (ackcore/acktest/model), and fails on the first difference in outcomes,
 // counters or (where the acker has a checker) invariants.
 //
 // The harness knows ackers only through a Factory, so the fast shard and

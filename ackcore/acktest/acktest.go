@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/xorack/xorack/ackcore"
-	"github.com/xorack/xorack/internal/model"
-	"github.com/xorack/xorack/internal/treegen"
+	"github.com/xorack/xorack/ackcore/acktest/model"
+	"github.com/xorack/xorack/ackcore/acktest/treegen"
 )
 
 // InvalidMsgs returns one message for each way a message can be malformed,

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/xorack/xorack/ackcore"
-	"github.com/xorack/xorack/internal/baseline"
-	"github.com/xorack/xorack/internal/workload"
+	"github.com/xorack/xorack/bench/baseline"
+	"github.com/xorack/xorack/bench/workload"
 )
 
 // BenchmarkBaselines is a quick sanity run, not the comparison (that is
@@ -16,7 +16,7 @@ import (
 // one goroutine, a fake clock that never reaches a timeout. One op is one
 // message.
 //
-//	go test -run=^$ -bench=Baselines -benchtime=100ms ./internal/baseline/
+//	go test -run=^$ -bench=Baselines -benchtime=100ms ./bench/baseline/
 func BenchmarkBaselines(b *testing.B) {
 	const batch = 64
 	all := append([]impl{{name: "shard", make: func(c baseline.Config) (ackcore.Acker, error) {

@@ -1,4 +1,4 @@
-package ackcore_test
+package acker_test
 
 import (
 	"fmt"
@@ -12,8 +12,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/xorack/xorack/ackcore"
-	"github.com/xorack/xorack/internal/model"
-	"github.com/xorack/xorack/internal/treegen"
+	"github.com/xorack/xorack/ackcore/acktest/model"
+	"github.com/xorack/xorack/ackcore/acktest/treegen"
+	"github.com/xorack/xorack/acker"
 )
 
 // expected runs each root's delivered messages through a fresh model and
@@ -93,7 +94,7 @@ func runSharded(t *testing.T, shards, producers, receivers int, recvOf func(int)
 	// times out however slowly this runs (-race); then it jumps past every
 	// deadline and only the roots the model says time out must.
 	clock := &ackcore.FakeClock{}
-	cfg := ackcore.ShardedConfig{
+	cfg := acker.Config{
 		Shards: shards, Producers: producers, Tasks: tasks, RingSize: 64, OutcomeRingSize: 16, Batch: 32,
 		Shard: ackcore.Config{MaxPending: 1 << 16, Timeout: timeout, Clock: clock},
 	}
@@ -104,7 +105,7 @@ func runSharded(t *testing.T, shards, producers, receivers int, recvOf func(int)
 	if recvOf == nil {
 		recvOf = func(task int) int { return task % receivers }
 	}
-	a, err := ackcore.NewSharded(cfg)
+	a, err := acker.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,9 +128,9 @@ func runSharded(t *testing.T, shards, producers, receivers int, recvOf func(int)
 		t.Fatalf("Receivers() = %d, want %d", a.Receivers(), receivers)
 	}
 	for task := 0; task < tasks; task++ {
-		if a.ReceiverOf(task) != recvOf(task) || a.Spout(task) != a.Receiver(recvOf(task)) {
+		if a.ReceiverOf(task) != recvOf(task) || a.TaskReceiver(task) != a.Receiver(recvOf(task)) {
 			t.Fatalf("task %d: ReceiverOf %d, Spout is Receiver(%d): %v; want receiver %d",
-				task, a.ReceiverOf(task), recvOf(task), a.Spout(task) == a.Receiver(recvOf(task)), recvOf(task))
+				task, a.ReceiverOf(task), recvOf(task), a.TaskReceiver(task) == a.Receiver(recvOf(task)), recvOf(task))
 		}
 	}
 	for r := 0; r < receivers; r++ {
@@ -220,7 +221,7 @@ func runSharded(t *testing.T, shards, producers, receivers int, recvOf func(int)
 // Failed{stopped}, and sends after Stop fail with ErrClosed.
 func TestShardedStopReportsPending(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	a, err := ackcore.NewSharded(ackcore.ShardedConfig{Shards: 2, Producers: 1, Tasks: 1, Shard: ackcore.Config{MaxPending: 100}})
+	a, err := acker.New(acker.Config{Shards: 2, Producers: 1, Tasks: 1, Shard: ackcore.Config{MaxPending: 100}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +238,7 @@ func TestShardedStopReportsPending(t *testing.T) {
 	var outs []ackcore.Outcome
 	done := make(chan struct{})
 	go func() {
-		a.Spout(0).Run(func(o ackcore.Outcome) { outs = append(outs, o) })
+		a.TaskReceiver(0).Run(func(o ackcore.Outcome) { outs = append(outs, o) })
 		close(done)
 	}()
 	st := a.Stop()
@@ -250,7 +251,7 @@ func TestShardedStopReportsPending(t *testing.T) {
 			t.Fatalf("outcome %+v", o)
 		}
 	}
-	if err := p.Send(ackcore.Msg{Root: 99, Kind: ackcore.Ack, Val: 1}); err != ackcore.ErrClosed {
+	if err := p.Send(ackcore.Msg{Root: 99, Kind: ackcore.Ack, Val: 1}); err != acker.ErrClosed {
 		t.Fatalf("send after stop: %v", err)
 	}
 }
@@ -264,7 +265,7 @@ func TestShardedOversubscribed(t *testing.T) {
 		shards, producers int
 		warn              bool
 	}{{1, 1, false}, {1, 2, true}, {2, 1, true}} {
-		a, err := ackcore.NewSharded(ackcore.ShardedConfig{Shards: c.shards, Producers: c.producers, Tasks: 1, Shard: ackcore.Config{MaxPending: 10}})
+		a, err := acker.New(acker.Config{Shards: c.shards, Producers: c.producers, Tasks: 1, Shard: ackcore.Config{MaxPending: 10}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -281,7 +282,7 @@ func TestShardedOversubscribed(t *testing.T) {
 }
 
 func TestShardedConfigErrors(t *testing.T) {
-	for _, c := range []ackcore.ShardedConfig{
+	for _, c := range []acker.Config{
 		{Producers: 1, Tasks: 1, Shards: -1, Shard: ackcore.Config{MaxPending: 1}},
 		{Producers: 0, Tasks: 1, Shard: ackcore.Config{MaxPending: 1}},
 		{Producers: 1, Tasks: 0, Shard: ackcore.Config{MaxPending: 1}},
@@ -290,16 +291,16 @@ func TestShardedConfigErrors(t *testing.T) {
 		{Producers: 1, Tasks: 2, Receivers: 3, Shard: ackcore.Config{MaxPending: 1}},
 		{Producers: 1, Tasks: 2, Receivers: -1, Shard: ackcore.Config{MaxPending: 1}},
 	} {
-		if _, err := ackcore.NewSharded(c); err == nil {
-			t.Errorf("NewSharded(%+v) accepted", c)
+		if _, err := acker.New(c); err == nil {
+			t.Errorf("New(%+v) accepted", c)
 		}
 	}
-	_, err := ackcore.NewSharded(ackcore.ShardedConfig{Producers: 1, Tasks: 4, Receivers: 2, Shard: ackcore.Config{MaxPending: 1},
+	_, err := acker.New(acker.Config{Producers: 1, Tasks: 4, Receivers: 2, Shard: ackcore.Config{MaxPending: 1},
 		ReceiverOf: func(t int) int { return t - 1 }})
 	if err == nil || !strings.Contains(err.Error(), "ReceiverOf(0) = -1") {
 		t.Errorf("ReceiverOf out of range: %v", err)
 	}
-	a, _ := ackcore.NewSharded(ackcore.ShardedConfig{Producers: 1, Tasks: 2, Shard: ackcore.Config{MaxPending: 1}})
+	a, _ := acker.New(acker.Config{Producers: 1, Tasks: 2, Shard: ackcore.Config{MaxPending: 1}})
 	if err := a.Producer(0).Send(ackcore.Msg{Root: 1, Kind: ackcore.Init, Task: 2, Val: 1}); err == nil {
 		t.Error("INIT for task 2 of 2 accepted")
 	}
@@ -311,7 +312,7 @@ func TestShardedConfigErrors(t *testing.T) {
 func TestShardedSendBatch(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	for _, shards := range []int{1, 2} {
-		a, err := ackcore.NewSharded(ackcore.ShardedConfig{Shards: shards, Producers: 1, Tasks: 2, RingSize: 64, Shard: ackcore.Config{MaxPending: 1000}})
+		a, err := acker.New(acker.Config{Shards: shards, Producers: 1, Tasks: 2, RingSize: 64, Shard: ackcore.Config{MaxPending: 1000}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -324,7 +325,7 @@ func TestShardedSendBatch(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				a.Spout(task).Run(func(o ackcore.Outcome) { outs[task] = append(outs[task], o) })
+				a.TaskReceiver(task).Run(func(o ackcore.Outcome) { outs[task] = append(outs[task], o) })
 			}()
 		}
 		p := a.Producer(0)

@@ -1,4 +1,4 @@
-package ackcore_test
+package acker_test
 
 import (
 	"errors"
@@ -15,15 +15,16 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/xorack/xorack/ackcore"
-	"github.com/xorack/xorack/internal/baseline"
-	"github.com/xorack/xorack/internal/workload"
+	"github.com/xorack/xorack/acker"
+	"github.com/xorack/xorack/bench/baseline"
+	"github.com/xorack/xorack/bench/workload"
 	"github.com/xorack/xorack/ring"
 )
 
 // Pipeline benchmarks (issue 3, "Benchmarks"): producer goroutines replay
 // one word-count stream with P = 100,000 roots pending in total through
 //
-//   - impl=xorack: the Sharded acker, S pinned executors fed by SPSC rings,
+//   - impl=xorack: the acker, S pinned executors fed by SPSC rings,
 //     outcomes drained by one goroutine per spout task, or (spouts=poll) by
 //     the producers themselves between batches from one receiver each, as
 //     a spout executor that takes the acks of all its tasks between emits
@@ -49,7 +50,10 @@ const (
 	// pipeBatch is the messages a producer hands over at once: one Flush,
 	// one channel send or one MutexMap.Apply. The shard loop drains this
 	// many per ring per pass, the batch BenchmarkShard applies.
-	pipeBatch = benchBatch
+	pipeBatch = 256
+	// expireEvery is how many batches the channel baseline applies between
+	// Expire calls, as a loop ticking every millisecond would.
+	expireEvery = 64
 	// chanBatches is how many batches each producer may have in flight on
 	// impl=chanshard's channel: 16 x 256 = 4096 messages, the capacity of
 	// each of xorack's producer->shard rings.
@@ -77,8 +81,8 @@ var (
 	paceFlag = flag.String("acker.pace", "yield",
 		"how a paced producer waits for its next batch: yield (sleep while over paceSleep ahead, then runtime.Gosched until due) or sleep (time.Sleep when 20µs or more ahead)")
 	idleFlag = flag.String("acker.idle", "",
-		"impl=xorack's idle strategy as spins,yields (ShardedConfig.Idle); empty: ring.DefaultIdle")
-	pinFlag = flag.Bool("acker.pin", true, "impl=xorack pins its executors (ShardedConfig.Pin)")
+		"impl=xorack's idle strategy as spins,yields (Config.Idle); empty: ring.DefaultIdle")
+	pinFlag = flag.Bool("acker.pin", true, "impl=xorack pins its executors (Config.Pin)")
 )
 
 // xorackIdle parses -acker.idle.
@@ -101,7 +105,7 @@ type pipeConfig struct {
 	// poll (impl=xorack): the producers poll the outcome rings
 	// themselves, after each batch and while they wait, as a spout
 	// executor that both emits and takes its acks does: one receiver per
-	// producer (ShardedConfig.Receivers), producer p's for the tasks t
+	// producer (Config.Receivers), producer p's for the tasks t
 	// with t mod producers == p. Otherwise one goroutine per spout task
 	// waits on its own receiver.
 	poll bool
@@ -151,7 +155,7 @@ func latencyConfigs() []pipeConfig {
 }
 
 // pipeStream is the stream every pipeline replays, built once per process.
-func pipeStream() *workload.Stream { return stream(workload.WordCount, pipePending) }
+var pipeStream = sync.OnceValue(func() *workload.Stream { return workload.Build(workload.WordCount, pipePending, 1) })
 
 // BenchmarkAcker measures pipeline throughput: ns/op is per message,
 // msgs/s the messages applied per second, trees/s the roots completed per
@@ -865,10 +869,10 @@ func (o *observer) see(out []ackcore.Outcome) {
 	o.r.tally.add(int64(len(out)))
 }
 
-// xorackEngine is the Sharded acker with one goroutine per spout task.
+// xorackEngine is the acker with one goroutine per spout task.
 type xorackEngine struct {
-	a      *ackcore.Sharded
-	prods  []*ackcore.Producer
+	a      *acker.Acker
+	prods  []*acker.Producer
 	spouts sync.WaitGroup
 	// With pipeConfig.poll: producer p polls receiver p (obs[p] its
 	// observer, buf[p] its scratch).
@@ -884,14 +888,14 @@ func newXorackEngine(r *rig, perShard int, lat bool) (*xorackEngine, error) {
 	if err != nil {
 		return nil, err
 	}
-	cfg := ackcore.ShardedConfig{
+	cfg := acker.Config{
 		Shards: c.shards, Producers: c.producers, Tasks: workload.Tasks,
 		Shard: ackcore.Config{MaxPending: perShard}, OutcomeRingSize: outcomeRing, Pin: *pinFlag, Idle: idle,
 	}
 	if c.poll {
 		cfg.Receivers = c.producers // task t -> receiver t mod producers
 	}
-	a, err := ackcore.NewSharded(cfg)
+	a, err := acker.New(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -912,7 +916,7 @@ func newXorackEngine(r *rig, perShard int, lat bool) (*xorackEngine, error) {
 	}
 	for t := range workload.Tasks {
 		o := r.newObserver(lat)
-		sp := a.Spout(t)
+		sp := a.TaskReceiver(t)
 		e.spouts.Add(1)
 		go func() {
 			defer e.spouts.Done()
