@@ -29,9 +29,9 @@ type executor struct {
 	routes  [][]route // by the component's stream index
 	targets []int32   // scratch for route
 
-	sender acker.Sender // nil at most once
-	batch  int
-	now    int64 // the engine clock, ns, sampled once per pass
+	sender  acker.Sender // nil at most once
+	batch   int
+	now     int64 // the engine clock, ns, sampled once per pass
 	lastPub int64
 
 	m   counters // the executor's own, published to pub

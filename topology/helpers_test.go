@@ -146,7 +146,7 @@ func (s *idSpout) Next(c *SpoutCollector) {
 	s.next += s.step
 }
 
-func (s *idSpout) Ack(id any)                { s.l.ack(id.(int)) }
+func (s *idSpout) Ack(id any)              { s.l.ack(id.(int)) }
 func (s *idSpout) Fail(id any, f *Failure) { s.l.fail(id.(int), f) }
 
 // waitDone waits for the topology's Done with a generous deadline.

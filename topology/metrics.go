@@ -76,7 +76,7 @@ type Metrics struct {
 }
 
 // Component returns the named component's metrics, or nil.
-func (m *Metrics) Component(name string) *ComponentMetrics {
+func (m Metrics) Component(name string) *ComponentMetrics {
 	for i := range m.Components {
 		if m.Components[i].Name == name {
 			return &m.Components[i]
@@ -117,10 +117,10 @@ type ComponentMetrics struct {
 	FailedFinal     uint64 // Fail callbacks: dead-lettered, or given up at shutdown
 	Stale           uint64 // outcomes for roots that were not pending
 	BreakerOpens    uint64
-	BreakerOpen     int   // executors whose breaker is open or probing now
-	Pending         int   // roots pending now (in flight or waiting for a retry)
-	PendingHigh     int   // the most roots one task had pending at once
-	Bound           int   // the pending bound per task now, summed over executors
+	BreakerOpen     int // executors whose breaker is open or probing now
+	Pending         int // roots pending now (in flight or waiting for a retry)
+	PendingHigh     int // the most roots one task had pending at once
+	Bound           int // the pending bound per task now, summed over executors
 	// Latency is the complete latency of completed roots (emit to
 	// completion, per attempt), in microseconds; nil for bolts.
 	Latency *hdrhistogram.Histogram

@@ -22,7 +22,7 @@ import (
 type spoutExec struct {
 	executor
 	spouts  []Spout
-	done    []bool   // by local task: the task called Done
+	done    []bool // by local task: the task called Done
 	ndone   int
 	ackTask []uint32 // by local task: its task number at the acker
 	pending []int    // by local task: roots pending
