@@ -36,3 +36,28 @@ func TestWCCorpusWant(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkTopology is the topology level as a Go benchmark, for
+// profiling: b.N sentences through the word count, acked and unacked (run
+// with -count to interleave them).
+//
+//	go test -run '^$' -bench BenchmarkTopology -count 5 ./bench/
+//	go test -run '^$' -bench 'BenchmarkTopology/impl=acked' -benchtime 2000000x -cpuprofile cpu.prof ./bench/
+func BenchmarkTopology(b *testing.B) {
+	corpus := newWCCorpus()
+	for _, impl := range topologyImpls {
+		b.Run("impl="+impl, func(b *testing.B) {
+			b.ReportAllocs()
+			r, err := runWordcount(corpus, b.N, impl == "acked", 1, false, 1)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if r.err != nil {
+				b.Fatal(r.err)
+			}
+			b.ReportMetric(float64(r.trees)/r.d.Seconds(), "trees/s")
+			b.ReportMetric(float64(r.tuples)/r.d.Seconds(), "tuples/s")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}

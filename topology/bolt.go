@@ -20,6 +20,11 @@ type boltExec struct {
 	coll   BoltCollector
 	handle func(int, []*Tuple)
 	passes int
+	// The ACK being folded: consecutive acks for one root are XORed into
+	// one message (ACK(r, a) then ACK(r, b) is ACK(r, a^b)), sent when an
+	// ack for another root comes or at the end of the pass.
+	held    bool
+	heldMsg ackcore.Msg
 }
 
 func newBoltExec(base executor, bolts []Bolt, in *ring.FanIn[*Tuple]) *boltExec {
@@ -77,6 +82,10 @@ func (b *boltExec) execute(_ int, items []*Tuple) {
 // drains, the topology has no cycles) and the acker messages.
 func (b *boltExec) flush() {
 	b.flushOuts(true)
+	if b.held {
+		b.held = false
+		b.send(b.heldMsg)
+	}
 	if b.sender != nil {
 		if err := b.sender.Flush(); err != nil {
 			b.m.AckerErrors++
@@ -162,7 +171,15 @@ func (b *boltExec) ack(t *Tuple) {
 		if !b.top.spoutOf[a.spout].isLive(a.root) {
 			b.m.LateAcks++
 		}
-		b.send(ackcore.Msg{Root: a.root, Val: a.edge ^ t.ackVal, Kind: ackcore.Ack})
+		v := a.edge ^ t.ackVal
+		if b.held && b.heldMsg.Root == a.root {
+			b.heldMsg.Val ^= v
+			continue
+		}
+		if b.held {
+			b.send(b.heldMsg)
+		}
+		b.held, b.heldMsg = true, ackcore.Msg{Root: a.root, Val: v, Kind: ackcore.Ack}
 	}
 }
 
