@@ -126,7 +126,7 @@ type ComponentMetrics struct {
 	Latency *hdrhistogram.Histogram
 }
 
-// Failed returns the failed attempts with reason r.
+// FailedWith returns the failed attempts with reason r.
 func (c *ComponentMetrics) FailedWith(r Reason) uint64 {
 	switch r {
 	case Explicit:
@@ -198,9 +198,10 @@ func (t *Topology) Metrics() Metrics {
 		st := *t.ackerFinal
 		m.Acker = &st
 	}
+	port := t.port
 	t.mu.Unlock()
-	if m.Acker == nil && t.port != nil {
-		if sp, ok := t.port.(interface{ Stats() ackcore.Stats }); ok {
+	if m.Acker == nil && port != nil {
+		if sp, ok := port.(interface{ Stats() ackcore.Stats }); ok {
 			st := sp.Stats()
 			m.Acker = &st
 		}
