@@ -27,7 +27,7 @@ func (s *sentences) Next(c *topology.SpoutCollector) {
 	s.next++
 }
 
-func (s *sentences) Ack(msgID any)                      { s.acked++ }
+func (s *sentences) Ack(msgID any)                       { s.acked++ }
 func (s *sentences) Fail(msgID any, f *topology.Failure) { fmt.Println("failed:", msgID, f) }
 
 // counter counts words; one per task, each owning the words hashed to it.
@@ -93,7 +93,7 @@ func (s *poisonSpout) Next(c *topology.SpoutCollector) {
 	_ = c.Emit(s.next, s.next)
 	s.next++
 }
-func (s *poisonSpout) Ack(msgID any)                      { fmt.Println("completed", msgID) }
+func (s *poisonSpout) Ack(msgID any)                       { fmt.Println("completed", msgID) }
 func (s *poisonSpout) Fail(msgID any, f *topology.Failure) {}
 
 // A message that always fails is replayed by the engine (with the values

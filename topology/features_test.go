@@ -349,8 +349,8 @@ func TestResetCapAndLateAck(t *testing.T) {
 	}
 	clock.Set(320 * time.Millisecond) // without the cap, the deadline would be 380 ms
 	waitFor(t, 10*time.Second, "the timeout at the cap", func() bool { return outcomes() == 1 })
-	ticks <- "reset" // past the cap: refused
-	ticks <- "ack"   // after the timeout: a late ack
+	ticks <- "reset"                                                                      // past the cap: refused
+	ticks <- "ack"                                                                        // after the timeout: a late ack
 	waitFor(t, 10*time.Second, "the late ack", func() bool { return hold().Acked == 10 }) // 9 ticks and the held tuple
 	stop(t, top)
 	l.check(t, 1, false)
