@@ -2,7 +2,6 @@ package topology
 
 import (
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/xorack/xorack/ackcore"
@@ -56,13 +55,7 @@ func (b *boltExec) run() {
 	b.flush()
 	b.clock()
 	b.publish()
-	for i, bo := range b.bolts {
-		if c, ok := bo.(io.Closer); ok {
-			if err := c.Close(); err != nil {
-				b.top.noteErr(fmt.Errorf("topology: bolt %q task %d: Close: %w", b.comp.name, b.tasks[i], err))
-			}
-		}
-	}
+	closeTasks(&b.executor, b.bolts)
 }
 
 func (b *boltExec) execute(_ int, items []*Tuple) {

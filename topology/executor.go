@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"io"
 	"math"
 	"math/bits"
 	"sync"
@@ -251,6 +252,18 @@ const publishEvery = 1_000_000 // 1 ms, in ns
 func (e *executor) maybePublish() {
 	if e.now-e.lastPub >= publishEvery || e.now < e.lastPub {
 		e.publish()
+	}
+}
+
+// closeTasks closes the executor's spouts or bolts that are io.Closers,
+// noting their errors for Stop.
+func closeTasks[T any](e *executor, insts []T) {
+	for i, inst := range insts {
+		if c, ok := any(inst).(io.Closer); ok {
+			if err := c.Close(); err != nil {
+				e.top.noteErr(fmt.Errorf("topology: %s %q task %d: Close: %w", e.comp.kind(), e.comp.name, e.tasks[i], err))
+			}
+		}
 	}
 }
 

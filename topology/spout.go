@@ -3,7 +3,6 @@ package topology
 import (
 	"container/heap"
 	"fmt"
-	"io"
 	"math/bits"
 	"sync"
 	"sync/atomic"
@@ -186,7 +185,6 @@ func (s *spoutExec) isLive(root uint64) bool {
 
 func (s *spoutExec) run() {
 	defer s.top.execDone(&s.executor)
-	cfg := &s.top.cfg
 	s.timer = time.AfterFunc(time.Hour, s.poke)
 	s.timer.Stop()
 	defer s.timer.Stop()
@@ -231,14 +229,7 @@ func (s *spoutExec) run() {
 	}
 	s.sweepStopped()
 	s.publish()
-	for i, sp := range s.spouts {
-		if c, ok := sp.(io.Closer); ok {
-			if err := c.Close(); err != nil {
-				s.top.noteErr(fmt.Errorf("topology: spout %q task %d: Close: %w", s.comp.name, s.tasks[i], err))
-			}
-		}
-	}
-	_ = cfg
+	closeTasks(&s.executor, s.spouts)
 }
 
 // idle waits for an outcome, the next timed event, or a poke; it returns
