@@ -12,6 +12,7 @@ import (
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
+	"github.com/xorack/xorack/internal/invariants"
 )
 
 // spoutExec runs the tasks of one spout executor: it calls Next, keeps
@@ -215,6 +216,9 @@ func (s *spoutExec) run() {
 			}
 		}
 		s.control()
+		if invariants.Enabled && s.live != nil {
+			s.check()
+		}
 		s.checkFinished()
 		s.maybePublish()
 		if s.quiet && s.inbox == nil {
@@ -664,4 +668,34 @@ func (h *retryHeap) Pop() any {
 	x := h.idx[len(h.idx)-1]
 	h.idx = h.idx[:len(h.idx)-1]
 	return x
+}
+
+// check verifies the executor's bookkeeping (invariants builds, every
+// pass): the pending counts match the slots in use, the free list holds
+// exactly the free slots, and a slot's root is live exactly while it is in
+// flight.
+func (s *spoutExec) check() {
+	inUse, sum := 0, 0
+	for i := range s.slots {
+		sl := &s.slots[i]
+		live := s.live[i].Load()
+		switch {
+		case sl.state == slotFree && live != 0,
+			sl.state == slotInFlight && live != sl.root,
+			sl.state == slotWaiting && live != 0:
+			panic(fmt.Sprintf("topology: spout %q slot %d: state %d, root %#x, live %#x", s.comp.name, i, sl.state, sl.root, live))
+		case sl.state == slotInFlight && (sl.root == 0 || sl.root&s.mask != uint64(i)):
+			panic(fmt.Sprintf("topology: spout %q slot %d holds root %#x", s.comp.name, i, sl.root))
+		}
+		if sl.state != slotFree {
+			inUse++
+		}
+	}
+	for _, p := range s.pending {
+		sum += p
+	}
+	if inUse != sum || int64(sum) != s.m.Pending || inUse+len(s.free) != len(s.slots) || len(s.retryQ.idx) > inUse {
+		panic(fmt.Sprintf("topology: spout %q: %d slots in use, pending %v (counted %d), %d free of %d, %d waiting",
+			s.comp.name, inUse, s.pending, s.m.Pending, len(s.free), len(s.slots), len(s.retryQ.idx)))
+	}
 }

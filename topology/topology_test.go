@@ -67,3 +67,22 @@ func TestEndToEnd(t *testing.T) {
 		})
 	}
 }
+
+func TestPinned(t *testing.T) {
+	l := newLedger()
+	const n = 1000
+	b := NewBuilder()
+	b.Spout("ids", newIDSpout(l, n)).Output("id")
+	b.Bolt("sink", func() Bolt { return nopBolt{} }).Input("ids", Shuffle())
+	cfg := testConfig()
+	cfg.Pin = true
+	top := start(t, b, cfg)
+	waitDone(t, top, 30*time.Second)
+	stop(t, top)
+	if s := l.check(t, n, false); s.completed != n {
+		t.Errorf("completed %d", s.completed)
+	}
+	if p := top.Plan(); len(p.CPUs) != 2 && p.Note == "" {
+		t.Errorf("pinned, yet the plan has %d CPUs for 2 executors and no note", len(p.CPUs))
+	}
+}
