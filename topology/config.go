@@ -71,7 +71,10 @@ type Config struct {
 	// RingSize is each executor-to-executor ring's capacity (a power of
 	// two); default DefaultRingSize.
 	RingSize int
-	// Batch is the executors' batch size; default DefaultBatch.
+	// Batch is the executors' batch size; default DefaultBatch. A bolt
+	// publishes its emits and acker messages after each pass (up to Batch
+	// inputs per input ring): a bolt that takes long per input holds its
+	// earlier inputs' acks that long, so give slow bolts a small Batch.
 	Batch int
 	// SpoutWait is how long a spout executor waits when no task emitted
 	// anything; default DefaultSpoutWait.
