@@ -14,7 +14,8 @@ func TestConfigRejects(t *testing.T) {
 		cfg  Config
 		want string // in the error
 	}{
-		{Config{Levels: []Level{"topology"}}, `"topology" is not implemented yet`},
+		{Config{Levels: []Level{"net"}}, `"net" is not implemented yet`},
+		{Config{Levels: []Level{"topology"}, FailRate: 0.1, Impls: []string{"acked"}}, `impl "acked" cannot run with fail or drop rates`},
 		{Config{Levels: []Level{"net"}}, `"net" is not implemented yet`},
 		{Config{Levels: []Level{"disk"}}, `unknown level "disk"`},
 		{Config{Levels: []Level{LevelCore, LevelCore}}, `"core" given twice`},

@@ -30,7 +30,15 @@
 // a Storm spout executor does. Impls run one after another (each wants
 // every core); repetitions are consecutive segments of one run.
 //
-// topology and net are rejected until they exist.
+// topology (asked for by name; not in the default run): word count end to
+// end on the reference engine (package topology), sentence spout -> split
+// bolt -> count bolt, with one acker shard ("acked", or Config.Shards) and
+// with 0 ackers ("unacked", at most once), interleaved rep by rep. It
+// makes its own sentences and runs once, not per shape and window; a rep
+// emits a fixed number of sentences, sized from a warm-up run, timed from
+// Start to Stop, and verified word by word (topology.go).
+//
+// net is rejected until it exists.
 //
 // # Layout
 //

@@ -80,6 +80,8 @@ func implNames(l Level) []string {
 		for _, i := range pipeImpls {
 			names = append(names, i.name)
 		}
+	case LevelTopology:
+		names = append(names, topologyImpls...)
 	}
 	return names
 }
@@ -94,13 +96,19 @@ func isDefault(l Level, name string) bool {
 		if i, ok := findPipe(name); ok {
 			return i.dflt
 		}
+	case LevelTopology:
+		return true
 	}
 	return false
 }
 
 // canFault reports whether impl name at level l can run a workload with
-// fails and drops. Every pipeline impl can.
+// fails and drops. Every pipeline impl can; the topology level injects
+// none.
 func canFault(l Level, name string) bool {
+	if l == LevelTopology {
+		return false
+	}
 	if l == LevelCore {
 		i, ok := findCore(name)
 		return ok && i.faults
