@@ -35,8 +35,8 @@ func newStormPort(initialFetchOffset int64) *stormPort {
 	return &stormPort{committed: initialFetchOffset}
 }
 
-func (p *stormPort) emit(off int64)       { p.emitted.insert(off) }
-func (p *stormPort) ack(off int64)        { p.acked.insert(off) }
+func (p *stormPort) emit(off int64)      { p.emitted.insert(off) }
+func (p *stormPort) ack(off int64)       { p.acked.insert(off) }
 func (p *stormPort) numUncommitted() int { return p.emitted.len() }
 
 // findNextCommit returns the offset to commit and whether it is ahead of
