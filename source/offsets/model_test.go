@@ -128,29 +128,16 @@ func (m *model) commitDone(off int64) bool {
 	return true
 }
 
-// chooser feeds the differential driver: random numbers in
-// TestDifferential, the fuzzer's bytes in FuzzTracker.
-type chooser interface {
-	more() bool
-	// pick returns a value in [0, n), n > 0.
-	pick(n int) int
-}
+// choices is the differential driver's source of decisions: a byte
+// string, random in TestDifferential and the fuzzer's in FuzzTracker. A
+// choice below 256 spends one byte, a larger one two (the driver's stay
+// below 65536); zeros once the bytes run out.
+type choices struct{ data []byte }
 
-type randChooser struct {
-	r    *rand.Rand
-	left int
-}
+func (c *choices) more() bool { return len(c.data) > 0 }
 
-func (c *randChooser) more() bool     { c.left--; return c.left >= 0 }
-func (c *randChooser) pick(n int) int { return c.r.IntN(n) }
-
-// fuzzChooser spends one byte per choice below 256 and two above (the
-// driver's choices stay below 65536); zeros once the data runs out.
-type fuzzChooser struct{ data []byte }
-
-func (c *fuzzChooser) more() bool { return len(c.data) > 0 }
-
-func (c *fuzzChooser) pick(n int) int {
+// pick returns a value in [0, n), n > 0.
+func (c *choices) pick(n int) int {
 	v := 0
 	for k := 0; k < 2 && (k == 0 || n > 256); k++ {
 		v <<= 8
@@ -169,7 +156,7 @@ type differential struct {
 	tb    testing.TB
 	t     *Tracker
 	m     *model
-	c     chooser
+	c     *choices
 	op    int
 	gen   uint64
 	live  []Mark // pending, current generation
@@ -421,7 +408,7 @@ func (d *differential) compare() {
 
 // runDifferential runs ops from c until it runs out, checking the
 // tracker's invariants every checkEvery ops and at the end.
-func runDifferential(tb testing.TB, limit int, c chooser, checkEvery int) {
+func runDifferential(tb testing.TB, limit int, c *choices, checkEvery int) {
 	tb.Helper()
 	d := &differential{tb: tb, t: New(limit), m: newModel(limit), c: c}
 	if c.pick(4) > 0 {
@@ -457,6 +444,9 @@ func runDifferential(tb testing.TB, limit int, c chooser, checkEvery int) {
 	}
 }
 
+// bytesPerOp is about what one op of the driver spends.
+const bytesPerOp = 3
+
 func TestDifferential(t *testing.T) {
 	ops := 40000
 	if testing.Short() {
@@ -467,8 +457,9 @@ func TestDifferential(t *testing.T) {
 	for _, limit := range []int{1, 3, 64, 100, 1000} {
 		for seed := range uint64(3) {
 			t.Run(fmt.Sprintf("limit=%d/seed=%d", limit, seed), func(t *testing.T) {
-				c := &randChooser{r: rand.New(rand.NewPCG(seed, uint64(limit))), left: ops}
-				runDifferential(t, limit, c, 64)
+				data := make([]byte, bytesPerOp*ops)
+				rand.NewChaCha8([32]byte{byte(seed), byte(limit), byte(limit >> 8)}).Read(data)
+				runDifferential(t, limit, &choices{data: data}, 64)
 			})
 		}
 	}
@@ -483,6 +474,6 @@ func FuzzTracker(f *testing.F) {
 			return
 		}
 		limit := 1 + int(data[0]%130)
-		runDifferential(t, limit, &fuzzChooser{data: data[1:]}, 1)
+		runDifferential(t, limit, &choices{data: data[1:]}, 1)
 	})
 }

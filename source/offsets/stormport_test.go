@@ -78,41 +78,40 @@ func (p *stormPort) commit(off int64) {
 type sortedSet struct {
 	nodes []avlNode
 	root  int32
-	free  int32 // head of the free list, linked through left; 0 if empty
+	free  int32 // head of the free list, linked through child[left]; 0 if empty
 	n     int
 	stack []int32 // ascend's path, reused
 }
 
 type avlNode struct {
-	key         int64
-	left, right int32
-	height      int32
+	key    int64
+	child  [2]int32 // left, right
+	height int32
 }
+
+// Sides of a node, indexing avlNode.child.
+const (
+	left  = 0
+	right = 1
+)
 
 func (s *sortedSet) len() int { return s.n }
 
 func (s *sortedSet) height(i int32) int32 { return s.nodes[i].height }
 
 func (s *sortedSet) fix(i int32) {
-	s.nodes[i].height = 1 + max(s.height(s.nodes[i].left), s.height(s.nodes[i].right))
+	s.nodes[i].height = 1 + max(s.height(s.nodes[i].child[left]), s.height(s.nodes[i].child[right]))
 }
 
-func (s *sortedSet) rotateRight(i int32) int32 {
-	l := s.nodes[i].left
-	s.nodes[i].left = s.nodes[l].right
-	s.nodes[l].right = i
+// rotate turns the subtree at i towards side d (d = right: its left child
+// becomes the root) and returns the new root.
+func (s *sortedSet) rotate(i int32, d int) int32 {
+	c := s.nodes[i].child[1-d]
+	s.nodes[i].child[1-d] = s.nodes[c].child[d]
+	s.nodes[c].child[d] = i
 	s.fix(i)
-	s.fix(l)
-	return l
-}
-
-func (s *sortedSet) rotateLeft(i int32) int32 {
-	r := s.nodes[i].right
-	s.nodes[i].right = s.nodes[r].left
-	s.nodes[r].left = i
-	s.fix(i)
-	s.fix(r)
-	return r
+	s.fix(c)
+	return c
 }
 
 // balance restores the AVL property at i after one of its subtrees
@@ -120,19 +119,18 @@ func (s *sortedSet) rotateLeft(i int32) int32 {
 func (s *sortedSet) balance(i int32) int32 {
 	s.fix(i)
 	n := &s.nodes[i]
-	switch bf := s.height(n.left) - s.height(n.right); {
-	case bf > 1:
-		if l := n.left; s.height(s.nodes[l].left) < s.height(s.nodes[l].right) {
-			n.left = s.rotateLeft(l)
-		}
-		return s.rotateRight(i)
-	case bf < -1:
-		if r := n.right; s.height(s.nodes[r].right) < s.height(s.nodes[r].left) {
-			n.right = s.rotateRight(r)
-		}
-		return s.rotateLeft(i)
+	bf := s.height(n.child[left]) - s.height(n.child[right])
+	if bf >= -1 && bf <= 1 {
+		return i
 	}
-	return i
+	heavy := left
+	if bf < 0 {
+		heavy = right
+	}
+	if c := n.child[heavy]; s.height(s.nodes[c].child[heavy]) < s.height(s.nodes[c].child[1-heavy]) {
+		n.child[heavy] = s.rotate(c, heavy) // the inner grandchild is the taller: double rotation
+	}
+	return s.rotate(i, 1-heavy)
 }
 
 func (s *sortedSet) newNode(key int64) int32 {
@@ -140,7 +138,7 @@ func (s *sortedSet) newNode(key int64) int32 {
 		s.nodes = append(s.nodes, avlNode{}) // the nil node, height 0
 	}
 	if i := s.free; i != 0 {
-		s.free = s.nodes[i].left
+		s.free = s.nodes[i].child[left]
 		s.nodes[i] = avlNode{key: key, height: 1}
 		return i
 	}
@@ -161,18 +159,24 @@ func (s *sortedSet) insertAt(i int32, key int64) (int32, bool) {
 		s.n++
 		return s.newNode(key), true
 	}
-	var grew bool
-	switch k := s.nodes[i].key; {
-	case key < k:
-		var l int32
-		l, grew = s.insertAt(s.nodes[i].left, key)
-		s.nodes[i].left = l
-	case key > k:
-		var r int32
-		r, grew = s.insertAt(s.nodes[i].right, key)
-		s.nodes[i].right = r
+	k := s.nodes[i].key
+	if key == k {
+		return i, false
 	}
-	if !grew {
+	d := left
+	if key > k {
+		d = right
+	}
+	c, grew := s.insertAt(s.nodes[i].child[d], key)
+	return s.replaceChild(i, d, c, grew)
+}
+
+// replaceChild sets i's child on side d to c, whose subtree changed height
+// if changed, and rebalances i only then; it returns i's subtree's new root
+// and whether that subtree's height changed in turn.
+func (s *sortedSet) replaceChild(i int32, d int, c int32, changed bool) (int32, bool) {
+	s.nodes[i].child[d] = c
+	if !changed {
 		return i, false
 	}
 	h := s.nodes[i].height
@@ -184,9 +188,9 @@ func (s *sortedSet) contains(key int64) bool {
 	for i := s.root; i != 0; {
 		switch k := s.nodes[i].key; {
 		case key < k:
-			i = s.nodes[i].left
+			i = s.nodes[i].child[left]
 		case key > k:
-			i = s.nodes[i].right
+			i = s.nodes[i].child[right]
 		default:
 			return true
 		}
@@ -201,9 +205,9 @@ func (s *sortedSet) ceiling(key int64) (int64, bool) {
 		switch k := s.nodes[i].key; {
 		case key < k:
 			best, ok = k, true
-			i = s.nodes[i].left
+			i = s.nodes[i].child[left]
 		case key > k:
-			i = s.nodes[i].right
+			i = s.nodes[i].child[right]
 		default:
 			return k, true
 		}
@@ -215,7 +219,7 @@ func (s *sortedSet) ceiling(key int64) (int64, bool) {
 func (s *sortedSet) ascend(f func(int64) bool) {
 	st := s.stack[:0]
 	for i := s.root; i != 0 || len(st) > 0; {
-		for ; i != 0; i = s.nodes[i].left {
+		for ; i != 0; i = s.nodes[i].child[left] {
 			st = append(st, i)
 		}
 		i = st[len(st)-1]
@@ -223,7 +227,7 @@ func (s *sortedSet) ascend(f func(int64) bool) {
 		if !f(s.nodes[i].key) {
 			break
 		}
-		i = s.nodes[i].right
+		i = s.nodes[i].child[right]
 	}
 	s.stack = st
 }
@@ -233,8 +237,8 @@ func (s *sortedSet) ascend(f func(int64) bool) {
 func (s *sortedSet) deleteBelow(key int64) {
 	for s.root != 0 {
 		i := s.root
-		for s.nodes[i].left != 0 {
-			i = s.nodes[i].left
+		for s.nodes[i].child[left] != 0 {
+			i = s.nodes[i].child[left]
 		}
 		if s.nodes[i].key >= key {
 			return
@@ -246,21 +250,15 @@ func (s *sortedSet) deleteBelow(key int64) {
 // deleteMin removes the least key below i and returns the subtree's root
 // and whether its height shrank; rebalancing stops where it did not.
 func (s *sortedSet) deleteMin(i int32) (int32, bool) {
-	if s.nodes[i].left == 0 {
-		r := s.nodes[i].right
-		s.nodes[i] = avlNode{left: s.free}
+	if s.nodes[i].child[left] == 0 {
+		r := s.nodes[i].child[right]
+		s.nodes[i] = avlNode{child: [2]int32{s.free, 0}}
 		s.free = i
 		s.n--
 		return r, true
 	}
-	l, shrank := s.deleteMin(s.nodes[i].left)
-	s.nodes[i].left = l
-	if !shrank {
-		return i, false
-	}
-	h := s.nodes[i].height
-	i = s.balance(i)
-	return i, s.nodes[i].height != h
+	l, shrank := s.deleteMin(s.nodes[i].child[left])
+	return s.replaceChild(i, left, l, shrank)
 }
 
 // TestStormPort holds the baseline to the tracker on a random stream with
@@ -361,8 +359,9 @@ func (s *sortedSet) checkAVL(i int32) int32 {
 		return 0
 	}
 	n := s.nodes[i]
-	lh, rh := s.checkAVL(n.left), s.checkAVL(n.right)
-	if (n.left != 0 && s.nodes[n.left].key >= n.key) || (n.right != 0 && s.nodes[n.right].key <= n.key) {
+	l, r := n.child[left], n.child[right]
+	lh, rh := s.checkAVL(l), s.checkAVL(r)
+	if (l != 0 && s.nodes[l].key >= n.key) || (r != 0 && s.nodes[r].key <= n.key) {
 		panic("sortedSet: keys out of order")
 	}
 	if lh-rh > 1 || rh-lh > 1 || n.height != 1+max(lh, rh) {
