@@ -159,26 +159,22 @@ func (s *sortedSet) insertAt(i int32, key int64) (int32, bool) {
 		s.n++
 		return s.newNode(key), true
 	}
-	k := s.nodes[i].key
-	if key == k {
+	var grew bool
+	switch k := s.nodes[i].key; {
+	case key < k:
+		s.nodes[i].child[left], grew = s.insertAt(s.nodes[i].child[left], key)
+	case key > k:
+		s.nodes[i].child[right], grew = s.insertAt(s.nodes[i].child[right], key)
+	}
+	if !grew {
 		return i, false
 	}
-	d := left
-	if key > k {
-		d = right
-	}
-	c, grew := s.insertAt(s.nodes[i].child[d], key)
-	return s.replaceChild(i, d, c, grew)
+	return s.rebalance(i)
 }
 
-// replaceChild sets i's child on side d to c, whose subtree changed height
-// if changed, and rebalances i only then; it returns i's subtree's new root
-// and whether that subtree's height changed in turn.
-func (s *sortedSet) replaceChild(i int32, d int, c int32, changed bool) (int32, bool) {
-	s.nodes[i].child[d] = c
-	if !changed {
-		return i, false
-	}
+// rebalance rebalances i after one of its subtrees changed height, and
+// returns i's subtree's new root and whether its height changed in turn.
+func (s *sortedSet) rebalance(i int32) (int32, bool) {
 	h := s.nodes[i].height
 	i = s.balance(i)
 	return i, s.nodes[i].height != h
@@ -257,8 +253,12 @@ func (s *sortedSet) deleteMin(i int32) (int32, bool) {
 		s.n--
 		return r, true
 	}
-	l, shrank := s.deleteMin(s.nodes[i].child[left])
-	return s.replaceChild(i, left, l, shrank)
+	var shrank bool
+	s.nodes[i].child[left], shrank = s.deleteMin(s.nodes[i].child[left])
+	if !shrank {
+		return i, false
+	}
+	return s.rebalance(i)
 }
 
 // TestStormPort holds the baseline to the tracker on a random stream with
