@@ -86,6 +86,7 @@ func New(cfg Config) (*Acker, error) {
 		e.shard = sh
 		for r := range e.outs {
 			e.outs[r] = a.recvs[r].in.Producer(i)
+			e.holders[r] = &a.recvs[r].holders
 		}
 		a.execs = append(a.execs, e)
 	}

@@ -241,7 +241,7 @@ func bytesOf(n int64) string {
 	const gib, mib = 1 << 30, 1 << 20
 	switch {
 	case n == 1<<63-1:
-		return "more than 8 EiB"
+		return "more than 9223372036854775807 bytes (8 EiB)"
 	case n >= gib:
 		return fmt.Sprintf("%d bytes (%.1f GiB)", n, float64(n)/gib)
 	case n >= mib:

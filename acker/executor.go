@@ -60,9 +60,20 @@ type executor struct {
 	// heldN[r] is len(q[r]), published for ReceiverStats; written by the
 	// executor only when it changes while not 0 or drops to 0.
 	heldN []atomic.Int64
+	// holders[r] is the receiver's count of shards holding outcomes for
+	// it (Receiver.holders, shared by every executor).
+	holders []*atomic.Int32
 
 	reqs chan oldestReq // OldestPending requests, served at ticks
 	done chan struct{}  // closed when run returns
+
+	// wake ends the executor's wait for messages: its tick timer sends on
+	// it (after setting ticked), and so does a receiver that took outcomes
+	// while this shard holds some for it (nudge), so that they move to its
+	// ring now, not at the next tick. Capacity 1: a pending wake-up is
+	// enough.
+	wake   chan time.Time
+	ticked atomic.Bool
 
 	mu   sync.Mutex // guards snap, cpu
 	snap ackcore.Stats
@@ -91,8 +102,10 @@ func newExecutor(i int, cfg *Config, recvOf []uint32, idle ring.Idle) *executor 
 		backlog: cfg.Backlog,
 		gate:    newGate(r),
 		heldN:   make([]atomic.Int64, r),
+		holders: make([]*atomic.Int32, r),
 		reqs:    make(chan oldestReq),
 		done:    make(chan struct{}),
+		wake:    make(chan time.Time, 1),
 		cpu:     -1,
 	}
 }
@@ -112,9 +125,20 @@ func (e *executor) run(cpu int, pinErr func(error)) {
 		e.mu.Unlock()
 	}
 	tick := e.shard.Tick()
-	timer := time.NewTimer(tick)
+	timer := time.AfterFunc(tick, func() {
+		e.ticked.Store(true)
+		e.nudge()
+	})
 	defer timer.Stop()
+	// The shard reads the clock once per pass, when the pass applies its
+	// first messages: after a wait, not before it, so that messages are
+	// stamped with the time they arrived, not the time the executor
+	// started waiting.
+	stale := true
 	apply := func(_ int, items []ackcore.Msg) {
+		if stale {
+			e.coarse.now, stale = e.clock.Now(), false
+		}
 		e.out = e.shard.Apply(items, e.out)
 		if len(e.out) >= routeChunk {
 			e.route()
@@ -123,15 +147,20 @@ func (e *executor) run(cpu int, pinErr func(error)) {
 	e.coarse.now = e.clock.Now()
 	nextTick := e.coarse.now + tick
 	for {
-		got, fired := e.in.DrainWaitUntil(apply, timer.C)
+		stale = true
+		got, fired := e.in.DrainWaitUntil(apply, e.wake)
 		e.route()
 		if len(e.waiting) > 0 {
 			e.flushHeld()
 		}
-		e.coarse.now = e.clock.Now()
-		if fired || e.coarse.now >= nextTick {
+		if stale {
+			e.coarse.now = e.clock.Now()
+		}
+		if fired && e.ticked.Swap(false) || e.coarse.now >= nextTick {
 			// A tick: expire, publish counters, answer OldestPending, and
-			// re-arm the timer (Reset also re-arms one that fired unseen).
+			// re-arm the timer (Reset also re-arms one that has not fired).
+			// The shard's clock may be a test's fake, so the real timer's
+			// firing counts as a tick whatever the clock says.
 			e.expire()
 			e.publish()
 			select {
@@ -158,6 +187,14 @@ func (e *executor) run(cpu int, pinErr func(error)) {
 	}
 	e.out = nil
 	e.publish()
+}
+
+// nudge wakes the executor if it waits for messages (from any goroutine).
+func (e *executor) nudge() {
+	select {
+	case e.wake <- time.Time{}:
+	default:
+	}
 }
 
 func (e *executor) expire() {
@@ -251,6 +288,7 @@ func (e *executor) deliver(r uint32, os []ackcore.Outcome) (woke bool) {
 			return woke
 		}
 		e.waiting = append(e.waiting, r)
+		e.holders[r].Add(1)
 	}
 	q.push(os, &e.pool)
 	e.heldN[r].Store(int64(q.n))
@@ -281,6 +319,8 @@ func (e *executor) flushHeld() {
 		}
 		if q.n > 0 {
 			keep = append(keep, r)
+		} else {
+			e.holders[r].Add(-1)
 		}
 	}
 	e.waiting = keep
@@ -307,6 +347,7 @@ func (e *executor) flushHeldWait() {
 			q.pop(k, &e.pool)
 		}
 		e.heldN[r].Store(0)
+		e.holders[r].Add(-1)
 		if e.gate.held[r].Load() != 0 {
 			e.gate.release(r)
 		}

@@ -79,6 +79,9 @@ func (q *heldQueue) front() []ackcore.Outcome {
 
 // pop drops the first k outcomes of front().
 func (q *heldQueue) pop(k int, pool *chunkPool) {
+	if k == 0 {
+		return
+	}
 	q.hi += k
 	q.n -= k
 	if q.head == q.tail {

@@ -37,6 +37,13 @@ type Receiver struct {
 	// Written by the goroutine that takes, read by Stats.
 	lastTake atomic.Int64  // ns since Acker.epoch of its last take
 	taken    atomic.Uint64 // outcomes taken from the rings
+	_        [cacheLineSize - 16]byte
+
+	// holders is the number of shards holding outcomes for this receiver
+	// beyond its full rings: written by the executors when theirs becomes
+	// non-empty or empty, read after each take.
+	holders atomic.Int32
+	_       [cacheLineSize - 4]byte
 }
 
 // rest appends what a panicking Run callback left undelivered.
@@ -48,11 +55,19 @@ func (rc *Receiver) rest(dst []ackcore.Outcome) []ackcore.Outcome {
 	return dst
 }
 
-// took records that k outcomes were taken from the rings.
+// took records that k outcomes were taken from the rings, and wakes the
+// shards that hold more for this receiver: its rings have room now.
 func (rc *Receiver) took(k int) {
 	if k > 0 {
 		rc.taken.Store(rc.taken.Load() + uint64(k))
 		rc.lastTake.Store(int64(time.Since(rc.a.epoch)))
+		if rc.holders.Load() != 0 {
+			for _, e := range rc.a.execs {
+				if e.heldN[rc.id].Load() != 0 {
+					e.nudge()
+				}
+			}
+		}
 	}
 }
 
