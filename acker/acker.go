@@ -47,16 +47,9 @@ func New(cfg Config) (*Acker, error) {
 	if err != nil {
 		return nil, err
 	}
-	recvOf := make([]uint32, cfg.Tasks)
-	for t := range recvOf {
-		r := t % cfg.Receivers
-		if cfg.ReceiverOf != nil {
-			r = cfg.ReceiverOf(t)
-		}
-		if r < 0 || r >= cfg.Receivers {
-			return nil, fmt.Errorf("acker: ReceiverOf(%d) = %d, out of range [0, Receivers %d)", t, r, cfg.Receivers)
-		}
-		recvOf[t] = uint32(r)
+	recvOf, err := Spec{Tasks: cfg.Tasks, Receivers: cfg.Receivers, ReceiverOf: cfg.ReceiverOf}.ReceiverTable()
+	if err != nil {
+		return nil, err
 	}
 	if cfg.Shard.Clock == nil {
 		cfg.Shard.Clock = ackcore.NewMonotonicClock()

@@ -323,3 +323,44 @@ func TestOldestPending(t *testing.T) {
 		t.Fatalf("after Stop: %v", got)
 	}
 }
+
+// TestHotPathAllocs: in steady state, sending, flushing and polling
+// allocate nothing, nor does the executor that applies and routes them
+// (AllocsPerRun counts every goroutine's allocations).
+func TestHotPathAllocs(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	a, err := acker.New(acker.Config{Producers: 1, Tasks: 2, Shard: ackcore.Config{MaxPending: 4096}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer a.Stop()
+	p := a.Producer(0)
+	rcs := []*acker.Receiver{a.Receiver(0), a.Receiver(1)}
+	buf := make([]ackcore.Outcome, 0, 1024)
+	root := uint64(0)
+	round := func() {
+		for range 256 {
+			root++
+			p.Send(ackcore.Msg{Root: root, Kind: ackcore.Init, Task: uint32(root % 2), Val: root})
+			p.Send(ackcore.Msg{Root: root, Kind: ackcore.Ack, Val: root})
+		}
+		p.Flush()
+		for got := 0; got < 256; {
+			n := 0
+			for _, rc := range rcs {
+				buf = rc.Poll(buf[:0])
+				n += len(buf)
+			}
+			if got += n; n == 0 {
+				runtime.Gosched() // the executor may be queued behind this goroutine
+			}
+		}
+	}
+	round()
+	if allocs := testing.AllocsPerRun(200, round); allocs >= 1 {
+		t.Fatalf("%.1f allocations per 512 messages", allocs)
+	}
+}

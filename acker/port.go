@@ -1,6 +1,7 @@
 package acker
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/xorack/xorack/ackcore"
@@ -59,6 +60,31 @@ type Spec struct {
 	Receivers int
 	// ReceiverOf maps a task to its inbox; nil means task mod Receivers.
 	ReceiverOf func(task int) int
+}
+
+// ReceiverTable maps each task in [0, Tasks) to its inbox, calling
+// ReceiverOf once per task (nil: task mod Receivers; Receivers 0: Tasks),
+// with an error naming a task mapped out of range.
+func (s Spec) ReceiverTable() ([]uint32, error) {
+	n := s.Receivers
+	if n == 0 {
+		n = s.Tasks
+	}
+	if s.Tasks < 1 || n < 1 {
+		return nil, fmt.Errorf("acker: Spec with %d tasks and %d receivers", s.Tasks, s.Receivers)
+	}
+	of := make([]uint32, s.Tasks)
+	for t := range of {
+		r := t % n
+		if s.ReceiverOf != nil {
+			r = s.ReceiverOf(t)
+		}
+		if r < 0 || r >= n {
+			return nil, fmt.Errorf("acker: ReceiverOf(%d) = %d, out of range [0, Receivers %d)", t, r, n)
+		}
+		of[t] = uint32(r)
+	}
+	return of, nil
 }
 
 // Sender returns producer i as a Sender (Port).
