@@ -17,7 +17,7 @@ const GoMapName = "gomap"
 type coreImpl struct {
 	name string
 	make func(ackcore.Config) (ackcore.Acker, error)
-	// exact: the semantics of SEMANTICS.md, counters included, so its
+	// exact: the semantics of docs/semantics.md, counters included, so its
 	// Stats must agree with the outcomes the harness saw.
 	exact bool
 	// faults: handles FAIL and timeouts (limit does neither).

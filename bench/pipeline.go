@@ -405,7 +405,7 @@ func (rn *runner) pipeRow(impl pipeImpl, st *stream, shares []*share, p int, tim
 	row.P50Ns, row.P99Ns, row.P999Ns, row.MaxNs, row.LatencyCount = lat.p50, lat.p99, lat.p999, lat.max, lat.count
 	row.LatencySource = fmt.Sprintf("wall clock: last ACK handed to the pipe to its Completed polled by the producer, offered %.0f%% of peak", 100*c.LatencyLoad)
 	if impl.name == "mutexmap" {
-		row.LatencySource = fmt.Sprintf("wall clock: last ACK staged to its Completed returned by Apply, offered %.0f%% of peak", 100*c.LatencyLoad)
+		row.LatencySource = fmt.Sprintf("wall clock: last ACK staged to its Completed polled by the producer (Apply runs in the producer's flush), offered %.0f%% of peak", 100*c.LatencyLoad)
 	}
 
 	// Drain, then let the injected drops time out.
