@@ -67,14 +67,6 @@ type executor struct {
 	reqs chan oldestReq // OldestPending requests, served at ticks
 	done chan struct{}  // closed when run returns
 
-	// wake ends the executor's wait for messages: its tick timer sends on
-	// it (after setting ticked), and so does a receiver that took outcomes
-	// while this shard holds some for it (nudge), so that they move to its
-	// ring now, not at the next tick. Capacity 1: a pending wake-up is
-	// enough.
-	wake   chan time.Time
-	ticked atomic.Bool
-
 	mu   sync.Mutex // guards snap, cpu
 	snap ackcore.Stats
 	cpu  int
@@ -105,7 +97,6 @@ func newExecutor(i int, cfg *Config, recvOf []uint32, idle ring.Idle) *executor 
 		holders: make([]*atomic.Int32, r),
 		reqs:    make(chan oldestReq),
 		done:    make(chan struct{}),
-		wake:    make(chan time.Time, 1),
 		cpu:     -1,
 	}
 }
@@ -125,10 +116,7 @@ func (e *executor) run(cpu int, pinErr func(error)) {
 		e.mu.Unlock()
 	}
 	tick := e.shard.Tick()
-	timer := time.AfterFunc(tick, func() {
-		e.ticked.Store(true)
-		e.nudge()
-	})
+	timer := time.NewTimer(tick)
 	defer timer.Stop()
 	// The shard reads the clock once per pass, when the pass applies its
 	// first messages: after a wait, not before it, so that messages are
@@ -148,7 +136,7 @@ func (e *executor) run(cpu int, pinErr func(error)) {
 	nextTick := e.coarse.now + tick
 	for {
 		stale = true
-		got, fired := e.in.DrainWaitUntil(apply, e.wake)
+		got, fired := e.in.DrainWaitUntil(apply, timer.C)
 		e.route()
 		if len(e.waiting) > 0 {
 			e.flushHeld()
@@ -156,9 +144,9 @@ func (e *executor) run(cpu int, pinErr func(error)) {
 		if stale {
 			e.coarse.now = e.clock.Now()
 		}
-		if fired && e.ticked.Swap(false) || e.coarse.now >= nextTick {
+		if fired || e.coarse.now >= nextTick {
 			// A tick: expire, publish counters, answer OldestPending, and
-			// re-arm the timer (Reset also re-arms one that has not fired).
+			// re-arm the timer (Reset also re-arms one that fired unseen).
 			// The shard's clock may be a test's fake, so the real timer's
 			// firing counts as a tick whatever the clock says.
 			e.expire()
@@ -189,13 +177,9 @@ func (e *executor) run(cpu int, pinErr func(error)) {
 	e.publish()
 }
 
-// nudge wakes the executor if it waits for messages (from any goroutine).
-func (e *executor) nudge() {
-	select {
-	case e.wake <- time.Time{}:
-	default:
-	}
-}
+// nudge ends the executor's wait for messages, so that it moves held
+// outcomes into rings that have room now (from any goroutine).
+func (e *executor) nudge() { e.in.Interrupt() }
 
 func (e *executor) expire() {
 	for {
