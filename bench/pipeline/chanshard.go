@@ -66,7 +66,7 @@ func NewChanShard(cfg Config) (Pipe, error) {
 		cp.inbox = append(cp.inbox, &chanInbox{out: cp.outs[i]})
 	}
 	for range cfg.Producers {
-		cp.send = append(cp.send, &chanSender{cp: cp})
+		cp.send = append(cp.send, &chanSender{cp: cp, blocks: make([]msgBlock, (cfg.Batch+chanBlock-1)/chanBlock)})
 	}
 	return cp, nil
 }
@@ -178,57 +178,73 @@ func (cp *chanPipe) Sender(i int) acker.Sender { return cp.send[i] }
 
 func (cp *chanPipe) Inbox(r int) acker.Inbox { return cp.inbox[r] }
 
+// chanSender stages up to Batch messages in blocks and hands them over,
+// one channel send per block, when the next message finds them full or on
+// Flush (as xorack's spans are).
 type chanSender struct {
-	cp *chanPipe
-	b  msgBlock
-	_  [padBytes]byte
+	cp     *chanPipe
+	blocks []msgBlock
+	n      int // messages staged
+	sent   int // blocks of the stage already sent (a TrySend got part of it through)
+	_      [padBytes]byte
 }
 
 func (s *chanSender) Send(m ackcore.Msg) error {
 	if err := s.cp.check(&m); err != nil {
 		return err
 	}
-	s.b.m[s.b.n] = m
-	if s.b.n++; s.b.n == chanBlock {
-		s.cp.in <- s.b
-		s.b.n = 0
+	if s.n == len(s.blocks)*chanBlock {
+		s.handOver(true)
 	}
+	s.stage(m)
 	return nil
+}
+
+func (s *chanSender) stage(m ackcore.Msg) {
+	b := &s.blocks[s.n/chanBlock]
+	i := s.n % chanBlock
+	b.m[i], b.n = m, i+1
+	s.n++
+}
+
+// handOver sends the staged blocks (wait false: those the channel takes
+// now) and reports whether it sent them all.
+func (s *chanSender) handOver(wait bool) bool {
+	for ; s.sent*chanBlock < s.n; s.sent++ {
+		if wait {
+			s.cp.in <- s.blocks[s.sent]
+			continue
+		}
+		select {
+		case s.cp.in <- s.blocks[s.sent]:
+		default:
+			return false
+		}
+	}
+	s.n, s.sent = 0, 0
+	return true
 }
 
 func (s *chanSender) SendBatch(msgs []ackcore.Msg) error { return sendEach(s.Send, msgs) }
 
-// TrySend is Send that says no when its block is full and the channel
-// cannot take it now.
+// TrySend is Send that says no when its stage is full and the channel
+// cannot take all of it now.
 func (s *chanSender) TrySend(m ackcore.Msg) (bool, error) {
 	if err := s.cp.check(&m); err != nil {
 		return false, err
 	}
-	if s.b.n < chanBlock-1 {
-		s.b.m[s.b.n] = m
-		s.b.n++
-		return true, nil
-	}
-	b := s.b // m fills the block: send it only if the channel takes it now
-	b.m[b.n] = m
-	b.n++
-	select {
-	case s.cp.in <- b:
-		s.b.n = 0
-		return true, nil
-	default:
+	if s.n == len(s.blocks)*chanBlock && !s.handOver(false) {
 		return false, nil
 	}
+	s.stage(m)
+	return true, nil
 }
 
 func (s *chanSender) Flush() error {
-	if s.b.n > 0 {
-		if s.cp.closed.Load() {
-			return fmt.Errorf("%w: %d staged messages not applied", acker.ErrClosed, s.b.n)
-		}
-		s.cp.in <- s.b
-		s.b.n = 0
+	if s.n > 0 && s.cp.closed.Load() {
+		return fmt.Errorf("%w: %d staged messages not applied", acker.ErrClosed, s.n-s.sent*chanBlock)
 	}
+	s.handOver(true)
 	return nil
 }
 

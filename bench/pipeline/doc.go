@@ -22,10 +22,12 @@
 // Every pipe has the shape of Config: Producers senders, Tasks spout tasks
 // mapped onto Receivers inboxes by ReceiverOf (task mod Receivers by
 // default), Shards × MaxPending roots in all (xorack spreads them over its
-// shards; the baselines have one table of that size). A sender stages
-// messages and hands them over a batch at a time (xorack: a ring span of
-// Batch; mutexmap: one Apply of Batch under the lock; chanshard: one
-// channel send per 64), and Flush hands over what is staged.
+// shards; the baselines have one table of that size). A sender stages up
+// to Batch messages and hands them over when the next message finds them
+// full, or on Flush (xorack: a ring span per shard; mutexmap: one Apply
+// under the lock; chanshard: one channel send per 64), so that a rig that
+// sends a batch and flushes hands the whole batch over at the Flush in
+// every pipe.
 //
 // # Concurrency
 //

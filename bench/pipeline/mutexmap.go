@@ -152,10 +152,10 @@ func (s *mutexSender) Send(m ackcore.Msg) error {
 	if err := s.mp.check(&m); err != nil {
 		return err
 	}
-	s.staged = append(s.staged, m)
 	if len(s.staged) == cap(s.staged) {
-		s.apply()
+		s.apply() // hand over a full batch when the next message comes, as xorack's spans are
 	}
+	s.staged = append(s.staged, m)
 	return nil
 }
 
