@@ -219,11 +219,13 @@ func (a *Acker) Start() error {
 	}
 	a.started = true
 	a.plan.Note = joinNote(a.baseNote, a.oversubscribed()) // GOMAXPROCS may have changed since New
+	full := len(a.execs)+len(a.producers) >= runtime.GOMAXPROCS(0)
 	for i, e := range a.execs {
 		cpu := -1
 		if a.cfg.Pin && i < len(a.plan.CPUs) {
 			cpu = a.plan.CPUs[i]
 		}
+		e.yieldOnWake = full
 		a.wg.Add(1)
 		go func() {
 			defer a.wg.Done()

@@ -118,12 +118,18 @@
 // than the pollers, and poll until Wait returns false.
 //
 // Scaling. A producer stages into one span per shard, so with S shards a
-// producer's Flush publishes up to S spans of about Batch/S messages
-// each (more publishes and smaller applies per message), and every
-// executor and every polling goroutine wants a core of its own. Add shards
-// while cores remain free for them and their producers; the executor's
-// per-pass routing keeps its outcome publishes to one per receiver per
-// pass whatever the number of producers.
+// producer that flushes every k messages publishes up to S spans of about
+// k/S messages (more publishes, and smaller applies per message), and
+// every executor and every polling goroutine wants a core of its own. Add
+// shards while cores remain free for them and their producers. Two costs
+// that grew with shards and producers are gone: an executor used to hand
+// outcomes to the receivers after every applied span (up to Producers ×
+// Receivers publishes a pass), now once per receiver per pass; and it
+// yielded its processor after waking a receiver, which for a pinned
+// executor (a locked thread) means handing its processor to another
+// thread and waiting to get it back, now only when executors and
+// producers fill every processor (otherwise the runtime gives the woken
+// receiver an idle one).
 //
 // # Invariants
 //

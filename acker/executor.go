@@ -56,6 +56,11 @@ type executor struct {
 	pool    chunkPool
 	backlog int // Config.Backlog
 
+	// yieldOnWake: executors and producers fill every processor
+	// (set by Start), so a receiver this executor wakes has none to run
+	// on but this one.
+	yieldOnWake bool
+
 	gate *gate // hold-back flags read by the producers
 	// heldN[r] is len(q[r]), published for ReceiverStats; written by the
 	// executor only when it changes while not 0 or drops to 0.
@@ -250,10 +255,14 @@ func (e *executor) routeChunk(out []ackcore.Outcome) {
 		}
 	}
 	e.dirty = dirty[:0]
-	if woke {
+	if woke && e.yieldOnWake {
 		// A woken receiver goroutine is queued on this executor's
 		// processor, behind this loop, which does not block while there
-		// is work: let it run now instead of at the next preemption.
+		// is work, and no processor is idle to take it: let it run now
+		// instead of at the next preemption. (With idle processors the
+		// runtime starts one for it, and a yield would only cost a
+		// pinned executor a hand-off of its processor to another thread
+		// and back.)
 		runtime.Gosched()
 	}
 }
