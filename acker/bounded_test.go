@@ -1,6 +1,7 @@
 package acker_test
 
 import (
+	"errors"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -390,4 +391,55 @@ func TestSpoutPollsWhileHeldBack(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 	t.Logf("%d roots, %d TrySends refused", roots, r.refused)
+}
+
+// TestStopReleasesHeldSend: a Send waiting for a held-back receiver
+// returns ErrClosed when the acker stops, and Stop delivers what was held.
+func TestStopReleasesHeldSend(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	a, err := acker.New(acker.Config{Producers: 1, Tasks: 1, OutcomeRingSize: 16, Backlog: 16,
+		Shard: ackcore.Config{MaxPending: 4096}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sendErr := make(chan error, 1)
+	go func() {
+		p := a.Producer(0)
+		for r := uint64(1); ; r++ {
+			if err := p.Send(ackcore.Msg{Root: r, Kind: ackcore.Init}); err != nil {
+				sendErr <- err
+				return
+			}
+		}
+	}()
+	deadline := time.After(60 * time.Second)
+	for a.ReceiverStats(0).HeldBack == 0 {
+		select {
+		case err := <-sendErr:
+			t.Fatalf("Send returned %v before any hold-back", err)
+		case <-deadline:
+			t.Fatal("never held back")
+		default:
+			runtime.Gosched()
+		}
+	}
+	stopped := make(chan ackcore.Stats, 1)
+	go func() { stopped <- a.Stop() }()
+	select {
+	case err := <-sendErr:
+		if !errors.Is(err, acker.ErrClosed) {
+			t.Fatalf("held Send returned %v, want ErrClosed", err)
+		}
+	case <-deadline:
+		t.Fatal("held Send still waiting after Stop")
+	}
+	n := 0
+	a.Receiver(0).Run(func(ackcore.Outcome) { n++ })
+	st := <-stopped
+	if uint64(n) != st.Completed || n == 0 {
+		t.Fatalf("%d outcomes delivered, stats %+v", n, st)
+	}
 }
