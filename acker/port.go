@@ -27,7 +27,9 @@ type Port interface {
 // Sender sends messages to an acker; see Producer. One goroutine uses it.
 type Sender interface {
 	// Send stages m, waiting while the acker cannot take it
-	// (backpressure, never loss).
+	// (backpressure, never loss). An INIT may wait until its task's
+	// inbox takes outcomes: a goroutine that reads that inbox itself
+	// sends its INITs with TrySend and reads while TrySend says no.
 	Send(m ackcore.Msg) error
 	// SendBatch is Send for each of msgs in order.
 	SendBatch(msgs []ackcore.Msg) error
