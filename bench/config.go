@@ -74,7 +74,7 @@ const (
 
 // DefaultPending and QuickPending are the pending windows P measured by
 // default: in L2, past L3, and DRAM-bound on this project's machines
-// (MEASURING.md: L3 is 4-8 MiB, so 1M roots at ~40 B is well past it).
+// (an effective L3 of 4-8 MiB on the 2-vCPU machine, so 1M roots at ~40 B is well past it).
 var (
 	DefaultPending = []int{10_000, 100_000, 1_000_000}
 	QuickPending   = []int{10_000, 100_000}
