@@ -335,14 +335,23 @@ func TestResetCapAndLateAck(t *testing.T) {
 	outcomes := func() int { l.mu.Lock(); defer l.mu.Unlock(); return len(l.acked) + len(l.failed) }
 	waitFor(t, 10*time.Second, "the tuple to be held", func() bool { return hold().Executed == 1 })
 	// The acker applies a RESET at its own reading of the clock, taken once
-	// per pass: with a clock moved by hand, up to one step old. Resets every
-	// 40 ms thus set deadlines at least 60 ms ahead of the reset, past the
-	// next one: the 100 ms timeout never fires while they come. The last
-	// one, at 280 ms, extends the deadline only to the cap, 300 ms.
+	// per pass: with a clock moved by hand, up to one step old, or already
+	// the next step's if the clock moves before the acker applies it. So
+	// each step waits until the acker has applied its RESET before the
+	// clock moves on. Resets every 40 ms set deadlines at least 60 ms
+	// ahead of the reset, past the next one: the 100 ms timeout never
+	// fires while they come. The last one, at 280 ms, extends the deadline
+	// only to the cap, 300 ms.
+	ackerResets := func() uint64 {
+		if a := top.Metrics().Acker; a != nil {
+			return a.Resets
+		}
+		return 0
+	}
 	for i := 1; i <= 7; i++ {
 		clock.Set(time.Duration(i) * 40 * time.Millisecond)
 		ticks <- "reset"
-		waitFor(t, 10*time.Second, "the reset", func() bool { return hold().Resets == uint64(i) })
+		waitFor(t, 10*time.Second, "the reset", func() bool { return hold().Resets == uint64(i) && ackerResets() == uint64(i) })
 		if i < 7 && outcomes() != 0 { // the 7th may end it already (the cap, at a stale reading)
 			t.Fatalf("the root ended by %v despite the resets", clock.Now())
 		}
