@@ -47,6 +47,7 @@ func (s *Spout) onAssigned(_ context.Context, _ *kgo.Client, assigned map[string
 			s.stats.Assigned++
 		}
 	}
+	s.check()
 }
 
 // adjust runs after the group's committed offsets are fetched and before
@@ -88,6 +89,7 @@ func (s *Spout) adjust(_ context.Context, offs map[string]map[int32]kgo.Offset) 
 			}
 		}
 	}
+	s.check()
 	s.mu.Unlock()
 	for _, r := range rs {
 		s.log.Warn("kafka: group's committed offset is behind this spout's own commit; starting at the spout's", "group", s.cfg.Group,
@@ -117,6 +119,7 @@ func (s *Spout) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[strin
 		s.release(cl, p)
 		s.stats.Revoked++
 	})
+	s.check()
 	s.mu.Unlock()
 	s.log.Info("kafka: partitions revoked", "group", s.cfg.Group, "partitions", revoked, "dropped_in_flight", dropped, "committing", offs)
 	_ = s.send(ctx, cl, offs)
@@ -135,6 +138,7 @@ func (s *Spout) onLost(_ context.Context, cl *kgo.Client, lost map[string][]int3
 		s.release(cl, p)
 		s.stats.Lost++
 	})
+	s.check()
 	s.mu.Unlock()
 	s.log.Warn("kafka: partitions lost", "group", s.cfg.Group, "partitions", lost, "dropped_in_flight", dropped)
 }

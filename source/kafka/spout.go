@@ -216,6 +216,7 @@ func (s *Spout) Next(c *topology.SpoutCollector) {
 	} else {
 		e = s.take()
 	}
+	s.check()
 	s.mu.Unlock()
 	if e == nil {
 		return
@@ -307,6 +308,7 @@ func (s *Spout) Ack(msgID any) {
 	}
 	s.mu.Lock()
 	rep := s.finish(e, false)
+	s.check()
 	s.mu.Unlock()
 	s.report(rep)
 }
@@ -331,6 +333,7 @@ func (s *Spout) Fail(msgID any, f *topology.Failure) {
 	if s.cfg.DeadLetterTopic == "" {
 		s.mu.Lock()
 		rep := s.finish(e, true)
+		s.check()
 		s.mu.Unlock()
 		s.logDead(rep, f, nil)
 		s.report(rep)
@@ -346,6 +349,7 @@ func (s *Spout) Fail(msgID any, f *topology.Failure) {
 		} else {
 			rep = s.finish(e, true)
 		}
+		s.check()
 		s.mu.Unlock()
 		s.logDead(rep, f, err)
 		s.report(rep)
@@ -496,6 +500,7 @@ func (s *Spout) poll() {
 		fs := s.cl.PollRecords(s.ctx, s.cfg.MaxPollRecords)
 		s.mu.Lock()
 		errs := s.distribute(fs)
+		s.check()
 		s.mu.Unlock()
 		s.cl.AllowRebalance()
 		if s.ctx.Err() != nil {
