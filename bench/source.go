@@ -181,7 +181,7 @@ func checkCommitted(ctx context.Context, k *brokertest.Kafka, group string, topi
 	}
 	var end int64
 	for _, l := range lag {
-		if l.Committed != l.End {
+		if l.Lag() != 0 { // an empty partition has no commit, and needs none
 			return fmt.Errorf("partition %d committed %d, end %d", l.Partition, l.Committed, l.End)
 		}
 		end += l.End

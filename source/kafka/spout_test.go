@@ -2,6 +2,9 @@ package kafka
 
 import (
 	"testing"
+	"time"
+
+	"github.com/xorack/xorack/topology"
 )
 
 // TestWordCount runs records through the word count and checks that every
@@ -21,5 +24,41 @@ func TestWordCount(t *testing.T) {
 	st := pl.spout.Stats()
 	if st.Emitted != parts*n || st.Completed != parts*n || st.Commits == 0 {
 		t.Errorf("stats %+v", st)
+	}
+}
+
+func TestConfigErrorsNameTheValue(t *testing.T) {
+	ok := Config{Brokers: []string{"127.0.0.1:9092"}, Topics: []string{"t"}, Group: "g"}
+	for _, tc := range []struct {
+		change func(*Config)
+		want   string
+	}{
+		{func(c *Config) { c.Brokers = nil }, "kafka: Config.Brokers is empty"},
+		{func(c *Config) { c.Brokers = []string{"a:1", ""} }, `kafka: empty broker address in Config.Brokers ["a:1" ""]`},
+		{func(c *Config) { c.Topics = nil }, "kafka: Config.Topics is empty"},
+		{func(c *Config) { c.Topics = []string{""} }, `kafka: empty topic in Config.Topics [""]`},
+		{func(c *Config) { c.DeadLetterTopic = "t" }, `kafka: Config.DeadLetterTopic "t" is also consumed (Config.Topics ["t"])`},
+		{func(c *Config) { c.Group = "" }, "kafka: Config.Group is empty"},
+		{func(c *Config) { c.MaxUncommitted = -1 }, "kafka: Config.MaxUncommitted -1 out of range [1, 1073741824]"},
+		{func(c *Config) { c.MaxPollRecords = 1 << 21 }, "kafka: Config.MaxPollRecords 2097152 out of range [1, 1048576]"},
+		{func(c *Config) { c.CommitInterval = time.Microsecond }, "kafka: Config.CommitInterval 1µs below 1ms"},
+		{func(c *Config) { c.CommitTimeout = -time.Second }, "kafka: Config.CommitTimeout -1s below 1ms"},
+	} {
+		c := ok
+		tc.change(&c)
+		if _, err := New(c); err == nil || err.Error() != tc.want {
+			t.Errorf("got %v, want %q", err, tc.want)
+		}
+	}
+	s, err := New(ok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.cfg.MaxUncommitted != DefaultMaxUncommitted || s.cfg.MaxPollRecords != DefaultMaxPollRecords ||
+		s.cfg.CommitInterval != DefaultCommitInterval || s.cfg.Stream != topology.DefaultStream || s.Client() != nil {
+		t.Errorf("defaults: %+v", s.cfg)
+	}
+	if err := s.Close(); err != nil { // never opened: nothing to close
+		t.Error(err)
 	}
 }

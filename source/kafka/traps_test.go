@@ -686,3 +686,38 @@ func TestProcessingLongerThanTheRebalanceTimeoutIsReported(t *testing.T) {
 		t.Error("the refused commit was not logged")
 	}
 }
+
+// A dead letter the broker does not take leaves its record not done: the
+// partition's commit stays below it (a restart replays it), and the
+// failure is counted and logged at error level.
+func TestUndeliveredDeadLetterIsNotDone(t *testing.T) {
+	const topic, group, n = "t", "g", 10
+	poison := pos{topic, 0, 4}
+	c := startCluster(t, 1, topic)
+	c.produce(t, topic, 1, n)
+	logs := &logRecords{}
+	l := newLedger()
+	pl := startPipeline(t, c, l, pipeOpts{
+		cfg: Config{Topics: []string{topic}, Group: group, DeadLetterTopic: "no-such-topic", Logger: slog.New(logs),
+			Opts: []kgo.Opt{kgo.UnknownTopicRetries(0)}},
+		top: topology.Config{Retry: topology.RetryPolicy{MaxAttempts: 2}},
+		fail: func(p pos, _ int) error {
+			if p == poison {
+				return errBad
+			}
+			return nil
+		},
+	})
+	waitFor(t, "the dead letter refused", func() bool { return pl.spout.Stats().DeadLetterErrors == 1 })
+	waitFor(t, "the commit up to the record", func() bool { return c.committed(group, topic, 0) == poison.offset })
+	pl.stop(t)
+	if got := c.committed(group, topic, 0); got != poison.offset {
+		t.Errorf("committed %d after the stop, want %d", got, poison.offset)
+	}
+	if st := pl.spout.Stats(); st.DeadLettered != 0 || st.Completed != n-1 {
+		t.Errorf("stats %+v", st)
+	}
+	if e := logs.find(slog.LevelError, "dead letter not delivered"); len(e) != 1 || attr(e[0], "offset").Int64() != poison.offset {
+		t.Errorf("error logs: %v", e)
+	}
+}
