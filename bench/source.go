@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -93,27 +92,13 @@ func runSource(k *brokertest.Kafka, corpus *wcCorpus, topic srcTopic, group stri
 	if err != nil {
 		return wcResult{}, err
 	}
-	var counters []*wcCount
-	b := topology.NewBuilder()
-	b.Spout("records", func() topology.Spout { return sp }).Output("sentence")
-	b.Bolt("split", func() topology.Bolt { return wcSplit{} }).Input("records", topology.Shuffle()).Output("word")
-	b.Bolt("count", func() topology.Bolt {
-		c := &wcCount{counts: map[string]int{}}
-		counters = append(counters, c)
-		return c
-	}).Input("split", topology.Fields("word"))
-	cfg := topology.Config{Pin: pin, Seed: seed}
-	if acked {
-		cfg.Ackers = shards
-	}
-	top, err := b.Build(cfg)
+	w, err := buildWordcount("records", func() topology.Spout { return sp }, acked, shards, pin, seed)
 	if err != nil {
 		return wcResult{}, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	g0, cpu0, t0 := readGC(), processCPU(), time.Now()
-	if err := top.Start(); err != nil {
+	if err := w.start(); err != nil {
 		return wcResult{}, err
 	}
 	// Every record done: acked, each sentence's words counted; unacked,
@@ -123,43 +108,18 @@ func runSource(k *brokertest.Kafka, corpus *wcCorpus, topic srcTopic, group stri
 		select {
 		case <-ctx.Done():
 			tick.Stop()
-			_ = top.Stop(context.Background())
+			_ = w.top.Stop(context.Background())
 			return wcResult{}, fmt.Errorf("bench: source level: %d of %d records done: %w", sp.Stats().Completed, topic.n, ctx.Err())
 		case <-tick.C:
 		}
 	}
 	tick.Stop()
-	if err := top.Stop(ctx); err != nil {
+	if err := w.top.Stop(ctx); err != nil {
 		return wcResult{}, err
 	}
-	res := wcResult{d: time.Since(t0), cpu: processCPU() - cpu0, trees: int64(topic.n)}
-	res.gc.add(g0, readGC())
-	m := top.Metrics()
-	res.tuples = int64(m.Component("split").Executed + m.Component("count").Executed)
-	spm := m.Component("records")
-	res.bound = spm.Bound
-	if acked {
-		res.lat = summarizeUs(spm.Latency)
-	}
-	got := map[string]int{}
-	for _, c := range counters {
-		for w, k := range c.counts {
-			got[w] += k
-		}
-	}
-	st := sp.Stats()
-	switch want := corpus.want(topic.n); {
-	case st.Emitted != uint64(topic.n) || st.Completed != uint64(topic.n):
+	res := w.result(corpus, topic.n)
+	if st := sp.Stats(); res.err == nil && (st.Emitted != uint64(topic.n) || st.Completed != uint64(topic.n)) {
 		res.err = fmt.Errorf("%d records emitted, %d done, want %d", st.Emitted, st.Completed, topic.n)
-	case res.tuples != int64(topic.n*(1+wcWords)):
-		res.err = fmt.Errorf("%d tuples executed, want %d", res.tuples, topic.n*(1+wcWords))
-	default:
-		for w, k := range want {
-			if got[w] != k {
-				res.err = fmt.Errorf("word %q counted %d times, want %d", w, got[w], k)
-				break
-			}
-		}
 	}
 	if res.err == nil {
 		res.err = checkCommitted(ctx, k, group, topic)
@@ -195,93 +155,31 @@ func checkCommitted(ctx context.Context, k *brokertest.Kafka, group string, topi
 // sourceLevel runs the source level's rows.
 func (rn *runner) sourceLevel() ([]Row, error) {
 	c := rn.cfg
-	names := c.impls[LevelSource]
-	if len(names) == 0 {
+	if len(c.impls[LevelSource]) == 0 {
 		return nil, nil
 	}
 	corpus := newWCCorpus()
-	pin := !c.NoPin
 	k, err := brokertest.StartKafka(brokertest.KafkaConfig{})
 	if err != nil {
 		return nil, err
 	}
 	defer k.Close()
-	rn.progress("source wordcount: warm-up and calibration")
-	cal, err := loadTopic(k, corpus, "calibrate", srcCalibrate)
-	if err != nil {
-		return nil, err
-	}
-	calRes, err := runSource(k, corpus, cal, "calibrate", names[0] == "kafka-acked", c.Shards, pin, c.Seed)
-	if err != nil {
-		return nil, err
-	}
-	n := int(c.Msgs / int64(c.Reps))
-	if c.Msgs == 0 {
-		perRep := c.Duration / time.Duration(c.Reps)
-		n = int(float64(calRes.trees) / calRes.d.Seconds() * perRep.Seconds())
-	}
-	n = min(max(n, 1000), srcMaxRecords)
-	topic, err := loadTopic(k, corpus, "sentences", n)
-	if err != nil {
-		return nil, err
-	}
-	res := map[string][]wcResult{}
-	for rep := range c.Reps {
-		for _, name := range names {
-			rn.progress("source wordcount: %s rep %d/%d", name, rep+1, c.Reps)
-			r, err := runSource(k, corpus, topic, fmt.Sprintf("%s-%d", name, rep), name == "kafka-acked", c.Shards, pin, c.Seed+uint64(rep))
-			if err != nil {
-				return nil, err
+	topics := map[int]srcTopic{} // by records: the warm-up's, the reps'
+	return rn.wordcountLevel(wcLevel{
+		level: LevelSource, label: "source wordcount", acked: "kafka-acked", calibrate: srcCalibrate, maxN: srcMaxRecords,
+		run: func(name string, rep, n int) (wcResult, error) {
+			t, ok := topics[n]
+			if !ok {
+				var err error
+				if t, err = loadTopic(k, corpus, fmt.Sprintf("sentences-%d", n), n); err != nil {
+					return wcResult{}, err
+				}
+				topics[n] = t
 			}
-			res[name] = append(res[name], r)
-		}
-	}
-	var rows []Row
-	for _, name := range names {
-		row := Row{Level: LevelSource, Impl: name, Shape: "wordcount", Pending: topology.DefaultMaxSpoutPending,
-			Shards: c.Shards, Timing: "wall", Clock: "wall", TimeoutNs: int64(topology.DefaultMessageTimeout)}
-		if name == "kafka-unacked" {
-			row.Shards = 0
-		}
-		var treeRates []float64
-		var cpu time.Duration
-		var errs []string
-		for _, r := range res[name] {
-			row.RepMsgsPerSec = append(row.RepMsgsPerSec, float64(r.tuples)/r.d.Seconds())
-			treeRates = append(treeRates, float64(r.trees)/r.d.Seconds())
-			row.Msgs += r.tuples
-			row.Seconds += r.d.Seconds()
-			row.Roots += uint64(r.trees)
-			cpu += r.cpu
-			row.GCCycles += r.gc.cycles
-			row.GCPauseNs += r.gc.pauseNs
-			if r.err != nil {
-				errs = append(errs, r.err.Error())
-			} else {
-				row.Completed += uint64(r.trees)
-			}
-		}
-		row.MsgsPerSec = median(row.RepMsgsPerSec)
-		row.TreesPerSec = median(treeRates)
-		row.CountersPerMsg = (&counterSum{}).perMsg(0)
-		if cpu >= 0 && row.Msgs > 0 {
-			x := float64(cpu) / float64(row.Msgs)
-			row.CountersPerMsg["task-clock-ns"] = &x
-		}
-		row.CounterScope = "process: CPU time of every thread (getrusage) over the reps, per tuple executed; the in-process Kafka cluster included"
-		if name == "kafka-acked" {
-			mid := res[name][len(res[name])/2].lat
-			row.P50Ns, row.P99Ns, row.P999Ns, row.MaxNs, row.LatencyCount = mid.p50, mid.p99, mid.p999, mid.max, mid.count
-			row.LatencySource = fmt.Sprintf("engine clock: spout emit to Ack, at full load (a queue of up to %d pending records), the middle rep",
-				topology.DefaultMaxSpoutPending)
-		}
-		row.Verified = len(errs) == 0
-		row.VerifyError = strings.Join(errs, "; ")
-		rows = append(rows, row)
-	}
-	if a, u := findRow(rows, "kafka-acked"), findRow(rows, "kafka-unacked"); a != nil && u != nil && u.TreesPerSec > 0 {
-		rn.rep.Notes = append(rn.rep.Notes, fmt.Sprintf("source: kafka-acked/kafka-unacked records/s = %.2f (%d records per rep, %d reps interleaved)",
-			a.TreesPerSec/u.TreesPerSec, n, c.Reps))
-	}
-	return rows, nil
+			return runSource(k, corpus, t, fmt.Sprintf("%s-%d", name, rep), name == "kafka-acked", c.Shards, !c.NoPin, c.Seed+uint64(max(rep, 0)))
+		},
+		unit:    "records",
+		scope:   "process: CPU time of every thread (getrusage) over the reps, per tuple executed; the in-process Kafka cluster included",
+		ratioOf: "source: kafka-acked/kafka-unacked records/s",
+	})
 }

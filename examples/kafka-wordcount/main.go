@@ -42,14 +42,14 @@ import (
 )
 
 var corpus = []string{
-	"the cow jumped over the moon",
-	"an apple a day keeps the doctor away",
-	"four score and seven years ago",
-	"snow white and the seven dwarfs",
-	"i am at two with nature",
-	"the quick brown fox jumps over the lazy dog",
-	"a stitch in time saves nine",
-	"all that glitters is not gold",
+	"a bird in the hand is worth two in the bush",
+	"the early bird catches the worm",
+	"many hands make light work",
+	"the pen is mightier than the sword",
+	"actions speak louder than words",
+	"where there is smoke there is fire",
+	"when in rome do as the romans do",
+	"the grass is always greener on the other side",
 }
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }

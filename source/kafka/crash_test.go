@@ -34,10 +34,7 @@ func failOnePercent(seed maphash.Seed) func(pos, int) error {
 // (duplicates counted) and the committed offsets equal the end offsets.
 func TestCrashAndRestart(t *testing.T) {
 	const topic, group, parts = "words", "wc", 4
-	n := 500 // per partition
-	if testing.Short() {
-		n = 150
-	}
+	n := size(500, 150) // per partition
 	total := parts * n
 	c := startCluster(t, parts, topic)
 	c.produce(t, topic, parts, n)
@@ -107,10 +104,7 @@ func TestCrashAndRestart(t *testing.T) {
 // done and leaves); the other takes its partitions and nothing is lost.
 func TestRebalanceAfterAnInstanceStops(t *testing.T) {
 	const topic, group, parts = "words", "wc", 4
-	n := 400
-	if testing.Short() {
-		n = 150
-	}
+	n := size(400, 150)
 	c := startCluster(t, parts, topic)
 	c.produce(t, topic, parts, n/2)
 	l := newLedger()

@@ -35,6 +35,27 @@ func produce(addrs []string, topic string, sentences ...string) {
 	}
 }
 
+// runToEnd builds and starts the topology, waits until the spout's group
+// has committed every partition of topic to its end, and stops it (the
+// spout commits what is done and leaves the group).
+func runToEnd(b *topology.Builder, cfg topology.Config, sp *kafka.Spout, group, topic string) {
+	top, err := b.Build(cfg)
+	if err != nil {
+		panic(err)
+	}
+	if err := top.Start(); err != nil {
+		panic(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := kafka.WaitCaughtUp(ctx, sp.Client(), group, 5*time.Millisecond, topic); err != nil {
+		panic(err)
+	}
+	if err := top.Stop(ctx); err != nil {
+		panic(err)
+	}
+}
+
 // splitRecord splits a record's value into words, anchored to the record.
 func splitRecord(t *topology.Tuple, c *topology.BasicCollector) error {
 	r := t.Value(0).(*kgo.Record)
@@ -80,21 +101,7 @@ func Example() {
 			return nil
 		}))
 	}).Input("split", topology.Fields("word"))
-	top, err := b.Build(topology.DefaultConfig())
-	if err != nil {
-		panic(err)
-	}
-	if err := top.Start(); err != nil {
-		panic(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := kafka.WaitCaughtUp(ctx, sp.Client(), "wordcount", 5*time.Millisecond, "sentences"); err != nil {
-		panic(err)
-	}
-	if err := top.Stop(ctx); err != nil { // commits what is done, leaves the group
-		panic(err)
-	}
+	runToEnd(b, topology.DefaultConfig(), sp, "wordcount", "sentences")
 	st := sp.Stats()
 	fmt.Println("records completed:", st.Completed)
 	fmt.Println("the:", counts["the"], "moon:", counts["moon"])
@@ -134,22 +141,10 @@ func Example_deadLetter() {
 	}).Input("orders", topology.Shuffle())
 	cfg := topology.DefaultConfig()
 	cfg.Retry = topology.RetryPolicy{MaxAttempts: 3, Backoff: time.Millisecond}
-	top, err := b.Build(cfg)
-	if err != nil {
-		panic(err)
-	}
-	if err := top.Start(); err != nil {
-		panic(err)
-	}
+	runToEnd(b, cfg, sp, "orders", "orders")
+
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := kafka.WaitCaughtUp(ctx, sp.Client(), "orders", 5*time.Millisecond, "orders"); err != nil {
-		panic(err)
-	}
-	if err := top.Stop(ctx); err != nil {
-		panic(err)
-	}
-
 	rd, err := kgo.NewClient(kgo.SeedBrokers(k.Addrs()...), kgo.ConsumeTopics("orders-dlq"))
 	if err != nil {
 		panic(err)

@@ -109,6 +109,14 @@ func (c *cluster) waitCaughtUp(t *testing.T, group string, topics ...string) {
 	}
 }
 
+// size is n, or short under -short.
+func size(n, short int) int {
+	if testing.Short() {
+		return short
+	}
+	return n
+}
+
 // waitFor polls cond until it holds, failing the test at the deadline.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()

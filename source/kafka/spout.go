@@ -539,6 +539,14 @@ func (s *Spout) distribute(fs kgo.Fetches) []error {
 			// to a relative offset): the first record fetched is it.
 			p.tr.Assign(fp.Records[0].Offset)
 		}
+		if p.head > 0 {
+			// Move what is left to the front before appending, or a
+			// buffer that never runs empty (Next kept waiting by the
+			// pending bound) would grow without end.
+			k := copy(p.buf, p.buf[p.head:])
+			clear(p.buf[k:])
+			p.buf, p.head = p.buf[:k], 0
+		}
 		p.buf = append(p.buf, fp.Records...)
 		if !p.paused {
 			s.buffered += len(fp.Records)

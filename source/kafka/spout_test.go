@@ -11,13 +11,25 @@ import (
 // record was processed once and the group committed every partition to its
 // end.
 func TestWordCount(t *testing.T) {
-	const topic, group, parts, n = "words", "wc", 3, 200
+	const topic, group, parts, n = "words", "wc", 3, 1000
 	c := startCluster(t, parts, topic)
 	c.produce(t, topic, parts, n)
 	l := newLedger()
-	pl := startPipeline(t, c, l, pipeOpts{cfg: Config{Topics: []string{topic}, Group: group}})
+	// A small pending bound keeps records waiting in the buffers, which
+	// then never run empty.
+	pl := startPipeline(t, c, l, pipeOpts{cfg: Config{Topics: []string{topic}, Group: group, MaxPollRecords: 16},
+		top: topology.Config{MaxSpoutPending: 8}})
 	c.waitCaughtUp(t, group, topic)
 	pl.stop(t)
+	// The buffers stay bounded: a poll appends at most MaxPollRecords, and
+	// the poller waits while 2 x MaxPollRecords are buffered.
+	pl.spout.mu.Lock()
+	for _, p := range pl.spout.parts {
+		if cap(p.buf) > 8*16 {
+			t.Errorf("partition %d buffer grew to %d records", p.partition, cap(p.buf))
+		}
+	}
+	pl.spout.mu.Unlock()
 	if dups := l.checkAll(t, topic, parts, n); dups != 0 {
 		t.Errorf("%d duplicates without a fault", dups)
 	}

@@ -172,17 +172,7 @@ func TestRetryCountSurvivesUntilDone(t *testing.T) {
 	if end := c.lag(t, "none", dlq)[0].End; end != 1 {
 		t.Fatalf("dead-letter topic holds %d records, want 1", end)
 	}
-	rd, err := kgo.NewClient(kgo.SeedBrokers(c.k.Addrs()...), kgo.ConsumeTopics(dlq), kgo.FetchMaxWait(20*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rd.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	defer cancel()
-	var got []*kgo.Record
-	for len(got) == 0 && ctx.Err() == nil {
-		got = append(got, rd.PollFetches(ctx).Records()...)
-	}
+	got := readTopic(t, c, dlq)
 	if len(got) != 1 {
 		t.Fatalf("read %d dead letters", len(got))
 	}
@@ -522,10 +512,7 @@ func (h *inflightCommits) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e kgo.Bro
 // decrease.
 func TestCommitsAreMonotonicFromOneCommitter(t *testing.T) {
 	const topic, group, parts = "t", "g", 2
-	n := 1000
-	if testing.Short() {
-		n = 300
-	}
+	n := size(1000, 300)
 	c := startCluster(t, parts, topic)
 	c.produce(t, topic, parts, n/2)
 	kc := c.k.Cluster()
