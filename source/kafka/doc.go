@@ -27,6 +27,10 @@
 // the engine acks each record as it is emitted, so its offset is committed
 // whether or not the bolts got to it.
 //
+// The spout never calls SpoutCollector.Done: a topic has no end. A
+// program that processes a bounded amount stops the topology once the
+// group has committed every partition to its end (WaitCaughtUp, Lag).
+//
 // # Layout
 //
 // A Spout keeps one partition per topic-partition it has ever been

@@ -213,6 +213,7 @@ func (s *Spout) Next(c *topology.SpoutCollector) {
 	e := s.held
 	if e != nil {
 		s.held = nil
+		s.stats.Emitted++
 	} else {
 		e = s.take()
 	}

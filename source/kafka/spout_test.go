@@ -1,8 +1,11 @@
 package kafka
 
 import (
+	"log/slog"
 	"testing"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/xorack/xorack/topology"
 )
@@ -72,5 +75,36 @@ func TestConfigErrorsNameTheValue(t *testing.T) {
 	}
 	if err := s.Close(); err != nil { // never opened: nothing to close
 		t.Error(err)
+	}
+}
+
+// A record the engine refuses to emit (here: Values gives it no values for
+// the declared field, three times) is offered again, first, until it goes:
+// counted, logged, and still processed once.
+func TestRefusedEmitIsOfferedAgain(t *testing.T) {
+	const topic, group, n = "t", "g", 20
+	c := startCluster(t, 1, topic)
+	c.produce(t, topic, 1, n)
+	logs := &logRecords{}
+	refusals := 0
+	values := func(r *kgo.Record) []any {
+		if r.Offset == 0 && refusals < 3 {
+			refusals++
+			return nil
+		}
+		return []any{r}
+	}
+	l := newLedger()
+	pl := startPipeline(t, c, l, pipeOpts{cfg: Config{Topics: []string{topic}, Group: group, Values: values, Logger: slog.New(logs)}})
+	c.waitCaughtUp(t, group, topic)
+	pl.stop(t)
+	if dups := l.checkAll(t, topic, 1, n); dups != 0 {
+		t.Errorf("%d duplicates", dups)
+	}
+	if st := pl.spout.Stats(); st.EmitErrors != 3 || st.Emitted != n || st.Completed != n {
+		t.Errorf("stats %+v", st)
+	}
+	if e := logs.find(slog.LevelError, "the engine refused a record"); len(e) != 2 { // at the 1st and 2nd refusal
+		t.Errorf("error logs: %v", e)
 	}
 }
