@@ -26,13 +26,17 @@ const (
 	// LevelTopology runs word count end to end on the reference engine
 	// (package topology), with acking and with 0 ackers (topology.go).
 	LevelTopology Level = "topology"
+	// LevelSource runs the topology level's word count fed by the Kafka
+	// spout (package source/kafka) from an in-process Kafka cluster, with
+	// acking and with 0 ackers (source.go).
+	LevelSource Level = "source"
 	// LevelNet is planned (a network transport) and rejected by Validate
 	// until it exists.
 	LevelNet Level = "net"
 )
 
 // Levels lists the levels a run has by default, in run order; the
-// topology level runs when asked for.
+// topology and source levels run when asked for.
 var Levels = []Level{LevelCore, LevelPipeline}
 
 // Defaults. Each explains itself in its comment; Quick swaps in the
@@ -211,11 +215,11 @@ func (c Config) resolve() (*resolved, error) {
 	seen := map[Level]bool{}
 	for _, l := range c.Levels {
 		switch l {
-		case LevelCore, LevelPipeline, LevelTopology:
+		case LevelCore, LevelPipeline, LevelTopology, LevelSource:
 		case LevelNet:
-			return nil, fmt.Errorf("bench: level %q is not implemented yet (levels that exist: core, pipeline, topology)", l)
+			return nil, fmt.Errorf("bench: level %q is not implemented yet (levels that exist: core, pipeline, topology, source)", l)
 		default:
-			return nil, fmt.Errorf("bench: unknown level %q (want core, pipeline or topology)", l)
+			return nil, fmt.Errorf("bench: unknown level %q (want core, pipeline, topology or source)", l)
 		}
 		if seen[l] {
 			return nil, fmt.Errorf("bench: level %q given twice", l)

@@ -39,6 +39,17 @@
 // emits a fixed number of sentences, sized from a warm-up run, timed from
 // Start to Stop, and verified word by word (topology.go).
 //
+// source (asked for by name; not in the default run): the topology
+// level's word count fed by the Kafka spout (package source/kafka) from a
+// Kafka cluster in the process (kfake), acked ("kafka-acked": the spout
+// commits only past sentences whose words were all counted) and at most
+// once ("kafka-unacked": 0 ackers), interleaved rep by rep. The topic is
+// loaded once; each rep reads all of it as a fresh consumer group, timed
+// from Start (the group join included) until every record is done and
+// Stop has returned (the final commit included), and is verified word by
+// word and by the committed offsets read back from the broker
+// (source.go).
+//
 // net is rejected until it exists.
 //
 // # Layout

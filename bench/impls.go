@@ -87,6 +87,8 @@ func implNames(l Level) []string {
 		}
 	case LevelTopology:
 		names = append(names, topologyImpls...)
+	case LevelSource:
+		names = append(names, sourceImpls...)
 	}
 	return names
 }
@@ -101,17 +103,17 @@ func isDefault(l Level, name string) bool {
 		if i, ok := findPipe(name); ok {
 			return i.dflt
 		}
-	case LevelTopology:
+	case LevelTopology, LevelSource:
 		return true
 	}
 	return false
 }
 
 // canFault reports whether impl name at level l can run a workload with
-// fails and drops. Every pipeline impl can; the topology level injects
-// none.
+// fails and drops. Every pipeline impl can; the topology and source
+// levels inject none.
 func canFault(l Level, name string) bool {
-	if l == LevelTopology {
+	if l == LevelTopology || l == LevelSource {
 		return false
 	}
 	if l == LevelCore {

@@ -208,6 +208,9 @@ func (rn *runner) countSteps() int {
 	if k := len(rn.cfg.impls[LevelTopology]); k > 0 {
 		n += 1 + k*rn.cfg.Reps // calibration, reps
 	}
+	if k := len(rn.cfg.impls[LevelSource]); k > 0 {
+		n += 1 + k*rn.cfg.Reps // calibration, reps
+	}
 	return n
 }
 
@@ -218,6 +221,11 @@ func (rn *runner) run() error {
 	// The topology level makes its own sentences: it runs once, not per
 	// shape and window.
 	rows, err := rn.topologyLevel()
+	rn.rep.Rows = append(rn.rep.Rows, rows...)
+	if err != nil {
+		return err
+	}
+	rows, err = rn.sourceLevel()
 	rn.rep.Rows = append(rn.rep.Rows, rows...)
 	return err
 }

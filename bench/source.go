@@ -1,0 +1,185 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/xorack/xorack/source/brokertest"
+	"github.com/xorack/xorack/source/kafka"
+	"github.com/xorack/xorack/topology"
+)
+
+// The source level: the topology level's word count fed by the Kafka
+// spout (package source/kafka) from a Kafka cluster in the process
+// (kfake, package source/brokertest), with acking ("kafka-acked": one
+// acker shard, or Config.Shards; the spout commits offsets only past
+// sentences whose words were all counted) and at most once
+// ("kafka-unacked": 0 ackers; the spout marks each record done as it
+// emits it), interleaved rep by rep. The topic is loaded once; each rep
+// reads it from the start as a fresh consumer group, and is timed from
+// Start (which joins the group) until the spout has every record done and
+// Stop has returned (the final commit and the group's leave included).
+// trees/s counts records, msgs/s tuples executed by bolts. A rep is
+// verified word by word, and by the group's committed offsets, read back
+// from the broker, equalling the end offsets.
+
+// sourceImpls are the source level's implementations, in run order.
+var sourceImpls = []string{"kafka-acked", "kafka-unacked"}
+
+// Source level constants.
+const (
+	// srcPartitions are the topic's partitions: a few, as a small topic
+	// has, so the spout serves several.
+	srcPartitions = 4
+	// srcCalibrate is the records of the warm-up run that sizes the reps.
+	srcCalibrate = 20_000
+	// srcMaxRecords bounds a rep's records: the topic is held in memory by
+	// the in-process cluster (about 100 bytes a record with its batch).
+	srcMaxRecords = 5_000_000
+)
+
+// srcTopic is a loaded topic: its name and record count.
+type srcTopic struct {
+	name string
+	n    int
+}
+
+// loadTopic creates a topic of n sentences (the corpus cycled), spread
+// over srcPartitions partitions.
+func loadTopic(k *brokertest.Kafka, corpus *wcCorpus, name string, n int) (srcTopic, error) {
+	if err := k.Cluster().CreateTopic(name, srcPartitions, nil); err != nil {
+		return srcTopic{}, fmt.Errorf("bench: creating topic %q: %w", name, err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Addrs()...), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
+		kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(1<<16))
+	if err != nil {
+		return srcTopic{}, err
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var firstErr atomic.Pointer[error]
+	for i := range n {
+		cl.Produce(ctx, &kgo.Record{Topic: name, Value: []byte(corpus.sentences[i%wcSentences])}, func(_ *kgo.Record, err error) {
+			if err != nil {
+				firstErr.CompareAndSwap(nil, &err)
+			}
+		})
+	}
+	if err := cl.Flush(ctx); err != nil {
+		return srcTopic{}, fmt.Errorf("bench: loading topic %q: %w", name, err)
+	}
+	if p := firstErr.Load(); p != nil {
+		return srcTopic{}, fmt.Errorf("bench: loading topic %q: %w", name, *p)
+	}
+	return srcTopic{name: name, n: n}, nil
+}
+
+// runSource runs the word count over every record of topic as consumer
+// group group.
+func runSource(k *brokertest.Kafka, corpus *wcCorpus, topic srcTopic, group string, acked bool, shards int, pin bool, seed uint64) (wcResult, error) {
+	sp, err := kafka.New(kafka.Config{
+		Brokers: k.Addrs(), Topics: []string{topic.name}, Group: group,
+		Values: func(r *kgo.Record) []any { return []any{string(r.Value)} },
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		return wcResult{}, err
+	}
+	w, err := buildWordcount("records", func() topology.Spout { return sp }, acked, shards, pin, seed)
+	if err != nil {
+		return wcResult{}, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if err := w.start(); err != nil {
+		return wcResult{}, err
+	}
+	// Every record done: acked, each sentence's words counted; unacked,
+	// emitted (Stop then delivers what is in flight).
+	tick := time.NewTicker(time.Millisecond)
+	for sp.Stats().Completed < uint64(topic.n) {
+		select {
+		case <-ctx.Done():
+			tick.Stop()
+			_ = w.top.Stop(context.Background())
+			return wcResult{}, fmt.Errorf("bench: source level: %d of %d records done: %w", sp.Stats().Completed, topic.n, ctx.Err())
+		case <-tick.C:
+		}
+	}
+	tick.Stop()
+	if err := w.top.Stop(ctx); err != nil {
+		return wcResult{}, err
+	}
+	res := w.result(corpus, topic.n)
+	if st := sp.Stats(); res.err == nil && (st.Emitted != uint64(topic.n) || st.Completed != uint64(topic.n)) {
+		res.err = fmt.Errorf("%d records emitted, %d done, want %d", st.Emitted, st.Completed, topic.n)
+	}
+	if res.err == nil {
+		res.err = checkCommitted(ctx, k, group, topic)
+	}
+	return res, nil
+}
+
+// checkCommitted reads the group's committed offsets back from the broker
+// and checks they are the topic's end offsets.
+func checkCommitted(ctx context.Context, k *brokertest.Kafka, group string, topic srcTopic) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Addrs()...))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	lag, err := kafka.Lag(ctx, cl, group, topic.name)
+	if err != nil {
+		return err
+	}
+	var end int64
+	for _, l := range lag {
+		if l.Lag() != 0 { // an empty partition has no commit, and needs none
+			return fmt.Errorf("partition %d committed %d, end %d", l.Partition, l.Committed, l.End)
+		}
+		end += l.End
+	}
+	if end != int64(topic.n) {
+		return fmt.Errorf("end offsets sum to %d, want %d records", end, topic.n)
+	}
+	return nil
+}
+
+// sourceLevel runs the source level's rows.
+func (rn *runner) sourceLevel() ([]Row, error) {
+	c := rn.cfg
+	if len(c.impls[LevelSource]) == 0 {
+		return nil, nil
+	}
+	corpus := newWCCorpus()
+	k, err := brokertest.StartKafka(brokertest.KafkaConfig{})
+	if err != nil {
+		return nil, err
+	}
+	defer k.Close()
+	topics := map[int]srcTopic{} // by records: the warm-up's, the reps'
+	return rn.wordcountLevel(wcLevel{
+		level: LevelSource, label: "source wordcount", acked: "kafka-acked", calibrate: srcCalibrate, maxN: srcMaxRecords,
+		run: func(name string, rep, n int) (wcResult, error) {
+			t, ok := topics[n]
+			if !ok {
+				var err error
+				if t, err = loadTopic(k, corpus, fmt.Sprintf("sentences-%d", n), n); err != nil {
+					return wcResult{}, err
+				}
+				topics[n] = t
+			}
+			return runSource(k, corpus, t, fmt.Sprintf("%s-%d", name, rep), name == "kafka-acked", c.Shards, !c.NoPin, c.Seed+uint64(max(rep, 0)))
+		},
+		unit:    "records",
+		scope:   "process: CPU time of every thread (getrusage) over the reps, per tuple executed; the in-process Kafka cluster included",
+		ratioOf: "source: kafka-acked/kafka-unacked records/s",
+	})
+}

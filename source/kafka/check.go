@@ -1,0 +1,42 @@
+package kafka
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/xorack/xorack/internal/invariants"
+)
+
+// check verifies the spout's bookkeeping after every change made under
+// mu, in invariants builds: a partition is paused exactly while its
+// tracker is full (and only while owned), buffered counts the buffers of
+// the partitions not paused, the active list holds exactly the owned
+// partitions, once each, and a partition not owned holds nothing.
+func (s *Spout) check() {
+	if !invariants.Enabled {
+		return
+	}
+	buffered, owned := 0, 0
+	for _, p := range s.parts {
+		switch {
+		case p.paused != (p.owned && p.tr.Full()):
+			panic(fmt.Sprintf("kafka: %s/%d paused %v, owned %v, tracker full %v", p.topic, p.partition, p.paused, p.owned, p.tr.Full()))
+		case !p.owned && (p.buffered() != 0 || p.tr.Generation() != 0):
+			panic(fmt.Sprintf("kafka: %s/%d not owned but holds %d records, generation %d", p.topic, p.partition, p.buffered(), p.tr.Generation()))
+		case p.head > len(p.buf):
+			panic(fmt.Sprintf("kafka: %s/%d buffer head %d past its %d records", p.topic, p.partition, p.head, len(p.buf)))
+		}
+		if p.owned {
+			owned++
+			if slices.Index(s.active, p) < 0 {
+				panic(fmt.Sprintf("kafka: %s/%d owned but not active", p.topic, p.partition))
+			}
+		}
+		if !p.paused {
+			buffered += p.buffered()
+		}
+	}
+	if owned != len(s.active) || buffered != s.buffered || s.stats.Paused < 0 {
+		panic(fmt.Sprintf("kafka: %d owned, %d active; buffered %d, counted %d; paused gauge %d", owned, len(s.active), buffered, s.buffered, s.stats.Paused))
+	}
+}

@@ -1,0 +1,160 @@
+package kafka
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/xorack/xorack/source/offsets"
+	"github.com/xorack/xorack/topology"
+)
+
+// RecordField is the one field the spout emits by default: the
+// *kgo.Record itself (Config.Values changes that). Declare it on the
+// spout: b.Spout("records", ...).Output(kafka.RecordField).
+const RecordField = "record"
+
+// Defaults for Config's zero fields.
+const (
+	// DefaultMaxUncommitted is the cap on uncommitted records per
+	// partition (storm-kafka-client's maxUncommittedOffsets). 10,000 keeps
+	// a partition busy through a stuck record for a few seconds at
+	// typical rates, in a 2 KiB done ring.
+	DefaultMaxUncommitted = 10_000
+	// DefaultMaxPollRecords is the most records one poll takes (the Java
+	// consumer's max.poll.records).
+	DefaultMaxPollRecords = 500
+	// DefaultCommitInterval is how often done offsets are committed. A
+	// commit is one small request; a crash replays what was done since the
+	// last one.
+	DefaultCommitInterval = time.Second
+	// DefaultCommitTimeout bounds one commit request, the revocation
+	// commit included (which holds the rebalance while it runs).
+	DefaultCommitTimeout = 10 * time.Second
+	// DefaultFetchMaxWait is how long a fetch waits for data on the
+	// broker. Lower than franz-go's 5 s because a partition resumed after
+	// a pause joins only the next fetch to its broker.
+	DefaultFetchMaxWait = 250 * time.Millisecond
+)
+
+// Config configures a Kafka spout. Brokers, Topics and Group are
+// required; zero fields take the defaults above.
+type Config struct {
+	// Brokers are the seed brokers, host:port.
+	Brokers []string
+	// Topics are consumed as one consumer group member.
+	Topics []string
+	// Group is the consumer group. Spouts in one group split the
+	// partitions between them (each spout task is one member).
+	Group string
+
+	// MaxUncommitted caps each partition's uncommitted records (emitted,
+	// at or above the committable offset). At the cap the partition's
+	// fetching pauses until its lowest record is done.
+	MaxUncommitted int
+	// MaxPollRecords is the most records one poll takes; the spout holds
+	// at most twice this many fetched records that are not yet emitted
+	// (for partitions that are not paused).
+	MaxPollRecords int
+	// CommitInterval is how often done offsets are committed.
+	CommitInterval time.Duration
+	// CommitTimeout bounds each commit request.
+	CommitTimeout time.Duration
+
+	// DeadLetterTopic, if set, receives each record whose last attempt
+	// failed (the engine's Retry policy decides when that is), with
+	// headers naming its origin and the failure; once the broker has it,
+	// the record counts as done. Without it, a record whose last attempt
+	// failed counts as done once the engine's Config.DeadLetter hook has
+	// seen it. Either way it is counted and logged at error level.
+	DeadLetterTopic string
+
+	// Stream is the stream the spout emits on; default
+	// topology.DefaultStream.
+	Stream string
+	// Values turns a record into the tuple's values; nil emits the record
+	// itself (RecordField). It runs on the spout executor's goroutine, and
+	// the engine keeps what it returns until the record's tree is done.
+	Values func(*kgo.Record) []any
+
+	// Logger receives the spout's reports: dead letters (error), commit
+	// failures, revocations, outcomes of revoked partitions (warn). Nil
+	// means slog.Default().
+	Logger *slog.Logger
+
+	// Opts are further client options: TLS, SASL, balancers, session and
+	// rebalance timeouts, fetch sizes, a logger for the client. They are
+	// applied before the options the spout relies on, which it sets
+	// itself and which win: the consumer group and topics, the partition
+	// callbacks and offset adjustment, DisableAutoCommit,
+	// BlockRebalanceOnPoll and KeepControlRecords. By default the spout
+	// reads committed records only (FetchIsolationLevel(ReadCommitted()))
+	// with FetchMaxWait DefaultFetchMaxWait; Opts may change those two.
+	Opts []kgo.Opt
+}
+
+// withDefaults fills c's zero fields and validates it, with errors naming
+// the field and the value.
+func (c Config) withDefaults() (Config, error) {
+	if len(c.Brokers) == 0 {
+		return c, errors.New("kafka: Config.Brokers is empty")
+	}
+	for _, b := range c.Brokers {
+		if b == "" {
+			return c, fmt.Errorf("kafka: empty broker address in Config.Brokers %q", c.Brokers)
+		}
+	}
+	if len(c.Topics) == 0 {
+		return c, errors.New("kafka: Config.Topics is empty")
+	}
+	for _, t := range c.Topics {
+		if t == "" {
+			return c, fmt.Errorf("kafka: empty topic in Config.Topics %q", c.Topics)
+		}
+		if t == c.DeadLetterTopic {
+			return c, fmt.Errorf("kafka: Config.DeadLetterTopic %q is also consumed (Config.Topics %q)", t, c.Topics)
+		}
+	}
+	if c.Group == "" {
+		return c, errors.New("kafka: Config.Group is empty")
+	}
+	if c.MaxUncommitted == 0 {
+		c.MaxUncommitted = DefaultMaxUncommitted
+	}
+	if c.MaxUncommitted < 1 || c.MaxUncommitted > offsets.MaxLimit {
+		return c, fmt.Errorf("kafka: Config.MaxUncommitted %d out of range [1, %d]", c.MaxUncommitted, offsets.MaxLimit)
+	}
+	if c.MaxPollRecords == 0 {
+		c.MaxPollRecords = DefaultMaxPollRecords
+	}
+	if c.MaxPollRecords < 1 || c.MaxPollRecords > 1<<20 {
+		return c, fmt.Errorf("kafka: Config.MaxPollRecords %d out of range [1, %d]", c.MaxPollRecords, 1<<20)
+	}
+	if c.CommitInterval == 0 {
+		c.CommitInterval = DefaultCommitInterval
+	}
+	if c.CommitInterval < time.Millisecond {
+		return c, fmt.Errorf("kafka: Config.CommitInterval %v below 1ms", c.CommitInterval)
+	}
+	if c.CommitTimeout == 0 {
+		c.CommitTimeout = DefaultCommitTimeout
+	}
+	if c.CommitTimeout < time.Millisecond {
+		return c, fmt.Errorf("kafka: Config.CommitTimeout %v below 1ms", c.CommitTimeout)
+	}
+	if c.Stream == "" {
+		c.Stream = topology.DefaultStream
+	}
+	if c.Values == nil {
+		c.Values = recordValues
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c, nil
+}
+
+func recordValues(r *kgo.Record) []any { return []any{r} }

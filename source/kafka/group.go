@@ -1,0 +1,266 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/xorack/xorack/source/offsets"
+)
+
+// The group callbacks run on the client's group goroutine, one at a time,
+// and (BlockRebalanceOnPoll) never while the poller holds polled records it
+// has not yet put in their buffers.
+
+// partFor returns tp's partition, making it on first assignment. Called
+// with mu held.
+func (s *Spout) partFor(t tp) *partition {
+	p := s.parts[t]
+	if p == nil {
+		p = &partition{tp: t, tr: offsets.New(s.cfg.MaxUncommitted)}
+		s.parts[t] = p
+	}
+	return p
+}
+
+// onAssigned takes ownership of newly assigned partitions. Their trackers
+// begin a generation in adjust, once the start offset is known.
+func (s *Spout) onAssigned(_ context.Context, _ *kgo.Client, assigned map[string][]int32) {
+	if s.crashed.Load() {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for topic, parts := range assigned {
+		for _, part := range parts {
+			p := s.partFor(tp{topic, part})
+			if p.owned {
+				continue
+			}
+			p.owned = true
+			s.active = append(s.active, p)
+			s.stats.Assigned++
+		}
+	}
+	s.check()
+}
+
+// adjust runs after the group's committed offsets are fetched and before
+// fetching starts. Each partition starts at the greater of the group's
+// committed offset (where fetching would start) and the offset this spout
+// itself last committed: records below the latter are done and committed
+// already, and a group offset behind it (an earlier commit that landed
+// late, a stale read) would emit them again (STORM-2666). The partition's
+// tracker begins a generation there, and learns the committed offset.
+func (s *Spout) adjust(_ context.Context, offs map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
+	if s.crashed.Load() {
+		return offs, nil
+	}
+	type raised struct {
+		t             tp
+		group, spouts int64
+	}
+	var rs []raised
+	s.mu.Lock()
+	for topic, parts := range offs {
+		for part, o := range parts {
+			p := s.partFor(tp{topic, part})
+			at := o.EpochOffset().Offset // < 0: no commit, a relative reset (start, end)
+			mine := p.tr.Stats().Committed
+			start := at
+			if mine >= 0 && mine > at {
+				parts[part] = kgo.NewOffset().At(mine)
+				start = mine
+				s.stats.StartRaised++
+				rs = append(rs, raised{p.tp, at, mine})
+			}
+			if start < 0 {
+				p.tr.Revoke() // no generation: the first record fetched begins it (distribute)
+				continue
+			}
+			p.tr.Assign(start)
+			if at >= 0 {
+				p.tr.Committed(at)
+			}
+		}
+	}
+	s.check()
+	s.mu.Unlock()
+	for _, r := range rs {
+		s.log.Warn("kafka: group's committed offset is behind this spout's own commit; starting at the spout's", "group", s.cfg.Group,
+			"topic", r.t.topic, "partition", r.t.partition, "group_offset", r.group, "spout_offset", r.spouts)
+	}
+	return offs, nil
+}
+
+// onRevoked commits the revoked partitions' done offsets and gives them
+// up, holding the rebalance until the broker has answered (or
+// CommitTimeout). Records of theirs in flight are dropped from tracking
+// without committing past them: the commit names the lowest one not done,
+// so the new owner replays them; their outcomes, when they come, are
+// stale and dropped.
+func (s *Spout) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[string][]int32) {
+	if s.crashed.Load() || len(revoked) == 0 {
+		return
+	}
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
+	s.mu.Lock()
+	offs := map[string]map[int32]kgo.EpochOffset{}
+	dropped := s.forEachOwned(revoked, func(p *partition) {
+		if off, ok := p.tr.NextCommit(); ok {
+			addOffset(offs, p.tp, off)
+		}
+		s.release(cl, p)
+		s.stats.Revoked++
+	})
+	s.check()
+	s.mu.Unlock()
+	s.log.Info("kafka: partitions revoked", "group", s.cfg.Group, "partitions", revoked, "dropped_in_flight", dropped, "committing", offs)
+	_ = s.send(ctx, cl, offs)
+}
+
+// onLost gives up partitions the member lost (the group fenced it: a
+// session or rebalance timeout passed, an unknown member). A commit would
+// be refused, so none is tried; the next owner starts from the last
+// commit.
+func (s *Spout) onLost(_ context.Context, cl *kgo.Client, lost map[string][]int32) {
+	if s.crashed.Load() || len(lost) == 0 {
+		return
+	}
+	s.mu.Lock()
+	dropped := s.forEachOwned(lost, func(p *partition) {
+		s.release(cl, p)
+		s.stats.Lost++
+	})
+	s.check()
+	s.mu.Unlock()
+	s.log.Warn("kafka: partitions lost", "group", s.cfg.Group, "partitions", lost, "dropped_in_flight", dropped)
+}
+
+// forEachOwned calls fn for each owned partition named in m and returns
+// the records they had in flight. Called with mu held.
+func (s *Spout) forEachOwned(m map[string][]int32, fn func(*partition)) int {
+	dropped := 0
+	for topic, parts := range m {
+		for _, part := range parts {
+			if p := s.parts[tp{topic, part}]; p != nil && p.owned {
+				dropped += p.tr.Pending()
+				fn(p)
+			}
+		}
+	}
+	return dropped
+}
+
+// release gives p up: its tracker's generation ends (records in flight
+// dropped, their Marks stale), its buffer is emptied and, if it was
+// paused, fetching it is resumed so that a later assignment fetches.
+// Called with mu held.
+func (s *Spout) release(cl *kgo.Client, p *partition) {
+	if p.paused {
+		p.paused = false
+		s.stats.Paused--
+		cl.ResumeFetchPartitions(map[string][]int32{p.topic: {p.partition}})
+	} else {
+		s.buffered -= p.buffered()
+	}
+	p.clearBuf()
+	s.stats.DroppedInFlight += uint64(p.tr.Pending())
+	p.tr.Revoke()
+	p.owned = false
+	if i := slices.Index(s.active, p); i >= 0 {
+		s.active = slices.Delete(s.active, i, i+1)
+		if s.rr >= len(s.active) {
+			s.rr = 0
+		}
+	}
+	if s.held != nil && s.held.part == p {
+		s.freeEntry(s.held) // its Mark is stale now; the next owner replays the record
+		s.held = nil
+	}
+	s.wakePoller()
+}
+
+func addOffset(offs map[string]map[int32]kgo.EpochOffset, t tp, off int64) {
+	if offs[t.topic] == nil {
+		offs[t.topic] = map[int32]kgo.EpochOffset{}
+	}
+	offs[t.topic][t.partition] = kgo.EpochOffset{Epoch: -1, Offset: off}
+}
+
+// commit commits, for every owned partition, the offset its tracker
+// offers (never past a record not done, never at or below the committed
+// offset).
+func (s *Spout) commit(ctx context.Context) error {
+	s.commitMu.Lock()
+	defer s.commitMu.Unlock()
+	s.mu.Lock()
+	offs := map[string]map[int32]kgo.EpochOffset{}
+	for _, p := range s.active {
+		if off, ok := p.tr.NextCommit(); ok {
+			addOffset(offs, p.tp, off)
+		}
+	}
+	s.mu.Unlock()
+	return s.send(ctx, s.cl, offs)
+}
+
+// send commits offs synchronously and tells each partition's tracker what
+// the broker accepted. Called with commitMu held.
+func (s *Spout) send(ctx context.Context, cl *kgo.Client, offs map[string]map[int32]kgo.EpochOffset) error {
+	if len(offs) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CommitTimeout)
+	defer cancel()
+	type result struct {
+		t   tp
+		err error
+	}
+	var (
+		reqErr  error
+		results []result
+	)
+	cl.CommitOffsetsSync(ctx, offs, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		if err != nil {
+			reqErr = err
+			return
+		}
+		for _, rt := range resp.Topics {
+			for _, rp := range rt.Partitions {
+				results = append(results, result{tp{rt.Topic, rp.Partition}, kerr.ErrorForCode(rp.ErrorCode)})
+			}
+		}
+	})
+	var errs []error
+	s.mu.Lock()
+	if reqErr != nil {
+		s.stats.CommitErrors++
+		errs = append(errs, fmt.Errorf("kafka: commit %v: %w", offs, reqErr))
+	} else {
+		s.stats.Commits++
+	}
+	for _, r := range results {
+		off := offs[r.t.topic][r.t.partition].Offset
+		if r.err != nil {
+			s.stats.CommitErrors++
+			errs = append(errs, fmt.Errorf("kafka: commit of %s/%d at %d: %w", r.t.topic, r.t.partition, off, r.err))
+			continue
+		}
+		if p := s.parts[r.t]; p != nil && !p.tr.Committed(off) {
+			s.stats.LateCommits++
+		}
+	}
+	s.mu.Unlock()
+	err := errors.Join(errs...)
+	if err != nil && ctx.Err() == nil {
+		s.log.Warn("kafka: commit failed; the offsets are committed again later, or replayed by the next owner", "group", s.cfg.Group, "err", err)
+	}
+	return err
+}

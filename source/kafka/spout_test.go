@@ -1,0 +1,110 @@
+package kafka
+
+import (
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/xorack/xorack/topology"
+)
+
+// TestWordCount runs records through the word count and checks that every
+// record was processed once and the group committed every partition to its
+// end.
+func TestWordCount(t *testing.T) {
+	const topic, group, parts, n = "words", "wc", 3, 1000
+	c := startCluster(t, parts, topic)
+	c.produce(t, topic, parts, n)
+	l := newLedger()
+	// A small pending bound keeps records waiting in the buffers, which
+	// then never run empty.
+	pl := startPipeline(t, c, l, pipeOpts{cfg: Config{Topics: []string{topic}, Group: group, MaxPollRecords: 16},
+		top: topology.Config{MaxSpoutPending: 8}})
+	c.waitCaughtUp(t, group, topic)
+	pl.stop(t)
+	// The buffers stay bounded: a poll appends at most MaxPollRecords, and
+	// the poller waits while 2 x MaxPollRecords are buffered.
+	pl.spout.mu.Lock()
+	for _, p := range pl.spout.parts {
+		if cap(p.buf) > 8*16 {
+			t.Errorf("partition %d buffer grew to %d records", p.partition, cap(p.buf))
+		}
+	}
+	pl.spout.mu.Unlock()
+	if dups := l.checkAll(t, topic, parts, n); dups != 0 {
+		t.Errorf("%d duplicates without a fault", dups)
+	}
+	st := pl.spout.Stats()
+	if st.Emitted != parts*n || st.Completed != parts*n || st.Commits == 0 {
+		t.Errorf("stats %+v", st)
+	}
+}
+
+func TestConfigErrorsNameTheValue(t *testing.T) {
+	ok := Config{Brokers: []string{"127.0.0.1:9092"}, Topics: []string{"t"}, Group: "g"}
+	for _, tc := range []struct {
+		change func(*Config)
+		want   string
+	}{
+		{func(c *Config) { c.Brokers = nil }, "kafka: Config.Brokers is empty"},
+		{func(c *Config) { c.Brokers = []string{"a:1", ""} }, `kafka: empty broker address in Config.Brokers ["a:1" ""]`},
+		{func(c *Config) { c.Topics = nil }, "kafka: Config.Topics is empty"},
+		{func(c *Config) { c.Topics = []string{""} }, `kafka: empty topic in Config.Topics [""]`},
+		{func(c *Config) { c.DeadLetterTopic = "t" }, `kafka: Config.DeadLetterTopic "t" is also consumed (Config.Topics ["t"])`},
+		{func(c *Config) { c.Group = "" }, "kafka: Config.Group is empty"},
+		{func(c *Config) { c.MaxUncommitted = -1 }, "kafka: Config.MaxUncommitted -1 out of range [1, 1073741824]"},
+		{func(c *Config) { c.MaxPollRecords = 1 << 21 }, "kafka: Config.MaxPollRecords 2097152 out of range [1, 1048576]"},
+		{func(c *Config) { c.CommitInterval = time.Microsecond }, "kafka: Config.CommitInterval 1µs below 1ms"},
+		{func(c *Config) { c.CommitTimeout = -time.Second }, "kafka: Config.CommitTimeout -1s below 1ms"},
+	} {
+		c := ok
+		tc.change(&c)
+		if _, err := New(c); err == nil || err.Error() != tc.want {
+			t.Errorf("got %v, want %q", err, tc.want)
+		}
+	}
+	s, err := New(ok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.cfg.MaxUncommitted != DefaultMaxUncommitted || s.cfg.MaxPollRecords != DefaultMaxPollRecords ||
+		s.cfg.CommitInterval != DefaultCommitInterval || s.cfg.Stream != topology.DefaultStream || s.Client() != nil {
+		t.Errorf("defaults: %+v", s.cfg)
+	}
+	if err := s.Close(); err != nil { // never opened: nothing to close
+		t.Error(err)
+	}
+}
+
+// A record the engine refuses to emit (here: Values gives it no values for
+// the declared field, three times) is offered again, first, until it goes:
+// counted, logged, and still processed once.
+func TestRefusedEmitIsOfferedAgain(t *testing.T) {
+	const topic, group, n = "t", "g", 20
+	c := startCluster(t, 1, topic)
+	c.produce(t, topic, 1, n)
+	logs := &logRecords{}
+	refusals := 0
+	values := func(r *kgo.Record) []any {
+		if r.Offset == 0 && refusals < 3 {
+			refusals++
+			return nil
+		}
+		return []any{r}
+	}
+	l := newLedger()
+	pl := startPipeline(t, c, l, pipeOpts{cfg: Config{Topics: []string{topic}, Group: group, Values: values, Logger: slog.New(logs)}})
+	c.waitCaughtUp(t, group, topic)
+	pl.stop(t)
+	if dups := l.checkAll(t, topic, 1, n); dups != 0 {
+		t.Errorf("%d duplicates", dups)
+	}
+	if st := pl.spout.Stats(); st.EmitErrors != 3 || st.Emitted != n || st.Completed != n {
+		t.Errorf("stats %+v", st)
+	}
+	if e := logs.find(slog.LevelError, "the engine refused a record"); len(e) != 2 { // at the 1st and 2nd refusal
+		t.Errorf("error logs: %v", e)
+	}
+}
