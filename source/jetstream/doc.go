@@ -56,7 +56,12 @@
 // held message untouched for AckWait/3, checking every AckWait/6, so a
 // held message is touched at most AckWait/2 apart. A message the engine
 // gives up on (its MessageTimeout, RESETs capped by ResetCap) gets its
-// reply at once, and so no message is kept alive past its tree.
+// reply at once, and so no message is kept alive past its tree. One held
+// for ResetCap + AckWait since it was emitted (or arrived, if not emitted
+// yet) is older than any tree can be: the executor has stopped answering
+// (stuck in Decode or the dead-letter hook). The spout lets it go
+// (Stats.LetGo) and the server redelivers it after AckWait, so a hung
+// pipeline does not hold messages forever.
 //
 // # Concurrency
 //
@@ -97,7 +102,8 @@
 //   - Held messages never exceed Capacity.
 //   - While a message is held, it is touched (received, or InProgress
 //     sent) at most about AckWait/2 apart, so the server does not
-//     redeliver a message whose tree is pending.
+//     redeliver a message whose tree is pending; and for at most ResetCap
+//     + AckWait since it was emitted (or arrived).
 //
 // A crash (no Close, the connection gone) leaves the messages held
 // unanswered; the server redelivers them after AckWait, to this consumer's

@@ -367,6 +367,7 @@ func (p *pipeline) stats() Stats {
 		s.DeadLettered += x.DeadLettered
 		s.PastLimit += x.PastLimit
 		s.InProgress += x.InProgress
+		s.LetGo += x.LetGo
 		s.ReplyErrors += x.ReplyErrors
 		s.FetchErrors += x.FetchErrors
 		s.Held += x.Held

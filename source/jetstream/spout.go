@@ -113,6 +113,7 @@ type Stats struct {
 	DeadLettered uint64 // given up: the hook, then Term
 	PastLimit    uint64 // of DeadLettered: delivered past the last attempt, not processed
 	InProgress   uint64 // InProgress sent for held messages
+	LetGo        uint64 // held past the longest tree (ResetCap + AckWait) without a reply: no longer kept alive
 	ReplyErrors  uint64 // acks of any kind that could not be sent (closed connection)
 	FetchErrors  uint64 // pull requests that failed
 	Held         int64  // messages held now: fetched and not yet answered
@@ -151,6 +152,7 @@ type Spout struct {
 	capacity  int // the most messages held at once
 	batchMax  int // the most asked for in one pull request
 	ackWait   time.Duration
+	maxHold   time.Duration // ResetCap + AckWait: how long a held message is kept alive at most
 	epoch     time.Time
 	fetchWait time.Duration
 
@@ -175,18 +177,21 @@ type Spout struct {
 
 	st struct {
 		fetched, emitted, acked, naked, nakedStopped, deadLettered, pastLimit,
-		inProgress, replyErrors, fetchErrors atomic.Uint64
+		inProgress, letGo, replyErrors, fetchErrors atomic.Uint64
 		heldHigh atomic.Int64 // written by the pump only
 	}
 }
 
-// inflight is one held message. msg, pos, delivered and err are immutable
-// after the pump made it; touched, prev and next are guarded by Spout.mu.
+// inflight is one held message. msg, pos, delivered, err and arrived are
+// immutable after the pump made it; touched, prev and next are guarded by
+// Spout.mu.
 type inflight struct {
 	msg        natsjs.Msg
 	pos        Position
 	delivered  int
-	err        error // the metadata could not be parsed
+	err        error         // the metadata could not be parsed
+	arrived    time.Duration // since Spout.epoch
+	emitted    atomic.Int64  // since Spout.epoch, ns; 0 until emitted; written by the executor
 	touched    time.Duration
 	prev, next *inflight // nil while not listed
 }
@@ -243,6 +248,7 @@ func (s *Spout) Open(tc topology.TaskContext) error {
 	s.cons = cons
 	s.retry = top.Retry
 	s.ackWait = info.Config.AckWait
+	s.maxHold = top.ResetCap + s.ackWait
 	s.fetchWait = c.FetchWait
 	s.capacity = top.MaxSpoutPending
 	if m := info.Config.MaxAckPending; m > 0 {
@@ -306,6 +312,7 @@ func (s *Spout) Next(c *topology.SpoutCollector) {
 			s.fail(in, &topology.Failure{Reason: topology.Explicit, Err: err, Attempts: in.delivered})
 			continue
 		}
+		in.emitted.Store(int64(max(time.Since(s.epoch), 1)))
 		s.st.emitted.Add(1)
 		return
 	}
@@ -430,7 +437,7 @@ func (s *Spout) Stats() Stats {
 		Fetched: s.st.fetched.Load(), Emitted: s.st.emitted.Load(), Acked: s.st.acked.Load(),
 		Naked: s.st.naked.Load(), NakedStopped: s.st.nakedStopped.Load(),
 		DeadLettered: s.st.deadLettered.Load(), PastLimit: s.st.pastLimit.Load(),
-		InProgress: s.st.inProgress.Load(), ReplyErrors: s.st.replyErrors.Load(),
+		InProgress: s.st.inProgress.Load(), LetGo: s.st.letGo.Load(), ReplyErrors: s.st.replyErrors.Load(),
 		FetchErrors: s.st.fetchErrors.Load(),
 		Held:        s.held.Load(), HeldHigh: s.st.heldHigh.Load(), Capacity: int64(s.capacity),
 	}
@@ -514,6 +521,7 @@ func (s *Spout) arrive(m natsjs.Msg) {
 		in.delivered = int(md.NumDelivered)
 	}
 	now := time.Since(s.epoch)
+	in.arrived = now
 	s.mu.Lock()
 	in.touched = now
 	pushBack(&s.list, in)
@@ -529,15 +537,30 @@ func (s *Spout) arrive(m natsjs.Msg) {
 // of AckWait (the pump). It sends under mu, so that a message's final
 // reply, sent by the executor after it unlinks the message, always comes
 // after its last InProgress on the connection.
+//
+// A message held for ResetCap + AckWait since it was emitted (or, not
+// emitted yet, since it arrived) is older than any tree can be (the
+// engine fails a root by its emit time plus ResetCap): its executor
+// stopped answering (stuck in Decode or the dead-letter hook, say). The
+// keeper lets it go, so that the server redelivers it after AckWait
+// rather than never.
 func (s *Spout) keepAlive() {
 	now := time.Since(s.epoch)
 	stale := s.ackWait / 3
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for in := s.list.next; in != &s.list && now-in.touched >= stale; in = s.list.next {
+		unlink(in)
+		since := in.arrived
+		if e := in.emitted.Load(); e > 0 {
+			since = time.Duration(e)
+		}
+		if now-since > s.maxHold {
+			s.st.letGo.Add(1)
+			continue
+		}
 		s.reply(in.msg.InProgress(), &s.st.inProgress)
 		in.touched = now
-		unlink(in)
 		pushBack(&s.list, in)
 	}
 }

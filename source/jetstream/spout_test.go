@@ -2,6 +2,7 @@ package jetstream
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -488,4 +489,58 @@ func TestOpenErrors(t *testing.T) {
 			t.Errorf("Start with %+v: %v; want an error with %q", c.cfg, err, c.want)
 		}
 	}
+}
+
+// TestStuckExecutorLetsGo blocks the spout's executor in Decode: the
+// message is kept alive only as long as a tree could live (ResetCap +
+// AckWait), then let go, and the server redelivers it rather than leave
+// it to a hung pipeline forever.
+func TestStuckExecutorLetsGo(t *testing.T) {
+	const ackWait = 300 * time.Millisecond
+	e := newEnv(t)
+	e.stream("S", 1, nil)
+	e.consumer("S", ConsumerConfig("c", ackWait, 0))
+	cfg := testTopology()
+	cfg.MessageTimeout, cfg.ResetCap = 200*time.Millisecond, 200*time.Millisecond
+	release := make(chan struct{})
+	var once, unblock sync.Once
+	free := func() { unblock.Do(func() { close(release) }) }
+	l := newLedger()
+	scfg := Config{JetStream: e.js, Stream: "S", Consumer: "c", FetchWait: 100 * time.Millisecond,
+		Decode: func(m natsjs.Msg, pos Position) ([]any, error) {
+			once.Do(func() { <-release }) // the first call hangs
+			return []any{pos, m.Data()}, nil
+		}}
+	p := start(t, cfg, scfg, 1, func(b *topology.Builder) {
+		b.Bolt("rec", recorder(l, nil)).Input("js", topology.Shuffle())
+	})
+	t.Cleanup(free) // runs before the topology's Stop, which waits for Decode
+	waitFor(t, "the message let go and fetched again", func() bool {
+		st := p.stats()
+		return st.LetGo >= 1 && st.Fetched >= 2
+	}, func() string { return fmtStats(p.stats()) })
+	free()
+	e.waitSettled("S", "c", 1)
+	p.stop(t)
+	// Every copy the server delivered while the executor hung was held,
+	// kept alive for a while, let go and redelivered; once it is free,
+	// each is processed and acked.
+	a := l.get(1)
+	for k := range a {
+		if a[k] != k+1 {
+			t.Errorf("attempts %v, want 1, 2, ...: the hung copy, then the redelivered ones", a)
+			break
+		}
+	}
+	st := p.stats()
+	if len(a) < 2 || st.Held != 0 || st.Acked != uint64(len(a)) || st.LetGo < 1 {
+		t.Errorf("attempts %v, stats %s", a, fmtStats(st))
+	}
+	if n := e.mon.count("+WPI", 1); n == 0 {
+		t.Errorf("no InProgress before the message was let go")
+	}
+}
+
+func fmtStats(s Stats) string {
+	return strings.TrimPrefix(strings.ReplaceAll(fmt.Sprintf("%+v", s), " ", ", "), "{")
 }
