@@ -117,33 +117,29 @@ func TestNakWithDelayRedelivers(t *testing.T) {
 // the message alive with InProgress, the server never redelivers it, and
 // it is acked once at the end.
 func TestInProgressKeepsLongTreeAlive(t *testing.T) {
-	const ackWait = 600 * time.Millisecond
+	const ackWait = 900 * time.Millisecond
 	e := newEnv(t)
 	e.stream("S", 1, nil)
 	e.consumer("S", ConsumerConfig("c", ackWait, 0))
 	cfg := testTopology()
-	cfg.MessageTimeout = 500 * time.Millisecond
+	cfg.MessageTimeout = 600 * time.Millisecond
 	cfg.ResetCap = time.Minute
 	h := &holder{}
 	cmds := make(chan string)
 	p := start(t, cfg, Config{JetStream: e.js, Stream: "S", Consumer: "c"}, 1, withHolder(h, cmds))
 	waitFor(t, "the message to be held", func() bool { _, seen, _ := h.state(); return seen == 1 }, nil)
 	began := time.Now()
-	// RESET the tree every 100 ms (the workload, not a synchronisation)
-	// until the spout has kept the message alive through two AckWaits
-	// (InProgress every AckWait/3 at most).
+	// RESET the tree every 100 ms for two and a half AckWaits (the
+	// workload: a tree that long, not a synchronisation).
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
-	for e.mon.count("+WPI", 1) < 6 || time.Since(began) < 2*ackWait {
-		if time.Since(began) > testTimeout {
-			t.Fatalf("after %v, %d InProgress", testTimeout, e.mon.count("+WPI", 1))
-		}
+	for time.Since(began) < 5*ackWait/2 {
 		<-tick.C
 		cmds <- "reset"
 	}
 	held := time.Since(began)
 	cmds <- "ack"
-	waitFor(t, "the ack", func() bool { return p.stats().Acked == 1 }, nil)
+	waitFor(t, "the ack", func() bool { return p.stats().Acked >= 1 }, nil)
 	info := e.waitSettled("S", "c", 1)
 	p.stop(t)
 
@@ -155,8 +151,8 @@ func TestInProgressKeepsLongTreeAlive(t *testing.T) {
 			t.Errorf("reply %+v; want only InProgress and one Ack, on delivery 1", r)
 		}
 	}
-	if acks := e.mon.count("+ACK", 1); acks != 1 {
-		t.Errorf("%d acks", acks)
+	if acks, wpi := e.mon.count("+ACK", 1), e.mon.count("+WPI", 1); acks != 1 || wpi < 3 {
+		t.Errorf("%d acks, %d InProgress; want 1 and at least 3 (one per AckWait/2)", acks, wpi)
 	}
 	m := p.top.Metrics().Component("js")
 	if m.FailedFinal != 0 || held < 2*cfg.MessageTimeout {
