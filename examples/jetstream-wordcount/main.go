@@ -45,15 +45,16 @@ import (
 	"github.com/xorack/xorack/topology"
 )
 
+// corpus is the sentences loaded, round robin.
 var corpus = []string{
-	"the cow jumped over the moon",
-	"an apple a day keeps the doctor away",
-	"four score and seven years ago",
-	"snow white and the seven dwarfs",
-	"i am at two with nature",
-	"the quick brown fox jumps over the lazy dog",
-	"a stitch in time saves nine",
-	"all that glitters is not gold",
+	"a journey of a thousand miles begins with a single step",
+	"the early bird catches the worm",
+	"actions speak louder than words",
+	"where there is smoke there is fire",
+	"the pen is mightier than the sword",
+	"when in rome do as the romans do",
+	"better late than never",
+	"the squeaky wheel gets the grease",
 }
 
 func sentence(i int) string { return corpus[i%len(corpus)] }

@@ -20,8 +20,8 @@ func TestRun(t *testing.T) {
 		want []string
 		code int
 	}{
-		{[]string{"-sentences", "2000"}, []string{"processed: 0 messages never", "ack floor 2000, 0 ack pending, 0 pending", "sink: 13250 words counted"}, 0},
-		{[]string{"-sentences", "1000", "-fail", "0.05", "-spouts", "3"}, []string{"processed: 0 messages never", "sink: 6625 words counted"}, 0},
+		{[]string{"-sentences", "2000"}, []string{"processed: 0 messages never", "ack floor 2000, 0 ack pending, 0 pending", "sink: 13500 words counted"}, 0},
+		{[]string{"-sentences", "1000", "-fail", "0.05", "-spouts", "3"}, []string{"processed: 0 messages never", "sink: 6750 words counted"}, 0},
 		// One attempt and many failures: messages are dead-lettered, so
 		// not every one is processed, and the exit code says so.
 		{[]string{"-sentences", "500", "-fail", "0.3", "-attempts", "1"}, []string{"dead-lettered"}, 1},

@@ -102,8 +102,8 @@
 //   - Held messages never exceed Capacity.
 //   - While a message is held, it is touched (received, or InProgress
 //     sent) at most about AckWait/2 apart, so the server does not
-//     redeliver a message whose tree is pending; and for at most ResetCap
-//     + AckWait since it was emitted (or arrived).
+//     redeliver a message whose tree is pending; and for at most
+//     ResetCap plus AckWait since it was emitted (or arrived).
 //
 // A crash (no Close, the connection gone) leaves the messages held
 // unanswered; the server redelivers them after AckWait, to this consumer's

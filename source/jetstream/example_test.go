@@ -40,6 +40,23 @@ func server() (js natsjs.JetStream, stop func()) {
 	return js, func() { nc.Close(); srv.Close(); os.RemoveAll(dir) }
 }
 
+// load makes stream with subject stream+".in", publishes msgs to it and
+// makes the durable consumer consumer on it.
+func load(js natsjs.JetStream, stream, consumer string, msgs ...string) {
+	ctx := context.Background()
+	if _, err := js.CreateStream(ctx, natsjs.StreamConfig{Name: stream, Subjects: []string{stream + ".in"}}); err != nil {
+		panic(err)
+	}
+	for _, m := range msgs {
+		if _, err := js.Publish(ctx, stream+".in", []byte(m)); err != nil {
+			panic(err)
+		}
+	}
+	if _, err := js.CreateConsumer(ctx, stream, jetstream.ConsumerConfig(consumer, 0, 0)); err != nil {
+		panic(err)
+	}
+}
+
 // settle waits until consumer has acknowledged everything up to last.
 func settle(js natsjs.JetStream, stream, consumer string, last uint64) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -63,18 +80,7 @@ func settle(js natsjs.JetStream, stream, consumer string, last uint64) {
 func Example() {
 	js, stop := server()
 	defer stop()
-	ctx := context.Background()
-	if _, err := js.CreateStream(ctx, natsjs.StreamConfig{Name: "SENTENCES", Subjects: []string{"sentences"}}); err != nil {
-		panic(err)
-	}
-	for _, s := range []string{"the cow jumped over the moon", "the man went to the store", "over the hill"} {
-		if _, err := js.Publish(ctx, "sentences", []byte(s)); err != nil {
-			panic(err)
-		}
-	}
-	if _, err := js.CreateConsumer(ctx, "SENTENCES", jetstream.ConsumerConfig("wordcount", 0, 0)); err != nil {
-		panic(err)
-	}
+	load(js, "SENTENCES", "wordcount", "the cow jumped over the moon", "the man went to the store", "over the hill")
 
 	var mu sync.Mutex
 	counts := map[string]int{}
@@ -100,7 +106,7 @@ func Example() {
 		panic(err)
 	}
 	settle(js, "SENTENCES", "wordcount", 3) // a stream has no end: wait for the ack floor
-	if err := top.Stop(ctx); err != nil {
+	if err := top.Stop(context.Background()); err != nil {
 		panic(err)
 	}
 	mu.Lock()
@@ -115,18 +121,7 @@ func Example() {
 func Example_deadLetter() {
 	js, stop := server()
 	defer stop()
-	ctx := context.Background()
-	if _, err := js.CreateStream(ctx, natsjs.StreamConfig{Name: "IN", Subjects: []string{"in"}}); err != nil {
-		panic(err)
-	}
-	for _, s := range []string{"hello", "", "world"} {
-		if _, err := js.Publish(ctx, "in", []byte(s)); err != nil {
-			panic(err)
-		}
-	}
-	if _, err := js.CreateConsumer(ctx, "IN", jetstream.ConsumerConfig("reader", 0, 0)); err != nil {
-		panic(err)
-	}
+	load(js, "IN", "reader", "hello", "", "world")
 	var mu sync.Mutex
 	var got, dead []string
 	cfg := jetstream.Config{
@@ -161,7 +156,7 @@ func Example_deadLetter() {
 		panic(err)
 	}
 	settle(js, "IN", "reader", 3)
-	if err := top.Stop(ctx); err != nil {
+	if err := top.Stop(context.Background()); err != nil {
 		panic(err)
 	}
 	slices.Sort(got)

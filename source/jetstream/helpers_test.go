@@ -51,6 +51,25 @@ func newEnv(t *testing.T) *env {
 	return e
 }
 
+// newStream is an env with stream S of n messages and durable consumer
+// c on it (ConsumerConfig with ackWait and maxAckPending).
+func newStream(t *testing.T, n int, ackWait time.Duration, maxAckPending int) (*env, natsjs.Consumer) {
+	t.Helper()
+	e := newEnv(t)
+	e.stream("S", n, nil)
+	return e, e.consumer("S", ConsumerConfig("c", ackWait, maxAckPending))
+}
+
+// consecutive reports whether attempts are 1, 2, ..., len(attempts).
+func consecutive(attempts []int) bool {
+	for k, a := range attempts {
+		if a != k+1 {
+			return false
+		}
+	}
+	return true
+}
+
 // connect opens a client connection of its own (closed at cleanup).
 func (e *env) connect() (*nats.Conn, natsjs.JetStream) {
 	e.t.Helper()

@@ -18,9 +18,7 @@ import (
 // the consumer ends with its ack floor at the last message.
 func TestAckOnCompletion(t *testing.T) {
 	const n = 300
-	e := newEnv(t)
-	e.stream("S", n, nil)
-	e.consumer("S", ConsumerConfig("c", 2*time.Second, 0))
+	e, _ := newStream(t, n, 2*time.Second, 0)
 	l := newLedger()
 	p := start(t, testTopology(), Config{JetStream: e.js, Stream: "S", Consumer: "c"}, 2, func(b *topology.Builder) {
 		b.Bolt("rec", recorder(l, nil)).Tasks(2).Input("js", topology.Shuffle())
@@ -51,9 +49,7 @@ func TestAckOnCompletion(t *testing.T) {
 // sooner than that.
 func TestNakWithDelayRedelivers(t *testing.T) {
 	const n = 20
-	e := newEnv(t)
-	e.stream("S", n, nil)
-	e.consumer("S", ConsumerConfig("c", 2*time.Second, 0))
+	e, _ := newStream(t, n, 2*time.Second, 0)
 	l := newLedger()
 	cfg := testTopology()
 	cfg.Retry = topology.RetryPolicy{MaxAttempts: 5, Backoff: 100 * time.Millisecond, MaxBackoff: time.Second, Jitter: -1}
@@ -74,17 +70,11 @@ func TestNakWithDelayRedelivers(t *testing.T) {
 			want = 2
 		}
 		a := l.get(seq)
-		if len(a) != want {
-			t.Errorf("message %d: attempts %v, want %d", seq, a, want)
+		if len(a) != want || !consecutive(a) {
+			t.Errorf("message %d: attempts %v, want 1 ... %d", seq, a, want)
 			continue
 		}
-		for k := range a {
-			if a[k] != k+1 {
-				t.Errorf("message %d: attempts %v, want 1, 2, ...", seq, a)
-			}
-			if k == 0 {
-				continue
-			}
+		for k := 1; k < len(a); k++ {
 			// Redelivered no sooner than the delay after the failure
 			// (the Nak left after it).
 			delay := 100 * time.Millisecond << (k - 1)
@@ -118,9 +108,7 @@ func TestNakWithDelayRedelivers(t *testing.T) {
 // it is acked once at the end.
 func TestInProgressKeepsLongTreeAlive(t *testing.T) {
 	const ackWait = 900 * time.Millisecond
-	e := newEnv(t)
-	e.stream("S", 1, nil)
-	e.consumer("S", ConsumerConfig("c", ackWait, 0))
+	e, _ := newStream(t, 1, ackWait, 0)
 	cfg := testTopology()
 	cfg.MessageTimeout = 600 * time.Millisecond
 	cfg.ResetCap = time.Minute
@@ -165,9 +153,7 @@ func TestInProgressKeepsLongTreeAlive(t *testing.T) {
 // times out in the engine, the spout stops keeping it alive and Naks it
 // with the policy's delay, and it comes back as attempt 2.
 func TestTimeoutNaksAndRedelivers(t *testing.T) {
-	e := newEnv(t)
-	e.stream("S", 1, nil)
-	e.consumer("S", ConsumerConfig("c", 5*time.Second, 0))
+	e, _ := newStream(t, 1, 5*time.Second, 0)
 	cfg := testTopology()
 	cfg.MessageTimeout = 300 * time.Millisecond
 	var mu sync.Mutex
@@ -209,9 +195,7 @@ func (f boltFunc) Execute(t *topology.Tuple, c *topology.BoltCollector) { f(t, c
 // the Term), then Term, and the server never delivers it again.
 func TestDeadLetterThenTerm(t *testing.T) {
 	const n = 5
-	e := newEnv(t)
-	e.stream("S", n, nil)
-	e.consumer("S", ConsumerConfig("c", 2*time.Second, 0))
+	e, _ := newStream(t, n, 2*time.Second, 0)
 	l := newLedger()
 	cfg := testTopology()
 	cfg.Retry.MaxAttempts = 3
@@ -231,7 +215,7 @@ func TestDeadLetterThenTerm(t *testing.T) {
 	e.waitSettled("S", "c", n)
 	p.stop(t)
 
-	if a := l.get(3); len(a) != 3 || a[0] != 1 || a[1] != 2 || a[2] != 3 {
+	if a := l.get(3); len(a) != 3 || !consecutive(a) {
 		t.Errorf("message 3: attempts %v, want [1 2 3]", a)
 	}
 	mu.Lock()
@@ -275,9 +259,7 @@ func TestDeadLetterThenTerm(t *testing.T) {
 // attempt; a fresh one as attempt 1.
 func TestDeliveryCountChecked(t *testing.T) {
 	const maxAttempts = 3
-	e := newEnv(t)
-	e.stream("S", 2, nil)
-	cons := e.consumer("S", ConsumerConfig("c", 5*time.Second, 0))
+	e, cons := newStream(t, 2, 5*time.Second, 0)
 	// Message 1 is to come next as delivery 4 (past the last attempt),
 	// message 2 as delivery 3 (the last). Nak each until it has been
 	// delivered one less; the last of those Naks has a delay, so that it
@@ -351,9 +333,7 @@ func TestDeliveryCountChecked(t *testing.T) {
 // right away as their second delivery, long before the 30 s AckWait.
 func TestNakOnShutdown(t *testing.T) {
 	const ackWait = 30 * time.Second
-	e := newEnv(t)
-	e.stream("S", 20, nil)
-	cons := e.consumer("S", ConsumerConfig("c", ackWait, 0))
+	e, cons := newStream(t, 20, ackWait, 0)
 	cfg := testTopology()
 	cfg.MaxSpoutPending = 8
 	h := &holder{}
@@ -493,9 +473,7 @@ func TestOpenErrors(t *testing.T) {
 // it to a hung pipeline forever.
 func TestStuckExecutorLetsGo(t *testing.T) {
 	const ackWait = 300 * time.Millisecond
-	e := newEnv(t)
-	e.stream("S", 1, nil)
-	e.consumer("S", ConsumerConfig("c", ackWait, 0))
+	e, _ := newStream(t, 1, ackWait, 0)
 	cfg := testTopology()
 	cfg.MessageTimeout, cfg.ResetCap = 200*time.Millisecond, 200*time.Millisecond
 	release := make(chan struct{})
@@ -522,11 +500,8 @@ func TestStuckExecutorLetsGo(t *testing.T) {
 	// kept alive for a while, let go and redelivered; once it is free,
 	// each is processed and acked.
 	a := l.get(1)
-	for k := range a {
-		if a[k] != k+1 {
-			t.Errorf("attempts %v, want 1, 2, ...: the hung copy, then the redelivered ones", a)
-			break
-		}
+	if !consecutive(a) {
+		t.Errorf("attempts %v, want 1, 2, ...: the hung copy, then the redelivered ones", a)
 	}
 	st := p.stats()
 	if len(a) < 2 || st.Held != 0 || st.Acked != uint64(len(a)) || st.LetGo < 1 {
