@@ -42,8 +42,10 @@
 // server for messages only when no request is open, and for at most the
 // room left, capacity - held (at most 1024 per request, and at most the
 // consumer's MaxRequestBatch), so nothing the server sends waits for room:
-// every message received is emitted in the next calls to Next, and the
-// server never has more than Capacity messages of this spout pending. The
+// every message received is emitted in the next calls to Next (unless an
+// adaptive pending bound, topology.Config.Adaptive, is below Capacity: the
+// message then waits, kept alive), and the server never has more than
+// Capacity messages of this spout pending. The
 // server's MaxAckPending bounds all the spouts of a consumer together;
 // give it at least tasks x MaxSpoutPending for each task to fill its own
 // bound.

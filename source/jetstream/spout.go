@@ -272,8 +272,6 @@ func check(name string, cc *natsjs.ConsumerConfig, top *topology.Config) error {
 	case cc.MaxDeliver > 0 && cc.MaxDeliver <= top.Retry.MaxAttempts:
 		return fmt.Errorf("jetstream: consumer %q MaxDeliver %d must exceed Retry.MaxAttempts %d (or be -1): the spout dead-letters a message itself, and must see one delivered past the last attempt",
 			name, cc.MaxDeliver, top.Retry.MaxAttempts)
-	case top.Ackers > 0 && top.MaxSpoutPending < 1:
-		return fmt.Errorf("jetstream: topology MaxSpoutPending %d", top.MaxSpoutPending)
 	}
 	return nil
 }
