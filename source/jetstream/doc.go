@@ -14,8 +14,9 @@
 //
 // The attempt is the server's delivery count (the message's NumDelivered):
 // a failed attempt goes back to the server with the retry policy's delay
-// and comes back as the next delivery, so a crash, an expired AckWait and a
-// failure all count towards the policy's MaxAttempts. The spout is a
+// and comes back as the next delivery, so a failure, a crash, an expired
+// AckWait and a hand-back at shutdown all count towards the policy's
+// MaxAttempts. The spout is a
 // topology.Redeliverer: the engine makes one attempt per delivery (bolts
 // see the delivery count as Tuple.Attempt), reports every failed attempt
 // to Fail, and neither replays nor calls topology.Config.DeadLetter for
