@@ -15,7 +15,8 @@ import (
 // when the engine gave up on it, after the last attempt of the retry
 // policy (having called Config.DeadLetter) or at shutdown (Reason
 // Stopped). The engine replays failed attempts itself, with the values it
-// kept, so a spout needs no replay cache.
+// kept, so a spout needs no replay cache (unless it is a Redeliverer,
+// whose source replays: then Fail reports every failed attempt).
 //
 // A spout may also implement Opener (called before the first Next) and
 // io.Closer (called after the last callback).
@@ -23,6 +24,28 @@ type Spout interface {
 	Next(c *SpoutCollector)
 	Ack(msgID any)
 	Fail(msgID any, f *Failure)
+}
+
+// Redeliverer is implemented by a spout whose source redelivers failed
+// messages itself: a broker with per-message acknowledgements and
+// redelivery, such as NATS JetStream, where each failed attempt is handed
+// back to the broker with a delay and comes back as the next delivery.
+// The engine makes one attempt per tracked message such a spout emits:
+//
+//   - the attempt's number is Attempt(msgID), called once during the
+//     emit (the broker's delivery count, from 1; below 1 counts as 1);
+//     bolts see it as Tuple.Attempt and Failure.Attempts carries it;
+//   - a failed attempt goes to Fail at once, whatever the retry policy
+//     says: the engine neither replays it nor calls Config.DeadLetter.
+//     The spout hands the message back to its source with the policy's
+//     delay (TaskContext.Config().Retry, RetryPolicy.Delay) or, at the
+//     policy's last attempt, dead-letters it, itself.
+//
+// Ack and Reason Stopped keep their meaning: the tree completed, or the
+// topology stopped with the message pending.
+type Redeliverer interface {
+	Spout
+	Attempt(msgID any) int
 }
 
 // Bolt processes tuples. Execute is called once per input tuple on its
@@ -92,6 +115,16 @@ type TaskContext struct {
 	Task      int    // the global task id (what EmitDirect takes)
 	Index     int    // the task's index within its component
 	topo      *Topology
+}
+
+// Config returns the topology's configuration, its zero fields filled
+// with the defaults (the retry policy and the pending bound a spout that
+// talks to a broker sizes itself by).
+func (c TaskContext) Config() Config {
+	if c.topo == nil {
+		return Config{}
+	}
+	return c.topo.cfg
 }
 
 // ComponentTasks returns the global task ids of the named component, in

@@ -118,6 +118,19 @@ type RetryPolicy struct {
 	Jitter float64
 }
 
+// Delay is the wait after failed attempt k (from 1) of a policy whose
+// defaults are filled (as TaskContext.Config returns it):
+// Backoff*2^(k-1), at most MaxBackoff, less the fraction Jitter*u of it;
+// u is a random number in [0, 1).
+func (r RetryPolicy) Delay(k int, u float64) time.Duration {
+	d := r.Backoff
+	for i := 1; i < k && d < r.MaxBackoff; i++ {
+		d *= 2
+	}
+	d = min(d, r.MaxBackoff)
+	return d - time.Duration(float64(d)*r.Jitter*u)
+}
+
 // DefaultMaxAttempts is RetryPolicy.MaxAttempts's default.
 const DefaultMaxAttempts = 5
 

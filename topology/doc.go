@@ -96,7 +96,9 @@
 //
 //   - Every tracked message gets exactly one final outcome: the spout's
 //     Ack, or its Fail after the last attempt (with the dead-letter hook)
-//     or at shutdown. The fault tests check this message by message.
+//     or at shutdown. The fault tests check this message by message. A
+//     Redeliverer's message is one attempt: its Ack, or its Fail for the
+//     attempt (its source redelivers it as a new message).
 //   - A spout task never has more than its pending bound of roots in
 //     flight or waiting for a replay, unless a single Next emits more than
 //     one tracked tuple (the slots are rounded up; past them Emit fails).

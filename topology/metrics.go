@@ -28,7 +28,7 @@ type counters struct {
 	FailedBy     [numReasons + 1]uint64 // spouts: failed attempts by Reason
 	Replayed     uint64                 // spouts: replays emitted
 	DeadLettered uint64                 // spouts: messages that failed their last attempt
-	FailedFinal  uint64                 // spouts: Fail callbacks (dead-lettered or stopped)
+	FailedFinal  uint64                 // spouts: Fail callbacks (dead-lettered, stopped, or a Redeliverer's failed attempt)
 	Stale        uint64                 // spouts: outcomes for roots not pending (none expected)
 	BreakerOpens uint64                 // spouts: times the breaker opened
 
@@ -114,7 +114,7 @@ type ComponentMetrics struct {
 	FailedStopped   uint64
 	Replayed        uint64 // replays emitted (each a fresh root)
 	DeadLettered    uint64 // messages that failed their last attempt
-	FailedFinal     uint64 // Fail callbacks: dead-lettered, or given up at shutdown
+	FailedFinal     uint64 // Fail callbacks: dead-lettered, given up at shutdown, or a Redeliverer's failed attempts
 	Stale           uint64 // outcomes for roots that were not pending
 	BreakerOpens    uint64
 	BreakerOpen     int // executors whose breaker is open or probing now

@@ -3,6 +3,7 @@ package topology
 import (
 	"container/heap"
 	"fmt"
+	"math"
 	"math/bits"
 	"sync"
 	"sync/atomic"
@@ -28,6 +29,9 @@ type spoutExec struct {
 	pending []int    // by local task: roots pending
 	bound   int      // the pending bound per task (adaptive or fixed)
 	rr      int      // the next local task to ask
+	// redeliver[i] is spouts[i] when it is a Redeliverer (one attempt per
+	// message, each failure to Fail), else nil.
+	redeliver []Redeliverer
 
 	inbox    acker.Inbox // nil at most once
 	outcomes []ackcore.Outcome
@@ -143,6 +147,10 @@ func (b *errBox) sweep(live func(uint64) bool) {
 func newSpoutExec(base executor, spouts []Spout, ackTask []uint32, cfg *Config) *spoutExec {
 	s := &spoutExec{executor: base, spouts: spouts, ackTask: ackTask}
 	n := len(spouts)
+	s.redeliver = make([]Redeliverer, n)
+	for i, sp := range spouts {
+		s.redeliver[i], _ = sp.(Redeliverer)
+	}
 	s.done = make([]bool, n)
 	s.pending = make([]int, n)
 	s.bound = cfg.MaxSpoutPending
@@ -373,6 +381,9 @@ func (s *spoutExec) emit(task int, st *stream, direct int, msgID any, values []a
 	idx := s.free[len(s.free)-1]
 	sl := &s.slots[idx]
 	*sl = slot{msgID: msgID, values: values, stream: st, direct: int32(direct), task: int32(task), attempt: 1}
+	if r := s.redeliver[task]; r != nil {
+		sl.attempt = uint32(min(max(r.Attempt(msgID), 1), math.MaxUint32))
+	}
 	if err := s.start(idx, sl); err != nil {
 		*sl = slot{}
 		return err
@@ -506,6 +517,8 @@ func (s *spoutExec) failed(idx uint32, sl *slot, f Failure) {
 			f = Failure{Reason: Stopped, Err: &inner, Attempts: f.Attempts, Latency: f.Latency}
 		}
 		s.final(idx, sl, &f, false)
+	case s.redeliver[sl.task] != nil:
+		s.final(idx, sl, &f, false) // its source redelivers, or gives up
 	case int(sl.attempt) < cfg.Retry.MaxAttempts:
 		sl.state = slotWaiting
 		sl.lastErr = f.Err
@@ -516,16 +529,9 @@ func (s *spoutExec) failed(idx uint32, sl *slot, f Failure) {
 	}
 }
 
-// backoff is the wait after failed attempt k: Backoff*2^(k-1), at most
-// MaxBackoff, less a random fraction of up to Jitter of it.
+// backoff is the wait after failed attempt k (RetryPolicy.Delay).
 func (s *spoutExec) backoff(k int) time.Duration {
-	r := &s.top.cfg.Retry
-	d := r.Backoff
-	for i := 1; i < k && d < r.MaxBackoff; i++ {
-		d *= 2
-	}
-	d = min(d, r.MaxBackoff)
-	return d - time.Duration(float64(d)*r.Jitter*s.gen.float())
+	return s.top.cfg.Retry.Delay(k, s.gen.float())
 }
 
 // final reports a message the engine gives up on.
