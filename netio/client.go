@@ -151,7 +151,7 @@ type ClientStats struct {
 	Dropped     uint64 // ACK, FAIL or RESET with no host up (their roots are failed as lost)
 	Reconnects  uint64 // connections established after the first, all hosts
 	HostsUp     int
-	InFlight    int64 // roots sent whose outcome was not yet taken
+	InFlight    int64  // roots sent whose outcome was not yet taken
 	Connections uint64 // connections established, all hosts
 }
 
@@ -527,11 +527,13 @@ func (s *Sender) Flush() error {
 			s.handOver(c.hosts[i])
 		}
 	}
-	c.inits.Add(s.inits)
-	c.acks.Add(s.acks)
-	c.fails.Add(s.fails)
-	c.resets.Add(s.resets)
-	s.inits, s.acks, s.fails, s.resets = 0, 0, 0, 0
+	if s.inits|s.acks|s.fails|s.resets != 0 {
+		c.inits.Add(s.inits)
+		c.acks.Add(s.acks)
+		c.fails.Add(s.fails)
+		c.resets.Add(s.resets)
+		s.inits, s.acks, s.fails, s.resets = 0, 0, 0, 0
+	}
 	if c.closed.Load() {
 		return acker.ErrClosed
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
+	"github.com/xorack/xorack/ring"
 )
 
 // ServerConfig configures a Server. The zero value of every field but
@@ -62,6 +63,9 @@ type ServerConfig struct {
 	RingSize int
 	// Pin pins the shard executors (acker.Config.Pin).
 	Pin bool
+	// Idle is how the shard executors and the outcome router wait for
+	// work (acker.Config.Idle); nil means DefaultIdle.
+	Idle *ring.Idle
 	// Logger receives connection events; nil discards them.
 	Logger *slog.Logger
 }
@@ -114,8 +118,20 @@ func (c *ServerConfig) fill() error {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
+	if c.Idle == nil {
+		i := DefaultIdle
+		c.Idle = &i
+	}
 	return nil
 }
+
+// DefaultIdle is how a server's executors wait by default. ring's
+// default spins 512 times, and an executor's every spin checks its tick
+// timer's channel (a clock read and a lock): on a few cores shared with
+// the connections' goroutines that spinning took a quarter of the CPU a
+// loopback run had. The socket hop already costs microseconds, so a
+// short spin loses nothing.
+var DefaultIdle = ring.Idle{Spins: 32, Yields: 8}
 
 // ServerStats are a server's counters.
 type ServerStats struct {
@@ -165,7 +181,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	routers := 1
 	ak, err := acker.New(acker.Config{
 		Shards: cfg.Shards, Producers: cfg.MaxConns, Tasks: cfg.Tasks, Receivers: routers,
-		Shard: cfg.Shard, RingSize: cfg.RingSize, Pin: cfg.Pin,
+		Shard: cfg.Shard, RingSize: cfg.RingSize, Pin: cfg.Pin, Idle: cfg.Idle,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("netio: %w", err)
@@ -419,8 +435,8 @@ type sconn struct {
 	nc   net.Conn // raw, or TLS over it: reads by the reader, writes by the writer
 	slot int
 	refs atomic.Int32 // reader and writer still running; the last frees the slot
-	id   uint64 // client id, set by the handshake
-	tag  string // for logs
+	id   uint64       // client id, set by the handshake
+	tag  string       // for logs
 	fr   *FrameReader
 	msgs []ackcore.Msg
 
@@ -847,4 +863,3 @@ func (c *sconn) writer() {
 		}
 	}
 }
-
