@@ -23,10 +23,13 @@ const (
 	// outcome rings -> spouts (acker.Acker), beside the same shape
 	// built on a mutex-guarded map and on a Go channel.
 	LevelPipeline Level = "pipeline"
-	// LevelTopology and LevelNet are planned (a topology runtime, a
-	// network transport) and rejected by Validate until they exist.
+	// LevelNet puts the acker behind loopback TCP connections, one per
+	// producer: package netio's client and server, beside gRPC streams
+	// carrying the same records (bench/net.go). Run on request only.
+	LevelNet Level = "net"
+	// LevelTopology is planned (a topology runtime) and rejected by
+	// Validate until it exists.
 	LevelTopology Level = "topology"
-	LevelNet      Level = "net"
 )
 
 // Levels lists the levels that run today, in run order.
@@ -98,8 +101,12 @@ type Config struct {
 	// replays its own share of the stream's trees, and is also the spout
 	// task its roots report to.
 	Producers int `json:"producers"`
-	// Shards is the pipeline's xorack shards (default 1).
+	// Shards is the pipeline's xorack shards (default 1), and the net
+	// level's server shards.
 	Shards int `json:"shards"`
+	// Conns lists the net level's connection counts (one producer each);
+	// empty means DefaultConns.
+	Conns []int `json:"conns"`
 	// FailRate is the fraction of roots a bolt fails explicitly (one of
 	// the root's ACKs becomes a FAIL; its later acks become orphans).
 	FailRate float64 `json:"fail_rate"`
@@ -163,6 +170,9 @@ func (c Config) withDefaults() Config {
 	if c.Shards == 0 {
 		c.Shards = 1
 	}
+	if len(c.Conns) == 0 {
+		c.Conns = slices.Clone(DefaultConns)
+	}
 	if c.Duration == 0 && c.Msgs == 0 {
 		if c.Quick {
 			c.Duration = QuickDuration
@@ -208,11 +218,11 @@ func (c Config) resolve() (*resolved, error) {
 	seen := map[Level]bool{}
 	for _, l := range c.Levels {
 		switch l {
-		case LevelCore, LevelPipeline:
-		case LevelTopology, LevelNet:
-			return nil, fmt.Errorf("bench: level %q is not implemented yet (levels that exist: core, pipeline)", l)
+		case LevelCore, LevelPipeline, LevelNet:
+		case LevelTopology:
+			return nil, fmt.Errorf("bench: level %q is not implemented yet (levels that exist: core, pipeline, net)", l)
 		default:
-			return nil, fmt.Errorf("bench: unknown level %q (want core or pipeline)", l)
+			return nil, fmt.Errorf("bench: unknown level %q (want core, pipeline or net)", l)
 		}
 		if seen[l] {
 			return nil, fmt.Errorf("bench: level %q given twice", l)
@@ -238,6 +248,18 @@ func (c Config) resolve() (*resolved, error) {
 		for _, p := range c.Pending {
 			if p < c.Producers {
 				return nil, fmt.Errorf("bench: pending window %d is smaller than producers %d (each producer needs trees of its own)", p, c.Producers)
+			}
+		}
+	}
+	for _, n := range c.Conns {
+		if n < 1 || n > maxProducers {
+			return nil, fmt.Errorf("bench: conns %d out of range [1, %d]", n, maxProducers)
+		}
+		if seen[LevelNet] {
+			for _, p := range c.Pending {
+				if p < n {
+					return nil, fmt.Errorf("bench: pending window %d is smaller than conns %d (each connection needs trees of its own)", p, n)
+				}
 			}
 		}
 	}

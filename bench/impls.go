@@ -80,6 +80,10 @@ func implNames(l Level) []string {
 		for _, i := range pipeImpls {
 			names = append(names, i.name)
 		}
+	case LevelNet:
+		for _, i := range netImpls {
+			names = append(names, i.name)
+		}
 	}
 	return names
 }
@@ -94,6 +98,9 @@ func isDefault(l Level, name string) bool {
 		if i, ok := findPipe(name); ok {
 			return i.dflt
 		}
+	case LevelNet:
+		_, ok := findNet(name)
+		return ok
 	}
 	return false
 }

@@ -41,10 +41,13 @@ type ClientConfig struct {
 	// TaskBase is the topology-wide id of the Spec's task 0: this client
 	// owns tasks [TaskBase, TaskBase+Spec.Tasks) on the servers.
 	TaskBase uint32
-	// MaxPending bounds the roots in flight: INIT sent, outcome not yet
-	// taken from an inbox. Send of an INIT waits at the bound (TrySend
-	// says false); it bounds the pending tables and the inboxes. Default
-	// 1<<20.
+	// MaxPending bounds the roots in flight (INIT sent, outcome not yet
+	// received), and each inbox's outcomes not yet taken. Send of an
+	// INIT waits at the bound, after handing over what it staged (TrySend
+	// says false); a full inbox holds its hosts' readers back. So a
+	// goroutine that both sends and polls (a spout executor) must not let
+	// MaxPending outcomes wait in its inbox while it sends: set the
+	// engine's max spout pending below it. Default 1<<20.
 	MaxPending int
 	// FrameMsgs is the messages a sender stages per host before it hands
 	// a frame to the connection (Flush hands over fewer). Default 2048.
@@ -219,7 +222,9 @@ func Dial(cfg ClientConfig, spec acker.Spec) (*Client, error) {
 		c.recvOf[t] = uint32(r)
 	}
 	for r := 0; r < spec.Receivers; r++ {
-		c.inbox = append(c.inbox, &Inbox{c: c, wake: make(chan struct{}, 1)})
+		ib := &Inbox{c: c, wake: make(chan struct{}, 1), max: cfg.MaxPending}
+		ib.cond = sync.NewCond(&ib.mu)
+		c.inbox = append(c.inbox, ib)
 	}
 	empty := []*host{}
 	c.live.Store(&empty)
@@ -297,6 +302,9 @@ func (c *Client) Stop() ackcore.Stats {
 	c.stopOnce.Do(func() {
 		c.closed.Store(true)
 		close(c.stopped)
+		c.slotMu.Lock()
+		c.slotCond.Broadcast() // senders waiting for a slot see closed
+		c.slotMu.Unlock()
 		for _, h := range c.hosts {
 			h.hangUp()
 		}
@@ -310,15 +318,8 @@ func (c *Client) Stop() ackcore.Stats {
 				st.inits, st.n, st.buf = st.inits[:0], 0, st.buf[:0]
 			}
 		}
-		c.slotMu.Lock()
-		c.slotWaiters.Add(1) // before the check: see release
-		for c.inflight.Load() > 0 {
-			c.slotCond.Wait()
-		}
-		c.slotWaiters.Add(-1)
-		c.slotMu.Unlock()
 		for _, ib := range c.inbox {
-			ib.close()
+			ib.drained()
 		}
 	})
 	st, _ := c.Stats()
@@ -326,8 +327,9 @@ func (c *Client) Stop() ackcore.Stats {
 }
 
 // acquire takes a slot for a root in flight, waiting at MaxPending unless
-// !wait.
-func (c *Client) acquire(wait bool) bool {
+// !wait; s's staged frames are handed over first, so that the roots they
+// finish can free slots.
+func (c *Client) acquire(s *Sender, wait bool) bool {
 	max := int64(c.cfg.MaxPending)
 	if c.inflight.Add(1) <= max {
 		return true
@@ -335,6 +337,11 @@ func (c *Client) acquire(wait bool) bool {
 	c.inflight.Add(-1)
 	if !wait {
 		return false
+	}
+	for i := range s.stage {
+		if s.stage[i].n > 0 {
+			s.handOver(c.hosts[i])
+		}
 	}
 	c.slotMu.Lock()
 	defer c.slotMu.Unlock()
@@ -352,7 +359,7 @@ func (c *Client) acquire(wait bool) bool {
 	}
 }
 
-// release frees n slots (their outcomes were taken).
+// release frees n slots (their outcomes arrived).
 func (c *Client) release(n int) {
 	c.inflight.Add(-int64(n))
 	if c.slotWaiters.Load() > 0 {
@@ -476,7 +483,7 @@ func (s *Sender) send(m ackcore.Msg, wait bool) (bool, error) {
 		return false, nil
 	}
 	if m.Kind == ackcore.Init {
-		if !c.acquire(wait) {
+		if !c.acquire(s, wait) {
 			if c.closed.Load() {
 				return false, acker.ErrClosed
 			}
@@ -593,6 +600,7 @@ func (c *Client) deliver(outs []ackcore.Outcome) {
 			lost++
 		}
 	}
+	c.release(len(outs))
 	c.completed.Add(done)
 	c.explicit.Add(expl)
 	c.timeout.Add(to)
@@ -623,18 +631,27 @@ func (c *Client) deliver(outs []ackcore.Outcome) {
 }
 
 // Inbox is one outcome inbox (acker.Inbox). Hosts' readers put into it;
-// one goroutine takes from it.
+// one goroutine takes from it. It holds at most MaxPending outcomes (a
+// reader waits for room), more only for a batch that came at once.
 type Inbox struct {
 	c      *Client
 	n      atomic.Int64 // len(q), read without the lock by Poll
 	mu     sync.Mutex
+	cond   *sync.Cond        // readers waiting for room; Stop waiting for empty
 	q      []ackcore.Outcome // guarded by mu
+	max    int
+	waits  int // guarded by mu: goroutines waiting on cond
 	closed atomic.Bool
 	wake   chan struct{}
 }
 
 func (ib *Inbox) put(outs []ackcore.Outcome) {
 	ib.mu.Lock()
+	for len(ib.q) >= ib.max && !ib.closed.Load() {
+		ib.waits++
+		ib.cond.Wait()
+		ib.waits--
+	}
 	ib.q = append(ib.q, outs...)
 	ib.n.Store(int64(len(ib.q)))
 	ib.mu.Unlock()
@@ -644,8 +661,18 @@ func (ib *Inbox) put(outs []ackcore.Outcome) {
 	}
 }
 
-func (ib *Inbox) close() {
+// drained waits until the consumer took everything, then closes the
+// inbox: Wait returns false from then on.
+func (ib *Inbox) drained() {
+	ib.mu.Lock()
+	for len(ib.q) > 0 {
+		ib.waits++
+		ib.cond.Wait()
+		ib.waits--
+	}
 	ib.closed.Store(true)
+	ib.cond.Broadcast()
+	ib.mu.Unlock()
 	select {
 	case ib.wake <- struct{}{}:
 	default:
@@ -658,12 +685,13 @@ func (ib *Inbox) Poll(dst []ackcore.Outcome) []ackcore.Outcome {
 		return dst
 	}
 	ib.mu.Lock()
-	k := len(ib.q)
 	dst = append(dst, ib.q...)
 	ib.q = ib.q[:0]
 	ib.n.Store(0)
+	if ib.waits > 0 {
+		ib.cond.Broadcast()
+	}
 	ib.mu.Unlock()
-	ib.c.release(k)
 	return dst
 }
 
@@ -692,6 +720,20 @@ func (ib *Inbox) WaitUntil(dst []ackcore.Outcome, wake <-chan time.Time) ([]ackc
 	}
 }
 
+// A pending-table value packs the root's local task (20 bits, up to
+// ackcore.MaxTask), how many of its INITs await an outcome (12 bits: a
+// root id reused before its earlier outcome came back), and the INIT's
+// send time in ms since the client started (32 bits, for the latency of
+// a lost root).
+const (
+	pendTaskMask   = ackcore.MaxTask
+	pendCountShift = 20
+	pendMaxCount   = 1<<12 - 1
+	pendMsShift    = 32
+)
+
+func pendCount(v uint64) int { return int(v >> pendCountShift & pendMaxCount) }
+
 // host is one ackerd server as the client sees it: its connection
 // manager, its send queue and its table of pending roots.
 type host struct {
@@ -705,7 +747,7 @@ type host struct {
 	cond   *sync.Cond        // senders waiting for queue room
 	upL    bool              // guarded by mu
 	gen    uint64            // guarded by mu: connection generation
-	roots  map[uint64]uint64 // guarded by mu: root -> task | sent ms << 32
+	roots  map[uint64]uint64 // guarded by mu: root -> pend (see pend)
 	bufs   [][]byte          // guarded by mu: frames to write
 	qbytes int               // guarded by mu: bytes in bufs
 	free   [][]byte          // guarded by mu: written buffers for reuse
@@ -729,13 +771,19 @@ func (h *host) enqueue(frame []byte, inits []initRec) ([]byte, bool) {
 		h.mu.Unlock()
 		return frame[:0], false
 	}
-	now := uint64(time.Since(c.epoch)/time.Millisecond) << 32
+	now := uint64(time.Since(c.epoch)/time.Millisecond) << pendMsShift
 	for _, r := range inits {
-		if _, dup := h.roots[r.root]; dup {
-			c.release(1) // a root INITed twice: one outcome, one slot
+		if v, again := h.roots[r.root]; again && pendCount(v) < pendMaxCount {
+			// The same root id INITed again before its earlier outcome
+			// came back (a replay reusing ids): the server sends one
+			// outcome per INIT, and so does the client.
+			h.roots[r.root] = v + 1<<pendCountShift
+			continue
+		} else if again {
+			c.failLocal([]initRec{r}, ackcore.ReasonFull)
 			continue
 		}
-		h.roots[r.root] = uint64(r.task) | now
+		h.roots[r.root] = uint64(r.task) | 1<<pendCountShift | now
 	}
 	h.bufs = append(h.bufs, frame)
 	h.qbytes += len(frame)
@@ -954,8 +1002,10 @@ func (h *host) lose(gen uint64) {
 	now := time.Since(c.epoch)
 	outs := make([]ackcore.Outcome, 0, len(roots))
 	for root, v := range roots {
-		lat := now - time.Duration(v>>32)*time.Millisecond
-		outs = append(outs, ackcore.Outcome{Root: root, Task: uint32(v), Kind: ackcore.Failed, Reason: reason, Latency: lat})
+		lat := now - time.Duration(v>>pendMsShift)*time.Millisecond
+		for range pendCount(v) {
+			outs = append(outs, ackcore.Outcome{Root: root, Task: uint32(v & pendTaskMask), Kind: ackcore.Failed, Reason: reason, Latency: lat})
+		}
 	}
 	if len(outs) > 0 {
 		c.log.Info("netio: failed the roots pending on a lost host", "host", h.addr, "roots", len(outs), "reason", reason.String())
@@ -1017,8 +1067,12 @@ func (h *host) resolve(outs []ackcore.Outcome) {
 		if !ok {
 			continue
 		}
-		delete(h.roots, o.Root)
-		o.Task = uint32(v)
+		if pendCount(v) > 1 {
+			h.roots[o.Root] = v - 1<<pendCountShift
+		} else {
+			delete(h.roots, o.Root)
+		}
+		o.Task = uint32(v & pendTaskMask)
 		if o.Kind == ackcore.Refused {
 			// The INIT was not applied: no other outcome will come.
 			o.Kind = ackcore.Failed
