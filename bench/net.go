@@ -103,7 +103,9 @@ func newNetioPipe(pc pipeConfig) (pipe, error) {
 	srv, err := netio.NewServer(netio.ServerConfig{
 		Secret: netSecret, Shards: pc.shards, Pin: pc.pin, Tasks: pc.producers, MaxConns: pc.producers,
 		Shard:          ackcore.Config{MaxPending: pc.maxPending, Timeout: pc.timeout, Clock: pc.clock},
-		MaxConnPending: pc.maxPending * pc.shards,
+		// Neither bound may bind before the acker's own: the stream keeps
+		// about P roots pending, and more are in flight on the wire.
+		MaxConnPending: 4 * pc.maxPending * pc.shards,
 	})
 	if err != nil {
 		return nil, err
@@ -122,7 +124,7 @@ func (np *netioPipe) start() error {
 	for p := 0; p < np.pc.producers; p++ {
 		c, err := netio.Dial(netio.ClientConfig{
 			Hosts: []string{np.addr}, Secret: netSecret, TaskBase: uint32(p), FrameMsgs: min(np.pc.batch, netio.MaxMsgsPerFrame(netio.DefaultMaxFrame)),
-			MaxPending: np.pc.maxPending * np.pc.shards,
+			MaxPending: 4 * np.pc.maxPending * np.pc.shards,
 		}, acker.Spec{Producers: 1, Tasks: 1})
 		if err != nil {
 			np.stop()
