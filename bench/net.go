@@ -102,7 +102,7 @@ type netioPipe struct {
 func newNetioPipe(pc pipeConfig) (pipe, error) {
 	srv, err := netio.NewServer(netio.ServerConfig{
 		Secret: netSecret, Shards: pc.shards, Pin: pc.pin, Tasks: pc.producers, MaxConns: pc.producers,
-		Shard:          ackcore.Config{MaxPending: pc.maxPending, Timeout: pc.timeout, Clock: pc.clock},
+		Shard: ackcore.Config{MaxPending: pc.maxPending, Timeout: pc.timeout, Clock: pc.clock},
 		// Neither bound may bind before the acker's own: the stream keeps
 		// about P roots pending, and more are in flight on the wire.
 		MaxConnPending: 4 * pc.maxPending * pc.shards,

@@ -811,8 +811,8 @@ func (h *host) run(first chan<- bool) {
 	reported := false
 	for !c.closed.Load() {
 		conn, fr, w, err := h.connect()
-		if !reported {
-			first <- err == nil
+		if err != nil && !reported {
+			first <- false
 			reported = true
 		}
 		if err != nil {
@@ -830,7 +830,14 @@ func (h *host) run(first chan<- bool) {
 		}
 		c.conns.Add(1)
 		since := time.Now()
-		reason := h.serve(conn, fr, w)
+		reason := h.serve(conn, fr, w, func() {
+			// Dial returns once the host is routable, not merely
+			// connected: a Send right after it must find it up.
+			if !reported {
+				first <- true
+				reported = true
+			}
+		})
 		if time.Since(since) > c.cfg.BackoffMax {
 			backoff = c.cfg.BackoffMin
 		}
@@ -930,7 +937,7 @@ func (h *host) connect() (net.Conn, *FrameReader, Welcome, error) {
 
 // serve runs one connection: the writer on its own goroutine, the reader
 // here; when either ends, the host is down and its pending roots fail.
-func (h *host) serve(conn net.Conn, fr *FrameReader, w Welcome) string {
+func (h *host) serve(conn net.Conn, fr *FrameReader, w Welcome, up func()) string {
 	c := h.c
 	wake := make(chan struct{}, 1)
 	h.mu.Lock()
@@ -945,6 +952,7 @@ func (h *host) serve(conn net.Conn, fr *FrameReader, w Welcome) string {
 	h.mu.Unlock()
 	h.up.Store(true)
 	c.setLive()
+	up()
 	c.log.Info("netio: connected", "host", h.addr, "server", w.ServerID)
 	wdone := make(chan struct{})
 	go func() {

@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"log/slog"
 	"math/big"
 	mrand "math/rand/v2"
 	"net"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
 )
 
@@ -67,6 +69,8 @@ func TestMutualTLS(t *testing.T) {
 
 	cfg := clientCfg(s.addr)
 	cfg.TLS = &tls.Config{RootCAs: ca.pool, Certificates: []tls.Certificate{ca.issue(t, "client", x509.ExtKeyUsageClientAuth)}}
+	clog := &syncBuf{}
+	cfg.Logger = slog.New(slog.NewTextHandler(clog, nil))
 	c, err := Dial(cfg, acker.Spec{Producers: 1, Tasks: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -79,8 +83,10 @@ func TestMutualTLS(t *testing.T) {
 	}
 	_ = c.Sender(0).Flush()
 	got := collect(t, c.Inbox(0), 500, 5*time.Second)
-	if len(got) != 500 {
-		t.Fatalf("%d roots", len(got))
+	for root, os := range got {
+		if len(os) != 1 || os[0].Kind != ackcore.Completed {
+			t.Fatalf("root %d: %v; server log:\n%s\nclient log:\n%s", root, os, s.log, clog)
+		}
 	}
 	c.Stop()
 

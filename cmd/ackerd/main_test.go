@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -68,7 +69,25 @@ func TestBadFlags(t *testing.T) {
 type daemon struct {
 	cmd  *exec.Cmd
 	addr string
-	log  *bytes.Buffer
+	log  *lockedBuf
+}
+
+// lockedBuf is a log written by one goroutine and read by the test.
+type lockedBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuf) add(line string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.b.WriteString(line + "\n")
+}
+
+func (l *lockedBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 // startDaemon runs this test binary as ackerd, optionally under a
@@ -87,7 +106,7 @@ func startDaemon(t *testing.T, prefix []string, addr string, extra ...string) *d
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	d := &daemon{cmd: cmd, log: &bytes.Buffer{}}
+	d := &daemon{cmd: cmd, log: &lockedBuf{}}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	got := make(chan string, 1)
 	go func() {
@@ -95,7 +114,7 @@ func startDaemon(t *testing.T, prefix []string, addr string, extra ...string) *d
 		sent := false
 		for sc.Scan() {
 			line := sc.Text()
-			d.log.WriteString(line + "\n") // read only after the process ended
+			d.log.add(line)
 			if i := strings.Index(line, "addr="); !sent && i >= 0 && strings.Contains(line, "listening") {
 				got <- strings.Fields(line[i+5:])[0]
 				sent = true
@@ -270,8 +289,11 @@ func TestSIGTERM(t *testing.T) {
 	if err := d.cmd.Wait(); err != nil {
 		t.Fatalf("ackerd after SIGTERM: %v\n%s", err, d.log)
 	}
-	if !strings.Contains(d.log.String(), "failed_stopped=2000") {
-		t.Fatalf("ackerd's last words do not count the stopped roots:\n%s", d.log)
+	for end := time.Now().Add(5 * time.Second); !strings.Contains(d.log.String(), "failed_stopped=2000"); {
+		if time.Now().After(end) {
+			t.Fatalf("ackerd's last words do not count the stopped roots:\n%s", d.log)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
