@@ -16,13 +16,15 @@ import (
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
-	"github.com/xorack/xorack/bench/baseline"
+	"github.com/xorack/xorack/bench/pipeline"
 	"github.com/xorack/xorack/bench/workload"
 	"github.com/xorack/xorack/ring"
 )
 
-// Pipeline benchmarks (issue 3, "Benchmarks"): producer goroutines replay
-// one word-count stream with P = 100,000 roots pending in total through
+// Pipeline benchmarks: producer goroutines replay one word-count stream
+// with P = 100,000 roots pending in total through a pipeline of package
+// bench/pipeline (the same implementations ackbench's pipeline level
+// measures):
 //
 //   - impl=xorack: the acker, S pinned executors fed by SPSC rings,
 //     outcomes drained by one goroutine per spout task, or (spouts=poll) by
@@ -31,33 +33,34 @@ import (
 //     does (here a producer's receiver holds the tasks t mod producers,
 //     not the roots it sent: roots go to producers by hash; and with
 //     -acker.pace=sleep producers do not poll while they sleep): on 2
-//     vCPUs, 16 spout goroutines
-//     contend with the producers and executors for the two processors, and
-//     a goroutine queued behind a busy executor waits milliseconds;
+//     vCPUs, 16 spout goroutines contend with the producers and executors
+//     for the two processors, and a goroutine queued behind a busy
+//     executor waits milliseconds;
 //   - impl=chanshard: one Shard applied by one goroutine that receives
-//     batches on a buffered Go channel;
-//   - impl=mutexmap: baseline.MutexMap, which every producer calls itself.
+//     blocks of messages on a buffered Go channel and answers through a
+//     channel per receiver;
+//   - impl=mutexmap: baseline.MutexMap, which every producer applies its
+//     batches to itself, under its lock.
+//
+// The baselines' outcomes are always polled by the producers (one inbox
+// per producer, tasks t mod producers), as in spouts=poll.
 //
 // The stream is split among the producers by root, so each root's messages
 // pass through one producer in stream order, and every producer replays its
-// part in batches of pipeBatch messages (one Flush, channel send or Apply
-// per batch). Every run ends by completing each tree still pending, stops
-// the acker and checks that every root came back Completed exactly once.
+// part in batches of pipeBatch messages (one SendBatch and Flush per
+// batch). Every run ends by completing each tree still pending, stops the
+// pipeline and checks that every root came back Completed exactly once.
 
 const (
 	// pipePending is the roots pending across the whole pipeline.
 	pipePending = 100_000
-	// pipeBatch is the messages a producer hands over at once: one Flush,
-	// one channel send or one MutexMap.Apply. The shard loop drains this
+	// pipeBatch is the messages a producer hands over at once: one
+	// SendBatch and Flush (xorack: one ring span a shard; chanshard: four
+	// channel sends; mutexmap: one Apply). The shard loop drains this
 	// many per ring per pass, the batch BenchmarkShard applies.
 	pipeBatch = 256
-	// expireEvery is how many batches the channel baseline applies between
-	// Expire calls, as a loop ticking every millisecond would.
-	expireEvery = 64
-	// chanBatches is how many batches each producer may have in flight on
-	// impl=chanshard's channel: 16 x 256 = 4096 messages, the capacity of
-	// each of xorack's producer->shard rings.
-	chanBatches = 16
+	// outcomeRing is xorack's shard -> receiver ring.
+	outcomeRing = 4096
 	// sampleEvery: one root in 64 has its completion timed, so stamping
 	// costs one clock read about every 2.5 batches of 256 word-count
 	// messages, and the stamps (P/64 of them, ~14 KiB) stay in cache.
@@ -491,10 +494,7 @@ func runPipe(c pipeConfig, sp *split, run pipeRun) (res pipeResult, err error) {
 	if err := r.runPhase(phases, trees); err != nil {
 		return res, fmt.Errorf("%v: tail: %w", c, err)
 	}
-	if x, ok := r.eng.(*xorackEngine); ok {
-		res.cpus = x.a.ShardCPUs()
-		res.note = x.a.Plan().Note
-	}
+	res.cpus, res.note = r.pipe.Placement()
 	if err := r.finish(); err != nil {
 		return res, fmt.Errorf("%v: %w", c, err)
 	}
@@ -517,28 +517,19 @@ type phase struct {
 	done  <-chan struct{} // closed when the phase's outcomes are all in
 }
 
-// engine is an acker design under test, fed by the rig's producers.
-type engine interface {
-	// stage hands producer p's next batch over without publishing it.
-	stage(p int, batch []ackcore.Msg) error
-	// publish makes producer p's staged batch visible to the acker.
-	publish(p int) error
-	// poll lets producer p take the outcomes it observes itself (none
-	// unless the engine's spouts are polled by producers) and returns how
-	// many it took.
-	poll(p int) int
-	// stop, called once every producer is done, stops the acker and
-	// returns its exact counters once every outcome has been observed.
-	stop() ackcore.Stats
-}
-
-// rig runs a pipeline: the engine, its producer goroutines, and the
+// rig runs a pipeline: the pipe, its producer goroutines, and the
 // observers that count outcomes and time completions.
 type rig struct {
-	c   pipeConfig
-	sp  *split
-	eng engine
-	obs []*observer
+	c       pipeConfig
+	sp      *split
+	pipe    pipeline.Pipe
+	senders []acker.Sender
+	obs     []*observer
+	// polled: producer p polls inbox p (obs[p] its observer, bufs[p] its
+	// scratch); otherwise one goroutine per spout task waits on its inbox.
+	polled bool
+	bufs   [][]ackcore.Outcome
+	spouts sync.WaitGroup
 
 	tally     tally
 	base      time.Time      // stamps are ns since base, plus one
@@ -556,25 +547,13 @@ type rig struct {
 }
 
 func newRig(c pipeConfig, sp *split, lat bool) (*rig, error) {
-	st := pipeStream()
 	r := &rig{c: c, sp: sp, base: time.Now(), timer: time.NewTimer(watchdog)}
 	r.timer.Stop()
 	r.tally.target.Store(math.MaxInt64)
 	if lat {
 		r.stamps = make([]atomic.Int64, len(sp.sampleID))
 	}
-	var err error
-	switch c.impl {
-	case "xorack":
-		r.eng, err = newXorackEngine(r, shardPending(st, c.shards), lat)
-	case "chanshard":
-		r.eng, err = newChanEngine(r, shardPending(st, 1), lat)
-	case "mutexmap":
-		r.eng, err = newMutexEngine(r, shardPending(st, 1), lat)
-	default:
-		err = fmt.Errorf("unknown impl %q", c.impl)
-	}
-	if err != nil {
+	if err := r.build(lat); err != nil {
 		return nil, err
 	}
 	r.cmds = make([]chan phase, c.producers)
@@ -658,13 +637,13 @@ func (r *rig) play(p int, ph phase) error {
 	if ph.list != nil {
 		for i := 0; i < len(ph.list); i += pipeBatch {
 			batch := ph.list[i:min(i+pipeBatch, len(ph.list))]
-			if err := r.eng.stage(p, batch); err != nil {
+			if err := r.senders[p].SendBatch(batch); err != nil {
 				return err
 			}
-			if err := r.eng.publish(p); err != nil {
+			if err := r.senders[p].Flush(); err != nil {
 				return err
 			}
-			r.eng.poll(p)
+			r.poll(p)
 		}
 		r.sent.Add(int64(len(ph.list)))
 		r.settle(p, ph)
@@ -678,7 +657,7 @@ func (r *rig) play(p int, ph phase) error {
 			r.pace(p, ph.start.Add(time.Duration(k)*ph.every))
 		}
 		end := min(pos+pipeBatch, len(sub.cycle), pos+left)
-		if err := r.eng.stage(p, sub.cycle[pos:end]); err != nil {
+		if err := r.senders[p].SendBatch(sub.cycle[pos:end]); err != nil {
 			return err
 		}
 		if ph.stamp {
@@ -690,10 +669,10 @@ func (r *rig) play(p int, ph phase) error {
 				r.stamps[sub.marks[mk].id].Store(now)
 			}
 		}
-		if err := r.eng.publish(p); err != nil {
+		if err := r.senders[p].Flush(); err != nil {
 			return err
 		}
-		r.eng.poll(p)
+		r.poll(p)
 		left -= end - pos
 		if pos = end; pos == len(sub.cycle) {
 			pos, mk = 0, 0
@@ -707,7 +686,7 @@ func (r *rig) play(p int, ph phase) error {
 // settle keeps producer p polling its spouts, when it is their poller,
 // until every outcome of the phase is in.
 func (r *rig) settle(p int, ph phase) {
-	if !r.c.poll {
+	if !r.polled {
 		return
 	}
 	for {
@@ -723,7 +702,7 @@ func (r *rig) settle(p int, ph phase) {
 // idle is one wait step of producer p: poll its spouts (when it is their
 // poller), and yield the processor when that found nothing.
 func (r *rig) idle(p int) {
-	if r.eng.poll(p) == 0 {
+	if r.poll(p) == 0 {
 		runtime.Gosched()
 	}
 }
@@ -770,7 +749,8 @@ func (r *rig) lap(h *hdrhistogram.Histogram, root uint64) {
 // finish stops the engine and the producers and checks that every root
 // came back Completed, once.
 func (r *rig) finish() error {
-	st := r.eng.stop()
+	st := r.pipe.Stop()
+	r.spouts.Wait()
 	for _, ch := range r.cmds {
 		close(ch)
 	}
@@ -869,202 +849,65 @@ func (o *observer) see(out []ackcore.Outcome) {
 	o.r.tally.add(int64(len(out)))
 }
 
-// xorackEngine is the acker with one goroutine per spout task.
-type xorackEngine struct {
-	a      *acker.Acker
-	prods  []*acker.Producer
-	spouts sync.WaitGroup
-	// With pipeConfig.poll: producer p polls receiver p (obs[p] its
-	// observer, buf[p] its scratch).
-	polled bool
-	obs    []*observer
-	buf    [][]ackcore.Outcome
-}
-
-func newXorackEngine(r *rig, perShard int, lat bool) (*xorackEngine, error) {
+// build makes c's pipeline, starts it, and with one goroutine per spout
+// task, starts those.
+func (r *rig) build(lat bool) error {
 	c := r.c
-	const outcomeRing = 4096
 	idle, err := xorackIdle()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	cfg := acker.Config{
-		Shards: c.shards, Producers: c.producers, Tasks: workload.Tasks,
-		Shard: ackcore.Config{MaxPending: perShard}, OutcomeRingSize: outcomeRing, Pin: *pinFlag, Idle: idle,
+	cfg := pipeline.Config{Producers: c.producers, Tasks: workload.Tasks, Shards: c.shards,
+		MaxPending: shardPending(pipeStream(), c.shards), Batch: pipeBatch, OutcomeRingSize: outcomeRing, Pin: *pinFlag, Idle: idle}
+	r.polled = c.poll || c.impl != "xorack"
+	if r.polled {
+		cfg.Receivers = c.producers // task t -> inbox t mod producers
 	}
-	if c.poll {
-		cfg.Receivers = c.producers // task t -> receiver t mod producers
+	if r.pipe, err = pipeline.New(c.impl, cfg); err != nil {
+		return err
 	}
-	a, err := acker.New(cfg)
-	if err != nil {
-		return nil, err
+	if err := r.pipe.Start(); err != nil {
+		return err
 	}
-	if err := a.Start(); err != nil {
-		return nil, err
-	}
-	e := &xorackEngine{a: a}
 	for p := range c.producers {
-		e.prods = append(e.prods, a.Producer(p))
+		r.senders = append(r.senders, r.pipe.Sender(p))
 	}
-	if c.poll {
-		e.polled = true
+	if r.polled {
 		for range c.producers {
-			e.obs = append(e.obs, r.newObserver(lat))
-			e.buf = append(e.buf, make([]ackcore.Outcome, 0, c.shards*outcomeRing))
+			r.newObserver(lat)
+			r.bufs = append(r.bufs, make([]ackcore.Outcome, 0, c.shards*outcomeRing))
 		}
-		return e, nil
+		return nil
 	}
 	for t := range workload.Tasks {
 		o := r.newObserver(lat)
-		sp := a.TaskReceiver(t)
-		e.spouts.Add(1)
+		in := r.pipe.Inbox(t)
+		r.spouts.Add(1)
 		go func() {
-			defer e.spouts.Done()
+			defer r.spouts.Done()
 			// Wait takes up to a ring's worth from every shard at once.
 			buf := make([]ackcore.Outcome, 0, c.shards*outcomeRing)
 			for {
 				var ok bool
-				if buf, ok = sp.Wait(buf[:0]); !ok {
+				if buf, ok = in.Wait(buf[:0]); !ok {
 					return
 				}
 				o.see(buf)
 			}
 		}()
 	}
-	return e, nil
+	return nil
 }
 
-func (e *xorackEngine) stage(p int, batch []ackcore.Msg) error {
-	return e.prods[p].SendBatch(batch)
-}
-
-func (e *xorackEngine) publish(p int) error { return e.prods[p].Flush() }
-
-func (e *xorackEngine) poll(p int) int {
-	if !e.polled {
+// poll lets producer p take the outcomes of its inbox, when the producers
+// poll, and returns how many it took.
+func (r *rig) poll(p int) int {
+	if !r.polled {
 		return 0
 	}
-	buf := e.a.Receiver(p).Poll(e.buf[p][:0])
+	buf := r.pipe.Inbox(p).Poll(r.bufs[p][:0])
 	if len(buf) > 0 {
-		e.obs[p].see(buf)
+		r.obs[p].see(buf)
 	}
 	return len(buf)
 }
-
-func (e *xorackEngine) stop() ackcore.Stats {
-	st := e.a.Stop()
-	e.spouts.Wait()
-	return st
-}
-
-// chanEngine is one Shard applied by one goroutine fed batches on a
-// buffered channel. Batch buffers are recycled through a second channel,
-// so producers copy messages once, as into a ring.
-type chanEngine struct {
-	sh     *ackcore.Shard
-	ch     chan []ackcore.Msg
-	free   chan []ackcore.Msg
-	staged []*chanProducer
-	done   chan struct{} // closed when the applier exits
-}
-
-type chanProducer struct {
-	buf []ackcore.Msg
-	_   [padBytes]byte
-}
-
-func newChanEngine(r *rig, maxPending int, lat bool) (*chanEngine, error) {
-	sh, err := ackcore.NewShard(ackcore.Config{MaxPending: maxPending})
-	if err != nil {
-		return nil, err
-	}
-	n := chanBatches * r.c.producers
-	e := &chanEngine{sh: sh, ch: make(chan []ackcore.Msg, n), free: make(chan []ackcore.Msg, n), done: make(chan struct{})}
-	for range n {
-		e.free <- make([]ackcore.Msg, 0, pipeBatch)
-	}
-	for range r.c.producers {
-		e.staged = append(e.staged, new(chanProducer))
-	}
-	o := r.newObserver(lat)
-	go func() {
-		defer close(e.done)
-		out := make([]ackcore.Outcome, 0, pipeBatch)
-		batches := 0
-		for buf := range e.ch {
-			out = e.sh.Apply(buf, out[:0])
-			e.free <- buf
-			o.see(out)
-			if batches++; batches%expireEvery == 0 {
-				out, _ = e.sh.Expire(out[:0])
-				o.see(out)
-			}
-		}
-	}()
-	return e, nil
-}
-
-func (e *chanEngine) stage(p int, batch []ackcore.Msg) error {
-	s := e.staged[p]
-	s.buf = append((<-e.free)[:0], batch...)
-	return nil
-}
-
-func (e *chanEngine) publish(p int) error {
-	e.ch <- e.staged[p].buf
-	return nil
-}
-
-func (e *chanEngine) poll(int) int { return 0 }
-
-func (e *chanEngine) stop() ackcore.Stats {
-	close(e.ch)
-	<-e.done
-	return e.sh.Stats()
-}
-
-// mutexEngine is baseline.MutexMap called by every producer itself.
-type mutexEngine struct {
-	mm    *baseline.MutexMap
-	prods []*mutexProducer
-}
-
-type mutexProducer struct {
-	batch   []ackcore.Msg
-	out     []ackcore.Outcome
-	obs     *observer
-	batches int
-	_       [padBytes]byte
-}
-
-func newMutexEngine(r *rig, maxPending int, lat bool) (*mutexEngine, error) {
-	mm, err := baseline.NewMutexMap(baseline.Config{MaxPending: maxPending})
-	if err != nil {
-		return nil, err
-	}
-	e := &mutexEngine{mm: mm}
-	for range r.c.producers {
-		e.prods = append(e.prods, &mutexProducer{out: make([]ackcore.Outcome, 0, pipeBatch), obs: r.newObserver(lat)})
-	}
-	return e, nil
-}
-
-func (e *mutexEngine) stage(p int, batch []ackcore.Msg) error {
-	e.prods[p].batch = batch
-	return nil
-}
-
-func (e *mutexEngine) publish(p int) error {
-	mp := e.prods[p]
-	mp.out = e.mm.Apply(mp.batch, mp.out[:0])
-	mp.obs.see(mp.out)
-	if mp.batches++; mp.batches%expireEvery == 0 {
-		mp.out, _ = e.mm.Expire(mp.out[:0])
-		mp.obs.see(mp.out)
-	}
-	return nil
-}
-
-func (e *mutexEngine) poll(int) int { return 0 }
-
-func (e *mutexEngine) stop() ackcore.Stats { return e.mm.Stats() }

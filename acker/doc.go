@@ -4,46 +4,150 @@
 // reporting outcomes into SPSC rings read by the spout executors. No locks
 // and no shared writes on the message path.
 //
+// An engine talks to it through Port (Sender, Inbox, Stop), so that a
+// remote acker can stand in for the in-process one: *Acker is a Port, and
+// so is the network acker's client.
+//
 // # Layout
 //
-// Each root belongs to one shard (a hash of the root, independent of the
-// shards' table hashes). Producer p owns one SPSC ring into every shard
-// and stages messages in place, publishing a span per Batch messages or
-// Flush. Each executor drains its rings a Batch per ring per pass, applies
-// them, and hands the outcomes to their receivers' rings with one publish
-// per receiver per applied batch; a full outcome ring never blocks the
-// executor (the rest waits and goes first next pass). Between passes the
-// executor samples the clock and, once per tick, expires.
+//	producer 0 ─┬─ ring ─▶ executor 0 (shard 0) ─┬─ ring ─▶ receiver 0
+//	producer 1 ─┼─ ring ─▶ executor 1 (shard 1) ─┼─ ring ─▶ receiver 1
+//	   ...      └─ ...                           └─ held queue (per receiver, when its ring is full)
 //
-// Outcomes go to receivers: by default one per spout task
-// (TaskReceiver(t)), or, with Config.Receivers, one per group of tasks,
-// such as the tasks of one spout executor (Storm's executors take the acks
-// of all their tasks from one queue). Each shard then publishes one span
-// per receiver per applied batch, and the executor polls one handle.
+// Routing. Each root belongs to one shard: a keyed hash of the root
+// (the 128-bit product of root^k1 and k2, its halves XORed, then reduced
+// to [0, Shards) by a multiply), with keys drawn from crypto/rand in New
+// unless Config.Seed sets them. Structured ids (counters, i<<16,
+// timestamps, offset<<16|partition) spread as evenly as random ones, and
+// without the keys no one can choose ids that land on one shard.
+//
+// Messages. Producer p owns one SPSC ring into every shard (RingSize
+// messages of 32 bytes) and stages messages in place, publishing a span
+// per Batch messages or on Flush: one atomic store per span. Each executor
+// drains its rings a Batch per ring per pass, applies them, and samples
+// the clock once per pass; once per tick it expires.
+//
+// Outcomes. Each shard has one SPSC ring into every receiver
+// (OutcomeRingSize outcomes of 32 bytes). The executor gathers a pass's
+// outcomes (up to routeChunk = 1024), groups them by receiver, and hands
+// each receiver its share with one PushBatch: one atomic store per
+// receiver per pass, not per applied span. By default there is one
+// receiver per spout task; Config.Receivers groups tasks, such as the
+// tasks of one spout executor (Storm's executors take the acks of all
+// their tasks from one queue).
+//
+// # Bounded delivery
+//
+// A receiver that stops taking outcomes never blocks its shard and never
+// makes it grow without bound. What its full ring cannot take, the shard
+// holds in a per-receiver queue of 16 KiB chunks (O(1) per outcome to hold
+// and to hand over, whatever the backlog; emptied chunks are reused or
+// freed), and hands over, oldest first, as the ring makes room. Once a
+// shard holds Config.Backlog outcomes for a receiver, it holds back new
+// INITs of that receiver's tasks: producers see a per-shard flag before
+// staging an INIT (one load of a line that changes only when a receiver
+// falls behind or catches up), Send waits for it to clear and TrySend says
+// no. ACKs, FAILs and RESETs always flow, so trees already started finish,
+// and the other receivers' tasks are not slowed. The hold ends when the
+// receiver has taken half of what was held. The receiver is isolated, not
+// the shard.
+//
+// The bound. Once a receiver is held back, a shard can still produce for
+// it at most one outcome per root of its tasks then pending (at most
+// MaxPending in all) and one per INIT staged before its producer saw the
+// flag (at most a ring's worth, RingSize + 1, per producer). So a shard
+// holds at most Receivers × (Backlog + a route chunk + partial chunks) +
+// MaxPending + Producers × (RingSize + 1) outcomes beyond its rings, plus
+// MaxPending while Stop reports every pending root: Footprint.Held. New
+// adds it to the tables and rings and refuses a configuration whose
+// Footprint exceeds Config.MaxBytes, naming the bytes, before allocating
+// anything. TestStuckReceiver sends 10,000,000 messages with one receiver
+// never polled and checks the heap against it (also under -race).
+//
+// Visibility. ReceiverStats(r) reports a receiver's Backlog (in its rings
+// and held), Held, how many shards hold back its INITs (HeldBack), the
+// outcomes it took, and the time since it last took one (SinceTake): a
+// receiver with a Backlog whose SinceTake keeps growing, or with HeldBack
+// above 0, is a stuck spout an engine can name. OldestPending lists the
+// oldest pending roots across shards.
+//
+// Delivery is exactly once through Poll, Wait, WaitUntil and Run, also
+// when a Run callback panics: Run copies a batch out of the rings and
+// releases them before calling back, counts each outcome delivered before
+// its callback runs (the one that panicked is not delivered again), and
+// hands the rest of the batch to the next Run, Poll, Wait or WaitUntil.
 //
 // # Concurrency
 //
-// A Producer belongs to one goroutine, and so does a Receiver; the
-// executors own their shards. Stats, Plan and Stop may be called from any
-// goroutine.
+// A Producer belongs to one goroutine, and so does a Receiver (the
+// goroutine that takes from it); the executors own their shards. Stats,
+// ReceiverStats, OldestPending, Plan, Footprint and Stop may be called from
+// any goroutine.
 //
-// Taking outcomes: a spout executor that both emits and takes its acks
-// (as Storm's does) should Poll its receiver in its own loop, between
-// emits and while it has nothing to emit. One goroutine per task calling
-// Wait or Run is simpler, but each is one more goroutine wanting a
-// processor: when runnable goroutines outnumber GOMAXPROCS, one queued
-// behind a busy executor waits for the scheduler's next preemption
+// Who writes what. Ring indices: as in package ring (the producer its
+// tail, the consumer its head). A shard's hold-back flags (gate) and its
+// per-receiver held counts: its executor only; producers and
+// ReceiverStats read them. A receiver's count of shards holding for it:
+// the executors, atomically; the receiver reads it after each take and,
+// when not 0, wakes those shards (a send on their wake channel), so held
+// outcomes move as soon as there is room, not at the next tick. A
+// receiver's take count and time: its goroutine only. Plan: under
+// Acker.mu, from New on (Start may add a pin failure to its Note).
+//
+// A goroutine that is both a producer and the poller of a receiver (a
+// spout executor that emits and takes its acks) must not wait in Send for
+// an INIT of its own receiver's tasks: while it waits, nobody takes the
+// outcomes that would release it. It sends those INITs with TrySend and,
+// while TrySend says no, polls its receiver (and flushes) before trying
+// again; TestSpoutPollsWhileHeldBack runs that loop with a Backlog of 8.
+// Send is safe for every other INIT and for every ACK, FAIL and RESET:
+// the executors never wait on a receiver, so a full ring always drains.
+//
+// Taking outcomes: a spout executor should Poll its receiver in its own
+// loop, between emits and while it has nothing to emit. One goroutine per
+// task calling Wait or Run is simpler, but each is one more goroutine
+// wanting a processor: when runnable goroutines outnumber GOMAXPROCS, one
+// queued behind a busy executor waits for the scheduler's next preemption
 // (milliseconds). On 2 vCPUs, one producer polling its receiver saw its
 // roots complete in 6.7-7.7 µs at the median against 16-92 µs with 16
 // spout goroutines, and at the 99th percentile in 0.12-0.35 ms against
-// 2.3-4.8 ms (BenchmarkAckerLatency, BENCHMARKS.md). Stop reports the
-// roots still pending to their receivers and waits for them to be taken:
-// call it from a goroutine other than the pollers, and poll until Wait
-// returns false.
+// 2.3-4.8 ms (BenchmarkAckerLatency, BENCHMARKS.md). Plan's Note says,
+// from New on, when executors and producers alone outnumber GOMAXPROCS
+// ("oversubscribed: ..."). Stop reports the roots still pending to their
+// receivers and waits for them to be taken: call it from a goroutine other
+// than the pollers, and poll until Wait returns false.
 //
-// # Port
+// Scaling. A producer stages into one span per shard, so with S shards a
+// producer that flushes every k messages publishes up to S spans of about
+// k/S messages (more publishes, and smaller applies per message), and
+// every executor and every polling goroutine wants a core of its own. Add
+// shards while cores remain free for them and their producers. Two costs
+// that grew with shards and producers are gone: an executor used to hand
+// outcomes to the receivers after every applied span (up to Producers ×
+// Receivers publishes a pass), now once per receiver per pass; and it
+// yielded its processor after waking a receiver, which for a pinned
+// executor (a locked thread) means handing its processor to another
+// thread and waiting to get it back, now only when executors and
+// producers fill every processor (otherwise the runtime gives the woken
+// receiver an idle one).
 //
-// An engine talks to its acker through Port (senders, inboxes, Stop), so
-// that a remote acker can stand in for the in-process one: *Acker is a
-// Port, and so is the network acker's client.
+// # Invariants
+//
+//   - Every message of a root goes to the same shard (the router is
+//     immutable after New), so one shard owns each root.
+//   - Each root with an INIT gets exactly one outcome, delivered once to
+//     the receiver of its task; outcomes with no task (Refused ACK, FAIL,
+//     RESET) are counted, not delivered.
+//   - Outcomes for a receiver reach it in the order its shard produced
+//     them: the held queue is FIFO and goes first, before anything new
+//     enters the ring.
+//   - A shard holds at most Footprint.Held / Shards bytes of outcomes
+//     beyond its rings; nothing allocates on the message path in steady
+//     state (TestHotPathAllocs).
+//   - Out-of-range handles (Producer(i), Receiver(r), TaskReceiver(t),
+//     ReceiverOf(t)) are programmer errors: they panic, naming the index
+//     and the range. Everything from a configuration returns an error.
+//
+// The contract the shards keep (completion, timeouts, failures, the
+// pending bound) is in docs/semantics.md.
 package acker

@@ -1,6 +1,7 @@
 package acker
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/xorack/xorack/ackcore"
@@ -26,7 +27,9 @@ type Port interface {
 // Sender sends messages to an acker; see Producer. One goroutine uses it.
 type Sender interface {
 	// Send stages m, waiting while the acker cannot take it
-	// (backpressure, never loss).
+	// (backpressure, never loss). An INIT may wait until its task's
+	// inbox takes outcomes: a goroutine that reads that inbox itself
+	// sends its INITs with TrySend and reads while TrySend says no.
 	Send(m ackcore.Msg) error
 	// SendBatch is Send for each of msgs in order.
 	SendBatch(msgs []ackcore.Msg) error
@@ -59,6 +62,31 @@ type Spec struct {
 	Receivers int
 	// ReceiverOf maps a task to its inbox; nil means task mod Receivers.
 	ReceiverOf func(task int) int
+}
+
+// ReceiverTable maps each task in [0, Tasks) to its inbox, calling
+// ReceiverOf once per task (nil: task mod Receivers; Receivers 0: Tasks),
+// with an error naming a task mapped out of range.
+func (s Spec) ReceiverTable() ([]uint32, error) {
+	n := s.Receivers
+	if n == 0 {
+		n = s.Tasks
+	}
+	if s.Tasks < 1 || n < 1 {
+		return nil, fmt.Errorf("acker: Spec with %d tasks and %d receivers", s.Tasks, s.Receivers)
+	}
+	of := make([]uint32, s.Tasks)
+	for t := range of {
+		r := t % n
+		if s.ReceiverOf != nil {
+			r = s.ReceiverOf(t)
+		}
+		if r < 0 || r >= n {
+			return nil, fmt.Errorf("acker: ReceiverOf(%d) = %d, out of range [0, Receivers %d)", t, r, n)
+		}
+		of[t] = uint32(r)
+	}
+	return of, nil
 }
 
 // Sender returns producer i as a Sender (Port).

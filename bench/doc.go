@@ -17,7 +17,7 @@
 // bench/baseline) on one goroutine, pinned to the CPU it starts on and
 // counted by package perf. All impls of a window are built and warmed first, then
 // measured in interleaved repetitions (A B C, B C A, ...), so that the
-// VM's drift (MEASURING.md: up to 25% between sessions) falls on all of
+// VM's drift (up to 25% between sessions on a shared VM) falls on all of
 // them alike; a row reports the median repetition.
 //
 // pipeline: producer goroutines -> SPSC rings -> pinned shard executors ->
@@ -25,12 +25,21 @@
 // built the obvious ways: "mutexmap", one baseline.MutexMap that every
 // producer calls Apply on under its lock; "chanshard", one xorack shard on
 // a goroutine fed by a Go channel of message blocks, answering through a
-// channel per producer. Producer p replays its share of the stream's trees
+// channel per producer. All three are package bench/pipeline's, the same
+// code acker's BenchmarkAcker drives. Producer p replays its share of the stream's trees
 // (slot mod producers) and is spout task p: it polls its own outcomes, as
 // a Storm spout executor does. Impls run one after another (each wants
 // every core); repetitions are consecutive segments of one run.
 //
-// topology and net are rejected until they exist.
+// topology (asked for by name; not in the default run): word count end to
+// end on the reference engine (package topology), sentence spout -> split
+// bolt -> count bolt, with one acker shard ("acked", or Config.Shards) and
+// with 0 ackers ("unacked", at most once), interleaved rep by rep. It
+// makes its own sentences and runs once, not per shape and window; a rep
+// emits a fixed number of sentences, sized from a warm-up run, timed from
+// Start to Stop, and verified word by word (topology.go).
+//
+// net is rejected until it exists.
 //
 // # Layout
 //
@@ -52,7 +61,7 @@
 // # Faults
 //
 // With a fail or drop rate a root leaves entries behind: the acks after a
-// FAIL create orphans (SEMANTICS rule 7) and a dropped root waits for its
+// FAIL create orphans (docs/semantics.md, rule 7) and a dropped root waits for its
 // timeout. Replaying the same root ids would run into them, so fault runs
 // rewrite each message as it is replayed: generation g of slot i's tree
 // gets root id root_i ^ salt(g), where salt is even (odd roots stay odd,

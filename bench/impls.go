@@ -3,6 +3,7 @@ package bench
 import (
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/bench/baseline"
+	"github.com/xorack/xorack/bench/pipeline"
 )
 
 // Reference is the implementation every row's ratio is taken against: the
@@ -16,7 +17,7 @@ const GoMapName = "gomap"
 type coreImpl struct {
 	name string
 	make func(ackcore.Config) (ackcore.Acker, error)
-	// exact: the semantics of SEMANTICS.md, counters included, so its
+	// exact: the semantics of docs/semantics.md, counters included, so its
 	// Stats must agree with the outcomes the harness saw.
 	exact bool
 	// faults: handles FAIL and timeouts (limit does neither).
@@ -56,17 +57,21 @@ var coreImpls = []coreImpl{
 
 const latencyTick = "acker Latency field: INIT to completion, 1 ms tick resolution"
 
-// pipeImpl is one concurrent acker measured at pipeline level.
+// pipeImpl is one concurrent acker measured at pipeline level: the
+// implementations of bench/pipeline, which acker's pipeline benchmarks
+// drive too.
 type pipeImpl struct {
 	name string
-	make func(pipeConfig) (pipe, error)
+	make func(pipeline.Config) (pipeline.Pipe, error)
 	dflt bool
 }
 
+// pipeImpls is the pipeline level's registry, in run (and table) order.
+// Tests add to it.
 var pipeImpls = []pipeImpl{
-	{name: Reference, make: newShardedPipe, dflt: true},
-	{name: "mutexmap", make: newMutexPipe, dflt: true},
-	{name: "chanshard", make: newChanPipe, dflt: true},
+	{name: Reference, make: pipeline.NewXorack, dflt: true},
+	{name: "mutexmap", make: pipeline.NewMutexMap, dflt: true},
+	{name: "chanshard", make: pipeline.NewChanShard, dflt: true},
 }
 
 func implNames(l Level) []string {
@@ -84,6 +89,8 @@ func implNames(l Level) []string {
 		for _, i := range netImpls {
 			names = append(names, i.name)
 		}
+	case LevelTopology:
+		names = append(names, topologyImpls...)
 	}
 	return names
 }
@@ -101,13 +108,19 @@ func isDefault(l Level, name string) bool {
 	case LevelNet:
 		_, ok := findNet(name)
 		return ok
+	case LevelTopology:
+		return true
 	}
 	return false
 }
 
 // canFault reports whether impl name at level l can run a workload with
-// fails and drops. Every pipeline impl can.
+// fails and drops. Every pipeline impl can; the topology level injects
+// none.
 func canFault(l Level, name string) bool {
+	if l == LevelTopology {
+		return false
+	}
 	if l == LevelCore {
 		i, ok := findCore(name)
 		return ok && i.faults

@@ -9,6 +9,7 @@ import (
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
+	"github.com/xorack/xorack/bench/pipeline"
 	"github.com/xorack/xorack/netio"
 )
 
@@ -35,7 +36,7 @@ var netSecret = []byte("ackbench-net-level-secret")
 
 type netImpl struct {
 	name string
-	make func(pipeConfig) (pipe, error)
+	make func(pipeline.Config) (pipeline.Pipe, error)
 }
 
 var netImpls = []netImpl{
@@ -94,18 +95,18 @@ func (rn *runner) net(st *stream, p int) ([]Row, error) {
 type netioPipe struct {
 	srv     *netio.Server
 	clients []*netio.Client
-	pc      pipeConfig
+	pc      pipeline.Config
 	addr    string
 	served  chan error
 }
 
-func newNetioPipe(pc pipeConfig) (pipe, error) {
+func newNetioPipe(pc pipeline.Config) (pipeline.Pipe, error) {
 	srv, err := netio.NewServer(netio.ServerConfig{
-		Secret: netSecret, Shards: pc.shards, Pin: pc.pin, Tasks: pc.producers, MaxConns: pc.producers,
-		Shard: ackcore.Config{MaxPending: pc.maxPending, Timeout: pc.timeout, Clock: pc.clock},
+		Secret: netSecret, Shards: pc.Shards, Pin: pc.Pin, Tasks: pc.Producers, MaxConns: pc.Producers,
+		Shard: ackcore.Config{MaxPending: pc.MaxPending, Timeout: pc.Timeout, Clock: pc.Clock},
 		// Neither bound may bind before the acker's own: the stream keeps
 		// about P roots pending, and more are in flight on the wire.
-		MaxConnPending: 4 * pc.maxPending * pc.shards,
+		MaxConnPending: 4 * pc.MaxPending * pc.Shards,
 	})
 	if err != nil {
 		return nil, err
@@ -113,7 +114,7 @@ func newNetioPipe(pc pipeConfig) (pipe, error) {
 	return &netioPipe{srv: srv, pc: pc, served: make(chan error, 1)}, nil
 }
 
-func (np *netioPipe) start() error {
+func (np *netioPipe) Start() error {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		np.srv.Close()
@@ -121,13 +122,13 @@ func (np *netioPipe) start() error {
 	}
 	np.addr = ln.Addr().String()
 	go func() { np.served <- np.srv.Serve(ln) }()
-	for p := 0; p < np.pc.producers; p++ {
+	for p := 0; p < np.pc.Producers; p++ {
 		c, err := netio.Dial(netio.ClientConfig{
-			Hosts: []string{np.addr}, Secret: netSecret, TaskBase: uint32(p), FrameMsgs: min(np.pc.batch, netio.MaxMsgsPerFrame(netio.DefaultMaxFrame)),
-			MaxPending: 4 * np.pc.maxPending * np.pc.shards,
+			Hosts: []string{np.addr}, Secret: netSecret, TaskBase: uint32(p), FrameMsgs: min(np.pc.Batch, netio.MaxMsgsPerFrame(netio.DefaultMaxFrame)),
+			MaxPending: 4 * np.pc.MaxPending * np.pc.Shards,
 		}, acker.Spec{Producers: 1, Tasks: 1})
 		if err != nil {
-			np.stop()
+			np.Stop()
 			return err
 		}
 		np.clients = append(np.clients, c)
@@ -135,29 +136,20 @@ func (np *netioPipe) start() error {
 	return nil
 }
 
-func (np *netioPipe) sender(p int) sender {
-	c := np.clients[p]
-	return netioSender{portSender{c.Producer(0), c.Receiver(0)}, uint32(p)}
+// Sender is producer p's connection; the harness names its roots task p,
+// which its client knows as task 0 (the server as TaskBase p).
+func (np *netioPipe) Sender(p int) acker.Sender {
+	return taskShift{np.clients[p].Sender(0), uint32(p)}
 }
 
-// netioSender maps the producer's task p (the harness names producer p's
-// roots task p) to its client's only task, 0, which the server knows as
-// TaskBase p.
-type netioSender struct {
-	portSender
-	task uint32
-}
+// Inbox is producer p's connection's only inbox.
+func (np *netioPipe) Inbox(p int) acker.Inbox { return np.clients[p].Inbox(0) }
 
-func (s netioSender) send(m ackcore.Msg) error {
-	if m.Kind == ackcore.Init {
-		m.Task -= s.task
-	}
-	return s.s.Send(m)
-}
+func (np *netioPipe) Stats() ackcore.Stats { return np.srv.Stats().Acker }
 
-func (np *netioPipe) stats() ackcore.Stats { return np.srv.Stats().Acker }
+func (np *netioPipe) Placement() ([]int, string) { return nil, "" }
 
-func (np *netioPipe) stop() ackcore.Stats {
+func (np *netioPipe) Stop() ackcore.Stats {
 	for _, c := range np.clients {
 		c.Stop()
 	}
@@ -168,33 +160,94 @@ func (np *netioPipe) stop() ackcore.Stats {
 	return np.srv.Stats().Acker
 }
 
-// portSender is a sender over an acker.Port's handles.
-type portSender struct {
-	s acker.Sender
-	i acker.Inbox
+// taskShift is a Sender whose INITs' tasks are shift lower on the wire.
+type taskShift struct {
+	acker.Sender
+	shift uint32
 }
 
-func (s portSender) send(m ackcore.Msg) error                     { return s.s.Send(m) }
-func (s portSender) flush() error                                 { return s.s.Flush() }
-func (s portSender) poll(dst []ackcore.Outcome) []ackcore.Outcome { return s.i.Poll(dst) }
+func (s taskShift) Send(m ackcore.Msg) error {
+	if m.Kind == ackcore.Init {
+		m.Task -= s.shift
+	}
+	return s.Sender.Send(m)
+}
 
-// netInbox is a mutex-guarded outcome queue, filled by a connection's
-// reading goroutine and polled by its producer (the grpc client side).
+func (s taskShift) TrySend(m ackcore.Msg) (bool, error) {
+	if m.Kind == ackcore.Init {
+		m.Task -= s.shift
+	}
+	return s.Sender.TrySend(m)
+}
+
+func (s taskShift) SendBatch(msgs []ackcore.Msg) error {
+	for _, m := range msgs {
+		if err := s.Send(m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// netInbox is a mutex-guarded outcome queue (an acker.Inbox), filled by
+// a connection's reading goroutine and polled by its producer (the grpc
+// client side).
 type netInbox struct {
-	mu sync.Mutex
-	q  []ackcore.Outcome
+	mu     sync.Mutex
+	q      []ackcore.Outcome
+	closed bool
+	wake   chan struct{} // made by the owner; one token at most
 }
 
 func (ib *netInbox) put(outs []ackcore.Outcome) {
 	ib.mu.Lock()
 	ib.q = append(ib.q, outs...)
 	ib.mu.Unlock()
+	ib.signal()
 }
 
-func (ib *netInbox) poll(dst []ackcore.Outcome) []ackcore.Outcome {
+func (ib *netInbox) close() {
+	ib.mu.Lock()
+	ib.closed = true
+	ib.mu.Unlock()
+	ib.signal()
+}
+
+func (ib *netInbox) signal() {
+	select {
+	case ib.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (ib *netInbox) Poll(dst []ackcore.Outcome) []ackcore.Outcome {
 	ib.mu.Lock()
 	dst = append(dst, ib.q...)
 	ib.q = ib.q[:0]
 	ib.mu.Unlock()
 	return dst
+}
+
+func (ib *netInbox) Wait(dst []ackcore.Outcome) ([]ackcore.Outcome, bool) {
+	return ib.WaitUntil(dst, nil)
+}
+
+func (ib *netInbox) WaitUntil(dst []ackcore.Outcome, wake <-chan time.Time) ([]ackcore.Outcome, bool) {
+	for {
+		n := len(dst)
+		if dst = ib.Poll(dst); len(dst) > n {
+			return dst, true
+		}
+		ib.mu.Lock()
+		done := ib.closed && len(ib.q) == 0
+		ib.mu.Unlock()
+		if done {
+			return dst, false
+		}
+		select {
+		case <-ib.wake:
+		case <-wake:
+			return ib.Poll(dst), true
+		}
+	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
+	"github.com/xorack/xorack/bench/pipeline"
 	"github.com/xorack/xorack/netio"
 )
 
@@ -56,7 +57,7 @@ var grpcStreamDesc = grpc.StreamDesc{StreamName: "Stream", ServerStreams: true, 
 type grpcPipe struct {
 	ak     *acker.Acker
 	srv    *grpc.Server
-	pc     pipeConfig
+	pc     pipeline.Config
 	addr   string
 	conns  []*grpc.ClientConn
 	sends  []*grpcSender
@@ -64,10 +65,10 @@ type grpcPipe struct {
 	wg     sync.WaitGroup // client readers
 }
 
-func newGRPCPipe(pc pipeConfig) (pipe, error) {
+func newGRPCPipe(pc pipeline.Config) (pipeline.Pipe, error) {
 	ak, err := acker.New(acker.Config{
-		Shards: pc.shards, Producers: pc.producers, Tasks: pc.producers, Batch: pc.batch, Pin: pc.pin,
-		Shard: ackcore.Config{MaxPending: pc.maxPending, Timeout: pc.timeout, Clock: pc.clock},
+		Shards: pc.Shards, Producers: pc.Producers, Tasks: pc.Producers, Batch: pc.Batch, Pin: pc.Pin,
+		Shard: ackcore.Config{MaxPending: pc.MaxPending, Timeout: pc.Timeout, Clock: pc.Clock},
 		Idle:  &netio.DefaultIdle,
 	})
 	if err != nil {
@@ -76,7 +77,7 @@ func newGRPCPipe(pc pipeConfig) (pipe, error) {
 	return &grpcPipe{ak: ak, pc: pc, served: make(chan error, 1)}, nil
 }
 
-func (gp *grpcPipe) start() error {
+func (gp *grpcPipe) Start() error {
 	if err := gp.ak.Start(); err != nil {
 		return err
 	}
@@ -91,7 +92,7 @@ func (gp *grpcPipe) start() error {
 	}
 	gp.addr = ln.Addr().String()
 	go func() { gp.served <- gp.srv.Serve(ln) }()
-	for p := 0; p < gp.pc.producers; p++ {
+	for p := 0; p < gp.pc.Producers; p++ {
 		cc, err := grpc.NewClient("passthrough:///"+gp.addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
 			grpc.WithDefaultCallOptions(grpc.ForceCodec(rawCodec{})))
 		if err != nil {
@@ -106,7 +107,7 @@ func (gp *grpcPipe) start() error {
 		if err := st.SendMsg(&hello); err != nil {
 			return err
 		}
-		s := &grpcSender{st: st, batch: gp.pc.batch}
+		s := &grpcSender{st: st, batch: gp.pc.Batch, in: netInbox{wake: make(chan struct{}, 1)}}
 		gp.sends = append(gp.sends, s)
 		gp.wg.Add(1)
 		go func() {
@@ -128,7 +129,7 @@ func (gp *grpcPipe) serve(ss grpc.ServerStream) error {
 		return errors.New("bench: grpc stream without its producer id")
 	}
 	p := int(binary.LittleEndian.Uint32(b))
-	if p >= gp.pc.producers {
+	if p >= gp.pc.Producers {
 		return fmt.Errorf("bench: grpc producer %d out of range", p)
 	}
 	sendDone := make(chan error, 1)
@@ -179,11 +180,15 @@ func (gp *grpcPipe) serve(ss grpc.ServerStream) error {
 	}
 }
 
-func (gp *grpcPipe) sender(p int) sender { return gp.sends[p] }
+func (gp *grpcPipe) Sender(p int) acker.Sender { return gp.sends[p] }
 
-func (gp *grpcPipe) stats() ackcore.Stats { return gp.ak.Stats() }
+func (gp *grpcPipe) Inbox(p int) acker.Inbox { return &gp.sends[p].in }
 
-func (gp *grpcPipe) stop() ackcore.Stats {
+func (gp *grpcPipe) Stats() ackcore.Stats { return gp.ak.Stats() }
+
+func (gp *grpcPipe) Placement() ([]int, string) { return nil, "" }
+
+func (gp *grpcPipe) Stop() ackcore.Stats {
 	for _, s := range gp.sends {
 		_ = s.st.CloseSend()
 	}
@@ -206,15 +211,27 @@ type grpcSender struct {
 	in    netInbox
 }
 
-func (s *grpcSender) send(m ackcore.Msg) error {
+func (s *grpcSender) Send(m ackcore.Msg) error {
 	s.msgs = append(s.msgs, m)
 	if len(s.msgs) >= s.batch {
-		return s.flush()
+		return s.Flush()
 	}
 	return nil
 }
 
-func (s *grpcSender) flush() error {
+func (s *grpcSender) SendBatch(msgs []ackcore.Msg) error {
+	for _, m := range msgs {
+		if err := s.Send(m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TrySend is Send: gRPC's flow control blocks inside SendMsg.
+func (s *grpcSender) TrySend(m ackcore.Msg) (bool, error) { return true, s.Send(m) }
+
+func (s *grpcSender) Flush() error {
 	if len(s.msgs) == 0 {
 		return nil
 	}
@@ -224,10 +241,9 @@ func (s *grpcSender) flush() error {
 	return s.st.SendMsg(&b)
 }
 
-func (s *grpcSender) poll(dst []ackcore.Outcome) []ackcore.Outcome { return s.in.poll(dst) }
-
 // read takes outcome batches off the stream until it ends.
 func (s *grpcSender) read() {
+	defer s.in.close()
 	var b []byte
 	var outs []ackcore.Outcome
 	for {

@@ -9,7 +9,21 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/acker"
+	"github.com/xorack/xorack/bench/pipeline"
 )
+
+// sender is one producer's handle on a pipeline: its Sender, and the Inbox
+// of its spout task (producer p is task p and polls its own outcomes, as a
+// Storm spout executor does). Not safe for concurrent use.
+type sender struct {
+	acker.Sender
+	in acker.Inbox
+}
+
+// poll appends the outcomes of this producer's roots that have arrived,
+// without waiting.
+func (s sender) poll(dst []ackcore.Outcome) []ackcore.Outcome { return s.in.Poll(dst) }
 
 // drainWait bounds how long producers wait for outcomes at the end of a
 // pipeline run; an acker that loses outcomes fails verification after it.
@@ -96,7 +110,7 @@ func (pr *producer) sendAll(msgs []ackcore.Msg) error {
 		if m.Kind == ackcore.Init {
 			m.Task = uint32(pr.id)
 		}
-		if err := pr.s.send(m); err != nil {
+		if err := pr.s.Send(m); err != nil {
 			return err
 		}
 	}
@@ -126,7 +140,7 @@ func (pr *producer) warmUp() result {
 		pr.poll()
 	}
 	if err == nil {
-		err = pr.s.flush()
+		err = pr.s.Flush()
 	}
 	return result{err: err}
 }
@@ -145,7 +159,7 @@ func (pr *producer) peak(msgs int64) result {
 		sent += int64(len(batch))
 		pr.poll()
 	}
-	return result{sent: sent, err: pr.s.flush()}
+	return result{sent: sent, err: pr.s.Flush()}
 }
 
 // throttled sends at rate messages a second, in quanta of latencyQuantum,
@@ -183,12 +197,12 @@ func (pr *producer) throttled(msgs int64, rate float64) result {
 			if m.Kind == ackcore.Init {
 				m.Task = uint32(pr.id)
 			}
-			if err := pr.s.send(m); err != nil {
+			if err := pr.s.Send(m); err != nil {
 				return result{sent: sent, err: err}
 			}
 		}
 		pr.clk.advance(len(batch))
-		if err := pr.s.flush(); err != nil {
+		if err := pr.s.Flush(); err != nil {
 			return result{sent: sent, err: err}
 		}
 		sent += int64(len(batch))
@@ -242,7 +256,7 @@ func (pr *producer) drain() result {
 	})
 	pr.exp.injFail, pr.exp.injDrop = pr.cur.injFail, pr.cur.injDrop
 	if err == nil {
-		err = pr.s.flush()
+		err = pr.s.Flush()
 	}
 	if err != nil {
 		return result{err: err}
@@ -312,16 +326,16 @@ func (rn *runner) pipeRow(impl pipeImpl, st *stream, shares []*share, p int, tim
 			out: make([]ackcore.Outcome, 0, 1024), hist: newHist()}
 	}
 	before := int64(HeapInUse())
-	pp, err := impl.make(pipeConfig{producers: c.Producers, shards: row.Shards, maxPending: maxPending,
-		timeout: timeout, clock: clk, batch: c.Batch, pin: !c.NoPin})
+	pp, err := impl.make(pipeline.Config{Producers: c.Producers, Tasks: c.Producers, Shards: row.Shards, MaxPending: maxPending,
+		Timeout: timeout, Clock: clk, Batch: c.Batch, Pin: !c.NoPin})
 	if err != nil {
 		return row, fmt.Errorf("bench: pipeline %s: %w", impl.name, err)
 	}
-	if err := pp.start(); err != nil {
+	if err := pp.Start(); err != nil {
 		return row, fmt.Errorf("bench: pipeline %s: %w", impl.name, err)
 	}
 	for _, pr := range prods {
-		pr.s = pp.sender(pr.id)
+		pr.s = sender{pp.Sender(pr.id), pp.Inbox(pr.id)}
 		go pr.loop()
 	}
 	var runErr error
@@ -352,7 +366,7 @@ func (rn *runner) pipeRow(impl pipeImpl, st *stream, shares []*share, p int, tim
 
 	do(command{ph: phWarm}, 0)
 	time.Sleep(3 * ackcore.DefaultTick) // executors publish counters once a tick
-	row.PendingWeighed = pp.stats().Pending
+	row.PendingWeighed = pp.Stats().Pending
 	row.BytesPerRoot = float64(max(int64(HeapInUse())-before, 0)) / float64(max(row.PendingWeighed, 1))
 	row.MaxPending = maxPending
 
@@ -391,7 +405,7 @@ func (rn *runner) pipeRow(impl pipeImpl, st *stream, shares []*share, p int, tim
 	row.P50Ns, row.P99Ns, row.P999Ns, row.MaxNs, row.LatencyCount = lat.p50, lat.p99, lat.p999, lat.max, lat.count
 	row.LatencySource = fmt.Sprintf("wall clock: last ACK handed to the pipe to its Completed polled by the producer, offered %.0f%% of peak", 100*c.LatencyLoad)
 	if impl.name == "mutexmap" {
-		row.LatencySource = fmt.Sprintf("wall clock: last ACK staged to its Completed returned by Apply, offered %.0f%% of peak", 100*c.LatencyLoad)
+		row.LatencySource = fmt.Sprintf("wall clock: last ACK staged to its Completed polled by the producer (Apply runs in the producer's flush), offered %.0f%% of peak", 100*c.LatencyLoad)
 	}
 
 	// Drain, then let the injected drops time out.
@@ -400,7 +414,7 @@ func (rn *runner) pipeRow(impl pipeImpl, st *stream, shares []*share, p int, tim
 		clk.Skip(4*timeout + time.Second)
 		do(command{ph: phTimeouts}, 0)
 	}
-	final := pp.stop()
+	final := pp.Stop()
 	for _, pr := range prods {
 		close(pr.cmds)
 	}

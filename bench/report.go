@@ -212,10 +212,29 @@ func (rn *runner) countSteps() int {
 			n += len(rn.cfg.impls[LevelNet]) * len(rn.cfg.Conns)
 		}
 	}
+	if k := len(rn.cfg.impls[LevelTopology]); k > 0 {
+		n += 1 + k*rn.cfg.Reps // calibration, reps
+	}
 	return n
 }
 
 func (rn *runner) run() error {
+	if err := rn.streamLevels(); err != nil {
+		return err
+	}
+	// The topology level makes its own sentences: it runs once, not per
+	// shape and window.
+	rows, err := rn.topologyLevel()
+	rn.rep.Rows = append(rn.rep.Rows, rows...)
+	return err
+}
+
+// streamLevels runs the levels that replay a workload stream, per shape
+// and window.
+func (rn *runner) streamLevels() error {
+	if len(rn.cfg.impls[LevelCore])+len(rn.cfg.impls[LevelPipeline])+len(rn.cfg.impls[LevelNet]) == 0 {
+		return nil
+	}
 	for _, shape := range rn.cfg.shapes {
 		for _, p := range rn.cfg.Pending {
 			rn.progress("%s P=%d: building the stream", shape.Name, p)

@@ -14,6 +14,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/acker"
+	"github.com/xorack/xorack/bench/pipeline"
 	"github.com/xorack/xorack/bench/workload"
 	"github.com/xorack/xorack/internal/invariants"
 )
@@ -150,25 +152,25 @@ func (l *lossy) Apply(msgs []ackcore.Msg, out []ackcore.Outcome) []ackcore.Outco
 	return out
 }
 
-// lossySender loses the first outcome it polls.
-type lossySender struct {
-	sender
+// lossyInbox loses the first outcome it polls.
+type lossyInbox struct {
+	acker.Inbox
 	lost bool
 }
 
-func (s *lossySender) poll(dst []ackcore.Outcome) []ackcore.Outcome {
+func (in *lossyInbox) Poll(dst []ackcore.Outcome) []ackcore.Outcome {
 	n := len(dst)
-	dst = s.sender.poll(dst)
-	if !s.lost && len(dst) > n {
-		s.lost = true
+	dst = in.Inbox.Poll(dst)
+	if !in.lost && len(dst) > n {
+		in.lost = true
 		dst = append(dst[:n], dst[n+1:]...)
 	}
 	return dst
 }
 
-type lossyPipe struct{ pipe }
+type lossyPipe struct{ pipeline.Pipe }
 
-func (p lossyPipe) sender(i int) sender { return &lossySender{sender: p.pipe.sender(i)} }
+func (p lossyPipe) Inbox(i int) acker.Inbox { return &lossyInbox{Inbox: p.Pipe.Inbox(i)} }
 
 func TestVerificationCatchesLoss(t *testing.T) {
 	defer goleak.VerifyNone(t)
@@ -177,8 +179,8 @@ func TestVerificationCatchesLoss(t *testing.T) {
 			s, err := ackcore.NewShard(c)
 			return &lossy{Acker: s, n: 100}, err
 		}})
-	pipeImpls = append(pipeImpls, pipeImpl{name: "lossypipe", make: func(pc pipeConfig) (pipe, error) {
-		p, err := newChanPipe(pc)
+	pipeImpls = append(pipeImpls, pipeImpl{name: "lossypipe", make: func(pc pipeline.Config) (pipeline.Pipe, error) {
+		p, err := pipeline.NewChanShard(pc)
 		return lossyPipe{p}, err
 	}})
 	oldWait := drainWait

@@ -209,19 +209,13 @@ func Dial(cfg ClientConfig, spec acker.Spec) (*Client, error) {
 	case uint64(cfg.TaskBase)+uint64(spec.Tasks) > ackcore.MaxTask+1:
 		return nil, fmt.Errorf("netio: tasks [%d, %d) exceed MaxTask %d", cfg.TaskBase, uint64(cfg.TaskBase)+uint64(spec.Tasks), ackcore.MaxTask)
 	}
-	c := &Client{cfg: cfg, spec: spec, recvOf: make([]uint32, spec.Tasks), log: cfg.Logger, epoch: time.Now(),
+	recvOf, err := spec.ReceiverTable()
+	if err != nil {
+		return nil, fmt.Errorf("netio: %w", err)
+	}
+	c := &Client{cfg: cfg, spec: spec, recvOf: recvOf, log: cfg.Logger, epoch: time.Now(),
 		stopped: make(chan struct{}), frame: cfg.FrameMsgs}
 	c.slotCond = sync.NewCond(&c.slotMu)
-	for t := range c.recvOf {
-		r := t % spec.Receivers
-		if spec.ReceiverOf != nil {
-			r = spec.ReceiverOf(t)
-		}
-		if r < 0 || r >= spec.Receivers {
-			return nil, fmt.Errorf("netio: ReceiverOf(%d) = %d, out of range [0, Receivers %d)", t, r, spec.Receivers)
-		}
-		c.recvOf[t] = uint32(r)
-	}
 	for r := 0; r < spec.Receivers; r++ {
 		ib := &Inbox{c: c, wake: make(chan struct{}, 1), max: cfg.MaxPending}
 		ib.cond = sync.NewCond(&ib.mu)

@@ -51,8 +51,9 @@
 // closed is 4 bytes. buf points at a separate array of len(buf) elements.
 //
 // A FanIn is two lines: rings (24 bytes), batch, idle (16) and next at 0,
-// which only the consumer touches, and at 64 the shared parker and closed,
-// which every producer reads after each publish. Its rings point their cons
+// which only the consumer touches, and at 64 the shared parker, closed
+// and interrupt, which every producer reads after each publish (interrupt
+// is written only by Interrupt, and cleared by the consumer that sees it). Its rings point their cons
 // field at that parker instead of their own consPark.
 //
 // # Concurrency

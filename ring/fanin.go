@@ -29,10 +29,11 @@ type FanIn[T any] struct {
 	_     [cacheLineSize - 24 - 8 - 16 - 8]byte
 
 	// Line 1: read by every producer after each publish, written when the
-	// consumer parks or on Close.
-	park   parker
-	closed atomic.Bool
-	_      [cacheLineSize - 16 - 4]byte
+	// consumer parks, on Close, or by Interrupt.
+	park      parker
+	closed    atomic.Bool
+	interrupt atomic.Bool
+	_         [cacheLineSize - 16 - 4 - 4]byte
 }
 
 // NewFanIn returns a FanIn over producers rings of capacity elements each
@@ -250,6 +251,15 @@ func (f *FanIn[T]) DrainWaitUntil(fn func(producer int, items []T), wake <-chan 
 // Closed reports whether Close was called.
 func (f *FanIn[T]) Closed() bool { return f.closed.Load() }
 
+// Interrupt makes the consumer's DrainWaitUntil, now waiting or the next
+// to wait, return (0, false) without waiting further: a way for another
+// goroutine to have the consumer look at something else than the rings.
+// Safe from any goroutine.
+func (f *FanIn[T]) Interrupt() {
+	f.interrupt.Store(true)
+	f.park.wake()
+}
+
 // awaitItemsUntil is awaitItems that also returns when wake fires; fired
 // says it took wake's value.
 func (f *FanIn[T]) awaitItemsUntil(wake <-chan time.Time) (items, fired bool) {
@@ -260,6 +270,9 @@ func (f *FanIn[T]) awaitItemsUntil(wake <-chan time.Time) (items, fired bool) {
 		if f.closed.Load() {
 			return f.hasItems(), false
 		}
+		if f.interrupt.Load() && f.interrupt.Swap(false) {
+			return f.hasItems(), false
+		}
 		select {
 		case <-wake:
 			return f.hasItems(), true
@@ -267,7 +280,7 @@ func (f *FanIn[T]) awaitItemsUntil(wake <-chan time.Time) (items, fired bool) {
 		}
 		if f.idle.step(i) {
 			f.park.prepare()
-			if f.closed.Load() || f.hasItems() {
+			if f.closed.Load() || f.interrupt.Load() || f.hasItems() {
 				f.park.cancel()
 				continue
 			}

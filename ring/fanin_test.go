@@ -487,3 +487,40 @@ func TestDrainWaitUntil(t *testing.T) {
 		t.Fatalf("closed: got %d", n)
 	}
 }
+
+// TestFanInInterrupt: Interrupt makes a DrainWaitUntil that waits (parked
+// or about to be) return (0, false); one called before the wait ends the
+// next wait at once; and the wait goes on as before afterwards.
+func TestFanInInterrupt(t *testing.T) {
+	f := NewFanInWithIdle[item](2, 8, 8, Idle{Spins: 4, Yields: 2})
+	f.Interrupt()
+	if n, fired := f.DrainWaitUntil(func(int, []item) {}, nil); n != 0 || fired {
+		t.Fatalf("after an early Interrupt: %d, %v", n, fired)
+	}
+	done := make(chan int)
+	go func() {
+		n, _ := f.DrainWaitUntil(func(int, []item) {}, nil)
+		done <- n
+	}()
+	// Interrupt until the waiter returns: an Interrupt that lands between
+	// two waits is taken by the next (there is only one here).
+	deadline := time.After(30 * time.Second)
+	for {
+		f.Interrupt()
+		select {
+		case n := <-done:
+			if n != 0 {
+				t.Fatalf("interrupted wait passed %d elements", n)
+			}
+			f.rings[1].TryPush(item{})
+			if n, _ := f.DrainWaitUntil(func(int, []item) {}, nil); n != 1 {
+				t.Fatalf("after Interrupt: drained %d, want 1", n)
+			}
+			return
+		case <-deadline:
+			t.Fatal("Interrupt did not end the wait")
+		default:
+			runtime.Gosched()
+		}
+	}
+}

@@ -130,6 +130,9 @@ func TestLayout(t *testing.T) {
 	if off := unsafe.Offsetof(f.closed); off/cacheLineSize != 1 {
 		t.Errorf("FanIn.closed at offset %d, not on the parker's line", off)
 	}
+	if off := unsafe.Offsetof(f.interrupt); off/cacheLineSize != 1 {
+		t.Errorf("FanIn.interrupt at offset %d, not on the parker's line", off)
+	}
 	if off := unsafe.Offsetof(f.next); off/cacheLineSize != 0 {
 		t.Errorf("FanIn.next at offset %d, shares a line with park", off)
 	}

@@ -11,7 +11,7 @@ import (
 // mean the same thing for every acker. FromShardConfig converts.
 type Config struct {
 	// MaxPending bounds the entries pending at once, with or without INIT
-	// (SEMANTICS rule 10). Required, in [1, ackcore.MaxPendingLimit].
+	// (docs/semantics.md, rule 10). Required, in [1, ackcore.MaxPendingLimit].
 	MaxPending int
 	// Timeout is the default per-root timeout; 0 means
 	// ackcore.DefaultTimeout. Storm rotates its buckets once per Timeout.

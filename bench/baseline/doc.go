@@ -12,7 +12,7 @@
 //     Compute per message, timers behind a mutex.
 //   - Storm: a port of Apache Storm 2.x's acker algorithm (a RotatingMap
 //     of 3 Go maps rotated once per timeout). Its own semantics: see the
-//     type's doc for where it differs from SEMANTICS.md.
+//     type's doc for where it differs from docs/semantics.md.
 //   - Limit: not an acker. A flat open-addressed table doing only the XOR,
 //     insert and delete every acker must do: the memory system's limit.
 //

@@ -100,7 +100,7 @@ func (g *GoMap) Apply(msgs []ackcore.Msg, out []ackcore.Outcome) []ackcore.Outco
 	return out
 }
 
-// apply is SEMANTICS.md's rules for one message, in the order of the
+// apply is docs/semantics.md's rules for one message, in the order of the
 // shard's step, on a map entry read once and written back when it changed.
 func (g *GoMap) apply(m *ackcore.Msg, out []ackcore.Outcome) []ackcore.Outcome {
 	if invalid(m) {

@@ -13,7 +13,7 @@ import (
 // keeps Storm's structure and costs: a rotating map of Go maps searched
 // newest first, a put that deletes the key from every older bucket, and
 // expiry by dropping the oldest bucket whole. It does NOT meet our
-// contract; it is measured, not trusted. Where it differs (SEMANTICS.md):
+// contract; it is measured, not trusted. Where it differs (docs/semantics.md):
 //
 //   - Timeouts (rule 5). There are no deadlines. Storm's acker rotates its
 //     3 buckets on a tick tuple sent every message timeout T; here Expire

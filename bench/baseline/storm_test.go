@@ -68,7 +68,7 @@ func TestStormFail(t *testing.T) {
 	if out = s.Apply([]ackcore.Msg{fail(2), ini(2, 5, 0x6)}, out[:0]); len(out) != 1 || out[0].Kind != ackcore.Failed || out[0].Task != 5 {
 		t.Fatalf("fail before init: %v", out)
 	}
-	// Storm's corner (SEMANTICS rule 3): FAIL before INIT, and the val
+	// Storm's corner (docs/semantics.md, rule 3): FAIL before INIT, and the val
 	// reaches 0 with the INIT: Storm checks val first and acks.
 	if out = s.Apply([]ackcore.Msg{fail(3), ack(3, 0x7), ini(3, 6, 0x7)}, out[:0]); len(out) != 1 || out[0].Kind != ackcore.Completed {
 		t.Fatalf("fail-vs-ack corner: %v, Storm reports Completed", out)

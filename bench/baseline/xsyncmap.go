@@ -162,7 +162,7 @@ func (x *XsyncMap) Apply(msgs []ackcore.Msg, out []ackcore.Outcome) []ackcore.Ou
 
 func (c *xcall) emit(o ackcore.Outcome) { c.out, c.has = o, true }
 
-// step is SEMANTICS.md's rules for one message, run by Compute under the
+// step is docs/semantics.md's rules for one message, run by Compute under the
 // root's bucket lock. It returns the new entry and whether to delete it (a
 // delete of an absent root stores nothing).
 func (c *xcall) step(e xentry, loaded bool) (xentry, bool) {

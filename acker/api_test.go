@@ -1,0 +1,366 @@
+package acker_test
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/acker"
+)
+
+// startWith builds and starts an acker with one receiver and roots
+// 1..n already reported Completed and waiting in its ring (INITs with val
+// 0 complete at once).
+func startWith(t *testing.T, n int) *acker.Acker {
+	t.Helper()
+	a, err := acker.New(acker.Config{Shards: 2, Producers: 1, Tasks: 1, Shard: ackcore.Config{MaxPending: 1024}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := a.Producer(0)
+	for r := uint64(1); r <= uint64(n); r++ {
+		if err := p.Send(ackcore.Msg{Root: r, Kind: ackcore.Init}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for a.ReceiverStats(0).Backlog < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d outcomes arrived", a.ReceiverStats(0).Backlog, n)
+		}
+		runtime.Gosched()
+	}
+	return a
+}
+
+// runPanicking runs fn on rc until it panics, and returns the panic.
+func runPanicking(rc *acker.Receiver, fn func(ackcore.Outcome)) (p any) {
+	defer func() { p = recover() }()
+	rc.Run(fn)
+	return nil
+}
+
+// TestRunPanicExactlyOnce: a Run callback panics at the 10th of 100
+// outcomes; after recovering, Run, Poll, Wait or WaitUntil delivers the
+// rest. Every outcome arrives exactly once: the panicking one counts as
+// delivered, the rest of its batch is not delivered twice.
+func TestRunPanicExactlyOnce(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	const n = 100
+	for _, resume := range []string{"Run", "Poll", "Wait", "WaitUntil"} {
+		t.Run("then="+resume, func(t *testing.T) {
+			a := startWith(t, n)
+			rc := a.Receiver(0)
+			seen := map[uint64]int{}
+			calls := 0
+			p := runPanicking(rc, func(o ackcore.Outcome) {
+				seen[o.Root]++
+				if calls++; calls == 10 {
+					panic("callback failed")
+				}
+			})
+			if p != "callback failed" || len(seen) != 10 {
+				t.Fatalf("panic %v after %d outcomes", p, len(seen))
+			}
+			stopped := make(chan ackcore.Stats, 1)
+			stop := func() { stopped <- a.Stop() }
+			var buf []ackcore.Outcome
+			switch resume {
+			case "Run":
+				go stop()
+				rc.Run(func(o ackcore.Outcome) { seen[o.Root]++ })
+			case "Poll":
+				buf = rc.Poll(buf)
+				go stop()
+			case "Wait", "WaitUntil":
+				var ok bool
+				if resume == "Wait" {
+					buf, ok = rc.Wait(buf)
+				} else {
+					buf, ok = rc.WaitUntil(buf, time.After(time.Hour))
+				}
+				if !ok {
+					t.Fatal("no outcome after the panic")
+				}
+				go stop()
+			}
+			for {
+				for _, o := range buf {
+					seen[o.Root]++
+				}
+				var ok bool
+				if buf, ok = rc.Wait(buf[:0]); !ok {
+					break
+				}
+			}
+			st := <-stopped
+			for r := uint64(1); r <= n; r++ {
+				if seen[r] != 1 {
+					t.Fatalf("root %d delivered %d times", r, seen[r])
+				}
+			}
+			if len(seen) != n || st.Completed != n {
+				t.Fatalf("%d roots seen, stats %+v", len(seen), st)
+			}
+			if got := a.ReceiverStats(0).Taken; got != n {
+				t.Fatalf("receiver took %d, want %d", got, n)
+			}
+		})
+	}
+}
+
+// TestConfigBytes: sizes and counts that would not fit are refused before
+// anything is allocated, with an error naming the value and the bytes.
+func TestConfigBytes(t *testing.T) {
+	sh := ackcore.Config{MaxPending: 1024}
+	for _, c := range []struct {
+		cfg  acker.Config
+		want []string
+	}{
+		{acker.Config{Producers: 1, Tasks: 1, Shard: sh, RingSize: 1 << 40}, []string{"RingSize 1099511627776", "bytes"}},
+		{acker.Config{Producers: 1, Tasks: 1, Shard: sh, OutcomeRingSize: 1 << 62}, []string{"OutcomeRingSize 4611686018427387904", "bytes"}},
+		{acker.Config{Producers: 4096, Shards: 1024, Tasks: 1, Shard: sh}, []string{"1024 shards", "4096 producers", "bytes", "MaxBytes"}},
+		{acker.Config{Producers: 1, Shards: 64, Tasks: 1, Shard: ackcore.Config{MaxPending: 1 << 27}}, []string{"MaxPending 134217728", "bytes", "MaxBytes"}},
+		{acker.Config{Producers: 1, Tasks: 1, Shard: sh, Backlog: 1 << 40}, []string{"Backlog 1099511627776", "bytes"}},
+		{acker.Config{Producers: 1, Tasks: 1, Shard: sh, MaxBytes: 1 << 19}, []string{"MaxBytes 524288"}},
+		{acker.Config{Producers: 1, Tasks: 1, Shard: sh, Batch: 8192}, []string{"Batch 8192"}},
+		{acker.Config{Producers: 1, Tasks: 1, Shard: ackcore.Config{MaxPending: -1}}, []string{"MaxPending -1"}},
+	} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		a, err := acker.New(c.cfg)
+		runtime.ReadMemStats(&after)
+		if err == nil {
+			a.Stop()
+			t.Errorf("New(%+v) accepted", c.cfg)
+			continue
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("New: %v; want it to name %q", err, w)
+			}
+		}
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 1<<20 {
+			t.Errorf("New allocated %d bytes before refusing: %v", alloc, err)
+		}
+	}
+	// At the bound: a budget that fits is accepted, and Footprint says
+	// what New checked.
+	cfg := acker.Config{Producers: 2, Shards: 2, Tasks: 2, Shard: sh}
+	a, err := acker.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := a.Footprint()
+	if f.Rings != 2*2*(4096*32+320) || f.OutcomeRings != 2*2*(4096*32+320) || f.Tables != 2*1024*64 || f.Held <= 0 {
+		t.Fatalf("footprint %+v", f)
+	}
+	a.Stop()
+	cfg.MaxBytes = f.Total()
+	if a, err := acker.New(cfg); err != nil {
+		t.Fatalf("MaxBytes = Footprint().Total(): %v", err)
+	} else {
+		a.Stop()
+	}
+	cfg.MaxBytes--
+	if _, err := acker.New(cfg); err == nil || !strings.Contains(err.Error(), fmt.Sprint(f.Total())) {
+		t.Fatalf("MaxBytes one under the footprint: %v", err)
+	}
+}
+
+// TestHandleRange: an index out of range is a programmer error: it panics
+// with a message naming the index and the range.
+func TestHandleRange(t *testing.T) {
+	a, err := acker.New(acker.Config{Producers: 2, Tasks: 3, Receivers: 2, Shard: ackcore.Config{MaxPending: 16}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Stop()
+	for _, c := range []struct {
+		call func()
+		want string
+	}{
+		{func() { a.Producer(2) }, "Producer(2) out of range [0, 2)"},
+		{func() { a.Producer(-1) }, "Producer(-1) out of range [0, 2)"},
+		{func() { a.Sender(5) }, "Producer(5) out of range [0, 2)"},
+		{func() { a.Receiver(2) }, "Receiver(2) out of range [0, 2)"},
+		{func() { a.Inbox(-3) }, "Receiver(-3) out of range [0, 2)"},
+		{func() { a.ReceiverStats(7) }, "Receiver(7) out of range [0, 2)"},
+		{func() { a.TaskReceiver(3) }, "task 3 out of range [0, 3)"},
+		{func() { a.ReceiverOf(-1) }, "task -1 out of range [0, 3)"},
+	} {
+		func() {
+			defer func() {
+				if p := recover(); p == nil || !strings.Contains(fmt.Sprint(p), c.want) {
+					t.Errorf("panic %v, want %q", p, c.want)
+				}
+			}()
+			c.call()
+		}()
+	}
+}
+
+// TestPlanAnyTime: Plan is safe from any goroutine before, during and
+// after Start and Stop (the race detector checks), and names an
+// oversubscribing configuration from New on.
+func TestPlanAnyTime(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	a, err := acker.New(acker.Config{Shards: 2, Producers: 2, Tasks: 1, Pin: true, Shard: ackcore.Config{MaxPending: 16}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if note := a.Plan().Note; !strings.Contains(note, "oversubscribed: 2 executors and 2 producers exceed GOMAXPROCS 2") {
+		t.Fatalf("Plan before Start: %q", note)
+	}
+	var wg sync.WaitGroup
+	quit := make(chan struct{})
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-quit:
+					return
+				default:
+				}
+				p := a.Plan()
+				if len(p.CPUs) > 0 {
+					p.CPUs[0] = -7 // a copy: scribbling on it changes nothing
+				}
+				runtime.Gosched()
+			}
+		}()
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	a.Stop()
+	close(quit)
+	wg.Wait()
+	for _, c := range a.Plan().CPUs {
+		if c == -7 {
+			t.Fatal("Plan returned its own CPUs slice")
+		}
+	}
+	if err := a.Start(); err == nil {
+		t.Fatal("Start after Stop accepted")
+	}
+}
+
+// TestOldestPending: the oldest pending roots across shards, oldest
+// first, before Start, while running (answered by the executors) and after
+// Stop.
+func TestOldestPending(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	clock := &ackcore.FakeClock{}
+	a, err := acker.New(acker.Config{Shards: 3, Producers: 1, Tasks: 1,
+		Shard: ackcore.Config{MaxPending: 1024, Timeout: time.Hour, Clock: clock}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := a.OldestPending(5); len(got) != 0 {
+		t.Fatalf("before Start: %v", got)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := a.Producer(0)
+	const roots = 12
+	for r := uint64(1); r <= roots; r++ {
+		if err := p.Send(ackcore.Msg{Root: r, Kind: ackcore.Init, Val: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		// Each root's INIT is applied before the clock moves on.
+		deadline := time.Now().Add(30 * time.Second)
+		for a.Stats().Inits < r {
+			if time.Now().After(deadline) {
+				t.Fatalf("INIT %d not applied", r)
+			}
+			runtime.Gosched()
+		}
+		clock.Add(10 * time.Millisecond)
+	}
+	check := func(when string) {
+		got := a.OldestPending(5)
+		if len(got) != 5 {
+			t.Fatalf("%s: %d roots, want 5", when, len(got))
+		}
+		for i, pr := range got {
+			if pr.Root != uint64(i+1) {
+				t.Fatalf("%s: %d-th oldest is root %d (%v), want %d", when, i, pr.Root, got, i+1)
+			}
+		}
+	}
+	check("running")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		a.Receiver(0).Run(func(ackcore.Outcome) {})
+	}()
+	st := a.Stop()
+	<-done
+	if st.FailedStopped != roots {
+		t.Fatalf("stats %+v", st)
+	}
+	if got := a.OldestPending(5); len(got) != 0 {
+		t.Fatalf("after Stop: %v", got)
+	}
+}
+
+// TestHotPathAllocs: in steady state, sending, flushing and polling
+// allocate nothing, nor does the executor that applies and routes them
+// (AllocsPerRun counts every goroutine's allocations).
+func TestHotPathAllocs(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	a, err := acker.New(acker.Config{Producers: 1, Tasks: 2, Shard: ackcore.Config{MaxPending: 4096}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer a.Stop()
+	p := a.Producer(0)
+	rcs := []*acker.Receiver{a.Receiver(0), a.Receiver(1)}
+	buf := make([]ackcore.Outcome, 0, 1024)
+	root := uint64(0)
+	round := func() {
+		for range 256 {
+			root++
+			p.Send(ackcore.Msg{Root: root, Kind: ackcore.Init, Task: uint32(root % 2), Val: root})
+			p.Send(ackcore.Msg{Root: root, Kind: ackcore.Ack, Val: root})
+		}
+		p.Flush()
+		for got := 0; got < 256; {
+			n := 0
+			for _, rc := range rcs {
+				buf = rc.Poll(buf[:0])
+				n += len(buf)
+			}
+			if got += n; n == 0 {
+				runtime.Gosched() // the executor may be queued behind this goroutine
+			}
+		}
+	}
+	round()
+	if allocs := testing.AllocsPerRun(200, round); allocs >= 1 {
+		t.Fatalf("%.1f allocations per 512 messages", allocs)
+	}
+}

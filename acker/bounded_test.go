@@ -1,0 +1,445 @@
+package acker_test
+
+import (
+	"errors"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/acker"
+)
+
+// TestStuckReceiver: one receiver is never polled while the others are,
+// through 10,000,000 messages (1,000,000 with -short). The heap grows by
+// less than the configured bound for held outcomes (Footprint.Held), the
+// stuck receiver's held outcomes stay within Backlog plus what its tasks
+// had in flight, and its INITs are held back while the other tasks' roots
+// flow. When it resumes, every outcome arrives exactly once.
+func TestStuckReceiver(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	msgs := 10_000_000
+	if testing.Short() {
+		msgs = 1_000_000
+	}
+	const (
+		shards, producers, tasks = 2, 2, 4
+		ringSize, backlog        = 1024, 1024
+		maxPending               = 1 << 14
+		samples                  = 32
+	)
+	roots := msgs / 2 // an INIT and the ACK that completes it
+	a, err := acker.New(acker.Config{Shards: shards, Producers: producers, Tasks: tasks,
+		RingSize: ringSize, OutcomeRingSize: 256, Backlog: backlog, Shard: ackcore.Config{MaxPending: maxPending}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bound := a.Footprint().Held
+	// What one shard can hold for the stuck receiver: Backlog, one route
+	// chunk (1024) over it, the roots its tasks had pending, and the INITs
+	// staged before the producers saw the hold-back.
+	perShard := backlog + 1024 + maxPending + producers*(ringSize+1)
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Root i+1 is sent by producer i%2 for task (i/2)%4, or, when it
+	// would go to the stuck receiver's task 0 and TrySend says no, for
+	// task 1; stuck[i] says it went to task 0, got[i] counts its outcomes
+	// (each root's receiver writes only its own roots). Every root is an
+	// INIT and an ACK: msgs messages in all.
+	stuck := make([]bool, roots)
+	got := make([]uint8, roots)
+	var bad atomic.Int64
+	see := func(os []ackcore.Outcome) {
+		for _, o := range os {
+			if o.Kind != ackcore.Completed || o.Root == 0 || o.Root > uint64(roots) {
+				bad.Add(1)
+				continue
+			}
+			got[o.Root-1]++
+		}
+	}
+	var polls sync.WaitGroup
+	for r := 1; r < tasks; r++ {
+		polls.Add(1)
+		go func() {
+			defer polls.Done()
+			buf := make([]ackcore.Outcome, 0, 4096)
+			for {
+				var ok bool
+				if buf, ok = a.Receiver(r).Wait(buf[:0]); !ok {
+					return
+				}
+				see(buf)
+			}
+		}()
+	}
+
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	base := ms.HeapAlloc
+	var peakHeap uint64
+	var peakHeld, heldBack int
+	var prods sync.WaitGroup
+	errs := make([]error, producers)
+	for p := range producers {
+		prods.Add(1)
+		go func() {
+			defer prods.Done()
+			pr := a.Producer(p)
+			for i := p; i < roots; i += producers {
+				task := uint32(i/2) % tasks
+				root := uint64(i + 1)
+				init := ackcore.Msg{Root: root, Kind: ackcore.Init, Task: task, Val: root}
+				if task == 0 {
+					// The stuck receiver's task: a held-back INIT goes to
+					// task 1 instead (a spout emitting elsewhere).
+					ok, err := pr.TrySend(init)
+					if err != nil {
+						errs[p] = err
+						return
+					}
+					stuck[i] = ok
+					init.Task = 1
+					if !ok {
+						task = 1
+					}
+				}
+				if task != 0 {
+					if errs[p] = pr.Send(init); errs[p] != nil {
+						return
+					}
+				}
+				if errs[p] = pr.Send(ackcore.Msg{Root: root, Kind: ackcore.Ack, Val: root}); errs[p] != nil {
+					return
+				}
+				if p == 0 && i%(roots/samples) < producers {
+					st := a.ReceiverStats(0)
+					peakHeld = max(peakHeld, st.Held)
+					heldBack = max(heldBack, st.HeldBack)
+					var ms runtime.MemStats
+					runtime.ReadMemStats(&ms)
+					peakHeap = max(peakHeap, ms.HeapAlloc)
+				}
+			}
+			errs[p] = pr.Flush()
+		}()
+	}
+	prods.Wait()
+	for p, err := range errs {
+		if err != nil {
+			t.Fatalf("producer %d: %v", p, err)
+		}
+	}
+	runtime.ReadMemStats(&ms)
+	peakHeap = max(peakHeap, ms.HeapAlloc)
+	st := a.ReceiverStats(0)
+	peakHeld = max(peakHeld, st.Held)
+	heldBack = max(heldBack, st.HeldBack)
+	want0 := 0
+	for _, s := range stuck {
+		if s {
+			want0++
+		}
+	}
+	t.Logf("%d messages; stuck receiver: %d roots admitted of %d, held at most %d (bound %d per shard), held back by %d shards, %v since it took one; heap +%d bytes (bound %d)",
+		msgs, want0, roots/tasks, peakHeld, perShard, heldBack, st.SinceTake, int64(peakHeap)-int64(base), bound)
+	if grown := int64(peakHeap) - int64(base); grown > bound {
+		t.Errorf("heap grew by %d bytes, over the held-outcome bound %d", grown, bound)
+	}
+	if peakHeld > shards*perShard {
+		t.Errorf("stuck receiver: %d outcomes held, over %d", peakHeld, shards*perShard)
+	}
+	if heldBack == 0 || want0 >= roots/tasks {
+		t.Errorf("stuck receiver never held back (%d shards; %d of %d roots admitted)", heldBack, want0, roots/tasks)
+	}
+	if st.Backlog < st.Held || st.Backlog == 0 || st.Taken != 0 {
+		t.Errorf("stuck receiver stats %+v", st)
+	}
+
+	// Resume: every admitted root of task 0 arrives, once.
+	deadline := time.Now().Add(60 * time.Second)
+	buf := make([]ackcore.Outcome, 0, 4096)
+	n0 := 0
+	for n0 < want0 && time.Now().Before(deadline) {
+		buf = a.Receiver(0).Poll(buf[:0])
+		see(buf)
+		if n0 += len(buf); len(buf) == 0 {
+			runtime.Gosched()
+		}
+	}
+	final := a.Stop()
+	for {
+		var ok bool
+		if buf, ok = a.Receiver(0).Wait(buf[:0]); !ok {
+			break
+		}
+		see(buf)
+		n0 += len(buf)
+	}
+	polls.Wait()
+	if n0 != want0 || bad.Load() != 0 {
+		t.Fatalf("stuck receiver got %d outcomes after resuming, want %d; %d malformed", n0, want0, bad.Load())
+	}
+	for i := range roots {
+		if got[i] != 1 {
+			t.Fatalf("root %d (to the stuck receiver: %v): %d outcomes", i+1, stuck[i], got[i])
+		}
+	}
+	if final.Completed != uint64(roots) || final.Pending != 0 {
+		t.Fatalf("stats %+v, want %d completed", final, roots)
+	}
+	if st := a.ReceiverStats(0); st.Taken != uint64(want0) || st.Backlog != 0 || st.HeldBack != 0 {
+		t.Fatalf("receiver 0 after resuming: %+v, want %d taken", st, want0)
+	}
+}
+
+// TestHeldBackSend: with a receiver not polled, its tasks' INITs are held
+// back once a shard holds Backlog outcomes for it: Send waits, TrySend
+// says no, ACKs and other tasks' INITs still flow. Polling it releases the
+// waiting Send, and every outcome arrives once.
+func TestHeldBackSend(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	const roots = 2000
+	a, err := acker.New(acker.Config{Producers: 2, Tasks: 2, RingSize: 64, OutcomeRingSize: 16, Backlog: 32,
+		Shard: ackcore.Config{MaxPending: 4096}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Receiver 1 is polled all along.
+	var got1 atomic.Int64
+	done1 := make(chan struct{})
+	go func() {
+		defer close(done1)
+		a.Receiver(1).Run(func(ackcore.Outcome) { got1.Add(1) })
+	}()
+	sendErr := make(chan error, 1)
+	go func() {
+		p := a.Producer(0)
+		for r := uint64(1); r <= roots; r++ {
+			if err := p.Send(ackcore.Msg{Root: r, Kind: ackcore.Init, Task: 0, Val: r}); err != nil {
+				sendErr <- err
+				return
+			}
+			if err := p.Send(ackcore.Msg{Root: r, Kind: ackcore.Ack, Val: r}); err != nil {
+				sendErr <- err
+				return
+			}
+		}
+		sendErr <- p.Flush()
+	}()
+	deadline := time.After(60 * time.Second)
+	for a.ReceiverStats(0).HeldBack == 0 {
+		select {
+		case err := <-sendErr:
+			t.Fatalf("all %d roots sent (%v) without a hold-back", roots, err)
+		case <-deadline:
+			t.Fatal("receiver 0 never held back")
+		default:
+			runtime.Gosched()
+		}
+	}
+	// Held back, and nobody polls receiver 0: the hold lasts.
+	p1 := a.Producer(1)
+	if ok, err := p1.TrySend(ackcore.Msg{Root: roots + 1, Kind: ackcore.Init, Task: 0, Val: 1}); ok || err != nil {
+		t.Fatalf("TrySend of a held-back INIT: %v, %v", ok, err)
+	}
+	const others = 100
+	for r := uint64(roots + 2); r < roots+2+others; r++ {
+		if err := p1.Send(ackcore.Msg{Root: r, Kind: ackcore.Init, Task: 1, Val: r}); err != nil {
+			t.Fatal(err)
+		}
+		if err := p1.Send(ackcore.Msg{Root: r, Kind: ackcore.Ack, Val: r}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p1.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	for got1.Load() < others {
+		select {
+		case <-deadline:
+			t.Fatalf("task 1 got %d of %d outcomes while task 0 was held back", got1.Load(), others)
+		default:
+			runtime.Gosched()
+		}
+	}
+	select {
+	case err := <-sendErr:
+		t.Fatalf("the held-back Send returned (%v)", err)
+	default:
+	}
+	// Resume receiver 0: the Send finishes, each root completes once.
+	seen := map[uint64]int{}
+	done0 := make(chan struct{})
+	go func() {
+		defer close(done0)
+		a.Receiver(0).Run(func(o ackcore.Outcome) { seen[o.Root]++ })
+	}()
+	select {
+	case err := <-sendErr:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-deadline:
+		t.Fatal("Send still held back after receiver 0 resumed")
+	}
+	st := a.Stop()
+	<-done0
+	<-done1
+	for r := uint64(1); r <= roots; r++ {
+		if seen[r] != 1 {
+			t.Fatalf("root %d: %d outcomes", r, seen[r])
+		}
+	}
+	if len(seen) != roots || st.Completed != roots+others {
+		t.Fatalf("%d roots seen, stats %+v", len(seen), st)
+	}
+}
+
+// TestSpoutPollsWhileHeldBack: a goroutine that sends its own task's INITs
+// and polls that task's receiver (a spout executor) must not wait in Send:
+// with TrySend and a Poll while it says no, it never deadlocks, however
+// small Backlog is.
+func TestSpoutPollsWhileHeldBack(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	roots := 200_000
+	if testing.Short() {
+		roots = 20_000
+	}
+	a, err := acker.New(acker.Config{Shards: 2, Producers: 1, Tasks: 1, RingSize: 64, OutcomeRingSize: 16, Backlog: 8,
+		Shard: ackcore.Config{MaxPending: 1 << 16}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		seen    []uint8
+		refused int
+		err     error
+	}
+	res := make(chan result, 1)
+	go func() {
+		p, in := a.Producer(0), a.Receiver(0)
+		seen := make([]uint8, roots+1)
+		var buf []ackcore.Outcome
+		refused, taken := 0, 0
+		poll := func() int {
+			buf = in.Poll(buf[:0])
+			for _, o := range buf {
+				seen[o.Root]++
+			}
+			taken += len(buf)
+			return len(buf)
+		}
+		for r := uint64(1); r <= uint64(roots); r++ {
+			for {
+				ok, err := p.TrySend(ackcore.Msg{Root: r, Kind: ackcore.Init, Val: r})
+				if err != nil {
+					res <- result{err: err}
+					return
+				}
+				if ok {
+					break
+				}
+				refused++
+				p.Flush()
+				if poll() == 0 {
+					runtime.Gosched()
+				}
+			}
+			if err := p.Send(ackcore.Msg{Root: r, Kind: ackcore.Ack, Val: r}); err != nil {
+				res <- result{err: err}
+				return
+			}
+			poll()
+		}
+		p.Flush()
+		for taken < roots {
+			if poll() == 0 {
+				runtime.Gosched()
+			}
+		}
+		res <- result{seen: seen, refused: refused}
+	}()
+	var r result
+	select {
+	case r = <-res:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the polling spout is stuck")
+	}
+	st := a.Stop()
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	for root := 1; root <= roots; root++ {
+		if r.seen[root] != 1 {
+			t.Fatalf("root %d: %d outcomes", root, r.seen[root])
+		}
+	}
+	if st.Completed != uint64(roots) {
+		t.Fatalf("stats %+v", st)
+	}
+	t.Logf("%d roots, %d TrySends refused", roots, r.refused)
+}
+
+// TestStopReleasesHeldSend: a Send waiting for a held-back receiver
+// returns ErrClosed when the acker stops, and Stop delivers what was held.
+func TestStopReleasesHeldSend(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	a, err := acker.New(acker.Config{Producers: 1, Tasks: 1, OutcomeRingSize: 16, Backlog: 16,
+		Shard: ackcore.Config{MaxPending: 4096}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sendErr := make(chan error, 1)
+	go func() {
+		p := a.Producer(0)
+		for r := uint64(1); ; r++ {
+			if err := p.Send(ackcore.Msg{Root: r, Kind: ackcore.Init}); err != nil {
+				sendErr <- err
+				return
+			}
+		}
+	}()
+	deadline := time.After(60 * time.Second)
+	for a.ReceiverStats(0).HeldBack == 0 {
+		select {
+		case err := <-sendErr:
+			t.Fatalf("Send returned %v before any hold-back", err)
+		case <-deadline:
+			t.Fatal("never held back")
+		default:
+			runtime.Gosched()
+		}
+	}
+	stopped := make(chan ackcore.Stats, 1)
+	go func() { stopped <- a.Stop() }()
+	select {
+	case err := <-sendErr:
+		if !errors.Is(err, acker.ErrClosed) {
+			t.Fatalf("held Send returned %v, want ErrClosed", err)
+		}
+	case <-deadline:
+		t.Fatal("held Send still waiting after Stop")
+	}
+	n := 0
+	a.Receiver(0).Run(func(ackcore.Outcome) { n++ })
+	st := <-stopped
+	if uint64(n) != st.Completed || n == 0 {
+		t.Fatalf("%d outcomes delivered, stats %+v", n, st)
+	}
+}

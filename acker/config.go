@@ -1,0 +1,251 @@
+package acker
+
+import (
+	"fmt"
+	"math/bits"
+	"unsafe"
+
+	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/ring"
+)
+
+// Config configures a sharded acker. Every size and count is checked by
+// New before anything is allocated; see Footprint for what a configuration
+// may hold at most.
+type Config struct {
+	// Shards is the number of shards, each run by one executor goroutine
+	// (pinned to a CPU when Pin is set). Default 1, at most MaxShards.
+	Shards int
+	// Producers is the number of producer handles: each is used by one
+	// goroutine (a spout or bolt executor of the embedding engine) and has
+	// one SPSC ring into every shard. Required, at most MaxProducers.
+	Producers int
+	// Tasks is the number of spout tasks; task t's outcomes arrive at
+	// TaskReceiver(t). INITs must name a task below it. Required.
+	Tasks int
+	// Receivers is the number of outcome receivers, each with one ring
+	// from every shard and polled by one goroutine; task t's outcomes go
+	// to receiver ReceiverOf(t), which TaskReceiver(t) returns. Default Tasks:
+	// one receiver per task. An engine whose executors each run several
+	// spout tasks (as Storm's do) gives each executor one receiver: the
+	// shards then publish one span per executor per pass, not one per
+	// task, and the executor polls one handle.
+	Receivers int
+	// ReceiverOf maps a task to its receiver in [0, Receivers); nil means
+	// task mod Receivers. It is called once per task by New.
+	ReceiverOf func(task int) int
+	// Shard configures each shard; MaxPending is per shard. Its Clock is
+	// the source the executors sample once per pass (nil: monotonic).
+	Shard ackcore.Config
+	// RingSize is each producer->shard ring's capacity (a power of two);
+	// default 4096.
+	RingSize int
+	// OutcomeRingSize is each shard->receiver ring's capacity (a power of
+	// two); default 4096.
+	OutcomeRingSize int
+	// Backlog is how many outcomes a shard holds for one receiver beyond
+	// that receiver's full ring before it holds back new INITs of the
+	// receiver's tasks (Send waits for them, TrySend says no) until the
+	// receiver has taken half of them; the other receivers keep flowing.
+	// Default 4096. See the package doc, "Bounded delivery".
+	Backlog int
+	// Batch is the most messages a shard takes from one producer ring per
+	// pass, for fairness between producers, and the span a producer
+	// reserves at once; at most RingSize; default 256 (or RingSize if
+	// smaller).
+	Batch int
+	// Seed keys the hash that routes each root to its shard; 0 draws one
+	// from crypto/rand in New. Keep it secret where root ids come from
+	// outside: with a known seed, ids can be chosen to land on one shard.
+	Seed uint64
+	// MaxBytes bounds what the configuration may hold at most (Footprint:
+	// tables, rings, held outcomes); New refuses a configuration over it,
+	// naming the bytes. 0 means DefaultMaxBytes; raise it deliberately.
+	MaxBytes int64
+	// Pin pins each executor to a CPU chosen by affinity.Plan.
+	Pin bool
+	// Idle is how executors, blocked producers and waiting receivers
+	// wait; nil means ring.DefaultIdle().
+	Idle *ring.Idle
+}
+
+// Limits and defaults of a Config.
+const (
+	MaxShards    = 1024
+	MaxProducers = 4096
+	// MaxRing is the largest RingSize and OutcomeRingSize (32 MiB a ring
+	// of 32-byte elements).
+	MaxRing = 1 << 20
+	// MaxBacklog is the largest Backlog.
+	MaxBacklog = 1 << 24
+	// DefaultMaxBytes is MaxBytes' default: 4 GiB.
+	DefaultMaxBytes = 4 << 30
+	// DefaultRingSize, DefaultBacklog and DefaultBatch are the defaults
+	// of RingSize and OutcomeRingSize, Backlog and Batch.
+	DefaultRingSize = 4096
+	DefaultBacklog  = 4096
+	DefaultBatch    = 256
+)
+
+// Sizes the footprint is computed from.
+const (
+	msgBytes = int64(unsafe.Sizeof(ackcore.Msg{}))     // 32
+	outBytes = int64(unsafe.Sizeof(ackcore.Outcome{})) // 32
+	// ringOverhead is an SPSC's header (four 64-byte lines) plus the slice
+	// and the acker's pointer to it.
+	ringOverhead = 4*64 + 64
+	// pairBytes is what each (shard, receiver) pair costs beyond its ring:
+	// the held queue's header, its held-count and hold-back flag, the
+	// route scratch (see executor).
+	pairBytes = 64
+	// tableBytesPerRoot bounds a shard's memory per MaxPending: its table
+	// (24-byte slots at a load of at most 2/3, 36 bytes a root) plus its
+	// timer handles for the roots near their deadline (at most 12 bytes
+	// and a root id each): 64 leaves room for the table's rounding.
+	tableBytesPerRoot = 64
+)
+
+// Footprint is what a configuration may hold at most, in bytes, as New
+// computes it before allocating: the budget checked against MaxBytes.
+type Footprint struct {
+	// Tables is the shards' tables and timers (Shards × MaxPending).
+	Tables int64
+	// Rings is the producer->shard rings, Shards × Producers × RingSize
+	// messages, allocated by New.
+	Rings int64
+	// OutcomeRings is the shard->receiver rings, Shards × Receivers ×
+	// OutcomeRingSize outcomes, allocated by New.
+	OutcomeRings int64
+	// Held is the most the shards can hold for receivers beyond their
+	// rings (allocated as needed, in chunks, and given back): per shard,
+	// Receivers × (Backlog + a route chunk + two queue chunks), plus
+	// MaxPending (the outcomes of the roots a held-back receiver's tasks
+	// had pending), plus Producers × (RingSize+1) (INITs staged before
+	// their producer saw the hold-back), plus MaxPending again while Stop
+	// reports every pending root. See the package doc.
+	Held int64
+	// Receivers is the receivers' own buffers (Run's batch).
+	Receivers int64
+}
+
+// Total is the sum of the parts.
+func (f Footprint) Total() int64 {
+	return sat(sat(sat(f.Tables, f.Rings), sat(f.OutcomeRings, f.Held)), f.Receivers)
+}
+
+// fill applies defaults and checks every value, then the footprint against
+// MaxBytes, without allocating anything.
+func (c *Config) fill() (Footprint, error) {
+	if c.Shards == 0 {
+		c.Shards = 1
+	}
+	if c.RingSize == 0 {
+		c.RingSize = DefaultRingSize
+	}
+	if c.OutcomeRingSize == 0 {
+		c.OutcomeRingSize = DefaultRingSize
+	}
+	if c.Backlog == 0 {
+		c.Backlog = DefaultBacklog
+	}
+	if c.Batch == 0 {
+		c.Batch = max(min(DefaultBatch, c.RingSize), 1)
+	}
+	if c.Receivers == 0 && c.Tasks > 0 {
+		c.Receivers = c.Tasks
+	}
+	if c.MaxBytes == 0 {
+		c.MaxBytes = DefaultMaxBytes
+	}
+	switch {
+	case c.Shards < 1 || c.Shards > MaxShards:
+		return Footprint{}, fmt.Errorf("acker: Shards %d out of range [1, %d]", c.Shards, MaxShards)
+	case c.Producers < 1 || c.Producers > MaxProducers:
+		return Footprint{}, fmt.Errorf("acker: Producers %d out of range [1, %d]", c.Producers, MaxProducers)
+	case c.Tasks < 1 || c.Tasks > ackcore.MaxTask+1:
+		return Footprint{}, fmt.Errorf("acker: Tasks %d out of range [1, %d]", c.Tasks, ackcore.MaxTask+1)
+	case c.Receivers < 1 || c.Receivers > c.Tasks:
+		return Footprint{}, fmt.Errorf("acker: Receivers %d out of range [1, Tasks %d] (0: Tasks)", c.Receivers, c.Tasks)
+	case c.RingSize < 2 || c.RingSize&(c.RingSize-1) != 0 || c.RingSize > MaxRing:
+		return Footprint{}, fmt.Errorf("acker: RingSize %d is not a power of two in [2, %d] (%s a ring, %s for %d shards × %d producers)",
+			c.RingSize, MaxRing, bytesOf(sat(mul(int64(c.RingSize), msgBytes), ringOverhead)),
+			bytesOf(ringBytes(c.Shards, c.Producers, c.RingSize, msgBytes)), c.Shards, c.Producers)
+	case c.OutcomeRingSize < 2 || c.OutcomeRingSize&(c.OutcomeRingSize-1) != 0 || c.OutcomeRingSize > MaxRing:
+		return Footprint{}, fmt.Errorf("acker: OutcomeRingSize %d is not a power of two in [2, %d] (%s a ring, %s for %d shards × %d receivers)",
+			c.OutcomeRingSize, MaxRing, bytesOf(sat(mul(int64(c.OutcomeRingSize), outBytes), ringOverhead)),
+			bytesOf(ringBytes(c.Shards, c.Receivers, c.OutcomeRingSize, outBytes)), c.Shards, c.Receivers)
+	case c.Backlog < 1 || c.Backlog > MaxBacklog:
+		return Footprint{}, fmt.Errorf("acker: Backlog %d out of range [1, %d] (%s per shard and receiver)",
+			c.Backlog, MaxBacklog, bytesOf(mul(int64(c.Backlog), outBytes)))
+	case c.Batch < 1 || c.Batch > c.RingSize:
+		return Footprint{}, fmt.Errorf("acker: Batch %d out of range [1, RingSize %d]", c.Batch, c.RingSize)
+	case c.MaxBytes < 0:
+		return Footprint{}, fmt.Errorf("acker: MaxBytes %d is negative (0: DefaultMaxBytes)", c.MaxBytes)
+	}
+	if err := c.Shard.Validate(); err != nil {
+		return Footprint{}, fmt.Errorf("acker: Shard: %w", err)
+	}
+	f := c.footprint()
+	if t := f.Total(); t > c.MaxBytes {
+		return f, fmt.Errorf("acker: %d shards × MaxPending %d, %d producers × RingSize %d, %d receivers × OutcomeRingSize %d and Backlog %d "+
+			"may hold %s (tables %s, rings %s, outcome rings %s, held outcomes %s), over MaxBytes %s",
+			c.Shards, c.Shard.MaxPending, c.Producers, c.RingSize, c.Receivers, c.OutcomeRingSize, c.Backlog,
+			bytesOf(t), bytesOf(f.Tables), bytesOf(f.Rings), bytesOf(f.OutcomeRings), bytesOf(f.Held), bytesOf(c.MaxBytes))
+	}
+	return f, nil
+}
+
+// footprint computes the budget of a checked configuration (saturating:
+// no product overflows).
+func (c *Config) footprint() Footprint {
+	s, p, r := int64(c.Shards), int64(c.Producers), int64(c.Receivers)
+	mp := int64(c.Shard.MaxPending)
+	perShardHeld := sat(sat(
+		mul(r, int64(c.Backlog)+routeChunk+int64(c.Batch)+2*chunkLen), // per receiver: Backlog, one route's worth, partial chunks
+		2*mp), // the roots a held-back receiver's tasks had pending; Stop's report of all pending
+		mul(p, int64(c.RingSize)+1)) // INITs staged before their producer saw the hold-back
+	return Footprint{
+		Tables:       mul(s, mul(mp, tableBytesPerRoot)),
+		Rings:        ringBytes(c.Shards, c.Producers, c.RingSize, msgBytes),
+		OutcomeRings: ringBytes(c.Shards, c.Receivers, c.OutcomeRingSize, outBytes),
+		Held: sat(mul(s, sat(mul(perShardHeld, outBytes), mul(r, pairBytes))),
+			mul(s, mul(freeChunks*chunkLen, outBytes))),
+		Receivers: mul(r, runBatch*outBytes+ringOverhead),
+	}
+}
+
+// ringBytes is what n × m rings of size elements of elem bytes take.
+func ringBytes(n, m, size int, elem int64) int64 {
+	return mul(mul(int64(n), int64(m)), sat(mul(int64(size), elem), ringOverhead))
+}
+
+// mul is a*b for non-negative a, b, saturating at MaxInt64.
+func mul(a, b int64) int64 {
+	hi, lo := bits.Mul64(uint64(a), uint64(b))
+	if hi != 0 || lo > 1<<63-1 {
+		return 1<<63 - 1
+	}
+	return int64(lo)
+}
+
+// sat is a+b for non-negative a, b, saturating at MaxInt64.
+func sat(a, b int64) int64 {
+	if s := a + b; s >= a {
+		return s
+	}
+	return 1<<63 - 1
+}
+
+// bytesOf writes n bytes for an error message: "3221225472 bytes (3.0 GiB)".
+func bytesOf(n int64) string {
+	const gib, mib = 1 << 30, 1 << 20
+	switch {
+	case n == 1<<63-1:
+		return "more than 9223372036854775807 bytes (8 EiB)"
+	case n >= gib:
+		return fmt.Sprintf("%d bytes (%.1f GiB)", n, float64(n)/gib)
+	case n >= mib:
+		return fmt.Sprintf("%d bytes (%.1f MiB)", n, float64(n)/mib)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}

@@ -1,0 +1,122 @@
+package acker_test
+
+import (
+	"fmt"
+	"runtime"
+
+	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/acker"
+)
+
+// A spout task emits a root with two edges; a bolt acks both; the
+// spout's receiver gets the root's outcome.
+func Example() {
+	a, err := acker.New(acker.Config{Shards: 2, Producers: 1, Tasks: 1, Shard: ackcore.Config{MaxPending: 1024}})
+	if err != nil {
+		panic(err)
+	}
+	if err := a.Start(); err != nil {
+		panic(err)
+	}
+	p := a.Producer(0)
+	const root, e1, e2 = 0x1234, 0x51, 0x7a
+	p.Send(ackcore.Msg{Root: root, Kind: ackcore.Init, Task: 0, Val: e1 ^ e2})
+	p.Send(ackcore.Msg{Root: root, Kind: ackcore.Ack, Val: e1})
+	p.Send(ackcore.Msg{Root: root, Kind: ackcore.Ack, Val: e2})
+	p.Flush()
+
+	outs, _ := a.TaskReceiver(0).Wait(nil)
+	fmt.Printf("root %#x: %v\n", outs[0].Root, outs[0].Kind)
+	st := a.Stop()
+	fmt.Println("completed:", st.Completed, "pending:", st.Pending)
+	// Output:
+	// root 0x1234: completed
+	// completed: 1 pending: 0
+}
+
+// A spout executor that emits and takes its own acks sends its INITs with
+// TrySend and polls its receiver while TrySend says no: a shard holding
+// back its INITs (its receiver fell Backlog behind) waits for exactly
+// those polls, so a blocking Send here could wait forever.
+func ExampleProducer_TrySend() {
+	a, err := acker.New(acker.Config{Producers: 1, Tasks: 1, OutcomeRingSize: 16, Backlog: 8,
+		Shard: ackcore.Config{MaxPending: 1024}})
+	if err != nil {
+		panic(err)
+	}
+	if err := a.Start(); err != nil {
+		panic(err)
+	}
+	p, in := a.Producer(0), a.Receiver(0)
+	var buf []ackcore.Outcome
+	done := 0
+	for root := uint64(1); root <= 1000; root++ {
+		for {
+			ok, err := p.TrySend(ackcore.Msg{Root: root, Kind: ackcore.Init, Val: root})
+			if err != nil {
+				panic(err)
+			}
+			if ok {
+				break
+			}
+			p.Flush()
+			buf = in.Poll(buf[:0]) // take acks: this is what releases the hold
+			done += len(buf)
+		}
+		p.Send(ackcore.Msg{Root: root, Kind: ackcore.Ack, Val: root}) // ACKs are never held back
+	}
+	p.Flush()
+	for done < 1000 {
+		buf, _ = in.Wait(buf[:0])
+		done += len(buf)
+	}
+	a.Stop()
+	fmt.Println("completed:", done)
+	// Output:
+	// completed: 1000
+}
+
+// New checks every size against a memory budget before allocating.
+func ExampleNew_budget() {
+	_, err := acker.New(acker.Config{Shards: 1024, Producers: 4096, Tasks: 1, Shard: ackcore.Config{MaxPending: 1024}})
+	fmt.Println(err != nil)
+	a, err := acker.New(acker.Config{Shards: 2, Producers: 2, Tasks: 4, Shard: ackcore.Config{MaxPending: 1 << 16}})
+	if err != nil {
+		panic(err)
+	}
+	f := a.Footprint()
+	fmt.Printf("rings %d KiB, outcome rings %d KiB\n", f.Rings>>10, f.OutcomeRings>>10)
+	a.Stop()
+	// Output:
+	// true
+	// rings 513 KiB, outcome rings 1026 KiB
+}
+
+// ReceiverStats names a spout that stopped taking its outcomes.
+func ExampleAcker_ReceiverStats() {
+	a, err := acker.New(acker.Config{Producers: 1, Tasks: 2, OutcomeRingSize: 16, Backlog: 16,
+		Shard: ackcore.Config{MaxPending: 1024}})
+	if err != nil {
+		panic(err)
+	}
+	if err := a.Start(); err != nil {
+		panic(err)
+	}
+	p := a.Producer(0)
+	// Nobody polls task 1's receiver: after 16 outcomes in its ring and 16
+	// held, the shard holds back its INITs.
+	for root := uint64(1); a.ReceiverStats(1).HeldBack == 0; {
+		if ok, _ := p.TrySend(ackcore.Msg{Root: root, Kind: ackcore.Init, Task: 1}); ok {
+			root++
+		} else {
+			runtime.Gosched() // let the executor drain the ring
+		}
+		p.Flush()
+	}
+	st := a.ReceiverStats(1)
+	fmt.Println("held back:", st.HeldBack > 0, "backlog ≥ 32:", st.Backlog >= 32, "taken:", st.Taken)
+	go a.Receiver(1).Run(func(ackcore.Outcome) {})
+	a.Stop()
+	// Output:
+	// held back: true backlog ≥ 32: true taken: 0
+}

@@ -1,0 +1,169 @@
+package pipeline
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/acker"
+	"github.com/xorack/xorack/ring"
+)
+
+// Config describes a pipeline under test: its shape (as an engine sees an
+// acker: acker.Spec's fields) and what each impl needs.
+type Config struct {
+	// Producers, Tasks, Receivers and ReceiverOf are acker.Spec's: the
+	// send handles, the spout tasks, the inboxes (0: one per task) and the
+	// task -> inbox map (nil: task mod Receivers).
+	Producers  int
+	Tasks      int
+	Receivers  int
+	ReceiverOf func(task int) int
+	// Shards is xorack's shard count; the baselines have one table of
+	// Shards × MaxPending roots.
+	Shards int
+	// MaxPending is the roots each shard may hold.
+	MaxPending int
+	// Timeout and Clock are the shards' (0, nil: ackcore's defaults).
+	Timeout time.Duration
+	Clock   ackcore.Clock
+	// Batch is the messages a sender hands over at once (xorack: the
+	// span a shard drains per ring per pass); 0: acker.DefaultBatch.
+	Batch int
+	// OutcomeRingSize is xorack's shard -> receiver ring (0: default).
+	OutcomeRingSize int
+	// Pin pins xorack's executors; Idle is its idle strategy (nil:
+	// default).
+	Pin  bool
+	Idle *ring.Idle
+}
+
+// Pipe is a concurrent acker under test: an acker.Port (senders, inboxes,
+// Stop) that is started, and whose counters can be read while it runs.
+// Stop must come after every sender is done.
+type Pipe interface {
+	acker.Port
+	// Start launches its goroutines.
+	Start() error
+	// Stats is a snapshot (at most a tick old) while running; exact
+	// after Stop.
+	Stats() ackcore.Stats
+	// Placement says where its goroutines ran (xorack: the executors'
+	// CPUs and the plan's note); nil and "" for the baselines.
+	Placement() (cpus []int, note string)
+}
+
+// Impls names the pipelines, xorack first, in the order reports list them.
+var Impls = []string{"xorack", "mutexmap", "chanshard"}
+
+// New builds the pipeline named impl.
+func New(impl string, cfg Config) (Pipe, error) {
+	switch impl {
+	case "xorack":
+		return NewXorack(cfg)
+	case "mutexmap":
+		return NewMutexMap(cfg)
+	case "chanshard":
+		return NewChanShard(cfg)
+	}
+	return nil, fmt.Errorf("pipeline: unknown impl %q (want one of %v)", impl, Impls)
+}
+
+func (c *Config) fill() error {
+	if c.Receivers == 0 {
+		c.Receivers = c.Tasks
+	}
+	if c.Batch == 0 {
+		c.Batch = acker.DefaultBatch
+	}
+	switch {
+	case c.Producers < 1:
+		return fmt.Errorf("pipeline: Producers %d below 1", c.Producers)
+	case c.Tasks < 1 || c.Tasks > ackcore.MaxTask+1:
+		return fmt.Errorf("pipeline: Tasks %d out of range [1, %d]", c.Tasks, ackcore.MaxTask+1)
+	case c.Receivers < 1 || c.Receivers > c.Tasks:
+		return fmt.Errorf("pipeline: Receivers %d out of range [1, Tasks %d]", c.Receivers, c.Tasks)
+	case c.Shards < 1:
+		return fmt.Errorf("pipeline: Shards %d below 1", c.Shards)
+	case c.Batch < 1:
+		return fmt.Errorf("pipeline: Batch %d below 1", c.Batch)
+	}
+	return nil
+}
+
+// base is what the baselines share: their task -> inbox table and their
+// life cycle.
+type base struct {
+	name    string
+	recvOf  []uint32
+	tasks   uint32
+	started atomic.Bool
+	closed  atomic.Bool // Stop began: sends fail
+	once    sync.Once   // Stop's work
+}
+
+// init fills cfg and sets b up for it.
+func (b *base) init(name string, cfg *Config) error {
+	if err := cfg.fill(); err != nil {
+		return err
+	}
+	of, err := acker.Spec{Tasks: cfg.Tasks, Receivers: cfg.Receivers, ReceiverOf: cfg.ReceiverOf}.ReceiverTable()
+	b.name, b.recvOf, b.tasks = name, of, uint32(cfg.Tasks)
+	return err
+}
+
+// start runs loop on a goroutine, once.
+func (b *base) start(loop func()) error {
+	if b.started.Swap(true) {
+		return fmt.Errorf("pipeline: %s started twice", b.name)
+	}
+	go loop()
+	return nil
+}
+
+// check refuses m once the pipe stops, or for an INIT naming a task the
+// pipe does not have.
+func (b *base) check(m *ackcore.Msg) error {
+	if b.closed.Load() {
+		return acker.ErrClosed
+	}
+	if m.Kind == ackcore.Init && m.Task >= b.tasks {
+		return fmt.Errorf("pipeline: INIT root %#x names task %d, %s has %d tasks", m.Root, m.Task, b.name, b.tasks)
+	}
+	return nil
+}
+
+// sendEach is SendBatch for a sender that takes one message at a time.
+func sendEach(send func(ackcore.Msg) error, msgs []ackcore.Msg) error {
+	for _, m := range msgs {
+		if err := send(m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// xorack: acker.Acker itself.
+
+type xorackPipe struct{ *acker.Acker }
+
+// NewXorack is acker.Acker: producers -> SPSC rings -> shard executors ->
+// outcome rings -> receivers.
+func NewXorack(cfg Config) (Pipe, error) {
+	if err := cfg.fill(); err != nil {
+		return nil, err
+	}
+	a, err := acker.New(acker.Config{
+		Shards: cfg.Shards, Producers: cfg.Producers, Tasks: cfg.Tasks, Receivers: cfg.Receivers, ReceiverOf: cfg.ReceiverOf,
+		Batch: min(cfg.Batch, acker.DefaultRingSize), OutcomeRingSize: cfg.OutcomeRingSize, Pin: cfg.Pin, Idle: cfg.Idle,
+		Shard: ackcore.Config{MaxPending: cfg.MaxPending, Timeout: cfg.Timeout, Clock: cfg.Clock},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return xorackPipe{a}, nil
+}
+
+func (x xorackPipe) Placement() ([]int, string) { return x.ShardCPUs(), x.Plan().Note }

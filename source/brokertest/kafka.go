@@ -1,0 +1,71 @@
+package brokertest
+
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+// MaxKafkaBrokers bounds KafkaConfig.Brokers: a test cluster, not a fleet.
+const MaxKafkaBrokers = 16
+
+// MaxPartitions bounds KafkaConfig.Partitions.
+const MaxPartitions = 1024
+
+// KafkaConfig configures StartKafka. The zero value is one broker and no
+// topics.
+type KafkaConfig struct {
+	// Brokers is the number of brokers, 1 when zero.
+	Brokers int
+	// Topics are created at start, each with Partitions partitions.
+	Topics []string
+	// Partitions per topic, 1 when zero.
+	Partitions int32
+}
+
+// Kafka is a Kafka cluster running in the process (franz-go's kfake).
+type Kafka struct {
+	cluster *kfake.Cluster
+}
+
+// StartKafka starts a Kafka cluster on loopback and returns when its
+// brokers listen.
+func StartKafka(cfg KafkaConfig) (*Kafka, error) {
+	if cfg.Brokers == 0 {
+		cfg.Brokers = 1
+	}
+	if cfg.Partitions == 0 {
+		cfg.Partitions = 1
+	}
+	if cfg.Brokers < 1 || cfg.Brokers > MaxKafkaBrokers {
+		return nil, fmt.Errorf("brokertest: %d Kafka brokers, want 1 to %d", cfg.Brokers, MaxKafkaBrokers)
+	}
+	if cfg.Partitions < 1 || cfg.Partitions > MaxPartitions {
+		return nil, fmt.Errorf("brokertest: %d partitions per topic, want 1 to %d", cfg.Partitions, MaxPartitions)
+	}
+	for _, t := range cfg.Topics {
+		if t == "" {
+			return nil, fmt.Errorf("brokertest: empty topic name in %q", cfg.Topics)
+		}
+	}
+	opts := []kfake.Opt{kfake.NumBrokers(cfg.Brokers)}
+	if len(cfg.Topics) > 0 {
+		opts = append(opts, kfake.SeedTopics(cfg.Partitions, cfg.Topics...))
+	}
+	c, err := kfake.NewCluster(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("brokertest: starting the Kafka cluster: %w", err)
+	}
+	return &Kafka{cluster: c}, nil
+}
+
+// Addrs returns the brokers' host:port addresses, all on 127.0.0.1: the
+// seed brokers for a client.
+func (k *Kafka) Addrs() []string { return k.cluster.ListenAddrs() }
+
+// Cluster returns the kfake cluster, for what a test needs beyond a
+// broker's address (kfake's request hooks and fault injection).
+func (k *Kafka) Cluster() *kfake.Cluster { return k.cluster }
+
+// Close stops the cluster; its data is gone.
+func (k *Kafka) Close() { k.cluster.Close() }

@@ -1,0 +1,92 @@
+package brokertest
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+)
+
+// readyTimeout bounds how long StartNATS waits for the server to accept
+// connections. Starting takes milliseconds; the bound is for a machine
+// busy with other work.
+const readyTimeout = 10 * time.Second
+
+// Default JetStream limits: small, so the server does not reserve a share
+// of the machine's disk and memory as a production server would.
+const (
+	defaultMaxStore  = 1 << 30
+	defaultMaxMemory = 256 << 20
+)
+
+// NATSConfig configures StartNATS.
+type NATSConfig struct {
+	// StoreDir is JetStream's file store; required. In a test,
+	// t.TempDir().
+	StoreDir string
+	// MaxStore and MaxMemory bound JetStream's file and memory storage,
+	// in bytes; 1 GiB and 256 MiB when zero.
+	MaxStore, MaxMemory int64
+}
+
+// NATS is a NATS server with JetStream running in the process.
+type NATS struct {
+	server *server.Server
+}
+
+// StartNATS starts a nats-server with JetStream on loopback and returns
+// when it accepts connections.
+func StartNATS(cfg NATSConfig) (*NATS, error) {
+	if cfg.StoreDir == "" {
+		return nil, errors.New("brokertest: NATSConfig.StoreDir is empty; JetStream needs a directory (t.TempDir() in a test)")
+	}
+	if cfg.MaxStore == 0 {
+		cfg.MaxStore = defaultMaxStore
+	}
+	if cfg.MaxMemory == 0 {
+		cfg.MaxMemory = defaultMaxMemory
+	}
+	if cfg.MaxStore < 0 || cfg.MaxMemory < 0 {
+		return nil, fmt.Errorf("brokertest: negative JetStream limits: MaxStore %d, MaxMemory %d", cfg.MaxStore, cfg.MaxMemory)
+	}
+	s, err := server.NewServer(&server.Options{
+		ServerName:         "brokertest",
+		Host:               "127.0.0.1",
+		Port:               server.RANDOM_PORT,
+		NoSigs:             true,
+		NoLog:              true,
+		JetStream:          true,
+		StoreDir:           cfg.StoreDir,
+		JetStreamMaxStore:  cfg.MaxStore,
+		JetStreamMaxMemory: cfg.MaxMemory,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("brokertest: configuring nats-server: %w", err)
+	}
+	s.Start()
+	if !s.ReadyForConnections(readyTimeout) {
+		s.Shutdown()
+		s.WaitForShutdown()
+		return nil, fmt.Errorf("brokertest: nats-server not accepting connections after %v", readyTimeout)
+	}
+	if !s.JetStreamEnabled() {
+		s.Shutdown()
+		s.WaitForShutdown()
+		return nil, fmt.Errorf("brokertest: nats-server started without JetStream (store %q)", cfg.StoreDir)
+	}
+	return &NATS{server: s}, nil
+}
+
+// URL returns the client URL, nats://127.0.0.1:port.
+func (n *NATS) URL() string { return n.server.ClientURL() }
+
+// Server returns the embedded server, for what a test needs beyond its URL.
+func (n *NATS) Server() *server.Server { return n.server }
+
+// Close shuts the server down and waits until it has stopped. The store
+// directory is left to its owner.
+func (n *NATS) Close() {
+	n.server.Shutdown()
+	n.server.WaitForShutdown()
+}

@@ -1,0 +1,184 @@
+package topology
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Spout is a source of tuples. Its task's executor calls Next repeatedly,
+// while the task has room for more pending roots (Config.MaxSpoutPending)
+// and the retry-storm breaker is closed; Next emits zero or more tuples
+// through c and returns. Ack and Fail report the final outcome of each
+// tracked message (one emitted with a message id), once per message, on
+// the executor's goroutine: Ack when its tree was fully processed, Fail
+// when the engine gave up on it, after the last attempt of the retry
+// policy (having called Config.DeadLetter) or at shutdown (Reason
+// Stopped). The engine replays failed attempts itself, with the values it
+// kept, so a spout needs no replay cache.
+//
+// A spout may also implement Opener (called before the first Next) and
+// io.Closer (called after the last callback).
+type Spout interface {
+	Next(c *SpoutCollector)
+	Ack(msgID any)
+	Fail(msgID any, f *Failure)
+}
+
+// Bolt processes tuples. Execute is called once per input tuple on its
+// task's executor goroutine; the bolt emits through c and must eventually
+// Ack or Fail every input (or it times out). A bolt may also implement
+// Opener and io.Closer.
+type Bolt interface {
+	Execute(t *Tuple, c *BoltCollector)
+}
+
+// BasicBolt is the simple bolt form: every emit through c is anchored to
+// the input, the input is acked when Execute returns nil and failed with
+// the error when it returns one. Wrap it with Basic to get a Bolt.
+type BasicBolt interface {
+	Execute(t *Tuple, c *BasicCollector) error
+}
+
+// BasicFunc is a BasicBolt made of a function.
+type BasicFunc func(t *Tuple, c *BasicCollector) error
+
+// Execute calls f.
+func (f BasicFunc) Execute(t *Tuple, c *BasicCollector) error { return f(t, c) }
+
+// Basic turns a BasicBolt into a Bolt that anchors every emit to the
+// input, acks it when Execute returns nil and fails it with the error
+// otherwise.
+func Basic(b BasicBolt) Bolt { return &basicBolt{b: b} }
+
+type basicBolt struct {
+	b  BasicBolt
+	bc BasicCollector
+}
+
+func (b *basicBolt) Execute(t *Tuple, c *BoltCollector) {
+	b.bc = BasicCollector{c: c, in: t}
+	if err := b.b.Execute(t, &b.bc); err != nil {
+		c.Fail(t, err)
+	} else {
+		c.Ack(t)
+	}
+	b.bc.in = nil
+}
+
+func (b *basicBolt) Open(ctx TaskContext) error {
+	if o, ok := b.b.(Opener); ok {
+		return o.Open(ctx)
+	}
+	return nil
+}
+
+func (b *basicBolt) Close() error {
+	if c, ok := b.b.(interface{ Close() error }); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+// Opener is implemented by spouts and bolts that need to set up before
+// their first call (Storm's open and prepare).
+type Opener interface {
+	Open(ctx TaskContext) error
+}
+
+// TaskContext describes the task a spout or bolt instance runs as.
+type TaskContext struct {
+	Component string // the component's name
+	Task      int    // the global task id (what EmitDirect takes)
+	Index     int    // the task's index within its component
+	topo      *Topology
+}
+
+// ComponentTasks returns the global task ids of the named component, in
+// order, or nil if there is no such component.
+func (c TaskContext) ComponentTasks(name string) []int {
+	if c.topo == nil {
+		return nil
+	}
+	if comp, ok := c.topo.byName[name]; ok {
+		return append([]int(nil), comp.tasks...)
+	}
+	return nil
+}
+
+// Reason says why a tracked message's attempt failed.
+type Reason uint8
+
+const (
+	// Explicit: a bolt failed a tuple of the tree (Failure.Err has its
+	// error when the bolt gave one).
+	Explicit Reason = iota + 1
+	// Timeout: the tree was not fully acked within the message timeout.
+	Timeout
+	// AckerLost: the acker holding the root was lost (a remote acker's
+	// connection or host).
+	AckerLost
+	// Rejected: the acker was full and refused the root.
+	Rejected
+	// Stopped: the topology stopped while the message was pending.
+	Stopped
+	numReasons = iota
+)
+
+func (r Reason) String() string {
+	switch r {
+	case Explicit:
+		return "explicit"
+	case Timeout:
+		return "timeout"
+	case AckerLost:
+		return "acker lost"
+	case Rejected:
+		return "rejected"
+	case Stopped:
+		return "stopped"
+	}
+	return fmt.Sprintf("Reason(%d)", uint8(r))
+}
+
+// ErrFailed is Failure.Err for an explicit failure whose bolt gave no
+// error (BoltCollector.Fail(t, nil)).
+var ErrFailed = errors.New("topology: tuple failed")
+
+// Failure describes why the engine gave up on a tracked message.
+type Failure struct {
+	Reason Reason
+	// Err is the bolt's error for an Explicit failure (ErrFailed when it
+	// gave none, or when the error could not be carried).
+	Err error
+	// Attempts is the number of attempts made, counting the first.
+	Attempts int
+	// Latency is the last attempt's time from emit to its failure.
+	Latency time.Duration
+}
+
+func (f *Failure) Error() string {
+	s := fmt.Sprintf("topology: message failed (%v) after %d attempt", f.Reason, f.Attempts)
+	if f.Attempts != 1 {
+		s += "s"
+	}
+	if f.Err != nil {
+		s += ": " + f.Err.Error()
+	}
+	return s
+}
+
+// Unwrap returns the bolt's error.
+func (f *Failure) Unwrap() error { return f.Err }
+
+// DeadLetter is what Config.DeadLetter receives for a message that failed
+// its last attempt: the values the engine kept, the last reason and the
+// attempts made.
+type DeadLetter struct {
+	Component string
+	Task      int
+	Stream    string
+	MsgID     any
+	Values    []any
+	Failure   Failure
+}

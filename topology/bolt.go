@@ -1,0 +1,216 @@
+package topology
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/ring"
+)
+
+// boltExec runs the tasks of one bolt executor: it drains its input rings
+// a batch per ring per pass, calls Execute for each tuple, and after each
+// pass publishes what the tasks emitted and flushes its acker messages.
+type boltExec struct {
+	executor
+	bolts  []Bolt // by local task
+	first  int    // the first task's global id (tasks are consecutive)
+	in     *ring.FanIn[*Tuple]
+	coll   BoltCollector
+	handle func(int, []*Tuple)
+	passes int
+	// The ACK being folded: consecutive acks for one root are XORed into
+	// one message (ACK(r, a) then ACK(r, b) is ACK(r, a^b)), sent when an
+	// ack for another root comes or at the end of the pass.
+	held    bool
+	heldMsg ackcore.Msg
+}
+
+func newBoltExec(base executor, bolts []Bolt, in *ring.FanIn[*Tuple]) *boltExec {
+	b := &boltExec{executor: base, bolts: bolts, in: in}
+	b.first = b.tasks[0]
+	b.coll.b = b
+	b.handle = b.execute
+	return b
+}
+
+func (b *boltExec) run() {
+	defer b.top.execDone(&b.executor)
+	b.clock()
+	for {
+		if b.in.Drain(b.handle) == 0 {
+			b.flush()
+			b.clock()
+			b.publish()
+			if b.in.DrainWait(b.handle) == 0 {
+				break // closed and empty
+			}
+		}
+		b.flush()
+		if b.passes++; b.passes&63 == 0 {
+			b.clock()
+			b.maybePublish()
+		}
+	}
+	b.flush()
+	b.clock()
+	b.publish()
+	closeTasks(&b.executor, b.bolts)
+}
+
+func (b *boltExec) execute(_ int, items []*Tuple) {
+	drop := b.top.dropHook
+	for _, t := range items {
+		if drop != nil && drop(t) {
+			b.m.Dropped++
+			continue
+		}
+		b.m.Executed++
+		b.coll.task = int(t.dstTask)
+		b.bolts[int(t.dstTask)-b.first].Execute(t, &b.coll)
+	}
+}
+
+// flush publishes the staged tuples (waiting for room: downstream always
+// drains, the topology has no cycles) and the acker messages.
+func (b *boltExec) flush() {
+	b.flushOuts(true)
+	if b.held {
+		b.held = false
+		b.send(b.heldMsg)
+	}
+	if b.sender != nil {
+		if err := b.sender.Flush(); err != nil {
+			b.m.AckerErrors++
+		}
+	}
+}
+
+func (b *boltExec) send(m ackcore.Msg) {
+	if err := b.sender.Send(m); err != nil {
+		b.m.AckerErrors++
+	}
+}
+
+// checkAnchor reports why a cannot be an anchor here, if it cannot.
+func (b *boltExec) checkAnchor(a *Tuple) error {
+	if a.dstTask < int32(b.first) || int(a.dstTask) >= b.first+len(b.bolts) {
+		return fmt.Errorf("topology: bolt %q: anchor %s was not delivered to this executor", b.comp.name, a.describe())
+	}
+	if a.state != tupleLive {
+		return fmt.Errorf("topology: bolt %q: anchor %s was already acked or failed", b.comp.name, a.describe())
+	}
+	return nil
+}
+
+// emit is the bolt collector's emit: one tuple per target task, anchored
+// to one (one) or several (many) inputs, or to none.
+func (b *boltExec) emit(st *stream, direct int, one *Tuple, many []*Tuple, values []any) error {
+	if one != nil {
+		if err := b.checkAnchor(one); err != nil {
+			return err
+		}
+	}
+	for _, a := range many {
+		if err := b.checkAnchor(a); err != nil {
+			return err
+		}
+	}
+	targets, err := b.route(st, values, direct)
+	if err != nil {
+		return err
+	}
+	src := b.coll.task
+	for _, dst := range targets {
+		t := b.newTuple(st, values, src, dst)
+		if one != nil && one.anchors.n > 0 {
+			e := b.gen.next()
+			one.ackVal ^= e
+			if one.anchors.n == 1 {
+				t.anchors.one, t.anchors.n = one.anchors.one, 1
+				t.anchors.one.edge = e
+			} else {
+				for i := 0; i < one.anchors.len(); i++ {
+					t.anchors.putXor(one.anchors.at(i), e)
+				}
+			}
+			t.attempt = one.attempt
+		}
+		for _, a := range many {
+			if a.anchors.n == 0 {
+				continue
+			}
+			e := b.gen.next()
+			a.ackVal ^= e
+			for i := 0; i < a.anchors.len(); i++ {
+				t.anchors.putXor(a.anchors.at(i), e)
+			}
+			t.attempt = max(t.attempt, a.attempt)
+		}
+		b.push(t, true)
+	}
+	b.m.Emitted++
+	return nil
+}
+
+func (b *boltExec) ack(t *Tuple) {
+	if t.state != tupleLive {
+		return
+	}
+	t.state = tupleAcked
+	b.m.Acked++
+	for i := 0; i < t.anchors.len(); i++ {
+		a := t.anchors.at(i)
+		if !b.top.spoutOf[a.spout].isLive(a.root) {
+			b.m.LateAcks++
+		}
+		v := a.edge ^ t.ackVal
+		if b.held && b.heldMsg.Root == a.root {
+			b.heldMsg.Val ^= v
+			continue
+		}
+		if b.held {
+			b.send(b.heldMsg)
+		}
+		b.held, b.heldMsg = true, ackcore.Msg{Root: a.root, Val: v, Kind: ackcore.Ack}
+	}
+}
+
+func (b *boltExec) fail(t *Tuple, err error) {
+	if t.state != tupleLive {
+		return
+	}
+	t.state = tupleFailed
+	b.m.Failed++
+	for i := 0; i < t.anchors.len(); i++ {
+		a := t.anchors.at(i)
+		if sp := b.top.spoutOf[a.spout]; err != nil && sp.isLive(a.root) {
+			sp.errs.put(a.root, err) // before the FAIL, so it is there with the outcome
+		}
+		b.send(ackcore.Msg{Root: a.root, Kind: ackcore.Fail})
+	}
+}
+
+// reset restarts the timeouts of t's roots, each at most up to its emit
+// time plus Config.ResetCap.
+func (b *boltExec) reset(t *Tuple) {
+	if t.state != tupleLive || t.anchors.n == 0 {
+		return
+	}
+	cfg := &b.top.cfg
+	now := b.clock()
+	for i := 0; i < t.anchors.len(); i++ {
+		a := t.anchors.at(i)
+		left := time.Duration(a.born + int64(cfg.ResetCap) - now)
+		if left < time.Millisecond {
+			b.m.ResetsCapped++
+			continue
+		}
+		m := ackcore.Msg{Root: a.root, Kind: ackcore.Reset}
+		if left < cfg.MessageTimeout || cfg.Port != nil {
+			m.TimeoutMs = uint32(min(left, cfg.MessageTimeout) / time.Millisecond)
+		}
+		b.m.Resets++
+		b.send(m)
+	}
+}

@@ -1,0 +1,266 @@
+package topology
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/acker"
+	"github.com/xorack/xorack/ring"
+)
+
+// Defaults for Config's zero fields.
+const (
+	// DefaultMessageTimeout is Storm's topology.message.timeout.secs.
+	DefaultMessageTimeout = 30 * time.Second
+	// DefaultMaxSpoutPending bounds each spout task's pending roots, and
+	// with them the values the engine keeps for replays. Storm leaves its
+	// setting unbounded by default; a bound is what keeps memory and
+	// latency bounded, and 1024 roots per task keeps a pipeline of a few
+	// executors busy while kept values stay small.
+	DefaultMaxSpoutPending = 1024
+	// DefaultRingSize is each executor-to-executor ring's capacity in
+	// tuples.
+	DefaultRingSize = 1024
+	// DefaultBatch is the most tuples an executor takes from one input
+	// ring per pass and stages per output ring before publishing it, and
+	// the most Next calls a spout executor makes between polls of its
+	// outcomes.
+	DefaultBatch = 64
+	// DefaultSpoutWait is how long a spout executor waits after a round in
+	// which no task emitted anything (Storm's sleep spout wait strategy
+	// waits 1 ms).
+	DefaultSpoutWait = time.Millisecond
+)
+
+// Config configures a topology. Zero fields take the defaults; note that
+// Ackers 0 means at most once, as in Storm (DefaultConfig sets 1).
+type Config struct {
+	// Ackers is the number of acker shards. 0 means at most once: nothing
+	// is tracked, and a spout's Ack is called right after each emit with a
+	// message id.
+	Ackers int
+	// MessageTimeout fails a root whose tree is not fully acked in time;
+	// default DefaultMessageTimeout. A whole number of milliseconds.
+	MessageTimeout time.Duration
+	// ResetCap bounds how far RESETs can extend a root's life: a RESET
+	// never moves a root's deadline past its emit time plus ResetCap.
+	// Default 10 x MessageTimeout.
+	ResetCap time.Duration
+	// MaxSpoutPending bounds each spout task's pending roots (counting
+	// those waiting for a retry); default DefaultMaxSpoutPending. It
+	// bounds the values the engine keeps.
+	MaxSpoutPending int
+	// Adaptive, when its TargetP99 is set, varies each spout executor's
+	// pending bound between Adaptive.Min and MaxSpoutPending to hold the
+	// complete-latency p99 under the target.
+	Adaptive Adaptive
+	// Retry is the replay policy for failed roots.
+	Retry RetryPolicy
+	// DeadLetter, if set, receives each message that failed its last
+	// attempt (before the spout's Fail). It runs on the spout executor's
+	// goroutine.
+	DeadLetter func(DeadLetter)
+	// Breaker is the retry-storm breaker; off unless FailureRate is set.
+	Breaker Breaker
+
+	// Pin pins every executor (and the in-process acker's shards) to a
+	// CPU, planned by package affinity.
+	Pin bool
+	// RingSize is each executor-to-executor ring's capacity (a power of
+	// two); default DefaultRingSize.
+	RingSize int
+	// Batch is the executors' batch size; default DefaultBatch. A bolt
+	// publishes its emits and acker messages after each pass (up to Batch
+	// inputs per input ring): a bolt that takes long per input holds its
+	// earlier inputs' acks that long, so give slow bolts a small Batch.
+	Batch int
+	// SpoutWait is how long a spout executor waits when no task emitted
+	// anything; default DefaultSpoutWait.
+	SpoutWait time.Duration
+	// AckerRingSize, AckerOutcomeRingSize and AckerMaxPending configure
+	// the in-process acker (acker.Config's RingSize, OutcomeRingSize and,
+	// per shard, Shard.MaxPending); zero picks defaults: the acker's ring
+	// sizes, and a bound of twice the topology's spout pending bound
+	// (its roots, and the orphans of failed ones) spread over the shards.
+	AckerRingSize, AckerOutcomeRingSize, AckerMaxPending int
+	// Idle is how executors wait for work; nil means ring.DefaultIdle().
+	Idle *ring.Idle
+	// Clock is the engine's and the in-process acker's time source; nil
+	// means a monotonic clock. Tests pass an ackcore.FakeClock.
+	Clock ackcore.Clock
+	// Seed seeds edge and root ids and shuffles; 0 draws one at random.
+	Seed uint64
+	// Port, if set, opens the acker the engine talks to (the network
+	// acker's client, say) instead of an in-process acker.Acker. The
+	// engine calls Stop on it when it stops.
+	Port func(acker.Spec) (acker.Port, error)
+}
+
+// DefaultConfig is the at-least-once configuration: one acker shard and
+// every other field at its default.
+func DefaultConfig() Config { return Config{Ackers: 1} }
+
+// RetryPolicy says how failed roots are replayed: attempt k+1 starts
+// Backoff*2^(k-1) (at most MaxBackoff) after attempt k failed, less a
+// random part of up to Jitter of it, with a fresh root id.
+type RetryPolicy struct {
+	// MaxAttempts is the most attempts per message, counting the first;
+	// 0 means DefaultMaxAttempts, 1 means no replays.
+	MaxAttempts int
+	// Backoff is the wait before the first replay; default 10 ms.
+	Backoff time.Duration
+	// MaxBackoff caps the wait; default 5 s.
+	MaxBackoff time.Duration
+	// Jitter is the fraction of each wait drawn at random, in [0, 1];
+	// default 0.5 (-1 for none).
+	Jitter float64
+}
+
+// DefaultMaxAttempts is RetryPolicy.MaxAttempts's default.
+const DefaultMaxAttempts = 5
+
+// Breaker is the retry-storm breaker of each spout executor: when, over
+// the last Window, at least MinOutcomes roots ended and at least
+// FailureRate of them failed, it opens: the executor neither emits nor
+// replays for OpenFor (doubling on each consecutive opening, up to
+// MaxOpenFor), then lets Probes roots through; if they all complete it
+// closes, if one fails it opens again.
+type Breaker struct {
+	FailureRate float64       // in (0, 1]; 0 turns the breaker off
+	Window      time.Duration // default 1 s
+	MinOutcomes int           // default 20
+	OpenFor     time.Duration // default 100 ms
+	MaxOpenFor  time.Duration // default 10 s
+	Probes      int           // default 1
+}
+
+// Adaptive is the adaptive pending bound: every Interval each spout
+// executor compares the p99 of the complete latencies of the roots that
+// completed in it with TargetP99, and cuts its bound by a quarter when
+// above, or raises it by an eighth (at least 1) when below 0.8 x target
+// and the bound was reached.
+type Adaptive struct {
+	TargetP99 time.Duration // 0: off
+	Min       int           // the least bound; default 1
+	Interval  time.Duration // default 100 ms
+}
+
+// on reports whether acking is on.
+func (c *Config) acking() bool { return c.Ackers > 0 }
+
+// fill defaults c's zero fields and validates it, with errors naming the
+// field and value.
+func (c *Config) fill() error {
+	if c.Ackers < 0 || c.Ackers > 1024 {
+		return fmt.Errorf("topology: Ackers %d out of range [0, 1024]", c.Ackers)
+	}
+	if c.MessageTimeout == 0 {
+		c.MessageTimeout = DefaultMessageTimeout
+	}
+	if c.MessageTimeout < time.Millisecond || c.MessageTimeout > ackcore.MaxTimeout || c.MessageTimeout%time.Millisecond != 0 {
+		return fmt.Errorf("topology: MessageTimeout %v is not a whole number of milliseconds in [1ms, %v]", c.MessageTimeout, ackcore.MaxTimeout)
+	}
+	if c.ResetCap == 0 {
+		c.ResetCap = 10 * c.MessageTimeout
+	}
+	if c.ResetCap < c.MessageTimeout {
+		return fmt.Errorf("topology: ResetCap %v is below MessageTimeout %v", c.ResetCap, c.MessageTimeout)
+	}
+	if c.MaxSpoutPending == 0 {
+		c.MaxSpoutPending = DefaultMaxSpoutPending
+	}
+	if c.MaxSpoutPending < 1 || c.MaxSpoutPending > 1<<20 {
+		return fmt.Errorf("topology: MaxSpoutPending %d out of range [1, %d]", c.MaxSpoutPending, 1<<20)
+	}
+	if a := &c.Adaptive; a.TargetP99 != 0 {
+		if a.TargetP99 < 0 {
+			return fmt.Errorf("topology: Adaptive.TargetP99 %v is negative", a.TargetP99)
+		}
+		if a.Min == 0 {
+			a.Min = 1
+		}
+		if a.Min < 1 || a.Min > c.MaxSpoutPending {
+			return fmt.Errorf("topology: Adaptive.Min %d out of range [1, MaxSpoutPending %d]", a.Min, c.MaxSpoutPending)
+		}
+		if a.Interval == 0 {
+			a.Interval = 100 * time.Millisecond
+		}
+		if a.Interval < 0 {
+			return fmt.Errorf("topology: Adaptive.Interval %v is negative", a.Interval)
+		}
+	}
+	r := &c.Retry
+	if r.MaxAttempts == 0 {
+		r.MaxAttempts = DefaultMaxAttempts
+	}
+	if r.MaxAttempts < 1 || r.MaxAttempts > 1<<16 {
+		return fmt.Errorf("topology: Retry.MaxAttempts %d out of range [1, %d]", r.MaxAttempts, 1<<16)
+	}
+	if r.Backoff == 0 {
+		r.Backoff = 10 * time.Millisecond
+	}
+	if r.MaxBackoff == 0 {
+		r.MaxBackoff = 5 * time.Second
+	}
+	if r.Backoff < 0 || r.MaxBackoff < r.Backoff {
+		return fmt.Errorf("topology: Retry.Backoff %v / MaxBackoff %v: want 0 <= Backoff <= MaxBackoff", r.Backoff, r.MaxBackoff)
+	}
+	switch {
+	case r.Jitter == 0:
+		r.Jitter = 0.5
+	case r.Jitter == -1:
+		r.Jitter = 0
+	case math.IsNaN(r.Jitter) || r.Jitter < 0 || r.Jitter > 1:
+		return fmt.Errorf("topology: Retry.Jitter %v out of range [0, 1] (-1 for none)", r.Jitter)
+	}
+	if b := &c.Breaker; b.FailureRate != 0 {
+		if math.IsNaN(b.FailureRate) || b.FailureRate < 0 || b.FailureRate > 1 {
+			return fmt.Errorf("topology: Breaker.FailureRate %v out of range (0, 1]", b.FailureRate)
+		}
+		if b.Window == 0 {
+			b.Window = time.Second
+		}
+		if b.MinOutcomes == 0 {
+			b.MinOutcomes = 20
+		}
+		if b.OpenFor == 0 {
+			b.OpenFor = 100 * time.Millisecond
+		}
+		if b.MaxOpenFor == 0 {
+			b.MaxOpenFor = 10 * time.Second
+		}
+		if b.Probes == 0 {
+			b.Probes = 1
+		}
+		if b.Window < 0 || b.MinOutcomes < 1 || b.OpenFor < 0 || b.MaxOpenFor < b.OpenFor || b.Probes < 1 {
+			return fmt.Errorf("topology: Breaker %+v: want Window > 0, MinOutcomes >= 1, 0 <= OpenFor <= MaxOpenFor, Probes >= 1", *b)
+		}
+	}
+	if c.RingSize == 0 {
+		c.RingSize = DefaultRingSize
+	}
+	if c.RingSize < 2 || c.RingSize > 1<<24 || c.RingSize&(c.RingSize-1) != 0 {
+		return fmt.Errorf("topology: RingSize %d is not a power of two in [2, %d]", c.RingSize, 1<<24)
+	}
+	if c.Batch == 0 {
+		c.Batch = DefaultBatch
+	}
+	if c.Batch < 1 || c.Batch > c.RingSize {
+		return fmt.Errorf("topology: Batch %d out of range [1, RingSize %d]", c.Batch, c.RingSize)
+	}
+	if c.SpoutWait == 0 {
+		c.SpoutWait = DefaultSpoutWait
+	}
+	if c.SpoutWait < 0 {
+		return fmt.Errorf("topology: SpoutWait %v is negative", c.SpoutWait)
+	}
+	if c.AckerMaxPending < 0 || c.AckerMaxPending > ackcore.MaxPendingLimit {
+		return fmt.Errorf("topology: AckerMaxPending %d out of range [0, %d]", c.AckerMaxPending, ackcore.MaxPendingLimit)
+	}
+	if c.Clock == nil {
+		c.Clock = ackcore.NewMonotonicClock()
+	}
+	return nil
+}

@@ -1,0 +1,107 @@
+// Package topology is xorack's reference stream engine: spouts and bolts
+// by name, parallelism in tasks and executors, Storm's groupings and named
+// streams, and Storm's whole reliability mechanism — anchoring, acking,
+// failing, replay and timeouts — on the acker of package acker, in one
+// process. It is the small real engine that shows how to embed the acker
+// and proves the guarantee end to end (Storm's LocalCluster is the
+// comparison), and it goes further than Storm where users asked: typed
+// outcomes, kept values and a retry policy with a dead-letter hook, a
+// retry-storm breaker, attempt numbers seen by bolts, counted late acks,
+// capped RESETs, an adaptive pending bound and exact metrics
+// (docs/semantics.md, "The engine").
+//
+//	b := topology.NewBuilder()
+//	b.Spout("sentences", newSentenceSpout).Output("sentence")
+//	b.Bolt("split", func() topology.Bolt { return topology.Basic(split) }).Tasks(2).
+//		Input("sentences", topology.Shuffle()).Output("word")
+//	b.Bolt("count", newCounter).Tasks(2).Input("split", topology.Fields("word"))
+//	top, err := b.Build(topology.DefaultConfig())
+//	...
+//	top.Start()
+//	<-top.Done() // every sentence fully processed (or dead-lettered)
+//	top.Stop(ctx)
+//
+// # Layout
+//
+// Components are numbered in topological order, and so are their tasks
+// (global task ids, what EmitDirect takes). Each component's tasks are
+// spread evenly over its executors; an executor is one goroutine running
+// its tasks one call at a time. A bolt executor has one FanIn (package
+// ring) with one SPSC ring per upstream executor; an emitter stages the
+// tuples for each downstream executor and publishes them a batch at a
+// time (Config.Batch), one atomic store per batch.
+//
+// Tuples travel as *Tuple: the values (shared by every task a tuple goes
+// to), the stream, the source and destination tasks, and its anchors. An
+// anchor is one tree the tuple belongs to:
+//
+//	anchor  +0   root     uint64  the root id
+//	        +8   edge     uint64  this tuple's edge id in that tree
+//	        +16  born     int64   the root's emit time (engine clock, ns)
+//	        +24  spout    uint32  the root's spout task, as the acker numbers them
+//	        +28  attempt  uint32  the root's attempt, from 1
+//
+// A tuple keeps one anchor inline (a tree of one spout tuple, the common
+// case) and more in a slice (a tuple joined to several trees by
+// multi-anchoring). Anchoring a child to input a draws a fresh edge id e
+// per destination task from the executor's generator (wyrand, about a
+// nanosecond), XORs e into a's ack val and gives the child e under each of
+// a's roots; acking a sends, per root, ACK(root, edge ^ ackval). A spout
+// emit sends INIT(root, task, XOR of its tuples' edge ids).
+//
+// A spout executor keeps one slot per pending root: the message id, the
+// values, the stream, the attempt and the emit time. Root ids are random
+// in their high bits and carry the slot's index in their low bits, so an
+// outcome finds its slot with a mask, no map; the acker routes and places
+// roots by a keyed hash (docs/semantics.md, rule 12), so the structured low
+// bits cost nothing. Slots are allocated once, Config.MaxSpoutPending per
+// task rounded up to a power of two: the values kept for replays are
+// bounded by the pending bound. A failed root keeps its slot while it
+// waits for its replay (a heap by due time) and gets a fresh root id for
+// each attempt, so acks from an earlier attempt cannot touch a later one.
+//
+// # Concurrency
+//
+// Every executor owns its tasks, its output staging, its id generator,
+// its acker sender (acker.Port's Sender(executor id)) and its counters. A
+// tuple is written by its emitter before the ring publishes it and
+// belongs to the receiving executor after; its ack val and state are
+// written by that executor only.
+//
+// A spout executor polls its own acker inbox in its loop, between calls
+// to Next, and never blocks in a send: INITs go by TrySend (queued when
+// the acker's ring is full) and tuples are published without waiting
+// (staged when a ring is full, and Next is not called until they are out).
+// An acker whose outcome ring to a spout is full may hold back the bolts'
+// sends, which hold back their inputs; the spout keeps draining its inbox,
+// so the cycle never closes. Bolt executors do wait for ring space and
+// acker room: the topology has no cycles (Build rejects them), so what is
+// downstream of a bolt always drains.
+//
+// Three fields are shared across executors, each documented where it is:
+// a spout executor's live[] table (the root each slot waits on, written by
+// the spout, read atomically by bolts to count late acks), its errBox (the
+// error of an explicit failure, put by the failing bolt under a mutex
+// before it sends the FAIL, taken by the spout with the outcome), and
+// each executor's published counters (copied under a mutex once a
+// millisecond while busy and before waiting; Metrics reads them).
+//
+// Stop: the spouts stop emitting and replaying; then the acker is stopped,
+// which reports every pending root Failed{Stopped} to its spout, whose
+// executor reports it to the spout's Fail (and so the roots waiting for a
+// replay, and any whose INIT never reached the acker); then the bolts are
+// stopped in topological order, each after executing what was queued.
+//
+// # Invariants
+//
+//   - Every tracked message gets exactly one final outcome: the spout's
+//     Ack, or its Fail after the last attempt (with the dead-letter hook)
+//     or at shutdown. The fault tests check this message by message.
+//   - A spout task never has more than its pending bound of roots in
+//     flight or waiting for a replay, unless a single Next emits more than
+//     one tracked tuple (the slots are rounded up; past them Emit fails).
+//   - A slot's root is live (live[i] == root) exactly while it is in
+//     flight; outcomes for any other root are counted as stale, never
+//     applied.
+//   - Edge and root ids are never 0.
+package topology

@@ -1,0 +1,138 @@
+package topology_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/xorack/xorack/topology"
+)
+
+// sentences emits each sentence once, tracked by its index, then is done.
+type sentences struct {
+	lines []string
+	next  int
+	acked int
+}
+
+func (s *sentences) Next(c *topology.SpoutCollector) {
+	if s.next == len(s.lines) {
+		c.Done()
+		return
+	}
+	_ = c.Emit(s.next, s.lines[s.next])
+	s.next++
+}
+
+func (s *sentences) Ack(msgID any)                       { s.acked++ }
+func (s *sentences) Fail(msgID any, f *topology.Failure) { fmt.Println("failed:", msgID, f) }
+
+// counter counts words; one per task, each owning the words hashed to it.
+type counter struct {
+	mu     *sync.Mutex
+	counts map[string]int
+}
+
+func (c *counter) Execute(t *topology.Tuple, col *topology.BoltCollector) {
+	c.mu.Lock()
+	c.counts[t.String(0)]++
+	c.mu.Unlock()
+	col.Ack(t)
+}
+
+// A word count: sentences are split into words, which a fields grouping
+// sends to the counter task that owns them. Every sentence is acked once
+// all its words are counted.
+func Example() {
+	spout := &sentences{lines: []string{"the cow jumped over the moon", "the man went to the store"}}
+	var mu sync.Mutex
+	counts := map[string]int{}
+
+	b := topology.NewBuilder()
+	b.Spout("sentences", func() topology.Spout { return spout }).Output("sentence")
+	b.Bolt("split", func() topology.Bolt {
+		return topology.Basic(topology.BasicFunc(func(t *topology.Tuple, c *topology.BasicCollector) error {
+			for _, w := range strings.Fields(t.String(0)) {
+				if err := c.Emit(w); err != nil {
+					return err
+				}
+			}
+			return nil
+		}))
+	}).Tasks(2).Input("sentences", topology.Shuffle()).Output("word")
+	b.Bolt("count", func() topology.Bolt { return &counter{mu: &mu, counts: counts} }).Tasks(2).
+		Input("split", topology.Fields("word"))
+
+	top, err := b.Build(topology.DefaultConfig())
+	if err != nil {
+		panic(err)
+	}
+	if err := top.Start(); err != nil {
+		panic(err)
+	}
+	<-top.Done() // every sentence completed
+	if err := top.Stop(context.Background()); err != nil {
+		panic(err)
+	}
+	m := top.Metrics()
+	fmt.Println("the:", counts["the"], "acked sentences:", spout.acked, "words:", m.Component("count").Executed)
+	// Output: the: 4 acked sentences: 2 words: 12
+}
+
+// poisonSpout emits three messages.
+type poisonSpout struct{ next int }
+
+func (s *poisonSpout) Next(c *topology.SpoutCollector) {
+	if s.next == 3 {
+		c.Done()
+		return
+	}
+	_ = c.Emit(s.next, s.next)
+	s.next++
+}
+func (s *poisonSpout) Ack(msgID any)                       { fmt.Println("completed", msgID) }
+func (s *poisonSpout) Fail(msgID any, f *topology.Failure) {}
+
+// A message that always fails is replayed by the engine (with the values
+// it kept) up to the retry policy's attempts, then handed to the
+// dead-letter hook; bolts see each replay's attempt number.
+func ExampleConfig_deadLetter() {
+	var mu sync.Mutex
+	var seen []int
+	b := topology.NewBuilder()
+	b.Spout("numbers", func() topology.Spout { return &poisonSpout{} }).Output("n")
+	b.Bolt("check", func() topology.Bolt {
+		return topology.Basic(topology.BasicFunc(func(t *topology.Tuple, c *topology.BasicCollector) error {
+			if t.Int(0) == 1 {
+				mu.Lock()
+				seen = append(seen, t.Attempt())
+				mu.Unlock()
+				return errors.New("poison")
+			}
+			return nil
+		}))
+	}).Input("numbers", topology.Shuffle())
+
+	cfg := topology.DefaultConfig()
+	cfg.Retry = topology.RetryPolicy{MaxAttempts: 3}
+	cfg.DeadLetter = func(d topology.DeadLetter) {
+		fmt.Printf("dead letter: %v values %v: %v\n", d.MsgID, d.Values, &d.Failure)
+	}
+	top, err := b.Build(cfg)
+	if err != nil {
+		panic(err)
+	}
+	_ = top.Start()
+	<-top.Done()
+	_ = top.Stop(context.Background())
+	slices.Sort(seen)
+	fmt.Println("attempts seen by the bolt:", seen)
+	// Unordered output:
+	// completed 0
+	// completed 2
+	// dead letter: 1 values [1]: topology: message failed (explicit) after 3 attempts: poison
+	// attempts seen by the bolt: [1 2 3]
+}

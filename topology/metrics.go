@@ -1,0 +1,210 @@
+package topology
+
+import (
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/xorack/xorack/ackcore"
+)
+
+// counters are one executor's exact counters. The executor writes its own
+// copy and publishes it (under a mutex) once a millisecond while busy, before
+// it waits, and when it stops; Metrics adds up the published copies.
+type counters struct {
+	Emitted     uint64 // emit calls (spouts: first attempts and untracked emits)
+	Transferred uint64 // tuples sent to tasks
+	Dropped     uint64 // tuples dropped: lost in transit (fault injection) or at shutdown
+
+	Executed     uint64 // bolts: Execute calls
+	Acked        uint64 // bolts: inputs acked
+	Failed       uint64 // bolts: inputs failed
+	LateAcks     uint64 // bolts: acks of tuples whose root had already failed, timed out or stopped
+	Resets       uint64 // bolts: RESETs sent
+	ResetsCapped uint64 // bolts: RESETs not sent, the root's ResetCap reached
+	AckerErrors  uint64 // messages the acker refused (it had stopped)
+
+	Completed    uint64                 // spouts: roots completed (at most once: Acks right after emit)
+	FailedBy     [numReasons + 1]uint64 // spouts: failed attempts by Reason
+	Replayed     uint64                 // spouts: replays emitted
+	DeadLettered uint64                 // spouts: messages that failed their last attempt
+	FailedFinal  uint64                 // spouts: Fail callbacks (dead-lettered or stopped)
+	Stale        uint64                 // spouts: outcomes for roots not pending (none expected)
+	BreakerOpens uint64                 // spouts: times the breaker opened
+
+	Pending     int64 // spouts: roots pending now, in flight or waiting for a retry
+	PendingHigh int64 // spouts: the most pending at once, per task
+	Bound       int64 // spouts: the pending bound per task now
+	BreakerOpen int64 // spouts: 1 while the breaker is open or probing
+}
+
+func (c *counters) add(o *counters) {
+	c.Emitted += o.Emitted
+	c.Transferred += o.Transferred
+	c.Dropped += o.Dropped
+	c.Executed += o.Executed
+	c.Acked += o.Acked
+	c.Failed += o.Failed
+	c.LateAcks += o.LateAcks
+	c.Resets += o.Resets
+	c.ResetsCapped += o.ResetsCapped
+	c.AckerErrors += o.AckerErrors
+	c.Completed += o.Completed
+	for i := range c.FailedBy {
+		c.FailedBy[i] += o.FailedBy[i]
+	}
+	c.Replayed += o.Replayed
+	c.DeadLettered += o.DeadLettered
+	c.FailedFinal += o.FailedFinal
+	c.Stale += o.Stale
+	c.BreakerOpens += o.BreakerOpens
+	c.Pending += o.Pending
+	c.PendingHigh = max(c.PendingHigh, o.PendingHigh)
+	c.Bound += o.Bound
+	c.BreakerOpen += o.BreakerOpen
+}
+
+// Metrics are the topology's exact counters, per component. While it runs
+// they are at most a millisecond old per executor (a busy executor
+// publishes once a millisecond, an idle one before it waits); after Stop
+// they are final.
+type Metrics struct {
+	Components []ComponentMetrics // in topological order
+	// Acker is the acker's own counters when its port reports them (the
+	// in-process acker does); after Stop, Port.Stop's final counters.
+	Acker *ackcore.Stats
+}
+
+// Component returns the named component's metrics, or nil.
+func (m Metrics) Component(name string) *ComponentMetrics {
+	for i := range m.Components {
+		if m.Components[i].Name == name {
+			return &m.Components[i]
+		}
+	}
+	return nil
+}
+
+// ComponentMetrics are one component's counters, summed over its tasks.
+type ComponentMetrics struct {
+	Name      string
+	Spout     bool
+	Executors int
+	Tasks     int
+
+	Emitted     uint64 // emit calls (spouts: first attempts and untracked emits)
+	Transferred uint64 // tuples sent to tasks (one per destination task)
+	Dropped     uint64 // tuples lost in transit (fault injection) or dropped at shutdown
+
+	// Bolts.
+	Executed     uint64
+	Acked        uint64
+	Failed       uint64
+	LateAcks     uint64 // acks that came after their root had failed, timed out or stopped
+	Resets       uint64
+	ResetsCapped uint64 // RESETs refused: the root had reached Config.ResetCap
+	AckerErrors  uint64
+
+	// Spouts: the outcomes of their roots.
+	Completed       uint64
+	FailedExplicit  uint64 // failed attempts, by reason
+	FailedTimeout   uint64
+	FailedAckerLost uint64
+	FailedRejected  uint64
+	FailedStopped   uint64
+	Replayed        uint64 // replays emitted (each a fresh root)
+	DeadLettered    uint64 // messages that failed their last attempt
+	FailedFinal     uint64 // Fail callbacks: dead-lettered, or given up at shutdown
+	Stale           uint64 // outcomes for roots that were not pending
+	BreakerOpens    uint64
+	BreakerOpen     int // executors whose breaker is open or probing now
+	Pending         int // roots pending now (in flight or waiting for a retry)
+	PendingHigh     int // the most roots one task had pending at once
+	Bound           int // the pending bound per task now, summed over executors
+	// Latency is the complete latency of completed roots (emit to
+	// completion, per attempt), in microseconds; nil for bolts.
+	Latency *hdrhistogram.Histogram
+}
+
+// FailedWith returns the failed attempts with reason r.
+func (c *ComponentMetrics) FailedWith(r Reason) uint64 {
+	switch r {
+	case Explicit:
+		return c.FailedExplicit
+	case Timeout:
+		return c.FailedTimeout
+	case AckerLost:
+		return c.FailedAckerLost
+	case Rejected:
+		return c.FailedRejected
+	case Stopped:
+		return c.FailedStopped
+	}
+	return 0
+}
+
+func (c *ComponentMetrics) set(m *counters) {
+	c.Emitted, c.Transferred, c.Dropped = m.Emitted, m.Transferred, m.Dropped
+	c.Executed, c.Acked, c.Failed = m.Executed, m.Acked, m.Failed
+	c.LateAcks, c.Resets, c.ResetsCapped, c.AckerErrors = m.LateAcks, m.Resets, m.ResetsCapped, m.AckerErrors
+	c.Completed = m.Completed
+	c.FailedExplicit = m.FailedBy[Explicit]
+	c.FailedTimeout = m.FailedBy[Timeout]
+	c.FailedAckerLost = m.FailedBy[AckerLost]
+	c.FailedRejected = m.FailedBy[Rejected]
+	c.FailedStopped = m.FailedBy[Stopped]
+	c.Replayed, c.DeadLettered, c.FailedFinal, c.Stale = m.Replayed, m.DeadLettered, m.FailedFinal, m.Stale
+	c.BreakerOpens, c.BreakerOpen = m.BreakerOpens, int(m.BreakerOpen)
+	c.Pending, c.PendingHigh, c.Bound = int(m.Pending), int(m.PendingHigh), int(m.Bound)
+}
+
+// Latency histogram range: 1 µs to one hour at 3 significant digits
+// (latencies above an hour are recorded as an hour).
+const (
+	histMin    = 1
+	histMax    = int64(time.Hour / time.Microsecond)
+	histDigits = 3
+)
+
+func newHist() *hdrhistogram.Histogram { return hdrhistogram.New(histMin, histMax, histDigits) }
+
+func recordLatency(h *hdrhistogram.Histogram, d time.Duration) {
+	us := min(max(int64(d/time.Microsecond), histMin), histMax)
+	_ = h.RecordValue(us) // in range by construction
+}
+
+// Metrics returns the topology's counters (see Metrics).
+func (t *Topology) Metrics() Metrics {
+	var m Metrics
+	for _, c := range t.comps {
+		cm := ComponentMetrics{Name: c.name, Spout: c.spout, Executors: c.nexec, Tasks: c.ntasks}
+		var sum counters
+		if c.spout {
+			cm.Latency = newHist()
+		}
+		for _, e := range c.execs {
+			e.pub.Lock()
+			sum.add(&e.pub.m)
+			if s := t.spoutExecByID[e.id]; s != nil {
+				cm.Latency.Merge(s.pubHist)
+			}
+			e.pub.Unlock()
+		}
+		cm.set(&sum)
+		m.Components = append(m.Components, cm)
+	}
+	t.mu.Lock()
+	if t.ackerFinal != nil {
+		st := *t.ackerFinal
+		m.Acker = &st
+	}
+	port := t.port
+	t.mu.Unlock()
+	if m.Acker == nil && port != nil {
+		if sp, ok := port.(interface{ Stats() ackcore.Stats }); ok {
+			st := sp.Stats()
+			m.Acker = &st
+		}
+	}
+	return m
+}

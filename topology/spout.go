@@ -1,0 +1,701 @@
+package topology
+
+import (
+	"container/heap"
+	"fmt"
+	"math/bits"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/acker"
+	"github.com/xorack/xorack/internal/invariants"
+)
+
+// spoutExec runs the tasks of one spout executor: it calls Next, keeps
+// every pending root's values in a slot, takes the acker's outcomes from
+// its own inbox in the same loop (never blocking in a send while its inbox
+// may be full), replays failures and reports final outcomes.
+type spoutExec struct {
+	executor
+	spouts  []Spout
+	done    []bool // by local task: the task called Done
+	ndone   int
+	ackTask []uint32 // by local task: its task number at the acker
+	pending []int    // by local task: roots pending
+	bound   int      // the pending bound per task (adaptive or fixed)
+	rr      int      // the next local task to ask
+
+	inbox    acker.Inbox // nil at most once
+	outcomes []ackcore.Outcome
+	initQ    []ackcore.Msg // INITs the acker could not take yet
+
+	// Slots: one per pending root. A root id is random in its high bits
+	// and its slot's index in the low slotBits, so an outcome finds its
+	// slot without a map.
+	slots    []slot
+	free     []uint32
+	slotBits uint
+	mask     uint64
+	// live[i] is the root slot i now waits on (0: none); written by this
+	// executor, read atomically by bolts to count late acks.
+	live   []atomic.Uint64
+	retryQ retryHeap
+	errs   errBox
+
+	coll       SpoutCollector
+	emitted    int // tracked and untracked emits by the current Next
+	atMostOnce []amoAck
+
+	wake     chan time.Time // Stop, Drain and the timer poke the idle wait
+	timer    *time.Timer
+	quiet    bool // told the topology it stopped emitting
+	finished bool // told the topology it is done
+
+	brk   breaker
+	adapt adaptive
+
+	hist    *hdrhistogram.Histogram // latencies since the last publish
+	pubHist *hdrhistogram.Histogram // guarded by pub's mutex
+}
+
+type slot struct {
+	root    uint64
+	msgID   any
+	values  []any
+	stream  *stream
+	born    int64 // this attempt's emit time
+	due     int64 // the replay time while waiting
+	direct  int32 // the EmitDirect task, or -1
+	task    int32 // local task
+	attempt uint32
+	state   slotState
+	probe   bool // a breaker probe
+	lastErr error
+}
+
+type slotState uint8
+
+const (
+	slotFree slotState = iota
+	slotInFlight
+	slotWaiting // failed, waiting for its replay
+)
+
+type amoAck struct {
+	task  int
+	msgID any
+}
+
+// errBox carries bolts' errors to the spout: a bolt puts the error for a
+// root before it sends the FAIL, so it is there when the Failed outcome
+// arrives. Failures are rare, so a mutex does.
+type errBox struct {
+	mu sync.Mutex
+	m  map[uint64]error
+}
+
+// errBoxMax bounds the errors waiting; past it a failure is reported with
+// ErrFailed.
+const errBoxMax = 4096
+
+func (b *errBox) put(root uint64, err error) {
+	b.mu.Lock()
+	if b.m == nil {
+		b.m = map[uint64]error{}
+	}
+	if _, ok := b.m[root]; !ok && len(b.m) < errBoxMax {
+		b.m[root] = err
+	}
+	b.mu.Unlock()
+}
+
+func (b *errBox) take(root uint64) error {
+	b.mu.Lock()
+	err, ok := b.m[root]
+	if ok {
+		delete(b.m, root)
+	}
+	b.mu.Unlock()
+	if !ok || err == nil {
+		return ErrFailed
+	}
+	return err
+}
+
+// sweep drops errors for roots no longer live (their root ended before the
+// FAIL was applied).
+func (b *errBox) sweep(live func(uint64) bool) {
+	b.mu.Lock()
+	if len(b.m) > 64 {
+		for r := range b.m {
+			if !live(r) {
+				delete(b.m, r)
+			}
+		}
+	}
+	b.mu.Unlock()
+}
+
+func newSpoutExec(base executor, spouts []Spout, ackTask []uint32, cfg *Config) *spoutExec {
+	s := &spoutExec{executor: base, spouts: spouts, ackTask: ackTask}
+	n := len(spouts)
+	s.done = make([]bool, n)
+	s.pending = make([]int, n)
+	s.bound = cfg.MaxSpoutPending
+	s.m.Bound = int64(s.bound)
+	if cfg.acking() {
+		need := n * cfg.MaxSpoutPending
+		s.slotBits = uint(bits.Len(uint(need - 1)))
+		s.mask = 1<<s.slotBits - 1
+		s.slots = make([]slot, 1<<s.slotBits)
+		s.live = make([]atomic.Uint64, len(s.slots))
+		s.retryQ.slots = s.slots
+		s.free = make([]uint32, 0, len(s.slots))
+		for i := len(s.slots) - 1; i >= 0; i-- {
+			s.free = append(s.free, uint32(i))
+		}
+	}
+	s.coll.s = s
+	s.wake = make(chan time.Time, 1)
+	s.hist, s.pubHist = newHist(), newHist()
+	s.brk.cfg = cfg.Breaker
+	s.adapt.cfg = cfg.Adaptive
+	if cfg.Adaptive.TargetP99 > 0 {
+		s.adapt.window = newHist()
+	}
+	return s
+}
+
+// poke wakes the executor's idle wait.
+func (s *spoutExec) poke() {
+	select {
+	case s.wake <- time.Time{}:
+	default:
+	}
+}
+
+// isLive reports whether root is the one its slot waits on (any
+// goroutine).
+func (s *spoutExec) isLive(root uint64) bool {
+	return s.live != nil && s.live[root&s.mask].Load() == root
+}
+
+func (s *spoutExec) run() {
+	defer s.top.execDone(&s.executor)
+	s.timer = time.AfterFunc(time.Hour, s.poke)
+	s.timer.Stop()
+	defer s.timer.Stop()
+	for {
+		s.clock()
+		did := false
+		if s.inbox != nil {
+			if s.outcomes = s.inbox.Poll(s.outcomes[:0]); len(s.outcomes) > 0 {
+				did = true
+				s.handle(s.outcomes)
+			}
+		}
+		stopping := s.top.stopping.Load()
+		if stopping && !s.quiet {
+			s.stopEmitting()
+		}
+		if !stopping {
+			did = s.replayDue() || did
+			did = s.sendInits() || did
+			if !s.staged() && len(s.initQ) == 0 && !s.top.draining.Load() {
+				did = s.callNext() || did
+			}
+		}
+		s.flushOuts(false)
+		if s.sender != nil {
+			if err := s.sender.Flush(); err != nil {
+				s.m.AckerErrors++
+			}
+		}
+		s.control()
+		if invariants.Enabled && s.live != nil {
+			s.check()
+		}
+		s.checkFinished()
+		s.maybePublish()
+		if s.quiet && s.inbox == nil {
+			break
+		}
+		if did {
+			continue
+		}
+		if !s.idle() {
+			break // the acker stopped and every outcome was taken
+		}
+	}
+	s.sweepStopped()
+	s.publish()
+	closeTasks(&s.executor, s.spouts)
+}
+
+// idle waits for an outcome, the next timed event, or a poke; it returns
+// false once the acker has stopped and every outcome was taken.
+func (s *spoutExec) idle() bool {
+	s.publish()
+	wait := time.Duration(-1)
+	switch {
+	case s.staged() || len(s.initQ) > 0:
+		wait = 50 * time.Microsecond // downstream or the acker is full: retry soon
+	case s.canAsk():
+		wait = s.top.cfg.SpoutWait // Next emitted nothing: Storm's spout wait
+	}
+	if len(s.retryQ.idx) > 0 {
+		d := time.Duration(s.slots[s.retryQ.idx[0]].due - s.now)
+		if wait < 0 || d < wait {
+			wait = max(d, 0)
+		}
+	}
+	if d, ok := s.brk.nextEvent(s.now); ok && (wait < 0 || d < wait) {
+		wait = d
+	}
+	if d, ok := s.adapt.nextEvent(s.now); ok && (wait < 0 || d < wait) {
+		wait = d
+	}
+	// A fake clock does not move while we sleep: wait at most maxIdle in
+	// real time before looking at it again.
+	if wait > maxIdle || (wait < 0 && s.inbox == nil) {
+		wait = maxIdle
+	}
+	if wait >= 0 {
+		s.timer.Reset(wait)
+	}
+	if s.inbox == nil {
+		<-s.wake
+		return true
+	}
+	var ok bool
+	s.outcomes, ok = s.inbox.WaitUntil(s.outcomes[:0], s.wake)
+	s.timer.Stop()
+	if len(s.outcomes) > 0 {
+		s.clock()
+		s.handle(s.outcomes)
+	}
+	return ok
+}
+
+// maxIdle is the longest a spout executor sleeps without looking at the
+// clock (which a test may be moving by hand).
+const maxIdle = 10 * time.Millisecond
+
+// canAsk reports whether some task may be asked for a tuple now.
+func (s *spoutExec) canAsk() bool {
+	if s.quiet || s.top.draining.Load() || !s.brk.allowNew(s.now) {
+		return false
+	}
+	for i := range s.spouts {
+		if !s.done[i] && (s.inbox == nil || s.pending[i] < s.bound) {
+			return true
+		}
+	}
+	return false
+}
+
+// callNext asks the tasks for tuples, round robin, until a round emits
+// nothing or a batch of calls was made.
+func (s *spoutExec) callNext() bool {
+	did := false
+	for calls := 0; calls < s.batch; {
+		round := false
+		for range s.spouts {
+			i := s.rr
+			if s.rr++; s.rr == len(s.spouts) {
+				s.rr = 0
+			}
+			if s.done[i] || (s.inbox != nil && s.pending[i] >= s.bound) || !s.brk.allowNew(s.now) {
+				continue
+			}
+			s.coll.task = i
+			s.emitted = 0
+			s.spouts[i].Next(&s.coll)
+			calls++
+			if s.emitted > 0 {
+				round, did = true, true
+			}
+			s.ackAtMostOnce()
+			if s.inbox != nil && int64(s.pending[i]) > s.m.PendingHigh {
+				s.m.PendingHigh = int64(s.pending[i])
+			}
+			if s.pending[i] >= s.bound {
+				s.adapt.hitBound = true
+			}
+		}
+		if !round || s.staged() && calls >= s.batch/2 {
+			break
+		}
+	}
+	return did
+}
+
+// ackAtMostOnce calls Ack for the messages Next emitted at most once.
+func (s *spoutExec) ackAtMostOnce() {
+	for _, a := range s.atMostOnce {
+		s.m.Completed++
+		s.spouts[a.task].Ack(a.msgID)
+	}
+	clear(s.atMostOnce)
+	s.atMostOnce = s.atMostOnce[:0]
+}
+
+// emit is the spout collector's emit: untracked when msgID is nil or at
+// most once, otherwise a new root in a free slot.
+func (s *spoutExec) emit(task int, st *stream, direct int, msgID any, values []any) error {
+	if s.quiet {
+		return fmt.Errorf("topology: spout %q: emit after stop", s.comp.name)
+	}
+	if msgID == nil || s.inbox == nil {
+		targets, err := s.route(st, values, direct)
+		if err != nil {
+			return err
+		}
+		src := s.tasks[task]
+		for _, dst := range targets {
+			s.push(s.newTuple(st, values, src, dst), false)
+		}
+		s.m.Emitted++
+		s.emitted++
+		if msgID != nil {
+			s.atMostOnce = append(s.atMostOnce, amoAck{task, msgID})
+		}
+		return nil
+	}
+	if len(s.free) == 0 {
+		return fmt.Errorf("topology: spout %q task %d: %d roots pending, no room for another (emit at most one tracked tuple per Next)",
+			s.comp.name, s.tasks[task], len(s.slots))
+	}
+	idx := s.free[len(s.free)-1]
+	sl := &s.slots[idx]
+	*sl = slot{msgID: msgID, values: values, stream: st, direct: int32(direct), task: int32(task), attempt: 1}
+	if err := s.start(idx, sl); err != nil {
+		*sl = slot{}
+		return err
+	}
+	s.free = s.free[:len(s.free)-1]
+	s.pending[task]++
+	s.m.Pending++
+	s.m.Emitted++
+	s.emitted++
+	return nil
+}
+
+// start emits the slot's values as a new root (a first attempt or a
+// replay) and queues its INIT.
+func (s *spoutExec) start(idx uint32, sl *slot) error {
+	root := s.gen.next()<<s.slotBits | uint64(idx)
+	for root == 0 {
+		root = s.gen.next()<<s.slotBits | uint64(idx)
+	}
+	targets, err := s.route(sl.stream, sl.values, int(sl.direct))
+	if err != nil {
+		return err
+	}
+	a := anchor{root: root, born: s.now, spout: s.ackTask[sl.task], attempt: sl.attempt}
+	var val uint64
+	src := s.tasks[sl.task]
+	for _, dst := range targets {
+		t := s.newTuple(sl.stream, sl.values, src, dst)
+		a.edge = s.gen.next()
+		val ^= a.edge
+		t.anchors.one, t.anchors.n = a, 1
+		t.attempt = sl.attempt
+		s.push(t, false)
+	}
+	sl.root, sl.born, sl.state = root, s.now, slotInFlight
+	s.live[idx].Store(root)
+	if sl.probe = s.brk.probing(); sl.probe {
+		s.brk.probesLeft--
+	}
+	m := ackcore.Msg{Root: root, Val: val, Task: s.ackTask[sl.task], Kind: ackcore.Init}
+	if s.top.cfg.Port != nil {
+		m.TimeoutMs = uint32(s.top.cfg.MessageTimeout / time.Millisecond)
+	}
+	if len(s.initQ) > 0 {
+		s.initQ = append(s.initQ, m)
+	} else if ok, err := s.sender.TrySend(m); err != nil {
+		s.m.AckerErrors++
+	} else if !ok {
+		s.initQ = append(s.initQ, m)
+	}
+	return nil
+}
+
+// sendInits offers the acker the INITs it could not take before.
+func (s *spoutExec) sendInits() bool {
+	n := 0
+	for n < len(s.initQ) {
+		ok, err := s.sender.TrySend(s.initQ[n])
+		if err != nil {
+			s.m.AckerErrors++
+		} else if !ok {
+			break
+		}
+		n++
+	}
+	s.initQ = append(s.initQ[:0], s.initQ[n:]...)
+	return n > 0
+}
+
+// handle applies outcomes.
+func (s *spoutExec) handle(outs []ackcore.Outcome) {
+	for i := range outs {
+		o := &outs[i]
+		idx := uint32(o.Root & s.mask)
+		if o.Kind == ackcore.Refused || int(idx) >= len(s.slots) {
+			s.m.Stale++
+			continue
+		}
+		sl := &s.slots[idx]
+		if sl.state != slotInFlight || sl.root != o.Root {
+			s.m.Stale++
+			continue
+		}
+		lat := time.Duration(s.now - sl.born)
+		s.live[idx].Store(0)
+		if o.Kind == ackcore.Completed {
+			s.m.Completed++
+			recordLatency(s.hist, lat)
+			s.adapt.record(lat)
+			s.brk.record(s.now, true, sl.probe)
+			msgID, task := sl.msgID, sl.task
+			s.release(idx)
+			s.spouts[task].Ack(msgID)
+			continue
+		}
+		r := reasonOf(o.Reason)
+		s.m.FailedBy[r]++
+		f := Failure{Reason: r, Attempts: int(sl.attempt), Latency: lat}
+		if r == Explicit {
+			f.Err = s.errs.take(o.Root)
+		}
+		if r != Stopped {
+			s.brk.record(s.now, false, sl.probe)
+		}
+		s.failed(idx, sl, f)
+	}
+}
+
+func reasonOf(r ackcore.Reason) Reason {
+	switch r {
+	case ackcore.ReasonExplicit:
+		return Explicit
+	case ackcore.ReasonTimeout:
+		return Timeout
+	case ackcore.ReasonFull:
+		return Rejected
+	case ackcore.ReasonStopped:
+		return Stopped
+	}
+	return AckerLost // ReasonLost, and anything an acker adds later
+}
+
+// failed decides a failed attempt's fate: a replay, or the end (dead
+// letter, or stopped).
+func (s *spoutExec) failed(idx uint32, sl *slot, f Failure) {
+	cfg := &s.top.cfg
+	switch {
+	case f.Reason == Stopped || s.quiet:
+		if f.Reason != Stopped {
+			inner := f
+			f = Failure{Reason: Stopped, Err: &inner, Attempts: f.Attempts, Latency: f.Latency}
+		}
+		s.final(idx, sl, &f, false)
+	case int(sl.attempt) < cfg.Retry.MaxAttempts:
+		sl.state = slotWaiting
+		sl.lastErr = f.Err
+		sl.due = s.now + int64(s.backoff(int(sl.attempt)))
+		heap.Push(&s.retryQ, idx)
+	default:
+		s.final(idx, sl, &f, true)
+	}
+}
+
+// backoff is the wait after failed attempt k: Backoff*2^(k-1), at most
+// MaxBackoff, less a random fraction of up to Jitter of it.
+func (s *spoutExec) backoff(k int) time.Duration {
+	r := &s.top.cfg.Retry
+	d := r.Backoff
+	for i := 1; i < k && d < r.MaxBackoff; i++ {
+		d *= 2
+	}
+	d = min(d, r.MaxBackoff)
+	return d - time.Duration(float64(d)*r.Jitter*s.gen.float())
+}
+
+// final reports a message the engine gives up on.
+func (s *spoutExec) final(idx uint32, sl *slot, f *Failure, dead bool) {
+	msgID, task := sl.msgID, sl.task
+	if dead {
+		s.m.DeadLettered++
+		if h := s.top.cfg.DeadLetter; h != nil {
+			h(DeadLetter{Component: s.comp.name, Task: s.tasks[task], Stream: sl.stream.name, MsgID: msgID, Values: sl.values, Failure: *f})
+		}
+	}
+	s.m.FailedFinal++
+	s.release(idx)
+	s.spouts[task].Fail(msgID, f)
+}
+
+func (s *spoutExec) release(idx uint32) {
+	sl := &s.slots[idx]
+	s.pending[sl.task]--
+	s.m.Pending--
+	*sl = slot{}
+	s.free = append(s.free, idx)
+}
+
+// replayDue replays the failed roots whose backoff has passed, while the
+// breaker lets them through.
+func (s *spoutExec) replayDue() bool {
+	did := false
+	for len(s.retryQ.idx) > 0 && !s.quiet {
+		idx := s.retryQ.idx[0]
+		sl := &s.slots[idx]
+		if sl.due > s.now || !s.brk.allowReplay(s.now) || s.staged() && did {
+			break
+		}
+		heap.Pop(&s.retryQ)
+		sl.attempt++
+		sl.lastErr = nil
+		if err := s.start(idx, sl); err != nil {
+			// The values were routed before; a route that fails now (a
+			// field that hashed once cannot stop hashing) is a bug, but
+			// the message is still reported, not lost.
+			s.final(idx, sl, &Failure{Reason: Explicit, Err: err, Attempts: int(sl.attempt)}, true)
+			continue
+		}
+		s.m.Replayed++
+		did = true
+	}
+	return did
+}
+
+// stopEmitting is the executor's first step of a stop: it gives up on the
+// roots waiting for a replay, drops what is staged (its roots are reported
+// Stopped by the acker or by sweepStopped), offers the acker its INITs
+// once, and tells the topology.
+func (s *spoutExec) stopEmitting() {
+	for len(s.retryQ.idx) > 0 {
+		idx := heap.Pop(&s.retryQ).(uint32)
+		sl := &s.slots[idx]
+		f := Failure{Reason: Stopped, Attempts: int(sl.attempt), Err: sl.lastErr}
+		s.final(idx, sl, &f, false)
+	}
+	if s.inbox != nil {
+		s.dropStaged()
+		s.sendInits()
+		if err := s.sender.Flush(); err != nil {
+			s.m.AckerErrors++
+		}
+	} else {
+		s.flushOuts(true) // at most once: the tuples were acked at emit, deliver them
+	}
+	s.quiet = true
+	s.top.spoutQuiet()
+}
+
+// sweepStopped reports, after the acker has stopped, the roots it never
+// reported (their INIT did not reach it).
+func (s *spoutExec) sweepStopped() {
+	for i := range s.slots {
+		if sl := &s.slots[i]; sl.state != slotFree {
+			s.live[i].Store(0)
+			s.m.FailedBy[Stopped]++
+			s.final(uint32(i), sl, &Failure{Reason: Stopped, Attempts: int(sl.attempt)}, false)
+		}
+	}
+}
+
+// checkFinished tells the topology once every task is done and nothing is
+// pending.
+func (s *spoutExec) checkFinished() {
+	if s.finished || s.quiet {
+		return
+	}
+	if s.ndone < len(s.spouts) && !s.top.draining.Load() {
+		return
+	}
+	if s.m.Pending == 0 && len(s.initQ) == 0 && !s.staged() {
+		s.finished = true
+		s.top.spoutFinished()
+	}
+}
+
+// control runs the breaker and the adaptive bound on the clock.
+func (s *spoutExec) control() {
+	s.brk.tick(s.now, &s.m)
+	if b, ok := s.adapt.tick(s.now, s.bound, s.top.cfg.MaxSpoutPending); ok {
+		s.bound = b
+		s.m.Bound = int64(b)
+	}
+	if s.live != nil && s.now-s.lastPub >= publishEvery {
+		s.errs.sweep(s.isLive)
+	}
+}
+
+func (s *spoutExec) publish() {
+	s.lastPub = s.now
+	s.pub.Lock()
+	s.pub.m = s.m
+	s.pubHist.Merge(s.hist)
+	s.pub.Unlock()
+	s.hist.Reset()
+}
+
+func (s *spoutExec) maybePublish() {
+	if s.now-s.lastPub >= publishEvery || s.now < s.lastPub {
+		s.publish()
+	}
+}
+
+// retryHeap orders the slots waiting for a replay by due time.
+type retryHeap struct {
+	idx   []uint32
+	slots []slot
+}
+
+func (h *retryHeap) Len() int           { return len(h.idx) }
+func (h *retryHeap) Less(i, j int) bool { return h.slots[h.idx[i]].due < h.slots[h.idx[j]].due }
+func (h *retryHeap) Swap(i, j int)      { h.idx[i], h.idx[j] = h.idx[j], h.idx[i] }
+func (h *retryHeap) Push(x any)         { h.idx = append(h.idx, x.(uint32)) }
+func (h *retryHeap) Pop() any {
+	x := h.idx[len(h.idx)-1]
+	h.idx = h.idx[:len(h.idx)-1]
+	return x
+}
+
+// check verifies the executor's bookkeeping (invariants builds, every
+// pass): the pending counts match the slots in use, the free list holds
+// exactly the free slots, and a slot's root is live exactly while it is in
+// flight.
+func (s *spoutExec) check() {
+	inUse, sum := 0, 0
+	for i := range s.slots {
+		sl := &s.slots[i]
+		live := s.live[i].Load()
+		switch {
+		case sl.state == slotFree && live != 0,
+			sl.state == slotInFlight && live != sl.root,
+			sl.state == slotWaiting && live != 0:
+			panic(fmt.Sprintf("topology: spout %q slot %d: state %d, root %#x, live %#x", s.comp.name, i, sl.state, sl.root, live))
+		case sl.state == slotInFlight && (sl.root == 0 || sl.root&s.mask != uint64(i)):
+			panic(fmt.Sprintf("topology: spout %q slot %d holds root %#x", s.comp.name, i, sl.root))
+		}
+		if sl.state != slotFree {
+			inUse++
+		}
+	}
+	for _, p := range s.pending {
+		sum += p
+	}
+	if inUse != sum || int64(sum) != s.m.Pending || inUse+len(s.free) != len(s.slots) || len(s.retryQ.idx) > inUse {
+		panic(fmt.Sprintf("topology: spout %q: %d slots in use, pending %v (counted %d), %d free of %d, %d waiting",
+			s.comp.name, inUse, s.pending, s.m.Pending, len(s.free), len(s.slots), len(s.retryQ.idx)))
+	}
+}
