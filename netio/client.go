@@ -288,11 +288,12 @@ func (c *Client) Stats() (ackcore.Stats, ClientStats) {
 	return st, cs
 }
 
-// Stop closes the remote acker: sends fail from now on; every root still
-// in flight (sent or staged, outcome not yet received) is reported
-// Failed{stopped} to its inbox; Stop waits for the inboxes to take every
-// outcome (call it from a goroutine other than their readers, after the
-// senders' last Flush) and returns the final counters.
+// Stop closes the remote acker: sends fail from now on; every root sent
+// whose outcome has not arrived is reported Failed{stopped} to its inbox
+// (a root a sender staged but never handed over is reported so by that
+// sender's next Send or Flush, which return acker.ErrClosed); Stop waits
+// for the inboxes to take every outcome (call it from a goroutine other
+// than their readers) and returns the final counters.
 func (c *Client) Stop() ackcore.Stats {
 	c.stopOnce.Do(func() {
 		c.closed.Store(true)
@@ -304,15 +305,8 @@ func (c *Client) Stop() ackcore.Stats {
 			h.hangUp()
 		}
 		c.wg.Wait()
-		// Staged INITs never reached a host: they fail too. The senders
-		// are done (the caller's Flush happened before Stop).
-		for _, s := range c.send {
-			for i := range s.stage {
-				st := &s.stage[i]
-				c.failLocal(st.inits, ackcore.ReasonStopped)
-				st.inits, st.n, st.buf = st.inits[:0], 0, st.buf[:0]
-			}
-		}
+		// INITs a sender staged and never handed over are failed by that
+		// sender, on its goroutine, at its next Send or Flush.
 		for _, ib := range c.inbox {
 			ib.drained()
 		}
@@ -463,6 +457,7 @@ func (s *Sender) SendBatch(msgs []ackcore.Msg) error {
 func (s *Sender) send(m ackcore.Msg, wait bool) (bool, error) {
 	c := s.c
 	if c.closed.Load() {
+		s.abandon()
 		return false, acker.ErrClosed
 	}
 	if m.Root == 0 || m.Kind < ackcore.Init || m.Kind > ackcore.Reset || m.TimeoutMs > maxTimeoutMs ||
@@ -521,9 +516,22 @@ func (s *Sender) send(m ackcore.Msg, wait bool) (bool, error) {
 	return true, nil
 }
 
+// abandon fails the INITs staged when the client stopped.
+func (s *Sender) abandon() {
+	for i := range s.stage {
+		st := &s.stage[i]
+		s.c.failLocal(st.inits, ackcore.ReasonStopped)
+		st.inits, st.n, st.buf = st.inits[:0], 0, st.buf[:0]
+	}
+}
+
 // Flush hands every staged frame to its host's connection.
 func (s *Sender) Flush() error {
 	c := s.c
+	if c.closed.Load() {
+		s.abandon()
+		return acker.ErrClosed
+	}
 	for i := range s.stage {
 		if s.stage[i].n > 0 {
 			s.handOver(c.hosts[i])
@@ -551,7 +559,11 @@ func (s *Sender) handOver(h *host) {
 	n := st.n
 	buf, ok := h.enqueue(st.buf, st.inits)
 	if !ok {
-		s.c.failLocal(st.inits, ackcore.ReasonLost)
+		reason := ackcore.ReasonLost
+		if s.c.closed.Load() {
+			reason = ackcore.ReasonStopped
+		}
+		s.c.failLocal(st.inits, reason)
 		s.c.dropped.Add(uint64(n - len(st.inits)))
 	} else {
 		s.c.sent.Add(uint64(n))
