@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -350,7 +351,9 @@ func TestNetns(t *testing.T) {
 	dA := startDaemon(t, []string{"ip", "netns", "exec", nsA}, "10.213.1.2:0")
 	dB := startDaemon(t, []string{"ip", "netns", "exec", nsB}, "10.213.2.2:0")
 	exe, _ := os.Executable()
-	cl := exec.Command("ip", "netns", "exec", nsC, exe)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cl := exec.CommandContext(ctx, "ip", "netns", "exec", nsC, exe)
 	cl.Env = append(os.Environ(), "ACKERD_CLIENT="+dA.addr+","+dB.addr)
 	in, _ := cl.StdinPipe()
 	outp, _ := cl.StdoutPipe()

@@ -84,7 +84,9 @@ func TestWordCountTwoDaemons(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatalf("word count not done: %d acked, %d failed of %d", acked.Load(), failed.Load(), n)
 	}
-	if err := top.Stop(context.Background()); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := top.Stop(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if acked.Load() != int64(n) || failed.Load() != 0 {
