@@ -30,8 +30,9 @@ const (
 	// spout (package source/kafka) from an in-process Kafka cluster, with
 	// acking and with 0 ackers (source.go).
 	LevelSource Level = "source"
-	// LevelNet is planned (a network transport) and rejected by Validate
-	// until it exists.
+	// LevelNet puts the acker behind loopback TCP connections, one per
+	// producer: package netio's client and server, beside gRPC streams
+	// carrying the same records (bench/net.go). Run on request only.
 	LevelNet Level = "net"
 )
 
@@ -105,8 +106,12 @@ type Config struct {
 	// replays its own share of the stream's trees, and is also the spout
 	// task its roots report to.
 	Producers int `json:"producers"`
-	// Shards is the pipeline's xorack shards (default 1).
+	// Shards is the pipeline's xorack shards (default 1), and the net
+	// level's server shards.
 	Shards int `json:"shards"`
+	// Conns lists the net level's connection counts (one producer each);
+	// empty means DefaultConns.
+	Conns []int `json:"conns"`
 	// FailRate is the fraction of roots a bolt fails explicitly (one of
 	// the root's ACKs becomes a FAIL; its later acks become orphans).
 	FailRate float64 `json:"fail_rate"`
@@ -170,6 +175,9 @@ func (c Config) withDefaults() Config {
 	if c.Shards == 0 {
 		c.Shards = 1
 	}
+	if len(c.Conns) == 0 {
+		c.Conns = slices.Clone(DefaultConns)
+	}
 	if c.Duration == 0 && c.Msgs == 0 {
 		if c.Quick {
 			c.Duration = QuickDuration
@@ -215,11 +223,9 @@ func (c Config) resolve() (*resolved, error) {
 	seen := map[Level]bool{}
 	for _, l := range c.Levels {
 		switch l {
-		case LevelCore, LevelPipeline, LevelTopology, LevelSource:
-		case LevelNet:
-			return nil, fmt.Errorf("bench: level %q is not implemented yet (levels that exist: core, pipeline, topology, source)", l)
+		case LevelCore, LevelPipeline, LevelTopology, LevelSource, LevelNet:
 		default:
-			return nil, fmt.Errorf("bench: unknown level %q (want core, pipeline, topology or source)", l)
+			return nil, fmt.Errorf("bench: unknown level %q (want core, pipeline, topology, source or net)", l)
 		}
 		if seen[l] {
 			return nil, fmt.Errorf("bench: level %q given twice", l)
@@ -245,6 +251,18 @@ func (c Config) resolve() (*resolved, error) {
 		for _, p := range c.Pending {
 			if p < c.Producers {
 				return nil, fmt.Errorf("bench: pending window %d is smaller than producers %d (each producer needs trees of its own)", p, c.Producers)
+			}
+		}
+	}
+	for _, n := range c.Conns {
+		if n < 1 || n > maxProducers {
+			return nil, fmt.Errorf("bench: conns %d out of range [1, %d]", n, maxProducers)
+		}
+		if seen[LevelNet] {
+			for _, p := range c.Pending {
+				if p < n {
+					return nil, fmt.Errorf("bench: pending window %d is smaller than conns %d (each connection needs trees of its own)", p, n)
+				}
 			}
 		}
 	}

@@ -14,9 +14,10 @@ func TestConfigRejects(t *testing.T) {
 		cfg  Config
 		want string // in the error
 	}{
-		{Config{Levels: []Level{"net"}}, `"net" is not implemented yet`},
+		{Config{Levels: []Level{LevelNet}, Conns: []int{0}}, `conns 0 out of range`},
+		{Config{Levels: []Level{LevelNet}, Conns: []int{65}}, `conns 65 out of range`},
+		{Config{Levels: []Level{LevelNet}, Conns: []int{8}, Pending: []int{4}}, `pending window 4 is smaller than conns 8`},
 		{Config{Levels: []Level{"topology"}, FailRate: 0.1, Impls: []string{"acked"}}, `impl "acked" cannot run with fail or drop rates`},
-		{Config{Levels: []Level{"net"}}, `"net" is not implemented yet`},
 		{Config{Levels: []Level{"disk"}}, `unknown level "disk"`},
 		{Config{Levels: []Level{LevelCore, LevelCore}}, `"core" given twice`},
 		{Config{Impls: []string{"redis"}}, `unknown impl "redis"`},

@@ -123,7 +123,11 @@ func WriteTable(w io.Writer, rep *Report) error {
 		if r.RatioToXorack != nil {
 			ratio = fmt.Sprintf("%.2fx", *r.RatioToXorack)
 		}
-		cells := []string{string(r.Level), r.Impl, r.Shape, fmt.Sprint(r.Pending), si(r.MsgsPerSec), ratio,
+		level := string(r.Level)
+		if r.Conns > 0 {
+			level += fmt.Sprintf(":%dc", r.Conns) // connections
+		}
+		cells := []string{level, r.Impl, r.Shape, fmt.Sprint(r.Pending), si(r.MsgsPerSec), ratio,
 			si(r.TreesPerSec), fmt.Sprintf("%.1f", r.BytesPerRoot), dur(r.P50Ns), dur(r.P99Ns)}
 		for _, tc := range tableCounters {
 			cells = append(cells, counter(r.CountersPerMsg[tc.e.Unit()]))

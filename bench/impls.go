@@ -85,6 +85,10 @@ func implNames(l Level) []string {
 		for _, i := range pipeImpls {
 			names = append(names, i.name)
 		}
+	case LevelNet:
+		for _, i := range netImpls {
+			names = append(names, i.name)
+		}
 	case LevelTopology:
 		names = append(names, topologyImpls...)
 	case LevelSource:
@@ -103,6 +107,9 @@ func isDefault(l Level, name string) bool {
 		if i, ok := findPipe(name); ok {
 			return i.dflt
 		}
+	case LevelNet:
+		_, ok := findNet(name)
+		return ok
 	case LevelTopology, LevelSource:
 		return true
 	}

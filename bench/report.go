@@ -60,6 +60,7 @@ type Row struct {
 	Pending   int     `json:"pending"`             // the window P asked for
 	Producers int     `json:"producers,omitempty"` // pipeline only
 	Shards    int     `json:"shards,omitempty"`    // pipeline only
+	Conns     int     `json:"conns,omitempty"`     // net only: loopback connections, one producer each
 	FailRate  float64 `json:"fail_rate"`
 	DropRate  float64 `json:"drop_rate"`
 
@@ -122,6 +123,9 @@ func (r *Row) Name() string {
 	if r.Level == LevelPipeline {
 		s += fmt.Sprintf("/producers=%d/shards=%d", r.Producers, r.Shards)
 	}
+	if r.Level == LevelNet {
+		s += fmt.Sprintf("/conns=%d/shards=%d", r.Conns, r.Shards)
+	}
 	if r.FailRate > 0 || r.DropRate > 0 {
 		s += fmt.Sprintf("/fail=%g/drop=%g", r.FailRate, r.DropRate)
 	}
@@ -158,21 +162,23 @@ func Run(cfg Config) (*Report, error) {
 	return rep, errors.Join(append([]error{err}, verr...)...)
 }
 
-// fillRatios sets each row's ratio to the xorack row of its group.
+// fillRatios sets each row's ratio to the xorack row of its group (at
+// net level, the netio row with as many connections).
 func fillRatios(rows []Row) {
 	type key struct {
 		l     Level
 		shape string
 		p     int
+		conns int
 	}
 	ref := map[key]float64{}
 	for _, r := range rows {
-		if r.Impl == Reference {
-			ref[key{r.Level, r.Shape, r.Pending}] = r.MsgsPerSec
+		if r.Impl == Reference || r.Level == LevelNet && r.Impl == "netio" {
+			ref[key{r.Level, r.Shape, r.Pending, r.Conns}] = r.MsgsPerSec
 		}
 	}
 	for i := range rows {
-		if x, ok := ref[key{rows[i].Level, rows[i].Shape, rows[i].Pending}]; ok && x > 0 {
+		if x, ok := ref[key{rows[i].Level, rows[i].Shape, rows[i].Pending, rows[i].Conns}]; ok && x > 0 {
 			v := rows[i].MsgsPerSec / x
 			rows[i].RatioToXorack = &v
 		}
@@ -203,6 +209,7 @@ func (rn *runner) countSteps() int {
 				n += k + rn.cfg.Reps*k + k // setup, reps, finish
 			}
 			n += len(rn.cfg.impls[LevelPipeline])
+			n += len(rn.cfg.impls[LevelNet]) * len(rn.cfg.Conns)
 		}
 	}
 	if k := len(rn.cfg.impls[LevelTopology]); k > 0 {
@@ -233,7 +240,7 @@ func (rn *runner) run() error {
 // streamLevels runs the levels that replay a workload stream, per shape
 // and window.
 func (rn *runner) streamLevels() error {
-	if len(rn.cfg.impls[LevelCore])+len(rn.cfg.impls[LevelPipeline]) == 0 {
+	if len(rn.cfg.impls[LevelCore])+len(rn.cfg.impls[LevelPipeline])+len(rn.cfg.impls[LevelNet]) == 0 {
 		return nil
 	}
 	for _, shape := range rn.cfg.shapes {
@@ -248,6 +255,8 @@ func (rn *runner) streamLevels() error {
 					rows, err = rn.core(st, p)
 				case LevelPipeline:
 					rows, err = rn.pipeline(st, p)
+				case LevelNet:
+					rows, err = rn.net(st, p)
 				}
 				rn.rep.Rows = append(rn.rep.Rows, rows...)
 				if err != nil {

@@ -52,7 +52,8 @@ func parse(args []string, stderr io.Writer) (bench.Config, options, error) {
 	shapes := fs.String("shape", "wordcount", "tree shapes, comma-separated: wordcount, tree8x8, chainN, diamondN")
 	pending := fs.String("pending", "", "pending windows P, comma-separated, k and M suffixes allowed (default 10k,100k,1M; -quick 10k,100k)")
 	fs.IntVar(&cfg.Producers, "producers", 1, "pipeline producer goroutines")
-	fs.IntVar(&cfg.Shards, "shards", 1, "pipeline xorack shards")
+	fs.IntVar(&cfg.Shards, "shards", 1, "pipeline xorack shards (and the net level's server shards)")
+	conns := fs.String("conns", "", "net level: loopback connection counts, comma-separated, one producer each (default 1,4)")
 	fs.Float64Var(&cfg.FailRate, "fail", 0, "fraction of roots failed explicitly by a bolt")
 	fs.Float64Var(&cfg.DropRate, "drop", 0, "fraction of roots that lose one ACK (they time out)")
 	fs.DurationVar(&cfg.Duration, "duration", 0, "measured time per row, split over -reps (default 600ms; -quick 150ms)")
@@ -81,6 +82,13 @@ func parse(args []string, stderr io.Writer) (bench.Config, options, error) {
 		cfg.Levels = append(cfg.Levels, bench.Level(l))
 	}
 	cfg.Impls = split(*impls)
+	for _, s := range split(*conns) {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return cfg, o, fmt.Errorf("-conns %q: %v", s, err)
+		}
+		cfg.Conns = append(cfg.Conns, n)
+	}
 	cfg.Shapes = split(*shapes)
 	for _, s := range split(*pending) {
 		p, err := parseCount(s)

@@ -44,7 +44,7 @@ func TestParseFlags(t *testing.T) {
 // TestBadFlags: bad values exit 2 with a message naming them.
 func TestBadFlags(t *testing.T) {
 	for args, want := range map[string]string{
-		"-level net":                       `"net" is not implemented yet`,
+		"-level net -conns 0":              `conns 0 out of range`,
 		"-impl nosuch":                     `"nosuch"`,
 		"-pending 10q":                     `"10q"`,
 		"-fail 2":                          "fail rate 2",

@@ -1,0 +1,253 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/acker"
+	"github.com/xorack/xorack/bench/pipeline"
+	"github.com/xorack/xorack/netio"
+)
+
+// The net level: the pipeline's producers and spouts in one process, the
+// acker behind loopback TCP connections, one per producer. "netio" is
+// package netio's client and server (cmd/ackerd's), "grpc" the same acker
+// behind gRPC bidirectional streams carrying the same 24-byte records in
+// the same batch sizes. Each producer is one connection (Config.Conns
+// says how many), replays its share of the stream, and is the spout task
+// its roots report to; the rows then come from the pipeline's runner
+// (pipeRow), so throughput, latency and verification are measured the
+// same way.
+
+// Frames: a producer's messages go out in frames (netio) or gRPC messages
+// of Config.Batch messages (default 256, the pipeline's span), whichever
+// the impl; the latency run flushes every latencyQuantum messages, so both
+// then carry frames of that size. maxNetFrameMsgs bounds a gRPC message
+// the server sends: 2,048 outcome records are 48 KiB, under gRPC's 4 MiB
+// default message limit and netio's 1 MiB frame limit.
+const maxNetFrameMsgs = 2048
+
+// netSecret authenticates the benchmark's connections.
+var netSecret = []byte("ackbench-net-level-secret")
+
+type netImpl struct {
+	name string
+	make func(pipeline.Config) (pipeline.Pipe, error)
+}
+
+var netImpls = []netImpl{
+	{name: "netio", make: newNetioPipe},
+	{name: "grpc", make: newGRPCPipe},
+}
+
+func findNet(name string) (netImpl, bool) {
+	for _, i := range netImpls {
+		if i.name == name {
+			return i, true
+		}
+	}
+	return netImpl{}, false
+}
+
+// DefaultConns are the connection counts the net level runs by default.
+var DefaultConns = []int{1, 4}
+
+// net runs the net level for one stream: for each connection count, each
+// impl, the impls alternating.
+func (rn *runner) net(st *stream, p int) ([]Row, error) {
+	c := rn.cfg
+	names := c.impls[LevelNet]
+	if len(names) == 0 {
+		return nil, nil
+	}
+	timeout := rn.timeout(st)
+	var rows []Row
+	for _, conns := range c.Conns {
+		if p < conns {
+			return rows, fmt.Errorf("bench: pending window %d is smaller than conns %d", p, conns)
+		}
+		shares := st.shares(conns)
+		sub := *rn
+		cfg := *c
+		cfg.Producers = conns
+		sub.cfg = &cfg
+		for _, name := range names {
+			impl, _ := findNet(name)
+			rn.progress("net %s P=%d conns=%d: %s", st.Shape.Name, p, conns, name)
+			row, err := sub.pipeRow(pipeImpl{name: impl.name, make: impl.make}, st, shares, p, timeout)
+			row.Level, row.Conns, row.Producers = LevelNet, conns, conns
+			row.Shards = c.Shards
+			if err != nil {
+				return rows, err
+			}
+			rows = append(rows, row)
+		}
+	}
+	return rows, nil
+}
+
+// netioPipe: a netio.Server on a loopback port, one netio client per
+// producer (one connection each, task p).
+type netioPipe struct {
+	srv     *netio.Server
+	clients []*netio.Client
+	pc      pipeline.Config
+	addr    string
+	served  chan error
+}
+
+func newNetioPipe(pc pipeline.Config) (pipeline.Pipe, error) {
+	srv, err := netio.NewServer(netio.ServerConfig{
+		Secret: netSecret, Shards: pc.Shards, Pin: pc.Pin, Tasks: pc.Producers, MaxConns: pc.Producers,
+		Shard: ackcore.Config{MaxPending: pc.MaxPending, Timeout: pc.Timeout, Clock: pc.Clock},
+		// Neither bound may bind before the acker's own: the stream keeps
+		// about P roots pending, and more are in flight on the wire.
+		MaxConnPending: 4 * pc.MaxPending * pc.Shards,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &netioPipe{srv: srv, pc: pc, served: make(chan error, 1)}, nil
+}
+
+func (np *netioPipe) Start() error {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		np.srv.Close()
+		return err
+	}
+	np.addr = ln.Addr().String()
+	go func() { np.served <- np.srv.Serve(ln) }()
+	for p := 0; p < np.pc.Producers; p++ {
+		c, err := netio.Dial(netio.ClientConfig{
+			Hosts: []string{np.addr}, Secret: netSecret, TaskBase: uint32(p), FrameMsgs: min(np.pc.Batch, netio.MaxMsgsPerFrame(netio.DefaultMaxFrame)),
+			MaxPending: 4 * np.pc.MaxPending * np.pc.Shards,
+		}, acker.Spec{Producers: 1, Tasks: 1})
+		if err != nil {
+			np.Stop()
+			return err
+		}
+		np.clients = append(np.clients, c)
+	}
+	return nil
+}
+
+// Sender is producer p's connection; the harness names its roots task p,
+// which its client knows as task 0 (the server as TaskBase p).
+func (np *netioPipe) Sender(p int) acker.Sender {
+	return taskShift{np.clients[p].Sender(0), uint32(p)}
+}
+
+// Inbox is producer p's connection's only inbox.
+func (np *netioPipe) Inbox(p int) acker.Inbox { return np.clients[p].Inbox(0) }
+
+func (np *netioPipe) Stats() ackcore.Stats { return np.srv.Stats().Acker }
+
+func (np *netioPipe) Placement() ([]int, string) { return nil, "" }
+
+func (np *netioPipe) Stop() ackcore.Stats {
+	for _, c := range np.clients {
+		c.Stop()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_ = np.srv.Shutdown(ctx)
+	<-np.served
+	return np.srv.Stats().Acker
+}
+
+// taskShift is a Sender whose INITs' tasks are shift lower on the wire.
+type taskShift struct {
+	acker.Sender
+	shift uint32
+}
+
+func (s taskShift) Send(m ackcore.Msg) error {
+	if m.Kind == ackcore.Init {
+		m.Task -= s.shift
+	}
+	return s.Sender.Send(m)
+}
+
+func (s taskShift) TrySend(m ackcore.Msg) (bool, error) {
+	if m.Kind == ackcore.Init {
+		m.Task -= s.shift
+	}
+	return s.Sender.TrySend(m)
+}
+
+func (s taskShift) SendBatch(msgs []ackcore.Msg) error {
+	for _, m := range msgs {
+		if err := s.Send(m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// netInbox is a mutex-guarded outcome queue (an acker.Inbox), filled by
+// a connection's reading goroutine and polled by its producer (the grpc
+// client side).
+type netInbox struct {
+	mu     sync.Mutex
+	q      []ackcore.Outcome
+	closed bool
+	wake   chan struct{} // made by the owner; one token at most
+}
+
+func (ib *netInbox) put(outs []ackcore.Outcome) {
+	ib.mu.Lock()
+	ib.q = append(ib.q, outs...)
+	ib.mu.Unlock()
+	ib.signal()
+}
+
+func (ib *netInbox) close() {
+	ib.mu.Lock()
+	ib.closed = true
+	ib.mu.Unlock()
+	ib.signal()
+}
+
+func (ib *netInbox) signal() {
+	select {
+	case ib.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (ib *netInbox) Poll(dst []ackcore.Outcome) []ackcore.Outcome {
+	ib.mu.Lock()
+	dst = append(dst, ib.q...)
+	ib.q = ib.q[:0]
+	ib.mu.Unlock()
+	return dst
+}
+
+func (ib *netInbox) Wait(dst []ackcore.Outcome) ([]ackcore.Outcome, bool) {
+	return ib.WaitUntil(dst, nil)
+}
+
+func (ib *netInbox) WaitUntil(dst []ackcore.Outcome, wake <-chan time.Time) ([]ackcore.Outcome, bool) {
+	for {
+		n := len(dst)
+		if dst = ib.Poll(dst); len(dst) > n {
+			return dst, true
+		}
+		ib.mu.Lock()
+		done := ib.closed && len(ib.q) == 0
+		ib.mu.Unlock()
+		if done {
+			return dst, false
+		}
+		select {
+		case <-ib.wake:
+		case <-wake:
+			return ib.Poll(dst), true
+		}
+	}
+}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/xorack/xorack/acker"
+	"github.com/xorack/xorack/netio"
+	"github.com/xorack/xorack/topology"
+)
+
+// wcSpout emits n sentences, each tracked by its index.
+type wcSpout struct {
+	n, next       int
+	acked, failed *atomic.Int64
+}
+
+func (s *wcSpout) Next(c *topology.SpoutCollector) {
+	if s.next == s.n {
+		c.Done()
+		return
+	}
+	_ = c.Emit(s.next, fmt.Sprintf("sentence %d has the same six words", s.next%7))
+	s.next++
+}
+
+func (s *wcSpout) Ack(_ any)                       { s.acked.Add(1) }
+func (s *wcSpout) Fail(_ any, _ *topology.Failure) { s.failed.Add(1) }
+
+// TestWordCountTwoDaemons: the reference engine's word count, its acker
+// two ackerd processes reached through netio's client (Config.Port):
+// every sentence completes, and every word is counted once.
+func TestWordCountTwoDaemons(t *testing.T) {
+	d1 := startDaemon(t, nil, "127.0.0.1:0")
+	d2 := startDaemon(t, nil, "127.0.0.1:0")
+	n := 5000
+	if testing.Short() {
+		n = 1000
+	}
+	var acked, failed atomic.Int64
+	var mu sync.Mutex
+	counts := map[string]int{}
+	b := topology.NewBuilder()
+	b.Spout("sentences", func() topology.Spout { return &wcSpout{n: n, acked: &acked, failed: &failed} }).Output("sentence")
+	b.Bolt("split", func() topology.Bolt {
+		return topology.Basic(topology.BasicFunc(func(tp *topology.Tuple, c *topology.BasicCollector) error {
+			for _, w := range strings.Fields(tp.String(0)) {
+				if err := c.Emit(w); err != nil {
+					return err
+				}
+			}
+			return nil
+		}))
+	}).Tasks(2).Input("sentences", topology.Shuffle()).Output("word")
+	b.Bolt("count", func() topology.Bolt {
+		return topology.Basic(topology.BasicFunc(func(tp *topology.Tuple, c *topology.BasicCollector) error {
+			mu.Lock()
+			counts[tp.String(0)]++
+			mu.Unlock()
+			return nil
+		}))
+	}).Tasks(2).Input("split", topology.Fields("word"))
+	cfg := topology.DefaultConfig()
+	var client *netio.Client
+	cfg.Port = func(spec acker.Spec) (acker.Port, error) {
+		c, err := netio.Dial(netio.ClientConfig{Hosts: []string{d1.addr, d2.addr}, Secret: []byte(secret)}, spec)
+		client = c
+		return c, err
+	}
+	top, err := b.Build(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := top.Start(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-top.Done():
+	case <-time.After(60 * time.Second):
+		t.Fatalf("word count not done: %d acked, %d failed of %d", acked.Load(), failed.Load(), n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := top.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if acked.Load() != int64(n) || failed.Load() != 0 {
+		t.Fatalf("%d sentences acked, %d failed, want %d acked", acked.Load(), failed.Load(), n)
+	}
+	// The roots went through both daemons: the client counted them.
+	st, cs := client.Stats()
+	if st.Inits != uint64(n) || st.Completed != uint64(n) || cs.Connections != 2 || cs.Lost != 0 {
+		t.Fatalf("client: %+v %+v", st, cs)
+	}
+	if counts["sentence"] != n || counts["words"] != n || len(counts) != 6+7 {
+		t.Fatalf("word counts %v", counts)
+	}
+}

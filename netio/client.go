@@ -1,0 +1,1157 @@
+package netio
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/tls"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/acker"
+)
+
+// ClientConfig configures the client side of a remote acker. Its Port
+// method opens an acker.Port for an engine.
+type ClientConfig struct {
+	// Hosts are the ackerd addresses (host:port). A root belongs to the
+	// host its keyed rendezvous hash picks among those connected; every
+	// client of one topology must list the same addresses (in any order)
+	// and the same HashKey, so that all messages of a root, from any
+	// process, reach the same host. Required.
+	Hosts []string
+	// Secret is the servers' shared secret. Required.
+	Secret []byte
+	// TLS, when set, speaks TLS to every host (with a client certificate
+	// in Certificates for mutual TLS). ServerName defaults to the host.
+	TLS *tls.Config
+	// ID identifies this client to the servers; a reconnect with the same
+	// ID takes its tasks over from a connection the server has not yet
+	// seen die. 0 draws a random one.
+	ID uint64
+	// TaskBase is the topology-wide id of the Spec's task 0: this client
+	// owns tasks [TaskBase, TaskBase+Spec.Tasks) on the servers.
+	TaskBase uint32
+	// MaxPending bounds the roots in flight (INIT sent, outcome not yet
+	// received), and each inbox's outcomes not yet taken. Send of an
+	// INIT waits at the bound, after handing over what it staged (TrySend
+	// says false); a full inbox holds its hosts' readers back. So a
+	// goroutine that both sends and polls (a spout executor) must not let
+	// MaxPending outcomes wait in its inbox while it sends: set the
+	// engine's max spout pending below it. Default 1<<20.
+	MaxPending int
+	// FrameMsgs is the messages a sender stages per host before it hands
+	// a frame to the connection (Flush hands over fewer). Default 2048.
+	FrameMsgs int
+	// QueueBytes bounds each host's send queue; a sender waits while it
+	// is full (backpressure). Default 256 KiB (about 11,000 messages): a
+	// deeper queue only adds latency once the connection is saturated.
+	QueueBytes int
+	// MaxFrame is the largest frame the client accepts (default
+	// DefaultMaxFrame).
+	MaxFrame int
+	// DialTimeout bounds a connection attempt, handshake included
+	// (default 5s). Port waits up to this long for the first attempt at
+	// every host and fails if none connected.
+	DialTimeout time.Duration
+	// WriteTimeout gives a host up when its socket takes no bytes for
+	// this long (default 10s).
+	WriteTimeout time.Duration
+	// BackoffMin and BackoffMax bound the wait between reconnect attempts
+	// to a host, doubled after each failure with jitter (default 50ms and
+	// 5s).
+	BackoffMin, BackoffMax time.Duration
+	// HashKey keys the routing hash; 0 derives it from Secret, so that
+	// clients sharing a secret agree.
+	HashKey uint64
+	// Logger receives connection events; nil discards them.
+	Logger *slog.Logger
+}
+
+func (c *ClientConfig) fill() error {
+	if len(c.Hosts) == 0 {
+		return errors.New("netio: no hosts")
+	}
+	if len(c.Hosts) > 1024 {
+		return fmt.Errorf("netio: %d hosts, at most 1024", len(c.Hosts))
+	}
+	seen := map[string]bool{}
+	for _, h := range c.Hosts {
+		if seen[h] {
+			return fmt.Errorf("netio: host %q listed twice", h)
+		}
+		seen[h] = true
+	}
+	if len(c.Secret) < 16 {
+		return fmt.Errorf("netio: secret of %d bytes, want at least 16", len(c.Secret))
+	}
+	if c.ID == 0 {
+		c.ID = rand.Uint64() | 1
+	}
+	if c.MaxPending == 0 {
+		c.MaxPending = 1 << 20
+	}
+	if c.FrameMsgs == 0 {
+		c.FrameMsgs = 2048
+	}
+	if c.QueueBytes == 0 {
+		c.QueueBytes = 256 << 10
+	}
+	if c.MaxFrame == 0 {
+		c.MaxFrame = DefaultMaxFrame
+	}
+	if c.DialTimeout == 0 {
+		c.DialTimeout = 5 * time.Second
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = 10 * time.Second
+	}
+	if c.BackoffMin == 0 {
+		c.BackoffMin = 50 * time.Millisecond
+	}
+	if c.BackoffMax == 0 {
+		c.BackoffMax = 5 * time.Second
+	}
+	if c.HashKey == 0 {
+		sum := sha256.Sum256(append([]byte("xorack-netio-route"), c.Secret...))
+		c.HashKey = binary.LittleEndian.Uint64(sum[:])
+	}
+	switch {
+	case c.MaxPending < 1:
+		return fmt.Errorf("netio: MaxPending %d below 1", c.MaxPending)
+	case c.MaxFrame < MinMaxFrame || c.MaxFrame > 64<<20:
+		return fmt.Errorf("netio: MaxFrame %d out of range [%d, %d]", c.MaxFrame, MinMaxFrame, 64<<20)
+	case c.FrameMsgs < 1 || c.FrameMsgs > MaxMsgsPerFrame(MinMaxFrame)*16:
+		return fmt.Errorf("netio: FrameMsgs %d out of range [1, %d]", c.FrameMsgs, MaxMsgsPerFrame(MinMaxFrame)*16)
+	case c.QueueBytes < HeaderSize+c.FrameMsgs*MsgSize:
+		return fmt.Errorf("netio: QueueBytes %d holds less than one frame of %d messages", c.QueueBytes, c.FrameMsgs)
+	case c.DialTimeout < 0 || c.WriteTimeout < 0 || c.BackoffMin < 0 || c.BackoffMax < c.BackoffMin:
+		return fmt.Errorf("netio: bad timeouts (dial %v, write %v, backoff %v..%v)", c.DialTimeout, c.WriteTimeout, c.BackoffMin, c.BackoffMax)
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+// Port opens a remote acker for spec: it is Dial, with the signature an
+// engine's configuration takes.
+func (c ClientConfig) Port(spec acker.Spec) (acker.Port, error) { return Dial(c, spec) }
+
+// ClientStats are a client's counters.
+type ClientStats struct {
+	Sent        uint64 // messages handed to a connection
+	Lost        uint64 // roots failed with ReasonLost (a host lost, or none up)
+	Stale       uint64 // outcomes for roots no longer tracked (already failed as lost)
+	Dropped     uint64 // ACK, FAIL or RESET with no host up (their roots are failed as lost)
+	Reconnects  uint64 // connections established after the first, all hosts
+	HostsUp     int
+	InFlight    int64  // roots sent whose outcome was not yet taken
+	Connections uint64 // connections established, all hosts
+}
+
+// Client is a remote acker: an acker.Port whose shards live in ackerd
+// servers. See the package doc.
+type Client struct {
+	cfg    ClientConfig
+	spec   acker.Spec
+	recvOf []uint32
+	hosts  []*host
+	live   atomic.Pointer[[]*host] // hosts up, by index order
+	liveMu sync.Mutex              // serialises updates of live
+	send   []*Sender
+	inbox  []*Inbox
+	log    *slog.Logger
+	epoch  time.Time
+	frame  int // FrameMsgs, bounded by the smallest server frame
+
+	inflight    atomic.Int64
+	slotWaiters atomic.Int32
+	slotMu      sync.Mutex
+	slotCond    *sync.Cond
+
+	closed   atomic.Bool
+	stopOnce sync.Once
+	stopped  chan struct{}
+	wg       sync.WaitGroup
+
+	inits, acks, fails, resets, sent            atomic.Uint64
+	completed, explicit, timeout, full, stopCnt atomic.Uint64
+	lost, stale, dropped, conns                 atomic.Uint64
+}
+
+// Dial opens a remote acker for spec on the hosts of cfg. It connects to
+// every host in the background and returns once each has connected or
+// failed its first attempt; it fails if none connected.
+func Dial(cfg ClientConfig, spec acker.Spec) (*Client, error) {
+	if err := cfg.fill(); err != nil {
+		return nil, err
+	}
+	if spec.Receivers == 0 {
+		spec.Receivers = spec.Tasks
+	}
+	switch {
+	case spec.Producers < 1 || spec.Producers > 4096:
+		return nil, fmt.Errorf("netio: Producers %d out of range [1, 4096]", spec.Producers)
+	case spec.Tasks < 1 || spec.Tasks > ackcore.MaxTask+1:
+		return nil, fmt.Errorf("netio: Tasks %d out of range [1, %d]", spec.Tasks, ackcore.MaxTask+1)
+	case spec.Receivers < 1 || spec.Receivers > spec.Tasks:
+		return nil, fmt.Errorf("netio: Receivers %d out of range [1, Tasks %d]", spec.Receivers, spec.Tasks)
+	case uint64(cfg.TaskBase)+uint64(spec.Tasks) > ackcore.MaxTask+1:
+		return nil, fmt.Errorf("netio: tasks [%d, %d) exceed MaxTask %d", cfg.TaskBase, uint64(cfg.TaskBase)+uint64(spec.Tasks), ackcore.MaxTask)
+	}
+	recvOf, err := spec.ReceiverTable()
+	if err != nil {
+		return nil, fmt.Errorf("netio: %w", err)
+	}
+	c := &Client{cfg: cfg, spec: spec, recvOf: recvOf, log: cfg.Logger, epoch: time.Now(),
+		stopped: make(chan struct{}), frame: cfg.FrameMsgs}
+	c.slotCond = sync.NewCond(&c.slotMu)
+	for r := 0; r < spec.Receivers; r++ {
+		ib := &Inbox{c: c, wake: make(chan struct{}, 1), max: cfg.MaxPending}
+		ib.cond = sync.NewCond(&ib.mu)
+		c.inbox = append(c.inbox, ib)
+	}
+	empty := []*host{}
+	c.live.Store(&empty)
+	first := make(chan bool, len(cfg.Hosts))
+	for i, addr := range cfg.Hosts {
+		h := &host{c: c, idx: i, addr: addr, key: hostKey(addr), roots: map[uint64]uint64{}}
+		h.cond = sync.NewCond(&h.mu)
+		c.hosts = append(c.hosts, h)
+	}
+	for p := 0; p < spec.Producers; p++ {
+		s := &Sender{c: c, stage: make([]stage, len(c.hosts))}
+		c.send = append(c.send, s)
+	}
+	for _, h := range c.hosts {
+		c.wg.Add(1)
+		go h.run(first)
+	}
+	up := 0
+	for range c.hosts {
+		if <-first {
+			up++
+		}
+	}
+	if up == 0 {
+		c.Stop()
+		return nil, fmt.Errorf("netio: could not connect to any of %d hosts %q (see the log for each reason)", len(cfg.Hosts), cfg.Hosts)
+	}
+	return c, nil
+}
+
+// Sender returns send handle i (acker.Port).
+func (c *Client) Sender(i int) acker.Sender { return c.send[i] }
+
+// Inbox returns outcome inbox r (acker.Port).
+func (c *Client) Inbox(r int) acker.Inbox { return c.inbox[r] }
+
+// Producer is Sender with its concrete type.
+func (c *Client) Producer(i int) *Sender { return c.send[i] }
+
+// Receiver is Inbox with its concrete type.
+func (c *Client) Receiver(r int) *Inbox { return c.inbox[r] }
+
+// TaskInbox is the inbox of spout task t's outcomes.
+func (c *Client) TaskInbox(t int) *Inbox { return c.inbox[c.recvOf[t]] }
+
+var (
+	_ acker.Port   = (*Client)(nil)
+	_ acker.Sender = (*Sender)(nil)
+	_ acker.Inbox  = (*Inbox)(nil)
+)
+
+// Stats returns the client's counters as the acker's (sent by kind,
+// outcomes by kind; Pending is the roots in flight) and its own.
+func (c *Client) Stats() (ackcore.Stats, ClientStats) {
+	st := ackcore.Stats{
+		Inits: c.inits.Load(), Acks: c.acks.Load(), Fails: c.fails.Load(), Resets: c.resets.Load(),
+		Completed: c.completed.Load(), FailedExplicit: c.explicit.Load(), FailedTimeout: c.timeout.Load(),
+		FailedFull: c.full.Load(), FailedStopped: c.stopCnt.Load(), Pending: int(c.inflight.Load()),
+	}
+	n := c.conns.Load()
+	cs := ClientStats{Sent: c.sent.Load(), Lost: c.lost.Load(), Stale: c.stale.Load(), Dropped: c.dropped.Load(),
+		HostsUp: len(*c.live.Load()), InFlight: c.inflight.Load(), Connections: n}
+	if n > uint64(len(c.hosts)) {
+		cs.Reconnects = n - uint64(len(c.hosts))
+	}
+	return st, cs
+}
+
+// Stop closes the remote acker: sends fail from now on; every root sent
+// whose outcome has not arrived is reported Failed{stopped} to its inbox
+// (a root a sender staged but never handed over is reported so by that
+// sender's next Send or Flush, which return acker.ErrClosed); Stop waits
+// for the inboxes to take every outcome (call it from a goroutine other
+// than their readers) and returns the final counters.
+func (c *Client) Stop() ackcore.Stats {
+	c.stopOnce.Do(func() {
+		c.closed.Store(true)
+		close(c.stopped)
+		c.slotMu.Lock()
+		c.slotCond.Broadcast() // senders waiting for a slot see closed
+		c.slotMu.Unlock()
+		for _, h := range c.hosts {
+			h.hangUp()
+		}
+		c.wg.Wait()
+		// INITs a sender staged and never handed over are failed by that
+		// sender, on its goroutine, at its next Send or Flush.
+		for _, ib := range c.inbox {
+			ib.drained()
+		}
+	})
+	st, _ := c.Stats()
+	return st
+}
+
+// acquire takes a slot for a root in flight, waiting at MaxPending unless
+// !wait; s's staged frames are handed over first, so that the roots they
+// finish can free slots.
+func (c *Client) acquire(s *Sender, wait bool) bool {
+	max := int64(c.cfg.MaxPending)
+	if c.inflight.Add(1) <= max {
+		return true
+	}
+	c.inflight.Add(-1)
+	if !wait {
+		return false
+	}
+	for i := range s.stage {
+		if s.stage[i].n > 0 {
+			s.handOver(c.hosts[i])
+		}
+	}
+	c.slotMu.Lock()
+	defer c.slotMu.Unlock()
+	c.slotWaiters.Add(1)
+	defer c.slotWaiters.Add(-1)
+	for {
+		if c.inflight.Add(1) <= max {
+			return true
+		}
+		c.inflight.Add(-1)
+		if c.closed.Load() {
+			return false
+		}
+		c.slotCond.Wait()
+	}
+}
+
+// release frees n slots (their outcomes arrived).
+func (c *Client) release(n int) {
+	c.inflight.Add(-int64(n))
+	if c.slotWaiters.Load() > 0 {
+		c.slotMu.Lock()
+		c.slotCond.Broadcast()
+		c.slotMu.Unlock()
+	}
+}
+
+// hostKey is a host's rendezvous identity: its address, hashed.
+func hostKey(addr string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(addr))
+	return mix64(h.Sum64())
+}
+
+// mix64 is SplitMix64's finaliser: a bijection spreading every input bit.
+func mix64(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
+
+// pick returns the host root goes to among hosts: the highest keyed
+// rendezvous score (highest random weight). When a host leaves, only its
+// roots move, each to the host with its next score; nil when hosts is
+// empty.
+func pick(hosts []*host, key, root uint64) *host {
+	if len(hosts) == 1 {
+		return hosts[0]
+	}
+	r := mix64(root ^ key)
+	var best *host
+	var bs uint64
+	for _, h := range hosts {
+		if s := mix64(r ^ h.key); best == nil || s > bs {
+			best, bs = h, s
+		}
+	}
+	return best
+}
+
+// setLive recomputes the hosts up.
+func (c *Client) setLive() {
+	c.liveMu.Lock()
+	defer c.liveMu.Unlock()
+	var up []*host
+	for _, h := range c.hosts {
+		if h.up.Load() {
+			up = append(up, h)
+		}
+	}
+	c.live.Store(&up)
+}
+
+// initRec is a staged or pending INIT: root and local task.
+type initRec struct {
+	root uint64
+	task uint32
+}
+
+// stage is one sender's frame under construction for one host.
+type stage struct {
+	buf   []byte // a msgs frame header, then n records
+	n     int
+	inits []initRec
+}
+
+// Sender is one send handle (acker.Sender): it stages messages per host
+// and hands a host's frame to its connection when it holds FrameMsgs
+// messages or on Flush. One goroutine uses it.
+type Sender struct {
+	c     *Client
+	stage []stage
+	// counts since the last hand-over, added to the client's at Flush
+	inits, acks, fails, resets uint64
+}
+
+// Send stages m for its root's host, handing the frame over when full.
+// An INIT waits while MaxPending roots are in flight. With no host up,
+// an INIT is reported Failed{acker lost} at once and other messages are
+// dropped (counted). A malformed message returns an error naming the
+// value, and acker.ErrClosed once the client is stopped.
+func (s *Sender) Send(m ackcore.Msg) error {
+	_, err := s.send(m, true)
+	return err
+}
+
+// TrySend is Send without waiting: false when MaxPending roots are in
+// flight or m's host's queue is full.
+func (s *Sender) TrySend(m ackcore.Msg) (bool, error) { return s.send(m, false) }
+
+// SendBatch is Send for each of msgs in order.
+func (s *Sender) SendBatch(msgs []ackcore.Msg) error {
+	for i := range msgs {
+		if _, err := s.send(msgs[i], true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Sender) send(m ackcore.Msg, wait bool) (bool, error) {
+	c := s.c
+	if c.closed.Load() {
+		s.abandon()
+		return false, acker.ErrClosed
+	}
+	if m.Root == 0 || m.Kind < ackcore.Init || m.Kind > ackcore.Reset || m.TimeoutMs > maxTimeoutMs ||
+		m.Kind == ackcore.Init && m.Task >= uint32(c.spec.Tasks) {
+		if err := m.Validate(); err != nil {
+			return false, fmt.Errorf("netio: %w", err)
+		}
+		return false, fmt.Errorf("netio: INIT root %#x names task %d, the client has %d tasks", m.Root, m.Task, c.spec.Tasks)
+	}
+	live := *c.live.Load()
+	h := pick(live, c.cfg.HashKey, m.Root)
+	if h != nil && !wait && s.stage[h.idx].n+1 >= c.frame && h.full() {
+		return false, nil
+	}
+	if m.Kind == ackcore.Init {
+		if !c.acquire(s, wait) {
+			if c.closed.Load() {
+				return false, acker.ErrClosed
+			}
+			return false, nil
+		}
+	}
+	if h == nil {
+		if m.Kind == ackcore.Init {
+			c.failLocal([]initRec{{m.Root, m.Task}}, ackcore.ReasonLost)
+		} else {
+			c.dropped.Add(1)
+		}
+		return true, nil
+	}
+	st := &s.stage[h.idx]
+	if st.n == 0 {
+		st.buf = appendHeader(st.buf[:0], TypeMsgs, 0)
+	}
+	wire := m
+	wire.Task = 0
+	switch m.Kind {
+	case ackcore.Init:
+		wire.Task = m.Task + c.cfg.TaskBase
+		st.inits = append(st.inits, initRec{m.Root, m.Task})
+		s.inits++
+	case ackcore.Ack:
+		s.acks++
+	case ackcore.Fail:
+		s.fails++
+	case ackcore.Reset:
+		s.resets++
+	}
+	off := len(st.buf)
+	st.buf = grow(st.buf, MsgSize)
+	putMsg(st.buf[off:], &wire)
+	st.n++
+	if st.n >= c.frame {
+		s.handOver(h)
+	}
+	return true, nil
+}
+
+// abandon fails the INITs staged when the client stopped.
+func (s *Sender) abandon() {
+	for i := range s.stage {
+		st := &s.stage[i]
+		s.c.failLocal(st.inits, ackcore.ReasonStopped)
+		st.inits, st.n, st.buf = st.inits[:0], 0, st.buf[:0]
+	}
+}
+
+// Flush hands every staged frame to its host's connection.
+func (s *Sender) Flush() error {
+	c := s.c
+	if c.closed.Load() {
+		s.abandon()
+		return acker.ErrClosed
+	}
+	for i := range s.stage {
+		if s.stage[i].n > 0 {
+			s.handOver(c.hosts[i])
+		}
+	}
+	if s.inits|s.acks|s.fails|s.resets != 0 {
+		c.inits.Add(s.inits)
+		c.acks.Add(s.acks)
+		c.fails.Add(s.fails)
+		c.resets.Add(s.resets)
+		s.inits, s.acks, s.fails, s.resets = 0, 0, 0, 0
+	}
+	if c.closed.Load() {
+		return acker.ErrClosed
+	}
+	return nil
+}
+
+// handOver queues the stage's frame on h (waiting for room) and
+// registers its INITs as pending there, in one step under h's lock: a
+// host lost before that fails them, one lost after finds them registered.
+func (s *Sender) handOver(h *host) {
+	st := &s.stage[h.idx]
+	binary.LittleEndian.PutUint32(st.buf[offLength:], uint32(len(st.buf)))
+	n := st.n
+	buf, ok := h.enqueue(st.buf, st.inits)
+	if !ok {
+		reason := ackcore.ReasonLost
+		if s.c.closed.Load() {
+			reason = ackcore.ReasonStopped
+		}
+		s.c.failLocal(st.inits, reason)
+		s.c.dropped.Add(uint64(n - len(st.inits)))
+	} else {
+		s.c.sent.Add(uint64(n))
+	}
+	st.buf, st.n, st.inits = buf, 0, st.inits[:0]
+}
+
+// failLocal reports roots in flight as failed with reason, straight to
+// their inboxes (their slots are already taken).
+func (c *Client) failLocal(inits []initRec, reason ackcore.Reason) {
+	if len(inits) == 0 {
+		return
+	}
+	outs := make([]ackcore.Outcome, len(inits))
+	for i, r := range inits {
+		outs[i] = ackcore.Outcome{Root: r.root, Task: r.task, Kind: ackcore.Failed, Reason: reason}
+	}
+	c.deliver(outs)
+}
+
+// deliver hands outcomes of roots in flight to their inboxes and counts
+// them.
+func (c *Client) deliver(outs []ackcore.Outcome) {
+	var done, expl, to, full, stop, lost uint64
+	for i := range outs {
+		o := &outs[i]
+		if o.Kind == ackcore.Completed {
+			done++
+			continue
+		}
+		switch o.Reason {
+		case ackcore.ReasonExplicit:
+			expl++
+		case ackcore.ReasonTimeout:
+			to++
+		case ackcore.ReasonFull:
+			full++
+		case ackcore.ReasonStopped:
+			stop++
+		case ackcore.ReasonLost:
+			lost++
+		}
+	}
+	c.release(len(outs))
+	c.completed.Add(done)
+	c.explicit.Add(expl)
+	c.timeout.Add(to)
+	c.full.Add(full)
+	c.stopCnt.Add(stop)
+	c.lost.Add(lost)
+	if len(c.inbox) == 1 {
+		c.inbox[0].put(outs)
+		return
+	}
+	// Group by inbox; a batch usually has few.
+	for len(outs) > 0 {
+		r := c.recvOf[outs[0].Task]
+		ib := c.inbox[r]
+		k := 0
+		rest := outs[:0:0]
+		for _, o := range outs {
+			if c.recvOf[o.Task] == r {
+				outs[k] = o
+				k++
+			} else {
+				rest = append(rest, o)
+			}
+		}
+		ib.put(outs[:k])
+		outs = rest
+	}
+}
+
+// Inbox is one outcome inbox (acker.Inbox). Hosts' readers put into it;
+// one goroutine takes from it. It holds at most MaxPending outcomes (a
+// reader waits for room), more only for a batch that came at once.
+type Inbox struct {
+	c      *Client
+	n      atomic.Int64 // len(q), read without the lock by Poll
+	mu     sync.Mutex
+	cond   *sync.Cond        // readers waiting for room; Stop waiting for empty
+	q      []ackcore.Outcome // guarded by mu
+	max    int
+	waits  int // guarded by mu: goroutines waiting on cond
+	closed atomic.Bool
+	wake   chan struct{}
+}
+
+func (ib *Inbox) put(outs []ackcore.Outcome) {
+	ib.mu.Lock()
+	for len(ib.q) >= ib.max && !ib.closed.Load() {
+		ib.waits++
+		ib.cond.Wait()
+		ib.waits--
+	}
+	ib.q = append(ib.q, outs...)
+	ib.n.Store(int64(len(ib.q)))
+	ib.mu.Unlock()
+	select {
+	case ib.wake <- struct{}{}:
+	default:
+	}
+}
+
+// drained waits until the consumer took everything, then closes the
+// inbox: Wait returns false from then on.
+func (ib *Inbox) drained() {
+	ib.mu.Lock()
+	for len(ib.q) > 0 {
+		ib.waits++
+		ib.cond.Wait()
+		ib.waits--
+	}
+	ib.closed.Store(true)
+	ib.cond.Broadcast()
+	ib.mu.Unlock()
+	select {
+	case ib.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Poll appends the outcomes available now to dst, without waiting.
+func (ib *Inbox) Poll(dst []ackcore.Outcome) []ackcore.Outcome {
+	if ib.n.Load() == 0 {
+		return dst
+	}
+	ib.mu.Lock()
+	dst = append(dst, ib.q...)
+	ib.q = ib.q[:0]
+	ib.n.Store(0)
+	if ib.waits > 0 {
+		ib.cond.Broadcast()
+	}
+	ib.mu.Unlock()
+	return dst
+}
+
+// Wait appends at least one outcome to dst, waiting for it; ok is false
+// once the client has stopped and every outcome was taken.
+func (ib *Inbox) Wait(dst []ackcore.Outcome) ([]ackcore.Outcome, bool) {
+	return ib.WaitUntil(dst, nil)
+}
+
+// WaitUntil is Wait that also returns, with what it has (possibly
+// nothing), when wake fires.
+func (ib *Inbox) WaitUntil(dst []ackcore.Outcome, wake <-chan time.Time) ([]ackcore.Outcome, bool) {
+	for {
+		n := len(dst)
+		if dst = ib.Poll(dst); len(dst) > n {
+			return dst, true
+		}
+		if ib.closed.Load() && ib.n.Load() == 0 {
+			return dst, false
+		}
+		select {
+		case <-ib.wake:
+		case <-wake:
+			return ib.Poll(dst), true
+		}
+	}
+}
+
+// A pending-table value packs the root's local task (20 bits, up to
+// ackcore.MaxTask), how many of its INITs await an outcome (12 bits: a
+// root id reused before its earlier outcome came back), and the INIT's
+// send time in ms since the client started (32 bits, for the latency of
+// a lost root).
+const (
+	pendTaskMask   = ackcore.MaxTask
+	pendCountShift = 20
+	pendMaxCount   = 1<<12 - 1
+	pendMsShift    = 32
+)
+
+func pendCount(v uint64) int { return int(v >> pendCountShift & pendMaxCount) }
+
+// host is one ackerd server as the client sees it: its connection
+// manager, its send queue and its table of pending roots.
+type host struct {
+	c    *Client
+	idx  int
+	addr string
+	key  uint64
+	up   atomic.Bool // connected and handshaken; mirrors upL
+
+	mu     sync.Mutex
+	cond   *sync.Cond        // senders waiting for queue room
+	upL    bool              // guarded by mu
+	gen    uint64            // guarded by mu: connection generation
+	roots  map[uint64]uint64 // guarded by mu: root -> pend (see pend)
+	bufs   [][]byte          // guarded by mu: frames to write
+	qbytes int               // guarded by mu: bytes in bufs
+	free   [][]byte          // guarded by mu: written buffers for reuse
+	wake   chan struct{}     // guarded by mu: the current writer's
+	conn   net.Conn          // guarded by mu
+	qfull  atomic.Bool       // qbytes at the bound, for TrySend
+}
+
+func (h *host) full() bool { return h.qfull.Load() }
+
+// enqueue appends a frame and registers its INITs as pending, waiting
+// while the queue is full. It returns a buffer to stage the next frame
+// in, and false (frame not queued) when the host is down.
+func (h *host) enqueue(frame []byte, inits []initRec) ([]byte, bool) {
+	c := h.c
+	h.mu.Lock()
+	for h.upL && h.qbytes+len(frame) > c.cfg.QueueBytes && h.qbytes > 0 && !c.closed.Load() {
+		h.cond.Wait()
+	}
+	if !h.upL || c.closed.Load() {
+		h.mu.Unlock()
+		return frame[:0], false
+	}
+	now := uint64(time.Since(c.epoch)/time.Millisecond) << pendMsShift
+	for _, r := range inits {
+		if v, again := h.roots[r.root]; again && pendCount(v) < pendMaxCount {
+			// The same root id INITed again before its earlier outcome
+			// came back (a replay reusing ids): the server sends one
+			// outcome per INIT, and so does the client.
+			h.roots[r.root] = v + 1<<pendCountShift
+			continue
+		} else if again {
+			c.failLocal([]initRec{r}, ackcore.ReasonFull)
+			continue
+		}
+		h.roots[r.root] = uint64(r.task) | 1<<pendCountShift | now
+	}
+	h.bufs = append(h.bufs, frame)
+	h.qbytes += len(frame)
+	h.qfull.Store(h.qbytes >= c.cfg.QueueBytes)
+	var next []byte
+	if k := len(h.free); k > 0 {
+		next, h.free = h.free[k-1], h.free[:k-1]
+	}
+	wake := h.wake
+	h.mu.Unlock()
+	select {
+	case wake <- struct{}{}:
+	default:
+	}
+	return next[:0], true
+}
+
+// run is the host's connection manager: connect, serve until the
+// connection ends, fail what was pending, back off, again, until Stop.
+func (h *host) run(first chan<- bool) {
+	c := h.c
+	defer c.wg.Done()
+	backoff := c.cfg.BackoffMin
+	reported := false
+	for !c.closed.Load() {
+		conn, fr, w, err := h.connect()
+		if err != nil && !reported {
+			first <- false
+			reported = true
+		}
+		if err != nil {
+			c.log.Warn("netio: cannot connect", "host", h.addr, "reason", err.Error(), "retry_in", backoff)
+			// Jitter in [backoff/2, backoff): clients that lost a host
+			// together do not come back together.
+			d := backoff/2 + time.Duration(rand.Int64N(int64(backoff/2)+1))
+			select {
+			case <-time.After(d):
+			case <-c.stopped:
+				return
+			}
+			backoff = min(2*backoff, c.cfg.BackoffMax)
+			continue
+		}
+		c.conns.Add(1)
+		since := time.Now()
+		reason := h.serve(conn, fr, w, func() {
+			// Dial returns once the host is routable, not merely
+			// connected: a Send right after it must find it up.
+			if !reported {
+				first <- true
+				reported = true
+			}
+		})
+		if time.Since(since) > c.cfg.BackoffMax {
+			backoff = c.cfg.BackoffMin
+		}
+		if !c.closed.Load() {
+			c.log.Warn("netio: host lost", "host", h.addr, "reason", reason)
+		}
+	}
+}
+
+// connect dials and handshakes.
+func (h *host) connect() (net.Conn, *FrameReader, Welcome, error) {
+	c := h.c
+	ctx, cancel := context.WithTimeout(context.Background(), c.cfg.DialTimeout)
+	defer cancel()
+	go func() {
+		select {
+		case <-c.stopped:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	d := net.Dialer{}
+	conn, err := d.DialContext(ctx, "tcp", h.addr)
+	if err != nil {
+		return nil, nil, Welcome{}, err
+	}
+	deadline, _ := ctx.Deadline()
+	_ = conn.SetDeadline(deadline)
+	fail := func(err error) (net.Conn, *FrameReader, Welcome, error) {
+		conn.Close()
+		return nil, nil, Welcome{}, err
+	}
+	nc := conn
+	if c.cfg.TLS != nil {
+		tc := c.cfg.TLS.Clone()
+		if tc.ServerName == "" {
+			host, _, _ := net.SplitHostPort(h.addr)
+			tc.ServerName = host
+		}
+		t := tls.Client(conn, tc)
+		if err := t.HandshakeContext(ctx); err != nil {
+			return fail(fmt.Errorf("netio: TLS handshake with %s: %w", h.addr, err))
+		}
+		nc = t
+	}
+	fr := NewFrameReader(nc, HandshakeMaxFrame)
+	f, err := fr.Next()
+	if err != nil {
+		return fail(fmt.Errorf("netio: reading challenge from %s: %w", h.addr, err))
+	}
+	if f.Type == TypeClose {
+		code, reason, _ := DecodeClose(f.Body)
+		return fail(fmt.Errorf("netio: %s refused the connection (code %d): %s", h.addr, code, reason))
+	}
+	if f.Type != TypeChallenge {
+		return fail(fmt.Errorf("netio: %s sent %s, want challenge", h.addr, typeName(f.Type)))
+	}
+	ch, err := DecodeChallenge(f.Body)
+	if err != nil {
+		return fail(err)
+	}
+	if uint64(c.cfg.TaskBase)+uint64(c.spec.Tasks) > uint64(ch.Tasks) {
+		return fail(fmt.Errorf("netio: %s serves tasks [0, %d), this client owns [%d, %d)", h.addr, ch.Tasks,
+			c.cfg.TaskBase, uint64(c.cfg.TaskBase)+uint64(c.spec.Tasks)))
+	}
+	if need := HeaderSize + c.frame*MsgSize; need > int(ch.MaxFrame) {
+		return fail(fmt.Errorf("netio: %s accepts frames of %d bytes, FrameMsgs %d needs %d", h.addr, ch.MaxFrame, c.frame, need))
+	}
+	hello := Hello{ClientID: c.cfg.ID, MaxFrame: uint32(c.cfg.MaxFrame),
+		Tasks: []TaskRange{{First: c.cfg.TaskBase, Count: uint32(c.spec.Tasks)}}}
+	hello.MAC = HelloMAC(c.cfg.Secret, &ch.Nonce, &hello)
+	if _, err := nc.Write(AppendHello(nil, &hello)); err != nil {
+		return fail(fmt.Errorf("netio: writing hello to %s: %w", h.addr, err))
+	}
+	f, err = fr.Next()
+	if err != nil {
+		return fail(fmt.Errorf("netio: reading welcome from %s: %w", h.addr, err))
+	}
+	if f.Type == TypeClose {
+		code, reason, _ := DecodeClose(f.Body)
+		return fail(fmt.Errorf("netio: %s refused the handshake (code %d): %s", h.addr, code, reason))
+	}
+	if f.Type != TypeWelcome {
+		return fail(fmt.Errorf("netio: %s sent %s, want welcome", h.addr, typeName(f.Type)))
+	}
+	w, err := DecodeWelcome(f.Body)
+	if err != nil {
+		return fail(err)
+	}
+	_ = conn.SetDeadline(time.Time{})
+	fr.SetLimit(c.cfg.MaxFrame)
+	if t, ok := nc.(*tls.Conn); ok {
+		return t, fr, w, nil
+	}
+	return conn, fr, w, nil
+}
+
+// serve runs one connection: the writer on its own goroutine, the reader
+// here; when either ends, the host is down and its pending roots fail.
+func (h *host) serve(conn net.Conn, fr *FrameReader, w Welcome, up func()) string {
+	c := h.c
+	wake := make(chan struct{}, 1)
+	h.mu.Lock()
+	h.gen++
+	gen := h.gen
+	h.upL = true
+	h.wake = wake
+	h.conn = conn
+	if c.closed.Load() {
+		conn.Close() // Stop's hangUp ran before this connection was known
+	}
+	h.mu.Unlock()
+	h.up.Store(true)
+	c.setLive()
+	up()
+	c.log.Info("netio: connected", "host", h.addr, "server", w.ServerID)
+	wdone := make(chan struct{})
+	go func() {
+		defer close(wdone)
+		h.writer(conn, gen, wake, w.Heartbeat)
+	}()
+	reason := h.read(conn, fr, w.Idle)
+	conn.Close()
+	<-wdone
+	h.lose(gen)
+	return reason
+}
+
+// hangUp sends a goodbye and closes the current connection (Stop).
+func (h *host) hangUp() {
+	h.mu.Lock()
+	conn := h.conn
+	h.cond.Broadcast()
+	h.mu.Unlock()
+	if conn != nil {
+		_ = conn.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+		_, _ = conn.Write(AppendClose(nil, CloseNormal, "client stopping"))
+		conn.Close()
+	}
+}
+
+// lose marks the host down and fails every root pending on it: with
+// ReasonLost, or ReasonStopped when the client is stopping.
+func (h *host) lose(gen uint64) {
+	c := h.c
+	h.mu.Lock()
+	if h.gen != gen {
+		h.mu.Unlock()
+		return
+	}
+	h.upL = false
+	h.up.Store(false)
+	h.gen++
+	h.conn = nil
+	roots := h.roots
+	h.roots = make(map[uint64]uint64, 1024)
+	for _, b := range h.bufs {
+		if len(h.free) < 64 {
+			h.free = append(h.free, b[:0])
+		}
+	}
+	h.bufs, h.qbytes = h.bufs[:0], 0
+	h.qfull.Store(false)
+	h.cond.Broadcast()
+	h.mu.Unlock()
+	c.setLive()
+	reason := ackcore.ReasonLost
+	if c.closed.Load() {
+		reason = ackcore.ReasonStopped
+	}
+	now := time.Since(c.epoch)
+	outs := make([]ackcore.Outcome, 0, len(roots))
+	for root, v := range roots {
+		lat := now - time.Duration(v>>pendMsShift)*time.Millisecond
+		for range pendCount(v) {
+			outs = append(outs, ackcore.Outcome{Root: root, Task: uint32(v & pendTaskMask), Kind: ackcore.Failed, Reason: reason, Latency: lat})
+		}
+	}
+	if len(outs) > 0 {
+		c.log.Info("netio: failed the roots pending on a lost host", "host", h.addr, "roots", len(outs), "reason", reason.String())
+		c.deliver(outs)
+	}
+}
+
+// read reads outcomes until the connection fails; it returns why.
+func (h *host) read(conn net.Conn, fr *FrameReader, idle time.Duration) string {
+	var outs []ackcore.Outcome
+	var lastDeadline time.Time
+	for {
+		if fr.Buffered() == 0 {
+			if now := time.Now(); now.Sub(lastDeadline) > idle/10 {
+				_ = conn.SetReadDeadline(now.Add(idle))
+				lastDeadline = now
+			}
+		}
+		f, err := fr.Next()
+		if err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				return fmt.Sprintf("nothing received for %v (idle timeout)", idle)
+			}
+			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
+				return "connection closed"
+			}
+			return err.Error()
+		}
+		switch f.Type {
+		case TypeOutcomes:
+			outs, err = DecodeOutcomes(outs[:0], f.Body)
+			if err != nil {
+				return err.Error()
+			}
+			h.resolve(outs)
+		case TypeHeartbeat:
+		case TypeClose:
+			code, reason, err := DecodeClose(f.Body)
+			if err != nil {
+				return err.Error()
+			}
+			return fmt.Sprintf("server closed the connection (code %d): %s", code, reason)
+		default:
+			return fmt.Sprintf("unexpected %s frame from the server", typeName(f.Type))
+		}
+	}
+}
+
+// resolve matches outcomes with pending roots and delivers them; an
+// outcome for a root not pending here (failed already as lost, or never
+// sent by this client) is counted stale and dropped.
+func (h *host) resolve(outs []ackcore.Outcome) {
+	c := h.c
+	k := 0
+	h.mu.Lock()
+	for _, o := range outs {
+		v, ok := h.roots[o.Root]
+		if !ok {
+			continue
+		}
+		if pendCount(v) > 1 {
+			h.roots[o.Root] = v - 1<<pendCountShift
+		} else {
+			delete(h.roots, o.Root)
+		}
+		o.Task = uint32(v & pendTaskMask)
+		if o.Kind == ackcore.Refused {
+			// The INIT was not applied: no other outcome will come.
+			o.Kind = ackcore.Failed
+		}
+		outs[k] = o
+		k++
+	}
+	h.mu.Unlock()
+	if n := len(outs) - k; n > 0 {
+		c.stale.Add(uint64(n))
+	}
+	if k > 0 {
+		c.deliver(outs[:k])
+	}
+}
+
+// writer writes the host's queued frames, a heartbeat when idle; it ends
+// when the connection fails or the generation changes.
+func (h *host) writer(conn net.Conn, gen uint64, wake chan struct{}, hb time.Duration) {
+	c := h.c
+	t := time.NewTimer(hb)
+	defer t.Stop()
+	var bufs, keep [][]byte
+	for {
+		beat := false
+		select {
+		case <-wake:
+		case <-t.C:
+			beat = true
+		case <-c.stopped:
+			return
+		}
+		h.mu.Lock()
+		if h.gen != gen {
+			h.mu.Unlock()
+			return
+		}
+		bufs = append(bufs[:0], h.bufs...)
+		h.bufs = h.bufs[:0]
+		h.qbytes = 0
+		h.qfull.Store(false)
+		h.cond.Broadcast()
+		h.mu.Unlock()
+		if len(bufs) == 0 {
+			if !beat {
+				continue
+			}
+			bufs = append(bufs, AppendHeartbeat(nil))
+		}
+		keep = append(keep[:0], bufs...)
+		_ = conn.SetWriteDeadline(time.Now().Add(c.cfg.WriteTimeout))
+		nb := net.Buffers(bufs)
+		_, err := nb.WriteTo(conn)
+		h.mu.Lock()
+		for _, b := range keep {
+			if len(h.free) < 64 && cap(b) >= HeaderSize+MsgSize {
+				h.free = append(h.free, b[:0])
+			}
+		}
+		h.mu.Unlock()
+		if err != nil {
+			conn.Close()
+			return
+		}
+		t.Reset(hb)
+	}
+}

@@ -1,0 +1,166 @@
+// Package netio is xorack's acker over the network: a wire protocol, a
+// server that puts a sharded acker.Acker behind TCP (cmd/ackerd runs it),
+// and a client that is an acker.Port, so an engine uses a remote acker
+// exactly as it uses the in-process one.
+//
+//	srv, _ := netio.NewServer(netio.ServerConfig{Secret: secret, Shards: 2,
+//		Shard: ackcore.Config{MaxPending: 1 << 20}})
+//	go srv.ListenAndServe("127.0.0.1:7070")
+//
+//	cfg := netio.ClientConfig{Hosts: []string{"10.0.0.1:7070", "10.0.0.2:7070"}, Secret: secret}
+//	port, _ := cfg.Port(acker.Spec{Producers: 4, Tasks: 8}) // an acker.Port
+//	port.Sender(0).Send(msg); port.Sender(0).Flush()
+//	outs = port.Inbox(3).Poll(outs[:0])
+//	port.Stop()
+//
+// # Wire format
+//
+// Everything is little-endian. A connection carries frames: an 8-byte
+// header, then a body whose size the header's length fixes.
+//
+//	0          4         5        6          8
+//	+----------+---------+--------+----------+------------ ... ---+
+//	| length   | version | type   | reserved | body               |
+//	| u32      | u8 = 1  | u8     | u16 = 0  | length-8 bytes     |
+//	+----------+---------+--------+----------+------------ ... ---+
+//
+// offLength, offVersion, offType, offReserved and HeaderSize name these
+// offsets. length counts the whole frame. A reader checks it against its
+// limit (HandshakeMaxFrame before authentication, MaxFrame after) as soon
+// as the first 4 bytes are in, before it allocates or reads further: an
+// oversized prefix is refused with "netio: frame length 9437184 exceeds
+// limit 1048576" and the connection closed. Every frame carries the
+// version; a peer speaking another one is refused at its first frame.
+//
+// Types: challenge (1), hello (2), welcome (3), msgs (4), outcomes (5),
+// heartbeat (6), close (7).
+//
+// msgs (client to server): a batch of 24-byte message records, as many as
+// the body holds (it must hold a whole number):
+//
+//	0        8        16             20           24
+//	+--------+--------+--------------+------------+
+//	| root   | val    | kind<<24 |   | timeout ms |
+//	| u64    | u64    | task (u32)   | u32        |
+//	+--------+--------+--------------+------------+
+//
+// (offMsgRoot, offMsgVal, offMsgKind, offMsgTimeout, MsgSize.) kind is
+// ackcore.Kind (INIT 1, ACK 2, FAIL 3, RESET 4), task the topology-wide
+// spout task of an INIT (0 on other kinds), timeout the root's own
+// timeout (0: the server's default). A record that is not a valid
+// message (root 0, unknown kind, task past ackcore.MaxTask, a task on a
+// non-INIT, a timeout past ackcore.MaxTimeout) is a protocol error.
+//
+// outcomes (server to client): 24-byte outcome records.
+//
+//	0        8             16       20     21       22      24
+//	+--------+-------------+--------+------+--------+-------+
+//	| root   | latency ns  | task   | kind | reason | 0     |
+//	| u64    | i64         | u32    | u8   | u8     | u16   |
+//	+--------+-------------+--------+------+--------+-------+
+//
+// (offOutRoot, offOutLatency, offOutTask, offOutKind, offOutReason,
+// offOutPad, OutcomeSize.) kind is ackcore.OutcomeKind, reason
+// ackcore.Reason; the pad must be zero.
+//
+// Handshake. The server speaks first with a challenge (body 40 bytes:
+// nonce [32] | max frame u32 | tasks u32); the client answers with a
+// hello:
+//
+//	0          32          40          44          48
+//	+----------+-----------+-----------+-----------+--------------------+
+//	| mac [32] | client id | max frame | ranges n  | n x (first, count) |
+//	|          | u64       | u32       | u32       | u32, u32           |
+//	+----------+-----------+-----------+-----------+--------------------+
+//
+// where mac = HMAC-SHA256(secret, "xorack-netio-v1" || nonce || hello body
+// after the mac). The secret never crosses the wire, a hello is good for
+// one connection only, and the task ranges it claims are authenticated.
+// The server compares MACs in constant time (hmac.Equal). It answers with
+// a welcome (body 24 bytes: server id u64 | heartbeat ms u32 | idle ms u32
+// | 0 u64) or with a close frame and closes. The server id is random per
+// process, so a client can tell a restart.
+//
+// heartbeat: an empty body, sent by either side when it has written
+// nothing for a heartbeat interval (a third of the idle timeout). Each
+// side gives a connection up when nothing at all arrived within the idle
+// timeout.
+//
+// close (either way): code u16 | reason length u16 | reason (at most
+// MaxReason bytes), then the sender closes. Codes: CloseNormal,
+// CloseShutdown, CloseAuth, CloseProtocol, CloseTaskOwned, CloseSlow,
+// CloseReplaced, CloseIdle, CloseOverloaded.
+//
+// testdata/ holds a golden vector of every frame type (hex, the header on
+// the first line, then a record a line); TestGolden checks both
+// directions.
+//
+// # Layout
+//
+// Server. Each accepted connection takes one of MaxConns slots at once or
+// is refused; a slot is one acker producer (SPSC rings into every shard).
+// The connection's goroutine runs the handshake with HandshakeTimeout,
+// then reads frames into one reused buffer (FrameReader), decodes each
+// msgs frame into a reused []ackcore.Msg, checks that every INIT names a
+// task this connection owns, and hands the batch to its producer; it
+// flushes the producer whenever the read buffer is empty, before the next
+// read may block (one publish per shard per read batch). The acker's
+// outcomes come to one router goroutine, which looks each task's owner up
+// (a flat array of atomic pointers indexed by task), encodes the outcomes
+// straight into that connection's outbound buffer, one lock per
+// connection per batch, and wakes its writer goroutine, which swaps the
+// buffer out and writes it with a write deadline.
+//
+// Client. A Sender stages messages per host: each root goes to the host
+// its keyed rendezvous hash picks among the hosts up (the highest
+// mix(mix(root^key)^hash(address)) wins), so a lost host's roots, and
+// only they, move to the others. At FrameMsgs messages or on Flush, the
+// staged frame is handed to the host's queue and its INITs registered in
+// the host's pending table (root -> local task, INIT count, send time),
+// in one step under the host's lock. One writer goroutine per connection
+// writes everything queued with one writev; one reader goroutine decodes
+// outcomes, takes their roots out of the pending table and delivers them
+// to the inboxes. A host manager goroutine dials, handshakes, serves, and
+// when the connection ends marks the host down, fails every root in its
+// pending table with ReasonLost at once, and reconnects with exponential
+// backoff and jitter.
+//
+// # Concurrency
+//
+// Server: the connection goroutine owns its FrameReader, its decode
+// buffer and its acker producer; the router owns each connection's
+// routing batch; a connection's mu guards its outbound buffer and its
+// finished flag; its writer owns the spare buffer. owner[] is written
+// under the server's mu (handshake, release) and read atomically by the
+// router and the readers. A connection's slot returns to the pool only
+// when both its reader and its writer have exited.
+//
+// Client: a Sender belongs to one goroutine; an Inbox has one consumer
+// and many producers (the hosts' readers) and guards its queue with a
+// mutex, its length also kept in an atomic that Poll reads to skip the
+// lock when empty. A host's mu guards its pending table, queue, free
+// buffers, up flag and connection generation; the live host list is an
+// atomic pointer to an immutable slice, replaced under the client's
+// liveMu. The roots-in-flight counter is an atomic; senders waiting for a
+// slot sleep on a condition variable.
+//
+// # Invariants
+//
+//   - Every root whose INIT a client Send accepted gets exactly one
+//     outcome in its inbox: from the server (removed from the pending
+//     table by the reader), or Failed{acker lost} when its host is lost
+//     (the whole table taken in the same critical section that marks the
+//     host down, so a registration either precedes the sweep or sees the
+//     host down and fails at once), or Failed{stopped} from Stop. An
+//     outcome for a root not in the table (already failed as lost) is
+//     dropped and counted as stale.
+//   - Memory is bounded: the client by MaxPending roots in flight (and as
+//     many outcomes per inbox), QueueBytes per host; the server by
+//     MaxConns x (read buffer up to MaxFrame + outbound buffer up to
+//     MaxConnPending outcomes), a connection that exceeds its outcome
+//     bound or stalls its socket past WriteTimeout being closed.
+//   - Nothing from a connection reaches the acker before its handshake
+//     succeeded; frames after a failed handshake are never read.
+//   - The decoders never panic and check every length against what is
+//     there before they allocate for it (FuzzDecode).
+package netio

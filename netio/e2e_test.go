@@ -1,0 +1,217 @@
+package netio
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/acker"
+)
+
+// TestRoundTrip: trees sent over one connection complete, failed ones
+// fail, each exactly once, with the client's local task.
+func TestRoundTrip(t *testing.T) {
+	s := startServer(t, nil)
+	cfg := clientCfg(s.addr)
+	cfg.TaskBase = 10
+	c, err := Dial(cfg, acker.Spec{Producers: 1, Tasks: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	p := c.Sender(0)
+	const n = 5000
+	for i := 1; i <= n; i++ {
+		msgs := tree(rng, uint64(i), uint32(i%2), 4)
+		if i%10 == 0 {
+			msgs[2] = ackcore.Msg{Root: uint64(i), Kind: ackcore.Fail}
+		}
+		if err := p.SendBatch(msgs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	got0 := collect(t, c.Inbox(0), n/2, 10*time.Second)
+	got1 := collect(t, c.Inbox(1), n/2, 10*time.Second)
+	for task, got := range []map[uint64][]ackcore.Outcome{got0, got1} {
+		for root, os := range got {
+			if len(os) != 1 {
+				t.Fatalf("root %d: %d outcomes", root, len(os))
+			}
+			o := os[0]
+			if int(root%2) != task || o.Task != uint32(task) {
+				t.Fatalf("root %d in inbox %d with task %d", root, task, o.Task)
+			}
+			want := ackcore.Completed
+			if root%10 == 0 {
+				want = ackcore.Failed
+			}
+			if o.Kind != want {
+				t.Fatalf("root %d: %v %v, want %v", root, o.Kind, o.Reason, want)
+			}
+		}
+	}
+	st := c.Stop()
+	if st.Completed != n-n/10 || st.FailedExplicit != n/10 {
+		t.Fatalf("client stats %+v", st)
+	}
+	if ss := s.Stats(); ss.Msgs != n*5 {
+		t.Fatalf("server took %d messages, want %d", ss.Msgs, n*5)
+	}
+}
+
+// TestKillOneOfTwo: a producer keeps a window of open trees going to two
+// servers; one is killed mid-run. Every root ends with exactly one
+// outcome: the killed server's pending roots Failed{acker lost}, within
+// a fraction of the acker timeout, and every other root Completed, new
+// roots going to the survivor.
+func TestKillOneOfTwo(t *testing.T) {
+	const timeout = 20 * time.Second
+	mod := func(c *ServerConfig) { c.Shard.Timeout = timeout }
+	s1, s2 := startServer(t, mod), startServer(t, mod)
+	c, err := Dial(clientCfg(s1.addr, s2.addr), acker.Spec{Producers: 1, Tasks: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 40000
+	if testing.Short() {
+		n = 8000
+	}
+	const window = 500
+	rng := rand.New(rand.NewPCG(3, 4))
+	p := c.Sender(0)
+	type open struct{ rest []ackcore.Msg }
+	var q []open
+	got := map[uint64][]ackcore.Outcome{}
+	var buf []ackcore.Outcome
+	var killedAt time.Time
+	var lastLost time.Duration
+	detected := 0 // the first root sent after the client saw s1 go
+	ib := c.Inbox(0)
+	poll := func() {
+		buf = ib.Poll(buf[:0])
+		for _, o := range buf {
+			got[o.Root] = append(got[o.Root], o)
+			if o.Reason == ackcore.ReasonLost && !killedAt.IsZero() {
+				lastLost = max(lastLost, time.Since(killedAt))
+			}
+		}
+	}
+	for i := 1; i <= n; i++ {
+		msgs := tree(rng, uint64(i)*0x9e3779b97f4a7c15|1, 0, 6)
+		if err := p.SendBatch(msgs[:4]); err != nil {
+			t.Fatal(err)
+		}
+		q = append(q, open{msgs[4:]})
+		if len(q) > window {
+			if err := p.SendBatch(q[0].rest); err != nil {
+				t.Fatal(err)
+			}
+			q = q[1:]
+		}
+		if i%64 == 0 {
+			if err := p.Flush(); err != nil {
+				t.Fatal(err)
+			}
+			poll()
+		}
+		if i == n/2 {
+			s1.Close()
+			killedAt = time.Now()
+		}
+		if detected == 0 && !killedAt.IsZero() && i%64 == 0 {
+			if _, cs := c.Stats(); cs.HostsUp == 1 {
+				detected = i
+			}
+		}
+	}
+	for _, o := range q {
+		if err := p.SendBatch(o.rest); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(timeout / 2)
+	for len(got) < n && time.Now().Before(deadline) {
+		poll()
+		time.Sleep(time.Millisecond)
+	}
+	if detected == 0 {
+		t.Fatal("the client never saw the killed server go")
+	}
+	var lost, done int
+	both := []*host{c.hosts[0], c.hosts[1]}
+	for i := 1; i <= n; i++ {
+		root := uint64(i)*0x9e3779b97f4a7c15 | 1
+		os := got[root]
+		if len(os) != 1 {
+			t.Fatalf("root %d: %d outcomes %v", i, len(os), os)
+		}
+		switch o := os[0]; {
+		case o.Kind == ackcore.Completed:
+			done++
+		case o.Kind == ackcore.Failed && o.Reason == ackcore.ReasonLost:
+			lost++
+			if pick(both, c.cfg.HashKey, root) != c.hosts[0] {
+				t.Fatalf("root %d failed as lost but belongs to the survivor", i)
+			}
+			if i > detected {
+				t.Fatalf("root %d sent after the loss was seen (root %d) failed as lost", i, detected)
+			}
+		default:
+			t.Fatalf("root %d: %v %v", i, o.Kind, o.Reason)
+		}
+	}
+	if lost == 0 {
+		t.Fatal("no root failed as lost")
+	}
+	if lastLost > timeout/4 {
+		t.Fatalf("last lost root reported %v after the kill; fail-fast means well before the %v timeout", lastLost, timeout)
+	}
+	st := c.Stop()
+	if st.Pending != 0 {
+		t.Fatalf("%d roots in flight after Stop", st.Pending)
+	}
+	t.Logf("%d roots: %d completed, %d lost (last %v after the kill, loss seen at root %d of %d sent by then); survivor took %d msgs",
+		n, done, lost, lastLost, detected, n/2, s2.Stats().Msgs)
+}
+
+// TestShutdownFailsPending: SIGTERM's path. Roots pending on a server
+// that shuts down are reported Failed{stopped} by it, over the
+// connection, before it closes; the client then has nothing left.
+func TestShutdownFailsPending(t *testing.T) {
+	s := startServer(t, nil)
+	c, err := Dial(clientCfg(s.addr), acker.Spec{Producers: 1, Tasks: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	p := c.Sender(0)
+	const n = 3000
+	for i := 1; i <= n; i++ {
+		msgs := tree(rng, uint64(i), 0, 3)
+		if err := p.SendBatch(msgs[:3]); err != nil { // the last ACK withheld
+			t.Fatal(err)
+		}
+	}
+	if err := p.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the server to read every message", func() bool { return s.Stats().Msgs == 3*n })
+	shutdown(t, s)
+	got := collect(t, c.Inbox(0), n, 5*time.Second)
+	for root, os := range got {
+		if len(os) != 1 || os[0].Kind != ackcore.Failed || os[0].Reason != ackcore.ReasonStopped {
+			t.Fatalf("root %d: %v", root, os)
+		}
+	}
+	if !contains(s.log.String(), "") {
+		t.Fatal("no log")
+	}
+	c.Stop()
+}

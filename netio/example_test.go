@@ -1,0 +1,64 @@
+package netio_test
+
+import (
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/acker"
+	"github.com/xorack/xorack/netio"
+)
+
+// A server on a loopback port and a client Port: one root with two
+// edges, acked, completes over the network.
+func Example() {
+	secret := []byte("example-secret-0123456789")
+	srv, err := netio.NewServer(netio.ServerConfig{Secret: secret, Shard: ackcore.Config{MaxPending: 1024}})
+	if err != nil {
+		panic(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	go srv.Serve(ln)
+	defer srv.Close()
+
+	cfg := netio.ClientConfig{Hosts: []string{ln.Addr().String()}, Secret: secret}
+	port, err := cfg.Port(acker.Spec{Producers: 1, Tasks: 1})
+	if err != nil {
+		panic(err)
+	}
+	s := port.Sender(0)
+	s.Send(ackcore.Msg{Root: 42, Kind: ackcore.Init, Task: 0, Val: 0b01 ^ 0b10})
+	s.Send(ackcore.Msg{Root: 42, Kind: ackcore.Ack, Val: 0b01})
+	s.Send(ackcore.Msg{Root: 42, Kind: ackcore.Ack, Val: 0b10})
+	s.Flush()
+	outs, _ := port.Inbox(0).WaitUntil(nil, time.After(5*time.Second))
+	for _, o := range outs {
+		fmt.Println(o.Root, o.Kind, o.Task)
+	}
+	port.Stop()
+	// Output: 42 completed 0
+}
+
+// ParseFrame refuses an oversized length prefix from its first four
+// bytes, naming the value.
+func ExampleParseFrame() {
+	hdr := []byte{0x00, 0x00, 0x90, 0x00, netio.Version, netio.TypeMsgs, 0, 0} // 9 MiB
+	_, _, err := netio.ParseFrame(hdr, netio.DefaultMaxFrame)
+	fmt.Println(err)
+	// Output: netio: frame length 9437184 exceeds limit 1048576
+}
+
+// AppendMsgs encodes a batch into a reused buffer: 8 bytes of header and
+// 24 per message.
+func ExampleAppendMsgs() {
+	buf := make([]byte, 0, 4096)
+	buf = netio.AppendMsgs(buf[:0], []ackcore.Msg{{Root: 1, Kind: ackcore.Init, Task: 3, Val: 7}, {Root: 1, Kind: ackcore.Ack, Val: 7}})
+	f, n, _ := netio.ParseFrame(buf, netio.DefaultMaxFrame)
+	msgs, _ := netio.DecodeMsgs(nil, f.Body)
+	fmt.Println(n, len(msgs), msgs[0].Kind, msgs[0].Task, msgs[1].Kind)
+	// Output: 56 2 INIT 3 ACK
+}

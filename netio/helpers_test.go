@@ -1,0 +1,143 @@
+package netio
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"runtime/pprof"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/acker"
+)
+
+var testSecret = []byte("0123456789abcdef-test-secret")
+
+// syncBuf is a log sink tests can read while servers write to it.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// testServer runs a server on a loopback port.
+type testServer struct {
+	*Server
+	addr string
+	log  *syncBuf
+	done chan error
+}
+
+func startServer(t testing.TB, mod func(*ServerConfig)) *testServer {
+	t.Helper()
+	lb := &syncBuf{}
+	cfg := ServerConfig{
+		Secret: testSecret, Shard: ackcore.Config{MaxPending: 1 << 16, Timeout: 10 * time.Second},
+		Tasks: 64, MaxConns: 16, Logger: slog.New(slog.NewTextHandler(lb, nil)),
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	s, err := NewServer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := &testServer{Server: s, addr: ln.Addr().String(), log: lb, done: make(chan error, 1)}
+	go func() { ts.done <- s.Serve(ln) }()
+	t.Cleanup(func() { ts.Close() })
+	return ts
+}
+
+func clientCfg(addrs ...string) ClientConfig {
+	return ClientConfig{Hosts: addrs, Secret: testSecret, DialTimeout: 2 * time.Second,
+		BackoffMin: 10 * time.Millisecond, BackoffMax: 200 * time.Millisecond}
+}
+
+// tree is one root's messages: an INIT naming task and fanout ACKs that
+// zero its val.
+func tree(rng *rand.Rand, root uint64, task uint32, fanout int) []ackcore.Msg {
+	edges := make([]uint64, fanout)
+	var x uint64
+	for i := range edges {
+		edges[i] = rng.Uint64() | 1
+		x ^= edges[i]
+	}
+	msgs := []ackcore.Msg{{Root: root, Kind: ackcore.Init, Task: task, Val: x}}
+	for _, e := range edges {
+		msgs = append(msgs, ackcore.Msg{Root: root, Kind: ackcore.Ack, Val: e})
+	}
+	return msgs
+}
+
+// collect polls inbox until n outcomes arrived or the deadline passes,
+// returning them by root.
+func collect(t testing.TB, ib acker.Inbox, n int, d time.Duration) map[uint64][]ackcore.Outcome {
+	t.Helper()
+	got := map[uint64][]ackcore.Outcome{}
+	total := 0
+	deadline := time.After(d)
+	var buf []ackcore.Outcome
+	for total < n {
+		var ok bool
+		buf, ok = ib.WaitUntil(buf[:0], deadline)
+		for _, o := range buf {
+			got[o.Root] = append(got[o.Root], o)
+			total++
+		}
+		if !ok || len(buf) == 0 {
+			select {
+			case <-deadline:
+				t.Fatalf("got %d outcomes of %d before the deadline", total, n)
+			default:
+			}
+			if !ok {
+				t.Fatalf("inbox closed after %d outcomes of %d", total, n)
+			}
+		}
+	}
+	return got
+}
+
+// waitFor polls cond until it holds or d passes.
+func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			var b strings.Builder
+			_ = pprof.Lookup("goroutine").WriteTo(&b, 1)
+			t.Fatalf("timed out waiting for %s; goroutines:\n%s", what, b.String())
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+func shutdown(t testing.TB, s *testServer) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Errorf("shutdown: %v", err)
+	}
+}

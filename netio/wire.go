@@ -1,0 +1,675 @@
+package netio
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/xorack/xorack/ackcore"
+)
+
+// Version is the protocol version this package speaks; every frame
+// carries it (see doc.go, "Wire format").
+const Version = 1
+
+// Frame types.
+const (
+	TypeChallenge byte = 1 // server -> client, first frame: nonce, limits
+	TypeHello     byte = 2 // client -> server: MAC, client id, owned tasks
+	TypeWelcome   byte = 3 // server -> client: accepted
+	TypeMsgs      byte = 4 // client -> server: a batch of messages
+	TypeOutcomes  byte = 5 // server -> client: a batch of outcomes
+	TypeHeartbeat byte = 6 // either way, when idle
+	TypeClose     byte = 7 // either way: a reason, then the sender closes
+	maxType            = TypeClose
+)
+
+// Frame header: 8 bytes before every body.
+//
+//	0          4         5        6          8
+//	+----------+---------+--------+----------+------------ ... ---+
+//	| length   | version | type   | reserved | body               |
+//	| u32 LE   | u8      | u8     | u16 = 0  | length-8 bytes     |
+//	+----------+---------+--------+----------+------------ ... ---+
+//
+// length counts the whole frame, header included, so the smallest frame
+// (a heartbeat) is 8 bytes.
+const (
+	offLength   = 0
+	offVersion  = 4
+	offType     = 5
+	offReserved = 6
+	HeaderSize  = 8
+)
+
+// Message record in a TypeMsgs body: 24 bytes, the body is a whole number
+// of them.
+//
+//	0        8        16             20           24
+//	+--------+--------+--------------+------------+
+//	| root   | val    | kind | task  | timeout ms |
+//	| u64 LE | u64 LE | u32 LE:      | u32 LE     |
+//	|        |        | kind<<24 |   |            |
+//	|        |        | task         |            |
+//	+--------+--------+--------------+------------+
+const (
+	offMsgRoot    = 0
+	offMsgVal     = 8
+	offMsgKind    = 16 // kind in the top 8 bits, task in the low 24
+	offMsgTimeout = 20
+	MsgSize       = 24
+)
+
+// Outcome record in a TypeOutcomes body: 24 bytes.
+//
+//	0        8             16       20     21       22      24
+//	+--------+-------------+--------+------+--------+-------+
+//	| root   | latency ns  | task   | kind | reason | 0     |
+//	| u64 LE | i64 LE      | u32 LE | u8   | u8     | u16   |
+//	+--------+-------------+--------+------+--------+-------+
+const (
+	offOutRoot    = 0
+	offOutLatency = 8
+	offOutTask    = 16
+	offOutKind    = 20
+	offOutReason  = 21
+	offOutPad     = 22
+	OutcomeSize   = 24
+)
+
+// Handshake bodies.
+//
+// Challenge (server -> client), 40 bytes:
+//
+//	0                    32           36          40
+//	+--------------------+------------+-----------+
+//	| nonce [32]         | max frame  | tasks     |
+//	|                    | u32 LE     | u32 LE    |
+//	+--------------------+------------+-----------+
+//
+// max frame is the largest frame the server accepts; tasks the number of
+// spout task ids it serves ([0, tasks)).
+const (
+	offChNonce    = 0
+	offChMaxFrame = 32
+	offChTasks    = 36
+	challengeSize = 40
+	NonceSize     = 32
+)
+
+// Hello (client -> server), 48 + 8*ranges bytes:
+//
+//	0          32          40          44          48
+//	+----------+-----------+-----------+-----------+--------------------+
+//	| mac [32] | client id | max frame | ranges n  | n x (first, count) |
+//	|          | u64 LE    | u32 LE    | u32 LE    | u32 LE, u32 LE     |
+//	+----------+-----------+-----------+-----------+--------------------+
+//
+// The tasks the client owns are the union of the ranges [first,
+// first+count). mac is HMAC-SHA256(secret, "xorack-netio-v1" || nonce ||
+// the hello body after the mac), so the secret never crosses the wire, a
+// hello cannot be replayed on another connection, and the claimed tasks
+// are authenticated. max frame is the largest frame the client accepts.
+const (
+	offHeMAC      = 0
+	offHeClient   = 32
+	offHeMaxFrame = 40
+	offHeRanges   = 44
+	helloFixed    = 48
+	MACSize       = 32
+)
+
+// Welcome (server -> client), 24 bytes:
+//
+//	0           8           12           16          24
+//	+-----------+-----------+------------+-----------+
+//	| server id | heartbeat | idle       | 0         |
+//	| u64 LE    | ms u32 LE | ms u32 LE  | u64       |
+//	+-----------+-----------+------------+-----------+
+//
+// server id is random per server process (a client sees a restart);
+// heartbeat is how often each side sends a heartbeat when it has nothing
+// else to send, idle how long either side waits for a frame before it
+// gives the connection up.
+const (
+	offWeServer    = 0
+	offWeHeartbeat = 8
+	offWeIdle      = 12
+	welcomeSize    = 24
+)
+
+// Close, 4 + n bytes: a code and up to MaxReason bytes of text.
+//
+//	0          2          4
+//	+----------+----------+---------------+
+//	| code     | text len | text          |
+//	| u16 LE   | u16 LE   | len bytes     |
+//	+----------+----------+---------------+
+const (
+	offClCode  = 0
+	offClLen   = 2
+	closeFixed = 4
+	MaxReason  = 512
+)
+
+// Close codes.
+const (
+	CloseNormal     uint16 = 0 // the peer is going away (client Stop)
+	CloseShutdown   uint16 = 1 // the server is shutting down; pending roots were reported
+	CloseAuth       uint16 = 2 // the handshake failed authentication
+	CloseProtocol   uint16 = 3 // a malformed or unexpected frame
+	CloseTaskOwned  uint16 = 4 // a claimed task belongs to another client
+	CloseSlow       uint16 = 5 // the client did not take its outcomes
+	CloseReplaced   uint16 = 6 // a newer connection of the same client took over
+	CloseIdle       uint16 = 7 // nothing arrived within the idle timeout
+	CloseOverloaded uint16 = 8 // the server is at its connection limit
+)
+
+// Limits.
+const (
+	// DefaultMaxFrame is the largest frame accepted by default: 1 MiB
+	// holds 43,690 messages, far more than a batch needs, and bounds what
+	// one connection's read buffer can grow to.
+	DefaultMaxFrame = 1 << 20
+	// MinMaxFrame is the smallest frame limit a peer may declare: a
+	// handshake frame with a few task ranges fits.
+	MinMaxFrame = 4096
+	// HandshakeMaxFrame bounds frames before authentication, so that an
+	// unauthenticated connection can make the server allocate at most
+	// this much. 64 KiB holds a hello with 8,000 task ranges.
+	HandshakeMaxFrame = 64 << 10
+	// MaxRanges is the most task ranges a hello may carry.
+	MaxRanges = (HandshakeMaxFrame - HeaderSize - helloFixed) / 8
+)
+
+// ErrShort is returned by ParseFrame when b holds no whole frame yet.
+var ErrShort = errors.New("netio: short frame")
+
+// Frame is one parsed frame; Body aliases the parsed bytes.
+type Frame struct {
+	Type    byte
+	Version byte
+	Body    []byte
+}
+
+// ParseFrame parses the frame at the start of b and returns it and its
+// length. It checks the length prefix against limit before anything
+// else, so a caller can read a header, learn the frame is too big and
+// refuse it without allocating for it. It returns ErrShort when b holds
+// less than the frame (or its header), and otherwise an error naming the
+// bad value: a length below the header or over limit, another version, an
+// unknown type, non-zero reserved bits, a body of the wrong size for its
+// type. It never panics.
+func ParseFrame(b []byte, limit int) (Frame, int, error) {
+	if len(b) < 4 {
+		return Frame{}, 0, ErrShort
+	}
+	n := binary.LittleEndian.Uint32(b[offLength:])
+	if uint64(n) > uint64(limit) {
+		return Frame{}, 0, fmt.Errorf("netio: frame length %d exceeds limit %d", n, limit)
+	}
+	if n < HeaderSize {
+		return Frame{}, 0, fmt.Errorf("netio: frame length %d below the %d-byte header", n, HeaderSize)
+	}
+	if len(b) < HeaderSize {
+		return Frame{}, 0, ErrShort
+	}
+	f := Frame{Version: b[offVersion], Type: b[offType]}
+	if f.Version != Version {
+		return Frame{}, 0, fmt.Errorf("netio: frame version %d, this side speaks %d", f.Version, Version)
+	}
+	if f.Type == 0 || f.Type > maxType {
+		return Frame{}, 0, fmt.Errorf("netio: unknown frame type %d", f.Type)
+	}
+	if r := binary.LittleEndian.Uint16(b[offReserved:]); r != 0 {
+		return Frame{}, 0, fmt.Errorf("netio: frame reserved bits %#x are not zero", r)
+	}
+	body := int(n) - HeaderSize
+	if err := checkBodySize(f.Type, body); err != nil {
+		return Frame{}, 0, err
+	}
+	if len(b) < int(n) {
+		return Frame{}, 0, ErrShort
+	}
+	f.Body = b[HeaderSize:n:n]
+	return f, int(n), nil
+}
+
+// checkBodySize checks what the header alone tells of a body's size.
+func checkBodySize(t byte, n int) error {
+	want := -1
+	switch t {
+	case TypeChallenge:
+		want = challengeSize
+	case TypeWelcome:
+		want = welcomeSize
+	case TypeHeartbeat:
+		want = 0
+	case TypeMsgs, TypeOutcomes:
+		if n%MsgSize != 0 { // MsgSize == OutcomeSize
+			return fmt.Errorf("netio: %s body of %d bytes is not a whole number of %d-byte records", typeName(t), n, MsgSize)
+		}
+		return nil
+	case TypeHello:
+		if n < helloFixed || (n-helloFixed)%8 != 0 {
+			return fmt.Errorf("netio: hello body of %d bytes: want %d + 8 per task range", n, helloFixed)
+		}
+		return nil
+	case TypeClose:
+		if n < closeFixed || n > closeFixed+MaxReason {
+			return fmt.Errorf("netio: close body of %d bytes out of range [%d, %d]", n, closeFixed, closeFixed+MaxReason)
+		}
+		return nil
+	}
+	if n != want {
+		return fmt.Errorf("netio: %s body of %d bytes, want %d", typeName(t), n, want)
+	}
+	return nil
+}
+
+func typeName(t byte) string {
+	switch t {
+	case TypeChallenge:
+		return "challenge"
+	case TypeHello:
+		return "hello"
+	case TypeWelcome:
+		return "welcome"
+	case TypeMsgs:
+		return "msgs"
+	case TypeOutcomes:
+		return "outcomes"
+	case TypeHeartbeat:
+		return "heartbeat"
+	case TypeClose:
+		return "close"
+	}
+	return fmt.Sprintf("type %d", t)
+}
+
+// appendHeader appends a header for a frame of n bytes in all.
+func appendHeader(b []byte, t byte, n int) []byte {
+	b = binary.LittleEndian.AppendUint32(b, uint32(n))
+	return append(b, Version, t, 0, 0)
+}
+
+// beginFrame appends a header whose length EndFrame fills in, and returns
+// the header's offset.
+func beginFrame(b []byte, t byte) ([]byte, int) {
+	return appendHeader(b, t, 0), len(b)
+}
+
+// endFrame sets the length of the frame begun at off.
+func endFrame(b []byte, off int) []byte {
+	binary.LittleEndian.PutUint32(b[off:], uint32(len(b)-off))
+	return b
+}
+
+// putMsg writes m's record at b[0:MsgSize].
+func putMsg(b []byte, m *ackcore.Msg) {
+	_ = b[MsgSize-1]
+	binary.LittleEndian.PutUint64(b[offMsgRoot:], m.Root)
+	binary.LittleEndian.PutUint64(b[offMsgVal:], m.Val)
+	binary.LittleEndian.PutUint32(b[offMsgKind:], uint32(m.Kind)<<24|m.Task&taskMask)
+	binary.LittleEndian.PutUint32(b[offMsgTimeout:], m.TimeoutMs)
+}
+
+// taskMask is the task field of a message record: 24 bits, room for
+// ackcore.MaxTask (20 bits) with the kind above it.
+const taskMask = 1<<24 - 1
+
+// AppendMsgs appends one msgs frame carrying msgs to b. msgs must be
+// valid (ackcore.Msg.Validate): the peer rejects the frame otherwise. The
+// caller keeps len(msgs) within its peer's frame limit (MaxMsgsPerFrame).
+func AppendMsgs(b []byte, msgs []ackcore.Msg) []byte {
+	n := HeaderSize + len(msgs)*MsgSize
+	b = appendHeader(b, TypeMsgs, n)
+	off := len(b)
+	b = grow(b, len(msgs)*MsgSize)
+	for i := range msgs {
+		putMsg(b[off+i*MsgSize:], &msgs[i])
+	}
+	return b
+}
+
+// MaxMsgsPerFrame is the most message or outcome records a frame within
+// limit holds.
+func MaxMsgsPerFrame(limit int) int { return (limit - HeaderSize) / MsgSize }
+
+// grow extends b by n bytes (contents unspecified), reusing its capacity.
+func grow(b []byte, n int) []byte {
+	if cap(b)-len(b) < n {
+		nb := make([]byte, len(b), 2*cap(b)+n)
+		copy(nb, b)
+		b = nb
+	}
+	return b[:len(b)+n]
+}
+
+// DecodeMsgs appends the messages of a msgs frame's body to dst. Every
+// record must be a valid message (ackcore.Msg.Validate): a non-zero root,
+// a known kind, a task within ackcore.MaxTask (and none on other kinds
+// than INIT), a timeout within ackcore.MaxTimeout; the first that is not
+// is named in the error, and dst is returned as it was.
+func DecodeMsgs(dst []ackcore.Msg, body []byte) ([]ackcore.Msg, error) {
+	if len(body)%MsgSize != 0 {
+		return dst, fmt.Errorf("netio: msgs body of %d bytes is not a whole number of %d-byte records", len(body), MsgSize)
+	}
+	n := len(body) / MsgSize
+	base := len(dst)
+	dst = growMsgs(dst, n)
+	out := dst[base:]
+	for i := range out {
+		r := body[i*MsgSize : i*MsgSize+MsgSize : i*MsgSize+MsgSize]
+		kt := binary.LittleEndian.Uint32(r[offMsgKind:])
+		m := &out[i]
+		*m = ackcore.Msg{
+			Root:      binary.LittleEndian.Uint64(r[offMsgRoot:]),
+			Val:       binary.LittleEndian.Uint64(r[offMsgVal:]),
+			Task:      kt & taskMask,
+			Kind:      ackcore.Kind(kt >> 24),
+			TimeoutMs: binary.LittleEndian.Uint32(r[offMsgTimeout:]),
+		}
+		if m.Kind < ackcore.Init || m.Kind > ackcore.Reset || m.Root == 0 ||
+			m.Task > ackcore.MaxTask || m.Kind != ackcore.Init && m.Task != 0 || m.TimeoutMs > maxTimeoutMs {
+			return dst[:base], fmt.Errorf("netio: message %d of %d: %w", i, n, msgError(m))
+		}
+	}
+	return dst, nil
+}
+
+const maxTimeoutMs = uint32(ackcore.MaxTimeout / time.Millisecond)
+
+// msgError names what is wrong with a decoded record.
+func msgError(m *ackcore.Msg) error {
+	if m.Kind != ackcore.Init && m.Task != 0 && m.Kind >= ackcore.Init && m.Kind <= ackcore.Reset && m.Root != 0 {
+		return fmt.Errorf("%v root %#x carries task %d (only INIT names a task)", m.Kind, m.Root, m.Task)
+	}
+	if err := m.Validate(); err != nil {
+		return err
+	}
+	return fmt.Errorf("invalid message %+v", *m)
+}
+
+func growMsgs(dst []ackcore.Msg, n int) []ackcore.Msg {
+	if cap(dst)-len(dst) < n {
+		nd := make([]ackcore.Msg, len(dst), len(dst)+n)
+		copy(nd, dst)
+		dst = nd
+	}
+	return dst[:len(dst)+n]
+}
+
+// AppendOutcomes appends one outcomes frame carrying outs to b.
+func AppendOutcomes(b []byte, outs []ackcore.Outcome) []byte {
+	b = appendHeader(b, TypeOutcomes, HeaderSize+len(outs)*OutcomeSize)
+	off := len(b)
+	b = grow(b, len(outs)*OutcomeSize)
+	for i := range outs {
+		putOutcome(b[off+i*OutcomeSize:], &outs[i])
+	}
+	return b
+}
+
+func putOutcome(r []byte, o *ackcore.Outcome) {
+	_ = r[OutcomeSize-1]
+	binary.LittleEndian.PutUint64(r[offOutRoot:], o.Root)
+	binary.LittleEndian.PutUint64(r[offOutLatency:], uint64(o.Latency))
+	binary.LittleEndian.PutUint32(r[offOutTask:], o.Task)
+	r[offOutKind] = byte(o.Kind)
+	r[offOutReason] = byte(o.Reason)
+	r[offOutPad], r[offOutPad+1] = 0, 0
+}
+
+// DecodeOutcomes appends the outcomes of an outcomes frame's body to dst.
+// Each record must have a known kind and reason and a zero pad; the first
+// that does not is named in the error, and dst is returned as it was.
+func DecodeOutcomes(dst []ackcore.Outcome, body []byte) ([]ackcore.Outcome, error) {
+	if len(body)%OutcomeSize != 0 {
+		return dst, fmt.Errorf("netio: outcomes body of %d bytes is not a whole number of %d-byte records", len(body), OutcomeSize)
+	}
+	n := len(body) / OutcomeSize
+	base := len(dst)
+	if cap(dst)-len(dst) < n {
+		nd := make([]ackcore.Outcome, len(dst), len(dst)+n)
+		copy(nd, dst)
+		dst = nd
+	}
+	dst = dst[:base+n]
+	out := dst[base:]
+	for i := range out {
+		r := body[i*OutcomeSize : i*OutcomeSize+OutcomeSize : i*OutcomeSize+OutcomeSize]
+		o := &out[i]
+		*o = ackcore.Outcome{
+			Root:    binary.LittleEndian.Uint64(r[offOutRoot:]),
+			Latency: time.Duration(binary.LittleEndian.Uint64(r[offOutLatency:])),
+			Task:    binary.LittleEndian.Uint32(r[offOutTask:]),
+			Kind:    ackcore.OutcomeKind(r[offOutKind]),
+			Reason:  ackcore.Reason(r[offOutReason]),
+		}
+		if o.Kind < ackcore.Completed || o.Kind > ackcore.Refused || o.Reason > ackcore.ReasonLost ||
+			r[offOutPad]|r[offOutPad+1] != 0 || o.Root == 0 {
+			return dst[:base], fmt.Errorf("netio: outcome %d of %d: root %#x kind %d reason %d pad %#x: not a valid outcome",
+				i, n, o.Root, o.Kind, o.Reason, binary.LittleEndian.Uint16(r[offOutPad:]))
+		}
+	}
+	return dst, nil
+}
+
+// AppendHeartbeat appends a heartbeat frame.
+func AppendHeartbeat(b []byte) []byte { return appendHeader(b, TypeHeartbeat, HeaderSize) }
+
+// AppendClose appends a close frame with code and reason (cut to
+// MaxReason bytes).
+func AppendClose(b []byte, code uint16, reason string) []byte {
+	if len(reason) > MaxReason {
+		reason = reason[:MaxReason]
+	}
+	b = appendHeader(b, TypeClose, HeaderSize+closeFixed+len(reason))
+	b = binary.LittleEndian.AppendUint16(b, code)
+	b = binary.LittleEndian.AppendUint16(b, uint16(len(reason)))
+	return append(b, reason...)
+}
+
+// DecodeClose parses a close body.
+func DecodeClose(body []byte) (code uint16, reason string, err error) {
+	r := reader{b: body}
+	code = r.u16()
+	n := int(r.u16())
+	text := r.bytes(n)
+	if r.err == nil && len(r.b) != 0 {
+		r.fail(fmt.Errorf("netio: close body has %d bytes after its %d-byte reason", len(r.b), n))
+	}
+	if r.err != nil {
+		return 0, "", r.err
+	}
+	return code, string(text), nil
+}
+
+// Challenge is the server's first frame.
+type Challenge struct {
+	Nonce    [NonceSize]byte
+	MaxFrame uint32
+	Tasks    uint32
+}
+
+// AppendChallenge appends a challenge frame.
+func AppendChallenge(b []byte, c *Challenge) []byte {
+	b = appendHeader(b, TypeChallenge, HeaderSize+challengeSize)
+	b = append(b, c.Nonce[:]...)
+	b = binary.LittleEndian.AppendUint32(b, c.MaxFrame)
+	return binary.LittleEndian.AppendUint32(b, c.Tasks)
+}
+
+// DecodeChallenge parses a challenge body.
+func DecodeChallenge(body []byte) (Challenge, error) {
+	var c Challenge
+	r := reader{b: body}
+	copy(c.Nonce[:], r.bytes(NonceSize))
+	c.MaxFrame = r.u32()
+	c.Tasks = r.u32()
+	if err := r.end("challenge"); err != nil {
+		return Challenge{}, err
+	}
+	if c.MaxFrame < MinMaxFrame {
+		return Challenge{}, fmt.Errorf("netio: challenge max frame %d below %d", c.MaxFrame, MinMaxFrame)
+	}
+	return c, nil
+}
+
+// TaskRange is the spout tasks [First, First+Count).
+type TaskRange struct{ First, Count uint32 }
+
+// Hello is the client's handshake.
+type Hello struct {
+	MAC      [MACSize]byte
+	ClientID uint64
+	MaxFrame uint32
+	Tasks    []TaskRange
+}
+
+// AppendHello appends a hello frame; its MAC is h.MAC as given (see
+// HelloMAC).
+func AppendHello(b []byte, h *Hello) []byte {
+	b, off := beginFrame(b, TypeHello)
+	b = append(b, h.MAC[:]...)
+	b = appendHelloSigned(b, h)
+	return endFrame(b, off)
+}
+
+// appendHelloSigned appends the part of a hello body the MAC covers.
+func appendHelloSigned(b []byte, h *Hello) []byte {
+	b = binary.LittleEndian.AppendUint64(b, h.ClientID)
+	b = binary.LittleEndian.AppendUint32(b, h.MaxFrame)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(h.Tasks)))
+	for _, t := range h.Tasks {
+		b = binary.LittleEndian.AppendUint32(b, t.First)
+		b = binary.LittleEndian.AppendUint32(b, t.Count)
+	}
+	return b
+}
+
+// DecodeHello parses a hello body. It checks the range count against the
+// body before allocating, and every range against maxTasks (the tasks the
+// server serves); it does not check the MAC (see HelloMAC).
+func DecodeHello(body []byte, maxTasks uint32) (Hello, error) {
+	var h Hello
+	r := reader{b: body}
+	copy(h.MAC[:], r.bytes(MACSize))
+	h.ClientID = r.u64()
+	h.MaxFrame = r.u32()
+	n := r.u32()
+	if r.err != nil {
+		return Hello{}, r.err
+	}
+	if uint64(n)*8 != uint64(len(r.b)) {
+		return Hello{}, fmt.Errorf("netio: hello claims %d task ranges in %d bytes", n, len(r.b))
+	}
+	if n > MaxRanges {
+		return Hello{}, fmt.Errorf("netio: hello has %d task ranges, more than %d", n, MaxRanges)
+	}
+	if h.MaxFrame < MinMaxFrame {
+		return Hello{}, fmt.Errorf("netio: hello max frame %d below %d", h.MaxFrame, MinMaxFrame)
+	}
+	h.Tasks = make([]TaskRange, n)
+	for i := range h.Tasks {
+		t := TaskRange{First: r.u32(), Count: r.u32()}
+		if t.Count == 0 || uint64(t.First)+uint64(t.Count) > uint64(maxTasks) {
+			return Hello{}, fmt.Errorf("netio: hello task range %d [%d, %d) outside the server's tasks [0, %d)",
+				i, t.First, uint64(t.First)+uint64(t.Count), maxTasks)
+		}
+		h.Tasks[i] = t
+	}
+	return h, r.err
+}
+
+// Welcome is the server's acceptance.
+type Welcome struct {
+	ServerID  uint64
+	Heartbeat time.Duration // ms resolution on the wire
+	Idle      time.Duration
+}
+
+// AppendWelcome appends a welcome frame.
+func AppendWelcome(b []byte, w *Welcome) []byte {
+	b = appendHeader(b, TypeWelcome, HeaderSize+welcomeSize)
+	b = binary.LittleEndian.AppendUint64(b, w.ServerID)
+	b = binary.LittleEndian.AppendUint32(b, uint32(w.Heartbeat/time.Millisecond))
+	b = binary.LittleEndian.AppendUint32(b, uint32(w.Idle/time.Millisecond))
+	return binary.LittleEndian.AppendUint64(b, 0)
+}
+
+// DecodeWelcome parses a welcome body.
+func DecodeWelcome(body []byte) (Welcome, error) {
+	r := reader{b: body}
+	w := Welcome{ServerID: r.u64()}
+	w.Heartbeat = time.Duration(r.u32()) * time.Millisecond
+	w.Idle = time.Duration(r.u32()) * time.Millisecond
+	if z := r.u64(); r.err == nil && z != 0 {
+		return Welcome{}, fmt.Errorf("netio: welcome reserved bytes %#x are not zero", z)
+	}
+	if err := r.end("welcome"); err != nil {
+		return Welcome{}, err
+	}
+	if w.Heartbeat <= 0 || w.Idle <= w.Heartbeat {
+		return Welcome{}, fmt.Errorf("netio: welcome heartbeat %v and idle timeout %v: want 0 < heartbeat < idle", w.Heartbeat, w.Idle)
+	}
+	return w, nil
+}
+
+// reader is a sticky-error byte reader: after the first short read every
+// read returns zero and err keeps the first error.
+type reader struct {
+	b   []byte
+	err error
+}
+
+func (r *reader) fail(err error) {
+	if r.err == nil {
+		r.err = err
+	}
+	r.b = nil
+}
+
+func (r *reader) bytes(n int) []byte {
+	if r.err != nil {
+		return nil
+	}
+	if n < 0 || n > len(r.b) {
+		r.fail(fmt.Errorf("netio: need %d bytes, have %d", n, len(r.b)))
+		return nil
+	}
+	v := r.b[:n:n]
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *reader) u16() uint16 {
+	if b := r.bytes(2); b != nil {
+		return binary.LittleEndian.Uint16(b)
+	}
+	return 0
+}
+
+func (r *reader) u32() uint32 {
+	if b := r.bytes(4); b != nil {
+		return binary.LittleEndian.Uint32(b)
+	}
+	return 0
+}
+
+func (r *reader) u64() uint64 {
+	if b := r.bytes(8); b != nil {
+		return binary.LittleEndian.Uint64(b)
+	}
+	return 0
+}
+
+// end reports an error if bytes are left or a read fell short.
+func (r *reader) end(what string) error {
+	if r.err == nil && len(r.b) != 0 {
+		return fmt.Errorf("netio: %s body has %d bytes left over", what, len(r.b))
+	}
+	return r.err
+}
