@@ -9,23 +9,25 @@ import (
 // runState is what ackRun reads and updates. Its layout is fixed: the
 // assembly addresses its fields by offset (TestRunStateLayout).
 type runState struct {
-	es         *entry   // 0
-	n          uint64   // 8
-	seed       uint64   // 16
-	out        *Outcome // 24: out's backing array
-	outLen     int      // 32
-	outCap     int      // 40
-	nowTick    uint64   // 48
-	nowNs      int64    // 56
-	tickNs     int64    // 64
-	defTicks   uint64   // 72
-	scan       int      // 80: the running pass's cursor, -1 for none
-	count      int      // 88: entries in the table
-	maxPending int      // 96
-	initMeta   uint64   // 104: uint32(default deadline) | 1<<32 when it is far (INITs may be inserted)
-	inits      uint64   // 112
-	completed  uint64   // 120
-	save       [3]uint64
+	es         *entry    // 0
+	n          uint64    // 8
+	k1         uint64    // 16: the hash keys (mix)
+	out        *Outcome  // 24: out's backing array
+	outLen     int       // 32
+	outCap     int       // 40
+	nowTick    uint64    // 48
+	nowNs      int64     // 56
+	tickNs     int64     // 64
+	defTicks   uint64    // 72
+	scan       int       // 80: the running pass's cursor, -1 for none
+	count      int       // 88: entries in the table
+	maxPending int       // 96
+	initMeta   uint64    // 104: uint32(default deadline) | 1<<32 when it is far (INITs may be inserted)
+	inits      uint64    // 112
+	completed  uint64    // 120
+	save       [3]uint64 // 128
+	k2         uint64    // 152
+	k3         uint64    // 160
 }
 
 // What ackRun did with the message it stopped at.
@@ -46,7 +48,7 @@ func (s *Shard) applyRun(msgs []Msg, out []Outcome) []Outcome {
 		return out
 	}
 	st := runState{
-		es: &s.t.e[0], n: s.t.n, seed: s.t.seed,
+		es: &s.t.e[0], n: s.t.n, k1: s.t.k1, k2: s.t.k2, k3: s.t.k3,
 		nowTick: s.nowTick, nowNs: s.nowNs, tickNs: s.tickNs, defTicks: s.defTicks,
 		scan: s.scan, maxPending: s.maxPending,
 	}

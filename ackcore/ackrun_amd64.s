@@ -3,7 +3,7 @@
 // runState offsets (TestRunStateLayout checks them).
 #define ST_ES 0
 #define ST_N 8
-#define ST_SEED 16
+#define ST_K1 16
 #define ST_OUT 24
 #define ST_OUTLEN 32
 #define ST_OUTCAP 40
@@ -20,8 +20,9 @@
 #define ST_SAVE0 128
 #define ST_SAVE1 136
 #define ST_SAVE2 144
+#define ST_K2 152
+#define ST_K3 160
 
-#define HASHMUL $0x9e3779b97f4a7c15
 #define DISTONE $0x10000000000000
 
 // func ackRun(st *runState, msgs *Msg, count int) (done int, slot uint64, probe int, acks uint64)
@@ -40,14 +41,19 @@
 // last message applied was a completion whose shift moved an entry across
 // the running pass's cursor, which the caller must rescan.
 //
-// Registers: SI msg, R11 end of msgs, DI es, CX n, BX seed, R12 st,
-// R13 acks, R8 root, R9 window then entry, DX home then slot, R10 and AX
-// scratch. The rare paths spill to st's save words.
+// Registers: SI msg, R11 end of msgs, DI es, CX n, BX k1, R14 k2, R15
+// n-4 (the last home whose window fits), R12 st, R13 acks, R8 root, R9
+// window then entry, DX home then slot, R10 and AX scratch. The rare paths
+// spill to st's save words. R14 and R15 are free in ABI0 code: Go's
+// caller restores R14 (g) after an ABI0 call, and R15 matters only to
+// dynamically linked code that addresses globals, which this does not.
 TEXT ·ackRun(SB), NOSPLIT, $0-56
 	MOVQ st+0(FP), R12
 	MOVQ ST_ES(R12), DI
 	MOVQ ST_N(R12), CX
-	MOVQ ST_SEED(R12), BX
+	MOVQ ST_K1(R12), BX
+	MOVQ ST_K2(R12), R14
+	LEAQ -4(CX), R15
 	MOVQ msgs+8(FP), SI
 	MOVQ count+16(FP), R11
 	SHLQ $5, R11
@@ -62,19 +68,18 @@ loop:
 	TESTQ R8, R8
 	JZ   none
 
-	// home slot = hi64(((root ^ seed) * hashMul) * n)
+	// home slot = hi64(mix(root) * n), mix(root) = (hi ^ lo of (root^k1)*k2) * k3
 	MOVQ  R8, AX
 	XORQ  BX, AX
-	MOVQ  HASHMUL, R10
-	IMULQ R10, AX
+	MULQ  R14
+	XORQ  DX, AX
+	IMULQ ST_K3(R12), AX
 	MULQ  CX // DX = home
 	LEAQ (DX)(DX*2), R9
-	SHLQ $3, R9
-	ADDQ DI, R9 // window = &es[home]
+	LEAQ (DI)(R9*8), R9 // window = &es[home]
 	MOVQ DX, R10 // home
-	LEAQ  4(DX), AX
-	CMPQ  AX, CX
-	JA    walk // window past the end of the table: slot by slot
+	CMPQ  DX, R15
+	JGT   walk // home > n-4 (signed: n may be below 4): the window passes the end, slot by slot
 	VMOVQ        0(R9), X0
 	VPINSRQ      $1, 24(R9), X0, X0
 	VMOVQ        48(R9), X1
@@ -306,8 +311,9 @@ rmsat: // saturated: the distance at the hole is 254 or stays saturated
 	MOVQ DX, R10 // the hole's index (j is recomputed below)
 	MOVQ 0(AX), AX
 	XORQ BX, AX
-	MOVQ HASHMUL, R8
-	IMULQ R8, AX
+	MULQ R14
+	XORQ DX, AX
+	IMULQ ST_K3(R12), AX
 	MULQ CX // DX = home of the moving entry
 	MOVQ R10, R8
 	SUBQ DX, R8

@@ -48,7 +48,7 @@ func (s *Shard) applyFolded(msgs []Msg, out []Outcome) []Outcome {
 				out = s.step(&c, &chunk[i], out)
 				continue
 			}
-			h := (r * 0x9e3779b97f4a7c15) >> (64 - 9) // 9 bits: foldSlots = 512
+			h := mix(r, &s.t.keys) >> (64 - 9) // 9 bits: foldSlots = 512; keyed, so structured ids scatter here too
 			for fs.keys[h] != 0 && fs.keys[h] != r {
 				h = (h + 1) & (foldSlots - 1)
 			}

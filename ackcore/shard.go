@@ -1,8 +1,6 @@
 package ackcore
 
 import (
-	"crypto/rand"
-	"encoding/binary"
 	"fmt"
 	"math/bits"
 	"time"
@@ -49,7 +47,10 @@ type Config struct {
 	Clock Clock
 	// Fold selects batch folding.
 	Fold FoldMode
-	// Seed seeds the table's hash; 0 draws one from crypto/rand.
+	// Seed fixes the table's hash keys, for reproducible tests and
+	// benchmarks. 0, the default, draws secret keys from crypto/rand: keep
+	// it so wherever root ids may come from outside, since roots chosen
+	// with the keys known can all share one home slot (see hash.go).
 	Seed uint64
 }
 
@@ -132,13 +133,8 @@ func NewShard(cfg Config) (*Shard, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = NewMonotonicClock()
 	}
-	if cfg.Seed == 0 {
-		var b [8]byte
-		_, _ = rand.Read(b[:])
-		cfg.Seed = binary.LittleEndian.Uint64(b[:]) | 1
-	}
 	s := &Shard{
-		t:          newTable(cfg.MaxPending, cfg.Seed),
+		t:          newTable(cfg.MaxPending, newKeys(cfg.Seed)),
 		clock:      cfg.Clock,
 		custom:     make(map[uint64]custom),
 		tickNs:     int64(cfg.Tick),
@@ -560,9 +556,9 @@ const firstChunk = 8
 // homes computes the home slot of each message of chunk into hs and, for
 // tables larger than L2, prefetches the lines of their probe windows.
 func (s *Shard) homes(chunk []Msg, hs *[prefetchChunk]uint64) {
-	seed, n := s.t.seed, s.t.n
+	k, n := s.t.keys, s.t.n
 	for i := range chunk {
-		hs[i], _ = bits.Mul64((chunk[i].Root^seed)*hashMul, n)
+		hs[i], _ = bits.Mul64(mix(chunk[i].Root, &k), n)
 	}
 	if s.prefetch && len(chunk) > 0 {
 		prefetchSlots(&s.t.e[0], &hs[0], len(chunk))
@@ -614,7 +610,7 @@ func (s *Shard) applyChunk(chunk []Msg, hs *[prefetchChunk]uint64, out []Outcome
 // hs holds the chunk's home slots, computed (and prefetched) a chunk
 // ahead; nil means fastPath hashes each root itself.
 func (s *Shard) fastPath(chunk []Msg, hs *[prefetchChunk]uint64, i int) (next int, slot uint64) {
-	es, seed := s.t.e, s.t.seed
+	es, k := s.t.e, s.t.keys
 	n := uint64(len(es))
 	acks := uint64(0)
 	for ; i < len(chunk); i++ {
@@ -630,7 +626,7 @@ func (s *Shard) fastPath(chunk []Msg, hs *[prefetchChunk]uint64, i int) (next in
 		if hs != nil {
 			j = hs[i&(prefetchChunk-1)]
 		} else {
-			j, _ = bits.Mul64((root^seed)*hashMul, n)
+			j, _ = bits.Mul64(mix(root, &k), n)
 		}
 		if j+probeWindow <= n {
 			// The first probeWindow slots, compared without branches: a
@@ -676,7 +672,7 @@ func (s *Shard) fastPath(chunk []Msg, hs *[prefetchChunk]uint64, i int) (next in
 		// from p to j shifted forward by one. A shift round the end of the
 		// table while a pass runs may cross the pass: left to slow.
 		p, d := j, uint64(0)
-		if h, _ := bits.Mul64((root^seed)*hashMul, n); h != j {
+		if h, _ := bits.Mul64(mix(root, &k), n); h != j {
 			for p = h; p != j; d++ {
 				rd := es[p].storedDist()
 				if rd == distSat {

@@ -15,10 +15,6 @@ const (
 	// 34.3 bytes, word count at P=10k ran 11% slower: longer shifts on
 	// insert and delete.)
 	maxLoadNum, maxLoadDen = 2, 3
-	// hashMul is the multiplier of the home hash: 2^64 divided by the
-	// golden ratio, odd, so that (root^seed)*hashMul is a bijection whose
-	// high bits depend on every bit of the root (Fibonacci hashing).
-	hashMul = 0x9e3779b97f4a7c15
 )
 
 // The entry's meta word: the high 32 bits are task | flags, the low 32 bits
@@ -75,16 +71,16 @@ func (e *entry) storedDist() uint64 { return uint64(e.word()&distMask) >> distSh
 type table struct {
 	e     []entry
 	n     uint64 // len(e); any positive number (fast range reduction, not a mask)
-	seed  uint64 // hash seed, fixed at construction
+	keys         // the hash keys (see mix), fixed at construction
 	count int    // occupied slots
 }
 
-func newTable(maxPending int, seed uint64) table {
+func newTable(maxPending int, k keys) table {
 	n := (uint64(maxPending)*maxLoadDen + maxLoadNum - 1) / maxLoadNum
 	if n < uint64(maxPending)+1 {
 		n = uint64(maxPending) + 1 // an empty slot always ends a probe
 	}
-	return table{e: alignedEntries(int(n)), n: n, seed: seed}
+	return table{e: alignedEntries(int(n)), n: n, keys: k}
 }
 
 // cacheLine is the alignment of the slot array.
@@ -111,11 +107,11 @@ func (t *table) slots() int { return len(t.e) }
 // bytes is the memory held by the slot array.
 func (t *table) bytes() int { return len(t.e) * entryBytes }
 
-// home is the slot a root hashes to: the high word of hash*n (Lemire's fast
-// range) of a seeded multiplicative hash, so the slot count need not be a
-// power of two. Shard.applyChunk and homes write it out inline.
+// home is the slot a root hashes to: the high word of mix(root)*n
+// (Lemire's fast range), so the slot count need not be a power of two.
+// Shard.fastPath, Shard.homes and ackRun compute the same.
 func (t *table) home(root uint64) uint64 {
-	h, _ := bits.Mul64((root^t.seed)*hashMul, t.n)
+	h, _ := bits.Mul64(mix(root, &t.keys), t.n)
 	return h
 }
 

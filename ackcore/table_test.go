@@ -247,12 +247,12 @@ func TestRunStateLayout(t *testing.T) {
 		name      string
 		got, want uintptr
 	}{
-		{"es", unsafe.Offsetof(st.es), 0}, {"n", unsafe.Offsetof(st.n), 8}, {"seed", unsafe.Offsetof(st.seed), 16},
+		{"es", unsafe.Offsetof(st.es), 0}, {"n", unsafe.Offsetof(st.n), 8}, {"k1", unsafe.Offsetof(st.k1), 16},
 		{"out", unsafe.Offsetof(st.out), 24}, {"outLen", unsafe.Offsetof(st.outLen), 32}, {"outCap", unsafe.Offsetof(st.outCap), 40},
 		{"nowTick", unsafe.Offsetof(st.nowTick), 48}, {"nowNs", unsafe.Offsetof(st.nowNs), 56}, {"tickNs", unsafe.Offsetof(st.tickNs), 64},
 		{"defTicks", unsafe.Offsetof(st.defTicks), 72}, {"scan", unsafe.Offsetof(st.scan), 80}, {"count", unsafe.Offsetof(st.count), 88},
 		{"maxPending", unsafe.Offsetof(st.maxPending), 96}, {"initMeta", unsafe.Offsetof(st.initMeta), 104},
-		{"inits", unsafe.Offsetof(st.inits), 112}, {"completed", unsafe.Offsetof(st.completed), 120}, {"save", unsafe.Offsetof(st.save), 128},
+		{"inits", unsafe.Offsetof(st.inits), 112}, {"completed", unsafe.Offsetof(st.completed), 120}, {"save", unsafe.Offsetof(st.save), 128}, {"k2", unsafe.Offsetof(st.k2), 152}, {"k3", unsafe.Offsetof(st.k3), 160},
 	} {
 		if f.got != f.want {
 			t.Errorf("runState.%s at offset %d, the assembly uses %d", f.name, f.got, f.want)
