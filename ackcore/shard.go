@@ -384,13 +384,9 @@ func (s *Shard) setCustom(c *cur, start uint64, timeoutNs int64) {
 // whole of SEMANTICS.md's rules for one message; the batch paths only
 // decide how messages are grouped around it.
 func (s *Shard) step(c *cur, m *Msg, out []Outcome) []Outcome {
-	if m.Root == 0 || m.Kind == 0 || m.Kind > Reset || m.TimeoutMs > maxTimeoutMs || (m.Kind == Init && m.Task > MaxTask) {
+	if !m.Valid() {
 		s.stats.RefusedInvalid++
-		task := NoTask
-		if m.Kind == Init && m.Task <= MaxTask {
-			task = m.Task
-		}
-		return append(out, Outcome{Root: m.Root, Task: task, Kind: Refused, Reason: ReasonInvalid})
+		return append(out, m.InvalidOutcome())
 	}
 	switch m.Kind {
 	case Init:
@@ -504,8 +500,6 @@ func (s *Shard) step(c *cur, m *Msg, out []Outcome) []Outcome {
 		return out
 	}
 }
-
-const maxTimeoutMs = uint32(MaxTimeout / time.Millisecond)
 
 // Apply applies msgs in order and appends the outcomes they cause to out,
 // which it returns. Each message causes at most one outcome, so an out with

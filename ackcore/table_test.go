@@ -258,6 +258,33 @@ func TestRunStateLayout(t *testing.T) {
 			t.Errorf("runState.%s at offset %d, the assembly uses %d", f.name, f.got, f.want)
 		}
 	}
+	var m Msg
+	var o Outcome
+	for _, f := range []struct {
+		name      string
+		got, want uintptr
+	}{
+		{"Msg.Root", unsafe.Offsetof(m.Root), 0}, {"Msg.Val", unsafe.Offsetof(m.Val), 8},
+		{"Msg.Task", unsafe.Offsetof(m.Task), 16}, {"Msg.Kind", unsafe.Offsetof(m.Kind), 20},
+		{"Msg.TimeoutMs", unsafe.Offsetof(m.TimeoutMs), 24},
+		{"Outcome.Root", unsafe.Offsetof(o.Root), 0}, {"Outcome.Latency", unsafe.Offsetof(o.Latency), 8},
+		{"Outcome.Task", unsafe.Offsetof(o.Task), 16}, {"Outcome.Kind", unsafe.Offsetof(o.Kind), 20},
+		{"Outcome.Reason", unsafe.Offsetof(o.Reason), 21},
+	} {
+		if f.got != f.want {
+			t.Errorf("%s at offset %d, the assembly uses %d", f.name, f.got, f.want)
+		}
+	}
+	if unsafe.Sizeof(m.Kind) != 1 || unsafe.Sizeof(m.Task) != 4 || unsafe.Sizeof(m.TimeoutMs) != 4 {
+		t.Error("a Msg field the assembly reads changed size")
+	}
+	// The assembly writes a Completed outcome as four words: root, latency,
+	// task | Completed<<32 (Kind at byte 20, Reason none, padding zero), 0.
+	o = Outcome{Root: 0x1234, Latency: 5 * time.Millisecond, Task: MaxTask, Kind: Completed, Reason: ReasonNone}
+	w := (*[4]uint64)(unsafe.Pointer(&o))
+	if want := [4]uint64{0x1234, uint64(5 * time.Millisecond), uint64(MaxTask) | 1<<32, 0}; *w != want {
+		t.Errorf("Completed outcome words %#x, the assembly writes %#x", *w, want)
+	}
 	if got := unsafe.Sizeof(Msg{}); got != 32 {
 		t.Errorf("Msg is %d bytes; the assembly steps 32", got)
 	}

@@ -53,20 +53,12 @@ func (m *Model) Stats() ackcore.Stats {
 // Pending reports whether r has an entry.
 func (m *Model) Pending(r uint64) bool { _, ok := m.roots[r]; return ok }
 
-func (m *Model) valid(msg ackcore.Msg) bool {
-	return msg.Validate() == nil
-}
-
 // Apply applies one message at time now. ids are the edge ids the message
 // toggles (INIT, ACK); their XOR is msg.Val.
 func (m *Model) Apply(now time.Duration, msg ackcore.Msg, ids []uint64) (ackcore.Outcome, bool) {
-	if !m.valid(msg) {
+	if !msg.Valid() {
 		m.stats.RefusedInvalid++
-		task := ackcore.NoTask
-		if msg.Kind == ackcore.Init && msg.Task <= ackcore.MaxTask {
-			task = msg.Task
-		}
-		return ackcore.Outcome{Root: msg.Root, Task: task, Kind: ackcore.Refused, Reason: ackcore.ReasonInvalid}, true
+		return msg.InvalidOutcome(), true
 	}
 	r := m.roots[msg.Root]
 	msgTimeout := time.Duration(msg.TimeoutMs) * time.Millisecond
