@@ -28,6 +28,7 @@ type runState struct {
 	save       [3]uint64 // 128
 	k2         uint64    // 152
 	k3         uint64    // 160
+	defMs      uint64    // 168: the TimeoutMs that asks for the default (Shard.defMs), 0 for none
 }
 
 // What ackRun did with the message it stopped at.
@@ -38,11 +39,11 @@ const (
 	probeCrossed        // (not stopped) a completion's shift crossed the pass cursor
 )
 
-// applyRun is Apply for tables small enough not to prefetch, on CPUs with
-// AVX2: ackRun applies the common messages (ACKs, completions with the
-// default timeout, default INITs) in one assembly loop that compares a
-// probe window's four keys in two vector compares and calls nothing; the
-// message it stops at goes through slow, with the probe it got.
+// applyRun is Apply's loop on CPUs with AVX2: ackRun applies the common
+// messages (ACKs, completions of roots with the default timing, default
+// INITs) in one assembly loop that compares a probe window's four keys in
+// two vector compares and calls nothing; the message it stops at goes
+// through slow, with the probe it got.
 func (s *Shard) applyRun(msgs []Msg, out []Outcome) []Outcome {
 	if len(msgs) == 0 {
 		return out
@@ -50,15 +51,21 @@ func (s *Shard) applyRun(msgs []Msg, out []Outcome) []Outcome {
 	st := runState{
 		es: &s.t.e[0], n: s.t.n, k1: s.t.k1, k2: s.t.k2, k3: s.t.k3,
 		nowTick: s.nowTick, nowNs: s.nowNs, tickNs: s.tickNs, defTicks: s.defTicks,
-		scan: s.scan, maxPending: s.maxPending,
-	}
-	if s.defDeadline >= s.limit {
-		st.initMeta = 1<<32 | uint64(uint32(s.defDeadline))
+		maxPending: s.maxPending, defMs: uint64(s.defMs),
 	}
 	acks := uint64(0)
 	for i := 0; i < len(msgs); {
+		// What the last slow message may have changed: the pass, the
+		// FAIL filter, the ext array.
 		st.out, st.outLen, st.outCap = unsafe.SliceData(out), len(out), cap(out)
-		st.count = s.t.count
+		if s.ext != nil {
+			st.outCap = st.outLen // completions shift ext too: left to Go
+		}
+		st.initMeta = uint64(uint32(s.defDeadline))
+		if s.fastInit() && s.ext == nil {
+			st.initMeta |= 1 << 32
+		}
+		st.scan, st.count = s.scan, s.t.count
 		done, slot, probe, a := ackRun(&st, &msgs[i], len(msgs)-i)
 		out = out[:st.outLen]
 		s.t.count = st.count

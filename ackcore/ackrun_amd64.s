@@ -22,6 +22,7 @@
 #define ST_SAVE2 144
 #define ST_K2 152
 #define ST_K3 160
+#define ST_DEFMS 168
 
 #define DISTONE $0x10000000000000
 
@@ -31,10 +32,13 @@
 // four slots from the root's home at once (AVX2: two VPCMPEQQ against the
 // root and 0), slot by slot beyond them, then
 //   - an ACK to an entry it does not complete: val ^= msg.Val;
-//   - an ACK that completes a root with the default timeout and no near
-//     timer, with room in out: append Completed, backward-shift the run;
-//   - an INIT of a new root with the default timeout when the table has
-//     room and the default deadline is far: Robin Hood insert.
+//   - an ACK that completes a root of timing kind 0 (start = deadline -
+//     default) without a near timer, with room in out (outCap; applyRun
+//     gives none while the ext array exists, as these shifts do not move
+//     it): append Completed, backward-shift the run;
+//   - an INIT of a new root with the default timeout (TimeoutMs 0 or
+//     defMs) when initMeta allows it (room in the table, the default
+//     deadline far, no FAIL filter, no ext array): Robin Hood insert.
 // It stops at the first message that is anything else, unapplied, and
 // says how far its probe got: probe 1 (slot holds the root), 2 (slot is
 // the first empty slot of the root's probe), 0 (not probed: root 0). Probe 3: the
@@ -142,7 +146,10 @@ miss:
 	JNE  missx
 	MOVL 24(SI), AX
 	TESTL AX, AX
-	JNZ  missx // a per-root timeout
+	JZ   deftimeout
+	CMPL AX, ST_DEFMS(R12)
+	JNE  missx // a per-root timeout (other than the default)
+deftimeout:
 	CMPQ 8(SI), $0
 	JEQ  missx // val 0: completes at once
 	MOVL 16(SI), AX
@@ -157,8 +164,8 @@ miss:
 	MOVQ DX, AX
 	SUBQ R10, AX
 	JCS  missx // the probe went round the end of the table
-	CMPQ AX, $250
-	JAE  missx // a distance near saturation
+	CMPQ AX, $29
+	JAE  missx // a distance near saturation (31)
 
 	MOVQ R13, ST_SAVE0(R12)
 	MOVQ R8, ST_SAVE1(R12)
@@ -171,7 +178,7 @@ rhwalk: // the first slot from home whose entry is homed later (shorter distance
 	LEAQ (DI)(R9*8), R9
 	MOVQ 16(R9), AX
 	SHRQ $52, AX
-	ANDQ $0xff, AX
+	ANDQ $0x1f, AX
 	CMPQ AX, R13
 	JB   rhfound
 	INCQ R10 // no wrap: z < n and p <= z
@@ -192,8 +199,8 @@ shup:
 	MOVQ -8(R9), DX
 	MOVQ DX, R8
 	SHRQ $52, R8
-	ANDQ $0xff, R8
-	CMPQ R8, $0xff
+	ANDQ $0x1f, R8
+	CMPQ R8, $0x1f
 	JEQ  shupsat
 	MOVQ DISTONE, R8
 	ADDQ R8, DX
@@ -230,7 +237,7 @@ complete:
 	MOVQ AX, R10
 	SHRQ $60, R10
 	CMPQ R10, $8
-	JNE  hit // flags other than INIT alone: a custom or near timer
+	JNE  hit // flags other than INIT alone: a near timer, or a start not deadline - default
 	MOVQ ST_OUTLEN(R12), R10
 	CMPQ R10, ST_OUTCAP(R12)
 	JGE  hit // no room in out
@@ -286,9 +293,9 @@ rmnowrap:
 	MOVQ 16(AX), R13
 	MOVQ R13, R8
 	SHRQ $52, R8
-	ANDQ $0xff, R8
+	ANDQ $0x1f, R8
 	JZ   rmdone // in its home slot
-	CMPQ R8, $0xff
+	CMPQ R8, $0x1f
 	JEQ  rmsat
 	MOVQ DISTONE, R8
 	SUBQ R8, R13
@@ -306,7 +313,7 @@ rmnext:
 	MOVQ AX, R9
 	JMP  rmloop
 
-rmsat: // saturated: the distance at the hole is 254 or stays saturated
+rmsat: // saturated: the distance at the hole is 30 or stays saturated
 	MOVQ AX, ST_SAVE2(R12)
 	MOVQ DX, R10 // the hole's index (j is recomputed below)
 	MOVQ 0(AX), AX
@@ -321,7 +328,7 @@ rmsat: // saturated: the distance at the hole is 254 or stays saturated
 	ADDQ CX, R8
 rmsatpos:
 	MOVQ R10, DX // the hole again
-	CMPQ R8, $0xff
+	CMPQ R8, $0x1f
 	JAE  rmsatkeep
 	MOVQ DISTONE, R8
 	SUBQ R8, R13

@@ -38,3 +38,15 @@ func HomeOf(seed uint64, n int, root uint64) int64 {
 	t.keys = newKeys(seed)
 	return int64(t.home(root))
 }
+
+// ExpireWork is what one Expire call did.
+type ExpireWork = expireWork
+
+// LastExpire is what the last Expire call did.
+func (s *Shard) LastExpire() ExpireWork { return s.call }
+
+// SideLen is the number of roots whose timing lives in the side map.
+func (s *Shard) SideLen() int { return len(s.side) }
+
+// NearBytes is the memory of the near wheel and the due lists.
+func (s *Shard) NearBytes() int { return s.nearBytes() }

@@ -133,7 +133,7 @@ func TestTableAligned(t *testing.T) {
 }
 
 // TestTimeoutTiers runs a shard whose timeout spans many near-wheel windows
-// (800 ticks, window 100) through four passes' worth of ticks, with roots
+// (800 ticks, window 64) through many passes' worth of ticks, with roots
 // created, completed, failed and reset at random while passes run (so
 // backward shifts move entries across a pass's cursor). Expire runs every
 // tick: every root still pending must time out in the Expire call at
@@ -157,8 +157,8 @@ func timeoutTiers(t *testing.T, bound, live, ops int, doomed float64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.window != timeoutTicks/8 {
-		t.Fatalf("window %d ticks, want %d", s.window, timeoutTicks/8)
+	if s.window != minWindow {
+		t.Fatalf("window %d ticks, want %d", s.window, minWindow)
 	}
 	rng := rand.New(rand.NewPCG(5, 6))
 	deadline := map[uint64]uint64{} // pending root -> deadline tick
@@ -252,7 +252,7 @@ func TestRunStateLayout(t *testing.T) {
 		{"nowTick", unsafe.Offsetof(st.nowTick), 48}, {"nowNs", unsafe.Offsetof(st.nowNs), 56}, {"tickNs", unsafe.Offsetof(st.tickNs), 64},
 		{"defTicks", unsafe.Offsetof(st.defTicks), 72}, {"scan", unsafe.Offsetof(st.scan), 80}, {"count", unsafe.Offsetof(st.count), 88},
 		{"maxPending", unsafe.Offsetof(st.maxPending), 96}, {"initMeta", unsafe.Offsetof(st.initMeta), 104},
-		{"inits", unsafe.Offsetof(st.inits), 112}, {"completed", unsafe.Offsetof(st.completed), 120}, {"save", unsafe.Offsetof(st.save), 128}, {"k2", unsafe.Offsetof(st.k2), 152}, {"k3", unsafe.Offsetof(st.k3), 160},
+		{"inits", unsafe.Offsetof(st.inits), 112}, {"completed", unsafe.Offsetof(st.completed), 120}, {"save", unsafe.Offsetof(st.save), 128}, {"k2", unsafe.Offsetof(st.k2), 152}, {"k3", unsafe.Offsetof(st.k3), 160}, {"defMs", unsafe.Offsetof(st.defMs), 168},
 	} {
 		if f.got != f.want {
 			t.Errorf("runState.%s at offset %d, the assembly uses %d", f.name, f.got, f.want)
@@ -291,7 +291,8 @@ func TestRunStateLayout(t *testing.T) {
 	if got := unsafe.Sizeof(Outcome{}); got != 32 {
 		t.Errorf("Outcome is %d bytes; the assembly steps 32", got)
 	}
-	if MaxTask != 0xfffff || flagInit != 1<<31 || distShift != 20 || Ack != 2 || Init != 1 || Completed != 1 {
+	if MaxTask != 0xfffff || flagInit != 1<<31 || flagNear != 1<<30 || kindShift != 28 || distShift != 20 || distSat != 0x1f ||
+		Ack != 2 || Init != 1 || Completed != 1 {
 		t.Error("a constant the assembly copies changed")
 	}
 }
