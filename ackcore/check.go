@@ -75,7 +75,7 @@ func (s *Shard) verify() error {
 		switch kindOf(w) {
 		case kindSide:
 			side++
-			if _, ok := s.side[k]; !ok {
+			if _, ok := s.side.get(k); !ok {
 				return fmt.Errorf("ackcore: root %#x of kind side, not in the side map", k)
 			}
 		case kindTimeout, kindExtended:
@@ -129,8 +129,8 @@ func (s *Shard) verify() error {
 	if s.near.Len() != near || len(s.nearRoots)-len(s.nearFree) != near {
 		return fmt.Errorf("ackcore: %d near timers and %d handles in use for %d near entries", s.near.Len(), len(s.nearRoots)-len(s.nearFree), near)
 	}
-	if side != len(s.side) {
-		return fmt.Errorf("ackcore: %d entries of kind side, %d in the side map", side, len(s.side))
+	if side != s.side.len() {
+		return fmt.Errorf("ackcore: %d entries of kind side, %d in the side table", side, s.side.len())
 	}
 	if ext != s.extCount {
 		return fmt.Errorf("ackcore: %d entries keep X in ext, extCount %d", ext, s.extCount)

@@ -46,7 +46,7 @@ type ExpireWork = expireWork
 func (s *Shard) LastExpire() ExpireWork { return s.call }
 
 // SideLen is the number of roots whose timing lives in the side map.
-func (s *Shard) SideLen() int { return len(s.side) }
+func (s *Shard) SideLen() int { return s.side.len() }
 
 // NearBytes is the memory of the near wheel and the due lists.
 func (s *Shard) NearBytes() int { return s.nearBytes() }

@@ -466,8 +466,8 @@ type dueChunk struct {
 
 const (
 	dueChunkLen = 62
-	// dueReserve is the most free chunks kept for reuse: after a wave
-	// the lists go back to this much.
+	// dueReserve is the most free chunks kept for reuse while the lists
+	// hold anything; once they are empty none are kept.
 	dueReserve = 8
 )
 
@@ -525,7 +525,12 @@ func (d *dueLists) take(t uint64) (uint64, bool) {
 			d.chunks-- // released to the garbage collector
 		}
 	}
-	d.records--
+	if d.records--; d.records == 0 {
+		// Empty: release the spare chunks too, so that after a wave the
+		// lists are back to their idle size.
+		d.chunks -= len(d.pool)
+		d.pool = nil
+	}
 	return root, true
 }
 

@@ -123,14 +123,14 @@ func (c *Config) tableBytes() int64 {
 // a slot, 1.5 slots per pending root, allocated up front) plus, at worst,
 // for every entry it may hold (MaxPending and the FAIL reserve): the ext
 // array (2 bytes a slot), a near-wheel timer (24 bytes), two due-list
-// records (16 bytes) and a side-map record (sideEntryBytes); and the
-// FAIL filter. On the common paths (default or in-slot timeouts, timers
+// records (16 bytes) and a side-table record (24 bytes, at 1/2 load);
+// and the FAIL filter. On the common paths (default or in-slot timeouts, timers
 // due far away) a shard holds about 36 bytes per pending root, 39 with
 // per-root timeouts or RESETs (TableBytes says what it holds).
 func (c *Config) Bytes() int64 {
 	entries := int64(c.MaxPending + failReserveFor(c.MaxPending))
 	slots := int64(tableSlots(c.MaxPending))
-	perEntry := int64(timerwheel.NodeBytes+8+4) + 2*8 + sideEntryBytes
+	perEntry := int64(timerwheel.NodeBytes+8+4) + 2*8 + 2*sideRecBytes
 	return slots*(entryBytes+2) + entries*perEntry + int64(filterBits(c.MaxPending))/4
 }
 
@@ -195,6 +195,7 @@ func NewShard(cfg Config) (*Shard, error) {
 		failReserve: failReserveFor(cfg.MaxPending),
 		fold:        cfg.Fold,
 	}
+	s.side.keys = &s.t.keys
 	s.defTicks = uint64(s.defNs / s.tickNs)
 	if s.defNs%int64(time.Millisecond) == 0 {
 		s.defMs = uint32(s.defNs / int64(time.Millisecond))

@@ -296,3 +296,37 @@ func TestRunStateLayout(t *testing.T) {
 		t.Error("a constant the assembly copies changed")
 	}
 }
+
+// TestSideTableMatchesMap drives the side table and a Go map with the same
+// random puts and deletes over a small key space (so that probes collide
+// and deletes shift), comparing every lookup, the count, and that the
+// array shrinks back when the table empties.
+func TestSideTableMatchesMap(t *testing.T) {
+	k := newKeys(5)
+	tab := sideTable{keys: &k}
+	ref := map[uint64]sideRec{}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for op := 0; op < 200_000; op++ {
+		root := 1 + rng.Uint64N(3000)
+		if op > 150_000 || rng.IntN(3) == 0 {
+			tab.del(root)
+			delete(ref, root)
+		} else {
+			r := sideRec{root: root, start: rng.Uint64(), timeout: rng.Int64()}
+			tab.put(r)
+			ref[root] = r
+		}
+		if got, ok := tab.get(root); ok != (ref[root] != sideRec{}) || got != ref[root] {
+			t.Fatalf("op %d: get(%d) = %+v, %v; map has %+v", op, root, got, ok, ref[root])
+		}
+		if tab.len() != len(ref) {
+			t.Fatalf("op %d: %d records, map %d", op, tab.len(), len(ref))
+		}
+	}
+	for root := range ref {
+		tab.del(root)
+	}
+	if tab.len() != 0 || tab.bytes() != 0 {
+		t.Fatalf("emptied: %d records, %d bytes", tab.len(), tab.bytes())
+	}
+}

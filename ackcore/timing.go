@@ -21,8 +21,8 @@ package ackcore
 // per-root timeouts up to 2^19-1 ticks (8.7 minutes at 1 ms) and RESETs
 // within that long of the INIT stay in the slot; the rest (a longer
 // timeout or extension, a timeout that is not a whole number of ticks, a
-// RESET of a root that has its own timeout) goes to the side map, about
-// 50 bytes a root (sideEntryBytes). A timeout equal to the default is the
+// RESET of a root that has its own timeout) goes to the side table
+// (side.go), 24 to 64 bytes a root. A timeout equal to the default is the
 // default: kind 0, and the fast paths take it.
 const (
 	kindDefault  uint32 = 0
@@ -34,22 +34,11 @@ const (
 	xMax = 1<<19 - 1
 )
 
-// sideEntryBytes is the heap one side-map root takes: the map's slot (8 B
-// key, 16 B value) with its control byte and growth slack, measured by
-// TestTableBytesSide.
-const sideEntryBytes = 48
-
 // timing holds what kinds 1 to 3 need beside the table.
 type timing struct {
-	ext      []uint16              // X's low 16 bits, by slot; nil while no entry of kind 1 or 2 exists
-	extCount int                   // entries of kind 1 or 2
-	side     map[uint64]sideTiming // kind 3 entries, by root
-}
-
-// sideTiming is a kind-3 root's start tick and timeout.
-type sideTiming struct {
-	start   uint64
-	timeout int64 // ns
+	ext      []uint16  // X's low 16 bits, by slot; nil while no entry of kind 1 or 2 exists
+	extCount int       // entries of kind 1 or 2
+	side     sideTable // kind 3 entries, by root
 }
 
 func kindOf(w uint32) uint32 { return (w & kindMask) >> kindShift }
@@ -72,7 +61,7 @@ func (s *Shard) startTimeout(slot int, e *entry, d uint64) (start uint64, timeou
 	case kindExtended:
 		return d - s.defTicks - s.xOf(slot, w), s.defNs
 	}
-	st := s.side[e.key]
+	st, _ := s.side.get(e.key)
 	return st.start, st.timeout
 }
 
@@ -93,7 +82,7 @@ func (s *Shard) setTiming(slot int, e *entry, d, start uint64, timeout int64) {
 	w := e.word()
 	old := kindOf(w)
 	if old == kindSide && kind != kindSide {
-		delete(s.side, e.key)
+		s.side.del(e.key)
 	}
 	hasX := func(k uint32) bool { return k == kindTimeout || k == kindExtended }
 	switch {
@@ -104,10 +93,7 @@ func (s *Shard) setTiming(slot int, e *entry, d, start uint64, timeout int64) {
 	}
 	switch kind {
 	case kindSide:
-		if s.side == nil {
-			s.side = make(map[uint64]sideTiming)
-		}
-		s.side[e.key] = sideTiming{start: start, timeout: timeout}
+		s.side.put(sideRec{root: e.key, start: start, timeout: timeout})
 	case kindTimeout, kindExtended:
 		if s.ext == nil {
 			s.ext = make([]uint16, len(s.t.e))
@@ -123,24 +109,21 @@ func (s *Shard) setTiming(slot int, e *entry, d, start uint64, timeout int64) {
 func (s *Shard) dropTiming(e *entry) {
 	switch kindOf(e.word()) {
 	case kindSide:
-		delete(s.side, e.key)
+		s.side.del(e.key)
 	case kindTimeout, kindExtended:
 		s.extCount--
 	}
 }
 
-// trimTiming releases the ext array and the side map once nothing uses
-// them (a Go map never shrinks by itself). Called once per pass.
+// trimTiming releases the ext array once no entry uses it. Called once per
+// pass (the side table shrinks by itself).
 func (s *Shard) trimTiming() {
 	if s.extCount == 0 {
 		s.ext = nil
 	}
-	if len(s.side) == 0 {
-		s.side = nil
-	}
 }
 
-// timingBytes is the memory the ext array and the side map hold.
+// timingBytes is the memory the ext array and the side table hold.
 func (s *Shard) timingBytes() int {
-	return cap(s.ext)*2 + len(s.side)*sideEntryBytes
+	return cap(s.ext)*2 + s.side.bytes()
 }
