@@ -185,11 +185,14 @@ func TestNearWheelShrinks(t *testing.T) {
 // report latencies from their INIT. A timeout equal to the default is the
 // default: no extra memory at all.
 func TestPerRootTimingInSlot(t *testing.T) {
-	const n = 20_000
+	n := uint64(20_000)
+	if invariants.Enabled {
+		n = 2000 // every slow-path message checks the whole table
+	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, mode := range []string{"per-root", "reset", "default-ms"} {
 		t.Run(mode, func(t *testing.T) {
-			s, clock := newShard(t, n, ackcore.FoldOff)
+			s, clock := newShard(t, int(n), ackcore.FoldOff)
 			base := s.TableBytes()
 			timeouts := map[uint64]time.Duration{}
 			var msgs []ackcore.Msg
@@ -217,9 +220,14 @@ func TestPerRootTimingInSlot(t *testing.T) {
 			if k := s.SideLen(); k != 0 {
 				t.Fatalf("%d roots in the side map", k)
 			}
-			perRoot := float64(s.TableBytes()) / n
-			if perRoot > 40 {
+			// 36 bytes a root for the table, 3 for the ext array; the
+			// small tables of -tags invariants carry the idle near tier
+			// (5 KiB) on fewer roots, so the extra is checked alone there.
+			if perRoot := float64(s.TableBytes()) / float64(n); perRoot > 40 && !invariants.Enabled {
 				t.Fatalf("%.1f bytes per pending root", perRoot)
+			}
+			if extra := float64(s.TableBytes()-base) / float64(n); extra > 4 {
+				t.Fatalf("%.1f bytes per root over the default timing", extra)
 			}
 			if mode == "default-ms" && s.TableBytes() != base {
 				t.Fatalf("TimeoutMs equal to the default: %d bytes, %d without", s.TableBytes(), base)
@@ -231,7 +239,7 @@ func TestPerRootTimingInSlot(t *testing.T) {
 			if mode == "reset" {
 				now = 7 * time.Second
 			}
-			for seen < n && now < 2*time.Minute {
+			for seen < int(n) && now < 2*time.Minute {
 				clock.Add(time.Second)
 				now += time.Second
 				for _, o := range s.ExpireAll(nil) {
@@ -248,7 +256,7 @@ func TestPerRootTimingInSlot(t *testing.T) {
 					seen++
 				}
 			}
-			if seen != n {
+			if seen != int(n) {
 				t.Fatalf("%d of %d roots timed out", seen, n)
 			}
 			if err := s.Verify(); err != nil {
