@@ -8,8 +8,8 @@ import (
 // Kind is the type of a message sent to the acker.
 type Kind uint8
 
-// The four messages of the acker protocol (SEMANTICS.md, "Messages the
-// acker receives"). The zero Kind is invalid so that a zeroed Msg is never
+// The four messages of the acker protocol (docs/semantics.md, "Messages
+// the acker receives"). The zero Kind is invalid so that a zeroed Msg is never
 // mistaken for a real one.
 const (
 	// Init announces a root: Val is the XOR of the edge ids the spout

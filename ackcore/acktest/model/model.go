@@ -1,7 +1,8 @@
 // Package model is the plain reference acker the fast ones are tested
 // against. It keeps, per pending root, the actual set of outstanding edge
 // ids (a map, toggled by every id a message carries: symmetric difference,
-// the exact form of XOR with no false zeros), and implements SEMANTICS.md
+// the exact form of XOR with no false zeros), and implements the contract
+// of docs/semantics.md
 // rule by rule with no cleverness: no hashing tricks, no timer wheel (a
 // deadline per root, scanned on Expire), no batching.
 //
