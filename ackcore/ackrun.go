@@ -29,6 +29,7 @@ type runState struct {
 	k2         uint64    // 152
 	k3         uint64    // 160
 	defMs      uint64    // 168: the TimeoutMs that asks for the default (Shard.defMs), 0 for none
+	hs         *uint64   // 176: home slots of the messages ackRun is given, or nil: it hashes
 }
 
 // What ackRun did with the message it stopped at.
@@ -44,7 +45,10 @@ const (
 // INITs) in one assembly loop that compares a probe window's four keys in
 // two vector compares and calls nothing; the message it stops at goes
 // through slow, with the probe it got.
-func (s *Shard) applyRun(msgs []Msg, out []Outcome) []Outcome {
+//
+// hs, when not nil, holds msgs' home slots (Apply computed them a chunk
+// ahead, with the prefetches): ackRun then reads them instead of hashing.
+func (s *Shard) applyRun(msgs []Msg, hs *[prefetchChunk]uint64, out []Outcome) []Outcome {
 	if len(msgs) == 0 {
 		return out
 	}
@@ -66,6 +70,9 @@ func (s *Shard) applyRun(msgs []Msg, out []Outcome) []Outcome {
 			st.initMeta |= 1 << 32
 		}
 		st.scan, st.count = s.scan, s.t.count
+		if hs != nil {
+			st.hs = &hs[i]
+		}
 		done, slot, probe, a := ackRun(&st, &msgs[i], len(msgs)-i)
 		out = out[:st.outLen]
 		s.t.count = st.count

@@ -23,12 +23,15 @@
 #define ST_K2 152
 #define ST_K3 160
 #define ST_DEFMS 168
+#define ST_HS 176
 
 #define DISTONE $0x10000000000000
 
 // func ackRun(st *runState, msgs *Msg, count int) (done int, slot uint64, probe int, acks uint64)
 //
-// Shard.applyRun's loop (see there). For each of msgs[0:count]: probe the
+// Shard.applyRun's loop (see there). For each of msgs[0:count]: take its
+// home slot from st.hs (where Apply hashed and prefetched the chunk ahead)
+// or hash the root, probe the
 // four slots from the root's home at once (AVX2: two VPCMPEQQ against the
 // root and 0), slot by slot beyond them, then
 //   - an ACK to an entry it does not complete: val ^= msg.Val;
@@ -72,13 +75,22 @@ loop:
 	TESTQ R8, R8
 	JZ   none
 
-	// home slot = hi64(mix(root) * n), mix(root) = (hi ^ lo of (root^k1)*k2) * k3
+	MOVQ  ST_HS(R12), AX
+	TESTQ AX, AX
+	JZ    hash
+	MOVQ  SI, DX
+	SUBQ  msgs+8(FP), DX
+	SHRQ  $2, DX // (msg - msgs) / 32 * 8
+	MOVQ  (AX)(DX*1), DX // home, hashed (and prefetched) a chunk ahead
+	JMP   homed
+hash: // home slot = hi64(mix(root) * n), mix(root) = (hi ^ lo of (root^k1)*k2) * k3
 	MOVQ  R8, AX
 	XORQ  BX, AX
 	MULQ  R14
 	XORQ  DX, AX
 	IMULQ ST_K3(R12), AX
 	MULQ  CX // DX = home
+homed:
 	LEAQ (DX)(DX*2), R9
 	LEAQ (DI)(R9*8), R9 // window = &es[home]
 	MOVQ DX, R10 // home

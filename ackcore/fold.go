@@ -97,7 +97,7 @@ func (s *Shard) foldable(n int) bool {
 // applyOneByOne applies chunk in order, as FoldOff does.
 func (s *Shard) applyOneByOne(chunk []Msg, out []Outcome) []Outcome {
 	if haveAckRun {
-		return s.applyRun(chunk, out)
+		return s.applyRun(chunk, nil, out)
 	}
 	return s.applyChunk(chunk, nil, out)
 }

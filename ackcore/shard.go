@@ -613,7 +613,7 @@ func (s *Shard) Apply(msgs []Msg, out []Outcome) []Outcome {
 	// call, which nothing prefetched ahead, are few.
 	if !s.prefetch {
 		if haveAckRun {
-			return s.applyRun(msgs, out)
+			return s.applyRun(msgs, nil, out)
 		}
 		return s.applyChunk(msgs, nil, out)
 	}
@@ -632,7 +632,7 @@ func (s *Shard) Apply(msgs []Msg, out []Outcome) []Outcome {
 			s.homes(next, &s.hs[cur^1])
 		}
 		if haveAckRun {
-			out = s.applyRun(chunk, out)
+			out = s.applyRun(chunk, &s.hs[cur], out)
 		} else {
 			out = s.applyChunk(chunk, &s.hs[cur], out)
 		}
