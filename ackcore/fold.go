@@ -91,7 +91,7 @@ func (s *Shard) applyFolded(msgs []Msg, out []Outcome) []Outcome {
 // foldable reports whether a chunk of n messages may be folded: see the
 // top of this file.
 func (s *Shard) foldable(n int) bool {
-	return s.t.count+n <= s.maxPending
+	return s.t.count+n <= s.maxPending && !s.fails.active()
 }
 
 // applyOneByOne applies chunk in order, as FoldOff does.
