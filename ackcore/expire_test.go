@@ -404,3 +404,27 @@ func heapInUse() int64 {
 	runtime.ReadMemStats(&m)
 	return int64(m.HeapInuse)
 }
+
+// TestFailFilterLater: the overflow filter holds a FAIL for at least one
+// timeout also when it was last used long ago.
+func TestFailFilterLater(t *testing.T) {
+	s, clock := newShard(t, 1, ackcore.FoldOff)
+	none(t, s.Apply([]ackcore.Msg{init1(1, 1, 5)}, nil))
+	var fails []ackcore.Msg
+	for r := uint64(100); r < 100+uint64(s.FailReserve())+1; r++ {
+		fails = append(fails, fail(r))
+	}
+	clock.Add(10 * time.Minute) // the filter's generation was set at creation
+	none(t, s.Apply(fails, nil))
+	if st := s.Stats(); st.FailsFiltered != 1 {
+		t.Fatalf("%+v", st)
+	}
+	last := fails[len(fails)-1].Root
+	clock.Add(29 * time.Second)
+	if o := one(t, s.Apply([]ackcore.Msg{ack(1, 5)}, nil)); o.Kind != ackcore.Completed { // room for the INIT below
+		t.Fatalf("root 1: %+v", o)
+	}
+	if o := one(t, s.Apply([]ackcore.Msg{init1(last, 2, 1)}, nil)); o.Kind != ackcore.Failed || o.Reason != ackcore.ReasonExplicit {
+		t.Fatalf("INIT of a root whose FAIL the filter holds, 29s later: %+v", o)
+	}
+}

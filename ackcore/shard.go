@@ -552,6 +552,7 @@ func (s *Shard) step(c *cur, m *Msg, out []Outcome) []Outcome {
 		if !c.live {
 			if !s.create(c, s.maxPending+s.failReserve) {
 				// Rule 3 at the bound: held in the filter, never lost.
+				s.fails.rotate(s.nowTick) // its generation may be stale while it was empty
 				s.fails.add(mix(m.Root, &s.t.keys), filterBits(s.maxPending))
 				s.stats.FailsFiltered++
 				return out
