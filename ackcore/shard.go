@@ -70,8 +70,9 @@ const MaxPendingLimit = timerwheel.MaxCapacity / maxLoadDen * maxLoadNum
 const MinTick = 100 * time.Microsecond
 
 // DefaultMaxBytes is the memory budget of a shard whose Config.MaxBytes is
-// 0: 1 GiB, enough for MaxPending 7 million at the worst case Config.Bytes
-// counts (a third of that with every root on the common paths).
+// 0: 1 GiB, enough for MaxPending 6.9 million at the worst case
+// Config.Bytes counts (155 bytes a root); on the common paths such a shard
+// holds about 250 MB.
 const DefaultMaxBytes = 1 << 30
 
 // Validate checks c, with an error naming the bad value. NewShard calls it;
@@ -121,18 +122,21 @@ func (c *Config) tableBytes() int64 {
 
 // Bytes is the most memory a shard with configuration c can hold, checked
 // against MaxBytes before anything is allocated: the slot array (24 bytes
-// a slot, 1.5 slots per pending root, allocated up front) plus, at worst,
-// for every entry it may hold (MaxPending and the FAIL reserve): the ext
-// array (2 bytes a slot), a near-wheel timer (24 bytes), two due-list
-// records (16 bytes) and a side-table record (24 bytes, at 1/2 load);
-// and the FAIL filter. On the common paths (default or in-slot timeouts, timers
-// due far away) a shard holds about 36 bytes per pending root, 39 with
-// per-root timeouts or RESETs (TableBytes says what it holds).
+// a slot, 1.5 slots per pending root, allocated up front) and the ext
+// array (2 bytes a slot); for every entry it may hold (MaxPending and the
+// FAIL reserve), at worst, a near-wheel timer (24 bytes), two due-list
+// records (8 bytes each, 9 with their chunk) and a side-table record (24
+// bytes, 72 at the table's lowest load); the FAIL filter; and 64 KiB for
+// the fixed parts (wheel sentinels, due-list buckets, spare chunks). On
+// the common paths (default or in-slot timing, deadlines far away) a shard
+// holds about 36 bytes per pending root, 39 with per-root timeouts or
+// RESETs; TableBytes says what it holds.
 func (c *Config) Bytes() int64 {
 	entries := int64(c.MaxPending + failReserveFor(c.MaxPending))
 	slots := int64(tableSlots(c.MaxPending))
-	perEntry := int64(timerwheel.NodeBytes+8+4) + 2*8 + 2*sideRecBytes
-	return slots*(entryBytes+2) + entries*perEntry + int64(filterBits(c.MaxPending))/4
+	const perEntry = timerwheel.NodeBytes + 8 + 4 + 2*9 + 3*sideRecBytes
+	const fixed = 64 << 10
+	return slots*(entryBytes+2) + entries*perEntry + int64(filterBits(c.MaxPending))/4 + fixed
 }
 
 // Shard is a single-writer acker: one goroutine owns it and calls Apply and
