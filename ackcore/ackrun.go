@@ -30,6 +30,7 @@ type runState struct {
 	k3         uint64    // 160
 	defMs      uint64    // 168: the TimeoutMs that asks for the default (Shard.defMs), 0 for none
 	hs         *uint64   // 176: home slots of the messages ackRun is given, or nil: it hashes
+	nm4        int64     // 184: n-4, written by ackRun (the last home whose probe window fits)
 }
 
 // What ackRun did with the message it stopped at.

@@ -24,6 +24,7 @@
 #define ST_K3 160
 #define ST_DEFMS 168
 #define ST_HS 176
+#define ST_NM4 184
 
 #define DISTONE $0x10000000000000
 
@@ -48,25 +49,41 @@
 // last message applied was a completion whose shift moved an entry across
 // the running pass's cursor, which the caller must rescan.
 //
-// Registers: SI msg, R11 end of msgs, DI es, CX n, BX k1, R14 k2, R15
-// n-4 (the last home whose window fits), R12 st, R13 acks, R8 root, R9
-// window then entry, DX home then slot, R10 and AX scratch. The rare paths
-// spill to st's save words. R14 and R15 are free in ABI0 code: Go's
-// caller restores R14 (g) after an ABI0 call, and R15 matters only to
-// dynamically linked code that addresses globals, which this does not.
+// Registers: SI msg, R11 end of msgs, R15 the last msg, DI es, CX n, BX
+// k1, R14 the next message's home (hashed one ahead), R12 st, R13 acks, R8
+// root, R9 window then entry, DX home then slot, R10 home then scratch, AX
+// scratch. The rare paths spill to st's save words. R14 and R15 are free
+// in ABI0 code: Go's caller restores R14 (g) after an ABI0 call, and R15
+// matters only to dynamically linked code that addresses globals, which
+// this does not.
 TEXT ·ackRun(SB), NOSPLIT, $0-56
 	MOVQ st+0(FP), R12
 	MOVQ ST_ES(R12), DI
 	MOVQ ST_N(R12), CX
 	MOVQ ST_K1(R12), BX
-	MOVQ ST_K2(R12), R14
-	LEAQ -4(CX), R15
+	LEAQ -4(CX), AX
+	MOVQ AX, ST_NM4(R12)
 	MOVQ msgs+8(FP), SI
 	MOVQ count+16(FP), R11
 	SHLQ $5, R11
 	ADDQ SI, R11
+	LEAQ -32(R11), R15 // the last message
 	XORQ R13, R13
 	VPXOR Y7, Y7, Y7
+	// Without st.hs, hash one message ahead (R14): the hash's multiplies
+	// then overlap the previous message's probe, also across a branch the
+	// CPU mispredicted there.
+	CMPQ ST_HS(R12), $0
+	JNE  loop
+	CMPQ SI, R11
+	JAE  loop
+	MOVQ 0(SI), AX
+	XORQ BX, AX
+	MULQ ST_K2(R12)
+	XORQ DX, AX
+	IMULQ ST_K3(R12), AX
+	MULQ CX
+	MOVQ DX, R14
 
 loop:
 	CMPQ SI, R11
@@ -82,19 +99,25 @@ loop:
 	SUBQ  msgs+8(FP), DX
 	SHRQ  $2, DX // (msg - msgs) / 32 * 8
 	MOVQ  (AX)(DX*1), DX // home, hashed (and prefetched) a chunk ahead
+	MOVQ  DX, R10
 	JMP   homed
 hash: // home slot = hi64(mix(root) * n), mix(root) = (hi ^ lo of (root^k1)*k2) * k3
-	MOVQ  R8, AX
+	MOVQ  R14, R10 // this message's, hashed one message ahead
+	CMPQ  SI, R15
+	JAE   hashed // the last message: none ahead
+	MOVQ  32(SI), AX
 	XORQ  BX, AX
-	MULQ  R14
+	MULQ  ST_K2(R12)
 	XORQ  DX, AX
 	IMULQ ST_K3(R12), AX
-	MULQ  CX // DX = home
-homed:
+	MULQ  CX
+	MOVQ  DX, R14 // the next message's home
+hashed:
+	MOVQ  R10, DX
+homed: // DX = R10 = home
 	LEAQ (DX)(DX*2), R9
 	LEAQ (DI)(R9*8), R9 // window = &es[home]
-	MOVQ DX, R10 // home
-	CMPQ  DX, R15
+	CMPQ  DX, ST_NM4(R12)
 	JGT   walk // home > n-4 (signed: n may be below 4): the window passes the end, slot by slot
 	VMOVQ        0(R9), X0
 	VPINSRQ      $1, 24(R9), X0, X0
@@ -330,7 +353,7 @@ rmsat: // saturated: the distance at the hole is 30 or stays saturated
 	MOVQ DX, R10 // the hole's index (j is recomputed below)
 	MOVQ 0(AX), AX
 	XORQ BX, AX
-	MULQ R14
+	MULQ ST_K2(R12)
 	XORQ DX, AX
 	IMULQ ST_K3(R12), AX
 	MULQ CX // DX = home of the moving entry
