@@ -29,8 +29,10 @@ type runState struct {
 	k2         uint64    // 152
 	k3         uint64    // 160
 	defMs      uint64    // 168: the TimeoutMs that asks for the default (Shard.defMs), 0 for none
-	hs         *uint64   // 176: home slots of the messages ackRun is given, or nil: it hashes
+	hs         *uint64   // 176: ackRunHS: the home slots of msgs
 	nm4        int64     // 184: n-4, written by ackRun (the last home whose probe window fits)
+	ext        *uint16   // 192: &Shard.ext[0], or nil while there is none
+	extDrops   uint64    // 200: entries of timing kind 1 or 2 completed (extCount goes down by as many)
 }
 
 // What ackRun did with the message it stopped at.
@@ -47,8 +49,8 @@ const (
 // two vector compares and calls nothing; the message it stops at goes
 // through slow, with the probe it got.
 //
-// hs, when not nil, holds msgs' home slots (Apply computed them a chunk
-// ahead, with the prefetches): ackRun then reads them instead of hashing.
+// hs, when not nil, holds msgs' home slots, which Apply computed a chunk
+// ahead with its prefetches: ackRunHS then reads them instead of hashing.
 func (s *Shard) applyRun(msgs []Msg, hs *[prefetchChunk]uint64, out []Outcome) []Outcome {
 	if len(msgs) == 0 {
 		return out
@@ -63,20 +65,27 @@ func (s *Shard) applyRun(msgs []Msg, hs *[prefetchChunk]uint64, out []Outcome) [
 		// What the last slow message may have changed: the pass, the
 		// FAIL filter, the ext array.
 		st.out, st.outLen, st.outCap = unsafe.SliceData(out), len(out), cap(out)
-		if s.ext != nil {
-			st.outCap = st.outLen // completions shift ext too: left to Go
-		}
 		st.initMeta = uint64(uint32(s.defDeadline))
-		if s.fastInit() && s.ext == nil {
+		if s.fastInit() {
 			st.initMeta |= 1 << 32
 		}
+		st.ext = nil
+		if s.ext != nil {
+			st.ext = &s.ext[0]
+		}
 		st.scan, st.count = s.scan, s.t.count
+		var done, probe int
+		var slot, a uint64
 		if hs != nil {
 			st.hs = &hs[i]
+			done, slot, probe, a = ackRunHS(&st, &msgs[i], len(msgs)-i)
+		} else {
+			done, slot, probe, a = ackRun(&st, &msgs[i], len(msgs)-i)
 		}
-		done, slot, probe, a := ackRun(&st, &msgs[i], len(msgs)-i)
 		out = out[:st.outLen]
 		s.t.count = st.count
+		s.extCount -= int(st.extDrops)
+		st.extDrops = 0
 		acks += a
 		i += done
 		if probe == probeCrossed && s.scan > 0 {

@@ -30,6 +30,18 @@ func TestShardMatchesModel(t *testing.T) {
 			acktest.RunCases(t, 40, shardFactory(fold), nil)
 		})
 	}
+	// The path of tables larger than L2 (homes hashed and prefetched a
+	// chunk ahead, ackRunHS reading them), on the small tables of the
+	// standard cases.
+	t.Run("fold=0/prefetch", func(t *testing.T) {
+		acktest.RunCases(t, 20, func(c ackcore.Config) (ackcore.Acker, error) {
+			s, err := ackcore.NewShard(c)
+			if err == nil {
+				s.ForcePrefetch()
+			}
+			return s, err
+		}, nil)
+	})
 	t.Run("fold=1/go", func(t *testing.T) {
 		defer ackcore.SetAckRun(false)()
 		acktest.RunCases(t, 40, shardFactory(ackcore.FoldOn), func(c acktest.Case) bool { return c.MaxPending < 4096 })

@@ -50,3 +50,7 @@ func (s *Shard) SideLen() int { return s.side.len() }
 
 // NearBytes is the memory of the near wheel and the due lists.
 func (s *Shard) NearBytes() int { return s.nearBytes() }
+
+// ForcePrefetch makes s take Apply's prefetching path (and ackRunHS) as
+// tables larger than L2 do, whatever its size.
+func (s *Shard) ForcePrefetch() { s.prefetch = true }

@@ -253,6 +253,7 @@ func TestRunStateLayout(t *testing.T) {
 		{"defTicks", unsafe.Offsetof(st.defTicks), 72}, {"scan", unsafe.Offsetof(st.scan), 80}, {"count", unsafe.Offsetof(st.count), 88},
 		{"maxPending", unsafe.Offsetof(st.maxPending), 96}, {"initMeta", unsafe.Offsetof(st.initMeta), 104},
 		{"inits", unsafe.Offsetof(st.inits), 112}, {"completed", unsafe.Offsetof(st.completed), 120}, {"save", unsafe.Offsetof(st.save), 128}, {"k2", unsafe.Offsetof(st.k2), 152}, {"k3", unsafe.Offsetof(st.k3), 160}, {"defMs", unsafe.Offsetof(st.defMs), 168}, {"hs", unsafe.Offsetof(st.hs), 176}, {"nm4", unsafe.Offsetof(st.nm4), 184},
+		{"ext", unsafe.Offsetof(st.ext), 192}, {"extDrops", unsafe.Offsetof(st.extDrops), 200},
 	} {
 		if f.got != f.want {
 			t.Errorf("runState.%s at offset %d, the assembly uses %d", f.name, f.got, f.want)
@@ -292,6 +293,7 @@ func TestRunStateLayout(t *testing.T) {
 		t.Errorf("Outcome is %d bytes; the assembly steps 32", got)
 	}
 	if MaxTask != 0xfffff || flagInit != 1<<31 || flagNear != 1<<30 || kindShift != 28 || distShift != 20 || distSat != 0x1f ||
+		xhiShift != 25 || kindTimeout != 1 || kindExtended != 2 ||
 		Ack != 2 || Init != 1 || Completed != 1 {
 		t.Error("a constant the assembly copies changed")
 	}
