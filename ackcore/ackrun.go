@@ -1,6 +1,7 @@
 package ackcore
 
 import (
+	"time"
 	"unsafe"
 
 	"github.com/xorack/xorack/internal/invariants"
@@ -33,6 +34,11 @@ type runState struct {
 	nm4        int64     // 184: n-4, written by ackRun (the last home whose probe window fits)
 	ext        *uint16   // 192: &Shard.ext[0], or nil while there is none
 	extDrops   uint64    // 200: entries of timing kind 1 or 2 completed (extCount goes down by as many)
+	extAdds    uint64    // 208: INITs inserted as timing kind 1 (extCount goes up by as many)
+	xok        uint64    // 216: 1 when INITs with their own timeout may be inserted (1 ms ticks, an ext array)
+	nowStart   uint64    // 224: Shard.nowStart()
+	limit      uint64    // 232: Shard.limit: deadlines before it need a near timer
+	insx       uint64    // 240: ackRun's scratch: the timeout of the INIT being inserted, 0 for the default
 }
 
 // What ackRun did with the message it stopped at.
@@ -69,10 +75,14 @@ func (s *Shard) applyRun(msgs []Msg, hs *[prefetchChunk]uint64, out []Outcome) [
 		if s.fastInit() {
 			st.initMeta |= 1 << 32
 		}
-		st.ext = nil
+		st.ext, st.xok = nil, 0
 		if s.ext != nil {
 			st.ext = &s.ext[0]
+			if s.tickNs == int64(time.Millisecond) {
+				st.xok = 1
+			}
 		}
+		st.nowStart, st.limit = s.nowStart(), s.limit
 		st.scan, st.count = s.scan, s.t.count
 		var done, probe int
 		var slot, a uint64
@@ -84,8 +94,8 @@ func (s *Shard) applyRun(msgs []Msg, hs *[prefetchChunk]uint64, out []Outcome) [
 		}
 		out = out[:st.outLen]
 		s.t.count = st.count
-		s.extCount -= int(st.extDrops)
-		st.extDrops = 0
+		s.extCount += int(st.extAdds) - int(st.extDrops)
+		st.extDrops, st.extAdds = 0, 0
 		acks += a
 		i += done
 		if probe == probeCrossed && s.scan > 0 {

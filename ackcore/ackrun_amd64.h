@@ -132,7 +132,7 @@ miss:
 	TESTL AX, AX
 	JZ   deftimeout
 	CMPL AX, ST_DEFMS(R12)
-	JNE  missx // a per-root timeout (other than the default)
+	JNE  customto // a per-root timeout (other than the default)
 deftimeout:
 	CMPQ 8(SI), $0
 	JEQ  missx // val 0: completes at once
@@ -212,8 +212,12 @@ shupdone: // es[p] = {root, val, (init | task) << 32 | d << 52 | default deadlin
 	MOVQ R13, AX
 	SHLQ $52, AX
 	ORQ  AX, DX
+	MOVQ ST_INSX(R12), AX
+	TESTQ AX, AX
+	JNZ  insx
 	MOVL ST_INITMETA(R12), AX
 	ORQ  AX, DX
+insdone:
 	MOVQ DX, 16(R9)
 	INCQ ST_COUNT(R12)
 	INCQ ST_INITS(R12)
@@ -391,7 +395,41 @@ hit:
 	MOVQ $1, R10
 	JMP  ret
 
+// ---- INIT of a new root with its own timeout T ms (AX), in the slot as
+// timing kind 1 (X = T ticks) when st.xok (1 ms ticks, an ext array), T
+// fits X, and its deadline nowStart+T is far (at or past st.limit): on to
+// the checks and the insert of a default INIT, with st.insx = T.
+customto:
+	CMPQ ST_XOK(R12), $0
+	JEQ  missx
+	CMPQ AX, $0x7ffff
+	JA   missx // X has 19 bits
+	MOVQ AX, ST_INSX(R12)
+	ADDQ ST_NOWSTART(R12), AX
+	CMPQ AX, ST_LIMIT(R12)
+	JB   missx // near: a near timer is needed
+	JMP  deftimeout
+
+// ---- The end of an insert with st.insx = T: ext[p] = T's low 16 bits,
+// xhi = T >> 16, kind 1, deadline nowStart+T. DX = the word's other bits
+// << 32, R9 = &es[p], R10 = p.
+insx:
+	MOVQ ST_EXT(R12), R8
+	MOVW AX, (R8)(R10*2)
+	MOVQ AX, R8
+	SHRQ $16, R8
+	SHLQ $57, R8
+	ORQ  R8, DX
+	BTSQ $60, DX // kind 1
+	ADDQ ST_NOWSTART(R12), AX
+	MOVL AX, AX
+	ORQ  AX, DX
+	MOVQ $0, ST_INSX(R12)
+	INCQ ST_EXTADDS(R12)
+	JMP  insdone
+
 missx:
+	MOVQ $0, ST_INSX(R12)
 	MOVQ $2, R10
 	JMP  ret
 

@@ -27,6 +27,11 @@
 #define ST_EXT 192
 #define ST_HS 176
 #define ST_EXTDROPS 200
+#define ST_EXTADDS 208
+#define ST_XOK 216
+#define ST_NOWSTART 224
+#define ST_LIMIT 232
+#define ST_INSX 240
 
 #define DISTONE $0x10000000000000
 
@@ -43,7 +48,9 @@
 //     (ext with it, where st.ext is set);
 //   - an INIT of a new root with the default timeout (TimeoutMs 0 or
 //     defMs) when initMeta allows it (room in the table, the default
-//     deadline far, no FAIL filter): Robin Hood insert.
+//     deadline far, no FAIL filter): Robin Hood insert; and one with its
+//     own timeout of T ms, as timing kind 1, when st.xok (1 ms ticks, an
+//     ext array), T fits X and its deadline is far.
 // It stops at the first message that is anything else, unapplied, and
 // says how far its probe got: probe 1 (slot holds the root), 2 (slot is
 // the first empty slot of the root's probe), 0 (not probed: root 0). Probe 3: the

@@ -254,6 +254,8 @@ func TestRunStateLayout(t *testing.T) {
 		{"maxPending", unsafe.Offsetof(st.maxPending), 96}, {"initMeta", unsafe.Offsetof(st.initMeta), 104},
 		{"inits", unsafe.Offsetof(st.inits), 112}, {"completed", unsafe.Offsetof(st.completed), 120}, {"save", unsafe.Offsetof(st.save), 128}, {"k2", unsafe.Offsetof(st.k2), 152}, {"k3", unsafe.Offsetof(st.k3), 160}, {"defMs", unsafe.Offsetof(st.defMs), 168}, {"hs", unsafe.Offsetof(st.hs), 176}, {"nm4", unsafe.Offsetof(st.nm4), 184},
 		{"ext", unsafe.Offsetof(st.ext), 192}, {"extDrops", unsafe.Offsetof(st.extDrops), 200},
+		{"extAdds", unsafe.Offsetof(st.extAdds), 208}, {"xok", unsafe.Offsetof(st.xok), 216},
+		{"nowStart", unsafe.Offsetof(st.nowStart), 224}, {"limit", unsafe.Offsetof(st.limit), 232}, {"insx", unsafe.Offsetof(st.insx), 240},
 	} {
 		if f.got != f.want {
 			t.Errorf("runState.%s at offset %d, the assembly uses %d", f.name, f.got, f.want)
