@@ -53,7 +53,7 @@
 // is never unlinked from: at its tick each root on it is looked up and
 // expired if it is still due. So a root that completes costs nothing
 // there, and a wave of a million timeouts costs a few megabytes of chunks,
-// freed as it is expired. The window is the table's slot count over 2048
+// freed as it is expired. The window is the table's slot count over 1024
 // ticks (64 at least, a quarter of the default timeout at most).
 //
 // One Expire call reads at most ExpireScanLimit slots and due-list
