@@ -85,18 +85,21 @@
 // # Batches
 //
 // On amd64 with AVX2, Apply runs ackRun (ackrun_amd64.s), one assembly loop
-// over the batch that calls nothing: it hashes the root, compares its
-// four-slot probe window in two vector compares (VPCMPEQQ against the root
-// and against 0), walks on slot by slot past it, and applies ACKs,
-// completions of roots of timing kind 0 (outcome, backward shift) and
-// INITs of new roots with the default timeout (Robin Hood insert):
-// together nearly all traffic. It stops at anything else (a FAIL, a RESET,
-// a per-root timeout, a near timer, a full table, no room in out, a shift
-// that would cross a running pass or move ext), and that message goes
-// through step, the one place the contract's rules live, with the probe
-// ackRun already did; then the loop resumes. Elsewhere the same fast path
-// runs in Go (fastPath, with the four keys compared without branches), and
-// the tests run both.
+// over the batch that calls nothing: it hashes each root one message ahead
+// (or, for tables larger than L2, takes the home slot Apply hashed with
+// its prefetches: ackRunHS, the same body), compares the root's four-slot
+// probe window in two vector compares (VPCMPEQQ against the root and
+// against 0), walks on slot by slot past it, and applies ACKs,
+// completions of roots of timing kinds 0 to 2 (outcome with latency,
+// backward shift, ext moved along), INITs of new roots with the default
+// timeout and, at a 1 ms tick, INITs with their own timeout (Robin Hood
+// insert): together nearly all traffic, per-root timeouts and RESET roots
+// included. It stops at anything else (a FAIL, a RESET, a near timer, the
+// side table, a full table, no room in out, a shift that would cross a
+// running pass), and that message goes through step, the one place the
+// contract's rules live, with the probe ackRun already did; then the loop
+// resumes. Elsewhere the same fast path runs in Go (fastPath, with the
+// four keys compared without branches), and the tests run both.
 //
 // For tables larger than L2, Apply works in chunks of up to 64 messages
 // (starting at 8 and doubling): it hashes chunk k+1 and prefetches its
