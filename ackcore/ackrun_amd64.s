@@ -3,7 +3,7 @@
 // runState offsets (TestRunStateLayout checks them).
 #define ST_ES 0
 #define ST_N 8
-#define ST_SEED 16
+#define ST_K1 16
 #define ST_OUT 24
 #define ST_OUTLEN 32
 #define ST_OUTCAP 40
@@ -20,347 +20,57 @@
 #define ST_SAVE0 128
 #define ST_SAVE1 136
 #define ST_SAVE2 144
+#define ST_K2 152
+#define ST_K3 160
+#define ST_DEFMS 168
+#define ST_NM4 184
+#define ST_EXT 192
+#define ST_HS 176
+#define ST_EXTDROPS 200
+#define ST_EXTADDS 208
+#define ST_XOK 216
+#define ST_NOWSTART 224
+#define ST_LIMIT 232
+#define ST_INSX 240
 
-#define HASHMUL $0x9e3779b97f4a7c15
 #define DISTONE $0x10000000000000
 
 // func ackRun(st *runState, msgs *Msg, count int) (done int, slot uint64, probe int, acks uint64)
 //
-// Shard.applyRun's loop (see there). For each of msgs[0:count]: probe the
+// Shard.applyRun's loop (see there). For each of msgs[0:count]: hash the
+// root (one message ahead), probe the
 // four slots from the root's home at once (AVX2: two VPCMPEQQ against the
 // root and 0), slot by slot beyond them, then
 //   - an ACK to an entry it does not complete: val ^= msg.Val;
-//   - an ACK that completes a root with the default timeout and no near
-//     timer, with room in out: append Completed, backward-shift the run;
-//   - an INIT of a new root with the default timeout when the table has
-//     room and the default deadline is far: Robin Hood insert.
+//   - an ACK that completes a root of timing kind 0, 1 or 2 (start =
+//     deadline - default, - X, - default - X; timing.go) without a near
+//     timer, with room in out: append Completed, backward-shift the run
+//     (ext with it, where st.ext is set);
+//   - an INIT of a new root with the default timeout (TimeoutMs 0 or
+//     defMs) when initMeta allows it (room in the table, the default
+//     deadline far, no FAIL filter): Robin Hood insert; and one with its
+//     own timeout of T ms, as timing kind 1, when st.xok (1 ms ticks, an
+//     ext array), T fits X and its deadline is far.
 // It stops at the first message that is anything else, unapplied, and
 // says how far its probe got: probe 1 (slot holds the root), 2 (slot is
 // the first empty slot of the root's probe), 0 (not probed: root 0). Probe 3: the
 // last message applied was a completion whose shift moved an entry across
 // the running pass's cursor, which the caller must rescan.
 //
-// Registers: SI msg, R11 end of msgs, DI es, CX n, BX seed, R12 st,
-// R13 acks, R8 root, R9 window then entry, DX home then slot, R10 and AX
-// scratch. The rare paths spill to st's save words.
+// Registers: SI msg, R11 end of msgs, R15 the last msg (ackRunHS: st.hs),
+// DI es, CX n, BX k1, R14 the next message's home (hashed one ahead), R12
+// st, R13 acks, R8
+// root, R9 window then entry, DX home then slot, R10 home then scratch, AX
+// scratch. The rare paths spill to st's save words. R14 and R15 are free
+// in ABI0 code: Go's caller restores R14 (g) after an ABI0 call, and R15
+// matters only to dynamically linked code that addresses globals, which
+// this does not.
 TEXT ·ackRun(SB), NOSPLIT, $0-56
-	MOVQ st+0(FP), R12
-	MOVQ ST_ES(R12), DI
-	MOVQ ST_N(R12), CX
-	MOVQ ST_SEED(R12), BX
-	MOVQ msgs+8(FP), SI
-	MOVQ count+16(FP), R11
-	SHLQ $5, R11
-	ADDQ SI, R11
-	XORQ R13, R13
-	VPXOR Y7, Y7, Y7
+#include "ackrun_amd64.h"
 
-loop:
-	CMPQ SI, R11
-	JAE  none
-	MOVQ 0(SI), R8 // root
-	TESTQ R8, R8
-	JZ   none
-
-	// home slot = hi64(((root ^ seed) * hashMul) * n)
-	MOVQ  R8, AX
-	XORQ  BX, AX
-	MOVQ  HASHMUL, R10
-	IMULQ R10, AX
-	MULQ  CX // DX = home
-	LEAQ (DX)(DX*2), R9
-	SHLQ $3, R9
-	ADDQ DI, R9 // window = &es[home]
-	MOVQ DX, R10 // home
-	LEAQ  4(DX), AX
-	CMPQ  AX, CX
-	JA    walk // window past the end of the table: slot by slot
-	VMOVQ        0(R9), X0
-	VPINSRQ      $1, 24(R9), X0, X0
-	VMOVQ        48(R9), X1
-	VPINSRQ      $1, 72(R9), X1, X1
-	VINSERTI128  $1, X1, Y0, Y0
-	VMOVQ        R8, X2
-	VPBROADCASTQ X2, Y2
-	VPCMPEQQ     Y2, Y0, Y3
-	VPCMPEQQ     Y7, Y0, Y4
-	VPOR         Y3, Y4, Y3
-	VMOVMSKPD    Y3, AX
-	TESTL AX, AX
-	JZ    beyond // root and an empty slot both beyond the window
-	BSFL  AX, AX
-	ADDQ AX, DX  // slot
-	LEAQ (AX)(AX*2), AX
-	LEAQ (R9)(AX*8), R9 // &es[slot]
-
-probed: // R9 = &es[slot], DX = slot: the root, or the first empty slot
-	CMPQ 0(R9), R8
-	JNE  miss // the first empty slot: the root has no entry
-	CMPB 20(SI), $2
-	JNE  hit // not an ACK
-
-	MOVQ 8(R9), AX
-	XORQ 8(SI), AX
-	JNZ  store
-	BTQ  $63, 16(R9) // val reaches 0 with INIT seen: completes the root
-	JCS  complete
-
-store:
-	MOVQ AX, 8(R9)
-	INCQ R13
-	ADDQ $32, SI
-	JMP  loop
-
-// ---- Past the window (or a window past the end): slot by slot, round
-// the end of the table.
-beyond:
-	ADDQ $4, DX
-	ADDQ $96, R9
-walk:
-	CMPQ DX, CX
-	JNE  walkon
-	XORQ DX, DX
-	MOVQ DI, R9
-walkon:
-	MOVQ 0(R9), AX
-	CMPQ AX, R8
-	JEQ  probed
-	TESTQ AX, AX
-	JZ   probed
-	INCQ DX
-	ADDQ $24, R9
-	JMP  walk
-
-// ---- INIT of a new root: R9 = &es[z] (z = DX, empty), R10 = home, R8 root.
-miss:
-	CMPB 20(SI), $1
-	JNE  missx
-	MOVL 24(SI), AX
-	TESTL AX, AX
-	JNZ  missx // a per-root timeout
-	CMPQ 8(SI), $0
-	JEQ  missx // val 0: completes at once
-	MOVL 16(SI), AX
-	CMPL AX, $0xfffff
-	JA   missx // task out of range
-	MOVQ ST_COUNT(R12), AX
-	CMPQ AX, ST_MAXPENDING(R12)
-	JGE  missx // full
-	MOVQ ST_INITMETA(R12), AX
-	BTQ  $32, AX
-	JCC  missx // the default deadline is near: a near timer is needed
-	MOVQ DX, AX
-	SUBQ R10, AX
-	JCS  missx // the probe went round the end of the table
-	CMPQ AX, $250
-	JAE  missx // a distance near saturation
-
-	MOVQ R13, ST_SAVE0(R12)
-	MOVQ R8, ST_SAVE1(R12)
-	XORQ R13, R13 // d, the new entry's distance at p = R10
-
-rhwalk: // the first slot from home whose entry is homed later (shorter distance)
-	CMPQ R10, DX
-	JEQ  rhfound
-	LEAQ (R10)(R10*2), R9
-	LEAQ (DI)(R9*8), R9
-	MOVQ 16(R9), AX
-	SHRQ $52, AX
-	ANDQ $0xff, AX
-	CMPQ AX, R13
-	JB   rhfound
-	INCQ R10 // no wrap: z < n and p <= z
-	INCQ R13
-	JMP  rhwalk
-
-rhfound: // shift es[p:z] up by one slot, distances + 1 (saturated stay)
-	MOVQ DX, AX // q = z
-shup:
-	CMPQ AX, R10
-	JEQ  shupdone
-	LEAQ (AX)(AX*2), R9
-	LEAQ (DI)(R9*8), R9 // &es[q]
-	MOVQ -24(R9), DX
-	MOVQ DX, 0(R9)
-	MOVQ -16(R9), DX
-	MOVQ DX, 8(R9)
-	MOVQ -8(R9), DX
-	MOVQ DX, R8
-	SHRQ $52, R8
-	ANDQ $0xff, R8
-	CMPQ R8, $0xff
-	JEQ  shupsat
-	MOVQ DISTONE, R8
-	ADDQ R8, DX
-shupsat:
-	MOVQ DX, 16(R9)
-	DECQ AX
-	JMP  shup
-
-shupdone: // es[p] = {root, val, (init | task) << 32 | d << 52 | default deadline}
-	LEAQ (R10)(R10*2), R9
-	LEAQ (DI)(R9*8), R9
-	MOVQ ST_SAVE1(R12), R8
-	MOVQ R8, 0(R9)
-	MOVQ 8(SI), DX
-	MOVQ DX, 8(R9)
-	MOVL 16(SI), DX
-	BTSQ $31, DX
-	SHLQ $32, DX
-	MOVQ R13, AX
-	SHLQ $52, AX
-	ORQ  AX, DX
-	MOVL ST_INITMETA(R12), AX
-	ORQ  AX, DX
-	MOVQ DX, 16(R9)
-	INCQ ST_COUNT(R12)
-	INCQ ST_INITS(R12)
-	MOVQ ST_SAVE0(R12), R13
-	ADDQ $32, SI
-	JMP  loop
-
-// ---- Completion: R9 = &es[slot], DX = slot, R8 root.
-complete:
-	MOVQ 16(R9), AX
-	MOVQ AX, R10
-	SHRQ $60, R10
-	CMPQ R10, $8
-	JNE  hit // flags other than INIT alone: a custom or near timer
-	MOVQ ST_OUTLEN(R12), R10
-	CMPQ R10, ST_OUTCAP(R12)
-	JGE  hit // no room in out
-
-	// latency = nowNs - (deadline - defTicks) * tickNs + tickNs/2, >= 0;
-	// deadline = nowTick + int32(uint32(meta) - uint32(nowTick))
-	MOVL    AX, AX
-	MOVQ    ST_NOWTICK(R12), R10
-	SUBL    R10, AX
-	MOVLQSX AX, AX
-	ADDQ    R10, AX
-	SUBQ    ST_DEFTICKS(R12), AX
-	IMULQ   ST_TICKNS(R12), AX
-	MOVQ    ST_NOWNS(R12), R10
-	SUBQ    AX, R10
-	MOVQ    ST_TICKNS(R12), AX
-	SHRQ    $1, AX
-	ADDQ    AX, R10
-	TESTQ   R10, R10
-	JGE     latok
-	XORQ    R10, R10
-latok:
-	MOVQ ST_OUTLEN(R12), AX
-	SHLQ $5, AX
-	ADDQ ST_OUT(R12), AX // &out[outLen]
-	MOVQ R8, 0(AX)   // Root
-	MOVQ R10, 8(AX)  // Latency
-	MOVQ 16(R9), R10
-	SHRQ $32, R10
-	ANDQ $0xfffff, R10
-	BTSQ $32, R10    // Task, Kind Completed (1), Reason none
-	MOVQ R10, 16(AX)
-	MOVQ $0, 24(AX)
-	INCQ ST_OUTLEN(R12)
-	INCQ ST_COMPLETED(R12)
-	INCQ R13
-
-	// backward shift from the hole at DX (R9): each later entry moves back
-	// one slot, up to an empty slot or an entry at distance 0.
-	MOVQ R13, ST_SAVE0(R12)
-	MOVQ $0, ST_SAVE1(R12) // crossed the pass cursor
-rmloop:
-	LEAQ 1(DX), R10
-	CMPQ R10, CX
-	JNE  rmnowrap
-	XORQ R10, R10
-rmnowrap:
-	LEAQ (R10)(R10*2), AX
-	LEAQ (DI)(AX*8), AX // &es[j]
-	MOVQ 0(AX), R8
-	TESTQ R8, R8
-	JZ   rmdone
-	MOVQ 16(AX), R13
-	MOVQ R13, R8
-	SHRQ $52, R8
-	ANDQ $0xff, R8
-	JZ   rmdone // in its home slot
-	CMPQ R8, $0xff
-	JEQ  rmsat
-	MOVQ DISTONE, R8
-	SUBQ R8, R13
-rmmove:
-	MOVQ R13, 16(R9)
-	MOVQ 0(AX), R8
-	MOVQ R8, 0(R9)
-	MOVQ 8(AX), R8
-	MOVQ R8, 8(R9)
-	CMPQ R10, ST_SCAN(R12)
-	JNE  rmnext
-	MOVQ $1, ST_SAVE1(R12) // moved from the cursor to just behind it
-rmnext:
-	MOVQ R10, DX
-	MOVQ AX, R9
-	JMP  rmloop
-
-rmsat: // saturated: the distance at the hole is 254 or stays saturated
-	MOVQ AX, ST_SAVE2(R12)
-	MOVQ DX, R10 // the hole's index (j is recomputed below)
-	MOVQ 0(AX), AX
-	XORQ BX, AX
-	MOVQ HASHMUL, R8
-	IMULQ R8, AX
-	MULQ CX // DX = home of the moving entry
-	MOVQ R10, R8
-	SUBQ DX, R8
-	JCC  rmsatpos
-	ADDQ CX, R8
-rmsatpos:
-	MOVQ R10, DX // the hole again
-	CMPQ R8, $0xff
-	JAE  rmsatkeep
-	MOVQ DISTONE, R8
-	SUBQ R8, R13
-rmsatkeep:
-	MOVQ ST_SAVE2(R12), AX
-	LEAQ 1(DX), R10
-	CMPQ R10, CX
-	JNE  rmmove
-	XORQ R10, R10
-	JMP  rmmove
-
-rmdone:
-	MOVQ $0, 0(R9)
-	MOVQ $0, 8(R9)
-	MOVQ $0, 16(R9)
-	DECQ ST_COUNT(R12)
-	MOVQ ST_SAVE0(R12), R13
-	ADDQ $32, SI
-	CMPQ ST_SAVE1(R12), $0
-	JNE  crossed
-	JMP  loop
-
-crossed:
-	MOVQ $3, R10
-	XORQ DX, DX
-	JMP  ret
-
-hit:
-	MOVQ $1, R10
-	JMP  ret
-
-missx:
-	MOVQ $2, R10
-	JMP  ret
-
-none:
-	XORQ R10, R10
-	XORQ DX, DX
-
-ret:
-	VZEROUPPER
-	SUBQ msgs+8(FP), SI
-	SHRQ $5, SI
-	MOVQ SI, done+24(FP)
-	MOVQ DX, slot+32(FP)
-	MOVQ R10, probe+40(FP)
-	MOVQ R13, acks+48(FP)
-	RET
+// func ackRunHS(st *runState, msgs *Msg, count int) (done int, slot uint64, probe int, acks uint64)
+//
+// ackRun with the home slots taken from st.hs instead of hashed.
+#define ACKRUN_HS
+TEXT ·ackRunHS(SB), NOSPLIT, $0-56
+#include "ackrun_amd64.h"

@@ -3,8 +3,11 @@ package ackcore_test
 import (
 	"fmt"
 	"runtime"
+	"runtime/debug"
+	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/bench"
@@ -114,4 +117,172 @@ func benchAcker(b *testing.B, impl benchImpl, st *workload.Stream) {
 		b.Fatalf("benchmark stream failed roots: %+v", s)
 	}
 	runtime.KeepAlive(a)
+}
+
+// timeoutStream is st with each root's timing varied: "per-root" gives
+// every INIT its own timeout, uniform in 1-60 s (whole milliseconds, fixed
+// per root); "reset" sends one RESET per root, just before its first ACK
+// (about P messages after its INIT, so the entry is as cold as a real
+// RESET finds it). "default" is st itself.
+func timeoutStream(st *workload.Stream, mode string) *workload.Stream {
+	key := fmt.Sprintf("%s/%d/%s", st.Shape.Name, st.Pending, mode)
+	if v, ok := streams.Load(key); ok {
+		return v.(*workload.Stream)
+	}
+	out := *st
+	switch mode {
+	case "per-root":
+		set := func(msgs []ackcore.Msg) []ackcore.Msg {
+			c := append([]ackcore.Msg(nil), msgs...)
+			for i := range c {
+				if c[i].Kind == ackcore.Init {
+					c[i].TimeoutMs = 1000 + uint32(splitmix64(c[i].Root)%59_001)
+				}
+			}
+			return c
+		}
+		out.Prefix, out.Cycle = set(st.Prefix), set(st.Cycle)
+	case "reset":
+		// A root's first ACK is the message after its INIT in tree order:
+		// the one whose predecessor in its tree was the INIT.
+		last := make(map[uint64]ackcore.Kind, len(st.Roots))
+		add := func(msgs []ackcore.Msg) []ackcore.Msg {
+			c := make([]ackcore.Msg, 0, len(msgs)+len(msgs)/st.K+1)
+			for _, m := range msgs {
+				if m.Kind == ackcore.Ack && last[m.Root] == ackcore.Init {
+					c = append(c, ackcore.Msg{Root: m.Root, Kind: ackcore.Reset})
+				}
+				last[m.Root] = m.Kind
+				c = append(c, m)
+			}
+			return c
+		}
+		out.Prefix = add(st.Prefix)
+		out.Cycle = add(st.Cycle)
+	}
+	streams.Store(key, &out)
+	return &out
+}
+
+// BenchmarkShardTimeouts replays the word-count stream with every root on
+// the default timeout, every root with its own timeout (uniform 1-60 s),
+// and every root RESET once, through one shard in the same run: msgs/s and
+// B/root (the heap the shard holds per pending root) side by side.
+func BenchmarkShardTimeouts(b *testing.B) {
+	ps := []int{100_000, 1_000_000}
+	if testing.Short() {
+		ps = ps[:1]
+	}
+	for _, p := range ps {
+		for _, mode := range []string{"default", "per-root", "reset"} {
+			b.Run(fmt.Sprintf("timeouts=%s/P=%d", mode, p), func(b *testing.B) {
+				benchAcker(b, benchImpls[0], timeoutStream(stream(workload.WordCount, p), mode))
+			})
+		}
+	}
+}
+
+// BenchmarkMassExpiry ends a wave of P roots, all made at once, three
+// ways; one op is one wave (its INITs are not timed):
+//   - end=timeout: they time out together, found after an hour's pause;
+//   - end=timeout-ticking: they time out together while Expire runs every
+//     tick (the clock moved 1 ms per call) from their INIT on;
+//   - end=completed: each is acked and completes.
+//
+// Expire gets room for 1024 outcomes a call and is called until it says
+// no more, as the sharded acker does; Apply gets batches of 256. total-ns
+// is the wave's time in those calls (for end=timeout-ticking, the 30,000
+// ticks' Expire calls), max-call-ns the longest single call by the wall
+// clock, max-call-cpu-ns by the thread's CPU clock (which does not count
+// the times the shared VM deschedules the thread; where there is none it
+// reports 0; the VM's steal time still counts), p999-call-ns the 99.9th
+// percentile of the calls. The garbage collector is off during a wave,
+// so that a GC cycle's assists do not land in one call.
+func BenchmarkMassExpiry(b *testing.B) {
+	ps := []int{1_000_000}
+	if testing.Short() {
+		ps = []int{100_000}
+	}
+	for _, p := range ps {
+		for _, end := range []string{"timeout", "timeout-ticking", "completed"} {
+			b.Run(fmt.Sprintf("P=%d/end=%s", p, end), func(b *testing.B) {
+				clock := &ackcore.FakeClock{}
+				s, err := ackcore.NewShard(ackcore.Config{MaxPending: p, Clock: clock})
+				if err != nil {
+					b.Fatal(err)
+				}
+				inits := make([]ackcore.Msg, p)
+				acks := make([]ackcore.Msg, p)
+				out := make([]ackcore.Outcome, 0, 1024)
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				var total, longest time.Duration
+				var longestCPU int64
+				var calls []time.Duration
+				timed := func(f func()) {
+					c0, _ := threadCPU()
+					t0 := time.Now()
+					f()
+					d := time.Since(t0)
+					c1, _ := threadCPU()
+					total += d
+					longest = max(longest, d)
+					longestCPU = max(longestCPU, c1-c0)
+					calls = append(calls, d)
+				}
+				drain := func() (n int) {
+					for more := true; more; {
+						timed(func() { out, more = s.Expire(out[:0]) })
+						n += len(out)
+					}
+					return n
+				}
+				b.ResetTimer()
+				for op := 0; op < b.N; op++ {
+					b.StopTimer()
+					base := uint64(op) * uint64(p)
+					for i := range inits {
+						r := splitmix64(base+uint64(i)+1) | 1
+						inits[i] = ackcore.Msg{Root: r, Kind: ackcore.Init, Task: uint32(i % 16), Val: r}
+						acks[i] = ackcore.Msg{Root: r, Kind: ackcore.Ack, Val: r}
+					}
+					for i := 0; i < p; i += benchBatch {
+						s.Apply(inits[i:min(i+benchBatch, p)], out[:0])
+					}
+					runtime.GC()
+					gc := debug.SetGCPercent(-1)
+					b.StartTimer()
+					ended := 0
+					switch end {
+					case "timeout":
+						clock.Add(time.Hour)
+						ended = drain()
+					case "timeout-ticking":
+						for range 30_001 {
+							clock.Add(time.Millisecond)
+							ended += drain()
+						}
+					case "completed":
+						for i := 0; i < p; i += benchBatch {
+							timed(func() { out = s.Apply(acks[i:min(i+benchBatch, p)], out[:0]) })
+							ended += len(out)
+						}
+					}
+					b.StopTimer()
+					debug.SetGCPercent(gc)
+					if ended != p || s.Pending() != 0 {
+						b.Fatalf("%d of %d roots ended, %d pending", ended, p, s.Pending())
+					}
+					b.StartTimer()
+				}
+				b.StopTimer()
+				b.ReportMetric(float64(longestCPU), "max-call-cpu-ns")
+				slices.Sort(calls)
+				b.ReportMetric(float64(calls[len(calls)*999/1000].Nanoseconds()), "p999-call-ns")
+				b.ReportMetric(float64(total.Nanoseconds())/float64(b.N), "total-ns")
+				b.ReportMetric(float64(longest.Nanoseconds()), "max-call-ns")
+				b.ReportMetric(float64(s.NearBytes()), "near-B-after")
+			})
+		}
+	}
 }

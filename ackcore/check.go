@@ -16,7 +16,8 @@ func (s *Shard) check() {
 }
 
 // verify returns the first broken invariant:
-//   - count equals the occupied slots and never exceeds MaxPending;
+//   - count equals the occupied slots and never exceeds MaxPending plus
+//     the FAIL reserve;
 //   - every key is found by find at its slot, and no key appears twice;
 //   - every slot from a key's home up to its own is occupied (the probe
 //     invariant); each run of occupied slots is sorted by home (Robin Hood
@@ -25,16 +26,34 @@ func (s *Shard) check() {
 //   - an entry has a near timer (flagNear) exactly when the record of its
 //     handle names it and the near wheel has that handle scheduled, and the
 //     near wheel holds nothing else;
-//   - a far entry's deadline is at or after the limit it was compared
-//     with: limit where a running pass has read it (or none runs), the
-//     horizon before the pass where it has not;
-//   - the custom map holds exactly the roots whose word has flagCustom;
-//   - flags are consistent: flagFailed only without flagInit.
+//   - a far entry due before the limit it was compared with (limit where a
+//     running pass has read it, or none runs; the horizon before the pass
+//     where it has not) has its root on a due list; due lists hold only
+//     ticks in their span and count their records right;
+//   - timing: an entry of kind 1 or 2 has an ext array to keep X in, and
+//     extCount counts them; the side map holds exactly the kind-3 roots;
+//   - flags are consistent: without INIT the task bits hold nothing but
+//     flagFailed.
 func (s *Shard) verify() error {
 	t := &s.t
-	n, near := 0, 0
+	n, near, side, ext := 0, 0, 0, 0
 	seen := make(map[uint64]int, t.count)
-	customs := 0
+	listed := map[uint64]bool{}
+	records := 0
+	var dueErr error
+	s.due.each(func(root, tick uint64) {
+		listed[root] = true
+		records++
+		if tick < s.due.cursor || tick-s.due.cursor >= uint64(len(s.due.buckets)) {
+			dueErr = fmt.Errorf("ackcore: root %#x listed for tick %d, outside [%d, %d)", root, tick, s.due.cursor, s.due.cursor+uint64(len(s.due.buckets)))
+		}
+	})
+	if dueErr != nil {
+		return dueErr
+	}
+	if records != s.due.records {
+		return fmt.Errorf("ackcore: due lists hold %d records, count %d", records, s.due.records)
+	}
 	for i := range t.e {
 		e := &t.e[i]
 		k := e.key
@@ -50,13 +69,19 @@ func (s *Shard) verify() error {
 		}
 		seen[k] = i
 		w := e.word()
-		if w&flagFailed != 0 && w&flagInit != 0 {
-			return fmt.Errorf("ackcore: root %#x both failed-before-INIT and INIT", k)
+		if w&flagInit == 0 && w&taskMask&^flagFailed != 0 {
+			return fmt.Errorf("ackcore: root %#x without INIT has task bits %#x", k, w&taskMask)
 		}
-		if w&flagCustom != 0 {
-			customs++
-			if _, ok := s.custom[k]; !ok {
-				return fmt.Errorf("ackcore: root %#x flagged custom, not in the custom map", k)
+		switch kindOf(w) {
+		case kindSide:
+			side++
+			if _, ok := s.side.get(k); !ok {
+				return fmt.Errorf("ackcore: root %#x of kind side, not in the side map", k)
+			}
+		case kindTimeout, kindExtended:
+			ext++
+			if s.ext == nil {
+				return fmt.Errorf("ackcore: root %#x of kind %d without an ext array", k, kindOf(w))
 			}
 		}
 		if w&flagNear != 0 {
@@ -70,8 +95,8 @@ func (s *Shard) verify() error {
 			if i >= s.scan && s.scan >= 0 {
 				lim = s.horizon
 			}
-			if d := s.expand(uint32(e.meta)); d < lim {
-				return fmt.Errorf("ackcore: root %#x in slot %d is due at tick %d, before limit %d, without a near timer", k, i, d, lim)
+			if d := s.expand(uint32(e.meta)); d < lim && !listed[k] {
+				return fmt.Errorf("ackcore: root %#x in slot %d is due at tick %d, before limit %d, with neither a near timer nor a due record", k, i, d, lim)
 			}
 		}
 		h := t.home(k)
@@ -98,14 +123,17 @@ func (s *Shard) verify() error {
 	if n != t.count {
 		return fmt.Errorf("ackcore: count %d, occupied slots %d", t.count, n)
 	}
-	if n > s.maxPending {
-		return fmt.Errorf("ackcore: %d entries exceed MaxPending %d", n, s.maxPending)
+	if n > s.maxPending+s.failReserve {
+		return fmt.Errorf("ackcore: %d entries exceed MaxPending %d plus the FAIL reserve %d", n, s.maxPending, s.failReserve)
 	}
 	if s.near.Len() != near || len(s.nearRoots)-len(s.nearFree) != near {
 		return fmt.Errorf("ackcore: %d near timers and %d handles in use for %d near entries", s.near.Len(), len(s.nearRoots)-len(s.nearFree), near)
 	}
-	if customs != len(s.custom) {
-		return fmt.Errorf("ackcore: %d custom entries flagged, %d in the map", customs, len(s.custom))
+	if side != s.side.len() {
+		return fmt.Errorf("ackcore: %d entries of kind side, %d in the side table", side, s.side.len())
+	}
+	if ext != s.extCount {
+		return fmt.Errorf("ackcore: %d entries keep X in ext, extCount %d", ext, s.extCount)
 	}
 	return nil
 }
@@ -114,7 +142,7 @@ func (s *Shard) verify() error {
 type PendingRoot struct {
 	Root uint64
 	Task uint32        // NoTask if no INIT was seen yet
-	Age  time.Duration // since the INIT (or since the entry was made, without INIT)
+	Age  time.Duration // since the INIT, or, without INIT, since the entry was made
 	// Deadline is how long until the root times out (negative: overdue,
 	// waiting for the next Expire).
 	Deadline time.Duration
@@ -133,12 +161,8 @@ func (s *Shard) OldestPending(n int, dst []PendingRoot) []PendingRoot {
 		if k == 0 {
 			continue
 		}
-		c := cur{root: k, slot: i, inTable: true, live: true, word: s.t.e[i].word()}
-		st := s.start(&c)
-		if c.word&flagCustom != 0 && c.word&flagInit == 0 {
-			// No INIT: its age runs from its deadline minus its timeout.
-			st = s.currentDeadline(&c) - uint64(s.timeoutNs(&c)+s.tickNs-1)/uint64(s.tickNs)
-		}
+		e := &s.t.e[i]
+		st, _ := s.startTimeout(i, e, s.deadlineOf(e))
 		if h.Len() < n {
 			heap.Push(h, startSlot{st, i})
 		} else if st < h.s[0].start {

@@ -25,14 +25,27 @@ func TestShardMatchesModel(t *testing.T) {
 	})
 	for _, fold := range []ackcore.FoldMode{ackcore.FoldOff, ackcore.FoldOn} {
 		t.Run(fmt.Sprintf("fold=%d", fold), func(t *testing.T) {
-			// Folding checks the bound per root group, so which root of a
-			// chunk is refused at the bound may differ from one-by-one
-			// order: its exactness is tested with room to spare.
-			acktest.RunCases(t, 40, shardFactory(fold), func(c acktest.Case) bool {
-				return fold == ackcore.FoldOff || c.MaxPending >= 4096
-			})
+			// Every case, the tight and tiny bounds included: folding
+			// must not change results at the bound either.
+			acktest.RunCases(t, 40, shardFactory(fold), nil)
 		})
 	}
+	// The path of tables larger than L2 (homes hashed and prefetched a
+	// chunk ahead, ackRunHS reading them), on the small tables of the
+	// standard cases.
+	t.Run("fold=0/prefetch", func(t *testing.T) {
+		acktest.RunCases(t, 20, func(c ackcore.Config) (ackcore.Acker, error) {
+			s, err := ackcore.NewShard(c)
+			if err == nil {
+				s.ForcePrefetch()
+			}
+			return s, err
+		}, nil)
+	})
+	t.Run("fold=1/go", func(t *testing.T) {
+		defer ackcore.SetAckRun(false)()
+		acktest.RunCases(t, 40, shardFactory(ackcore.FoldOn), func(c acktest.Case) bool { return c.MaxPending < 4096 })
+	})
 }
 
 func FuzzShard(f *testing.F) {
@@ -46,7 +59,7 @@ func FuzzShard(f *testing.F) {
 		sc := acktest.FuzzScenario(seed, roots, bound, faults)
 		mode := ackcore.FoldOff
 		if fold {
-			mode, sc.MaxPending = ackcore.FoldOn, 1<<16
+			mode = ackcore.FoldOn // at the fuzzer's bound too
 		}
 		acktest.Run(t, sc, shardFactory(mode))
 	})

@@ -1,12 +1,13 @@
-// Package ackcore is xorack's acker: Apache Storm's XOR ack tracking for one
-// shard, behind a batch API, with the rules of SEMANTICS.md.
+// Package ackcore is xorack's acker for one shard: Apache Storm's XOR ack
+// tracking behind a batch API, with the rules of the project's contract,
+// docs/semantics.md.
 //
 // A Shard is owned by one goroutine. It keeps, per pending root, the root
-// id, the ack val, the spout task, flags and the deadline in one 24-byte
-// slot of an open-addressed table allocated once for the configured bound
-// (MaxPending). Apply takes a batch of messages and appends the outcomes
-// they cause to a caller's slice; Expire reports the roots whose deadline
-// passed.
+// id, the ack val, the spout task, flags, the probe distance and the
+// deadline in one 24-byte slot of an open-addressed table allocated once
+// for the configured bound (MaxPending). Apply takes a batch of messages
+// and appends the outcomes they cause to a caller's slice; Expire reports
+// the roots whose deadline passed, a bounded slice of work per call.
 //
 // # Layout
 //
@@ -15,19 +16,22 @@
 //
 //	slot  +0   key   uint64   root id; 0 = empty (root ids are never 0)
 //	      +8   val   uint64   ack val
-//	      +16  meta  uint64   word << 32 | deadline tick mod 2^32 (or near-timer handle)
+//	      +16  meta  uint64   word << 32 | deadline tick mod 2^32 (or near-wheel handle)
 //
-//	word:  31 init seen | 30 failed before INIT | 29 custom | 28 near timer |
-//	       27..20 probe distance (saturating at 255) | 19..0 task id
+//	word: 31 init | 30 near | 29..28 timing kind | 27..25 X high bits |
+//	      24..20 probe distance (saturating at 31) | 19..0 task
+//	      (without init, bit 0 says a FAIL came first)
 //
-// A root hashes (seeded multiply) to a home slot by Lemire's fast range
-// (hash*n>>64), so the slot count need not be a power of two: the table
-// has MaxPending*1.5 slots, 36 bytes per pending root at the bound,
-// timers included. Probing is linear. The hot path compares the four
-// slots from home at once, without branches (a probe's length is random,
-// and a loop would mispredict its exit on about half of all lookups), and
-// walks on slot by slot only past them (4% of hits under random churn at
-// load 0.62).
+// A root hashes to a home slot by a keyed hash (hash.go: a folded 128-bit
+// multiply, then a multiply, with three secret keys from crypto/rand), and
+// the hash to a slot by Lemire's fast range (hash*n>>64), so the slot
+// count need not be a power of two: the table has MaxPending*1.5 slots, 36
+// bytes per pending root at the bound, timers included. Structured root
+// ids (counters, shifted offsets, timestamps) scatter like random ones.
+// Probing is linear. The hot path compares the four slots from home at
+// once, without branches (a probe's length is random, and a loop would
+// mispredict its exit on about half of all lookups), and walks on slot by
+// slot only past them.
 //
 // Runs of occupied slots are kept in Robin Hood order (sorted by home),
 // and each slot stores its probe distance. An insert goes before the
@@ -39,43 +43,72 @@
 //
 // # Timeouts
 //
-// Every slot stores its deadline. Only entries whose deadline is near get
-// a timer in a hierarchical timer wheel (the "near wheel", sized on
-// demand): most roots complete long before their timeout, and a timer node
-// linked on INIT and unlinked on completion would cost two or three random
-// misses per root for timers that never fire. A pass over the table,
-// spread over many Expire calls, moves the limit below which entries have
-// near timers forward one window (an eighth of the default timeout, or
-// longer for tables so big that a pass would read more than 256 slots per
-// tick) at a time. Near timers are keyed by root, so slots move freely.
-// See near.go.
+// Every slot stores its deadline. Only entries whose deadline is near are
+// found ahead of time (near.go): those made or reset with a deadline
+// within about two windows get a timer in a hierarchical timer wheel (the
+// near wheel); the others are found by a pass over the table, run a
+// window ahead and paced over many Expire calls, which lists each root
+// due in the next window on its tick's due list (8 bytes a root, in
+// 512-byte chunks) or expires it at once if it is already due. A due list
+// is never unlinked from: at its tick each root on it is looked up and
+// expired if it is still due. So a root that completes costs nothing
+// there, and a wave of a million timeouts costs a few megabytes of chunks,
+// freed as it is expired. The window is the table's slot count over 1024
+// ticks (64 at least, a quarter of the default timeout at most).
 //
-// An entry whose start time cannot be derived from its deadline (after a
-// RESET, or with a per-root timeout) keeps its start and timeout in a side
-// map.
+// One Expire call reads at most ExpireScanLimit slots and due-list
+// buckets, looks up at most ExpireEntryLimit entries through timers and
+// due lists, writes at most cap(out)-len(out) outcomes, and says more when
+// it stopped early; a call with no room does nothing. The near wheel and
+// the due lists go back to their idle size when they empty.
+//
+// # Per-root timing
+//
+// A root's start (for its latency) and its timeout (for a RESET) are
+// derived from its deadline by the timing kind (timing.go): kind 0, the
+// default timeout since the start; kind 1, a per-root timeout of X ticks;
+// kind 2, the default timeout after a RESET moved the deadline X ticks
+// on; kind 3, start and timeout in a side table. X is 19 bits: three in
+// the word, sixteen in an array of uint16 beside the slots, allocated
+// while any root of kind 1 or 2 is pending (3 bytes a root). So per-root
+// timeouts up to 8.7 minutes at a 1 ms tick, and RESETs within that long
+// of the INIT, cost 3 bytes a root and no lookup elsewhere; a timeout
+// equal to the default costs nothing.
+//
+// # FAILs at the bound
+//
+// A FAIL is never lost (rule 3). One that needs a new entry when the
+// table is at its bound takes one of failReserve entries beyond
+// MaxPending; past those it goes into a two-generation bit-set filter that
+// every INIT is checked against while it holds anything (failfilter.go).
 //
 // # Batches
 //
 // On amd64 with AVX2, Apply runs ackRun (ackrun_amd64.s), one assembly loop
-// over the batch that calls nothing: it compares a root's four-slot probe
-// window in two vector compares (VPCMPEQQ against the root and against 0),
-// walks on slot by slot past it, and applies ACKs, completions of roots
-// with the default timeout (outcome, backward shift) and INITs of new
-// roots with the default timeout (Robin Hood insert): together nearly all
-// traffic. It stops at anything else (a FAIL, a RESET, a per-root timeout,
-// a near timer, a full table, no room in out, a shift that crosses a
-// running pass), and that message goes through step, the one place all of
-// SEMANTICS.md's rules live, with the probe ackRun already did; then the
-// loop resumes. Elsewhere the same fast path runs in Go (fastPath, with
-// the four keys compared without branches), and tests run both.
+// over the batch that calls nothing: it hashes each root one message ahead
+// (or, for tables larger than L2, takes the home slot Apply hashed with
+// its prefetches: ackRunHS, the same body), compares the root's four-slot
+// probe window in two vector compares (VPCMPEQQ against the root and
+// against 0), walks on slot by slot past it, and applies ACKs,
+// completions of roots of timing kinds 0 to 2 (outcome with latency,
+// backward shift, ext moved along), INITs of new roots with the default
+// timeout and, at a 1 ms tick, INITs with their own timeout (Robin Hood
+// insert): together nearly all traffic, per-root timeouts and RESET roots
+// included. It stops at anything else (a FAIL, a RESET, a near timer, the
+// side table, a full table, no room in out, a shift that would cross a
+// running pass), and that message goes through step, the one place the
+// contract's rules live, with the probe ackRun already did; then the loop
+// resumes. Elsewhere the same fast path runs in Go (fastPath, with the
+// four keys compared without branches), and the tests run both.
 //
 // For tables larger than L2, Apply works in chunks of up to 64 messages
 // (starting at 8 and doubling): it hashes chunk k+1 and prefetches its
 // probe windows, then applies chunk k, whose lines are by then in cache,
 // keeping a chunk's misses in flight together. With Fold: FoldOn a chunk
 // is grouped by root first and each root's messages are applied to one
-// loaded entry with one probe (see fold.go); the result equals applying
-// them one by one.
+// loaded entry with one probe (fold.go); a chunk that could reach the
+// bound is applied one message at a time instead, so folding never
+// changes a result.
 //
 // # Time
 //
@@ -84,7 +117,18 @@
 // never times out early and, with Expire called every tick, at most one
 // tick late. Latencies have a resolution of one tick (error at most half a
 // tick). Ticks are at least MinTick, so that MaxTimeout stays within reach
-// of a 32-bit deadline; Expire must run at least once every 2^30 ticks.
+// of a 32-bit deadline. A call moves the shard's time by at most 2^29
+// ticks: a longer clock jump counts as that long, which times out every
+// root pending at the jump and keeps the 32-bit deadlines unambiguous.
+// Expire must run at least once every 2^30 ticks while Apply runs.
+//
+// # Memory
+//
+// NewShard allocates the table (24 bytes a slot) and nothing that grows
+// with the bound; the ext array, the near wheel, the due lists, the side
+// table and the FAIL filter grow with use and shrink back. Config.Bytes is
+// the most all of it can reach, checked against Config.MaxBytes before
+// anything is allocated; TableBytes is what a shard holds now.
 //
 // # Concurrency
 //
@@ -94,11 +138,12 @@
 // # Invariants
 //
 // Checked by verify (every step under -tags invariants, and by the tests):
-// count equals occupied slots and stays within MaxPending; every key is
-// reachable from its home through occupied slots only, runs are in Robin
-// Hood order and stored distances are exact; no key twice; an entry has a
-// near timer exactly when its flag says so, and a far entry is due no
-// earlier than the limit it was compared with; the side map holds exactly
-// the entries flagged custom; a FAIL-before-INIT flag never coexists with
-// the INIT flag.
+// count equals occupied slots and stays within MaxPending plus the FAIL
+// reserve; every key is reachable from its home through occupied slots
+// only, runs are in Robin Hood order and stored distances are exact; no
+// key twice; an entry has a near timer exactly when its flag says so; a
+// far entry due before the limit it was compared with is on a due list;
+// entries of timing kinds 1 and 2 have the ext array and are counted, the
+// side table holds exactly the kind-3 roots; an entry without INIT has no
+// task bits but the FAIL flag.
 package ackcore

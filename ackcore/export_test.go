@@ -13,3 +13,44 @@ func SetAckRun(on bool) (restore func()) {
 
 // AckRunAvailable reports whether this CPU runs the assembly loop.
 func AckRunAvailable() bool { return haveAckRun }
+
+// ProbeStats returns the mean and the longest probe distance (slots past
+// home) of the entries in the table.
+func (s *Shard) ProbeStats() (mean float64, longest int) {
+	sum := 0
+	for i := range s.t.e {
+		if s.t.e[i].key == 0 {
+			continue
+		}
+		d := int(dist(uint64(i), s.t.home(s.t.e[i].key), s.t.n))
+		sum += d
+		longest = max(longest, d)
+	}
+	if s.t.count == 0 {
+		return 0, 0
+	}
+	return float64(sum) / float64(s.t.count), longest
+}
+
+// HomeOf is the home slot of root in a table of n slots keyed by seed.
+func HomeOf(seed uint64, n int, root uint64) int64 {
+	t := table{n: uint64(n)}
+	t.keys = newKeys(seed)
+	return int64(t.home(root))
+}
+
+// ExpireWork is what one Expire call did.
+type ExpireWork = expireWork
+
+// LastExpire is what the last Expire call did.
+func (s *Shard) LastExpire() ExpireWork { return s.call }
+
+// SideLen is the number of roots whose timing lives in the side map.
+func (s *Shard) SideLen() int { return s.side.len() }
+
+// NearBytes is the memory of the near wheel and the due lists.
+func (s *Shard) NearBytes() int { return s.nearBytes() }
+
+// ForcePrefetch makes s take Apply's prefetching path (and ackRunHS) as
+// tables larger than L2 do, whatever its size.
+func (s *Shard) ForcePrefetch() { s.prefetch = true }

@@ -7,6 +7,15 @@ package ackcore
 // including a root that completes and is recreated by a later message of
 // the same chunk; only the order of outcomes of different roots within a
 // chunk may differ.
+//
+// Messages of different roots interact through one thing only: the bound.
+// Whether a message that needs a new entry finds room depends on how many
+// entries the messages before it created and removed, and grouping
+// changes that order. So a chunk is folded only when it cannot reach the
+// bound (each message creates at most one entry: pending + chunk length <=
+// MaxPending) and no FAIL is held in the overflow filter (whose false
+// positives depend on the order of different roots); otherwise it is
+// applied one message at a time, like FoldOff.
 
 const (
 	// foldChunk is the most messages grouped at once. 256 keeps the scratch
@@ -34,6 +43,10 @@ func (s *Shard) applyFolded(msgs []Msg, out []Outcome) []Outcome {
 			chunk = chunk[:foldChunk]
 		}
 		msgs = msgs[len(chunk):]
+		if !s.foldable(len(chunk)) {
+			out = s.applyOneByOne(chunk, out)
+			continue
+		}
 		if s.prefetch {
 			for i := 0; i < len(chunk); i += prefetchChunk {
 				s.homes(chunk[i:min(i+prefetchChunk, len(chunk))], &s.hs[0])
@@ -48,7 +61,7 @@ func (s *Shard) applyFolded(msgs []Msg, out []Outcome) []Outcome {
 				out = s.step(&c, &chunk[i], out)
 				continue
 			}
-			h := (r * 0x9e3779b97f4a7c15) >> (64 - 9) // 9 bits: foldSlots = 512
+			h := mix(r, &s.t.keys) >> (64 - 9) // 9 bits: foldSlots = 512; keyed, so structured ids scatter here too
 			for fs.keys[h] != 0 && fs.keys[h] != r {
 				h = (h + 1) & (foldSlots - 1)
 			}
@@ -73,4 +86,18 @@ func (s *Shard) applyFolded(msgs []Msg, out []Outcome) []Outcome {
 		}
 	}
 	return out
+}
+
+// foldable reports whether a chunk of n messages may be folded: see the
+// top of this file.
+func (s *Shard) foldable(n int) bool {
+	return s.t.count+n <= s.maxPending && !s.fails.active()
+}
+
+// applyOneByOne applies chunk in order, as FoldOff does.
+func (s *Shard) applyOneByOne(chunk []Msg, out []Outcome) []Outcome {
+	if haveAckRun {
+		return s.applyRun(chunk, nil, out)
+	}
+	return s.applyChunk(chunk, nil, out)
 }

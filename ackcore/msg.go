@@ -8,8 +8,8 @@ import (
 // Kind is the type of a message sent to the acker.
 type Kind uint8
 
-// The four messages of the acker protocol (SEMANTICS.md, "Messages the
-// acker receives"). The zero Kind is invalid so that a zeroed Msg is never
+// The four messages of the acker protocol (docs/semantics.md, "Messages
+// the acker receives"). The zero Kind is invalid so that a zeroed Msg is never
 // mistaken for a real one.
 const (
 	// Init announces a root: Val is the XOR of the edge ids the spout
@@ -143,26 +143,66 @@ type Outcome struct {
 	_       [10]byte
 }
 
+// fault is the first rule a message breaks, or faultNone.
+type fault uint8
+
+const (
+	faultNone    fault = iota
+	faultRoot          // root 0
+	faultKind          // not one of the four kinds
+	faultTask          // an INIT's task above MaxTask
+	faultTimeout       // a timeout above MaxTimeout
+)
+
+// maxTimeoutMs is the largest TimeoutMs a well-formed message carries.
+const maxTimeoutMs = uint32(MaxTimeout / time.Millisecond)
+
+// fault is the one definition of a well-formed message: Valid, Validate,
+// the shard and every baseline acker go through it.
+func (m *Msg) fault() fault {
+	switch {
+	case m.Root == 0:
+		return faultRoot
+	case m.Kind-1 > Reset-1: // 0 or above Reset
+		return faultKind
+	case m.Kind == Init && m.Task > MaxTask:
+		return faultTask
+	case m.TimeoutMs > maxTimeoutMs:
+		return faultTimeout
+	}
+	return faultNone
+}
+
+// Valid reports whether m is well formed: Validate would return nil. It
+// allocates nothing, for hot paths.
+func (m *Msg) Valid() bool { return m.fault() == faultNone }
+
 // Validate reports whether m is well formed, with an error naming the bad
-// value. The shard applies the same checks on its hot path and answers a
-// malformed message with Refused/Invalid instead of an error.
+// value. The shard applies the same checks (Valid) and answers a malformed
+// message with InvalidOutcome instead of an error.
 func (m *Msg) Validate() error {
-	if m.Root == 0 {
+	switch m.fault() {
+	case faultRoot:
 		return fmt.Errorf("ackcore: %v with root 0 (root ids are never 0)", m.Kind)
-	}
-	switch m.Kind {
-	case Init:
-		if m.Task > MaxTask {
-			return fmt.Errorf("ackcore: INIT root %#x: task %d exceeds MaxTask %d", m.Root, m.Task, MaxTask)
-		}
-	case Ack, Fail, Reset:
-	default:
+	case faultKind:
 		return fmt.Errorf("ackcore: root %#x: unknown message kind %d", m.Root, uint8(m.Kind))
-	}
-	if time.Duration(m.TimeoutMs)*time.Millisecond > MaxTimeout {
+	case faultTask:
+		return fmt.Errorf("ackcore: INIT root %#x: task %d exceeds MaxTask %d", m.Root, m.Task, MaxTask)
+	case faultTimeout:
 		return fmt.Errorf("ackcore: %v root %#x: timeout %d ms exceeds %v", m.Kind, m.Root, m.TimeoutMs, MaxTimeout)
 	}
 	return nil
+}
+
+// InvalidOutcome is the outcome every acker reports for a malformed m:
+// Refused{invalid}, naming the task only when m is an INIT whose task is
+// in range.
+func (m *Msg) InvalidOutcome() Outcome {
+	task := NoTask
+	if m.Kind == Init && m.Task <= MaxTask {
+		task = m.Task
+	}
+	return Outcome{Root: m.Root, Task: task, Kind: Refused, Reason: ReasonInvalid}
 }
 
 // Acker is the single-writer acker interface: Shard implements it, and so do

@@ -3,82 +3,143 @@ package ackcore
 import (
 	"fmt"
 
+	"github.com/xorack/xorack/internal/invariants"
 	"github.com/xorack/xorack/timerwheel"
 )
 
-// Timeouts in two tiers.
+// Timeouts in two tiers, expired in bounded slices.
 //
 // Every entry carries its deadline. Most roots complete long before it (a
 // 30 s timeout against millisecond trees), so keeping a timer-wheel node
 // per entry, linking it on INIT and unlinking it on completion, costs two
 // or three random cache misses per root for timers that never fire. Instead
-// only entries whose deadline is near get a timer:
+// only entries whose deadline is near are found ahead of time:
 //
 //   - limit is a tick ahead of now. Every entry whose deadline is before
-//     limit has a timer in the near wheel (flagNear; the low meta word is
-//     its handle, the wheel holds the deadline, a record holds its root).
-//     The others ("far" entries) just store the deadline.
+//     limit is known to be due: it has a timer in the near wheel, or its
+//     root is on the due list of its deadline tick. The others ("far"
+//     entries) just store the deadline.
 //   - An entry created, reset or re-armed with a deadline before limit gets
-//     its timer at once (a per-root timeout shorter than the window does).
+//     a near-wheel timer at once (flagNear; the low meta word is its
+//     handle, the wheel holds the deadline, nearRoots its root). Only
+//     short per-root timeouts (under a window or two) do.
 //   - limit moves forward by one window at a time. Before it does, a pass
-//     over the table gives a timer to each far entry whose deadline falls
-//     in the next window. The pass is incremental: it starts a window before
-//     the old limit, runs over half a window of Expire calls, and finishes
-//     at once if time reaches the old limit first. While a pass runs, new
-//     deadlines are compared with the new limit; an entry that backward
-//     shift moves from the unscanned part behind the pass is checked as it
-//     moves (removeSlot).
-//   - A near timer that fires finds its root by a table lookup: timers are
-//     keyed by root, not slot, so entries move freely on delete.
+//     over the table puts the root of each far entry whose deadline falls
+//     in the next window [horizon, limit) on that tick's due list, and
+//     expires at once any it finds already due. The pass starts a window
+//     before the old limit and is paced over half a window of Expire
+//     calls. While it runs, new deadlines are compared with the new limit;
+//     an entry that a shift moves from the unscanned part behind the pass
+//     is checked as it moves (rescan).
+//   - Due lists are per-tick buckets of root ids in 512-byte chunks, over a
+//     ring that spans the next two windows. They are never unlinked from:
+//     when a tick comes, each root on its list is looked up, and expired
+//     if it is still far and due (a root that completed, or that a RESET
+//     moved on, is simply skipped). So a root costs 8 bytes there and no
+//     work when it completes, and a wave of a million roots due together
+//     costs 8 MB of chunks, freed as the wave is expired: nothing grows
+//     in place, nothing is copied.
+//   - Timers and due lists are keyed by root, not slot, so slots move
+//     freely.
 //
-// The window is an eighth of the default timeout, or longer for big tables
-// so that a pass reads at most passSlotsPerTick slots per tick. In steady
-// traffic the near wheel then holds only the roots about to time out, and
-// the per-root cost of timeouts is one 32-bit store at INIT.
+// Each Expire call does a bounded slice of this work: it reads at most
+// ExpireScanLimit slots (the pass) and due-list buckets, examines at most
+// ExpireEntryLimit entries by timer or due list, and writes at most
+// cap(out)-len(out) outcomes; when it stops early it says more. A pass
+// that falls behind (a pause, a clock jump, Expire called too rarely)
+// catches up in further calls, expiring what it finds due as it goes. The
+// window is slots/passSlotsPerTick ticks (at least minWindow, at most a
+// quarter of the default timeout), so that a pass reads about
+// 2*passSlotsPerTick slots per tick.
 type nearTimers struct {
 	near      *timerwheel.Wheel // handle -> deadline
 	nearRoots []uint64          // handle -> root, 0 when free
 	nearFree  []uint32          // free handles, a stack
 
+	due dueLists
+
 	window    uint64 // ticks limit moves per pass
 	horizon   uint64 // the limit before the running pass (== limit when none runs)
-	limit     uint64 // deadlines before limit have near timers (see above)
+	limit     uint64 // deadlines before limit are near (see above)
 	passStart uint64 // tick the running pass began
 	scan      int    // next slot the running pass reads; -1 when none runs
+	overdue   bool   // rescan gave a near timer to an entry already due
+
+	// What the last Expire call did (tests check the limits with it).
+	call expireWork
+}
+
+// expireWork is what one Expire call did.
+type expireWork struct {
+	Slots    int // table slots and due-list buckets read
+	Entries  int // entries examined through a near timer or a due list
+	Outcomes int // outcomes written
 }
 
 const (
-	// nearInitial is the near wheel's first capacity; it doubles on demand
-	// up to MaxPending.
+	// ExpireScanLimit is the most table slots (and due-list buckets) one
+	// Expire call reads: 384 KiB of slots, read in order (tens of
+	// microseconds even from memory).
+	ExpireScanLimit = 1 << 14
+	// ExpireEntryLimit is the most entries one Expire call looks up
+	// through near timers and due lists, expired or skipped: each is a
+	// random table access (a cache miss in a large table), so 1024 of
+	// them take a fraction of a millisecond.
+	ExpireEntryLimit = 1 << 10
+
+	// nearInitial is the near wheel's first (and idle) capacity; it
+	// doubles on demand up to MaxPending+failReserve and goes back to
+	// nearInitial when it empties.
 	nearInitial = 64
-	// passSlotsPerTick bounds the table slots a pass reads per tick: a
-	// million-slot table is read once per 4 s at a 1 ms tick, 6 MB/s.
-	passSlotsPerTick = 256
+	// passSlotsPerTick sets the window: a pass over the table takes
+	// slots/passSlotsPerTick ticks at least, reading 2*passSlotsPerTick
+	// slots per tick over half the window (a million pending roots, 1.5
+	// million slots: read in 0.75 s every 1.5 s at a 1 ms tick, about 50
+	// MB/s, some 10 to 20 µs per tick). The window also sets which
+	// per-root timeouts need a near timer from the start: those under
+	// one to two windows. 1024 keeps both small: at a million pending
+	// roots with timeouts uniform in 1-60 s, about 2% of them.
+	passSlotsPerTick = 1024
+	// minWindow is the shortest window, so that small tables are not read
+	// every tick.
+	minWindow = 64
 )
 
 func (s *Shard) initNear() {
-	w := max(s.defTicks/8, uint64(s.t.slots())/passSlotsPerTick, 1)
+	w := min(max((uint64(s.t.slots())+passSlotsPerTick-1)/passSlotsPerTick, minWindow), max(s.defTicks/4, 1))
 	s.nearTimers = nearTimers{
-		near:      timerwheel.New(nearInitial, s.nowTick),
-		nearRoots: make([]uint64, nearInitial),
-		nearFree:  make([]uint32, 0, nearInitial),
-		window:    w,
-		horizon:   s.nowTick + w,
-		limit:     s.nowTick + w,
-		scan:      -1,
+		window:  w,
+		horizon: s.nowTick + w,
+		limit:   s.nowTick + w,
+		scan:    -1,
 	}
+	s.resetNearWheel()
+	// Listed deadlines lie in [cursor, limit), and limit is at most two
+	// windows past now (a pass starts a window before the old limit and
+	// sets the new one a window past it), with cursor at now+1.
+	s.due.init(2*w+2, s.nowTick+1)
+}
+
+// resetNearWheel makes the near wheel empty at its idle capacity.
+func (s *Shard) resetNearWheel() {
+	s.near = timerwheel.New(nearInitial, s.nowTick)
+	s.nearRoots = make([]uint64, nearInitial)
+	s.nearFree = make([]uint32, 0, nearInitial)
 	for h := nearInitial - 1; h >= 0; h-- {
 		s.nearFree = append(s.nearFree, uint32(h))
 	}
 }
 
-// nearBytes is the memory of the near tier.
+// nearBytes is the memory of the near tier: the near wheel with its root
+// records and free stack, and the due lists.
 func (s *Shard) nearBytes() int {
-	return s.near.Bytes() + cap(s.nearRoots)*8 + cap(s.nearFree)*4
+	return s.near.Bytes() + cap(s.nearRoots)*8 + cap(s.nearFree)*4 + s.due.bytes()
 }
 
 // expand recovers a 64-bit tick from its low 32 bits: deadlines stay within
-// 2^31 ticks of now (MaxTimeout is far fewer ticks at MinTick).
+// 2^31 ticks of now (MaxTimeout is at most 2^30 ticks at MinTick, a call
+// moves time by at most maxStepTicks, and Expire runs at least every 2^30
+// ticks).
 func (s *Shard) expand(d uint32) uint64 {
 	return uint64(int64(s.nowTick) + int64(int32(d-uint32(s.nowTick))))
 }
@@ -117,12 +178,21 @@ func (s *Shard) reachable(d uint64) uint64 {
 	return min(d, s.near.Now()+timerwheel.MaxDelay)
 }
 
-// rescan gives e a near timer if it is a far entry due before limit.
+// rescan makes sure e, which a shift just moved from the unscanned part of
+// the running pass to the scanned part, is known to be due if its deadline
+// is in the pass's window: it goes on its due list, or gets a near timer
+// if its deadline is outside the lists' span (the lists lag behind now).
 func (s *Shard) rescan(e *entry) {
-	if e.key != 0 && e.word()&flagNear == 0 {
-		if d := s.expand(uint32(e.meta)); d < s.limit {
-			e.meta = uint64(e.word()|flagNear)<<32 | uint64(s.allocNear(e.key, d))
-		}
+	if e.key == 0 || e.word()&flagNear != 0 {
+		return
+	}
+	d := s.expand(uint32(e.meta))
+	if d < s.horizon || d >= s.limit {
+		return // listed by an earlier pass, or far
+	}
+	if !s.due.add(e.key, d) {
+		e.meta = uint64(e.word()|flagNear)<<32 | uint64(s.allocNear(e.key, d))
+		s.overdue = s.overdue || d <= s.nowTick
 	}
 }
 
@@ -151,10 +221,12 @@ func (s *Shard) releaseNear(h uint32) {
 }
 
 // growNear doubles the near wheel, moving its live timers over. Handles
-// never exceed the number of entries, so it stops at MaxPending.
+// never exceed the number of entries, so it stops at MaxPending plus the
+// FAIL reserve. Only Apply grows it (a near timer at creation or RESET):
+// the pass and Expire never do.
 func (s *Shard) growNear() {
 	old := s.near
-	n := min(2*old.Capacity(), max(s.maxPending, nearInitial))
+	n := min(2*old.Capacity(), max(s.maxPending+s.failReserve, nearInitial))
 	if n <= old.Capacity() {
 		panic(fmt.Sprintf("ackcore: near wheel full at %d timers for %d entries", old.Capacity(), s.t.count))
 	}
@@ -168,24 +240,148 @@ func (s *Shard) growNear() {
 	roots := make([]uint64, n)
 	copy(roots, s.nearRoots)
 	free := make([]uint32, 0, n)
+	free = append(free, s.nearFree...)
 	for h := n - 1; h >= old.Capacity(); h-- {
 		free = append(free, uint32(h))
 	}
 	s.near, s.nearRoots, s.nearFree = w, roots, free
 }
 
-// advanceNear runs the pass logic (see nearTimers) for the current tick:
-// it starts a pass a window before limit, reads the share of the table due
-// by now, and finishes the pass at once when time has reached its horizon.
-func (s *Shard) advanceNear() {
+// Expire reports the roots whose deadline has passed, appending at most
+// cap(out)-len(out) outcomes, and returns more == true when it stopped
+// early: for lack of room, or at the end of its slice of work
+// (ExpireScanLimit slots, ExpireEntryLimit entries). Call it again then;
+// every call makes progress, so `for more { ... }` ends. A call with no
+// room at all (len(out) == cap(out)) does nothing and returns more ==
+// false: give it room. Roots that never saw INIT are dropped silently and
+// counted as orphans (rule 6).
+func (s *Shard) Expire(out []Outcome) (_ []Outcome, more bool) {
+	s.setNow()
+	s.call = expireWork{}
+	if len(out) == cap(out) {
+		return out, false
+	}
+	n := len(out)
+	out, more = s.expireNear(out)
+	if !more {
+		out, more = s.expireDue(out)
+	}
+	if !more {
+		out, more = s.advancePass(out)
+	}
+	for !more && s.overdue {
+		// Entries the pass or a removal moved behind the pass while
+		// already due got near timers (rescan) after expireNear ran.
+		s.overdue = false
+		out, more = s.expireNear(out)
+	}
+	if s.near.Len() == 0 && s.near.Capacity() > nearInitial {
+		s.resetNearWheel() // back to idle after a burst of near timers
+	}
+	s.call.Outcomes = len(out) - n
+	return out, more
+}
+
+// ExpireAll is Expire without a room limit: it appends every due outcome,
+// growing out as needed, over as many slices as it takes.
+func (s *Shard) ExpireAll(out []Outcome) []Outcome {
+	for {
+		if cap(out)-len(out) < 64 {
+			out = append(out, make([]Outcome, 64)...)[:len(out)]
+		}
+		var more bool
+		out, more = s.Expire(out)
+		if !more {
+			return out
+		}
+	}
+}
+
+// entryBudget reports whether the call may examine one more entry.
+func (s *Shard) entryBudget() bool { return s.call.Entries < ExpireEntryLimit }
+
+// scanBudget reports whether the call may read one more slot or bucket.
+func (s *Shard) scanBudget() bool { return s.call.Slots < ExpireScanLimit }
+
+// expireNear fires the near wheel's due timers.
+func (s *Shard) expireNear(out []Outcome) (_ []Outcome, more bool) {
+	for {
+		if len(out) == cap(out) || !s.entryBudget() {
+			return out, true
+		}
+		h, deadline, ok := s.near.ExpireDeadline(s.nowTick)
+		if !ok {
+			return out, false
+		}
+		s.call.Entries++
+		root := s.nearRoots[h]
+		s.releaseNear(h)
+		slot, found := s.t.find(root)
+		e := &s.t.e[slot]
+		if !found || e.word()&flagNear == 0 || uint32(e.meta) != h {
+			if invariants.Enabled {
+				panic(fmt.Sprintf("ackcore: near timer %d fired for root %#x, not in the table with that timer", h, root))
+			}
+			continue
+		}
+		e.meta = uint64(e.word()&^flagNear)<<32 | uint64(uint32(deadline)) // its timer just fired
+		out = s.expireSlot(slot, deadline, out)
+	}
+}
+
+// expireDue takes the due lists of the ticks up to now.
+func (s *Shard) expireDue(out []Outcome) (_ []Outcome, more bool) {
+	d := &s.due
+	for d.cursor <= s.nowTick {
+		if d.records == 0 {
+			d.cursor = s.nowTick + 1
+			break
+		}
+		for {
+			if len(out) == cap(out) || !s.entryBudget() {
+				return out, true
+			}
+			root, ok := d.take(d.cursor)
+			if !ok {
+				break
+			}
+			s.call.Entries++
+			slot, found := s.t.find(root)
+			if !found {
+				continue // completed, failed or expired since it was listed
+			}
+			e := &s.t.e[slot]
+			if e.word()&flagNear != 0 {
+				continue // re-armed near since
+			}
+			dl := s.expand(uint32(e.meta))
+			if dl > s.nowTick {
+				continue // a RESET moved it on: far again, or listed again
+			}
+			out = s.expireSlot(slot, dl, out)
+		}
+		if !s.scanBudget() {
+			return out, true
+		}
+		s.call.Slots++
+		d.cursor++
+	}
+	return out, false
+}
+
+// advancePass runs the pass (see nearTimers) for the current tick: it
+// starts a pass a window before limit, reads the share of the table due
+// by now, and, once time has reached the pass's horizon, reads on as far
+// as its slice allows (more == true until it is done).
+func (s *Shard) advancePass(out []Outcome) (_ []Outcome, more bool) {
 	slots := s.t.slots()
 	for {
 		if s.scan < 0 {
 			if s.nowTick+s.window < s.limit {
-				return
+				return out, false
 			}
 			s.horizon = s.limit
-			s.limit = max(s.limit, s.nowTick) + s.window
+			s.limit = max(s.limit, s.nowTick+1) + s.window
 			s.passStart = s.nowTick
 			s.scan = 0
 		}
@@ -197,13 +393,162 @@ func (s *Shard) advanceNear() {
 			}
 		}
 		es := s.t.e
-		for ; s.scan < target; s.scan++ {
-			s.rescan(&es[s.scan])
+		for s.scan < target {
+			if !s.scanBudget() {
+				return out, true
+			}
+			s.call.Slots++
+			e := &es[s.scan]
+			if e.key == 0 || e.word()&flagNear != 0 {
+				s.scan++
+				continue
+			}
+			d := s.expand(uint32(e.meta))
+			if d < s.horizon || d >= s.limit {
+				s.scan++ // listed by an earlier pass, or far
+				continue
+			}
+			if d > s.nowTick {
+				if !s.due.add(e.key, d) {
+					panic(fmt.Sprintf("ackcore: deadline %d outside the due lists [%d, %d)", d, s.due.cursor, s.due.cursor+uint64(len(s.due.buckets))))
+				}
+				s.scan++
+				continue
+			}
+			// Already due: the pass is behind. Expire it here; the shift
+			// brings the next entry into this slot.
+			if e.word()&flagInit != 0 && len(out) == cap(out) {
+				return out, true
+			}
+			out = s.expireSlot(s.scan, d, out)
 		}
 		if s.scan < slots {
-			return
+			return out, false
 		}
 		s.scan = -1
 		s.horizon = s.limit
+		s.trimTiming()
+	}
+}
+
+// expireSlot expires the entry in slot, due at tick deadline and without a
+// near timer: Failed{timeout} with its latency if it saw INIT, else an
+// orphan.
+func (s *Shard) expireSlot(slot int, deadline uint64, out []Outcome) []Outcome {
+	e := &s.t.e[slot]
+	if w := e.word(); w&flagInit != 0 {
+		start, _ := s.startTimeout(slot, e, deadline)
+		s.stats.FailedTimeout++
+		out = append(out, Outcome{Root: e.key, Task: w & taskMask, Kind: Failed, Reason: ReasonTimeout, Latency: s.latency(start)})
+	} else {
+		s.stats.Orphans++
+	}
+	s.dropEntry(slot)
+	return out
+}
+
+// dueLists are per-tick lists of roots (see nearTimers), over a ring of
+// buckets for the ticks [cursor, cursor+len(buckets)).
+type dueLists struct {
+	buckets []dueBucket // a power of two
+	cursor  uint64      // the first tick whose bucket is not yet taken
+	records int         // roots listed and not yet taken
+	chunks  int         // chunks held, in lists and in the pool
+	pool    []*dueChunk // free chunks, at most dueReserve
+}
+
+type dueBucket struct{ first, last *dueChunk }
+
+// dueChunk holds up to dueChunkLen roots: 512 bytes.
+type dueChunk struct {
+	roots      [dueChunkLen]uint64
+	head, tail int32 // roots[head:tail] are listed
+	next       *dueChunk
+}
+
+const (
+	dueChunkLen = 62
+	// dueReserve is the most free chunks kept for reuse while the lists
+	// hold anything; once they are empty none are kept.
+	dueReserve = 8
+)
+
+func (d *dueLists) init(span, cursor uint64) {
+	n := 1
+	for uint64(n) < span {
+		n <<= 1
+	}
+	*d = dueLists{buckets: make([]dueBucket, n), cursor: cursor}
+}
+
+// add lists root for tick t, unless t is outside the ring's span.
+func (d *dueLists) add(root, t uint64) bool {
+	if t < d.cursor || t-d.cursor >= uint64(len(d.buckets)) {
+		return false
+	}
+	b := &d.buckets[t&uint64(len(d.buckets)-1)]
+	c := b.last
+	if c == nil || c.tail == dueChunkLen {
+		if n := len(d.pool); n > 0 {
+			c, d.pool = d.pool[n-1], d.pool[:n-1]
+		} else {
+			c = new(dueChunk)
+			d.chunks++
+		}
+		if b.last == nil {
+			b.first = c
+		} else {
+			b.last.next = c
+		}
+		b.last = c
+	}
+	c.roots[c.tail] = root
+	c.tail++
+	d.records++
+	return true
+}
+
+// take removes and returns a root listed for tick t.
+func (d *dueLists) take(t uint64) (uint64, bool) {
+	b := &d.buckets[t&uint64(len(d.buckets)-1)]
+	c := b.first
+	if c == nil {
+		return 0, false
+	}
+	root := c.roots[c.head]
+	if c.head++; c.head == c.tail {
+		if b.first = c.next; b.first == nil {
+			b.last = nil
+		}
+		*c = dueChunk{}
+		if len(d.pool) < dueReserve {
+			d.pool = append(d.pool, c)
+		} else {
+			d.chunks-- // released to the garbage collector
+		}
+	}
+	if d.records--; d.records == 0 {
+		// Empty: release the spare chunks too, so that after a wave the
+		// lists are back to their idle size.
+		d.chunks -= len(d.pool)
+		d.pool = nil
+	}
+	return root, true
+}
+
+// bytes is the memory the due lists hold.
+func (d *dueLists) bytes() int {
+	return len(d.buckets)*16 + d.chunks*512 + cap(d.pool)*8
+}
+
+// each calls f for every listed root and its tick (verify).
+func (d *dueLists) each(f func(root, tick uint64)) {
+	for i := range uint64(len(d.buckets)) {
+		t := d.cursor + (i-d.cursor)&uint64(len(d.buckets)-1)
+		for c := d.buckets[i].first; c != nil; c = c.next {
+			for _, r := range c.roots[c.head:c.tail] {
+				f(r, t)
+			}
+		}
 	}
 }

@@ -1,8 +1,6 @@
 package ackcore
 
 import (
-	"crypto/rand"
-	"encoding/binary"
 	"fmt"
 	"math/bits"
 	"time"
@@ -32,14 +30,15 @@ const (
 
 // prefetchAbove is the table size past which Apply prefetches a chunk's
 // lines ahead: below it the table lives in L2 and the prefetch pass only
-// adds instructions (MEASURING.md: 1 MiB random loads take 9.5 ns, 16 MiB
-// 145 ns).
+// adds instructions (measured on a 2-vCPU Zen 5 VM: dependent random loads
+// take 9.5 ns over 1 MiB, 145 ns over 16 MiB).
 const prefetchAbove = 1 << 20
 
 // Config configures a Shard.
 type Config struct {
 	// MaxPending bounds the entries pending at once, with or without INIT
-	// (SEMANTICS rule 10). Required. The table is allocated for it up front.
+	// (rule 10 of docs/semantics.md). Required. The table is allocated for
+	// it up front.
 	MaxPending int
 	// Timeout is the default per-root timeout; 0 means DefaultTimeout.
 	Timeout time.Duration
@@ -49,12 +48,20 @@ type Config struct {
 	Clock Clock
 	// Fold selects batch folding.
 	Fold FoldMode
-	// Seed seeds the table's hash; 0 draws one from crypto/rand.
+	// MaxBytes is the memory budget: NewShard refuses a configuration whose
+	// worst case (Bytes) exceeds it, before allocating anything. 0 means
+	// DefaultMaxBytes.
+	MaxBytes int64
+	// Seed fixes the table's hash keys, for reproducible tests and
+	// benchmarks. 0, the default, draws secret keys from crypto/rand: keep
+	// it so wherever root ids may come from outside, since roots chosen
+	// with the keys known can all share one home slot (see hash.go).
 	Seed uint64
 }
 
 // MaxPendingLimit is the largest MaxPending a shard accepts: near-wheel
-// timer handles (at most one per entry) are 32-bit.
+// timer handles (at most one per entry) are 32-bit. The memory budget
+// (Config.MaxBytes) is usually the tighter limit.
 const MaxPendingLimit = timerwheel.MaxCapacity / maxLoadDen * maxLoadNum
 
 // MinTick is the finest Tick a shard accepts: the longest timeout,
@@ -62,8 +69,17 @@ const MaxPendingLimit = timerwheel.MaxCapacity / maxLoadDen * maxLoadNum
 // and a deadline stored as a 32-bit tick must be recovered exactly.
 const MinTick = 100 * time.Microsecond
 
+// DefaultMaxBytes is the memory budget of a shard whose Config.MaxBytes is
+// 0: 1 GiB, enough for MaxPending 6.9 million at the worst case
+// Config.Bytes counts (155 bytes a root); on the common paths such a shard
+// holds about 250 MB.
+const DefaultMaxBytes = 1 << 30
+
 // Validate checks c, with an error naming the bad value. NewShard calls it;
 // an embedder that builds shards later (the sharded acker) calls it first.
+// It allocates nothing: a configuration whose memory bound (Bytes) exceeds
+// its budget (MaxBytes) is refused with both figures before anything is
+// allocated.
 func (c *Config) Validate() error {
 	if c.MaxPending <= 0 || c.MaxPending > MaxPendingLimit {
 		return fmt.Errorf("ackcore: MaxPending %d out of range [1, %d]", c.MaxPending, MaxPendingLimit)
@@ -83,14 +99,44 @@ func (c *Config) Validate() error {
 	if c.Fold > FoldOn {
 		return fmt.Errorf("ackcore: unknown Fold mode %d", c.Fold)
 	}
+	if c.MaxBytes < 0 {
+		return fmt.Errorf("ackcore: MaxBytes %d is negative", c.MaxBytes)
+	}
+	if b, budget := c.Bytes(), c.maxBytes(); b > budget {
+		return fmt.Errorf("ackcore: MaxPending %d needs up to %d bytes (%d for the table, allocated up front), over the memory budget MaxBytes %d", c.MaxPending, b, c.tableBytes(), budget)
+	}
 	return nil
 }
 
-// custom holds what an entry cannot derive from its deadline: a start time
-// moved away from deadline-timeout by RESET, or a per-root timeout.
-type custom struct {
-	start   uint64 // the INIT's start tick (see nowStart)
-	timeout int64  // the root's timeout in ns
+func (c *Config) maxBytes() int64 {
+	if c.MaxBytes == 0 {
+		return DefaultMaxBytes
+	}
+	return c.MaxBytes
+}
+
+// tableBytes is the slot array NewShard allocates up front for c.
+func (c *Config) tableBytes() int64 {
+	return int64(tableSlots(c.MaxPending)) * entryBytes
+}
+
+// Bytes is the most memory a shard with configuration c can hold, checked
+// against MaxBytes before anything is allocated: the slot array (24 bytes
+// a slot, 1.5 slots per pending root, allocated up front) and the ext
+// array (2 bytes a slot); for every entry it may hold (MaxPending and the
+// FAIL reserve), at worst, a near-wheel timer (24 bytes), two due-list
+// records (8 bytes each, 9 with their chunk) and a side-table record (24
+// bytes, 72 at the table's lowest load); the FAIL filter; and 64 KiB for
+// the fixed parts (wheel sentinels, due-list buckets, spare chunks). On
+// the common paths (default or in-slot timing, deadlines far away) a shard
+// holds about 36 bytes per pending root, 39 with per-root timeouts or
+// RESETs; TableBytes says what it holds.
+func (c *Config) Bytes() int64 {
+	entries := int64(c.MaxPending + failReserveFor(c.MaxPending))
+	slots := int64(tableSlots(c.MaxPending))
+	const perEntry = timerwheel.NodeBytes + 8 + 4 + 2*9 + 3*sideRecBytes
+	const fixed = 64 << 10
+	return slots*(entryBytes+2) + entries*perEntry + int64(filterBits(c.MaxPending))/4 + fixed
 }
 
 // Shard is a single-writer acker: one goroutine owns it and calls Apply and
@@ -98,25 +144,38 @@ type custom struct {
 type Shard struct {
 	t          table
 	clock      Clock
-	custom     map[uint64]custom // roots with flagCustom; rare (RESET, per-root timeouts)
-	nearTimers                   // deadlines due soon (near.go)
+	timing                // start and timeout beside the deadline (timing.go)
+	nearTimers            // deadlines due soon (near.go)
+	fails      failFilter // FAILs over the bound (failfilter.go)
 
-	tickNs     int64
-	defNs      int64  // default timeout, ns
-	defTicks   uint64 // default timeout in whole ticks, rounded up
-	maxPending int
-	fold       FoldMode
+	tickNs      int64
+	defNs       int64  // default timeout, ns
+	defTicks    uint64 // default timeout in whole ticks
+	defMs       uint32 // the default timeout in ms when that is whole (a TimeoutMs that asks for the default), else 0
+	maxPending  int
+	failReserve int // entries FAILs may make beyond maxPending
+	fold        FoldMode
 
 	// Per-call time, set at the top of Apply and Expire.
 	nowNs       int64
 	nowTick     uint64
 	defDeadline uint64 // deadlineAfter(defNs) at nowNs
+	skewNs      int64  // how far the shard's time lags the clock's (jumps beyond maxStepTicks)
 
 	stats    Stats
 	fs       *foldScratch
 	prefetch bool                     // prefetch table lines a chunk ahead (large tables only)
 	hs       [2][prefetchChunk]uint64 // home slots of the chunk being applied and the next
 }
+
+// maxStepTicks is the most a shard's time moves in one call. A clock that
+// jumps further (a machine suspended for weeks) is taken to have jumped
+// this far: every root pending at the jump times out (no deadline is 2^29
+// ticks away: MaxTimeout is at most 2^30 ticks at MinTick, 2^27 at 1 ms),
+// none times out early, and the 32-bit deadlines in the table, recovered
+// relative to now, stay unambiguous. Latencies that span the jump are
+// understated by the excess.
+const maxStepTicks = 1 << 29
 
 // NewShard makes a shard, allocating its table for cfg.MaxPending entries.
 func NewShard(cfg Config) (*Shard, error) {
@@ -132,22 +191,24 @@ func NewShard(cfg Config) (*Shard, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = NewMonotonicClock()
 	}
-	if cfg.Seed == 0 {
-		var b [8]byte
-		_, _ = rand.Read(b[:])
-		cfg.Seed = binary.LittleEndian.Uint64(b[:]) | 1
-	}
 	s := &Shard{
-		t:          newTable(cfg.MaxPending, cfg.Seed),
-		clock:      cfg.Clock,
-		custom:     make(map[uint64]custom),
-		tickNs:     int64(cfg.Tick),
-		defNs:      int64(cfg.Timeout),
-		maxPending: cfg.MaxPending,
-		fold:       cfg.Fold,
+		t:           newTable(cfg.MaxPending, newKeys(cfg.Seed)),
+		clock:       cfg.Clock,
+		tickNs:      int64(cfg.Tick),
+		defNs:       int64(cfg.Timeout),
+		maxPending:  cfg.MaxPending,
+		failReserve: failReserveFor(cfg.MaxPending),
+		fold:        cfg.Fold,
 	}
-	s.defTicks = uint64((s.defNs + s.tickNs - 1) / s.tickNs)
+	s.side.keys = &s.t.keys
+	s.defTicks = uint64(s.defNs / s.tickNs)
+	if s.defNs%int64(time.Millisecond) == 0 {
+		s.defMs = uint32(s.defNs / int64(time.Millisecond))
+	}
+	s.nowNs = max(int64(s.clock.Now()), 0)
 	s.setNow()
+	s.fails.span = max(s.defTicks, 1)
+	s.fails.gen = s.nowTick / s.fails.span
 	s.initNear()
 	if cfg.Fold == FoldOn {
 		s.fs = new(foldScratch)
@@ -157,17 +218,26 @@ func NewShard(cfg Config) (*Shard, error) {
 }
 
 func (s *Shard) setNow() {
-	ns := int64(s.clock.Now())
-	if ns < 0 {
-		ns = 0
-	}
+	ns := int64(s.clock.Now()) - s.skewNs
 	if ns < s.nowNs {
 		ns = s.nowNs // a clock that steps back: time stands still
+	}
+	if step, most := ns-s.nowNs, maxStepTicks*s.tickNs; step > most {
+		s.skewNs += step - most // a jump: see maxStepTicks
+		ns = s.nowNs + most
 	}
 	s.nowNs = ns
 	s.nowTick = uint64(ns / s.tickNs)
 	s.defDeadline = uint64((ns + s.defNs + s.tickNs - 1) / s.tickNs)
+	if s.fails.active() {
+		s.fails.rotate(s.nowTick)
+	}
 }
+
+// fastInit reports whether INITs of new roots may take the fast paths: the
+// default deadline is far (no near timer needed) and no FAIL is held in
+// the filter (every INIT would have to be checked).
+func (s *Shard) fastInit() bool { return s.defDeadline >= s.limit && !s.fails.active() }
 
 // deadlineAfter is the tick at which a timeout of ns started now expires:
 // the first tick boundary at or after now+ns, so a root never times out
@@ -195,52 +265,84 @@ func (s *Shard) Pending() int { return s.t.count }
 // MaxPending is the configured bound.
 func (s *Shard) MaxPending() int { return s.maxPending }
 
-// TableBytes is the memory the shard holds for its table and timers.
-func (s *Shard) TableBytes() int { return s.t.bytes() + s.nearBytes() }
+// TableBytes is the memory the shard holds now: the table, the ext array
+// and side map (timing.go), the near wheel and due lists (near.go) and the
+// FAIL filter. (Folding adds a fixed 5 KiB of scratch.)
+func (s *Shard) TableBytes() int {
+	return s.t.bytes() + s.timingBytes() + s.nearBytes() + s.fails.bytes()
+}
 
 // cur is one root's entry while a group of its messages is applied: loaded
 // from the table once, stepped per message, stored once.
 type cur struct {
-	root     uint64
-	slot     int  // the entry's slot when inTable, else the empty slot its probe ended at
-	inTable  bool // the table held the entry when the group began
-	live     bool // the entry exists now
-	resched  bool // deadline must be (re)armed on store
-	val      uint64
-	word     uint32 // task | flags; flagNear is the table's, not cur's
-	deadline uint64
+	root    uint64
+	slot    int  // the entry's slot when inTable, else the empty slot its probe ended at
+	inTable bool // the table held the entry when the group began
+	live    bool // the entry exists now
+	resched bool // deadline, start or timeout changed: rewrite them on store
+	timed   bool // deadline, start and timeout hold the entry's timing
+	val     uint64
+	word    uint32 // flagInit | task, or flagFailed; the other bits are the table's
+
+	deadline uint64 // tick
+	start    uint64 // tick: the INIT's, or the entry's creation without INIT
+	timeout  int64  // ns
 }
 
 // load begins a group: one probe for root.
 func (s *Shard) load(c *cur, root uint64) {
 	slot, found := s.t.find(root)
+	s.loadAt(c, root, slot, found)
+}
+
+// loadAt begins a group for root whose probe ended at slot.
+func (s *Shard) loadAt(c *cur, root uint64, slot int, found bool) {
 	*c = cur{root: root, slot: slot, inTable: found, live: found}
 	if found {
 		e := &s.t.e[slot]
-		c.val, c.word = e.val, e.word()
+		c.val, c.word = e.val, e.word()&(flagInit|taskMask)
 	}
+}
+
+// timing fills c's deadline, start and timeout from the table, if not
+// already known.
+func (s *Shard) loadTiming(c *cur) {
+	if c.timed || !c.inTable {
+		return
+	}
+	e := &s.t.e[c.slot]
+	c.deadline = s.deadlineOf(e)
+	c.start, c.timeout = s.startTimeout(c.slot, e, c.deadline)
+	c.timed = true
+}
+
+// begin sets c's timing for a (re)start now with the given timeout, with
+// start as the start tick.
+func (s *Shard) begin(c *cur, start uint64, timeout int64) {
+	c.start, c.timeout, c.deadline = start, timeout, s.deadlineAfter(timeout)
+	c.resched, c.timed = true, true
 }
 
 // store ends a group: it writes c back, removes it, or inserts it.
 func (s *Shard) store(c *cur) {
-	e := &s.t.e[c.slot]
 	switch {
 	case c.inTable && c.live:
+		e := &s.t.e[c.slot]
 		e.val = c.val
-		keep := flagNear | distMask // the table's, not cur's
-		e.meta = uint64(c.word&^keep|e.word()&keep)<<32 | e.meta&0xffffffff
+		keep := ^(flagInit | taskMask)
+		e.meta = uint64(c.word|e.word()&keep)<<32 | e.meta&0xffffffff
 		if c.resched {
+			s.setTiming(c.slot, e, c.deadline, c.start, c.timeout)
 			s.setDeadline(e, c.deadline)
 		}
 	case c.inTable:
-		if e.word()&flagNear != 0 {
-			s.freeNear(uint32(e.meta))
-		}
-		s.removeSlot(c.slot)
+		s.dropEntry(c.slot)
 	case c.live:
-		e = &s.t.e[s.insertSlot(c.root, uint64(c.slot))]
+		slot := int(s.insertSlot(c.root, uint64(c.slot)))
+		e := &s.t.e[slot]
 		e.val = c.val
-		e.meta |= uint64(c.word&^(flagNear|distMask)) << 32
+		e.meta |= uint64(c.word) << 32
+		s.setTiming(slot, e, c.deadline, c.start, c.timeout)
 		s.setDeadline(e, c.deadline)
 	}
 	if invariants.Enabled {
@@ -248,12 +350,23 @@ func (s *Shard) store(c *cur) {
 	}
 }
 
+// dropEntry removes the entry in slot with what it keeps elsewhere: its
+// near timer, its ext or side-map timing.
+func (s *Shard) dropEntry(slot int) {
+	e := &s.t.e[slot]
+	if e.word()&flagNear != 0 {
+		s.freeNear(uint32(e.meta))
+	}
+	s.dropTiming(e)
+	s.removeSlot(slot)
+}
+
 // removeSlot empties slot i and restores Robin Hood order: the entries
 // after the hole move back one slot each, up to an empty slot or an entry
-// in its home slot.
+// in its home slot. ext moves with them.
 func (s *Shard) removeSlot(i int) {
 	t := &s.t
-	es, n := t.e, t.n
+	es, n, ext := t.e, t.n, s.ext
 	hole := uint64(i)
 	for {
 		j := hole + 1
@@ -266,6 +379,9 @@ func (s *Shard) removeSlot(i int) {
 			break
 		}
 		es[hole] = *e
+		if ext != nil {
+			ext[hole] = ext[j]
+		}
 		if d < distSat || t.distAt(hole) < distSat {
 			es[hole].meta -= distOne
 		}
@@ -280,13 +396,18 @@ func (s *Shard) removeSlot(i int) {
 
 // shiftUp moves the entries in slots p up to z-1 (going round the end)
 // one slot forward, into the empty slot z, adding one to each distance.
-func shiftUp(es []entry, p, z uint64) {
+// ext moves with them.
+func (s *Shard) shiftUp(p, z uint64) {
+	es, ext := s.t.e, s.ext
 	for q := z; q != p; {
 		pq := q - 1
 		if q == 0 {
 			pq = uint64(len(es)) - 1
 		}
 		es[q] = es[pq]
+		if ext != nil {
+			ext[q] = ext[pq]
+		}
 		if es[q].storedDist() < distSat {
 			es[q].meta += distOne
 		}
@@ -309,7 +430,7 @@ func (s *Shard) insertSlot(root, z uint64) uint64 {
 			p = 0
 		}
 	}
-	shiftUp(es, p, z)
+	s.shiftUp(p, z)
 	if p > z && s.scan > 0 {
 		s.rescan(&es[0]) // moved round the end, behind a running pass
 	}
@@ -318,34 +439,11 @@ func (s *Shard) insertSlot(root, z uint64) uint64 {
 	return p
 }
 
-// currentDeadline is c's deadline as of now in the group.
-func (s *Shard) currentDeadline(c *cur) uint64 {
-	if c.resched || !c.inTable {
-		return c.deadline
-	}
-	return s.deadlineOf(&s.t.e[c.slot])
-}
-
-// nowStart is the start tick recorded for an INIT now: the tick boundary at
-// or after now, the same rounding deadlineAfter uses, so that a default
-// entry's start is exactly its deadline minus the default timeout.
+// nowStart is the start tick recorded for an INIT (or a creation) now: the
+// tick boundary at or after now, the same rounding deadlineAfter uses, so
+// that a default entry's start is exactly its deadline minus the default
+// timeout.
 func (s *Shard) nowStart() uint64 { return uint64((s.nowNs + s.tickNs - 1) / s.tickNs) }
-
-// start is the tick boundary at or after c's INIT.
-func (s *Shard) start(c *cur) uint64 {
-	if c.word&flagCustom != 0 {
-		return s.custom[c.root].start
-	}
-	return s.currentDeadline(c) - s.defTicks
-}
-
-// timeoutNs is c's timeout.
-func (s *Shard) timeoutNs(c *cur) int64 {
-	if c.word&flagCustom != 0 {
-		return s.custom[c.root].timeout
-	}
-	return s.defNs
-}
 
 // latency is the time since an INIT whose start tick is start. The INIT
 // happened within the tick before start, so half a tick is added back: the
@@ -358,77 +456,69 @@ func (s *Shard) latency(start uint64) time.Duration {
 	return time.Duration(d)
 }
 
-// create makes c a new entry (rule 7 when word has no flagInit), unless the
-// bound is reached; store inserts it.
-func (s *Shard) create(c *cur, val uint64, word uint32, timeoutNs int64) bool {
-	if !c.inTable && s.t.count >= s.maxPending {
+// create makes c a new entry (rule 7 when the message is not an INIT),
+// unless bound entries exist already; store inserts it. The caller sets
+// its val, word and timing.
+func (s *Shard) create(c *cur, bound int) bool {
+	if !c.inTable && s.t.count >= bound {
 		return false
 	}
-	c.live, c.val, c.word = true, val, word
-	c.resched, c.deadline = true, s.deadlineAfter(timeoutNs)
+	c.live = true
 	return true
 }
 
-// kill removes c's entry (on store) and forgets its custom data.
+// kill removes c's entry (on store).
 func (s *Shard) kill(c *cur) {
-	if c.word&flagCustom != 0 {
-		delete(s.custom, c.root)
-	}
 	c.live = false
 	c.resched = false
 }
 
-// setCustom records c's start tick and timeout in the side map.
-func (s *Shard) setCustom(c *cur, start uint64, timeoutNs int64) {
-	c.word |= flagCustom
-	s.custom[c.root] = custom{start: start, timeout: timeoutNs}
-}
+// msgTimeout is the timeout m asks for in ns, 0 for none.
+func msgTimeout(m *Msg) int64 { return int64(m.TimeoutMs) * int64(time.Millisecond) }
 
 // step applies one message to c, appending any outcome to out. It is the
-// whole of SEMANTICS.md's rules for one message; the batch paths only
-// decide how messages are grouped around it.
+// whole of the contract's rules for one message (docs/semantics.md); the
+// batch paths only decide how messages are grouped around it.
 func (s *Shard) step(c *cur, m *Msg, out []Outcome) []Outcome {
-	if m.Root == 0 || m.Kind == 0 || m.Kind > Reset || m.TimeoutMs > maxTimeoutMs || (m.Kind == Init && m.Task > MaxTask) {
+	if !m.Valid() {
 		s.stats.RefusedInvalid++
-		task := NoTask
-		if m.Kind == Init && m.Task <= MaxTask {
-			task = m.Task
-		}
-		return append(out, Outcome{Root: m.Root, Task: task, Kind: Refused, Reason: ReasonInvalid})
+		return append(out, m.InvalidOutcome())
 	}
 	switch m.Kind {
 	case Init:
 		s.stats.Inits++
-		to := s.defNs
-		if m.TimeoutMs != 0 {
-			to = int64(m.TimeoutMs) * int64(time.Millisecond)
-		}
+		to := msgTimeout(m)
 		if !c.live {
+			if s.fails.active() && s.fails.has(mix(m.Root, &s.t.keys)) { // rule 3: a FAIL held at the bound
+				s.stats.FailedExplicit++
+				return append(out, Outcome{Root: m.Root, Task: m.Task, Kind: Failed, Reason: ReasonExplicit})
+			}
 			if m.Val == 0 { // rule 4: a tuple with no recipients; nothing to track
 				s.stats.Completed++
 				return append(out, Outcome{Root: m.Root, Task: m.Task, Kind: Completed})
 			}
-			if !s.create(c, m.Val, flagInit|m.Task, to) {
+			if !s.create(c, s.maxPending) {
 				s.stats.FailedFull++
 				return append(out, Outcome{Root: m.Root, Task: m.Task, Kind: Failed, Reason: ReasonFull})
 			}
-			if m.TimeoutMs != 0 {
-				s.setCustom(c, s.nowStart(), to)
+			if to == 0 {
+				to = s.defNs
 			}
+			c.val, c.word = m.Val, flagInit|m.Task
+			s.begin(c, s.nowStart(), to)
 			return out
 		}
 		// The entry exists: made by earlier ACK/FAIL/RESET, or a repeated INIT.
-		if m.TimeoutMs == 0 && c.word&flagCustom != 0 {
-			to = s.custom[c.root].timeout // a timeout a RESET set before the INIT
+		s.loadTiming(c)
+		if to == 0 {
+			to = c.timeout // the default, or a timeout a RESET set before the INIT
 		}
+		failed := c.word&flagInit == 0 && (c.word&flagFailed != 0 || s.fails.active() && s.fails.has(mix(m.Root, &s.t.keys)))
 		c.val ^= m.Val
-		c.word = c.word&^taskMask | flagInit | m.Task
-		c.resched, c.deadline = true, s.deadlineAfter(to)
-		if to != s.defNs || c.word&flagCustom != 0 {
-			s.setCustom(c, s.nowStart(), to)
-		}
+		c.word = flagInit | m.Task
+		s.begin(c, s.nowStart(), to)
 		switch {
-		case c.word&flagFailed != 0: // rule 3: the FAIL that came first wins
+		case failed: // rule 3: the FAIL that came first wins
 			s.kill(c)
 			s.stats.FailedExplicit++
 			return append(out, Outcome{Root: m.Root, Task: m.Task, Kind: Failed, Reason: ReasonExplicit})
@@ -442,15 +532,18 @@ func (s *Shard) step(c *cur, m *Msg, out []Outcome) []Outcome {
 	case Ack:
 		s.stats.Acks++
 		if !c.live {
-			if !s.create(c, m.Val, 0, s.defNs) {
+			if !s.create(c, s.maxPending) {
 				s.stats.RefusedFull++
 				return append(out, Outcome{Root: m.Root, Task: NoTask, Kind: Refused, Reason: ReasonFull})
 			}
+			c.val, c.word = m.Val, 0
+			s.begin(c, s.nowStart(), s.defNs)
 			return out
 		}
 		c.val ^= m.Val
 		if c.val == 0 && c.word&flagInit != 0 {
-			lat := s.latency(s.start(c))
+			s.loadTiming(c)
+			lat := s.latency(c.start)
 			task := c.word & taskMask
 			s.kill(c)
 			s.stats.Completed++
@@ -461,17 +554,26 @@ func (s *Shard) step(c *cur, m *Msg, out []Outcome) []Outcome {
 	case Fail:
 		s.stats.Fails++
 		if !c.live {
-			if !s.create(c, 0, flagFailed, s.defNs) {
-				s.stats.RefusedFull++
-				return append(out, Outcome{Root: m.Root, Task: NoTask, Kind: Refused, Reason: ReasonFull})
+			if !s.create(c, s.maxPending+s.failReserve) {
+				// Rule 3 at the bound: held in the filter, never lost.
+				s.fails.rotate(s.nowTick) // its generation may be stale while it was empty
+				s.fails.add(mix(m.Root, &s.t.keys), filterBits(s.maxPending))
+				s.stats.FailsFiltered++
+				return out
 			}
+			if !c.inTable && s.t.count >= s.maxPending {
+				s.stats.FailsReserved++
+			}
+			c.val, c.word = 0, flagFailed // remembered until the INIT (rule 3) or expiry (rule 6)
+			s.begin(c, s.nowStart(), s.defNs)
 			return out
 		}
 		if c.word&flagInit == 0 {
-			c.word |= flagFailed // remembered until the INIT (rule 3) or expiry (rule 6)
+			c.word |= flagFailed
 			return out
 		}
-		lat := s.latency(s.start(c))
+		s.loadTiming(c)
+		lat := s.latency(c.start)
 		task := c.word & taskMask
 		s.kill(c)
 		s.stats.FailedExplicit++
@@ -479,37 +581,27 @@ func (s *Shard) step(c *cur, m *Msg, out []Outcome) []Outcome {
 
 	default: // Reset
 		s.stats.Resets++
-		to := int64(m.TimeoutMs) * int64(time.Millisecond)
+		to := msgTimeout(m)
 		if !c.live {
-			if to == 0 {
-				to = s.defNs
-			}
-			if !s.create(c, 0, 0, to) {
+			if !s.create(c, s.maxPending) {
 				s.stats.RefusedFull++
 				return append(out, Outcome{Root: m.Root, Task: NoTask, Kind: Refused, Reason: ReasonFull})
 			}
-			if to != s.defNs {
-				s.setCustom(c, 0, to)
+			if to == 0 {
+				to = s.defNs
 			}
+			c.val, c.word = 0, 0
+			s.begin(c, s.nowStart(), to)
 			return out
 		}
+		s.loadTiming(c)
 		if to == 0 {
-			to = s.timeoutNs(c)
+			to = c.timeout
 		}
-		if c.word&flagCustom == 0 && (to != s.defNs || c.word&flagInit != 0) {
-			// The deadline moves away from start+default: keep start aside.
-			s.setCustom(c, s.currentDeadline(c)-s.defTicks, to)
-		} else if c.word&flagCustom != 0 {
-			cu := s.custom[c.root]
-			cu.timeout = to
-			s.custom[c.root] = cu
-		}
-		c.resched, c.deadline = true, s.deadlineAfter(to)
+		s.begin(c, c.start, to) // the start stays: latency runs from the INIT (or the creation)
 		return out
 	}
 }
-
-const maxTimeoutMs = uint32(MaxTimeout / time.Millisecond)
 
 // Apply applies msgs in order and appends the outcomes they cause to out,
 // which it returns. Each message causes at most one outcome, so an out with
@@ -526,7 +618,7 @@ func (s *Shard) Apply(msgs []Msg, out []Outcome) []Outcome {
 	// call, which nothing prefetched ahead, are few.
 	if !s.prefetch {
 		if haveAckRun {
-			return s.applyRun(msgs, out)
+			return s.applyRun(msgs, nil, out)
 		}
 		return s.applyChunk(msgs, nil, out)
 	}
@@ -545,7 +637,7 @@ func (s *Shard) Apply(msgs []Msg, out []Outcome) []Outcome {
 			s.homes(next, &s.hs[cur^1])
 		}
 		if haveAckRun {
-			out = s.applyRun(chunk, out)
+			out = s.applyRun(chunk, &s.hs[cur], out)
 		} else {
 			out = s.applyChunk(chunk, &s.hs[cur], out)
 		}
@@ -560,9 +652,9 @@ const firstChunk = 8
 // homes computes the home slot of each message of chunk into hs and, for
 // tables larger than L2, prefetches the lines of their probe windows.
 func (s *Shard) homes(chunk []Msg, hs *[prefetchChunk]uint64) {
-	seed, n := s.t.seed, s.t.n
+	k, n := s.t.keys, s.t.n
 	for i := range chunk {
-		hs[i], _ = bits.Mul64((chunk[i].Root^seed)*hashMul, n)
+		hs[i], _ = bits.Mul64(mix(chunk[i].Root, &k), n)
 	}
 	if s.prefetch && len(chunk) > 0 {
 		prefetchSlots(&s.t.e[0], &hs[0], len(chunk))
@@ -583,7 +675,7 @@ func (s *Shard) applyChunk(chunk []Msg, hs *[prefetchChunk]uint64, out []Outcome
 			return out
 		}
 		m := &chunk[i]
-		if e := &s.t.e[slot]; m.Kind == Ack && e.key != 0 && e.word()&(flagInit|flagCustom|flagNear) == flagInit {
+		if e := &s.t.e[slot]; m.Kind == Ack && e.key != 0 && e.word()&(flagInit|kindMask|flagNear) == flagInit {
 			// The ACK that completes a root with the default timeout and
 			// no near timer (fastPath stops at completing ACKs only): what
 			// step and store would do, without loading a cur.
@@ -606,17 +698,18 @@ func (s *Shard) applyChunk(chunk []Msg, hs *[prefetchChunk]uint64, out []Outcome
 // message is one of the two
 // kinds that make nearly all traffic and touch nothing but their slot: an
 // ACK to an existing entry that does not complete it (writes one val), and
-// an INIT of a new root with the default timeout, far from due (writes one
-// slot). It returns the index of the first message it did not apply
+// an INIT of a new root with the default timeout (TimeoutMs 0 or equal to
+// the default), far from due (writes one slot). It returns the index of the first message it did not apply
 // (len(chunk) if none) and the slot where that message's probe ended. It
 // calls nothing, so that its loop keeps everything in registers.
 //
 // hs holds the chunk's home slots, computed (and prefetched) a chunk
 // ahead; nil means fastPath hashes each root itself.
 func (s *Shard) fastPath(chunk []Msg, hs *[prefetchChunk]uint64, i int) (next int, slot uint64) {
-	es, seed := s.t.e, s.t.seed
+	es, k := s.t.e, s.t.keys
 	n := uint64(len(es))
 	acks := uint64(0)
+	fastInit := s.fastInit()
 	for ; i < len(chunk); i++ {
 		m := &chunk[i]
 		root := m.Root
@@ -624,13 +717,14 @@ func (s *Shard) fastPath(chunk []Msg, hs *[prefetchChunk]uint64, i int) (next in
 			break
 		}
 		// The probe, from the home slot to the root or the first empty
-		// slot, written out here (MEASURING.md: an inlined probe nearly
-		// doubles throughput at large tables).
+		// slot, written out here (an inlined probe nearly doubles
+		// throughput at large tables: the loop keeps more probes in
+		// flight).
 		var j uint64
 		if hs != nil {
 			j = hs[i&(prefetchChunk-1)]
 		} else {
-			j, _ = bits.Mul64((root^seed)*hashMul, n)
+			j, _ = bits.Mul64(mix(root, &k), n)
 		}
 		if j+probeWindow <= n {
 			// The first probeWindow slots, compared without branches: a
@@ -667,8 +761,8 @@ func (s *Shard) fastPath(chunk []Msg, hs *[prefetchChunk]uint64, i int) (next in
 			acks++
 			continue
 		}
-		if m.Kind != Init || m.TimeoutMs != 0 || m.Val == 0 || m.Task > MaxTask ||
-			s.t.count >= s.maxPending || s.defDeadline < s.limit {
+		if m.Kind != Init || m.TimeoutMs != 0 && m.TimeoutMs != s.defMs || m.Val == 0 || m.Task > MaxTask ||
+			s.t.count >= s.maxPending || !fastInit {
 			slot = j
 			break
 		}
@@ -676,7 +770,7 @@ func (s *Shard) fastPath(chunk []Msg, hs *[prefetchChunk]uint64, i int) (next in
 		// from p to j shifted forward by one. A shift round the end of the
 		// table while a pass runs may cross the pass: left to slow.
 		p, d := j, uint64(0)
-		if h, _ := bits.Mul64((root^seed)*hashMul, n); h != j {
+		if h, _ := bits.Mul64(mix(root, &k), n); h != j {
 			for p = h; p != j; d++ {
 				rd := es[p].storedDist()
 				if rd == distSat {
@@ -693,7 +787,7 @@ func (s *Shard) fastPath(chunk []Msg, hs *[prefetchChunk]uint64, i int) (next in
 				slot = j // rare: saturated distances, or a shift that may cross a pass
 				break
 			}
-			shiftUp(es, p, j)
+			s.shiftUp(p, j)
 		}
 		es[p] = entry{key: root, val: m.Val, meta: uint64(flagInit|m.Task)<<32 | d<<(32+distShift) | uint64(uint32(s.defDeadline))}
 		s.t.count++
@@ -715,71 +809,10 @@ func (s *Shard) slow(m *Msg, slot int, out []Outcome) []Outcome {
 	if m.Root == 0 {
 		return s.step(&c, m, out)
 	}
-	if e := &s.t.e[slot]; e.key == 0 {
-		c = cur{root: m.Root, slot: slot}
-	} else {
-		c = cur{root: m.Root, slot: slot, inTable: true, live: true, val: e.val, word: e.word()}
-	}
+	s.loadAt(&c, m.Root, slot, s.t.e[slot].key != 0)
 	out = s.step(&c, m, out)
 	s.store(&c)
 	return out
-}
-
-// Expire reports the roots whose deadline has passed, appending at most
-// cap(out)-len(out) outcomes; more is true when it stopped for lack of room
-// and further roots may be due. Roots that never saw INIT are dropped
-// silently and counted as orphans (rule 6).
-func (s *Shard) Expire(out []Outcome) (_ []Outcome, more bool) {
-	s.setNow()
-	s.advanceNear()
-	for len(out) < cap(out) {
-		h, deadline, ok := s.near.ExpireDeadline(s.nowTick)
-		if !ok {
-			return out, false
-		}
-		root := s.nearRoots[h]
-		s.releaseNear(h)
-		slot, found := s.t.find(root)
-		if !found || s.t.e[slot].meta != uint64(s.t.e[slot].word()|flagNear)<<32|uint64(h) {
-			if invariants.Enabled {
-				panic(fmt.Sprintf("ackcore: near timer %d fired for root %#x, not in the table with that timer", h, root))
-			}
-			continue
-		}
-		e := &s.t.e[slot]
-		e.meta &^= uint64(flagNear) << 32 // its timer just fired
-		c := cur{root: root, slot: slot, inTable: true, word: e.word(), deadline: deadline, resched: true}
-		if c.word&flagInit != 0 {
-			lat := s.latency(s.start(&c))
-			s.stats.FailedTimeout++
-			out = append(out, Outcome{Root: c.root, Task: c.word & taskMask, Kind: Failed, Reason: ReasonTimeout, Latency: lat})
-		} else {
-			s.stats.Orphans++
-		}
-		if c.word&flagCustom != 0 {
-			delete(s.custom, c.root)
-		}
-		s.removeSlot(slot)
-		if invariants.Enabled {
-			s.check()
-		}
-	}
-	return out, true
-}
-
-// ExpireAll is Expire without a room limit: it appends every due outcome,
-// growing out as needed.
-func (s *Shard) ExpireAll(out []Outcome) []Outcome {
-	for {
-		if cap(out)-len(out) < 64 {
-			out = append(out, make([]Outcome, 64)...)[:len(out)]
-		}
-		var more bool
-		out, more = s.Expire(out)
-		if !more {
-			return out
-		}
-	}
 }
 
 // StopAll empties the shard: every pending root with an INIT is reported
@@ -790,16 +823,18 @@ func (s *Shard) StopAll(out []Outcome) []Outcome {
 	for slot := range s.t.e {
 		for s.t.e[slot].key != 0 { // a remove may shift another entry into slot
 			e := &s.t.e[slot]
-			c := cur{root: e.key, slot: slot, inTable: true, live: true, word: e.word()}
-			if c.word&flagInit != 0 {
+			if w := e.word(); w&flagInit != 0 {
+				start, _ := s.startTimeout(slot, e, s.deadlineOf(e))
 				s.stats.FailedStopped++
-				out = append(out, Outcome{Root: c.root, Task: c.word & taskMask, Kind: Failed, Reason: ReasonStopped, Latency: s.latency(s.start(&c))})
+				out = append(out, Outcome{Root: e.key, Task: w & taskMask, Kind: Failed, Reason: ReasonStopped, Latency: s.latency(start)})
 			} else {
 				s.stats.Orphans++
 			}
-			s.kill(&c)
-			s.store(&c)
+			s.dropEntry(slot)
 		}
+	}
+	if invariants.Enabled {
+		s.check()
 	}
 	return out
 }

@@ -248,3 +248,73 @@ func TestNoAllocs(t *testing.T) {
 		}
 	}
 }
+
+// TestFoldAtBound: folding must not change what happens at the bound. The
+// two batches of the issue that first showed it: with MaxPending 1 and
+// root A pending, a batch whose other root needs an entry, around A's
+// completion, must give the same outcomes and pending count folded and
+// not.
+func TestFoldAtBound(t *testing.T) {
+	const a, b = 0xa, 0xb
+	for _, c := range []struct {
+		name  string
+		init  ackcore.Msg // applied first: A pending at the bound
+		batch []ackcore.Msg
+		want  []ackcore.Outcome
+		left  int
+	}{{
+		name:  "acks-around-completion",
+		init:  init1(a, 1, 5),
+		batch: []ackcore.Msg{ack(b, 0x10), ack(a, 5), ack(b, 0x20)},
+		want: []ackcore.Outcome{
+			{Root: b, Task: ackcore.NoTask, Kind: ackcore.Refused, Reason: ackcore.ReasonFull},
+			{Root: a, Task: 1, Kind: ackcore.Completed},
+		},
+		left: 1, // B, made by its second ACK once A left
+	}, {
+		name:  "init-between-acks",
+		init:  init1(a, 1, 3),
+		batch: []ackcore.Msg{ack(a, 1), init1(b, 2, 7), ack(a, 2)},
+		want: []ackcore.Outcome{
+			{Root: b, Task: 2, Kind: ackcore.Failed, Reason: ackcore.ReasonFull},
+			{Root: a, Task: 1, Kind: ackcore.Completed},
+		},
+		left: 0,
+	}} {
+		for _, fold := range []ackcore.FoldMode{ackcore.FoldOff, ackcore.FoldOn} {
+			s, _ := newShard(t, 1, fold)
+			none(t, s.Apply([]ackcore.Msg{c.init}, nil))
+			got := s.Apply(c.batch, nil)
+			if len(got) != len(c.want) {
+				t.Fatalf("%s fold=%d: outcomes %v, want %v", c.name, fold, got, c.want)
+			}
+			for i := range got {
+				if g := got[i]; g.Root != c.want[i].Root || g.Kind != c.want[i].Kind || g.Reason != c.want[i].Reason || g.Task != c.want[i].Task {
+					t.Fatalf("%s fold=%d: outcomes %v, want %v", c.name, fold, got, c.want)
+				}
+			}
+			if p := s.Pending(); p != c.left {
+				t.Fatalf("%s fold=%d: %d pending, want %d", c.name, fold, p, c.left)
+			}
+		}
+	}
+}
+
+// TestValidOnce: Valid, Validate and the shard agree on every malformed
+// message and on well-formed ones at the edges of each rule.
+func TestValidOnce(t *testing.T) {
+	for _, m := range acktest.InvalidMsgs() {
+		if m.Valid() || m.Validate() == nil {
+			t.Errorf("%+v: Valid %v, Validate %v", m, m.Valid(), m.Validate())
+		}
+	}
+	for _, m := range []ackcore.Msg{
+		{Root: 1, Kind: ackcore.Init, Task: ackcore.MaxTask, Val: 1, TimeoutMs: uint32(ackcore.MaxTimeout / time.Millisecond)},
+		{Root: ^uint64(0), Kind: ackcore.Reset},
+		{Root: 1, Kind: ackcore.Fail, Task: ackcore.MaxTask + 1}, // Task matters on INIT only
+	} {
+		if !m.Valid() || m.Validate() != nil {
+			t.Errorf("%+v: Valid %v, Validate %v", m, m.Valid(), m.Validate())
+		}
+	}
+}

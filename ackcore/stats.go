@@ -1,19 +1,30 @@
 package ackcore
 
-// Stats are a shard's exact counters since it was made. Every message is
-// counted once under its kind (or under Refused*), every outcome once.
+// Stats are a shard's exact counters since it was made. Every outcome is
+// counted once. Every well-formed message is counted once under its kind
+// (Inits, Acks, Fails, Resets), whether it was applied or refused at the
+// bound: the refused ones are counted again under FailedFull (INIT) or
+// RefusedFull (ACK, RESET). A malformed message is counted only under
+// RefusedInvalid.
 type Stats struct {
-	Inits, Acks, Fails, Resets uint64 // messages applied, by kind
+	Inits, Acks, Fails, Resets uint64 // well-formed messages, by kind (refused ones included)
 
 	Completed      uint64 // roots reported Completed
 	FailedExplicit uint64 // roots reported Failed{explicit}
 	FailedTimeout  uint64 // roots reported Failed{timeout}
 	FailedFull     uint64 // INITs refused for lack of room, reported Failed{full}
-	FailedStopped  uint64 // roots still pending when the acker stopped (sharded acker only)
+	FailedStopped  uint64 // roots still pending when the acker stopped (StopAll)
 	Orphans        uint64 // entries that never saw INIT and expired silently
 
-	RefusedFull    uint64 // ACK, FAIL or RESET that needed a new entry but found the bound reached
+	RefusedFull    uint64 // ACKs and RESETs that needed a new entry but found the bound reached
 	RefusedInvalid uint64 // malformed messages
+
+	// A FAIL is never refused (rule 3). One that needs a new entry at the
+	// bound takes one of the FAIL reserve's entries beyond MaxPending
+	// (FailsReserved) or, with those used up too, is held in the overflow
+	// filter (FailsFiltered); see failfilter.go.
+	FailsReserved uint64
+	FailsFiltered uint64
 
 	Pending int // entries now in the table, with or without INIT
 }
@@ -32,6 +43,8 @@ func (s *Stats) Add(o Stats) {
 	s.Orphans += o.Orphans
 	s.RefusedFull += o.RefusedFull
 	s.RefusedInvalid += o.RefusedInvalid
+	s.FailsReserved += o.FailsReserved
+	s.FailsFiltered += o.FailsFiltered
 	s.Pending += o.Pending
 }
 

@@ -15,34 +15,47 @@ const (
 	// 34.3 bytes, word count at P=10k ran 11% slower: longer shifts on
 	// insert and delete.)
 	maxLoadNum, maxLoadDen = 2, 3
-	// hashMul is the multiplier of the home hash: 2^64 divided by the
-	// golden ratio, odd, so that (root^seed)*hashMul is a bijection whose
-	// high bits depend on every bit of the root (Fibonacci hashing).
-	hashMul = 0x9e3779b97f4a7c15
 )
 
-// The entry's meta word: the high 32 bits are task | flags, the low 32 bits
-// the deadline tick (modulo 2^32), or, with flagNear, the entry's handle in
-// the near wheel, which then holds the deadline.
+// The entry's meta word. The high 32 bits (the "word"):
+//
+//	bit  31      flagInit   an INIT was seen: bits 19..0 are its spout task
+//	bit  30      flagNear   the timer is in the near wheel: the low 32 bits
+//	                        are its handle, and the wheel holds the deadline
+//	bits 29..28  kind       how the start and the timeout are found (timing.go)
+//	bits 27..25  xhi        bits 18..16 of the timing extension X (timing.go)
+//	bits 24..20  dist       probe distance from home, saturating at distSat
+//	bits 19..0   task       with flagInit: the spout task; without:
+//	                        flagFailed (bit 0) or nothing
+//
+// The low 32 bits: the deadline tick modulo 2^32 (recovered by expand), or
+// with flagNear the near-wheel handle.
 const (
-	flagInit   uint32 = 1 << 31 // an INIT was seen: the task is known
-	flagFailed uint32 = 1 << 30 // a FAIL arrived before the INIT (sticky)
-	flagCustom uint32 = 1 << 29 // start or timeout live in Shard.custom
-	flagNear   uint32 = 1 << 28 // the timer is in the near wheel; the low word is its handle
+	flagInit   uint32 = 1 << 31
+	flagNear   uint32 = 1 << 30
+	flagFailed uint32 = 1 // without flagInit only: a FAIL arrived before the INIT (sticky)
 	taskMask   uint32 = MaxTask
 
-	// The entry's probe distance from its home slot, bits 27..20 of the
+	kindShift        = 28
+	kindMask  uint32 = 3 << kindShift
+	xhiShift         = 25
+	xhiMask   uint32 = 7 << xhiShift
+
+	// The entry's probe distance from its home slot, bits 24..20 of the
 	// word, saturating at distSat: a saturated distance is recomputed from
 	// the hash (Robin Hood insert and delete compare distances without
-	// hashing otherwise).
+	// hashing otherwise). With the keyed hash at the 2/3 load bound a
+	// distance of 31 is about as rare as none at all (the longest of a
+	// million random or structured roots was 15 to 19).
 	distShift        = 20
-	distMask  uint32 = 0xff << distShift
-	distSat          = 0xff
+	distMask  uint32 = 0x1f << distShift
+	distSat          = 0x1f
 	distOne   uint64 = 1 << (32 + distShift) // one unit of distance in meta
 )
 
-// entry is one slot: the 20 bytes of SEMANTICS.md (root, ack val, task)
-// plus flags and the deadline, 24 bytes, no pointers.
+// entry is one slot: the 20 bytes the acker needs per root (root, ack
+// val, spout task; docs/semantics.md) plus flags and the deadline, 24
+// bytes, no pointers.
 type entry struct {
 	key  uint64 // root id; 0 marks an empty slot (root ids are never 0)
 	val  uint64 // ack val
@@ -75,16 +88,20 @@ func (e *entry) storedDist() uint64 { return uint64(e.word()&distMask) >> distSh
 type table struct {
 	e     []entry
 	n     uint64 // len(e); any positive number (fast range reduction, not a mask)
-	seed  uint64 // hash seed, fixed at construction
+	keys         // the hash keys (see mix), fixed at construction
 	count int    // occupied slots
 }
 
-func newTable(maxPending int, seed uint64) table {
-	n := (uint64(maxPending)*maxLoadDen + maxLoadNum - 1) / maxLoadNum
-	if n < uint64(maxPending)+1 {
-		n = uint64(maxPending) + 1 // an empty slot always ends a probe
-	}
-	return table{e: alignedEntries(int(n)), n: n, seed: seed}
+// tableSlots is the slot count for a bound: maxPending*3/2 rounded up, and
+// room for the FAIL reserve beyond the bound plus one empty slot (so that
+// an empty slot always ends a probe) in the smallest tables.
+func tableSlots(maxPending int) int {
+	return max((maxPending*maxLoadDen+maxLoadNum-1)/maxLoadNum, maxPending+failReserveFor(maxPending)+1)
+}
+
+func newTable(maxPending int, k keys) table {
+	n := tableSlots(maxPending)
+	return table{e: alignedEntries(n), n: uint64(n), keys: k}
 }
 
 // cacheLine is the alignment of the slot array.
@@ -111,11 +128,11 @@ func (t *table) slots() int { return len(t.e) }
 // bytes is the memory held by the slot array.
 func (t *table) bytes() int { return len(t.e) * entryBytes }
 
-// home is the slot a root hashes to: the high word of hash*n (Lemire's fast
-// range) of a seeded multiplicative hash, so the slot count need not be a
-// power of two. Shard.applyChunk and homes write it out inline.
+// home is the slot a root hashes to: the high word of mix(root)*n
+// (Lemire's fast range), so the slot count need not be a power of two.
+// Shard.fastPath, Shard.homes and ackRun compute the same.
 func (t *table) home(root uint64) uint64 {
-	h, _ := bits.Mul64((root^t.seed)*hashMul, t.n)
+	h, _ := bits.Mul64(mix(root, &t.keys), t.n)
 	return h
 }
 

@@ -133,7 +133,7 @@ func TestTableAligned(t *testing.T) {
 }
 
 // TestTimeoutTiers runs a shard whose timeout spans many near-wheel windows
-// (800 ticks, window 100) through four passes' worth of ticks, with roots
+// (800 ticks, window 64) through many passes' worth of ticks, with roots
 // created, completed, failed and reset at random while passes run (so
 // backward shifts move entries across a pass's cursor). Expire runs every
 // tick: every root still pending must time out in the Expire call at
@@ -157,8 +157,8 @@ func timeoutTiers(t *testing.T, bound, live, ops int, doomed float64) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.window != timeoutTicks/8 {
-		t.Fatalf("window %d ticks, want %d", s.window, timeoutTicks/8)
+	if s.window != minWindow {
+		t.Fatalf("window %d ticks, want %d", s.window, minWindow)
 	}
 	rng := rand.New(rand.NewPCG(5, 6))
 	deadline := map[uint64]uint64{} // pending root -> deadline tick
@@ -247,16 +247,46 @@ func TestRunStateLayout(t *testing.T) {
 		name      string
 		got, want uintptr
 	}{
-		{"es", unsafe.Offsetof(st.es), 0}, {"n", unsafe.Offsetof(st.n), 8}, {"seed", unsafe.Offsetof(st.seed), 16},
+		{"es", unsafe.Offsetof(st.es), 0}, {"n", unsafe.Offsetof(st.n), 8}, {"k1", unsafe.Offsetof(st.k1), 16},
 		{"out", unsafe.Offsetof(st.out), 24}, {"outLen", unsafe.Offsetof(st.outLen), 32}, {"outCap", unsafe.Offsetof(st.outCap), 40},
 		{"nowTick", unsafe.Offsetof(st.nowTick), 48}, {"nowNs", unsafe.Offsetof(st.nowNs), 56}, {"tickNs", unsafe.Offsetof(st.tickNs), 64},
 		{"defTicks", unsafe.Offsetof(st.defTicks), 72}, {"scan", unsafe.Offsetof(st.scan), 80}, {"count", unsafe.Offsetof(st.count), 88},
 		{"maxPending", unsafe.Offsetof(st.maxPending), 96}, {"initMeta", unsafe.Offsetof(st.initMeta), 104},
-		{"inits", unsafe.Offsetof(st.inits), 112}, {"completed", unsafe.Offsetof(st.completed), 120}, {"save", unsafe.Offsetof(st.save), 128},
+		{"inits", unsafe.Offsetof(st.inits), 112}, {"completed", unsafe.Offsetof(st.completed), 120}, {"save", unsafe.Offsetof(st.save), 128}, {"k2", unsafe.Offsetof(st.k2), 152}, {"k3", unsafe.Offsetof(st.k3), 160}, {"defMs", unsafe.Offsetof(st.defMs), 168}, {"hs", unsafe.Offsetof(st.hs), 176}, {"nm4", unsafe.Offsetof(st.nm4), 184},
+		{"ext", unsafe.Offsetof(st.ext), 192}, {"extDrops", unsafe.Offsetof(st.extDrops), 200},
+		{"extAdds", unsafe.Offsetof(st.extAdds), 208}, {"xok", unsafe.Offsetof(st.xok), 216},
+		{"nowStart", unsafe.Offsetof(st.nowStart), 224}, {"limit", unsafe.Offsetof(st.limit), 232}, {"insx", unsafe.Offsetof(st.insx), 240},
 	} {
 		if f.got != f.want {
 			t.Errorf("runState.%s at offset %d, the assembly uses %d", f.name, f.got, f.want)
 		}
+	}
+	var m Msg
+	var o Outcome
+	for _, f := range []struct {
+		name      string
+		got, want uintptr
+	}{
+		{"Msg.Root", unsafe.Offsetof(m.Root), 0}, {"Msg.Val", unsafe.Offsetof(m.Val), 8},
+		{"Msg.Task", unsafe.Offsetof(m.Task), 16}, {"Msg.Kind", unsafe.Offsetof(m.Kind), 20},
+		{"Msg.TimeoutMs", unsafe.Offsetof(m.TimeoutMs), 24},
+		{"Outcome.Root", unsafe.Offsetof(o.Root), 0}, {"Outcome.Latency", unsafe.Offsetof(o.Latency), 8},
+		{"Outcome.Task", unsafe.Offsetof(o.Task), 16}, {"Outcome.Kind", unsafe.Offsetof(o.Kind), 20},
+		{"Outcome.Reason", unsafe.Offsetof(o.Reason), 21},
+	} {
+		if f.got != f.want {
+			t.Errorf("%s at offset %d, the assembly uses %d", f.name, f.got, f.want)
+		}
+	}
+	if unsafe.Sizeof(m.Kind) != 1 || unsafe.Sizeof(m.Task) != 4 || unsafe.Sizeof(m.TimeoutMs) != 4 {
+		t.Error("a Msg field the assembly reads changed size")
+	}
+	// The assembly writes a Completed outcome as four words: root, latency,
+	// task | Completed<<32 (Kind at byte 20, Reason none, padding zero), 0.
+	o = Outcome{Root: 0x1234, Latency: 5 * time.Millisecond, Task: MaxTask, Kind: Completed, Reason: ReasonNone}
+	w := (*[4]uint64)(unsafe.Pointer(&o))
+	if want := [4]uint64{0x1234, uint64(5 * time.Millisecond), uint64(MaxTask) | 1<<32, 0}; *w != want {
+		t.Errorf("Completed outcome words %#x, the assembly writes %#x", *w, want)
 	}
 	if got := unsafe.Sizeof(Msg{}); got != 32 {
 		t.Errorf("Msg is %d bytes; the assembly steps 32", got)
@@ -264,7 +294,43 @@ func TestRunStateLayout(t *testing.T) {
 	if got := unsafe.Sizeof(Outcome{}); got != 32 {
 		t.Errorf("Outcome is %d bytes; the assembly steps 32", got)
 	}
-	if MaxTask != 0xfffff || flagInit != 1<<31 || distShift != 20 || Ack != 2 || Init != 1 || Completed != 1 {
+	if MaxTask != 0xfffff || flagInit != 1<<31 || flagNear != 1<<30 || kindShift != 28 || distShift != 20 || distSat != 0x1f ||
+		xhiShift != 25 || kindTimeout != 1 || kindExtended != 2 ||
+		Ack != 2 || Init != 1 || Completed != 1 {
 		t.Error("a constant the assembly copies changed")
+	}
+}
+
+// TestSideTableMatchesMap drives the side table and a Go map with the same
+// random puts and deletes over a small key space (so that probes collide
+// and deletes shift), comparing every lookup, the count, and that the
+// array shrinks back when the table empties.
+func TestSideTableMatchesMap(t *testing.T) {
+	k := newKeys(5)
+	tab := sideTable{keys: &k}
+	ref := map[uint64]sideRec{}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for op := 0; op < 200_000; op++ {
+		root := 1 + rng.Uint64N(3000)
+		if op > 150_000 || rng.IntN(3) == 0 {
+			tab.del(root)
+			delete(ref, root)
+		} else {
+			r := sideRec{root: root, start: rng.Uint64(), timeout: rng.Int64()}
+			tab.put(r)
+			ref[root] = r
+		}
+		if got, ok := tab.get(root); ok != (ref[root] != sideRec{}) || got != ref[root] {
+			t.Fatalf("op %d: get(%d) = %+v, %v; map has %+v", op, root, got, ok, ref[root])
+		}
+		if tab.len() != len(ref) {
+			t.Fatalf("op %d: %d records, map %d", op, tab.len(), len(ref))
+		}
+	}
+	for root := range ref {
+		tab.del(root)
+	}
+	if tab.len() != 0 || tab.bytes() != 0 {
+		t.Fatalf("emptied: %d records, %d bytes", tab.len(), tab.bytes())
 	}
 }

@@ -8,8 +8,9 @@ import (
 	"github.com/puzpuzpuz/xsync/v3"
 )
 
-// benchCapacity matches the buffered channel measured in
-// /work/shared/MEASURING.md, and is given to every implementation.
+// benchCapacity is the capacity of the buffered channel this benchmark
+// compares against (4096, a common choice), and is given to every
+// implementation.
 const benchCapacity = 4096
 
 // BenchmarkRing moves b.N 32-byte items from a producer goroutine to the

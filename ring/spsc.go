@@ -9,7 +9,7 @@ import (
 )
 
 // cacheLineSize is the coherence unit of the amd64 and arm64 cores this
-// project targets (Zen 5 in /work/shared/MEASURING.md). Fields written by
+// project targets (64 bytes on Zen, Intel Core and Xeon, Neoverse). Fields written by
 // different goroutines sit at least this far apart so that a store by one
 // side never invalidates a line the other side is using; TestLayout checks
 // the distances.

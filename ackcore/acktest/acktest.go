@@ -46,6 +46,14 @@ type Verifier interface {
 	Verify() error
 }
 
+// FailReserver is implemented by ackers that keep FAILs at the bound (the
+// shard: rule 3 never loses a FAIL): FailReserve is how many entries FAILs
+// may make beyond MaxPending. The model then follows the same rule; for
+// other ackers it refuses a FAIL that needs an entry at the bound.
+type FailReserver interface {
+	FailReserve() int
+}
+
 // Scenario is one differential run's knobs.
 type Scenario struct {
 	Seed       uint64
@@ -148,7 +156,11 @@ func Run(t testing.TB, sc Scenario, newAcker Factory) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &runner{t: t, a: a, m: model.New(sc.MaxPending, Timeout, Tick), clock: clock, once: sc.Dup == 0, outcomes: map[uint64]int{}}
+	m := model.New(sc.MaxPending, Timeout, Tick)
+	if fr, ok := a.(FailReserver); ok {
+		m.SetFailReserve(fr.FailReserve())
+	}
+	r := &runner{t: t, a: a, m: m, clock: clock, once: sc.Dup == 0, outcomes: map[uint64]int{}}
 	var out []ackcore.Outcome
 	for len(evs) > 0 {
 		r.step++
@@ -164,6 +176,7 @@ func Run(t testing.TB, sc Scenario, newAcker Factory) {
 		evs = evs[n:]
 		out = a.Apply(batch, out[:0])
 		r.check("apply", out, want)
+		r.stats("apply")
 		switch x := rng.Float64(); {
 		case x < sc.JumpProb:
 			clock.Add(Timeout + time.Duration(rng.Int64N(int64(Timeout))))
@@ -218,6 +231,7 @@ func (r *runner) expire() {
 	}
 	r.exp = exp
 	r.check("expire", append([]ackcore.Outcome(nil), exp...), r.m.Expire(r.clock.Now()))
+	r.stats("expire")
 }
 
 // check compares one call's outcomes with the model's, as sets.
@@ -267,4 +281,13 @@ func (r *runner) verify() {
 func (sc Scenario) String() string {
 	return fmt.Sprintf("seed=%d roots=%d maxPending=%d window=%d dup=%g drop=%g maxBatch=%d jump=%g",
 		sc.Seed, sc.Roots, sc.MaxPending, sc.Window, sc.Dup, sc.Drop, sc.MaxBatch, sc.JumpProb)
+}
+
+// stats compares the acker's counters with the model's after a call: an
+// outcome-free difference (an orphan expired or not) shows here at once.
+func (r *runner) stats(what string) {
+	r.t.Helper()
+	if g, w := r.a.Stats(), r.m.Stats(); g != w {
+		r.t.Fatalf("step %d %s: stats\n got  %+v\n want %+v", r.step, what, g, w)
+	}
 }

@@ -29,7 +29,9 @@
 // # Invariants
 //
 // What Run holds an acker to, after every Apply and Expire call: the same
-// outcomes as the model (as a set per call; latency within one tick); every
-// 16 steps and at the end, equal counters and a passing Verify (when the
-// acker implements Verifier); at the end, nothing pending.
+// outcomes as the model (as a set per call; latency within one tick) and
+// equal counters (an orphan expired or not shows there at once); every 16
+// steps and at the end, a passing Verify (when the acker implements
+// Verifier); at the end, nothing pending. An acker that keeps FAILs at the
+// bound says how many (FailReserver) and the model follows the same rule.
 package acktest

@@ -56,25 +56,12 @@ func (c Config) withDefaults() (Config, error) {
 	return c, nil
 }
 
-// maxTimeoutMs is the largest Msg.TimeoutMs a valid message carries.
-const maxTimeoutMs = uint32(ackcore.MaxTimeout / time.Millisecond)
+// invalid reports whether m is malformed (ackcore's one definition,
+// Msg.Valid, which allocates nothing).
+func invalid(m *ackcore.Msg) bool { return !m.Valid() }
 
-// invalid reports whether m is malformed: the checks of ackcore.Msg.Validate,
-// written out so that the hot path neither calls it nor allocates its error.
-func invalid(m *ackcore.Msg) bool {
-	return m.Root == 0 || m.Kind == 0 || m.Kind > ackcore.Reset || m.TimeoutMs > maxTimeoutMs ||
-		(m.Kind == ackcore.Init && m.Task > ackcore.MaxTask)
-}
-
-// refuseInvalid is the outcome of a malformed message: it names the task
-// only when the message is an INIT with a task in range.
-func refuseInvalid(m *ackcore.Msg) ackcore.Outcome {
-	task := ackcore.NoTask
-	if m.Kind == ackcore.Init && m.Task <= ackcore.MaxTask {
-		task = m.Task
-	}
-	return ackcore.Outcome{Root: m.Root, Task: task, Kind: ackcore.Refused, Reason: ackcore.ReasonInvalid}
-}
+// refuseInvalid is the outcome of a malformed message (Msg.InvalidOutcome).
+func refuseInvalid(m *ackcore.Msg) ackcore.Outcome { return m.InvalidOutcome() }
 
 // refuseFull is the outcome of an ACK, FAIL or RESET that needed a new
 // entry at the bound.

@@ -1,7 +1,11 @@
 // Package callgrind lets a benchmark switch valgrind's callgrind
 // instruction counting on and off around exactly the code it measures, so
 // that a CI job can count instructions per message deterministically
-// (MEASURING.md, "Counters").
+// (.ci/callgrind): repeated runs agree within 0.1%, where timings on a
+// shared VM move by tens of percent. Counting must start switched off
+// (--collect-atstart=no); --toggle-collect=FUNC undercounts Go code at
+// random (goroutine stack switches), and Go's preemption signal and
+// RDTSCP need GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off under valgrind.
 //
 // Toggle issues valgrind's CALLGRIND_TOGGLE_COLLECT client request: the
 // magic no-op instruction sequence of valgrind.h (four rotates of RDI by

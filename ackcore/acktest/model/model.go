@@ -1,7 +1,8 @@
 // Package model is the plain reference acker the fast ones are tested
 // against. It keeps, per pending root, the actual set of outstanding edge
 // ids (a map, toggled by every id a message carries: symmetric difference,
-// the exact form of XOR with no false zeros), and implements SEMANTICS.md
+// the exact form of XOR with no false zeros), and implements the contract
+// of docs/semantics.md
 // rule by rule with no cleverness: no hashing tricks, no timer wheel (a
 // deadline per root, scanned on Expire), no batching.
 //
@@ -31,11 +32,33 @@ type root struct {
 
 // Model is the reference acker. Not safe for concurrent use.
 type Model struct {
-	maxPending int
-	timeout    time.Duration
-	tick       time.Duration
-	roots      map[uint64]*root
-	stats      ackcore.Stats
+	maxPending  int
+	failReserve int // entries FAILs may make beyond maxPending; 0: FAILs are refused at the bound
+	timeout     time.Duration
+	tick        time.Duration
+	roots       map[uint64]*root
+	held        map[uint64]int64 // FAILs held over the reserve: root -> generation
+	stats       ackcore.Stats
+}
+
+// SetFailReserve gives the model the shard's rule 3 at the bound: FAILs for
+// roots without an entry may make n entries beyond the bound, and past
+// those are held (exactly, here; the shard's filter may also fail a root
+// no FAIL named) for between one and two default timeouts: the generation
+// they were held in, now/timeout in ticks, and the next. With n == 0 (the
+// default) a FAIL needing an entry at the bound is refused, as the
+// baseline ackers do.
+func (m *Model) SetFailReserve(n int) { m.failReserve = n }
+
+// gen is the generation of the hold-over filter at time now.
+func (m *Model) gen(now time.Duration) int64 {
+	return int64(now/m.tick) / max(int64(m.timeout/m.tick), 1)
+}
+
+// heldFail reports whether a FAIL for root is held at time now.
+func (m *Model) heldFail(now time.Duration, root uint64) bool {
+	g, ok := m.held[root]
+	return ok && m.gen(now) <= g+1
 }
 
 // New returns a model with the shard's configuration.
@@ -53,20 +76,12 @@ func (m *Model) Stats() ackcore.Stats {
 // Pending reports whether r has an entry.
 func (m *Model) Pending(r uint64) bool { _, ok := m.roots[r]; return ok }
 
-func (m *Model) valid(msg ackcore.Msg) bool {
-	return msg.Validate() == nil
-}
-
 // Apply applies one message at time now. ids are the edge ids the message
 // toggles (INIT, ACK); their XOR is msg.Val.
 func (m *Model) Apply(now time.Duration, msg ackcore.Msg, ids []uint64) (ackcore.Outcome, bool) {
-	if !m.valid(msg) {
+	if !msg.Valid() {
 		m.stats.RefusedInvalid++
-		task := ackcore.NoTask
-		if msg.Kind == ackcore.Init && msg.Task <= ackcore.MaxTask {
-			task = msg.Task
-		}
-		return ackcore.Outcome{Root: msg.Root, Task: task, Kind: ackcore.Refused, Reason: ackcore.ReasonInvalid}, true
+		return msg.InvalidOutcome(), true
 	}
 	r := m.roots[msg.Root]
 	msgTimeout := time.Duration(msg.TimeoutMs) * time.Millisecond
@@ -83,7 +98,12 @@ func (m *Model) Apply(now time.Duration, msg ackcore.Msg, ids []uint64) (ackcore
 	switch msg.Kind {
 	case ackcore.Init:
 		m.stats.Inits++
+		held := m.heldFail(now, msg.Root)
 		if r == nil {
+			if held {
+				m.stats.FailedExplicit++
+				return ackcore.Outcome{Root: msg.Root, Task: msg.Task, Kind: ackcore.Failed, Reason: ackcore.ReasonExplicit}, true
+			}
 			if len(ids) == 0 {
 				m.stats.Completed++
 				return ackcore.Outcome{Root: msg.Root, Task: msg.Task, Kind: ackcore.Completed}, true
@@ -97,8 +117,13 @@ func (m *Model) Apply(now time.Duration, msg ackcore.Msg, ids []uint64) (ackcore
 				to = msgTimeout
 			}
 			r = newRoot(to)
-		} else if msgTimeout != 0 {
-			r.timeout = msgTimeout
+		} else {
+			if msgTimeout != 0 {
+				r.timeout = msgTimeout
+			}
+			if !r.init && held {
+				r.failed = true
+			}
 		}
 		toggle(r.ids, ids)
 		r.init, r.task, r.initAt = true, msg.Task, now
@@ -130,8 +155,18 @@ func (m *Model) Apply(now time.Duration, msg ackcore.Msg, ids []uint64) (ackcore
 	case ackcore.Fail:
 		m.stats.Fails++
 		if r == nil {
-			if full {
+			switch {
+			case full && m.failReserve == 0:
 				return refuse()
+			case len(m.roots) >= m.maxPending+m.failReserve:
+				if m.held == nil {
+					m.held = map[uint64]int64{}
+				}
+				m.held[msg.Root] = m.gen(now)
+				m.stats.FailsFiltered++
+				return ackcore.Outcome{}, false
+			case full:
+				m.stats.FailsReserved++
 			}
 			r = newRoot(m.timeout)
 		}

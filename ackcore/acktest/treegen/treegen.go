@@ -8,6 +8,7 @@ package treegen
 
 import (
 	"math/rand/v2"
+	"slices"
 
 	"github.com/xorack/xorack/ackcore"
 )
@@ -56,12 +57,12 @@ func Generate(rng *rand.Rand, o Options) ([]Event, []uint64) {
 		queue[i] = queue[len(queue)-1]
 		queue = queue[:len(queue)-1]
 		if rng.Float64() < o.ResetProb {
-			for r := range t.ids {
+			for _, r := range sortedRoots(t.ids) {
 				evs = append(evs, Event{Msg: ackcore.Msg{Root: r, Kind: ackcore.Reset, TimeoutMs: custom(rng, o)}})
 			}
 		}
 		if rng.Float64() < o.FailProb {
-			for r := range t.ids {
+			for _, r := range sortedRoots(t.ids) {
 				evs = append(evs, Event{Msg: ackcore.Msg{Root: r, Kind: ackcore.Fail}})
 			}
 			return
@@ -74,7 +75,7 @@ func Generate(rng *rand.Rand, o Options) ([]Event, []uint64) {
 					anchors = append(anchors, queue[rng.IntN(len(queue))])
 				}
 				for _, a := range anchors {
-					for r := range a.ids {
+					for _, r := range sortedRoots(a.ids) {
 						e := newID()
 						a.created[r] = append(a.created[r], e)
 						child.ids[r] = append(child.ids[r], e)
@@ -83,8 +84,8 @@ func Generate(rng *rand.Rand, o Options) ([]Event, []uint64) {
 				queue = append(queue, child)
 			}
 		}
-		for r, in := range t.ids {
-			ids := append(append([]uint64(nil), in...), t.created[r]...)
+		for _, r := range sortedRoots(t.ids) {
+			ids := append(append([]uint64(nil), t.ids[r]...), t.created[r]...)
 			evs = append(evs, Event{Msg: ackcore.Msg{Root: r, Kind: ackcore.Ack, Val: xor(ids)}, IDs: ids})
 		}
 	}
@@ -152,4 +153,15 @@ func Faults(rng *rand.Rand, evs []Event, window int, dup, drop float64) ([]Event
 		}
 	}
 	return out, dropped
+}
+
+// sortedRoots returns m's roots in ascending order, so that a generator
+// seed always gives the same stream (map order is random in Go).
+func sortedRoots(m map[uint64][]uint64) []uint64 {
+	rs := make([]uint64, 0, len(m))
+	for r := range m {
+		rs = append(rs, r)
+	}
+	slices.Sort(rs)
+	return rs
 }

@@ -1,0 +1,50 @@
+package ackcore_test
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/xorack/xorack/ackcore"
+)
+
+// A root whose tree completes, and one that times out: one shard, driven by
+// a fake clock.
+func Example() {
+	clock := &ackcore.FakeClock{}
+	s, err := ackcore.NewShard(ackcore.Config{MaxPending: 1000, Timeout: 30 * time.Second, Clock: clock})
+	if err != nil {
+		panic(err)
+	}
+	const e1, e2, c1 = 0x11, 0x22, 0x33 // edge ids: random, never 0, in real use
+	out := s.Apply([]ackcore.Msg{
+		{Root: 7, Kind: ackcore.Init, Task: 3, Val: e1 ^ e2}, // the spout emitted two tuples
+		{Root: 7, Kind: ackcore.Ack, Val: e1 ^ c1},           // a bolt acked e1, anchoring c1 to it
+		{Root: 8, Kind: ackcore.Init, Task: 4, Val: e1, TimeoutMs: 500},
+	}, nil)
+	clock.Add(2 * time.Millisecond)
+	out = s.Apply([]ackcore.Msg{
+		{Root: 7, Kind: ackcore.Ack, Val: e2},
+		{Root: 7, Kind: ackcore.Ack, Val: c1}, // the last edge: root 7 completes
+	}, out)
+	clock.Add(time.Second)
+	exp := make([]ackcore.Outcome, 0, 64) // Expire writes at most the room it is given
+	for more := true; more; {             // and does a bounded slice of work per call
+		exp, more = s.Expire(exp[:0])
+		out = append(out, exp...)
+	}
+	for _, o := range out {
+		fmt.Printf("root %d task %d: %v %v after %v\n", o.Root, o.Task, o.Kind, o.Reason, o.Latency)
+	}
+	// Output:
+	// root 7 task 3: completed none after 2.5ms
+	// root 8 task 4: failed timeout after 1.0025s
+}
+
+// The memory a bound needs is known, and checked against a budget, before
+// anything is allocated.
+func ExampleConfig_Bytes() {
+	c := ackcore.Config{MaxPending: 100_000_000, MaxBytes: 4 << 30}
+	fmt.Println(c.Bytes() > c.MaxBytes, c.Validate() != nil)
+	// Output:
+	// true true
+}
