@@ -112,5 +112,5 @@
 // unanswered; the server redelivers them after AckWait, to this consumer's
 // next reader, with their delivery count one higher. So no message is
 // lost: each is processed at least once, and a sink that keys its writes
-// by Position makes the effect exactly once (docs/semantics-source.md).
+// by Position makes the effect exactly once (docs/semantics.md, "Sources").
 package jetstream
