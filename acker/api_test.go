@@ -164,7 +164,7 @@ func TestConfigBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := a.Footprint()
-	if f.Rings != 2*2*(4096*32+320) || f.OutcomeRings != 2*2*(4096*32+320) || f.Tables != 2*1024*64 || f.Held <= 0 {
+	if f.Rings != 2*2*(4096*32+320) || f.OutcomeRings != 2*2*(4096*32+320) || f.Tables != 2*sh.Bytes() || f.Held <= 0 {
 		t.Fatalf("footprint %+v", f)
 	}
 	a.Stop()

@@ -98,17 +98,13 @@ const (
 	// the held queue's header, its held-count and hold-back flag, the
 	// route scratch (see executor).
 	pairBytes = 64
-	// tableBytesPerRoot bounds a shard's memory per MaxPending: its table
-	// (24-byte slots at a load of at most 2/3, 36 bytes a root) plus its
-	// timer handles for the roots near their deadline (at most 12 bytes
-	// and a root id each): 64 leaves room for the table's rounding.
-	tableBytesPerRoot = 64
 )
 
 // Footprint is what a configuration may hold at most, in bytes, as New
 // computes it before allocating: the budget checked against MaxBytes.
 type Footprint struct {
-	// Tables is the shards' tables and timers (Shards × MaxPending).
+	// Tables is the shards' tables and timers: Shards × the most one
+	// shard may hold (ackcore.Config.Bytes).
 	Tables int64
 	// Rings is the producer->shard rings, Shards × Producers × RingSize
 	// messages, allocated by New.
@@ -205,7 +201,7 @@ func (c *Config) footprint() Footprint {
 		2*mp), // the roots a held-back receiver's tasks had pending; Stop's report of all pending
 		mul(p, int64(c.RingSize)+1)) // INITs staged before their producer saw the hold-back
 	return Footprint{
-		Tables:       mul(s, mul(mp, tableBytesPerRoot)),
+		Tables:       mul(s, c.Shard.Bytes()),
 		Rings:        ringBytes(c.Shards, c.Producers, c.RingSize, msgBytes),
 		OutcomeRings: ringBytes(c.Shards, c.Receivers, c.OutcomeRingSize, outBytes),
 		Held: sat(mul(s, sat(mul(perShardHeld, outBytes), mul(r, pairBytes))),

@@ -40,6 +40,9 @@ type executor struct {
 	outs   []*ring.SPSC[ackcore.Outcome] // outs[r]: into receiver r's fan-in
 	recvOf []uint32                      // task -> receiver (Acker.recvOf)
 	out    []ackcore.Outcome             // outcomes applied, not yet routed
+	// expiring: the last Expire stopped with more roots due; the loop
+	// takes the next slice on its next pass.
+	expiring bool
 
 	// Route scratch: the receiver of each outcome of a chunk, the count
 	// (then the end offset) of each receiver's group, the receivers in the
@@ -141,7 +144,16 @@ func (e *executor) run(cpu int, pinErr func(error)) {
 	nextTick := e.coarse.now + tick
 	for {
 		stale = true
-		got, fired := e.in.DrainWaitUntil(apply, timer.C)
+		var got int
+		var fired bool
+		if e.expiring {
+			// A wave of timeouts is being reported a slice per pass:
+			// take what the rings have without waiting, then the next
+			// slice, so that Apply and Expire interleave.
+			got = e.in.Drain(apply)
+		} else {
+			got, fired = e.in.DrainWaitUntil(apply, timer.C)
+		}
 		e.route()
 		if len(e.waiting) > 0 {
 			e.flushHeld()
@@ -163,6 +175,8 @@ func (e *executor) run(cpu int, pinErr func(error)) {
 			}
 			nextTick = e.coarse.now + tick
 			timer.Reset(tick)
+		} else if e.expiring {
+			e.expire()
 		}
 		if got == 0 && !fired && e.in.Closed() {
 			break
@@ -186,15 +200,15 @@ func (e *executor) run(cpu int, pinErr func(error)) {
 // outcomes into rings that have room now (from any goroutine).
 func (e *executor) nudge() { e.in.Interrupt() }
 
+// expire reports one slice of the roots past their deadline (at most
+// ackcore's per-call limits, and the room e.out has); when more are due,
+// expiring is set and the loop takes the next slice on its next pass,
+// after applying what the rings hold, instead of waiting for the next
+// tick: a wave of a million timeouts never holds back the producers for
+// more than one slice at a time.
 func (e *executor) expire() {
-	for {
-		var more bool
-		e.out, more = e.shard.Expire(e.out[:0])
-		e.route()
-		if !more {
-			return
-		}
-	}
+	e.out, e.expiring = e.shard.Expire(e.out[:0])
+	e.route()
 }
 
 // route hands e.out's outcomes to their receivers and empties it.
