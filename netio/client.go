@@ -225,7 +225,7 @@ func Dial(cfg ClientConfig, spec acker.Spec) (*Client, error) {
 	c.live.Store(&empty)
 	first := make(chan bool, len(cfg.Hosts))
 	for i, addr := range cfg.Hosts {
-		h := &host{c: c, idx: i, addr: addr, key: hostKey(addr), roots: map[uint64]uint64{}}
+		h := &host{c: c, idx: i, addr: addr, key: hostKey(addr)}
 		h.cond = sync.NewCond(&h.mu)
 		c.hosts = append(c.hosts, h)
 	}
@@ -319,11 +319,9 @@ func (c *Client) Stop() ackcore.Stats {
 // !wait; s's staged frames are handed over first, so that the roots they
 // finish can free slots.
 func (c *Client) acquire(s *Sender, wait bool) bool {
-	max := int64(c.cfg.MaxPending)
-	if c.inflight.Add(1) <= max {
+	if c.tryAcquire(1) {
 		return true
 	}
-	c.inflight.Add(-1)
 	if !wait {
 		return false
 	}
@@ -337,7 +335,10 @@ func (c *Client) acquire(s *Sender, wait bool) bool {
 	c.slotWaiters.Add(1)
 	defer c.slotWaiters.Add(-1)
 	for {
-		if c.inflight.Add(1) <= max {
+		// Under slotMu: a waiter's own brief add cannot hide a slot
+		// from another waiter, and one it hides from a sender outside
+		// makes that sender broadcast (tryAcquire) or wait here.
+		if c.inflight.Add(1) <= int64(c.cfg.MaxPending) {
 			return true
 		}
 		c.inflight.Add(-1)
@@ -346,6 +347,22 @@ func (c *Client) acquire(s *Sender, wait bool) bool {
 		}
 		c.slotCond.Wait()
 	}
+}
+
+// tryAcquire takes n slots at once if they are free. A failed attempt
+// undoes its add; a waiter that saw the count it briefly raised is woken,
+// so that the undo is never a lost release.
+func (c *Client) tryAcquire(n int) bool {
+	if c.inflight.Add(int64(n)) <= int64(c.cfg.MaxPending) {
+		return true
+	}
+	c.inflight.Add(-int64(n))
+	if c.slotWaiters.Load() > 0 {
+		c.slotMu.Lock()
+		c.slotCond.Broadcast()
+		c.slotMu.Unlock()
+	}
+	return false
 }
 
 // release frees n slots (their outcomes arrived).
@@ -413,7 +430,9 @@ type initRec struct {
 	task uint32
 }
 
-// stage is one sender's frame under construction for one host.
+// stage is one sender's frame under construction for one host. Its
+// buffer stays with the sender: a hand-over copies the frame into the
+// host's outbound buffer.
 type stage struct {
 	buf   []byte // a msgs frame header, then n records
 	n     int
@@ -426,8 +445,10 @@ type stage struct {
 type Sender struct {
 	c     *Client
 	stage []stage
-	// counts since the last hand-over, added to the client's at Flush
-	inits, acks, fails, resets uint64
+	// messages staged since the last Flush by kind, index Kind&3 (INIT
+	// 1, ACK 2, FAIL 3, RESET 0), added to the client's counters at Flush
+	kinds [4]uint64
+	full  []initRec // scratch: INITs a hand-over could not register
 }
 
 // Send stages m for its root's host, handing the frame over when full.
@@ -444,14 +465,65 @@ func (s *Sender) Send(m ackcore.Msg) error {
 // flight or m's host's queue is full.
 func (s *Sender) TrySend(m ackcore.Msg) (bool, error) { return s.send(m, false) }
 
-// SendBatch is Send for each of msgs in order.
+// SendBatch is Send for each of msgs in order. With one host up it
+// stages runs of messages at once: one check of the client's state, one
+// take of root slots for a run's INITs, and an encoding loop per run; a
+// run that would pass MaxPending, and every message with several hosts
+// up (each routed by its root), go through Send one at a time.
 func (s *Sender) SendBatch(msgs []ackcore.Msg) error {
-	for i := range msgs {
-		if _, err := s.send(msgs[i], true); err != nil {
-			return err
+	c := s.c
+	for len(msgs) > 0 {
+		live := *c.live.Load()
+		if len(live) != 1 || c.closed.Load() {
+			if _, err := s.send(msgs[0], true); err != nil {
+				return err
+			}
+			msgs = msgs[1:]
+			continue
+		}
+		h := live[0]
+		st := &s.stage[h.idx]
+		run := msgs[:min(len(msgs), c.frame-st.n)]
+		inits := 0
+		for i := range run {
+			if !s.valid(&run[i]) {
+				run = run[:i]
+				break
+			}
+			if run[i].Kind == ackcore.Init {
+				inits++
+			}
+		}
+		if len(run) == 0 || inits > 0 && !c.tryAcquire(inits) {
+			// A malformed message (send names it), or no room for the
+			// run's roots (send waits for it).
+			if _, err := s.send(msgs[0], true); err != nil {
+				return err
+			}
+			msgs = msgs[1:]
+			continue
+		}
+		s.putRun(st, run)
+		msgs = msgs[len(run):]
+		if st.n >= c.frame {
+			s.handOver(h)
 		}
 	}
 	return nil
+}
+
+// valid reports whether m may be sent: a well-formed message whose INIT
+// names one of the client's tasks (invalid says why not).
+func (s *Sender) valid(m *ackcore.Msg) bool {
+	return m.Root != 0 && m.Kind-ackcore.Init <= ackcore.Reset-ackcore.Init && m.TimeoutMs <= maxTimeoutMs &&
+		(m.Kind != ackcore.Init || m.Task < uint32(s.c.spec.Tasks))
+}
+
+func (s *Sender) invalid(m *ackcore.Msg) error {
+	if err := m.Validate(); err != nil {
+		return fmt.Errorf("netio: %w", err)
+	}
+	return fmt.Errorf("netio: INIT root %#x names task %d, the client has %d tasks", m.Root, m.Task, s.c.spec.Tasks)
 }
 
 func (s *Sender) send(m ackcore.Msg, wait bool) (bool, error) {
@@ -460,12 +532,8 @@ func (s *Sender) send(m ackcore.Msg, wait bool) (bool, error) {
 		s.abandon()
 		return false, acker.ErrClosed
 	}
-	if m.Root == 0 || m.Kind < ackcore.Init || m.Kind > ackcore.Reset || m.TimeoutMs > maxTimeoutMs ||
-		m.Kind == ackcore.Init && m.Task >= uint32(c.spec.Tasks) {
-		if err := m.Validate(); err != nil {
-			return false, fmt.Errorf("netio: %w", err)
-		}
-		return false, fmt.Errorf("netio: INIT root %#x names task %d, the client has %d tasks", m.Root, m.Task, c.spec.Tasks)
+	if !s.valid(&m) {
+		return false, s.invalid(&m)
 	}
 	live := *c.live.Load()
 	h := pick(live, c.cfg.HashKey, m.Root)
@@ -489,31 +557,68 @@ func (s *Sender) send(m ackcore.Msg, wait bool) (bool, error) {
 		return true, nil
 	}
 	st := &s.stage[h.idx]
-	if st.n == 0 {
-		st.buf = appendHeader(st.buf[:0], TypeMsgs, 0)
-	}
-	wire := m
-	wire.Task = 0
-	switch m.Kind {
-	case ackcore.Init:
-		wire.Task = m.Task + c.cfg.TaskBase
-		st.inits = append(st.inits, initRec{m.Root, m.Task})
-		s.inits++
-	case ackcore.Ack:
-		s.acks++
-	case ackcore.Fail:
-		s.fails++
-	case ackcore.Reset:
-		s.resets++
-	}
-	off := len(st.buf)
-	st.buf = grow(st.buf, MsgSize)
-	putMsg(st.buf[off:], &wire)
-	st.n++
+	s.put(st, &m)
 	if st.n >= c.frame {
 		s.handOver(h)
 	}
 	return true, nil
+}
+
+// put appends m's record to st (m valid, its root's slot taken if an
+// INIT). The stage's buffer holds a whole frame from its first use on, so
+// the append never reallocates.
+func (s *Sender) put(st *stage, m *ackcore.Msg) {
+	if st.n == 0 {
+		if cap(st.buf) < HeaderSize+s.c.frame*MsgSize {
+			st.buf = make([]byte, 0, HeaderSize+s.c.frame*MsgSize)
+		}
+		st.buf = appendHeader(st.buf[:0], TypeMsgs, 0)
+	}
+	task := uint32(0)
+	if m.Kind == ackcore.Init {
+		task = m.Task + s.c.cfg.TaskBase
+		st.inits = append(st.inits, initRec{m.Root, m.Task})
+	}
+	s.kinds[m.Kind&3]++
+	off := len(st.buf)
+	st.buf = st.buf[:off+MsgSize]
+	r := st.buf[off : off+MsgSize : off+MsgSize]
+	binary.LittleEndian.PutUint64(r[offMsgRoot:], m.Root)
+	binary.LittleEndian.PutUint64(r[offMsgVal:], m.Val)
+	binary.LittleEndian.PutUint32(r[offMsgKind:], uint32(m.Kind)<<24|task)
+	binary.LittleEndian.PutUint32(r[offMsgTimeout:], m.TimeoutMs)
+	st.n++
+}
+
+// putRun is put for each of run, in one loop that keeps the stage's
+// buffer in registers (run fits in the stage's frame).
+func (s *Sender) putRun(st *stage, run []ackcore.Msg) {
+	if st.n == 0 {
+		if cap(st.buf) < HeaderSize+s.c.frame*MsgSize {
+			st.buf = make([]byte, 0, HeaderSize+s.c.frame*MsgSize)
+		}
+		st.buf = appendHeader(st.buf[:0], TypeMsgs, 0)
+	}
+	base := s.c.cfg.TaskBase
+	buf, inits := st.buf, st.inits
+	off := len(buf)
+	buf = buf[:off+len(run)*MsgSize]
+	for i := range run {
+		m := &run[i]
+		task := uint32(0)
+		if m.Kind == ackcore.Init {
+			task = m.Task + base
+			inits = append(inits, initRec{m.Root, m.Task})
+		}
+		s.kinds[m.Kind&3]++ // Reset (4) counts in slot 0; see Flush
+		r := buf[off+i*MsgSize:]
+		r = r[:MsgSize:MsgSize]
+		binary.LittleEndian.PutUint64(r[offMsgRoot:], m.Root)
+		binary.LittleEndian.PutUint64(r[offMsgVal:], m.Val)
+		binary.LittleEndian.PutUint32(r[offMsgKind:], uint32(m.Kind)<<24|task)
+		binary.LittleEndian.PutUint32(r[offMsgTimeout:], m.TimeoutMs)
+	}
+	st.buf, st.inits, st.n = buf, inits, st.n+len(run)
 }
 
 // abandon fails the INITs staged when the client stopped.
@@ -537,17 +642,32 @@ func (s *Sender) Flush() error {
 			s.handOver(c.hosts[i])
 		}
 	}
-	if s.inits|s.acks|s.fails|s.resets != 0 {
-		c.inits.Add(s.inits)
-		c.acks.Add(s.acks)
-		c.fails.Add(s.fails)
-		c.resets.Add(s.resets)
-		s.inits, s.acks, s.fails, s.resets = 0, 0, 0, 0
+	if k := &s.kinds; k[0]|k[1]|k[2]|k[3] != 0 {
+		for i, n := range k {
+			if n > 0 {
+				c.kindCount(ackcore.Kind(i)).Add(n)
+			}
+		}
+		*k = [4]uint64{}
 	}
 	if c.closed.Load() {
 		return acker.ErrClosed
 	}
 	return nil
+}
+
+// kindCount is the client's counter of messages of kind k sent.
+func (c *Client) kindCount(k ackcore.Kind) *atomic.Uint64 {
+	switch k {
+	case ackcore.Init:
+		return &c.inits
+	case ackcore.Ack:
+		return &c.acks
+	case ackcore.Fail:
+		return &c.fails
+	}
+	return &c.resets // Reset, at index Reset&3 = 0
+
 }
 
 // handOver queues the stage's frame on h (waiting for room) and
@@ -557,7 +677,8 @@ func (s *Sender) handOver(h *host) {
 	st := &s.stage[h.idx]
 	binary.LittleEndian.PutUint32(st.buf[offLength:], uint32(len(st.buf)))
 	n := st.n
-	buf, ok := h.enqueue(st.buf, st.inits)
+	var ok bool
+	ok, s.full = h.enqueue(st.buf, st.inits, s.full[:0])
 	if !ok {
 		reason := ackcore.ReasonLost
 		if s.c.closed.Load() {
@@ -567,8 +688,11 @@ func (s *Sender) handOver(h *host) {
 		s.c.dropped.Add(uint64(n - len(st.inits)))
 	} else {
 		s.c.sent.Add(uint64(n))
+		// A root INITed pendMaxCount times over without an outcome: the
+		// frame carries this INIT, but the client cannot track it.
+		s.c.failLocal(s.full, ackcore.ReasonFull)
 	}
-	st.buf, st.n, st.inits = buf, 0, st.inits[:0]
+	st.buf, st.n, st.inits = st.buf[:0], 0, st.inits[:0]
 }
 
 // failLocal reports roots in flight as failed with reason, straight to
@@ -608,12 +732,14 @@ func (c *Client) deliver(outs []ackcore.Outcome) {
 		}
 	}
 	c.release(len(outs))
-	c.completed.Add(done)
-	c.explicit.Add(expl)
-	c.timeout.Add(to)
-	c.full.Add(full)
-	c.stopCnt.Add(stop)
-	c.lost.Add(lost)
+	for _, a := range [...]struct {
+		n uint64
+		c *atomic.Uint64
+	}{{done, &c.completed}, {expl, &c.explicit}, {to, &c.timeout}, {full, &c.full}, {stop, &c.stopCnt}, {lost, &c.lost}} {
+		if a.n > 0 {
+			a.c.Add(a.n)
+		}
+	}
 	if len(c.inbox) == 1 {
 		c.inbox[0].put(outs)
 		return
@@ -639,17 +765,20 @@ func (c *Client) deliver(outs []ackcore.Outcome) {
 
 // Inbox is one outcome inbox (acker.Inbox). Hosts' readers put into it;
 // one goroutine takes from it. It holds at most MaxPending outcomes (a
-// reader waits for room), more only for a batch that came at once.
+// reader waits for room), more only for a batch that came at once. A put
+// wakes the consumer only when it waits (sleeping), so a consumer that
+// polls costs the readers no channel operation.
 type Inbox struct {
-	c      *Client
-	n      atomic.Int64 // len(q), read without the lock by Poll
-	mu     sync.Mutex
-	cond   *sync.Cond        // readers waiting for room; Stop waiting for empty
-	q      []ackcore.Outcome // guarded by mu
-	max    int
-	waits  int // guarded by mu: goroutines waiting on cond
-	closed atomic.Bool
-	wake   chan struct{}
+	c        *Client
+	n        atomic.Int64 // len(q), read without the lock by Poll
+	mu       sync.Mutex
+	cond     *sync.Cond        // readers waiting for room; Stop waiting for empty
+	q        []ackcore.Outcome // guarded by mu
+	max      int
+	waits    int  // guarded by mu: goroutines waiting on cond
+	sleeping bool // guarded by mu: the consumer waits on wake
+	closed   atomic.Bool
+	wake     chan struct{}
 }
 
 func (ib *Inbox) put(outs []ackcore.Outcome) {
@@ -661,7 +790,15 @@ func (ib *Inbox) put(outs []ackcore.Outcome) {
 	}
 	ib.q = append(ib.q, outs...)
 	ib.n.Store(int64(len(ib.q)))
+	wake := ib.sleeping
+	ib.sleeping = false
 	ib.mu.Unlock()
+	if wake {
+		ib.signal()
+	}
+}
+
+func (ib *Inbox) signal() {
 	select {
 	case ib.wake <- struct{}{}:
 	default:
@@ -680,10 +817,7 @@ func (ib *Inbox) drained() {
 	ib.closed.Store(true)
 	ib.cond.Broadcast()
 	ib.mu.Unlock()
-	select {
-	case ib.wake <- struct{}{}:
-	default:
-	}
+	ib.signal()
 }
 
 // Poll appends the outcomes available now to dst, without waiting.
@@ -716,9 +850,17 @@ func (ib *Inbox) WaitUntil(dst []ackcore.Outcome, wake <-chan time.Time) ([]ackc
 		if dst = ib.Poll(dst); len(dst) > n {
 			return dst, true
 		}
-		if ib.closed.Load() && ib.n.Load() == 0 {
+		ib.mu.Lock()
+		if len(ib.q) > 0 {
+			ib.mu.Unlock()
+			continue
+		}
+		if ib.closed.Load() {
+			ib.mu.Unlock()
 			return dst, false
 		}
+		ib.sleeping = true
+		ib.mu.Unlock()
 		select {
 		case <-ib.wake:
 		case <-wake:
@@ -742,7 +884,7 @@ const (
 func pendCount(v uint64) int { return int(v >> pendCountShift & pendMaxCount) }
 
 // host is one ackerd server as the client sees it: its connection
-// manager, its send queue and its table of pending roots.
+// manager, its outbound buffer and its table of pending roots.
 type host struct {
 	c    *Client
 	idx  int
@@ -750,62 +892,86 @@ type host struct {
 	key  uint64
 	up   atomic.Bool // connected and handshaken; mirrors upL
 
-	mu     sync.Mutex
-	cond   *sync.Cond        // senders waiting for queue room
-	upL    bool              // guarded by mu
-	gen    uint64            // guarded by mu: connection generation
-	roots  map[uint64]uint64 // guarded by mu: root -> pend (see pend)
-	bufs   [][]byte          // guarded by mu: frames to write
-	qbytes int               // guarded by mu: bytes in bufs
-	free   [][]byte          // guarded by mu: written buffers for reuse
-	wake   chan struct{}     // guarded by mu: the current writer's
-	conn   net.Conn          // guarded by mu
-	qfull  atomic.Bool       // qbytes at the bound, for TrySend
+	mu         sync.Mutex
+	cond       *sync.Cond    // senders waiting for room in out
+	waiters    int           // guarded by mu: senders waiting on cond
+	upL        bool          // guarded by mu
+	gen        uint64        // guarded by mu: connection generation
+	pend       pendTable     // guarded by mu: root -> pend value (see pendCount)
+	out        []byte        // guarded by mu: frames for the writer
+	qfullL     bool          // guarded by mu: len(out) at QueueBytes; mirrored in qfull
+	writerIdle bool          // guarded by mu: the writer waits for wake
+	sendMs     uint64        // guarded by mu: ms since the client's epoch at the writer's last turn
+	wake       chan struct{} // guarded by mu: the current writer's
+	conn       net.Conn      // guarded by mu
+	qfull      atomic.Bool   // out at the bound, for TrySend
 }
 
 func (h *host) full() bool { return h.qfull.Load() }
 
-// enqueue appends a frame and registers its INITs as pending, waiting
-// while the queue is full. It returns a buffer to stage the next frame
-// in, and false (frame not queued) when the host is down.
-func (h *host) enqueue(frame []byte, inits []initRec) ([]byte, bool) {
+// setFull records whether out is at its bound (h.mu held); the atomic is
+// written only when that changes.
+func (h *host) setFull(full bool) {
+	if full != h.qfullL {
+		h.qfullL = full
+		h.qfull.Store(full)
+	}
+}
+
+// enqueue copies a frame into the outbound buffer and registers its
+// INITs as pending, waiting while the buffer is full, and wakes the
+// writer if it waits. It returns false (frame not queued) when the host
+// is down, and appends to full the INITs it could not register (their
+// root already counts pendMaxCount INITs).
+func (h *host) enqueue(frame []byte, inits []initRec, full []initRec) (bool, []initRec) {
 	c := h.c
 	h.mu.Lock()
-	for h.upL && h.qbytes+len(frame) > c.cfg.QueueBytes && h.qbytes > 0 && !c.closed.Load() {
+	for h.upL && len(h.out)+len(frame) > c.cfg.QueueBytes && len(h.out) > 0 && !c.closed.Load() {
+		h.waiters++
 		h.cond.Wait()
+		h.waiters--
 	}
 	if !h.upL || c.closed.Load() {
 		h.mu.Unlock()
-		return frame[:0], false
+		return false, full
 	}
-	now := uint64(time.Since(c.epoch)/time.Millisecond) << pendMsShift
-	for _, r := range inits {
-		if v, again := h.roots[r.root]; again && pendCount(v) < pendMaxCount {
-			// The same root id INITed again before its earlier outcome
-			// came back (a replay reusing ids): the server sends one
-			// outcome per INIT, and so does the client.
-			h.roots[r.root] = v + 1<<pendCountShift
-			continue
-		} else if again {
-			c.failLocal([]initRec{r}, ackcore.ReasonFull)
-			continue
+	if len(inits) > 0 {
+		now := h.sendMs
+		if h.writerIdle || now == 0 {
+			// The writer's last reading of the clock may be old.
+			now = uint64(time.Since(c.epoch) / time.Millisecond)
 		}
-		h.roots[r.root] = uint64(r.task) | 1<<pendCountShift | now
+		now <<= pendMsShift
+		h.pend.reserve(len(inits))
+		if len(inits) > 1 {
+			var x uint64
+			for _, r := range inits {
+				x += h.pend.touch(r.root)
+			}
+			h.pend.sink = x
+		}
+		for _, r := range inits {
+			// The same root id INITed again before its earlier outcome
+			// came back (a replay reusing ids) counts once more: the
+			// server sends one outcome per INIT, and so does the client.
+			if !h.pend.add(r.root, uint64(r.task)|now) {
+				full = append(full, r)
+			}
+		}
 	}
-	h.bufs = append(h.bufs, frame)
-	h.qbytes += len(frame)
-	h.qfull.Store(h.qbytes >= c.cfg.QueueBytes)
-	var next []byte
-	if k := len(h.free); k > 0 {
-		next, h.free = h.free[k-1], h.free[:k-1]
-	}
-	wake := h.wake
+	h.out = append(h.out, frame...)
+	h.setFull(len(h.out) >= c.cfg.QueueBytes)
+	wake := h.writerIdle
+	h.writerIdle = false
+	ch := h.wake
 	h.mu.Unlock()
-	select {
-	case wake <- struct{}{}:
-	default:
+	if wake {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
 	}
-	return next[:0], true
+	return true, full
 }
 
 // run is the host's connection manager: connect, serve until the
@@ -998,15 +1164,10 @@ func (h *host) lose(gen uint64) {
 	h.up.Store(false)
 	h.gen++
 	h.conn = nil
-	roots := h.roots
-	h.roots = make(map[uint64]uint64, 1024)
-	for _, b := range h.bufs {
-		if len(h.free) < 64 {
-			h.free = append(h.free, b[:0])
-		}
-	}
-	h.bufs, h.qbytes = h.bufs[:0], 0
-	h.qfull.Store(false)
+	pend := h.pend
+	h.pend = pendTable{}
+	h.out = h.out[:0]
+	h.setFull(false)
 	h.cond.Broadcast()
 	h.mu.Unlock()
 	c.setLive()
@@ -1015,25 +1176,42 @@ func (h *host) lose(gen uint64) {
 		reason = ackcore.ReasonStopped
 	}
 	now := time.Since(c.epoch)
-	outs := make([]ackcore.Outcome, 0, len(roots))
-	for root, v := range roots {
+	outs := make([]ackcore.Outcome, 0, pend.n)
+	pend.each(func(root, v uint64) {
 		lat := now - time.Duration(v>>pendMsShift)*time.Millisecond
 		for range pendCount(v) {
 			outs = append(outs, ackcore.Outcome{Root: root, Task: uint32(v & pendTaskMask), Kind: ackcore.Failed, Reason: reason, Latency: lat})
 		}
-	}
+	})
 	if len(outs) > 0 {
 		c.log.Info("netio: failed the roots pending on a lost host", "host", h.addr, "roots", len(outs), "reason", reason.String())
 		c.deliver(outs)
 	}
 }
 
-// read reads outcomes until the connection fails; it returns why.
+// deliverAt is the most outcomes the reader resolves before it delivers
+// them, even with more frames buffered.
+const deliverAt = 4096
+
+// read reads outcomes until the connection fails; it returns why. It
+// resolves each outcomes frame against the pending table as it parses
+// it, and delivers what it resolved when the next frame is not wholly
+// buffered (before a read may block), at deliverAt outcomes, and when it
+// returns: a root taken out of the table is always delivered.
 func (h *host) read(conn net.Conn, fr *FrameReader, idle time.Duration) string {
-	var outs []ackcore.Outcome
+	outs := make([]ackcore.Outcome, 0, deliverAt)
+	defer func() {
+		if len(outs) > 0 {
+			h.c.deliver(outs)
+		}
+	}()
 	var lastDeadline time.Time
 	for {
-		if fr.Buffered() == 0 {
+		if !fr.Ready() {
+			if len(outs) > 0 {
+				h.c.deliver(outs)
+				outs = outs[:0]
+			}
 			if now := time.Now(); now.Sub(lastDeadline) > idle/10 {
 				_ = conn.SetReadDeadline(now.Add(idle))
 				lastDeadline = now
@@ -1052,11 +1230,13 @@ func (h *host) read(conn net.Conn, fr *FrameReader, idle time.Duration) string {
 		}
 		switch f.Type {
 		case TypeOutcomes:
-			outs, err = DecodeOutcomes(outs[:0], f.Body)
-			if err != nil {
+			if outs, err = h.resolve(outs, f.Body); err != nil {
 				return err.Error()
 			}
-			h.resolve(outs)
+			if len(outs) >= deliverAt {
+				h.c.deliver(outs)
+				outs = outs[:0]
+			}
 		case TypeHeartbeat:
 		case TypeClose:
 			code, reason, err := DecodeClose(f.Body)
@@ -1070,88 +1250,107 @@ func (h *host) read(conn net.Conn, fr *FrameReader, idle time.Duration) string {
 	}
 }
 
-// resolve matches outcomes with pending roots and delivers them; an
+// resolve parses an outcomes frame's body and matches each outcome with
+// its pending root, under one lock: the root's entry gives the outcome
+// its local task and loses one INIT; the outcome is appended to outs. An
 // outcome for a root not pending here (failed already as lost, or never
-// sent by this client) is counted stale and dropped.
-func (h *host) resolve(outs []ackcore.Outcome) {
-	c := h.c
-	k := 0
+// sent by this client) is counted stale and dropped. A malformed record
+// ends the parse with an error naming it; the outcomes before it stay
+// resolved, in outs.
+func (h *host) resolve(outs []ackcore.Outcome, body []byte) ([]ackcore.Outcome, error) {
+	n := len(body) / OutcomeSize
+	stale := 0
+	var err error
 	h.mu.Lock()
-	for _, o := range outs {
-		v, ok := h.roots[o.Root]
+	if n > 1 {
+		var x uint64
+		for i := range n {
+			x += h.pend.touch(binary.LittleEndian.Uint64(body[i*OutcomeSize+offOutRoot:]))
+		}
+		h.pend.sink = x
+	}
+	for i := range n {
+		r := body[i*OutcomeSize:]
+		root, lat, _, kind, reason, ok := outcomeFields(r)
 		if !ok {
+			err = fmt.Errorf("netio: outcome %d of %d: %w", i, n, outcomeError(r))
+			break
+		}
+		v, found := h.pend.take(root)
+		if !found {
+			stale++
 			continue
 		}
-		if pendCount(v) > 1 {
-			h.roots[o.Root] = v - 1<<pendCountShift
-		} else {
-			delete(h.roots, o.Root)
-		}
-		o.Task = uint32(v & pendTaskMask)
-		if o.Kind == ackcore.Refused {
+		if kind == ackcore.Refused {
 			// The INIT was not applied: no other outcome will come.
-			o.Kind = ackcore.Failed
+			kind = ackcore.Failed
 		}
-		outs[k] = o
-		k++
+		outs = append(outs, ackcore.Outcome{})
+		o := &outs[len(outs)-1]
+		o.Root, o.Latency, o.Task, o.Kind, o.Reason = root, lat, uint32(v&pendTaskMask), kind, reason
 	}
 	h.mu.Unlock()
-	if n := len(outs) - k; n > 0 {
-		c.stale.Add(uint64(n))
+	if stale > 0 {
+		h.c.stale.Add(uint64(stale))
 	}
-	if k > 0 {
-		c.deliver(outs[:k])
-	}
+	return outs, err
 }
 
-// writer writes the host's queued frames, a heartbeat when idle; it ends
-// when the connection fails or the generation changes.
+// writer writes what the senders queued, with one write per swap of the
+// outbound buffer, and a heartbeat when it has had nothing to write for
+// a heartbeat interval; it ends when the connection fails or the
+// generation changes. The write deadline is moved once per tenth of
+// WriteTimeout, not per write (a deadline update is a timer update).
 func (h *host) writer(conn net.Conn, gen uint64, wake chan struct{}, hb time.Duration) {
 	c := h.c
 	t := time.NewTimer(hb)
 	defer t.Stop()
-	var bufs, keep [][]byte
+	var spare []byte
+	var lastDeadline time.Time
+	wt := c.cfg.WriteTimeout
 	for {
-		beat := false
-		select {
-		case <-wake:
-		case <-t.C:
-			beat = true
-		case <-c.stopped:
-			return
-		}
+		now := time.Now()
 		h.mu.Lock()
 		if h.gen != gen {
 			h.mu.Unlock()
 			return
 		}
-		bufs = append(bufs[:0], h.bufs...)
-		h.bufs = h.bufs[:0]
-		h.qbytes = 0
-		h.qfull.Store(false)
-		h.cond.Broadcast()
-		h.mu.Unlock()
-		if len(bufs) == 0 {
-			if !beat {
+		// The send time pending roots record: the writer's clock reading
+		// serves every hand-over until its next turn, which a hand-over
+		// to a waiting writer does not wait for (enqueue reads the clock
+		// itself then).
+		h.sendMs = uint64(now.Sub(c.epoch) / time.Millisecond)
+		buf := h.out
+		if len(buf) == 0 {
+			h.writerIdle = true
+			h.mu.Unlock()
+			t.Reset(hb) // go1.23+: Reset drains a fired timer
+			select {
+			case <-wake:
 				continue
+			case <-t.C:
+				buf = AppendHeartbeat(spare[:0])
+				now = time.Now()
+			case <-c.stopped:
+				return
 			}
-			bufs = append(bufs, AppendHeartbeat(nil))
-		}
-		keep = append(keep[:0], bufs...)
-		_ = conn.SetWriteDeadline(time.Now().Add(c.cfg.WriteTimeout))
-		nb := net.Buffers(bufs)
-		_, err := nb.WriteTo(conn)
-		h.mu.Lock()
-		for _, b := range keep {
-			if len(h.free) < 64 && cap(b) >= HeaderSize+MsgSize {
-				h.free = append(h.free, b[:0])
+		} else {
+			h.out = spare[:0]
+			h.setFull(false)
+			if h.waiters > 0 {
+				h.cond.Broadcast()
 			}
+			h.mu.Unlock()
 		}
-		h.mu.Unlock()
+		if now.Sub(lastDeadline) > wt/10 {
+			_ = conn.SetWriteDeadline(now.Add(wt))
+			lastDeadline = now
+		}
+		_, err := conn.Write(buf)
+		spare = buf[:0]
 		if err != nil {
 			conn.Close()
 			return
 		}
-		t.Reset(hb)
 	}
 }

@@ -445,15 +445,17 @@ type sconn struct {
 
 	rbuf []ackcore.Outcome // router's batch for this connection
 
-	pending atomic.Int64  // roots whose INIT was read and whose outcome was not yet queued
-	room    chan struct{} // reader waits here while pending is at the bound
+	pending  atomic.Int64  // roots whose INIT was read and whose outcome was not yet written
+	room     chan struct{} // reader waits here while pending is at the bound
+	roomWait atomic.Bool   // the reader waits (or is about to) on room
 
-	mu       sync.Mutex
-	out      []byte // guarded by mu: frames to write
-	nout     int    // guarded by mu: outcomes in out
-	closeMsg []byte // guarded by mu: a close frame to write last
-	finished bool   // guarded by mu: no more frames; the writer writes out and closes
-	wake     chan struct{}
+	mu         sync.Mutex
+	out        []byte // guarded by mu: frames to write
+	nout       int    // guarded by mu: outcomes in out
+	closeMsg   []byte // guarded by mu: a close frame to write last
+	finished   bool   // guarded by mu: no more frames; the writer writes out and closes
+	writerIdle bool   // guarded by mu: the writer waits on wake
+	wake       chan struct{}
 	done     chan struct{} // closed when the writer has exited
 	spare    []byte
 	stopped  atomic.Bool // reading stopped by Shutdown
@@ -637,10 +639,18 @@ func (c *sconn) readLoop() error {
 	idle := s.cfg.IdleTimeout
 	max := int64(s.cfg.MaxConnPending)
 	var lastDeadline time.Time
+	// read counts the messages handed to the acker since the last
+	// flush: the server's shared counter is added to once per read batch.
+	var read uint64
+	defer func() { s.msgs.Add(read) }()
 	for {
-		if c.fr.Buffered() == 0 {
+		if !c.fr.Ready() {
 			if err := p.Flush(); err != nil {
 				return err
+			}
+			if read > 0 {
+				s.msgs.Add(read)
+				read = 0
 			}
 			// Setting a deadline costs a timer update: do it once per
 			// tenth of the idle timeout, not per read.
@@ -687,15 +697,23 @@ func (c *sconn) readLoop() error {
 				for c.pending.Load()+inits > max && c.pending.Load() > 0 {
 					// Backpressure: the client is not taking its
 					// outcomes. Publish what is staged, then wait for
-					// the writer to drain.
+					// the writer to drain. The flag is set before the
+					// re-check and the writer reads it after lowering
+					// pending (both sequentially consistent), so a
+					// wake-up is never lost, and the writer signals
+					// only while a reader waits.
 					if err := p.Flush(); err != nil {
 						return err
 					}
-					select {
-					case <-c.room:
-					case <-c.done:
-						return io.EOF
+					c.roomWait.Store(true)
+					if c.pending.Load()+inits > max && c.pending.Load() > 0 {
+						select {
+						case <-c.room:
+						case <-c.done:
+							return io.EOF
+						}
 					}
+					c.roomWait.Store(false)
 					if c.stopped.Load() {
 						return nil
 					}
@@ -705,7 +723,7 @@ func (c *sconn) readLoop() error {
 			if err := p.SendBatch(c.msgs); err != nil {
 				return err
 			}
-			s.msgs.Add(uint64(len(c.msgs)))
+			read += uint64(len(c.msgs))
 		case TypeHeartbeat:
 		case TypeClose:
 			code, reason, err := DecodeClose(f.Body)
@@ -764,6 +782,8 @@ func (c *sconn) queueOutcomes(outs []ackcore.Outcome) {
 		outs = outs[n:]
 	}
 	over := len(c.out) > 2*c.s.cfg.MaxConnPending*OutcomeSize+c.limit
+	wake := c.writerIdle || over
+	c.writerIdle = false
 	c.mu.Unlock()
 	if over {
 		// More outcomes than the roots it may have pending (tasks taken
@@ -776,9 +796,11 @@ func (c *sconn) queueOutcomes(outs []ackcore.Outcome) {
 		c.mu.Unlock()
 		c.raw.Close()
 	}
-	select {
-	case c.wake <- struct{}{}:
-	default:
+	if wake {
+		select {
+		case c.wake <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -797,8 +819,11 @@ func (c *sconn) finish(code uint16, reason string) {
 	}
 }
 
-// writer writes c's outbound frames, a heartbeat when idle, and the close
-// frame last; then it closes the connection and frees its slot.
+// writer writes c's outbound frames, one write per swap of the outbound
+// buffer (everything the router queued since the last), a heartbeat
+// when idle, and the close frame last; then it closes the connection and
+// frees its slot. The write deadline moves once per tenth of
+// WriteTimeout, not per write.
 func (c *sconn) writer() {
 	s := c.s
 	defer s.writers.Done()
@@ -808,16 +833,34 @@ func (c *sconn) writer() {
 		c.unref()
 	}()
 	hb := s.cfg.IdleTimeout / 3
+	wt := s.cfg.WriteTimeout
 	t := time.NewTimer(hb)
 	defer t.Stop()
+	var lastDeadline time.Time
 	for {
-		beat := false
-		select {
-		case <-c.wake:
-		case <-t.C:
-			beat = true
-		}
 		c.mu.Lock()
+		if len(c.out) == 0 && !c.finished {
+			c.writerIdle = true
+			c.mu.Unlock()
+			t.Reset(hb) // go1.23+: Reset drains a fired timer
+			beat := false
+			select {
+			case <-c.wake:
+			case <-t.C:
+				beat = true
+			}
+			c.mu.Lock()
+			c.writerIdle = false
+			if len(c.out) == 0 && !c.finished {
+				c.mu.Unlock()
+				if beat {
+					if err := c.write(AppendHeartbeat(c.spare[:0]), &lastDeadline, wt); err != nil {
+						return
+					}
+				}
+				continue
+			}
+		}
 		buf := c.out
 		c.out = c.spare[:0]
 		n := c.nout
@@ -827,39 +870,47 @@ func (c *sconn) writer() {
 		c.mu.Unlock()
 		if fin {
 			buf = append(buf, closeMsg...)
-		} else if len(buf) == 0 && beat {
-			buf = AppendHeartbeat(buf)
 		}
-		var err error
-		if len(buf) > 0 {
-			_ = c.raw.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
-			_, err = c.nc.Write(buf)
-		}
+		err := c.write(buf, &lastDeadline, wt)
 		c.spare = buf[:0]
 		if n > 0 {
 			// Outcomes written: room for more INITs.
 			c.pending.Add(-int64(n))
-			select {
-			case c.room <- struct{}{}:
-			default:
+			if c.roomWait.Load() {
+				select {
+				case c.room <- struct{}{}:
+				default:
+				}
 			}
 		}
-		if err != nil {
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				s.slow.Add(1)
-				s.log.Warn("netio: client not reading; closing", "remote", c.tag, "client", c.id, "write_timeout", s.cfg.WriteTimeout)
-			}
-			c.mu.Lock()
-			c.finished = true
-			c.mu.Unlock()
+		if err != nil || fin {
 			return
-		}
-		if fin {
-			return
-		}
-		if len(buf) > 0 {
-			t.Reset(hb) // go1.23+: Reset drains a fired timer
 		}
 	}
+}
+
+// write writes buf (the writer's), moving the write deadline when it is
+// older than a tenth of wt; on an error it logs a stalled client and
+// marks c finished.
+func (c *sconn) write(buf []byte, lastDeadline *time.Time, wt time.Duration) error {
+	s := c.s
+	if len(buf) == 0 {
+		return nil
+	}
+	if now := time.Now(); now.Sub(*lastDeadline) > wt/10 {
+		_ = c.raw.SetWriteDeadline(now.Add(wt))
+		*lastDeadline = now
+	}
+	_, err := c.nc.Write(buf)
+	if err != nil {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			s.slow.Add(1)
+			s.log.Warn("netio: client not reading; closing", "remote", c.tag, "client", c.id, "write_timeout", wt)
+		}
+		c.mu.Lock()
+		c.finished = true
+		c.mu.Unlock()
+	}
+	return err
 }
