@@ -456,9 +456,9 @@ type sconn struct {
 	finished   bool   // guarded by mu: no more frames; the writer writes out and closes
 	writerIdle bool   // guarded by mu: the writer waits on wake
 	wake       chan struct{}
-	done     chan struct{} // closed when the writer has exited
-	spare    []byte
-	stopped  atomic.Bool // reading stopped by Shutdown
+	done       chan struct{} // closed when the writer has exited
+	spare      []byte
+	stopped    atomic.Bool // reading stopped by Shutdown
 }
 
 func (c *sconn) stopReading() {
