@@ -223,8 +223,8 @@ type resolved struct {
 	// netSend: producers hand over Batch messages at a time with
 	// SendBatch and Flush (set for the net level's rows)
 	netSend bool
-	shapes []workload.Shape
-	impls  map[Level][]string // per level, in registry order
+	shapes  []workload.Shape
+	impls   map[Level][]string // per level, in registry order
 }
 
 func (c Config) resolve() (*resolved, error) {

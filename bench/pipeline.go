@@ -65,19 +65,19 @@ type result struct {
 // goroutine while a command runs; the runner reads them only after the
 // reply (the channel orders the accesses).
 type producer struct {
-	id    int
-	task  uint32 // the spout task its INITs name (see spoutTasker)
-	s     sender
+	id   int
+	task uint32 // the spout task its INITs name (see spoutTasker)
+	s    sender
 	// batched: hand each batch over with SendBatch then Flush (the net
 	// level), instead of Send per message with the pipe's own publishing
 	batched bool
 	scratch []ackcore.Msg
-	cur   *cursor
-	clk   benchClock
-	batch int
-	k     int
-	warm  time.Duration
-	base  time.Time
+	cur     *cursor
+	clk     benchClock
+	batch   int
+	k       int
+	warm    time.Duration
+	base    time.Time
 
 	stop atomic.Bool // set by the runner to end a timed phase
 	cmds chan command
