@@ -184,9 +184,30 @@ type Client struct {
 	stopped  chan struct{}
 	wg       sync.WaitGroup
 
-	inits, acks, fails, resets, sent            atomic.Uint64
-	completed, explicit, timeout, full, stopCnt atomic.Uint64
-	lost, stale, dropped, conns                 atomic.Uint64
+	local          outCounts // outcomes a sender failed locally
+	dropped, conns atomic.Uint64
+}
+
+// cacheLine pads counters that different goroutines write apart, so
+// that a sender's counting does not bounce the line a reader counts on.
+const cacheLine = 64
+
+// sendCounts are one sender's counters: written by its goroutine (an
+// atomic add on a line no other goroutine writes is cheap), summed by
+// Stats.
+type sendCounts struct {
+	_     [cacheLine]byte
+	kinds [4]atomic.Uint64 // messages sent by kind, index Kind&3 (RESET 0)
+	sent  atomic.Uint64    // messages handed to a connection
+	_     [cacheLine - 40]byte
+}
+
+// outCounts count delivered outcomes: one set per host (its reader and
+// its loss), one for the senders' local failures; summed by Stats.
+type outCounts struct {
+	_                                                        [cacheLine]byte
+	completed, explicit, timeout, full, stopped, lost, stale atomic.Uint64
+	_                                                        [cacheLine - 56]byte
 }
 
 // Dial opens a remote acker for spec on the hosts of cfg. It connects to
@@ -274,14 +295,30 @@ var (
 // Stats returns the client's counters as the acker's (sent by kind,
 // outcomes by kind; Pending is the roots in flight) and its own.
 func (c *Client) Stats() (ackcore.Stats, ClientStats) {
-	st := ackcore.Stats{
-		Inits: c.inits.Load(), Acks: c.acks.Load(), Fails: c.fails.Load(), Resets: c.resets.Load(),
-		Completed: c.completed.Load(), FailedExplicit: c.explicit.Load(), FailedTimeout: c.timeout.Load(),
-		FailedFull: c.full.Load(), FailedStopped: c.stopCnt.Load(), Pending: int(c.inflight.Load()),
+	st := ackcore.Stats{Pending: int(c.inflight.Load())}
+	cs := ClientStats{Dropped: c.dropped.Load(), HostsUp: len(*c.live.Load()), InFlight: c.inflight.Load()}
+	for _, s := range c.send {
+		st.Resets += s.cnt.kinds[0].Load()
+		st.Inits += s.cnt.kinds[ackcore.Init].Load()
+		st.Acks += s.cnt.kinds[ackcore.Ack].Load()
+		st.Fails += s.cnt.kinds[ackcore.Fail].Load()
+		cs.Sent += s.cnt.sent.Load()
+	}
+	oc := []*outCounts{&c.local}
+	for _, h := range c.hosts {
+		oc = append(oc, &h.cnt)
+	}
+	for _, o := range oc {
+		st.Completed += o.completed.Load()
+		st.FailedExplicit += o.explicit.Load()
+		st.FailedTimeout += o.timeout.Load()
+		st.FailedFull += o.full.Load()
+		st.FailedStopped += o.stopped.Load()
+		cs.Lost += o.lost.Load()
+		cs.Stale += o.stale.Load()
 	}
 	n := c.conns.Load()
-	cs := ClientStats{Sent: c.sent.Load(), Lost: c.lost.Load(), Stale: c.stale.Load(), Dropped: c.dropped.Load(),
-		HostsUp: len(*c.live.Load()), InFlight: c.inflight.Load(), Connections: n}
+	cs.Connections = n
 	if n > uint64(len(c.hosts)) {
 		cs.Reconnects = n - uint64(len(c.hosts))
 	}
@@ -449,6 +486,7 @@ type Sender struct {
 	// 1, ACK 2, FAIL 3, RESET 0), added to the client's counters at Flush
 	kinds [4]uint64
 	full  []initRec // scratch: INITs a hand-over could not register
+	cnt   sendCounts
 }
 
 // Send stages m for its root's host, handing the frame over when full.
@@ -645,7 +683,7 @@ func (s *Sender) Flush() error {
 	if k := &s.kinds; k[0]|k[1]|k[2]|k[3] != 0 {
 		for i, n := range k {
 			if n > 0 {
-				c.kindCount(ackcore.Kind(i)).Add(n)
+				s.cnt.kinds[i].Add(n)
 			}
 		}
 		*k = [4]uint64{}
@@ -654,20 +692,6 @@ func (s *Sender) Flush() error {
 		return acker.ErrClosed
 	}
 	return nil
-}
-
-// kindCount is the client's counter of messages of kind k sent.
-func (c *Client) kindCount(k ackcore.Kind) *atomic.Uint64 {
-	switch k {
-	case ackcore.Init:
-		return &c.inits
-	case ackcore.Ack:
-		return &c.acks
-	case ackcore.Fail:
-		return &c.fails
-	}
-	return &c.resets // Reset, at index Reset&3 = 0
-
 }
 
 // handOver queues the stage's frame on h (waiting for room) and
@@ -687,7 +711,7 @@ func (s *Sender) handOver(h *host) {
 		s.c.failLocal(st.inits, reason)
 		s.c.dropped.Add(uint64(n - len(st.inits)))
 	} else {
-		s.c.sent.Add(uint64(n))
+		s.cnt.sent.Add(uint64(n))
 		// A root INITed pendMaxCount times over without an outcome: the
 		// frame carries this INIT, but the client cannot track it.
 		s.c.failLocal(s.full, ackcore.ReasonFull)
@@ -705,12 +729,12 @@ func (c *Client) failLocal(inits []initRec, reason ackcore.Reason) {
 	for i, r := range inits {
 		outs[i] = ackcore.Outcome{Root: r.root, Task: r.task, Kind: ackcore.Failed, Reason: reason}
 	}
-	c.deliver(outs)
+	c.deliver(outs, &c.local)
 }
 
 // deliver hands outcomes of roots in flight to their inboxes and counts
-// them.
-func (c *Client) deliver(outs []ackcore.Outcome) {
+// them in oc.
+func (c *Client) deliver(outs []ackcore.Outcome, oc *outCounts) {
 	var done, expl, to, full, stop, lost uint64
 	for i := range outs {
 		o := &outs[i]
@@ -735,7 +759,7 @@ func (c *Client) deliver(outs []ackcore.Outcome) {
 	for _, a := range [...]struct {
 		n uint64
 		c *atomic.Uint64
-	}{{done, &c.completed}, {expl, &c.explicit}, {to, &c.timeout}, {full, &c.full}, {stop, &c.stopCnt}, {lost, &c.lost}} {
+	}{{done, &oc.completed}, {expl, &oc.explicit}, {to, &oc.timeout}, {full, &oc.full}, {stop, &oc.stopped}, {lost, &oc.lost}} {
 		if a.n > 0 {
 			a.c.Add(a.n)
 		}
@@ -905,6 +929,7 @@ type host struct {
 	wake       chan struct{} // guarded by mu: the current writer's
 	conn       net.Conn      // guarded by mu
 	qfull      atomic.Bool   // out at the bound, for TrySend
+	cnt        outCounts     // outcomes delivered by the reader and lose
 }
 
 func (h *host) full() bool { return h.qfull.Load() }
@@ -1185,7 +1210,7 @@ func (h *host) lose(gen uint64) {
 	})
 	if len(outs) > 0 {
 		c.log.Info("netio: failed the roots pending on a lost host", "host", h.addr, "roots", len(outs), "reason", reason.String())
-		c.deliver(outs)
+		c.deliver(outs, &h.cnt)
 	}
 }
 
@@ -1202,14 +1227,14 @@ func (h *host) read(conn net.Conn, fr *FrameReader, idle time.Duration) string {
 	outs := make([]ackcore.Outcome, 0, deliverAt)
 	defer func() {
 		if len(outs) > 0 {
-			h.c.deliver(outs)
+			h.c.deliver(outs, &h.cnt)
 		}
 	}()
 	var lastDeadline time.Time
 	for {
 		if !fr.Ready() {
 			if len(outs) > 0 {
-				h.c.deliver(outs)
+				h.c.deliver(outs, &h.cnt)
 				outs = outs[:0]
 			}
 			if now := time.Now(); now.Sub(lastDeadline) > idle/10 {
@@ -1234,7 +1259,7 @@ func (h *host) read(conn net.Conn, fr *FrameReader, idle time.Duration) string {
 				return err.Error()
 			}
 			if len(outs) >= deliverAt {
-				h.c.deliver(outs)
+				h.c.deliver(outs, &h.cnt)
 				outs = outs[:0]
 			}
 		case TypeHeartbeat:
@@ -1291,7 +1316,7 @@ func (h *host) resolve(outs []ackcore.Outcome, body []byte) ([]ackcore.Outcome, 
 	}
 	h.mu.Unlock()
 	if stale > 0 {
-		h.c.stale.Add(uint64(stale))
+		h.cnt.stale.Add(uint64(stale))
 	}
 	return outs, err
 }

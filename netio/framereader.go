@@ -85,7 +85,11 @@ func (fr *FrameReader) fill() {
 		// ParseFrame checked the length against the limit already.
 		need = int(uint32(fr.buf[fr.start]) | uint32(fr.buf[fr.start+1])<<8 | uint32(fr.buf[fr.start+2])<<16 | uint32(fr.buf[fr.start+3])<<24)
 	}
-	if fr.start > 0 && (fr.start+need > len(fr.buf) || have == 0) {
+	// Move the unparsed bytes to the front when the frame would not fit
+	// behind them, or when less than half a chunk is left to read into:
+	// a read into a sliver of buffer returns a sliver of data, and costs
+	// a system call all the same.
+	if fr.start > 0 && (fr.start+need > len(fr.buf) || have == 0 || len(fr.buf)-fr.end < readChunk/2) {
 		copy(fr.buf, fr.buf[fr.start:fr.end])
 		fr.start, fr.end = 0, have
 	}

@@ -172,8 +172,14 @@ type Server struct {
 	final     ackcore.Stats
 
 	accepted, refused, hsFails, protoErrs, slow atomic.Uint64
-	msgs, outcomes, unrouted                    atomic.Uint64
 	open                                        atomic.Int64
+	// msgs is added to by the readers, outcomes and unrouted by the
+	// router: on lines of their own.
+	_                  [64]byte
+	msgs               atomic.Uint64
+	_                  [56]byte
+	outcomes, unrouted atomic.Uint64
+	_                  [48]byte
 }
 
 // NewServer builds a server and starts its acker; Serve accepts
@@ -645,10 +651,22 @@ func (c *sconn) readLoop() error {
 	var lastDeadline time.Time
 	// read counts the messages handed to the acker since the last
 	// flush: the server's shared counter is added to once per read batch.
+	// taken counts the INITs taken since then, added to pending (which
+	// the writer lowers) once per read batch too, against base, pending
+	// as it was then: the writer only lowers it, so base+taken never
+	// understates it, and only when base+taken would pass the bound does
+	// the reader look at pending itself. Per frame, the counter's line
+	// would bounce between the reader's and the writer's cores.
 	var read uint64
-	defer func() { s.msgs.Add(read) }()
+	var base, taken int64
+	defer func() { s.msgs.Add(read); c.pending.Add(taken) }()
 	for {
 		if !c.fr.Ready() {
+			if taken > 0 {
+				c.pending.Add(taken)
+				taken = 0
+			}
+			base = c.pending.Load()
 			if err := p.Flush(); err != nil {
 				return err
 			}
@@ -697,7 +715,10 @@ func (c *sconn) readLoop() error {
 				}
 				inits++
 			}
-			if inits > 0 {
+			if inits > 0 && base+taken+inits > max {
+				// Maybe at the bound: count exactly.
+				c.pending.Add(taken)
+				taken = 0
 				for c.pending.Load()+inits > max && c.pending.Load() > 0 {
 					// Backpressure: the client is not taking its
 					// outcomes. Publish what is staged, then wait for
@@ -722,8 +743,9 @@ func (c *sconn) readLoop() error {
 						return nil
 					}
 				}
-				c.pending.Add(inits)
+				base = c.pending.Load()
 			}
+			taken += inits
 			if err := p.SendBatch(c.msgs); err != nil {
 				return err
 			}
