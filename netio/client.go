@@ -461,10 +461,12 @@ func (c *Client) setLive() {
 	c.live.Store(&up)
 }
 
-// initRec is a staged or pending INIT: root and local task.
+// initRec is a staged or queued INIT: root, local task, and, once the
+// writer took it, its send time (ms since the client's epoch; 0 before).
 type initRec struct {
 	root uint64
 	task uint32
+	ms   uint32
 }
 
 // stage is one sender's frame under construction for one host. Its
@@ -485,7 +487,6 @@ type Sender struct {
 	// messages staged since the last Flush by kind, index Kind&3 (INIT
 	// 1, ACK 2, FAIL 3, RESET 0), added to the client's counters at Flush
 	kinds [4]uint64
-	full  []initRec // scratch: INITs a hand-over could not register
 	cnt   sendCounts
 }
 
@@ -588,7 +589,7 @@ func (s *Sender) send(m ackcore.Msg, wait bool) (bool, error) {
 	}
 	if h == nil {
 		if m.Kind == ackcore.Init {
-			c.failLocal([]initRec{{m.Root, m.Task}}, ackcore.ReasonLost)
+			c.failLocal([]initRec{{root: m.Root, task: m.Task}}, ackcore.ReasonLost)
 		} else {
 			c.dropped.Add(1)
 		}
@@ -615,7 +616,7 @@ func (s *Sender) put(st *stage, m *ackcore.Msg) {
 	task := uint32(0)
 	if m.Kind == ackcore.Init {
 		task = m.Task + s.c.cfg.TaskBase
-		st.inits = append(st.inits, initRec{m.Root, m.Task})
+		st.inits = append(st.inits, initRec{root: m.Root, task: m.Task})
 	}
 	s.kinds[m.Kind&3]++
 	off := len(st.buf)
@@ -646,7 +647,7 @@ func (s *Sender) putRun(st *stage, run []ackcore.Msg) {
 		task := uint32(0)
 		if m.Kind == ackcore.Init {
 			task = m.Task + base
-			inits = append(inits, initRec{m.Root, m.Task})
+			inits = append(inits, initRec{root: m.Root, task: m.Task})
 		}
 		s.kinds[m.Kind&3]++ // Reset (4) counts in slot 0; see Flush
 		r := buf[off+i*MsgSize:]
@@ -694,16 +695,14 @@ func (s *Sender) Flush() error {
 	return nil
 }
 
-// handOver queues the stage's frame on h (waiting for room) and
-// registers its INITs as pending there, in one step under h's lock: a
-// host lost before that fails them, one lost after finds them registered.
+// handOver queues the stage's frame and its INITs on h (waiting for
+// room), in one step under h's lock: a host lost before that fails them
+// here, one lost after fails them from its queue or its pending table.
 func (s *Sender) handOver(h *host) {
 	st := &s.stage[h.idx]
 	binary.LittleEndian.PutUint32(st.buf[offLength:], uint32(len(st.buf)))
 	n := st.n
-	var ok bool
-	ok, s.full = h.enqueue(st.buf, st.inits, s.full[:0])
-	if !ok {
+	if !h.enqueue(st.buf, st.inits) {
 		reason := ackcore.ReasonLost
 		if s.c.closed.Load() {
 			reason = ackcore.ReasonStopped
@@ -712,9 +711,6 @@ func (s *Sender) handOver(h *host) {
 		s.c.dropped.Add(uint64(n - len(st.inits)))
 	} else {
 		s.cnt.sent.Add(uint64(n))
-		// A root INITed pendMaxCount times over without an outcome: the
-		// frame carries this INIT, but the client cannot track it.
-		s.c.failLocal(s.full, ackcore.ReasonFull)
 	}
 	st.buf, st.n, st.inits = st.buf[:0], 0, st.inits[:0]
 }
@@ -722,19 +718,35 @@ func (s *Sender) handOver(h *host) {
 // failLocal reports roots in flight as failed with reason, straight to
 // their inboxes (their slots are already taken).
 func (c *Client) failLocal(inits []initRec, reason ackcore.Reason) {
+	c.fail(inits, reason, &c.local, true)
+}
+
+// fail reports roots in flight as failed with reason, counted in oc.
+// With !wait it does not wait for room in their inboxes (a writer, which
+// their consumer may be waiting on, fails so): an inbox then holds more
+// than its bound, by at most the roots in flight.
+func (c *Client) fail(inits []initRec, reason ackcore.Reason, oc *outCounts, wait bool) {
 	if len(inits) == 0 {
 		return
 	}
+	now := time.Since(c.epoch)
 	outs := make([]ackcore.Outcome, len(inits))
 	for i, r := range inits {
 		outs[i] = ackcore.Outcome{Root: r.root, Task: r.task, Kind: ackcore.Failed, Reason: reason}
+		if r.ms != 0 {
+			outs[i].Latency = now - time.Duration(r.ms)*time.Millisecond
+		}
 	}
-	c.deliver(outs, &c.local)
+	c.deliverWait(outs, oc, wait)
 }
 
 // deliver hands outcomes of roots in flight to their inboxes and counts
 // them in oc.
-func (c *Client) deliver(outs []ackcore.Outcome, oc *outCounts) {
+func (c *Client) deliver(outs []ackcore.Outcome, oc *outCounts) { c.deliverWait(outs, oc, true) }
+
+// deliverWait is deliver that, with !wait, does not wait for room in the
+// inboxes.
+func (c *Client) deliverWait(outs []ackcore.Outcome, oc *outCounts, wait bool) {
 	var done, expl, to, full, stop, lost uint64
 	for i := range outs {
 		o := &outs[i]
@@ -765,7 +777,7 @@ func (c *Client) deliver(outs []ackcore.Outcome, oc *outCounts) {
 		}
 	}
 	if len(c.inbox) == 1 {
-		c.inbox[0].put(outs)
+		c.inbox[0].put(outs, wait)
 		return
 	}
 	// Group by inbox; a batch usually has few.
@@ -782,7 +794,7 @@ func (c *Client) deliver(outs []ackcore.Outcome, oc *outCounts) {
 				rest = append(rest, o)
 			}
 		}
-		ib.put(outs[:k])
+		ib.put(outs[:k], wait)
 		outs = rest
 	}
 }
@@ -805,9 +817,9 @@ type Inbox struct {
 	wake     chan struct{}
 }
 
-func (ib *Inbox) put(outs []ackcore.Outcome) {
+func (ib *Inbox) put(outs []ackcore.Outcome, wait bool) {
 	ib.mu.Lock()
-	for len(ib.q) >= ib.max && !ib.closed.Load() {
+	for wait && len(ib.q) >= ib.max && !ib.closed.Load() {
 		ib.waits++
 		ib.cond.Wait()
 		ib.waits--
@@ -909,6 +921,13 @@ func pendCount(v uint64) int { return int(v >> pendCountShift & pendMaxCount) }
 
 // host is one ackerd server as the client sees it: its connection
 // manager, its outbound buffer and its table of pending roots.
+//
+// A sender's hand-over appends a frame to out and the frame's INITs to
+// inits, under mu; the writer takes both at once, registers the INITs in
+// the pending table (under pendMu), and only then writes the bytes, so
+// an outcome always finds its root registered, and the producers never
+// wait on the table's cache misses (the writer registers a whole turn's
+// INITs at once, their probes overlapping).
 type host struct {
 	c    *Client
 	idx  int
@@ -921,15 +940,19 @@ type host struct {
 	waiters    int           // guarded by mu: senders waiting on cond
 	upL        bool          // guarded by mu
 	gen        uint64        // guarded by mu: connection generation
-	pend       pendTable     // guarded by mu: root -> pend value (see pendCount)
 	out        []byte        // guarded by mu: frames for the writer
+	inits      []initRec     // guarded by mu: their INITs, not yet registered
 	qfullL     bool          // guarded by mu: len(out) at QueueBytes; mirrored in qfull
 	writerIdle bool          // guarded by mu: the writer waits for wake
-	sendMs     uint64        // guarded by mu: ms since the client's epoch at the writer's last turn
 	wake       chan struct{} // guarded by mu: the current writer's
 	conn       net.Conn      // guarded by mu
 	qfull      atomic.Bool   // out at the bound, for TrySend
-	cnt        outCounts     // outcomes delivered by the reader and lose
+
+	pendMu sync.Mutex
+	pend   pendTable // guarded by pendMu: root -> pend value (see pendCount)
+	genP   uint64    // guarded by pendMu: the generation pend belongs to (0: none)
+
+	cnt outCounts // outcomes delivered by the reader, the writer and lose
 }
 
 func (h *host) full() bool { return h.qfull.Load() }
@@ -943,12 +966,10 @@ func (h *host) setFull(full bool) {
 	}
 }
 
-// enqueue copies a frame into the outbound buffer and registers its
-// INITs as pending, waiting while the buffer is full, and wakes the
-// writer if it waits. It returns false (frame not queued) when the host
-// is down, and appends to full the INITs it could not register (their
-// root already counts pendMaxCount INITs).
-func (h *host) enqueue(frame []byte, inits []initRec, full []initRec) (bool, []initRec) {
+// enqueue copies a frame into the outbound buffer and queues its INITs,
+// waiting while the buffer is full, and wakes the writer if it waits. It
+// returns false (frame not queued) when the host is down.
+func (h *host) enqueue(frame []byte, inits []initRec) bool {
 	c := h.c
 	h.mu.Lock()
 	for h.upL && len(h.out)+len(frame) > c.cfg.QueueBytes && len(h.out) > 0 && !c.closed.Load() {
@@ -958,32 +979,9 @@ func (h *host) enqueue(frame []byte, inits []initRec, full []initRec) (bool, []i
 	}
 	if !h.upL || c.closed.Load() {
 		h.mu.Unlock()
-		return false, full
+		return false
 	}
-	if len(inits) > 0 {
-		now := h.sendMs
-		if h.writerIdle || now == 0 {
-			// The writer's last reading of the clock may be old.
-			now = uint64(time.Since(c.epoch) / time.Millisecond)
-		}
-		now <<= pendMsShift
-		h.pend.reserve(len(inits))
-		if len(inits) > 1 {
-			var x uint64
-			for _, r := range inits {
-				x += h.pend.touch(r.root)
-			}
-			h.pend.sink = x
-		}
-		for _, r := range inits {
-			// The same root id INITed again before its earlier outcome
-			// came back (a replay reusing ids) counts once more: the
-			// server sends one outcome per INIT, and so does the client.
-			if !h.pend.add(r.root, uint64(r.task)|now) {
-				full = append(full, r)
-			}
-		}
-	}
+	h.inits = append(h.inits, inits...)
 	h.out = append(h.out, frame...)
 	h.setFull(len(h.out) >= c.cfg.QueueBytes)
 	wake := h.writerIdle
@@ -996,7 +994,47 @@ func (h *host) enqueue(frame []byte, inits []initRec, full []initRec) (bool, []i
 		default:
 		}
 	}
-	return true, full
+	return true
+}
+
+// register puts the INITs the writer took into the pending table, before
+// their frames are written; it reports false, having failed them, when
+// the connection of generation gen was lost meanwhile (lose took the
+// table without them).
+func (h *host) register(gen uint64, inits []initRec) bool {
+	h.pendMu.Lock()
+	if h.genP != gen {
+		h.pendMu.Unlock()
+		reason := ackcore.ReasonLost
+		if h.c.closed.Load() {
+			reason = ackcore.ReasonStopped
+		}
+		h.c.fail(inits, reason, &h.cnt, false)
+		return false
+	}
+	t := &h.pend
+	t.reserve(len(inits))
+	if len(inits) > 1 {
+		var x uint64
+		for i := range inits {
+			x += t.touch(inits[i].root)
+		}
+		t.sink = x
+	}
+	full := inits[:0:0]
+	for _, r := range inits {
+		// The same root id INITed again before its earlier outcome came
+		// back (a replay reusing ids) counts once more: the server sends
+		// one outcome per INIT, and so does the client.
+		if !t.add(r.root, uint64(r.task)|uint64(r.ms)<<pendMsShift) {
+			full = append(full, r)
+		}
+	}
+	h.pendMu.Unlock()
+	// A root INITed pendMaxCount times over without an outcome: the frame
+	// carries this INIT, but the client cannot track it.
+	h.c.fail(full, ackcore.ReasonFull, &h.cnt, false)
+	return true
 }
 
 // run is the host's connection manager: connect, serve until the
@@ -1143,10 +1181,14 @@ func (h *host) serve(conn net.Conn, fr *FrameReader, w Welcome, up func()) strin
 	h.upL = true
 	h.wake = wake
 	h.conn = conn
+	h.writerIdle = false
 	if c.closed.Load() {
 		conn.Close() // Stop's hangUp ran before this connection was known
 	}
 	h.mu.Unlock()
+	h.pendMu.Lock()
+	h.genP = gen
+	h.pendMu.Unlock()
 	h.up.Store(true)
 	c.setLive()
 	up()
@@ -1177,7 +1219,10 @@ func (h *host) hangUp() {
 }
 
 // lose marks the host down and fails every root pending on it: with
-// ReasonLost, or ReasonStopped when the client is stopping.
+// ReasonLost, or ReasonStopped when the client is stopping. Its roots
+// are those queued and not yet taken by the writer, and those in the
+// pending table; the writer fails those it took and had not registered
+// (register sees the table's generation gone).
 func (h *host) lose(gen uint64) {
 	c := h.c
 	h.mu.Lock()
@@ -1189,25 +1234,33 @@ func (h *host) lose(gen uint64) {
 	h.up.Store(false)
 	h.gen++
 	h.conn = nil
-	pend := h.pend
-	h.pend = pendTable{}
+	queued := h.inits
+	h.inits = nil
 	h.out = h.out[:0]
 	h.setFull(false)
 	h.cond.Broadcast()
 	h.mu.Unlock()
+	h.pendMu.Lock()
+	pend := h.pend
+	h.pend = pendTable{}
+	h.genP = 0
+	h.pendMu.Unlock()
 	c.setLive()
 	reason := ackcore.ReasonLost
 	if c.closed.Load() {
 		reason = ackcore.ReasonStopped
 	}
 	now := time.Since(c.epoch)
-	outs := make([]ackcore.Outcome, 0, pend.n)
+	outs := make([]ackcore.Outcome, 0, pend.n+len(queued))
 	pend.each(func(root, v uint64) {
 		lat := now - time.Duration(v>>pendMsShift)*time.Millisecond
 		for range pendCount(v) {
 			outs = append(outs, ackcore.Outcome{Root: root, Task: uint32(v & pendTaskMask), Kind: ackcore.Failed, Reason: reason, Latency: lat})
 		}
 	})
+	for _, r := range queued {
+		outs = append(outs, ackcore.Outcome{Root: r.root, Task: r.task, Kind: ackcore.Failed, Reason: reason})
+	}
 	if len(outs) > 0 {
 		c.log.Info("netio: failed the roots pending on a lost host", "host", h.addr, "roots", len(outs), "reason", reason.String())
 		c.deliver(outs, &h.cnt)
@@ -1286,7 +1339,7 @@ func (h *host) resolve(outs []ackcore.Outcome, body []byte) ([]ackcore.Outcome, 
 	n := len(body) / OutcomeSize
 	stale := 0
 	var err error
-	h.mu.Lock()
+	h.pendMu.Lock()
 	if n > 1 {
 		var x uint64
 		for i := range n {
@@ -1314,39 +1367,36 @@ func (h *host) resolve(outs []ackcore.Outcome, body []byte) ([]ackcore.Outcome, 
 		o := &outs[len(outs)-1]
 		o.Root, o.Latency, o.Task, o.Kind, o.Reason = root, lat, uint32(v&pendTaskMask), kind, reason
 	}
-	h.mu.Unlock()
+	h.pendMu.Unlock()
 	if stale > 0 {
 		h.cnt.stale.Add(uint64(stale))
 	}
 	return outs, err
 }
 
-// writer writes what the senders queued, with one write per swap of the
-// outbound buffer, and a heartbeat when it has had nothing to write for
-// a heartbeat interval; it ends when the connection fails or the
-// generation changes. The write deadline is moved once per tenth of
-// WriteTimeout, not per write (a deadline update is a timer update).
+// writer writes what the senders queued, with one write per turn (a swap
+// of the outbound buffer), after registering the turn's INITs, and a
+// heartbeat when it has had nothing to write for a heartbeat interval; it
+// ends when the connection fails or the generation changes. The write
+// deadline is moved once per tenth of WriteTimeout, not per write (a
+// deadline update is a timer update).
 func (h *host) writer(conn net.Conn, gen uint64, wake chan struct{}, hb time.Duration) {
 	c := h.c
 	t := time.NewTimer(hb)
 	defer t.Stop()
 	var spare []byte
+	var spareInits []initRec
 	var lastDeadline time.Time
 	wt := c.cfg.WriteTimeout
 	for {
-		now := time.Now()
 		h.mu.Lock()
 		if h.gen != gen {
 			h.mu.Unlock()
 			return
 		}
-		// The send time pending roots record: the writer's clock reading
-		// serves every hand-over until its next turn, which a hand-over
-		// to a waiting writer does not wait for (enqueue reads the clock
-		// itself then).
-		h.sendMs = uint64(now.Sub(c.epoch) / time.Millisecond)
-		buf := h.out
-		if len(buf) == 0 {
+		var buf []byte
+		var inits []initRec
+		if len(h.out) == 0 {
 			h.writerIdle = true
 			h.mu.Unlock()
 			t.Reset(hb) // go1.23+: Reset drains a fired timer
@@ -1354,25 +1404,35 @@ func (h *host) writer(conn net.Conn, gen uint64, wake chan struct{}, hb time.Dur
 			case <-wake:
 				continue
 			case <-t.C:
-				buf = AppendHeartbeat(spare[:0])
-				now = time.Now()
+				buf, inits = AppendHeartbeat(spare[:0]), spareInits[:0]
 			case <-c.stopped:
 				return
 			}
 		} else {
-			h.out = spare[:0]
+			buf, inits = h.out, h.inits
+			h.out, h.inits = spare[:0], spareInits[:0]
 			h.setFull(false)
 			if h.waiters > 0 {
 				h.cond.Broadcast()
 			}
 			h.mu.Unlock()
 		}
+		now := time.Now()
+		if len(inits) > 0 {
+			ms := uint32(now.Sub(c.epoch) / time.Millisecond)
+			for i := range inits {
+				inits[i].ms = ms
+			}
+			if !h.register(gen, inits) {
+				return
+			}
+		}
 		if now.Sub(lastDeadline) > wt/10 {
 			_ = conn.SetWriteDeadline(now.Add(wt))
 			lastDeadline = now
 		}
 		_, err := conn.Write(buf)
-		spare = buf[:0]
+		spare, spareInits = buf[:0], inits[:0]
 		if err != nil {
 			conn.Close()
 			return
