@@ -700,21 +700,12 @@ func (c *sconn) readLoop() error {
 		}
 		switch f.Type {
 		case TypeMsgs:
-			c.msgs, err = DecodeMsgs(c.msgs[:0], f.Body)
+			var n int
+			c.msgs, n, err = decodeMsgs(c.msgs[:0], f.Body, c.owns)
 			if err != nil {
 				return c.protocolError(err)
 			}
-			inits := int64(0)
-			for i := range c.msgs {
-				m := &c.msgs[i]
-				if m.Kind != ackcore.Init {
-					continue
-				}
-				if m.Task >= uint32(len(s.owner)) || s.owner[m.Task].Load() != c {
-					return c.protocolError(fmt.Errorf("netio: INIT root %#x names task %d, not owned by this client", m.Root, m.Task))
-				}
-				inits++
-			}
+			inits := int64(n)
 			if inits > 0 && base+taken+inits > max {
 				// Maybe at the bound: count exactly.
 				c.pending.Add(taken)
@@ -762,6 +753,11 @@ func (c *sconn) readLoop() error {
 			return c.protocolError(fmt.Errorf("netio: unexpected %s frame from a client", typeName(f.Type)))
 		}
 	}
+}
+
+// owns reports whether c owns spout task t now (reader side).
+func (c *sconn) owns(t uint32) bool {
+	return t < uint32(len(c.s.owner)) && c.s.owner[t].Load() == c
 }
 
 func (c *sconn) protocolError(err error) error {

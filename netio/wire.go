@@ -359,13 +359,22 @@ func grow(b []byte, n int) []byte {
 // stores and copy it with 16-byte loads, which stall on store forwarding
 // (twice per record: 12 ns a message on the 2-vCPU machine, against 1-2).
 func DecodeMsgs(dst []ackcore.Msg, body []byte) ([]ackcore.Msg, error) {
+	dst, _, err := decodeMsgs(dst, body, nil)
+	return dst, err
+}
+
+// decodeMsgs is DecodeMsgs that also counts the INITs and, when owns is
+// not nil, checks each INIT's task with it (a server: the task must be
+// the connection's), in the same pass.
+func decodeMsgs(dst []ackcore.Msg, body []byte, owns func(task uint32) bool) ([]ackcore.Msg, int, error) {
 	if len(body)%MsgSize != 0 {
-		return dst, fmt.Errorf("netio: msgs body of %d bytes is not a whole number of %d-byte records", len(body), MsgSize)
+		return dst, 0, fmt.Errorf("netio: msgs body of %d bytes is not a whole number of %d-byte records", len(body), MsgSize)
 	}
 	n := len(body) / MsgSize
 	base := len(dst)
 	dst = growMsgs(dst, n)
 	out := dst[base:]
+	inits := 0
 	for i := range out {
 		r := body[i*MsgSize:]
 		r = r[:MsgSize:MsgSize]
@@ -377,12 +386,18 @@ func DecodeMsgs(dst []ackcore.Msg, body []byte) ([]ackcore.Msg, error) {
 		if kind-ackcore.Init > ackcore.Reset-ackcore.Init || root == 0 || task > ackcore.MaxTask ||
 			kind != ackcore.Init && task != 0 || to > maxTimeoutMs {
 			m := ackcore.Msg{Root: root, Val: val, Task: task, Kind: kind, TimeoutMs: to}
-			return dst[:base], fmt.Errorf("netio: message %d of %d: %w", i, n, msgError(&m))
+			return dst[:base], 0, fmt.Errorf("netio: message %d of %d: %w", i, n, msgError(&m))
+		}
+		if kind == ackcore.Init {
+			inits++
+			if owns != nil && !owns(task) {
+				return dst[:base], 0, fmt.Errorf("netio: message %d of %d: INIT root %#x names task %d, not owned by this client", i, n, root, task)
+			}
 		}
 		m := &out[i]
 		m.Root, m.Val, m.Task, m.Kind, m.TimeoutMs = root, val, task, kind, to
 	}
-	return dst, nil
+	return dst, inits, nil
 }
 
 const maxTimeoutMs = uint32(ackcore.MaxTimeout / time.Millisecond)
