@@ -112,6 +112,10 @@ type Config struct {
 	// Conns lists the net level's connection counts (one producer each);
 	// empty means DefaultConns.
 	Conns []int `json:"conns"`
+	// NetBatch lists the net level's producer batch sizes: each producer
+	// hands its connection NetBatch messages at a time (SendBatch, then
+	// Flush); empty means DefaultNetBatch.
+	NetBatch []int `json:"net_batch"`
 	// FailRate is the fraction of roots a bolt fails explicitly (one of
 	// the root's ACKs becomes a FAIL; its later acks become orphans).
 	FailRate float64 `json:"fail_rate"`
@@ -178,6 +182,9 @@ func (c Config) withDefaults() Config {
 	if len(c.Conns) == 0 {
 		c.Conns = slices.Clone(DefaultConns)
 	}
+	if len(c.NetBatch) == 0 {
+		c.NetBatch = slices.Clone(DefaultNetBatch)
+	}
 	if c.Duration == 0 && c.Msgs == 0 {
 		if c.Quick {
 			c.Duration = QuickDuration
@@ -213,8 +220,11 @@ func (c Config) Validate() error {
 // resolved is a validated Config with names turned into values.
 type resolved struct {
 	Config
-	shapes []workload.Shape
-	impls  map[Level][]string // per level, in registry order
+	// netSend: producers hand over Batch messages at a time with
+	// SendBatch and Flush (set for the net level's rows)
+	netSend bool
+	shapes  []workload.Shape
+	impls   map[Level][]string // per level, in registry order
 }
 
 func (c Config) resolve() (*resolved, error) {
@@ -264,6 +274,11 @@ func (c Config) resolve() (*resolved, error) {
 					return nil, fmt.Errorf("bench: pending window %d is smaller than conns %d (each connection needs trees of its own)", p, n)
 				}
 			}
+		}
+	}
+	for _, b := range c.NetBatch {
+		if b < 1 || b > maxNetBatch {
+			return nil, fmt.Errorf("bench: net batch %d out of range [1, %d]", b, maxNetBatch)
 		}
 	}
 	if c.Shards < 1 || c.Shards > maxShards {

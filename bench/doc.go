@@ -50,7 +50,18 @@
 // word and by the committed offsets read back from the broker
 // (source.go).
 //
-// net is rejected until it exists.
+// net: the pipeline's producers and spouts with the acker behind
+// loopback TCP connections, one per producer (Config.Conns of them):
+// "netio" (package netio's client and server, the server configured as
+// cmd/ackerd runs it), "grpc" (the same acker behind one gRPC
+// bidirectional stream per connection, the same 24-byte records, one
+// stream message per producer batch) and "inproc" (the same acker in
+// process: what the network adds is the difference). Every producer
+// hands over Config.NetBatch messages at a time, SendBatch then Flush,
+// whichever the impl; rows come from the pipeline's runner, so they are
+// timed, loaded for latency and verified as pipeline rows are; the ratio
+// column is to the netio row of the same connection count and batch
+// (net.go, netgrpc.go).
 //
 // # Layout
 //

@@ -127,6 +127,9 @@ func WriteTable(w io.Writer, rep *Report) error {
 		if r.Conns > 0 {
 			level += fmt.Sprintf(":%dc", r.Conns) // connections
 		}
+		if r.Batch > 0 {
+			level += fmt.Sprintf(":b%d", r.Batch) // producer batch
+		}
 		cells := []string{level, r.Impl, r.Shape, fmt.Sprint(r.Pending), si(r.MsgsPerSec), ratio,
 			si(r.TreesPerSec), fmt.Sprintf("%.1f", r.BytesPerRoot), dur(r.P50Ns), dur(r.P99Ns)}
 		for _, tc := range tableCounters {
@@ -201,9 +204,20 @@ func describe(c Config) string {
 	if c.Msgs > 0 {
 		per = fmt.Sprintf("%d msgs", c.Msgs)
 	}
-	return fmt.Sprintf("levels %s; shapes %s; P %s; producers %d, shards %d; fail %g, drop %g; %s per row in %d reps; batch %d; seed %d",
+	net := ""
+	if slices.Contains(c.Levels, LevelNet) {
+		var cs, bs []string
+		for _, n := range c.Conns {
+			cs = append(cs, fmt.Sprint(n))
+		}
+		for _, b := range c.NetBatch {
+			bs = append(bs, fmt.Sprint(b))
+		}
+		net = fmt.Sprintf("; net conns %s, producer batches %s", strings.Join(cs, ","), strings.Join(bs, ","))
+	}
+	return fmt.Sprintf("levels %s; shapes %s; P %s; producers %d, shards %d; fail %g, drop %g; %s per row in %d reps; batch %d%s; seed %d",
 		strings.Join(lv, ","), strings.Join(c.Shapes, ","), strings.Join(ps, ","), c.Producers, c.Shards,
-		c.FailRate, c.DropRate, per, c.Reps, c.Batch, c.Seed)
+		c.FailRate, c.DropRate, per, c.Reps, c.Batch, net, c.Seed)
 }
 
 // si renders a rate with an SI suffix: 52.1M, 830k.

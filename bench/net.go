@@ -17,19 +17,32 @@ import (
 // acker behind loopback TCP connections, one per producer. "netio" is
 // package netio's client and server (cmd/ackerd's), "grpc" the same acker
 // behind gRPC bidirectional streams carrying the same 24-byte records in
-// the same batch sizes. Each producer is one connection (Config.Conns
-// says how many), replays its share of the stream, and is the spout task
-// its roots report to; the rows then come from the pipeline's runner
+// the same batches, and "inproc" the same acker in process (the
+// pipeline's xorack, no network): the same run's measure of what the
+// network adds. Each producer is one connection (Config.Conns says how
+// many), replays its share of the stream, and is the spout task its
+// roots report to; the rows then come from the pipeline's runner
 // (pipeRow), so throughput, latency and verification are measured the
 // same way.
+//
+// Batches: every impl gets the same calls. A producer hands over
+// Config.NetBatch messages at a time, SendBatch then Flush, as a spout
+// executor hands over what it emitted (the latency run: 64 at a time,
+// latencyQuantum). netio's client stages them as one frame and its
+// writer writes whatever frames are queued with one write; the gRPC
+// client sends each batch as one stream message (what a Go user would
+// write); in process, each batch is one publish into the shard's ring.
+// The servers put the same acker behind both transports (one shard by
+// default, acker's default ring and batch, netio's default idle), apply
+// each batch as it is read and stream the outcomes back as they come.
 
-// Frames: a producer's messages go out in frames (netio) or gRPC messages
-// of Config.Batch messages (default 256, the pipeline's span), whichever
-// the impl; the latency run flushes every latencyQuantum messages, so both
-// then carry frames of that size. maxNetFrameMsgs bounds a gRPC message
-// the server sends: 2,048 outcome records are 48 KiB, under gRPC's 4 MiB
-// default message limit and netio's 1 MiB frame limit.
+// maxNetFrameMsgs bounds a gRPC message the server sends: 2,048 outcome
+// records are 48 KiB, under gRPC's 4 MiB default message limit.
 const maxNetFrameMsgs = 2048
+
+// maxNetBatch bounds Config.NetBatch: 4,096 records are a 96 KiB gRPC
+// message or netio frame.
+const maxNetBatch = 4096
 
 // netSecret authenticates the benchmark's connections.
 var netSecret = []byte("ackbench-net-level-secret")
@@ -42,6 +55,7 @@ type netImpl struct {
 var netImpls = []netImpl{
 	{name: "netio", make: newNetioPipe},
 	{name: "grpc", make: newGRPCPipe},
+	{name: "inproc", make: newInprocPipe},
 }
 
 func findNet(name string) (netImpl, bool) {
@@ -56,8 +70,13 @@ func findNet(name string) (netImpl, bool) {
 // DefaultConns are the connection counts the net level runs by default.
 var DefaultConns = []int{1, 4}
 
-// net runs the net level for one stream: for each connection count, each
-// impl, the impls alternating.
+// DefaultNetBatch are the producer batch sizes the net level runs by
+// default: 16, a latency-minded spout flushing often, and 256, the
+// pipeline's span.
+var DefaultNetBatch = []int{16, 256}
+
+// net runs the net level for one stream: for each connection count and
+// batch size, each impl, the impls alternating.
 func (rn *runner) net(st *stream, p int) ([]Row, error) {
 	c := rn.cfg
 	names := c.impls[LevelNet]
@@ -71,24 +90,30 @@ func (rn *runner) net(st *stream, p int) ([]Row, error) {
 			return rows, fmt.Errorf("bench: pending window %d is smaller than conns %d", p, conns)
 		}
 		shares := st.shares(conns)
-		sub := *rn
-		cfg := *c
-		cfg.Producers = conns
-		sub.cfg = &cfg
-		for _, name := range names {
-			impl, _ := findNet(name)
-			rn.progress("net %s P=%d conns=%d: %s", st.Shape.Name, p, conns, name)
-			row, err := sub.pipeRow(pipeImpl{name: impl.name, make: impl.make}, st, shares, p, timeout)
-			row.Level, row.Conns, row.Producers = LevelNet, conns, conns
-			row.Shards = c.Shards
-			if err != nil {
-				return rows, err
+		for _, batch := range c.NetBatch {
+			sub := *rn
+			cfg := *c
+			cfg.Producers, cfg.Batch, cfg.netSend = conns, batch, true
+			sub.cfg = &cfg
+			for _, name := range names {
+				impl, _ := findNet(name)
+				rn.progress("net %s P=%d conns=%d batch=%d: %s", st.Shape.Name, p, conns, batch, name)
+				row, err := sub.pipeRow(pipeImpl{name: impl.name, make: impl.make}, st, shares, p, timeout)
+				row.Level, row.Conns, row.Producers, row.Batch = LevelNet, conns, conns, batch
+				row.Shards = c.Shards
+				if err != nil {
+					return rows, err
+				}
+				rows = append(rows, row)
 			}
-			rows = append(rows, row)
 		}
 	}
 	return rows, nil
 }
+
+// newInprocPipe is the pipeline's xorack: the net level's acker with no
+// network between it and the producers.
+func newInprocPipe(pc pipeline.Config) (pipeline.Pipe, error) { return pipeline.NewXorack(pc) }
 
 // netioPipe: a netio.Server on a loopback port, one netio client per
 // producer (one connection each, task p).
@@ -102,7 +127,7 @@ type netioPipe struct {
 
 func newNetioPipe(pc pipeline.Config) (pipeline.Pipe, error) {
 	srv, err := netio.NewServer(netio.ServerConfig{
-		Secret: netSecret, Shards: pc.Shards, Pin: pc.Pin, Tasks: pc.Producers, MaxConns: pc.Producers,
+		Secret: netSecret, Shards: pc.Shards, Tasks: pc.Producers, MaxConns: pc.Producers,
 		Shard: ackcore.Config{MaxPending: pc.MaxPending, Timeout: pc.Timeout, Clock: pc.Clock},
 		// Neither bound may bind before the acker's own: the stream keeps
 		// about P roots pending, and more are in flight on the wire.
@@ -124,7 +149,7 @@ func (np *netioPipe) Start() error {
 	go func() { np.served <- np.srv.Serve(ln) }()
 	for p := 0; p < np.pc.Producers; p++ {
 		c, err := netio.Dial(netio.ClientConfig{
-			Hosts: []string{np.addr}, Secret: netSecret, TaskBase: uint32(p), FrameMsgs: min(np.pc.Batch, netio.MaxMsgsPerFrame(netio.DefaultMaxFrame)),
+			Hosts: []string{np.addr}, Secret: netSecret, TaskBase: uint32(p),
 			MaxPending: 4 * np.pc.MaxPending * np.pc.Shards,
 		}, acker.Spec{Producers: 1, Tasks: 1})
 		if err != nil {
@@ -136,11 +161,12 @@ func (np *netioPipe) Start() error {
 	return nil
 }
 
-// Sender is producer p's connection; the harness names its roots task p,
-// which its client knows as task 0 (the server as TaskBase p).
-func (np *netioPipe) Sender(p int) acker.Sender {
-	return taskShift{np.clients[p].Sender(0), uint32(p)}
-}
+// Sender is producer p's connection. Its client owns one spout task,
+// the server's task p, which the client knows as its task 0.
+func (np *netioPipe) Sender(p int) acker.Sender { return np.clients[p].Sender(0) }
+
+// SpoutTask is the task producer p's INITs name: its client's task 0.
+func (np *netioPipe) SpoutTask(int) uint32 { return 0 }
 
 // Inbox is producer p's connection's only inbox.
 func (np *netioPipe) Inbox(p int) acker.Inbox { return np.clients[p].Inbox(0) }
@@ -158,35 +184,6 @@ func (np *netioPipe) Stop() ackcore.Stats {
 	_ = np.srv.Shutdown(ctx)
 	<-np.served
 	return np.srv.Stats().Acker
-}
-
-// taskShift is a Sender whose INITs' tasks are shift lower on the wire.
-type taskShift struct {
-	acker.Sender
-	shift uint32
-}
-
-func (s taskShift) Send(m ackcore.Msg) error {
-	if m.Kind == ackcore.Init {
-		m.Task -= s.shift
-	}
-	return s.Sender.Send(m)
-}
-
-func (s taskShift) TrySend(m ackcore.Msg) (bool, error) {
-	if m.Kind == ackcore.Init {
-		m.Task -= s.shift
-	}
-	return s.Sender.TrySend(m)
-}
-
-func (s taskShift) SendBatch(msgs []ackcore.Msg) error {
-	for _, m := range msgs {
-		if err := s.Send(m); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // netInbox is a mutex-guarded outcome queue (an acker.Inbox), filled by

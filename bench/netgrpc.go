@@ -20,15 +20,17 @@ import (
 
 // The grpc baseline: what a Go user would reach for. One gRPC
 // bidirectional stream per connection (its own ClientConn, so its own
-// TCP connection); client to server, each gRPC message is a batch of
-// 24-byte message records (netio's encoding, carried as bytes by a codec
-// that passes them through: no protobuf, no generated code, so the
-// baseline pays only for gRPC's framing, HTTP/2 and flow control);
-// server to client, batches of 24-byte outcome records. The server side
-// feeds the same sharded acker as netio's, its producer p being stream
-// p, and each stream's sender goroutine waits on the acker receiver of
-// its task directly (no routing hop: a shortcut netio's server cannot
-// take, since it learns tasks from the handshake).
+// TCP connection); client to server, each gRPC message is one producer
+// batch (one SendBatch) of 24-byte message records (netio's encoding and
+// decoder, carried as bytes by a codec that passes them through: no
+// protobuf, no generated code, so the baseline pays only for gRPC's
+// framing, HTTP/2 and flow control); server to client, batches of
+// 24-byte outcome records as the acker hands them over. The server side
+// feeds an acker configured as netio's server configures its own (shards,
+// ring, batch, idle), its producer p being stream p, applying each
+// message's batch as it is read; each stream's sender goroutine waits on
+// the acker receiver of its task directly (no routing hop: a shortcut
+// netio's server cannot take, since it learns tasks from the handshake).
 
 // rawCodec passes []byte messages through.
 type rawCodec struct{}
@@ -41,12 +43,15 @@ func (rawCodec) Marshal(v any) ([]byte, error) {
 	return *b, nil
 }
 
+// Unmarshal keeps data itself, no copy: gRPC hands a codec of this kind
+// a buffer of its own per message, and the caller decodes it before its
+// next receive.
 func (rawCodec) Unmarshal(data []byte, v any) error {
 	b, ok := v.(*[]byte)
 	if !ok {
 		return fmt.Errorf("bench: grpc raw codec cannot unmarshal into %T", v)
 	}
-	*b = append((*b)[:0], data...)
+	*b = data
 	return nil
 }
 
@@ -66,8 +71,10 @@ type grpcPipe struct {
 }
 
 func newGRPCPipe(pc pipeline.Config) (pipeline.Pipe, error) {
+	// netio.NewServer's acker: its shards, default ring and batch, and
+	// idle; one receiver per stream here, one router there.
 	ak, err := acker.New(acker.Config{
-		Shards: pc.Shards, Producers: pc.Producers, Tasks: pc.Producers, Batch: pc.Batch, Pin: pc.Pin,
+		Shards: pc.Shards, Producers: pc.Producers, Tasks: pc.Producers,
 		Shard: ackcore.Config{MaxPending: pc.MaxPending, Timeout: pc.Timeout, Clock: pc.Clock},
 		Idle:  &netio.DefaultIdle,
 	})
@@ -202,8 +209,9 @@ func (gp *grpcPipe) Stop() ackcore.Stats {
 	return st
 }
 
-// grpcSender batches messages into gRPC messages of netFrameMsgs records
-// and polls the outcomes its reader goroutine received.
+// grpcSender sends each SendBatch as one gRPC message (messages given
+// to Send are staged, batch records at most to a message, and sent at
+// Flush), and polls the outcomes its reader goroutine received.
 type grpcSender struct {
 	st    grpc.ClientStream
 	batch int
@@ -220,12 +228,10 @@ func (s *grpcSender) Send(m ackcore.Msg) error {
 }
 
 func (s *grpcSender) SendBatch(msgs []ackcore.Msg) error {
-	for _, m := range msgs {
-		if err := s.Send(m); err != nil {
-			return err
-		}
+	if err := s.Flush(); err != nil {
+		return err
 	}
-	return nil
+	return s.send(msgs)
 }
 
 // TrySend is Send: gRPC's flow control blocks inside SendMsg.
@@ -235,9 +241,18 @@ func (s *grpcSender) Flush() error {
 	if len(s.msgs) == 0 {
 		return nil
 	}
-	// A fresh buffer per message: gRPC may hold it until it is written.
-	b := netio.AppendMsgs(make([]byte, 0, netio.HeaderSize+len(s.msgs)*netio.MsgSize), s.msgs)[netio.HeaderSize:]
+	err := s.send(s.msgs)
 	s.msgs = s.msgs[:0]
+	return err
+}
+
+// send sends msgs as one gRPC message.
+func (s *grpcSender) send(msgs []ackcore.Msg) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	// A fresh buffer per message: gRPC may hold it until it is written.
+	b := netio.AppendMsgs(make([]byte, 0, netio.HeaderSize+len(msgs)*netio.MsgSize), msgs)[netio.HeaderSize:]
 	return s.st.SendMsg(&b)
 }
 

@@ -61,6 +61,7 @@ type Row struct {
 	Producers int     `json:"producers,omitempty"` // pipeline only
 	Shards    int     `json:"shards,omitempty"`    // pipeline only
 	Conns     int     `json:"conns,omitempty"`     // net only: loopback connections, one producer each
+	Batch     int     `json:"batch,omitempty"`     // net only: messages a producer hands over at once (SendBatch, Flush)
 	FailRate  float64 `json:"fail_rate"`
 	DropRate  float64 `json:"drop_rate"`
 
@@ -124,7 +125,7 @@ func (r *Row) Name() string {
 		s += fmt.Sprintf("/producers=%d/shards=%d", r.Producers, r.Shards)
 	}
 	if r.Level == LevelNet {
-		s += fmt.Sprintf("/conns=%d/shards=%d", r.Conns, r.Shards)
+		s += fmt.Sprintf("/conns=%d/batch=%d/shards=%d", r.Conns, r.Batch, r.Shards)
 	}
 	if r.FailRate > 0 || r.DropRate > 0 {
 		s += fmt.Sprintf("/fail=%g/drop=%g", r.FailRate, r.DropRate)
@@ -163,22 +164,23 @@ func Run(cfg Config) (*Report, error) {
 }
 
 // fillRatios sets each row's ratio to the xorack row of its group (at
-// net level, the netio row with as many connections).
+// net level, the netio row with as many connections and the same batch).
 func fillRatios(rows []Row) {
 	type key struct {
 		l     Level
 		shape string
 		p     int
 		conns int
+		batch int
 	}
 	ref := map[key]float64{}
 	for _, r := range rows {
 		if r.Impl == Reference || r.Level == LevelNet && r.Impl == "netio" {
-			ref[key{r.Level, r.Shape, r.Pending, r.Conns}] = r.MsgsPerSec
+			ref[key{r.Level, r.Shape, r.Pending, r.Conns, r.Batch}] = r.MsgsPerSec
 		}
 	}
 	for i := range rows {
-		if x, ok := ref[key{rows[i].Level, rows[i].Shape, rows[i].Pending, rows[i].Conns}]; ok && x > 0 {
+		if x, ok := ref[key{rows[i].Level, rows[i].Shape, rows[i].Pending, rows[i].Conns, rows[i].Batch}]; ok && x > 0 {
 			v := rows[i].MsgsPerSec / x
 			rows[i].RatioToXorack = &v
 		}
@@ -209,7 +211,7 @@ func (rn *runner) countSteps() int {
 				n += k + rn.cfg.Reps*k + k // setup, reps, finish
 			}
 			n += len(rn.cfg.impls[LevelPipeline])
-			n += len(rn.cfg.impls[LevelNet]) * len(rn.cfg.Conns)
+			n += len(rn.cfg.impls[LevelNet]) * len(rn.cfg.Conns) * len(rn.cfg.NetBatch)
 		}
 	}
 	if k := len(rn.cfg.impls[LevelTopology]); k > 0 {

@@ -184,9 +184,30 @@ type Client struct {
 	stopped  chan struct{}
 	wg       sync.WaitGroup
 
-	inits, acks, fails, resets, sent            atomic.Uint64
-	completed, explicit, timeout, full, stopCnt atomic.Uint64
-	lost, stale, dropped, conns                 atomic.Uint64
+	local          outCounts // outcomes a sender failed locally
+	dropped, conns atomic.Uint64
+}
+
+// cacheLine pads counters that different goroutines write apart, so
+// that a sender's counting does not bounce the line a reader counts on.
+const cacheLine = 64
+
+// sendCounts are one sender's counters: written by its goroutine (an
+// atomic add on a line no other goroutine writes is cheap), summed by
+// Stats.
+type sendCounts struct {
+	_     [cacheLine]byte
+	kinds [4]atomic.Uint64 // messages sent by kind, index Kind&3 (RESET 0)
+	sent  atomic.Uint64    // messages handed to a connection
+	_     [cacheLine - 40]byte
+}
+
+// outCounts count delivered outcomes: one set per host (its reader and
+// its loss), one for the senders' local failures; summed by Stats.
+type outCounts struct {
+	_                                                        [cacheLine]byte
+	completed, explicit, timeout, full, stopped, lost, stale atomic.Uint64
+	_                                                        [cacheLine - 56]byte
 }
 
 // Dial opens a remote acker for spec on the hosts of cfg. It connects to
@@ -225,7 +246,7 @@ func Dial(cfg ClientConfig, spec acker.Spec) (*Client, error) {
 	c.live.Store(&empty)
 	first := make(chan bool, len(cfg.Hosts))
 	for i, addr := range cfg.Hosts {
-		h := &host{c: c, idx: i, addr: addr, key: hostKey(addr), roots: map[uint64]uint64{}}
+		h := &host{c: c, idx: i, addr: addr, key: hostKey(addr)}
 		h.cond = sync.NewCond(&h.mu)
 		c.hosts = append(c.hosts, h)
 	}
@@ -274,14 +295,30 @@ var (
 // Stats returns the client's counters as the acker's (sent by kind,
 // outcomes by kind; Pending is the roots in flight) and its own.
 func (c *Client) Stats() (ackcore.Stats, ClientStats) {
-	st := ackcore.Stats{
-		Inits: c.inits.Load(), Acks: c.acks.Load(), Fails: c.fails.Load(), Resets: c.resets.Load(),
-		Completed: c.completed.Load(), FailedExplicit: c.explicit.Load(), FailedTimeout: c.timeout.Load(),
-		FailedFull: c.full.Load(), FailedStopped: c.stopCnt.Load(), Pending: int(c.inflight.Load()),
+	st := ackcore.Stats{Pending: int(c.inflight.Load())}
+	cs := ClientStats{Dropped: c.dropped.Load(), HostsUp: len(*c.live.Load()), InFlight: c.inflight.Load()}
+	for _, s := range c.send {
+		st.Resets += s.cnt.kinds[0].Load()
+		st.Inits += s.cnt.kinds[ackcore.Init].Load()
+		st.Acks += s.cnt.kinds[ackcore.Ack].Load()
+		st.Fails += s.cnt.kinds[ackcore.Fail].Load()
+		cs.Sent += s.cnt.sent.Load()
+	}
+	oc := []*outCounts{&c.local}
+	for _, h := range c.hosts {
+		oc = append(oc, &h.cnt)
+	}
+	for _, o := range oc {
+		st.Completed += o.completed.Load()
+		st.FailedExplicit += o.explicit.Load()
+		st.FailedTimeout += o.timeout.Load()
+		st.FailedFull += o.full.Load()
+		st.FailedStopped += o.stopped.Load()
+		cs.Lost += o.lost.Load()
+		cs.Stale += o.stale.Load()
 	}
 	n := c.conns.Load()
-	cs := ClientStats{Sent: c.sent.Load(), Lost: c.lost.Load(), Stale: c.stale.Load(), Dropped: c.dropped.Load(),
-		HostsUp: len(*c.live.Load()), InFlight: c.inflight.Load(), Connections: n}
+	cs.Connections = n
 	if n > uint64(len(c.hosts)) {
 		cs.Reconnects = n - uint64(len(c.hosts))
 	}
@@ -319,11 +356,9 @@ func (c *Client) Stop() ackcore.Stats {
 // !wait; s's staged frames are handed over first, so that the roots they
 // finish can free slots.
 func (c *Client) acquire(s *Sender, wait bool) bool {
-	max := int64(c.cfg.MaxPending)
-	if c.inflight.Add(1) <= max {
+	if c.tryAcquire(1) {
 		return true
 	}
-	c.inflight.Add(-1)
 	if !wait {
 		return false
 	}
@@ -337,7 +372,10 @@ func (c *Client) acquire(s *Sender, wait bool) bool {
 	c.slotWaiters.Add(1)
 	defer c.slotWaiters.Add(-1)
 	for {
-		if c.inflight.Add(1) <= max {
+		// Under slotMu: a waiter's own brief add cannot hide a slot
+		// from another waiter, and one it hides from a sender outside
+		// makes that sender broadcast (tryAcquire) or wait here.
+		if c.inflight.Add(1) <= int64(c.cfg.MaxPending) {
 			return true
 		}
 		c.inflight.Add(-1)
@@ -346,6 +384,22 @@ func (c *Client) acquire(s *Sender, wait bool) bool {
 		}
 		c.slotCond.Wait()
 	}
+}
+
+// tryAcquire takes n slots at once if they are free. A failed attempt
+// undoes its add; a waiter that saw the count it briefly raised is woken,
+// so that the undo is never a lost release.
+func (c *Client) tryAcquire(n int) bool {
+	if c.inflight.Add(int64(n)) <= int64(c.cfg.MaxPending) {
+		return true
+	}
+	c.inflight.Add(-int64(n))
+	if c.slotWaiters.Load() > 0 {
+		c.slotMu.Lock()
+		c.slotCond.Broadcast()
+		c.slotMu.Unlock()
+	}
+	return false
 }
 
 // release frees n slots (their outcomes arrived).
@@ -407,13 +461,17 @@ func (c *Client) setLive() {
 	c.live.Store(&up)
 }
 
-// initRec is a staged or pending INIT: root and local task.
+// initRec is a staged or queued INIT: root, local task, and, once the
+// writer took it, its send time (ms since the client's epoch; 0 before).
 type initRec struct {
 	root uint64
 	task uint32
+	ms   uint32
 }
 
-// stage is one sender's frame under construction for one host.
+// stage is one sender's frame under construction for one host. Its
+// buffer stays with the sender: a hand-over copies the frame into the
+// host's outbound buffer.
 type stage struct {
 	buf   []byte // a msgs frame header, then n records
 	n     int
@@ -426,8 +484,10 @@ type stage struct {
 type Sender struct {
 	c     *Client
 	stage []stage
-	// counts since the last hand-over, added to the client's at Flush
-	inits, acks, fails, resets uint64
+	// messages staged since the last Flush by kind, index Kind&3 (INIT
+	// 1, ACK 2, FAIL 3, RESET 0), added to the client's counters at Flush
+	kinds [4]uint64
+	cnt   sendCounts
 }
 
 // Send stages m for its root's host, handing the frame over when full.
@@ -444,14 +504,65 @@ func (s *Sender) Send(m ackcore.Msg) error {
 // flight or m's host's queue is full.
 func (s *Sender) TrySend(m ackcore.Msg) (bool, error) { return s.send(m, false) }
 
-// SendBatch is Send for each of msgs in order.
+// SendBatch is Send for each of msgs in order. With one host up it
+// stages runs of messages at once: one check of the client's state, one
+// take of root slots for a run's INITs, and an encoding loop per run; a
+// run that would pass MaxPending, and every message with several hosts
+// up (each routed by its root), go through Send one at a time.
 func (s *Sender) SendBatch(msgs []ackcore.Msg) error {
-	for i := range msgs {
-		if _, err := s.send(msgs[i], true); err != nil {
-			return err
+	c := s.c
+	for len(msgs) > 0 {
+		live := *c.live.Load()
+		if len(live) != 1 || c.closed.Load() {
+			if _, err := s.send(msgs[0], true); err != nil {
+				return err
+			}
+			msgs = msgs[1:]
+			continue
+		}
+		h := live[0]
+		st := &s.stage[h.idx]
+		run := msgs[:min(len(msgs), c.frame-st.n)]
+		inits := 0
+		for i := range run {
+			if !s.valid(&run[i]) {
+				run = run[:i]
+				break
+			}
+			if run[i].Kind == ackcore.Init {
+				inits++
+			}
+		}
+		if len(run) == 0 || inits > 0 && !c.tryAcquire(inits) {
+			// A malformed message (send names it), or no room for the
+			// run's roots (send waits for it).
+			if _, err := s.send(msgs[0], true); err != nil {
+				return err
+			}
+			msgs = msgs[1:]
+			continue
+		}
+		s.putRun(st, run)
+		msgs = msgs[len(run):]
+		if st.n >= c.frame {
+			s.handOver(h)
 		}
 	}
 	return nil
+}
+
+// valid reports whether m may be sent: a well-formed message whose INIT
+// names one of the client's tasks (invalid says why not).
+func (s *Sender) valid(m *ackcore.Msg) bool {
+	return m.Root != 0 && m.Kind-ackcore.Init <= ackcore.Reset-ackcore.Init && m.TimeoutMs <= maxTimeoutMs &&
+		(m.Kind != ackcore.Init || m.Task < uint32(s.c.spec.Tasks))
+}
+
+func (s *Sender) invalid(m *ackcore.Msg) error {
+	if err := m.Validate(); err != nil {
+		return fmt.Errorf("netio: %w", err)
+	}
+	return fmt.Errorf("netio: INIT root %#x names task %d, the client has %d tasks", m.Root, m.Task, s.c.spec.Tasks)
 }
 
 func (s *Sender) send(m ackcore.Msg, wait bool) (bool, error) {
@@ -460,12 +571,8 @@ func (s *Sender) send(m ackcore.Msg, wait bool) (bool, error) {
 		s.abandon()
 		return false, acker.ErrClosed
 	}
-	if m.Root == 0 || m.Kind < ackcore.Init || m.Kind > ackcore.Reset || m.TimeoutMs > maxTimeoutMs ||
-		m.Kind == ackcore.Init && m.Task >= uint32(c.spec.Tasks) {
-		if err := m.Validate(); err != nil {
-			return false, fmt.Errorf("netio: %w", err)
-		}
-		return false, fmt.Errorf("netio: INIT root %#x names task %d, the client has %d tasks", m.Root, m.Task, c.spec.Tasks)
+	if !s.valid(&m) {
+		return false, s.invalid(&m)
 	}
 	live := *c.live.Load()
 	h := pick(live, c.cfg.HashKey, m.Root)
@@ -482,38 +589,75 @@ func (s *Sender) send(m ackcore.Msg, wait bool) (bool, error) {
 	}
 	if h == nil {
 		if m.Kind == ackcore.Init {
-			c.failLocal([]initRec{{m.Root, m.Task}}, ackcore.ReasonLost)
+			c.failLocal([]initRec{{root: m.Root, task: m.Task}}, ackcore.ReasonLost)
 		} else {
 			c.dropped.Add(1)
 		}
 		return true, nil
 	}
 	st := &s.stage[h.idx]
-	if st.n == 0 {
-		st.buf = appendHeader(st.buf[:0], TypeMsgs, 0)
-	}
-	wire := m
-	wire.Task = 0
-	switch m.Kind {
-	case ackcore.Init:
-		wire.Task = m.Task + c.cfg.TaskBase
-		st.inits = append(st.inits, initRec{m.Root, m.Task})
-		s.inits++
-	case ackcore.Ack:
-		s.acks++
-	case ackcore.Fail:
-		s.fails++
-	case ackcore.Reset:
-		s.resets++
-	}
-	off := len(st.buf)
-	st.buf = grow(st.buf, MsgSize)
-	putMsg(st.buf[off:], &wire)
-	st.n++
+	s.put(st, &m)
 	if st.n >= c.frame {
 		s.handOver(h)
 	}
 	return true, nil
+}
+
+// put appends m's record to st (m valid, its root's slot taken if an
+// INIT). The stage's buffer holds a whole frame from its first use on, so
+// the append never reallocates.
+func (s *Sender) put(st *stage, m *ackcore.Msg) {
+	if st.n == 0 {
+		if cap(st.buf) < HeaderSize+s.c.frame*MsgSize {
+			st.buf = make([]byte, 0, HeaderSize+s.c.frame*MsgSize)
+		}
+		st.buf = appendHeader(st.buf[:0], TypeMsgs, 0)
+	}
+	task := uint32(0)
+	if m.Kind == ackcore.Init {
+		task = m.Task + s.c.cfg.TaskBase
+		st.inits = append(st.inits, initRec{root: m.Root, task: m.Task})
+	}
+	s.kinds[m.Kind&3]++
+	off := len(st.buf)
+	st.buf = st.buf[:off+MsgSize]
+	r := st.buf[off : off+MsgSize : off+MsgSize]
+	binary.LittleEndian.PutUint64(r[offMsgRoot:], m.Root)
+	binary.LittleEndian.PutUint64(r[offMsgVal:], m.Val)
+	binary.LittleEndian.PutUint32(r[offMsgKind:], uint32(m.Kind)<<24|task)
+	binary.LittleEndian.PutUint32(r[offMsgTimeout:], m.TimeoutMs)
+	st.n++
+}
+
+// putRun is put for each of run, in one loop that keeps the stage's
+// buffer in registers (run fits in the stage's frame).
+func (s *Sender) putRun(st *stage, run []ackcore.Msg) {
+	if st.n == 0 {
+		if cap(st.buf) < HeaderSize+s.c.frame*MsgSize {
+			st.buf = make([]byte, 0, HeaderSize+s.c.frame*MsgSize)
+		}
+		st.buf = appendHeader(st.buf[:0], TypeMsgs, 0)
+	}
+	base := s.c.cfg.TaskBase
+	buf, inits := st.buf, st.inits
+	off := len(buf)
+	buf = buf[:off+len(run)*MsgSize]
+	for i := range run {
+		m := &run[i]
+		task := uint32(0)
+		if m.Kind == ackcore.Init {
+			task = m.Task + base
+			inits = append(inits, initRec{root: m.Root, task: m.Task})
+		}
+		s.kinds[m.Kind&3]++ // Reset (4) counts in slot 0; see Flush
+		r := buf[off+i*MsgSize:]
+		r = r[:MsgSize:MsgSize]
+		binary.LittleEndian.PutUint64(r[offMsgRoot:], m.Root)
+		binary.LittleEndian.PutUint64(r[offMsgVal:], m.Val)
+		binary.LittleEndian.PutUint32(r[offMsgKind:], uint32(m.Kind)<<24|task)
+		binary.LittleEndian.PutUint32(r[offMsgTimeout:], m.TimeoutMs)
+	}
+	st.buf, st.inits, st.n = buf, inits, st.n+len(run)
 }
 
 // abandon fails the INITs staged when the client stopped.
@@ -537,12 +681,13 @@ func (s *Sender) Flush() error {
 			s.handOver(c.hosts[i])
 		}
 	}
-	if s.inits|s.acks|s.fails|s.resets != 0 {
-		c.inits.Add(s.inits)
-		c.acks.Add(s.acks)
-		c.fails.Add(s.fails)
-		c.resets.Add(s.resets)
-		s.inits, s.acks, s.fails, s.resets = 0, 0, 0, 0
+	if k := &s.kinds; k[0]|k[1]|k[2]|k[3] != 0 {
+		for i, n := range k {
+			if n > 0 {
+				s.cnt.kinds[i].Add(n)
+			}
+		}
+		*k = [4]uint64{}
 	}
 	if c.closed.Load() {
 		return acker.ErrClosed
@@ -550,15 +695,14 @@ func (s *Sender) Flush() error {
 	return nil
 }
 
-// handOver queues the stage's frame on h (waiting for room) and
-// registers its INITs as pending there, in one step under h's lock: a
-// host lost before that fails them, one lost after finds them registered.
+// handOver queues the stage's frame and its INITs on h (waiting for
+// room), in one step under h's lock: a host lost before that fails them
+// here, one lost after fails them from its queue or its pending table.
 func (s *Sender) handOver(h *host) {
 	st := &s.stage[h.idx]
 	binary.LittleEndian.PutUint32(st.buf[offLength:], uint32(len(st.buf)))
 	n := st.n
-	buf, ok := h.enqueue(st.buf, st.inits)
-	if !ok {
+	if !h.enqueue(st.buf, st.inits) {
 		reason := ackcore.ReasonLost
 		if s.c.closed.Load() {
 			reason = ackcore.ReasonStopped
@@ -566,27 +710,43 @@ func (s *Sender) handOver(h *host) {
 		s.c.failLocal(st.inits, reason)
 		s.c.dropped.Add(uint64(n - len(st.inits)))
 	} else {
-		s.c.sent.Add(uint64(n))
+		s.cnt.sent.Add(uint64(n))
 	}
-	st.buf, st.n, st.inits = buf, 0, st.inits[:0]
+	st.buf, st.n, st.inits = st.buf[:0], 0, st.inits[:0]
 }
 
 // failLocal reports roots in flight as failed with reason, straight to
 // their inboxes (their slots are already taken).
 func (c *Client) failLocal(inits []initRec, reason ackcore.Reason) {
+	c.fail(inits, reason, &c.local, true)
+}
+
+// fail reports roots in flight as failed with reason, counted in oc.
+// With !wait it does not wait for room in their inboxes (a writer, which
+// their consumer may be waiting on, fails so): an inbox then holds more
+// than its bound, by at most the roots in flight.
+func (c *Client) fail(inits []initRec, reason ackcore.Reason, oc *outCounts, wait bool) {
 	if len(inits) == 0 {
 		return
 	}
+	now := time.Since(c.epoch)
 	outs := make([]ackcore.Outcome, len(inits))
 	for i, r := range inits {
 		outs[i] = ackcore.Outcome{Root: r.root, Task: r.task, Kind: ackcore.Failed, Reason: reason}
+		if r.ms != 0 {
+			outs[i].Latency = now - time.Duration(r.ms)*time.Millisecond
+		}
 	}
-	c.deliver(outs)
+	c.deliverWait(outs, oc, wait)
 }
 
 // deliver hands outcomes of roots in flight to their inboxes and counts
-// them.
-func (c *Client) deliver(outs []ackcore.Outcome) {
+// them in oc.
+func (c *Client) deliver(outs []ackcore.Outcome, oc *outCounts) { c.deliverWait(outs, oc, true) }
+
+// deliverWait is deliver that, with !wait, does not wait for room in the
+// inboxes.
+func (c *Client) deliverWait(outs []ackcore.Outcome, oc *outCounts, wait bool) {
 	var done, expl, to, full, stop, lost uint64
 	for i := range outs {
 		o := &outs[i]
@@ -608,14 +768,16 @@ func (c *Client) deliver(outs []ackcore.Outcome) {
 		}
 	}
 	c.release(len(outs))
-	c.completed.Add(done)
-	c.explicit.Add(expl)
-	c.timeout.Add(to)
-	c.full.Add(full)
-	c.stopCnt.Add(stop)
-	c.lost.Add(lost)
+	for _, a := range [...]struct {
+		n uint64
+		c *atomic.Uint64
+	}{{done, &oc.completed}, {expl, &oc.explicit}, {to, &oc.timeout}, {full, &oc.full}, {stop, &oc.stopped}, {lost, &oc.lost}} {
+		if a.n > 0 {
+			a.c.Add(a.n)
+		}
+	}
 	if len(c.inbox) == 1 {
-		c.inbox[0].put(outs)
+		c.inbox[0].put(outs, wait)
 		return
 	}
 	// Group by inbox; a batch usually has few.
@@ -632,36 +794,47 @@ func (c *Client) deliver(outs []ackcore.Outcome) {
 				rest = append(rest, o)
 			}
 		}
-		ib.put(outs[:k])
+		ib.put(outs[:k], wait)
 		outs = rest
 	}
 }
 
 // Inbox is one outcome inbox (acker.Inbox). Hosts' readers put into it;
 // one goroutine takes from it. It holds at most MaxPending outcomes (a
-// reader waits for room), more only for a batch that came at once.
+// reader waits for room), more only for a batch that came at once. A put
+// wakes the consumer only when it waits (sleeping), so a consumer that
+// polls costs the readers no channel operation.
 type Inbox struct {
-	c      *Client
-	n      atomic.Int64 // len(q), read without the lock by Poll
-	mu     sync.Mutex
-	cond   *sync.Cond        // readers waiting for room; Stop waiting for empty
-	q      []ackcore.Outcome // guarded by mu
-	max    int
-	waits  int // guarded by mu: goroutines waiting on cond
-	closed atomic.Bool
-	wake   chan struct{}
+	c        *Client
+	n        atomic.Int64 // len(q), read without the lock by Poll
+	mu       sync.Mutex
+	cond     *sync.Cond        // readers waiting for room; Stop waiting for empty
+	q        []ackcore.Outcome // guarded by mu
+	max      int
+	waits    int  // guarded by mu: goroutines waiting on cond
+	sleeping bool // guarded by mu: the consumer waits on wake
+	closed   atomic.Bool
+	wake     chan struct{}
 }
 
-func (ib *Inbox) put(outs []ackcore.Outcome) {
+func (ib *Inbox) put(outs []ackcore.Outcome, wait bool) {
 	ib.mu.Lock()
-	for len(ib.q) >= ib.max && !ib.closed.Load() {
+	for wait && len(ib.q) >= ib.max && !ib.closed.Load() {
 		ib.waits++
 		ib.cond.Wait()
 		ib.waits--
 	}
 	ib.q = append(ib.q, outs...)
 	ib.n.Store(int64(len(ib.q)))
+	wake := ib.sleeping
+	ib.sleeping = false
 	ib.mu.Unlock()
+	if wake {
+		ib.signal()
+	}
+}
+
+func (ib *Inbox) signal() {
 	select {
 	case ib.wake <- struct{}{}:
 	default:
@@ -680,10 +853,7 @@ func (ib *Inbox) drained() {
 	ib.closed.Store(true)
 	ib.cond.Broadcast()
 	ib.mu.Unlock()
-	select {
-	case ib.wake <- struct{}{}:
-	default:
-	}
+	ib.signal()
 }
 
 // Poll appends the outcomes available now to dst, without waiting.
@@ -716,9 +886,17 @@ func (ib *Inbox) WaitUntil(dst []ackcore.Outcome, wake <-chan time.Time) ([]ackc
 		if dst = ib.Poll(dst); len(dst) > n {
 			return dst, true
 		}
-		if ib.closed.Load() && ib.n.Load() == 0 {
+		ib.mu.Lock()
+		if len(ib.q) > 0 {
+			ib.mu.Unlock()
+			continue
+		}
+		if ib.closed.Load() {
+			ib.mu.Unlock()
 			return dst, false
 		}
+		ib.sleeping = true
+		ib.mu.Unlock()
 		select {
 		case <-ib.wake:
 		case <-wake:
@@ -742,7 +920,14 @@ const (
 func pendCount(v uint64) int { return int(v >> pendCountShift & pendMaxCount) }
 
 // host is one ackerd server as the client sees it: its connection
-// manager, its send queue and its table of pending roots.
+// manager, its outbound buffer and its table of pending roots.
+//
+// A sender's hand-over appends a frame to out and the frame's INITs to
+// inits, under mu; the writer takes both at once, registers the INITs in
+// the pending table (under pendMu), and only then writes the bytes, so
+// an outcome always finds its root registered, and the producers never
+// wait on the table's cache misses (the writer registers a whole turn's
+// INITs at once, their probes overlapping).
 type host struct {
 	c    *Client
 	idx  int
@@ -750,62 +935,106 @@ type host struct {
 	key  uint64
 	up   atomic.Bool // connected and handshaken; mirrors upL
 
-	mu     sync.Mutex
-	cond   *sync.Cond        // senders waiting for queue room
-	upL    bool              // guarded by mu
-	gen    uint64            // guarded by mu: connection generation
-	roots  map[uint64]uint64 // guarded by mu: root -> pend (see pend)
-	bufs   [][]byte          // guarded by mu: frames to write
-	qbytes int               // guarded by mu: bytes in bufs
-	free   [][]byte          // guarded by mu: written buffers for reuse
-	wake   chan struct{}     // guarded by mu: the current writer's
-	conn   net.Conn          // guarded by mu
-	qfull  atomic.Bool       // qbytes at the bound, for TrySend
+	mu         sync.Mutex
+	cond       *sync.Cond    // senders waiting for room in out
+	waiters    int           // guarded by mu: senders waiting on cond
+	upL        bool          // guarded by mu
+	gen        uint64        // guarded by mu: connection generation
+	out        []byte        // guarded by mu: frames for the writer
+	inits      []initRec     // guarded by mu: their INITs, not yet registered
+	qfullL     bool          // guarded by mu: len(out) at QueueBytes; mirrored in qfull
+	writerIdle bool          // guarded by mu: the writer waits for wake
+	wake       chan struct{} // guarded by mu: the current writer's
+	conn       net.Conn      // guarded by mu
+	qfull      atomic.Bool   // out at the bound, for TrySend
+
+	pendMu sync.Mutex
+	pend   pendTable // guarded by pendMu: root -> pend value (see pendCount)
+	genP   uint64    // guarded by pendMu: the generation pend belongs to (0: none)
+
+	cnt outCounts // outcomes delivered by the reader, the writer and lose
 }
 
 func (h *host) full() bool { return h.qfull.Load() }
 
-// enqueue appends a frame and registers its INITs as pending, waiting
-// while the queue is full. It returns a buffer to stage the next frame
-// in, and false (frame not queued) when the host is down.
-func (h *host) enqueue(frame []byte, inits []initRec) ([]byte, bool) {
+// setFull records whether out is at its bound (h.mu held); the atomic is
+// written only when that changes.
+func (h *host) setFull(full bool) {
+	if full != h.qfullL {
+		h.qfullL = full
+		h.qfull.Store(full)
+	}
+}
+
+// enqueue copies a frame into the outbound buffer and queues its INITs,
+// waiting while the buffer is full, and wakes the writer if it waits. It
+// returns false (frame not queued) when the host is down.
+func (h *host) enqueue(frame []byte, inits []initRec) bool {
 	c := h.c
 	h.mu.Lock()
-	for h.upL && h.qbytes+len(frame) > c.cfg.QueueBytes && h.qbytes > 0 && !c.closed.Load() {
+	for h.upL && len(h.out)+len(frame) > c.cfg.QueueBytes && len(h.out) > 0 && !c.closed.Load() {
+		h.waiters++
 		h.cond.Wait()
+		h.waiters--
 	}
 	if !h.upL || c.closed.Load() {
 		h.mu.Unlock()
-		return frame[:0], false
+		return false
 	}
-	now := uint64(time.Since(c.epoch)/time.Millisecond) << pendMsShift
-	for _, r := range inits {
-		if v, again := h.roots[r.root]; again && pendCount(v) < pendMaxCount {
-			// The same root id INITed again before its earlier outcome
-			// came back (a replay reusing ids): the server sends one
-			// outcome per INIT, and so does the client.
-			h.roots[r.root] = v + 1<<pendCountShift
-			continue
-		} else if again {
-			c.failLocal([]initRec{r}, ackcore.ReasonFull)
-			continue
-		}
-		h.roots[r.root] = uint64(r.task) | 1<<pendCountShift | now
-	}
-	h.bufs = append(h.bufs, frame)
-	h.qbytes += len(frame)
-	h.qfull.Store(h.qbytes >= c.cfg.QueueBytes)
-	var next []byte
-	if k := len(h.free); k > 0 {
-		next, h.free = h.free[k-1], h.free[:k-1]
-	}
-	wake := h.wake
+	h.inits = append(h.inits, inits...)
+	h.out = append(h.out, frame...)
+	h.setFull(len(h.out) >= c.cfg.QueueBytes)
+	wake := h.writerIdle
+	h.writerIdle = false
+	ch := h.wake
 	h.mu.Unlock()
-	select {
-	case wake <- struct{}{}:
-	default:
+	if wake {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
 	}
-	return next[:0], true
+	return true
+}
+
+// register puts the INITs the writer took into the pending table, before
+// their frames are written; it reports false, having failed them, when
+// the connection of generation gen was lost meanwhile (lose took the
+// table without them).
+func (h *host) register(gen uint64, inits []initRec) bool {
+	h.pendMu.Lock()
+	if h.genP != gen {
+		h.pendMu.Unlock()
+		reason := ackcore.ReasonLost
+		if h.c.closed.Load() {
+			reason = ackcore.ReasonStopped
+		}
+		h.c.fail(inits, reason, &h.cnt, false)
+		return false
+	}
+	t := &h.pend
+	t.reserve(len(inits))
+	if len(inits) > 1 {
+		var x uint64
+		for i := range inits {
+			x += t.touch(inits[i].root)
+		}
+		t.sink = x
+	}
+	full := inits[:0:0]
+	for _, r := range inits {
+		// The same root id INITed again before its earlier outcome came
+		// back (a replay reusing ids) counts once more: the server sends
+		// one outcome per INIT, and so does the client.
+		if !t.add(r.root, uint64(r.task)|uint64(r.ms)<<pendMsShift) {
+			full = append(full, r)
+		}
+	}
+	h.pendMu.Unlock()
+	// A root INITed pendMaxCount times over without an outcome: the frame
+	// carries this INIT, but the client cannot track it.
+	h.c.fail(full, ackcore.ReasonFull, &h.cnt, false)
+	return true
 }
 
 // run is the host's connection manager: connect, serve until the
@@ -952,10 +1181,14 @@ func (h *host) serve(conn net.Conn, fr *FrameReader, w Welcome, up func()) strin
 	h.upL = true
 	h.wake = wake
 	h.conn = conn
+	h.writerIdle = false
 	if c.closed.Load() {
 		conn.Close() // Stop's hangUp ran before this connection was known
 	}
 	h.mu.Unlock()
+	h.pendMu.Lock()
+	h.genP = gen
+	h.pendMu.Unlock()
 	h.up.Store(true)
 	c.setLive()
 	up()
@@ -986,7 +1219,10 @@ func (h *host) hangUp() {
 }
 
 // lose marks the host down and fails every root pending on it: with
-// ReasonLost, or ReasonStopped when the client is stopping.
+// ReasonLost, or ReasonStopped when the client is stopping. Its roots
+// are those queued and not yet taken by the writer, and those in the
+// pending table; the writer fails those it took and had not registered
+// (register sees the table's generation gone).
 func (h *host) lose(gen uint64) {
 	c := h.c
 	h.mu.Lock()
@@ -998,42 +1234,62 @@ func (h *host) lose(gen uint64) {
 	h.up.Store(false)
 	h.gen++
 	h.conn = nil
-	roots := h.roots
-	h.roots = make(map[uint64]uint64, 1024)
-	for _, b := range h.bufs {
-		if len(h.free) < 64 {
-			h.free = append(h.free, b[:0])
-		}
-	}
-	h.bufs, h.qbytes = h.bufs[:0], 0
-	h.qfull.Store(false)
+	queued := h.inits
+	h.inits = nil
+	h.out = h.out[:0]
+	h.setFull(false)
 	h.cond.Broadcast()
 	h.mu.Unlock()
+	h.pendMu.Lock()
+	pend := h.pend
+	h.pend = pendTable{}
+	h.genP = 0
+	h.pendMu.Unlock()
 	c.setLive()
 	reason := ackcore.ReasonLost
 	if c.closed.Load() {
 		reason = ackcore.ReasonStopped
 	}
 	now := time.Since(c.epoch)
-	outs := make([]ackcore.Outcome, 0, len(roots))
-	for root, v := range roots {
+	outs := make([]ackcore.Outcome, 0, pend.n+len(queued))
+	pend.each(func(root, v uint64) {
 		lat := now - time.Duration(v>>pendMsShift)*time.Millisecond
 		for range pendCount(v) {
 			outs = append(outs, ackcore.Outcome{Root: root, Task: uint32(v & pendTaskMask), Kind: ackcore.Failed, Reason: reason, Latency: lat})
 		}
+	})
+	for _, r := range queued {
+		outs = append(outs, ackcore.Outcome{Root: r.root, Task: r.task, Kind: ackcore.Failed, Reason: reason})
 	}
 	if len(outs) > 0 {
 		c.log.Info("netio: failed the roots pending on a lost host", "host", h.addr, "roots", len(outs), "reason", reason.String())
-		c.deliver(outs)
+		c.deliver(outs, &h.cnt)
 	}
 }
 
-// read reads outcomes until the connection fails; it returns why.
+// deliverAt is the most outcomes the reader resolves before it delivers
+// them, even with more frames buffered.
+const deliverAt = 4096
+
+// read reads outcomes until the connection fails; it returns why. It
+// resolves each outcomes frame against the pending table as it parses
+// it, and delivers what it resolved when the next frame is not wholly
+// buffered (before a read may block), at deliverAt outcomes, and when it
+// returns: a root taken out of the table is always delivered.
 func (h *host) read(conn net.Conn, fr *FrameReader, idle time.Duration) string {
-	var outs []ackcore.Outcome
+	outs := make([]ackcore.Outcome, 0, deliverAt)
+	defer func() {
+		if len(outs) > 0 {
+			h.c.deliver(outs, &h.cnt)
+		}
+	}()
 	var lastDeadline time.Time
 	for {
-		if fr.Buffered() == 0 {
+		if !fr.Ready() {
+			if len(outs) > 0 {
+				h.c.deliver(outs, &h.cnt)
+				outs = outs[:0]
+			}
 			if now := time.Now(); now.Sub(lastDeadline) > idle/10 {
 				_ = conn.SetReadDeadline(now.Add(idle))
 				lastDeadline = now
@@ -1052,11 +1308,13 @@ func (h *host) read(conn net.Conn, fr *FrameReader, idle time.Duration) string {
 		}
 		switch f.Type {
 		case TypeOutcomes:
-			outs, err = DecodeOutcomes(outs[:0], f.Body)
-			if err != nil {
+			if outs, err = h.resolve(outs, f.Body); err != nil {
 				return err.Error()
 			}
-			h.resolve(outs)
+			if len(outs) >= deliverAt {
+				h.c.deliver(outs, &h.cnt)
+				outs = outs[:0]
+			}
 		case TypeHeartbeat:
 		case TypeClose:
 			code, reason, err := DecodeClose(f.Body)
@@ -1070,88 +1328,114 @@ func (h *host) read(conn net.Conn, fr *FrameReader, idle time.Duration) string {
 	}
 }
 
-// resolve matches outcomes with pending roots and delivers them; an
+// resolve parses an outcomes frame's body and matches each outcome with
+// its pending root, under one lock: the root's entry gives the outcome
+// its local task and loses one INIT; the outcome is appended to outs. An
 // outcome for a root not pending here (failed already as lost, or never
-// sent by this client) is counted stale and dropped.
-func (h *host) resolve(outs []ackcore.Outcome) {
-	c := h.c
-	k := 0
-	h.mu.Lock()
-	for _, o := range outs {
-		v, ok := h.roots[o.Root]
+// sent by this client) is counted stale and dropped. A malformed record
+// ends the parse with an error naming it; the outcomes before it stay
+// resolved, in outs.
+func (h *host) resolve(outs []ackcore.Outcome, body []byte) ([]ackcore.Outcome, error) {
+	n := len(body) / OutcomeSize
+	stale := 0
+	var err error
+	h.pendMu.Lock()
+	if n > 1 {
+		var x uint64
+		for i := range n {
+			x += h.pend.touch(binary.LittleEndian.Uint64(body[i*OutcomeSize+offOutRoot:]))
+		}
+		h.pend.sink = x
+	}
+	for i := range n {
+		r := body[i*OutcomeSize:]
+		root, lat, _, kind, reason, ok := outcomeFields(r)
 		if !ok {
+			err = fmt.Errorf("netio: outcome %d of %d: %w", i, n, outcomeError(r))
+			break
+		}
+		v, found := h.pend.take(root)
+		if !found {
+			stale++
 			continue
 		}
-		if pendCount(v) > 1 {
-			h.roots[o.Root] = v - 1<<pendCountShift
-		} else {
-			delete(h.roots, o.Root)
-		}
-		o.Task = uint32(v & pendTaskMask)
-		if o.Kind == ackcore.Refused {
+		if kind == ackcore.Refused {
 			// The INIT was not applied: no other outcome will come.
-			o.Kind = ackcore.Failed
+			kind = ackcore.Failed
 		}
-		outs[k] = o
-		k++
+		outs = append(outs, ackcore.Outcome{})
+		o := &outs[len(outs)-1]
+		o.Root, o.Latency, o.Task, o.Kind, o.Reason = root, lat, uint32(v&pendTaskMask), kind, reason
 	}
-	h.mu.Unlock()
-	if n := len(outs) - k; n > 0 {
-		c.stale.Add(uint64(n))
+	h.pendMu.Unlock()
+	if stale > 0 {
+		h.cnt.stale.Add(uint64(stale))
 	}
-	if k > 0 {
-		c.deliver(outs[:k])
-	}
+	return outs, err
 }
 
-// writer writes the host's queued frames, a heartbeat when idle; it ends
-// when the connection fails or the generation changes.
+// writer writes what the senders queued, with one write per turn (a swap
+// of the outbound buffer), after registering the turn's INITs, and a
+// heartbeat when it has had nothing to write for a heartbeat interval; it
+// ends when the connection fails or the generation changes. The write
+// deadline is moved once per tenth of WriteTimeout, not per write (a
+// deadline update is a timer update).
 func (h *host) writer(conn net.Conn, gen uint64, wake chan struct{}, hb time.Duration) {
 	c := h.c
 	t := time.NewTimer(hb)
 	defer t.Stop()
-	var bufs, keep [][]byte
+	var spare []byte
+	var spareInits []initRec
+	var lastDeadline time.Time
+	wt := c.cfg.WriteTimeout
 	for {
-		beat := false
-		select {
-		case <-wake:
-		case <-t.C:
-			beat = true
-		case <-c.stopped:
-			return
-		}
 		h.mu.Lock()
 		if h.gen != gen {
 			h.mu.Unlock()
 			return
 		}
-		bufs = append(bufs[:0], h.bufs...)
-		h.bufs = h.bufs[:0]
-		h.qbytes = 0
-		h.qfull.Store(false)
-		h.cond.Broadcast()
-		h.mu.Unlock()
-		if len(bufs) == 0 {
-			if !beat {
+		var buf []byte
+		var inits []initRec
+		if len(h.out) == 0 {
+			h.writerIdle = true
+			h.mu.Unlock()
+			t.Reset(hb) // go1.23+: Reset drains a fired timer
+			select {
+			case <-wake:
 				continue
+			case <-t.C:
+				buf, inits = AppendHeartbeat(spare[:0]), spareInits[:0]
+			case <-c.stopped:
+				return
 			}
-			bufs = append(bufs, AppendHeartbeat(nil))
+		} else {
+			buf, inits = h.out, h.inits
+			h.out, h.inits = spare[:0], spareInits[:0]
+			h.setFull(false)
+			if h.waiters > 0 {
+				h.cond.Broadcast()
+			}
+			h.mu.Unlock()
 		}
-		keep = append(keep[:0], bufs...)
-		_ = conn.SetWriteDeadline(time.Now().Add(c.cfg.WriteTimeout))
-		nb := net.Buffers(bufs)
-		_, err := nb.WriteTo(conn)
-		h.mu.Lock()
-		for _, b := range keep {
-			if len(h.free) < 64 && cap(b) >= HeaderSize+MsgSize {
-				h.free = append(h.free, b[:0])
+		now := time.Now()
+		if len(inits) > 0 {
+			ms := uint32(now.Sub(c.epoch) / time.Millisecond)
+			for i := range inits {
+				inits[i].ms = ms
+			}
+			if !h.register(gen, inits) {
+				return
 			}
 		}
-		h.mu.Unlock()
+		if now.Sub(lastDeadline) > wt/10 {
+			_ = conn.SetWriteDeadline(now.Add(wt))
+			lastDeadline = now
+		}
+		_, err := conn.Write(buf)
+		spare, spareInits = buf[:0], inits[:0]
 		if err != nil {
 			conn.Close()
 			return
 		}
-		t.Reset(hb)
 	}
 }

@@ -100,37 +100,54 @@
 // Server. Each accepted connection takes one of MaxConns slots at once or
 // is refused; a slot is one acker producer (SPSC rings into every shard).
 // The connection's goroutine runs the handshake with HandshakeTimeout,
-// then reads frames into one reused buffer (FrameReader), decodes each
-// msgs frame into a reused []ackcore.Msg, checks that every INIT names a
-// task this connection owns, and hands the batch to its producer; it
-// flushes the producer whenever the read buffer is empty, before the next
-// read may block (one publish per shard per read batch). The acker's
-// outcomes come to one router goroutine, which looks each task's owner up
-// (a flat array of atomic pointers indexed by task), encodes the outcomes
-// straight into that connection's outbound buffer, one lock per
-// connection per batch, and wakes its writer goroutine, which swaps the
-// buffer out and writes it with a write deadline.
+// then reads the socket into one reused buffer (FrameReader, 64 KiB
+// reads) and parses frames in place; it decodes each msgs frame into a
+// reused []ackcore.Msg (one pass, fields straight to their slots), checks
+// that every INIT names a task this connection owns, and hands the batch
+// to its producer (SendBatch); it flushes the producer when the next
+// frame is not wholly buffered, before a read may block (one publish per
+// shard per read batch), and counts the INITs it took against
+// MaxConnPending once per read batch. The acker's outcomes come to one
+// router goroutine, which looks each task's owner up (a flat array of
+// atomic pointers indexed by task), encodes the outcomes straight into
+// that connection's outbound buffer, one lock per connection per batch,
+// and wakes its writer goroutine if it waits; the writer swaps the buffer
+// out and writes it with one write.
 //
-// Client. A Sender stages messages per host: each root goes to the host
-// its keyed rendezvous hash picks among the hosts up (the highest
+// Client. A Sender stages messages per host, encoding each straight into
+// the frame it builds for that host: each root goes to the host its keyed
+// rendezvous hash picks among the hosts up (the highest
 // mix(mix(root^key)^hash(address)) wins), so a lost host's roots, and
-// only they, move to the others. At FrameMsgs messages or on Flush, the
-// staged frame is handed to the host's queue and its INITs registered in
-// the host's pending table (root -> local task, INIT count, send time),
-// in one step under the host's lock. One writer goroutine per connection
-// writes everything queued with one writev; one reader goroutine decodes
-// outcomes, takes their roots out of the pending table and delivers them
-// to the inboxes. A host manager goroutine dials, handshakes, serves, and
-// when the connection ends marks the host down, fails every root in its
-// pending table with ReasonLost at once, and reconnects with exponential
-// backoff and jitter.
+// only they, move to the others. With one host up, SendBatch stages runs
+// of messages at once (one check of the client's state and one take of
+// root slots per run). At FrameMsgs messages or on Flush, the staged
+// frame is copied into the host's outbound buffer and its INITs appended
+// to the host's queue, in one step under the host's lock, and the writer
+// woken if it waits. One writer goroutine per connection takes the whole
+// buffer and queue at once, registers the queued INITs in the host's
+// pending table (root -> local task, INIT count, send time: a flat
+// open-addressed table, pendTable, its probes for a turn's roots issued
+// together), and only then writes the bytes, with one write. One reader
+// goroutine parses outcome frames in place, takes each root out of the
+// pending table (one lock per frame) and delivers what it resolved to
+// the inboxes when the next frame is not wholly buffered: one inbox lock
+// per read batch, and a wake-up only for a consumer that waits. A host
+// manager goroutine dials, handshakes, serves, and when the connection
+// ends marks the host down, fails every root queued or pending on it
+// with ReasonLost at once, and reconnects with exponential backoff and
+// jitter.
 //
 // # Concurrency
 //
 // Server: the connection goroutine owns its FrameReader, its decode
 // buffer and its acker producer; the router owns each connection's
-// routing batch; a connection's mu guards its outbound buffer and its
-// finished flag; its writer owns the spare buffer. owner[] is written
+// routing batch; a connection's mu guards its outbound buffer, its
+// finished flag and its writer's idle flag; its writer owns the spare
+// buffer. pending (roots whose outcome is not yet written) is an atomic
+// the reader raises and the writer lowers; a reader waiting for room
+// sets roomWait before re-checking it, and the writer signals room only
+// when it sees roomWait after lowering pending (a Dekker pair on
+// sequentially consistent atomics: no lost wake-up). owner[] is written
 // under the server's mu (handshake, release) and read atomically by the
 // router and the readers. A connection's slot returns to the pool only
 // when both its reader and its writer have exited.
@@ -138,29 +155,44 @@
 // Client: a Sender belongs to one goroutine; an Inbox has one consumer
 // and many producers (the hosts' readers) and guards its queue with a
 // mutex, its length also kept in an atomic that Poll reads to skip the
-// lock when empty. A host's mu guards its pending table, queue, free
-// buffers, up flag and connection generation; the live host list is an
-// atomic pointer to an immutable slice, replaced under the client's
-// liveMu. The roots-in-flight counter is an atomic; senders waiting for a
-// slot sleep on a condition variable.
+// lock when empty. A host's mu guards its outbound buffer, its queue of
+// INITs not yet registered, its up flag, connection generation and the
+// writer's idle flag; its pendMu guards the pending table and the
+// generation the table belongs to (genP). The writer takes a turn's
+// buffer and INITs under mu, registers them under pendMu, and fails them
+// itself (Failed{acker lost}) if genP has changed meanwhile: the host was
+// lost between the two steps and lose swept the table without them. The
+// live host list is an atomic pointer to an immutable slice, replaced
+// under the client's liveMu. The roots-in-flight counter is an atomic
+// (taken once per staged run); senders waiting for a slot sleep on a
+// condition variable. Counters are per sender and per host, on cache
+// lines of their own, and summed by Stats.
 //
 // # Invariants
 //
 //   - Every root whose INIT a client Send accepted gets exactly one
 //     outcome in its inbox: from the server (removed from the pending
-//     table by the reader), or Failed{acker lost} when its host is lost
-//     (the whole table taken in the same critical section that marks the
-//     host down, so a registration either precedes the sweep or sees the
-//     host down and fails at once), or Failed{stopped} from Stop. An
-//     outcome for a root not in the table (already failed as lost) is
-//     dropped and counted as stale.
+//     table by the reader), or Failed{acker lost} when its host is lost,
+//     or Failed{stopped} from Stop. lose marks the host down and takes
+//     the queue of unregistered INITs under mu, then the table under
+//     pendMu: a hand-over either precedes the first step (its INITs are
+//     in the queue, the table, or the writer's hands, which fails them)
+//     or sees the host down and fails at once. An outcome for a root not
+//     in the table (already failed as lost) is dropped and counted as
+//     stale; an outcome's root is always registered before its INIT's
+//     bytes are written.
 //   - Memory is bounded: the client by MaxPending roots in flight (and as
-//     many outcomes per inbox), QueueBytes per host; the server by
-//     MaxConns x (read buffer up to MaxFrame + outbound buffer up to
-//     MaxConnPending outcomes), a connection that exceeds its outcome
-//     bound or stalls its socket past WriteTimeout being closed.
+//     many outcomes per inbox, more only for a batch that came at once or
+//     for INITs its writer failed, at most MaxPending), QueueBytes per
+//     host (twice: the buffer senders fill and the one the writer
+//     writes); the server by MaxConns x (read buffer up to MaxFrame +
+//     outbound buffer up to MaxConnPending outcomes), a connection that
+//     exceeds its outcome bound or stalls its socket past WriteTimeout
+//     being closed.
 //   - Nothing from a connection reaches the acker before its handshake
 //     succeeded; frames after a failed handshake are never read.
 //   - The decoders never panic and check every length against what is
-//     there before they allocate for it (FuzzDecode).
+//     there before they allocate for it (FuzzDecode); the pending table
+//     matches a Go map under any sequence of adds and takes
+//     (TestPendTable, FuzzPendTable).
 package netio

@@ -215,3 +215,53 @@ func TestShutdownFailsPending(t *testing.T) {
 	}
 	c.Stop()
 }
+
+// TestRegisterAfterLoss: INITs the writer took from the queue before
+// their host was lost, and registers after lose took the pending table,
+// are failed as lost by the writer, once each, with their tasks; the
+// same INITs registered for the live generation are resolved by the
+// server's outcomes as usual.
+func TestRegisterAfterLoss(t *testing.T) {
+	s := startServer(t, nil)
+	c, err := Dial(clientCfg(s.addr), acker.Spec{Producers: 1, Tasks: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	h := c.hosts[0]
+	h.pendMu.Lock()
+	gen := h.genP
+	h.pendMu.Unlock()
+	if gen == 0 {
+		t.Fatal("a connected host has no table generation")
+	}
+	inits := []initRec{{root: 7, task: 1, ms: 1}, {root: 8, task: 2, ms: 1}}
+	if !c.tryAcquire(len(inits)) {
+		t.Fatal("no slots")
+	}
+	// A generation the table does not belong to: what the writer sees
+	// when lose ran between its taking the queue and its registering.
+	if h.register(gen+1, inits) {
+		t.Fatal("registered under a stale generation")
+	}
+	got := collect(t, c.Inbox(0), 0, time.Second)
+	got1 := collect(t, c.Inbox(1), 1, time.Second)
+	got2 := collect(t, c.Inbox(2), 1, time.Second)
+	if len(got) != 0 || len(got1[7]) != 1 || len(got2[8]) != 1 {
+		t.Fatalf("outcomes by inbox: %v %v %v", got, got1, got2)
+	}
+	for _, o := range []ackcore.Outcome{got1[7][0], got2[8][0]} {
+		if o.Kind != ackcore.Failed || o.Reason != ackcore.ReasonLost {
+			t.Fatalf("root %d: %v %v, want failed, acker lost", o.Root, o.Kind, o.Reason)
+		}
+	}
+	h.pendMu.Lock()
+	n := h.pend.n
+	h.pendMu.Unlock()
+	if n != 0 {
+		t.Fatalf("%d roots registered", n)
+	}
+	if st, cs := c.Stats(); st.Pending != 0 || cs.Lost != 2 {
+		t.Fatalf("pending %d, lost %d; want 0, 2", st.Pending, cs.Lost)
+	}
+}

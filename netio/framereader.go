@@ -39,6 +39,19 @@ func (fr *FrameReader) SetLimit(limit int) { fr.limit = limit }
 // is 0, the next Next will block on the stream.
 func (fr *FrameReader) Buffered() int { return fr.end - fr.start }
 
+// Ready reports whether the next frame is wholly buffered, so that Next
+// returns it (or its error) without reading: when it is false, Next may
+// block on the stream.
+func (fr *FrameReader) Ready() bool {
+	have := fr.end - fr.start
+	if have < 4 {
+		return false
+	}
+	b := fr.buf[fr.start:fr.end]
+	n := uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24
+	return n <= uint64(have) || n > uint64(fr.limit) || n < HeaderSize
+}
+
 // Next returns the next frame. Its Body is valid until the next call. A
 // malformed frame returns an error naming the bad value (see ParseFrame),
 // after which the stream is out of step and the caller should close it;
@@ -72,7 +85,11 @@ func (fr *FrameReader) fill() {
 		// ParseFrame checked the length against the limit already.
 		need = int(uint32(fr.buf[fr.start]) | uint32(fr.buf[fr.start+1])<<8 | uint32(fr.buf[fr.start+2])<<16 | uint32(fr.buf[fr.start+3])<<24)
 	}
-	if fr.start > 0 && (fr.start+need > len(fr.buf) || have == 0) {
+	// Move the unparsed bytes to the front when the frame would not fit
+	// behind them, or when less than half a chunk is left to read into:
+	// a read into a sliver of buffer returns a sliver of data, and costs
+	// a system call all the same.
+	if fr.start > 0 && (fr.start+need > len(fr.buf) || have == 0 || len(fr.buf)-fr.end < readChunk/2) {
 		copy(fr.buf, fr.buf[fr.start:fr.end])
 		fr.start, fr.end = 0, have
 	}

@@ -352,31 +352,52 @@ func grow(b []byte, n int) []byte {
 // a known kind, a task within ackcore.MaxTask (and none on other kinds
 // than INIT), a timeout within ackcore.MaxTimeout; the first that is not
 // is named in the error, and dst is returned as it was.
+//
+// The loop reads each record's fields into registers, checks them with
+// one combined test and stores them field by field: building the Msg as a
+// value first made the compiler assemble it on the stack with small
+// stores and copy it with 16-byte loads, which stall on store forwarding
+// (twice per record: 12 ns a message on the 2-vCPU machine, against 1-2).
 func DecodeMsgs(dst []ackcore.Msg, body []byte) ([]ackcore.Msg, error) {
+	dst, _, err := decodeMsgs(dst, body, nil)
+	return dst, err
+}
+
+// decodeMsgs is DecodeMsgs that also counts the INITs and, when owns is
+// not nil, checks each INIT's task with it (a server: the task must be
+// the connection's), in the same pass.
+func decodeMsgs(dst []ackcore.Msg, body []byte, owns func(task uint32) bool) ([]ackcore.Msg, int, error) {
 	if len(body)%MsgSize != 0 {
-		return dst, fmt.Errorf("netio: msgs body of %d bytes is not a whole number of %d-byte records", len(body), MsgSize)
+		return dst, 0, fmt.Errorf("netio: msgs body of %d bytes is not a whole number of %d-byte records", len(body), MsgSize)
 	}
 	n := len(body) / MsgSize
 	base := len(dst)
 	dst = growMsgs(dst, n)
 	out := dst[base:]
+	inits := 0
 	for i := range out {
-		r := body[i*MsgSize : i*MsgSize+MsgSize : i*MsgSize+MsgSize]
+		r := body[i*MsgSize:]
+		r = r[:MsgSize:MsgSize]
+		root := binary.LittleEndian.Uint64(r[offMsgRoot:])
+		val := binary.LittleEndian.Uint64(r[offMsgVal:])
 		kt := binary.LittleEndian.Uint32(r[offMsgKind:])
+		to := binary.LittleEndian.Uint32(r[offMsgTimeout:])
+		kind, task := ackcore.Kind(kt>>24), kt&taskMask
+		if kind-ackcore.Init > ackcore.Reset-ackcore.Init || root == 0 || task > ackcore.MaxTask ||
+			kind != ackcore.Init && task != 0 || to > maxTimeoutMs {
+			m := ackcore.Msg{Root: root, Val: val, Task: task, Kind: kind, TimeoutMs: to}
+			return dst[:base], 0, fmt.Errorf("netio: message %d of %d: %w", i, n, msgError(&m))
+		}
+		if kind == ackcore.Init {
+			inits++
+			if owns != nil && !owns(task) {
+				return dst[:base], 0, fmt.Errorf("netio: message %d of %d: INIT root %#x names task %d, not owned by this client", i, n, root, task)
+			}
+		}
 		m := &out[i]
-		*m = ackcore.Msg{
-			Root:      binary.LittleEndian.Uint64(r[offMsgRoot:]),
-			Val:       binary.LittleEndian.Uint64(r[offMsgVal:]),
-			Task:      kt & taskMask,
-			Kind:      ackcore.Kind(kt >> 24),
-			TimeoutMs: binary.LittleEndian.Uint32(r[offMsgTimeout:]),
-		}
-		if m.Kind < ackcore.Init || m.Kind > ackcore.Reset || m.Root == 0 ||
-			m.Task > ackcore.MaxTask || m.Kind != ackcore.Init && m.Task != 0 || m.TimeoutMs > maxTimeoutMs {
-			return dst[:base], fmt.Errorf("netio: message %d of %d: %w", i, n, msgError(m))
-		}
+		m.Root, m.Val, m.Task, m.Kind, m.TimeoutMs = root, val, task, kind, to
 	}
-	return dst, nil
+	return dst, inits, nil
 }
 
 const maxTimeoutMs = uint32(ackcore.MaxTimeout / time.Millisecond)
@@ -439,22 +460,37 @@ func DecodeOutcomes(dst []ackcore.Outcome, body []byte) ([]ackcore.Outcome, erro
 	dst = dst[:base+n]
 	out := dst[base:]
 	for i := range out {
-		r := body[i*OutcomeSize : i*OutcomeSize+OutcomeSize : i*OutcomeSize+OutcomeSize]
+		r := body[i*OutcomeSize:]
+		r = r[:OutcomeSize:OutcomeSize]
+		root, lat, task, kind, reason, ok := outcomeFields(r)
+		if !ok {
+			return dst[:base], fmt.Errorf("netio: outcome %d of %d: %w", i, n, outcomeError(r))
+		}
 		o := &out[i]
-		*o = ackcore.Outcome{
-			Root:    binary.LittleEndian.Uint64(r[offOutRoot:]),
-			Latency: time.Duration(binary.LittleEndian.Uint64(r[offOutLatency:])),
-			Task:    binary.LittleEndian.Uint32(r[offOutTask:]),
-			Kind:    ackcore.OutcomeKind(r[offOutKind]),
-			Reason:  ackcore.Reason(r[offOutReason]),
-		}
-		if o.Kind < ackcore.Completed || o.Kind > ackcore.Refused || o.Reason > ackcore.ReasonLost ||
-			r[offOutPad]|r[offOutPad+1] != 0 || o.Root == 0 {
-			return dst[:base], fmt.Errorf("netio: outcome %d of %d: root %#x kind %d reason %d pad %#x: not a valid outcome",
-				i, n, o.Root, o.Kind, o.Reason, binary.LittleEndian.Uint16(r[offOutPad:]))
-		}
+		o.Root, o.Latency, o.Task, o.Kind, o.Reason = root, lat, task, kind, reason
 	}
 	return dst, nil
+}
+
+// outcomeFields reads the outcome record r (OutcomeSize bytes); ok says
+// it is valid: a non-zero root, a known kind and reason, a zero pad (see
+// outcomeError). Plain results, not a struct: the caller keeps them in
+// registers.
+func outcomeFields(r []byte) (root uint64, lat time.Duration, task uint32, kind ackcore.OutcomeKind, reason ackcore.Reason, ok bool) {
+	r = r[:OutcomeSize:OutcomeSize]
+	root = binary.LittleEndian.Uint64(r[offOutRoot:])
+	lat = time.Duration(binary.LittleEndian.Uint64(r[offOutLatency:]))
+	task = binary.LittleEndian.Uint32(r[offOutTask:])
+	kind, reason = ackcore.OutcomeKind(r[offOutKind]), ackcore.Reason(r[offOutReason])
+	ok = kind-ackcore.Completed <= ackcore.Refused-ackcore.Completed && reason <= ackcore.ReasonLost &&
+		r[offOutPad]|r[offOutPad+1] == 0 && root != 0
+	return
+}
+
+// outcomeError names what is wrong with the invalid outcome record r.
+func outcomeError(r []byte) error {
+	return fmt.Errorf("root %#x kind %d reason %d pad %#x: not a valid outcome", binary.LittleEndian.Uint64(r[offOutRoot:]),
+		r[offOutKind], r[offOutReason], binary.LittleEndian.Uint16(r[offOutPad:]))
 }
 
 // AppendHeartbeat appends a heartbeat frame.

@@ -488,6 +488,33 @@ func TestDrainWaitUntil(t *testing.T) {
 	}
 }
 
+// TestDrainWaitUntilSpinning: a consumer that spins without end (it never
+// parks, so only its spin loop's looks at wake can see it) still returns
+// when wake fires, and an unbuffered wake (a goroutine's send, as a
+// go1.23+ timer channel behaves) is taken within the spin phase.
+func TestDrainWaitUntilSpinning(t *testing.T) {
+	f := NewFanInWithIdle[int](1, 8, 4, Idle{Spins: 1 << 62})
+	wake := make(chan time.Time)
+	done := make(chan bool)
+	go func() {
+		n, fired := f.DrainWaitUntil(func(int, []int) {}, wake)
+		done <- n == 0 && fired
+	}()
+	wake <- time.Time{} // blocks until the spinning consumer receives it
+	if !<-done {
+		t.Fatal("a spinning consumer returned without reporting its wake")
+	}
+	// Items still end the spin at once.
+	go func() {
+		n, fired := f.DrainWaitUntil(func(int, []int) {}, wake)
+		done <- n == 1 && !fired
+	}()
+	f.Producer(0).Push(1)
+	if !<-done {
+		t.Fatal("a spinning consumer missed an item")
+	}
+}
+
 // TestFanInInterrupt: Interrupt makes a DrainWaitUntil that waits (parked
 // or about to be) return (0, false); one called before the wait ends the
 // next wait at once; and the wait goes on as before afterwards.

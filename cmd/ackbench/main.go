@@ -47,13 +47,14 @@ func parse(args []string, stderr io.Writer) (bench.Config, options, error) {
 	var o options
 	fs := flag.NewFlagSet("ackbench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	levels := fs.String("level", "core,pipeline", "levels to run, comma-separated: core, pipeline, topology (word count on the reference engine, acked and unacked), source (the word count fed by the Kafka spout from an in-process cluster, acked and unacked; net is planned)")
-	impls := fs.String("impl", "", "implementations, comma-separated (default: every one of each level; core: xorack, gomap, mutexmap, xsync, storm, limit, and xorack-fold on request; pipeline: xorack, mutexmap, chanshard)")
+	levels := fs.String("level", "core,pipeline", "levels to run, comma-separated: core, pipeline, topology (word count on the reference engine, acked and unacked), source (the word count fed by the Kafka spout from an in-process cluster, acked and unacked), net (the acker behind loopback connections: netio, gRPC streams, and in process)")
+	impls := fs.String("impl", "", "implementations, comma-separated (default: every one of each level; core: xorack, gomap, mutexmap, xsync, storm, limit, and xorack-fold on request; pipeline: xorack, mutexmap, chanshard; net: netio, grpc, inproc)")
 	shapes := fs.String("shape", "wordcount", "tree shapes, comma-separated: wordcount, tree8x8, chainN, diamondN")
 	pending := fs.String("pending", "", "pending windows P, comma-separated, k and M suffixes allowed (default 10k,100k,1M; -quick 10k,100k)")
 	fs.IntVar(&cfg.Producers, "producers", 1, "pipeline producer goroutines")
 	fs.IntVar(&cfg.Shards, "shards", 1, "pipeline xorack shards (and the net level's server shards)")
 	conns := fs.String("conns", "", "net level: loopback connection counts, comma-separated, one producer each (default 1,4)")
+	netBatch := fs.String("netbatch", "", "net level: producer batch sizes, comma-separated: each producer hands over this many messages at a time, SendBatch then Flush (default 16,256)")
 	fs.Float64Var(&cfg.FailRate, "fail", 0, "fraction of roots failed explicitly by a bolt")
 	fs.Float64Var(&cfg.DropRate, "drop", 0, "fraction of roots that lose one ACK (they time out)")
 	fs.DurationVar(&cfg.Duration, "duration", 0, "measured time per row, split over -reps (default 600ms; -quick 150ms)")
@@ -88,6 +89,13 @@ func parse(args []string, stderr io.Writer) (bench.Config, options, error) {
 			return cfg, o, fmt.Errorf("-conns %q: %v", s, err)
 		}
 		cfg.Conns = append(cfg.Conns, n)
+	}
+	for _, s := range split(*netBatch) {
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			return cfg, o, fmt.Errorf("-netbatch %q: %v", s, err)
+		}
+		cfg.NetBatch = append(cfg.NetBatch, n)
 	}
 	cfg.Shapes = split(*shapes)
 	for _, s := range split(*pending) {
