@@ -4,6 +4,8 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"math/bits"
+
+	"github.com/xorack/xorack/internal/splitmix"
 )
 
 // The home hash.
@@ -50,19 +52,9 @@ func newKeys(seed uint64) keys {
 		k = keys{binary.LittleEndian.Uint64(b[:8]), binary.LittleEndian.Uint64(b[8:16]), binary.LittleEndian.Uint64(b[16:])}
 	} else {
 		s := seed
-		k = keys{splitmix(&s), splitmix(&s), splitmix(&s)}
+		k = keys{splitmix.Step(&s), splitmix.Step(&s), splitmix.Step(&s)}
 	}
 	k.k2 |= 1
 	k.k3 |= 1
 	return k
-}
-
-// splitmix is SplitMix64's step: it advances *s and returns the next
-// output.
-func splitmix(s *uint64) uint64 {
-	*s += 0x9e3779b97f4a7c15
-	z := *s
-	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
-	z = (z ^ z>>27) * 0x94d049bb133111eb
-	return z ^ z>>31
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/bench/workload"
 	"github.com/xorack/xorack/internal/invariants"
+	"github.com/xorack/xorack/internal/splitmix"
 )
 
 // idPattern is a way engines make root ids: id(n) is the n-th root's id,
@@ -30,14 +31,9 @@ var idPatterns = []idPattern{
 	{"partitioned", func(n uint64) uint64 { return (n/4+1)<<16 | n%4 }},
 }
 
-// splitmix64 is a stateless 64-bit mix (SplitMix64's output function of
-// n times its increment): a random-looking id per n.
-func splitmix64(n uint64) uint64 {
-	z := n * 0x9e3779b97f4a7c15
-	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
-	z = (z ^ z>>27) * 0x94d049bb133111eb
-	return z ^ z>>31
-}
+// splitmix64 is a random-looking id per n: SplitMix64's output for the
+// n-th step from 0.
+func splitmix64(n uint64) uint64 { return splitmix.Mix64(n * 0x9e3779b97f4a7c15) }
 
 // TestStructuredIDsScatter fills a table to its bound with each id pattern,
 // under the default (secret, random) keys and under fixed seeds: the mean

@@ -18,6 +18,7 @@ import (
 	"github.com/xorack/xorack/acker"
 	"github.com/xorack/xorack/bench/pipeline"
 	"github.com/xorack/xorack/bench/workload"
+	"github.com/xorack/xorack/internal/splitmix"
 	"github.com/xorack/xorack/ring"
 )
 
@@ -299,24 +300,14 @@ type subStream struct {
 // root's stamp.
 type mark struct{ pos, id int32 }
 
-// mix64 is the splitmix64 finalizer (Steele, Lea and Flood, "Fast
-// splittable pseudorandom number generators", OOPSLA 2014): a bijection
-// whose output bits all depend on every input bit. It picks a root's
-// producer (high half) and whether the root is timed (low bits)
-// independently of each other and of the shard the acker picks.
-func mix64(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	return x ^ x>>31
-}
-
+// producerOf picks a root's producer from the high half of its mix, and
+// timedRoot whether it is timed from the low bits: independently of each
+// other and of the shard the acker picks.
 func producerOf(root uint64, producers int) int {
-	return int((mix64(root) >> 32) % uint64(producers))
+	return int((splitmix.Mix64(root) >> 32) % uint64(producers))
 }
 
-func timedRoot(root uint64) bool { return mix64(root)%sampleEvery == 0 }
+func timedRoot(root uint64) bool { return splitmix.Mix64(root)%sampleEvery == 0 }
 
 type splitKey struct {
 	st *workload.Stream

@@ -1,9 +1,9 @@
 package acker
 
 import (
-	"crypto/rand"
-	"encoding/binary"
 	"math/bits"
+
+	"github.com/xorack/xorack/internal/splitmix"
 )
 
 // router maps a root to the shard that owns it (docs/semantics.md, rule 9:
@@ -25,12 +25,10 @@ type router struct {
 
 func newRouter(seed uint64, shards int) router {
 	if seed == 0 {
-		var b [8]byte
-		_, _ = rand.Read(b[:]) // never fails on the platforms Go supports
-		seed = binary.LittleEndian.Uint64(b[:])
+		seed = splitmix.Seed()
 	}
-	k1 := splitmix(&seed)
-	k2 := splitmix(&seed) | 1
+	k1 := splitmix.Step(&seed)
+	k2 := splitmix.Step(&seed) | 1
 	return router{k1: k1, k2: k2, n: uint64(shards)}
 }
 
@@ -39,14 +37,4 @@ func (r router) shard(root uint64) uint64 {
 	hi, lo := bits.Mul64(root^r.k1, r.k2)
 	s, _ := bits.Mul64(hi^lo, r.n)
 	return s
-}
-
-// splitmix steps a SplitMix64 generator (Steele, Lea and Flood, OOPSLA
-// 2014), which turns one seed into well-mixed keys.
-func splitmix(s *uint64) uint64 {
-	*s += 0x9e3779b97f4a7c15
-	z := *s
-	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
-	z = (z ^ z>>27) * 0x94d049bb133111eb
-	return z ^ z>>31
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/bench/workload"
+	"github.com/xorack/xorack/internal/splitmix"
 )
 
 // meta describes one position of a stream, 8 bytes:
@@ -178,28 +179,17 @@ type faultGen struct {
 const unit53 = 1 << 53
 
 func newFaultGen(k int, fail, drop float64, seed uint64) *faultGen {
-	g := &faultGen{k: uint64(k), seed: mix64(seed ^ 0x6a09e667f3bcc909)}
+	g := &faultGen{k: uint64(k), seed: splitmix.Mix64(seed ^ 0x6a09e667f3bcc909)}
 	g.failT = uint64(fail * unit53)
 	g.injT = uint64((fail + drop) * unit53)
 	g.setCycle(-1)
 	return g
 }
 
-// mix64 is SplitMix64's finaliser: a bijection that spreads every input
-// bit over the output.
-func mix64(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
-}
-
 // salt is generation g's root salt. Even, so that the stream's odd roots
 // stay odd and never become 0.
 func (g *faultGen) salt(gen int64) uint64 {
-	return mix64(g.seed^uint64(gen)*0x9e3779b97f4a7c15) &^ 1
+	return splitmix.Mix64(g.seed^uint64(gen)*0x9e3779b97f4a7c15) &^ 1
 }
 
 func (g *faultGen) setCycle(c int64) {
@@ -217,12 +207,12 @@ const (
 )
 
 func (g *faultGen) fateOf(root uint64) (fate, uint16) {
-	h := mix64(root ^ g.seed)
+	h := splitmix.Mix64(root ^ g.seed)
 	u := h >> 11
 	if u >= g.injT {
 		return fateNone, 0
 	}
-	victim := uint16(1 + mix64(h)%(g.k-1))
+	victim := uint16(1 + splitmix.Mix64(h)%(g.k-1))
 	if u < g.failT {
 		return fateFail, victim
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
+	"github.com/xorack/xorack/internal/splitmix"
 )
 
 // ClientConfig configures the client side of a remote acker. Its Port
@@ -416,17 +417,7 @@ func (c *Client) release(n int) {
 func hostKey(addr string) uint64 {
 	h := fnv.New64a()
 	h.Write([]byte(addr))
-	return mix64(h.Sum64())
-}
-
-// mix64 is SplitMix64's finaliser: a bijection spreading every input bit.
-func mix64(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
+	return splitmix.Mix64(h.Sum64())
 }
 
 // pick returns the host root goes to among hosts: the highest keyed
@@ -437,11 +428,11 @@ func pick(hosts []*host, key, root uint64) *host {
 	if len(hosts) == 1 {
 		return hosts[0]
 	}
-	r := mix64(root ^ key)
+	r := splitmix.Mix64(root ^ key)
 	var best *host
 	var bs uint64
 	for _, h := range hosts {
-		if s := mix64(r ^ h.key); best == nil || s > bs {
+		if s := splitmix.Mix64(r ^ h.key); best == nil || s > bs {
 			best, bs = h, s
 		}
 	}

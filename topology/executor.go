@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/xorack/xorack/acker"
+	"github.com/xorack/xorack/internal/splitmix"
 	"github.com/xorack/xorack/ring"
 )
 
@@ -125,27 +126,27 @@ func (top *Topology) fieldHash(values []any, idx []int) (h uint64, err error) {
 		case []byte:
 			x = maphash.Bytes(top.hashSeed, v)
 		case int:
-			x = mix64(uint64(v) ^ top.seed)
+			x = splitmix.Mix64(uint64(v) ^ top.seed)
 		case int64:
-			x = mix64(uint64(v) ^ top.seed)
+			x = splitmix.Mix64(uint64(v) ^ top.seed)
 		case uint64:
-			x = mix64(v ^ top.seed)
+			x = splitmix.Mix64(v ^ top.seed)
 		case int32:
-			x = mix64(uint64(v) ^ top.seed)
+			x = splitmix.Mix64(uint64(v) ^ top.seed)
 		case uint32:
-			x = mix64(uint64(v) ^ top.seed)
+			x = splitmix.Mix64(uint64(v) ^ top.seed)
 		case float64:
 			if v == 0 {
 				v = 0 // -0 == 0
 			}
-			x = mix64(math.Float64bits(v) ^ top.seed)
+			x = splitmix.Mix64(math.Float64bits(v) ^ top.seed)
 		default:
 			x, err = comparableHash(top.hashSeed, v)
 			if err != nil {
 				return 0, fmt.Errorf("fields grouping on %q: %w", values[i], err)
 			}
 		}
-		h = mix64(h ^ x)
+		h = splitmix.Mix64(h ^ x)
 	}
 	return h, nil
 }
@@ -157,16 +158,6 @@ func comparableHash(seed maphash.Seed, v any) (h uint64, err error) {
 		}
 	}()
 	return maphash.Comparable(seed, v), nil
-}
-
-// mix64 is a 64-bit finalizer (murmur3's fmix64).
-func mix64(x uint64) uint64 {
-	x ^= x >> 33
-	x *= 0xff51afd7ed558ccd
-	x ^= x >> 33
-	x *= 0xc4ceb53fe63ad26b
-	x ^= x >> 33
-	return x
 }
 
 // push stages t for its task's executor, publishing the link when a batch
