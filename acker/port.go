@@ -17,10 +17,12 @@ type Port interface {
 	// Inbox returns outcome inbox r, in [0, Spec.Receivers); one goroutine
 	// takes from it.
 	Inbox(r int) Inbox
-	// Stop stops the acker: sends fail from now on, every root still
-	// pending with an INIT is reported Failed to its inbox, and Stop waits
-	// for the inboxes to take those outcomes (so call it from a goroutine
-	// other than their readers). It returns the final counters.
+	// Stop stops the acker: sends fail from now on, and every root still
+	// pending with an INIT is reported Failed to its inbox. Stop may wait
+	// for the inboxes to take those outcomes (*Acker does; a remote
+	// acker's client need not), so call it from a goroutine other than
+	// their readers; either way an inbox's Wait says ok=false only once
+	// its last outcome was taken. It returns the final counters.
 	Stop() ackcore.Stats
 }
 

@@ -329,13 +329,17 @@ func (c *Client) Stats() (ackcore.Stats, ClientStats) {
 // Stop closes the remote acker: sends fail from now on; every root sent
 // whose outcome has not arrived is reported Failed{stopped} to its inbox
 // (a root a sender staged but never handed over is reported so by that
-// sender's next Send or Flush, which return acker.ErrClosed); Stop waits
-// for the inboxes to take every outcome (call it from a goroutine other
-// than their readers) and returns the final counters.
+// sender's next Send or Flush, which return acker.ErrClosed). Stop does
+// not wait for the inboxes to be read: what they hold stays there for
+// Poll and Wait, and Wait returns false once an inbox is closed and
+// empty. It returns the final counters.
 func (c *Client) Stop() ackcore.Stats {
 	c.stopOnce.Do(func() {
 		c.closed.Store(true)
 		close(c.stopped)
+		for _, ib := range c.inbox {
+			ib.stopping() // readers stop waiting for room: nothing more is sent
+		}
 		c.slotMu.Lock()
 		c.slotCond.Broadcast() // senders waiting for a slot see closed
 		c.slotMu.Unlock()
@@ -346,7 +350,7 @@ func (c *Client) Stop() ackcore.Stats {
 		// INITs a sender staged and never handed over are failed by that
 		// sender, on its goroutine, at its next Send or Flush.
 		for _, ib := range c.inbox {
-			ib.drained()
+			ib.close()
 		}
 	})
 	st, _ := c.Stats()
@@ -792,25 +796,28 @@ func (c *Client) deliverWait(outs []ackcore.Outcome, oc *outCounts, wait bool) {
 
 // Inbox is one outcome inbox (acker.Inbox). Hosts' readers put into it;
 // one goroutine takes from it. It holds at most MaxPending outcomes (a
-// reader waits for room), more only for a batch that came at once. A put
+// reader waits for room), more only for a batch that came at once, or
+// once Stop began (then at most the roots still in flight, each failed
+// once). A put
 // wakes the consumer only when it waits (sleeping), so a consumer that
 // polls costs the readers no channel operation.
 type Inbox struct {
 	c        *Client
 	n        atomic.Int64 // len(q), read without the lock by Poll
 	mu       sync.Mutex
-	cond     *sync.Cond        // readers waiting for room; Stop waiting for empty
+	cond     *sync.Cond        // readers waiting for room
 	q        []ackcore.Outcome // guarded by mu
 	max      int
-	waits    int  // guarded by mu: goroutines waiting on cond
-	sleeping bool // guarded by mu: the consumer waits on wake
-	closed   atomic.Bool
+	waits    int         // guarded by mu: goroutines waiting on cond
+	sleeping bool        // guarded by mu: the consumer waits on wake
+	noWait   atomic.Bool // Stop began: puts no longer wait for room
+	closed   atomic.Bool // Stop ended: nothing more is put
 	wake     chan struct{}
 }
 
 func (ib *Inbox) put(outs []ackcore.Outcome, wait bool) {
 	ib.mu.Lock()
-	for wait && len(ib.q) >= ib.max && !ib.closed.Load() {
+	for wait && len(ib.q) >= ib.max && !ib.noWait.Load() {
 		ib.waits++
 		ib.cond.Wait()
 		ib.waits--
@@ -832,17 +839,20 @@ func (ib *Inbox) signal() {
 	}
 }
 
-// drained waits until the consumer took everything, then closes the
-// inbox: Wait returns false from then on.
-func (ib *Inbox) drained() {
+// stopping lets every put in, waiting or not, so that Stop never waits
+// on a consumer that stopped reading.
+func (ib *Inbox) stopping() {
 	ib.mu.Lock()
-	for len(ib.q) > 0 {
-		ib.waits++
-		ib.cond.Wait()
-		ib.waits--
-	}
-	ib.closed.Store(true)
+	ib.noWait.Store(true)
 	ib.cond.Broadcast()
+	ib.mu.Unlock()
+}
+
+// close marks the end of the outcomes: Wait returns false once the
+// consumer took what is left.
+func (ib *Inbox) close() {
+	ib.mu.Lock()
+	ib.closed.Store(true)
 	ib.mu.Unlock()
 	ib.signal()
 }
@@ -1184,13 +1194,14 @@ func (h *host) serve(conn net.Conn, fr *FrameReader, w Welcome, up func()) strin
 	c.setLive()
 	up()
 	c.log.Info("netio: connected", "host", h.addr, "server", w.ServerID)
-	wdone := make(chan struct{})
+	wdone, rdone := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(wdone)
-		h.writer(conn, gen, wake, w.Heartbeat)
+		h.writer(conn, gen, wake, rdone, w.Heartbeat)
 	}()
 	reason := h.read(conn, fr, w.Idle)
 	conn.Close()
+	close(rdone) // an idle writer would otherwise wait for its next heartbeat
 	<-wdone
 	h.lose(gen)
 	return reason
@@ -1368,10 +1379,11 @@ func (h *host) resolve(outs []ackcore.Outcome, body []byte) ([]ackcore.Outcome, 
 // writer writes what the senders queued, with one write per turn (a swap
 // of the outbound buffer), after registering the turn's INITs, and a
 // heartbeat when it has had nothing to write for a heartbeat interval; it
-// ends when the connection fails or the generation changes. The write
+// ends when the connection fails, the reader ends (rdone) or the
+// generation changes. The write
 // deadline is moved once per tenth of WriteTimeout, not per write (a
 // deadline update is a timer update).
-func (h *host) writer(conn net.Conn, gen uint64, wake chan struct{}, hb time.Duration) {
+func (h *host) writer(conn net.Conn, gen uint64, wake, rdone chan struct{}, hb time.Duration) {
 	c := h.c
 	t := time.NewTimer(hb)
 	defer t.Stop()
@@ -1396,6 +1408,8 @@ func (h *host) writer(conn net.Conn, gen uint64, wake chan struct{}, hb time.Dur
 				continue
 			case <-t.C:
 				buf, inits = AppendHeartbeat(spare[:0]), spareInits[:0]
+			case <-rdone:
+				return
 			case <-c.stopped:
 				return
 			}

@@ -265,3 +265,92 @@ func TestRegisterAfterLoss(t *testing.T) {
 		t.Fatalf("pending %d, lost %d; want 0, 2", st.Pending, cs.Lost)
 	}
 }
+
+// TestLossWhileIdle: the server goes while the client has nothing to
+// write (its writer waiting for work or its next heartbeat, a minute
+// away): the reader's end alone must take the host down, and the root
+// pending on it fails as lost at once, not at the next heartbeat.
+func TestLossWhileIdle(t *testing.T) {
+	s := startServer(t, func(c *ServerConfig) { c.IdleTimeout = 3 * time.Minute })
+	c, err := Dial(clientCfg(s.addr), acker.Spec{Producers: 1, Tasks: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	p := c.Producer(0)
+	if err := p.SendBatch([]ackcore.Msg{{Root: 42, Kind: ackcore.Init, Val: 3}, {Root: 42, Kind: ackcore.Ack, Val: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the server to read both messages", func() bool { return s.Stats().Msgs == 2 })
+	waitFor(t, 5*time.Second, "the writer to go idle", func() bool {
+		h := c.hosts[0]
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return h.writerIdle
+	})
+	start := time.Now()
+	s.Close()
+	got := collect(t, c.Inbox(0), 1, 20*time.Second)
+	o := got[42]
+	if len(o) != 1 || o[0].Kind != ackcore.Failed || o[0].Reason != ackcore.ReasonLost {
+		t.Fatalf("root 42: %v, want one Failed{acker lost}", o)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Fatalf("the loss took %v to report; the heartbeat is a minute away, the reader saw it at once", d)
+	}
+}
+
+// TestStopUnread: Stop returns while nobody reads a full inbox; what
+// the inbox holds, and the roots Stop failed, are read after it, each
+// once, and Wait then says the inbox is closed.
+func TestStopUnread(t *testing.T) {
+	s := startServer(t, nil)
+	cfg := clientCfg(s.addr)
+	cfg.MaxPending = 64
+	c, err := Dial(cfg, acker.Spec{Producers: 1, Tasks: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	p := c.Producer(0)
+	for i := 1; i <= 64; i++ { // complete: the inbox fills to its bound
+		if err := p.SendBatch(tree(rng, uint64(i), 0, 3)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	ib := c.Receiver(0)
+	waitFor(t, 5*time.Second, "64 outcomes in the inbox", func() bool { return ib.n.Load() == 64 })
+	for i := 65; i <= 128; i++ { // pending: the last ACK withheld
+		if err := p.SendBatch(tree(rng, uint64(i), 0, 3)[:3]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the server to read every message", func() bool { return s.Stats().Msgs == 64*4+64*3 })
+	st := c.Stop()
+	if st.Completed != 64 || st.FailedStopped != 64 || st.Pending != 0 {
+		t.Fatalf("after Stop: %+v", st)
+	}
+	got := collect(t, ib, 128, 5*time.Second)
+	for i := uint64(1); i <= 128; i++ {
+		o := got[i]
+		want := ackcore.Completed
+		if i > 64 {
+			want = ackcore.Failed
+		}
+		if len(o) != 1 || o[0].Kind != want || want == ackcore.Failed && o[0].Reason != ackcore.ReasonStopped {
+			t.Fatalf("root %d: %v", i, o)
+		}
+	}
+	if buf, ok := ib.Wait(nil); ok || len(buf) != 0 {
+		t.Fatalf("Wait after the last outcome: %v %v, want nothing and false", buf, ok)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -203,7 +204,8 @@ func scenario(c *netio.Client, n, window int, kill func()) (done, lost int, last
 		o, ok := got[rootOf(i)]
 		switch {
 		case !ok:
-			return 0, 0, 0, fmt.Errorf("root %d: no outcome", i)
+			st, cs := c.Stats()
+			return 0, 0, 0, fmt.Errorf("root %d: no outcome (of %d roots, %d outcomes; client %+v %+v)", i, n, len(got), st, cs)
 		case o.Kind == ackcore.Completed:
 			done++
 		case o.Kind == ackcore.Failed && o.Reason == ackcore.ReasonLost:
@@ -377,7 +379,7 @@ func TestNetns(t *testing.T) {
 		result = line
 	}
 	if err := cl.Wait(); err != nil || !strings.HasPrefix(result, "OK") {
-		t.Fatalf("client in %s: %v, %q\n%s", nsC, err, result, errb.String())
+		t.Fatalf("client in %s: %v, %q\n%s\nhost A:\n%s\nhost B:\n%s", nsC, err, result, errb.String(), dA.log, dB.log)
 	}
 	t.Logf("across namespaces: %s", result)
 }
@@ -386,7 +388,8 @@ func TestNetns(t *testing.T) {
 // namespace: the scenario, asking the parent to kill host A halfway.
 func nsClient(hosts []string) int {
 	c, err := netio.Dial(netio.ClientConfig{Hosts: hosts, Secret: []byte(secret), DialTimeout: 5 * time.Second,
-		BackoffMin: 20 * time.Millisecond, BackoffMax: 500 * time.Millisecond}, acker.Spec{Producers: 1, Tasks: 1})
+		BackoffMin: 20 * time.Millisecond, BackoffMax: 500 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}, acker.Spec{Producers: 1, Tasks: 1})
 	if err != nil {
 		fmt.Println("FAIL", err)
 		return 1
