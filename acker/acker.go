@@ -54,7 +54,7 @@ func New(cfg Config) (*Acker, error) {
 	if cfg.Shard.Clock == nil {
 		cfg.Shard.Clock = ackcore.NewMonotonicClock()
 	}
-	idle := ring.DefaultIdle()
+	idle := DefaultIdle(cfg.Shards)
 	if cfg.Idle != nil {
 		idle = *cfg.Idle
 	}

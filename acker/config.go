@@ -3,6 +3,7 @@ package acker
 import (
 	"fmt"
 	"math/bits"
+	"runtime"
 	"unsafe"
 
 	"github.com/xorack/xorack/ackcore"
@@ -65,8 +66,33 @@ type Config struct {
 	// Pin pins each executor to a CPU chosen by affinity.Plan.
 	Pin bool
 	// Idle is how executors, blocked producers and waiting receivers
-	// wait; nil means ring.DefaultIdle().
+	// wait; nil means DefaultIdle(Shards). An engine whose own goroutines
+	// outnumber the processors passes a shorter one (ring.DefaultIdle):
+	// a spinning executor takes their CPU.
 	Idle *ring.Idle
+}
+
+// DefaultSpins is DefaultIdle's spin count. A look at the rings costs
+// a nanosecond or two, and a park costs the waker a wake-up of tens of
+// microseconds when the OS thread sleeps, so an executor that has a
+// processor to itself keeps looking for about as long as one wake-up
+// costs before it yields and parks: 16,384 looks, some 16-30 us. With
+// ring.DefaultSpins (512, under a microsecond) the executor parked
+// between a producer's batches: the pipeline level at P=100k ran 22-24M
+// msgs/s with a p50 latency of 33-38 us, against 53-56M and 3.5 us with
+// 16,384 (BENCHMARKS.md).
+const DefaultSpins = 16384
+
+// DefaultIdle is Config.Idle's default for an acker of shards
+// executors: DefaultSpins looks, then ring.DefaultYields yields, then a
+// park, when the executors leave a processor to the producers (shards
+// below GOMAXPROCS); ring.DefaultIdle() otherwise, as the executors
+// then take turns with the producers and a long spin only delays them.
+func DefaultIdle(shards int) ring.Idle {
+	if shards >= runtime.GOMAXPROCS(0) {
+		return ring.DefaultIdle()
+	}
+	return ring.Idle{Spins: DefaultSpins, Yields: ring.DefaultYields}
 }
 
 // Limits and defaults of a Config.

@@ -85,7 +85,8 @@ type Config struct {
 	// sizes, and a bound of twice the topology's spout pending bound
 	// (its roots, and the orphans of failed ones) spread over the shards.
 	AckerRingSize, AckerOutcomeRingSize, AckerMaxPending int
-	// Idle is how executors wait for work; nil means ring.DefaultIdle().
+	// Idle is how executors, the in-process acker's included, wait for
+	// work; nil means ring.DefaultIdle().
 	Idle *ring.Idle
 	// Clock is the engine's and the in-process acker's time source; nil
 	// means a monotonic clock. Tests pass an ackcore.FakeClock.
