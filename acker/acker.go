@@ -54,9 +54,13 @@ func New(cfg Config) (*Acker, error) {
 	if cfg.Shard.Clock == nil {
 		cfg.Shard.Clock = ackcore.NewMonotonicClock()
 	}
-	idle := DefaultIdle(cfg.Shards)
+	// Executors spin long when they have processors to spare; producers
+	// waiting for ring space and receivers waiting for outcomes (a
+	// goroutine per spout task, often many more than the processors)
+	// take ring's short spin.
+	idle, execIdle := ring.DefaultIdle(), DefaultIdle(cfg.Shards)
 	if cfg.Idle != nil {
-		idle = *cfg.Idle
+		idle, execIdle = *cfg.Idle, *cfg.Idle
 	}
 	a := &Acker{cfg: cfg, foot: foot, recvOf: recvOf, epoch: time.Now()}
 	a.recvs = make([]*Receiver, cfg.Receivers)
@@ -65,7 +69,7 @@ func New(cfg Config) (*Acker, error) {
 			in: ring.NewFanInWithIdle[ackcore.Outcome](cfg.Shards, cfg.OutcomeRingSize, cfg.OutcomeRingSize, idle)}
 	}
 	for i := range cfg.Shards {
-		e := newExecutor(i, &cfg, recvOf, idle)
+		e := newExecutor(i, &cfg, recvOf, execIdle)
 		scfg := cfg.Shard
 		scfg.Clock = &e.coarse
 		if scfg.Seed != 0 {

@@ -66,7 +66,8 @@ type Config struct {
 	// Pin pins each executor to a CPU chosen by affinity.Plan.
 	Pin bool
 	// Idle is how executors, blocked producers and waiting receivers
-	// wait; nil means DefaultIdle(Shards). An engine whose own goroutines
+	// wait; nil means DefaultIdle(Shards) for the executors and
+	// ring.DefaultIdle() for producers and receivers. An engine whose own goroutines
 	// outnumber the processors passes a shorter one (ring.DefaultIdle):
 	// a spinning executor takes their CPU.
 	Idle *ring.Idle
@@ -83,8 +84,8 @@ type Config struct {
 // 16,384 (BENCHMARKS.md).
 const DefaultSpins = 16384
 
-// DefaultIdle is Config.Idle's default for an acker of shards
-// executors: DefaultSpins looks, then ring.DefaultYields yields, then a
+// DefaultIdle is how the executors of an acker of shards executors wait
+// by default: DefaultSpins looks, then ring.DefaultYields yields, then a
 // park, when the executors leave a processor to the producers (shards
 // below GOMAXPROCS); ring.DefaultIdle() otherwise, as the executors
 // then take turns with the producers and a long spin only delays them.
