@@ -477,3 +477,34 @@ func TestOpenError(t *testing.T) {
 		t.Fatalf("Start: %v", err)
 	}
 }
+
+// closeCounter is a spout that counts its Opens and Closes.
+type closeCounter struct {
+	nopSpout
+	opens, closes *atomic.Int32
+	closeErr      error
+}
+
+func (c closeCounter) Open(TaskContext) error { c.opens.Add(1); return nil }
+func (c closeCounter) Close() error           { c.closes.Add(1); return c.closeErr }
+
+// TestOpenErrorClosesOpened: when a later task's Open fails, every task
+// opened before it is closed, once, and a Close error is reported too.
+func TestOpenErrorClosesOpened(t *testing.T) {
+	var opens, closes atomic.Int32
+	b := NewBuilder()
+	b.Spout("s", func() Spout { return closeCounter{opens: &opens, closes: &closes} }).Tasks(3).Output("x")
+	b.Spout("t", func() Spout { return closeCounter{opens: &opens, closes: &closes, closeErr: errors.New("flush failed")} }).Output("y")
+	b.Bolt("db", func() Bolt { return failingOpen{} }).Input("s", Shuffle()).Input("t", Shuffle())
+	top, err := b.Build(testConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = top.Start()
+	if err == nil || !strings.Contains(err.Error(), `Open: no database`) || !strings.Contains(err.Error(), `spout "t" task 3: Close: flush failed`) {
+		t.Fatalf("Start: %v", err)
+	}
+	if opens.Load() != 4 || closes.Load() != 4 {
+		t.Fatalf("%d opened, %d closed; want every opened task closed", opens.Load(), closes.Load())
+	}
+}

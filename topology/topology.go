@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/maphash"
+	"io"
 	"sync"
 	"sync/atomic"
 
@@ -241,6 +242,14 @@ func (t *Topology) Start() error {
 			s.inbox = p.Inbox(i)
 		}
 	}
+	// The tasks opened so far, closed (last first) if a later Open fails:
+	// a spout's client or a bolt's connection is not left behind.
+	type openTask struct {
+		c    *component
+		task int
+		io.Closer
+	}
+	var opened []openTask
 	for _, c := range t.comps {
 		for _, e := range c.execs {
 			for k, task := range e.tasks {
@@ -255,8 +264,18 @@ func (t *Topology) Start() error {
 						if t.port != nil {
 							go t.port.Stop() // nothing polls: outcomes are none yet
 						}
-						return fmt.Errorf("topology: %s %q task %d: Open: %w", c.kind(), c.name, task, err)
+						errs := []error{fmt.Errorf("topology: %s %q task %d: Open: %w", c.kind(), c.name, task, err)}
+						for i := len(opened) - 1; i >= 0; i-- {
+							o := opened[i]
+							if err := o.Close(); err != nil {
+								errs = append(errs, fmt.Errorf("topology: %s %q task %d: Close: %w", o.c.kind(), o.c.name, o.task, err))
+							}
+						}
+						return errors.Join(errs...)
 					}
+				}
+				if cl, ok := inst.(io.Closer); ok {
+					opened = append(opened, openTask{c, task, cl})
 				}
 			}
 		}
