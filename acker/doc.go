@@ -131,6 +131,18 @@
 // producers fill every processor (otherwise the runtime gives the woken
 // receiver an idle one).
 //
+// Waiting. An executor with nothing to apply looks at its rings for
+// DefaultSpins looks (some 16-30 µs, about what one wake-up of a parked
+// thread costs the producer that wakes it), yields a few times, then
+// parks until a producer, a receiver or its tick wakes it. That long spin
+// is the default only while the executors leave a processor to spare
+// (Shards below GOMAXPROCS); otherwise, and for producers waiting on a
+// full ring and receivers waiting for outcomes, the wait is ring's short
+// one, as spinning then takes the processor from whoever would make
+// progress. Config.Idle overrides both; an engine whose own goroutines
+// share the processors with the executors (the topology package) passes
+// ring.DefaultIdle().
+//
 // # Invariants
 //
 //   - Every message of a root goes to the same shard (the router is

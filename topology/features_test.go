@@ -494,7 +494,9 @@ func TestOpenErrorClosesOpened(t *testing.T) {
 	var opens, closes atomic.Int32
 	b := NewBuilder()
 	b.Spout("s", func() Spout { return closeCounter{opens: &opens, closes: &closes} }).Tasks(3).Output("x")
-	b.Spout("t", func() Spout { return closeCounter{opens: &opens, closes: &closes, closeErr: errors.New("flush failed")} }).Output("y")
+	b.Spout("t", func() Spout {
+		return closeCounter{opens: &opens, closes: &closes, closeErr: errors.New("flush failed")}
+	}).Output("y")
 	b.Bolt("db", func() Bolt { return failingOpen{} }).Input("s", Shuffle()).Input("t", Shuffle())
 	top, err := b.Build(testConfig())
 	if err != nil {

@@ -12,23 +12,10 @@ import (
 	"github.com/xorack/xorack/topology/promexport"
 )
 
-type spout struct{ next, n int }
-
-func (s *spout) Next(c *topology.SpoutCollector) {
-	if s.next == s.n {
-		c.Done()
-		return
-	}
-	_ = c.Emit(s.next, s.next)
-	s.next++
-}
-func (s *spout) Ack(any)                     {}
-func (s *spout) Fail(any, *topology.Failure) {}
-
 func TestCollector(t *testing.T) {
 	const n = 500
 	b := topology.NewBuilder()
-	b.Spout("numbers", func() topology.Spout { return &spout{n: n} }).Output("n")
+	b.Spout("numbers", func() topology.Spout { return &numbers{n: n} }).Output("n")
 	b.Bolt("odd", func() topology.Bolt {
 		return topology.Basic(topology.BasicFunc(func(t *topology.Tuple, c *topology.BasicCollector) error { return nil }))
 	}).Input("numbers", topology.Shuffle())
