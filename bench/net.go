@@ -112,8 +112,14 @@ func (rn *runner) net(st *stream, p int) ([]Row, error) {
 }
 
 // newInprocPipe is the pipeline's xorack: the net level's acker with no
-// network between it and the producers.
-func newInprocPipe(pc pipeline.Config) (pipeline.Pipe, error) { return pipeline.NewXorack(pc) }
+// network between it and the producers. Its shards drain their rings in
+// the acker's default batch, as the servers' do: the producers' batch is
+// how much they hand over at a time, not how much a shard takes (with
+// Batch 1 a shard would apply one message a pass).
+func newInprocPipe(pc pipeline.Config) (pipeline.Pipe, error) {
+	pc.Batch = 0
+	return pipeline.NewXorack(pc)
+}
 
 // netioPipe: a netio.Server on a loopback port, one netio client per
 // producer (one connection each, task p).
