@@ -810,14 +810,13 @@ type Inbox struct {
 	max      int
 	waits    int         // guarded by mu: goroutines waiting on cond
 	sleeping bool        // guarded by mu: the consumer waits on wake
-	noWait   atomic.Bool // Stop began: puts no longer wait for room
 	closed   atomic.Bool // Stop ended: nothing more is put
 	wake     chan struct{}
 }
 
 func (ib *Inbox) put(outs []ackcore.Outcome, wait bool) {
 	ib.mu.Lock()
-	for wait && len(ib.q) >= ib.max && !ib.noWait.Load() {
+	for wait && len(ib.q) >= ib.max && !ib.c.closed.Load() { // once Stop began, puts never wait
 		ib.waits++
 		ib.cond.Wait()
 		ib.waits--
@@ -839,11 +838,11 @@ func (ib *Inbox) signal() {
 	}
 }
 
-// stopping lets every put in, waiting or not, so that Stop never waits
-// on a consumer that stopped reading.
+// stopping wakes the readers waiting for room: Stop began (the client is
+// closed), so puts no longer wait, and Stop never waits on a consumer
+// that stopped reading.
 func (ib *Inbox) stopping() {
 	ib.mu.Lock()
-	ib.noWait.Store(true)
 	ib.cond.Broadcast()
 	ib.mu.Unlock()
 }

@@ -251,11 +251,19 @@ func (e *executor) maybePublish() {
 func closeTasks[T any](e *executor, insts []T) {
 	for i, inst := range insts {
 		if c, ok := any(inst).(io.Closer); ok {
-			if err := c.Close(); err != nil {
-				e.top.noteErr(fmt.Errorf("topology: %s %q task %d: Close: %w", e.comp.kind(), e.comp.name, e.tasks[i], err))
+			if err := closeTask(e.comp, e.tasks[i], c); err != nil {
+				e.top.noteErr(err)
 			}
 		}
 	}
+}
+
+// closeTask closes one task, naming it in the error.
+func closeTask(comp *component, task int, c io.Closer) error {
+	if err := c.Close(); err != nil {
+		return fmt.Errorf("topology: %s %q task %d: Close: %w", comp.kind(), comp.name, task, err)
+	}
+	return nil
 }
 
 func (e *executor) clock() int64 {

@@ -267,9 +267,7 @@ func (t *Topology) Start() error {
 						errs := []error{fmt.Errorf("topology: %s %q task %d: Open: %w", c.kind(), c.name, task, err)}
 						for i := len(opened) - 1; i >= 0; i-- {
 							o := opened[i]
-							if err := o.Close(); err != nil {
-								errs = append(errs, fmt.Errorf("topology: %s %q task %d: Close: %w", o.c.kind(), o.c.name, o.task, err))
-							}
+							errs = append(errs, closeTask(o.c, o.task, o.Closer))
 						}
 						return errors.Join(errs...)
 					}
