@@ -33,10 +33,12 @@ func (s *Shard) check() {
 //   - timing: an entry of kind 1 or 2 has an ext array to keep X in, and
 //     extCount counts them; the side map holds exactly the kind-3 roots;
 //   - flags are consistent: without INIT the task bits hold nothing but
-//     flagFailed.
+//     flagFailed and the orphan tag;
+//   - the orphan count is the number of entries without INIT, and the
+//     orphan FIFO holds at least that many roots, within its bound.
 func (s *Shard) verify() error {
 	t := &s.t
-	n, near, side, ext := 0, 0, 0, 0
+	n, near, side, ext, orphans := 0, 0, 0, 0, 0
 	seen := make(map[uint64]int, t.count)
 	listed := map[uint64]bool{}
 	records := 0
@@ -69,8 +71,11 @@ func (s *Shard) verify() error {
 		}
 		seen[k] = i
 		w := e.word()
-		if w&flagInit == 0 && w&taskMask&^flagFailed != 0 {
+		if w&flagInit == 0 && w&taskMask&^(flagFailed|tagMask) != 0 {
 			return fmt.Errorf("ackcore: root %#x without INIT has task bits %#x", k, w&taskMask)
+		}
+		if w&flagInit == 0 {
+			orphans++
 		}
 		switch kindOf(w) {
 		case kindSide:
@@ -131,6 +136,12 @@ func (s *Shard) verify() error {
 	}
 	if side != s.side.len() {
 		return fmt.Errorf("ackcore: %d entries of kind side, %d in the side table", side, s.side.len())
+	}
+	if orphans != s.orphans {
+		return fmt.Errorf("ackcore: %d entries without INIT, orphan count %d", orphans, s.orphans)
+	}
+	if s.orphanQ.n < s.orphans || s.orphanQ.n > len(s.orphanQ.q) || len(s.orphanQ.q) > max(orphanInitial, 2*(s.maxPending+s.failReserve)) {
+		return fmt.Errorf("ackcore: orphan FIFO holds %d roots in %d places for %d orphans", s.orphanQ.n, len(s.orphanQ.q), s.orphans)
 	}
 	if ext != s.extCount {
 		return fmt.Errorf("ackcore: %d entries keep X in ext, extCount %d", ext, s.extCount)

@@ -125,8 +125,9 @@ func (c *Config) tableBytes() int64 {
 // a slot, 1.5 slots per pending root, allocated up front) and the ext
 // array (2 bytes a slot); for every entry it may hold (MaxPending and the
 // FAIL reserve), at worst, a near-wheel timer (24 bytes), two due-list
-// records (8 bytes each, 9 with their chunk) and a side-table record (24
-// bytes, 72 at the table's lowest load); the FAIL filter; and 64 KiB for
+// records (8 bytes each, 9 with their chunk), a side-table record (24
+// bytes, 72 at the table's lowest load) and two places in the orphan FIFO
+// (8 bytes each, orphans.go); the FAIL filter; and 64 KiB for
 // the fixed parts (wheel sentinels, due-list buckets, spare chunks). On
 // the common paths (default or in-slot timing, deadlines far away) a shard
 // holds about 36 bytes per pending root, 39 with per-root timeouts or
@@ -134,7 +135,7 @@ func (c *Config) tableBytes() int64 {
 func (c *Config) Bytes() int64 {
 	entries := int64(c.MaxPending + failReserveFor(c.MaxPending))
 	slots := int64(tableSlots(c.MaxPending))
-	const perEntry = timerwheel.NodeBytes + 8 + 4 + 2*9 + 3*sideRecBytes
+	const perEntry = timerwheel.NodeBytes + 8 + 4 + 2*9 + 3*sideRecBytes + 2*8
 	const fixed = 64 << 10
 	return slots*(entryBytes+2) + entries*perEntry + int64(filterBits(c.MaxPending))/4 + fixed
 }
@@ -147,6 +148,8 @@ type Shard struct {
 	timing                // start and timeout beside the deadline (timing.go)
 	nearTimers            // deadlines due soon (near.go)
 	fails      failFilter // FAILs over the bound (failfilter.go)
+	orphanQ    orphanFIFO // roots of entries without INIT, oldest first (orphans.go)
+	orphans    int        // entries without INIT now in the table
 
 	tickNs      int64
 	defNs       int64  // default timeout, ns
@@ -266,10 +269,11 @@ func (s *Shard) Pending() int { return s.t.count }
 func (s *Shard) MaxPending() int { return s.maxPending }
 
 // TableBytes is the memory the shard holds now: the table, the ext array
-// and side map (timing.go), the near wheel and due lists (near.go) and the
-// FAIL filter. (Folding adds a fixed 5 KiB of scratch.)
+// and side map (timing.go), the near wheel and due lists (near.go), the
+// orphan FIFO (orphans.go) and the FAIL filter. (Folding adds a fixed 5
+// KiB of scratch.)
 func (s *Shard) TableBytes() int {
-	return s.t.bytes() + s.timingBytes() + s.nearBytes() + s.fails.bytes()
+	return s.t.bytes() + s.timingBytes() + s.nearBytes() + s.orphanQ.bytes() + s.fails.bytes()
 }
 
 // cur is one root's entry while a group of its messages is applied: loaded
@@ -281,6 +285,7 @@ type cur struct {
 	live    bool // the entry exists now
 	resched bool // deadline, start or timeout changed: rewrite them on store
 	timed   bool // deadline, start and timeout hold the entry's timing
+	made    bool // the entry was (re)made in this group (create)
 	val     uint64
 	word    uint32 // flagInit | task, or flagFailed; the other bits are the table's
 
@@ -323,8 +328,18 @@ func (s *Shard) begin(c *cur, start uint64, timeout int64) {
 	c.resched, c.timed = true, true
 }
 
-// store ends a group: it writes c back, removes it, or inserts it.
+// store ends a group: it writes c back, removes it, or inserts it, and
+// keeps the orphan count and FIFO (orphans.go) right: an entry without
+// INIT made in this group is a new orphan, queued with a new tag.
 func (s *Shard) store(c *cur) {
+	wasOrphan := c.inTable && s.t.e[c.slot].word()&flagInit == 0
+	isOrphan := c.live && c.word&flagInit == 0
+	if wasOrphan && (!isOrphan || c.made) {
+		s.orphanGone() // its INIT came, or it ended (and another began)
+	}
+	if isOrphan && (!wasOrphan || c.made) {
+		c.word = c.word&^tagMask | s.addOrphan(c.root)
+	}
 	switch {
 	case c.inTable && c.live:
 		e := &s.t.e[c.slot]
@@ -463,7 +478,7 @@ func (s *Shard) create(c *cur, bound int) bool {
 	if !c.inTable && s.t.count >= bound {
 		return false
 	}
-	c.live = true
+	c.live, c.made = true, true
 	return true
 }
 
@@ -497,7 +512,7 @@ func (s *Shard) step(c *cur, m *Msg, out []Outcome) []Outcome {
 				s.stats.Completed++
 				return append(out, Outcome{Root: m.Root, Task: m.Task, Kind: Completed})
 			}
-			if !s.create(c, s.maxPending) {
+			if !s.create(c, s.maxPending) && !s.makeRoom(c) {
 				s.stats.FailedFull++
 				return append(out, Outcome{Root: m.Root, Task: m.Task, Kind: Failed, Reason: ReasonFull})
 			}
@@ -532,7 +547,7 @@ func (s *Shard) step(c *cur, m *Msg, out []Outcome) []Outcome {
 	case Ack:
 		s.stats.Acks++
 		if !c.live {
-			if !s.create(c, s.maxPending) {
+			if !s.create(c, s.maxPending) && !s.makeRoom(c) {
 				s.stats.RefusedFull++
 				return append(out, Outcome{Root: m.Root, Task: NoTask, Kind: Refused, Reason: ReasonFull})
 			}
@@ -555,10 +570,9 @@ func (s *Shard) step(c *cur, m *Msg, out []Outcome) []Outcome {
 		s.stats.Fails++
 		if !c.live {
 			if !s.create(c, s.maxPending+s.failReserve) {
-				// Rule 3 at the bound: held in the filter, never lost.
-				s.fails.rotate(s.nowTick) // its generation may be stale while it was empty
-				s.fails.add(mix(m.Root, &s.t.keys), filterBits(s.maxPending))
-				s.stats.FailsFiltered++
+				// Rule 3 at the bound: held in the filter within its
+				// budget, else dropped (the root times out).
+				s.holdFail(m.Root)
 				return out
 			}
 			if !c.inTable && s.t.count >= s.maxPending {
@@ -583,7 +597,7 @@ func (s *Shard) step(c *cur, m *Msg, out []Outcome) []Outcome {
 		s.stats.Resets++
 		to := msgTimeout(m)
 		if !c.live {
-			if !s.create(c, s.maxPending) {
+			if !s.create(c, s.maxPending) && !s.makeRoom(c) {
 				s.stats.RefusedFull++
 				return append(out, Outcome{Root: m.Root, Task: NoTask, Kind: Refused, Reason: ReasonFull})
 			}
@@ -829,6 +843,7 @@ func (s *Shard) StopAll(out []Outcome) []Outcome {
 				out = append(out, Outcome{Root: e.key, Task: w & taskMask, Kind: Failed, Reason: ReasonStopped, Latency: s.latency(start)})
 			} else {
 				s.stats.Orphans++
+				s.orphanGone()
 			}
 			s.dropEntry(slot)
 		}

@@ -22,9 +22,16 @@ type Stats struct {
 	// A FAIL is never refused (rule 3). One that needs a new entry at the
 	// bound takes one of the FAIL reserve's entries beyond MaxPending
 	// (FailsReserved) or, with those used up too, is held in the overflow
-	// filter (FailsFiltered); see failfilter.go.
+	// filter (FailsFiltered), or, past the filter's budget, dropped: its
+	// root times out instead (FailsDropped); see failfilter.go.
 	FailsReserved uint64
 	FailsFiltered uint64
+	FailsDropped  uint64
+
+	// OrphansEvicted counts entries without INIT that gave way to an
+	// INIT, or to an ACK or RESET for another root, at the bound
+	// (orphans.go). Orphans counts those that expired.
+	OrphansEvicted uint64
 
 	Pending int // entries now in the table, with or without INIT
 }
@@ -45,6 +52,8 @@ func (s *Stats) Add(o Stats) {
 	s.RefusedInvalid += o.RefusedInvalid
 	s.FailsReserved += o.FailsReserved
 	s.FailsFiltered += o.FailsFiltered
+	s.FailsDropped += o.FailsDropped
+	s.OrphansEvicted += o.OrphansEvicted
 	s.Pending += o.Pending
 }
 

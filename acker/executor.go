@@ -179,6 +179,12 @@ func (e *executor) run(cpu int, pinErr func(error)) {
 			e.expire()
 		}
 		if got == 0 && !fired && e.in.Closed() {
+			// Closed is set after every ring is sealed, so the rings
+			// hold all they ever will: drain them to empty (a publish may
+			// have landed after the pass above and before the seal).
+			if e.in.Drain(apply) > 0 {
+				continue
+			}
 			break
 		}
 	}

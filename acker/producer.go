@@ -62,7 +62,7 @@ func (p *Producer) SendBatch(msgs []ackcore.Msg) error {
 	r, g := p.rings[0], p.gates[0]
 	for len(msgs) > 0 {
 		if r.Closed() {
-			return ErrClosed
+			return p.closedErr()
 		}
 		if g.n.Load() != 0 {
 			// A receiver is held back: look at each INIT. (A span copied
@@ -71,12 +71,12 @@ func (p *Producer) SendBatch(msgs []ackcore.Msg) error {
 			return p.stageAll(msgs)
 		}
 		if p.fill[0] == len(p.spans[0]) {
-			if p.fill[0] > 0 {
-				r.Commit(p.fill[0])
+			if p.fill[0] > 0 && !r.Commit(p.fill[0]) {
+				p.lost += p.fill[0]
 			}
 			p.spans[0], p.fill[0] = r.ReserveWait(p.batch), 0
 			if len(p.spans[0]) == 0 {
-				return ErrClosed
+				return p.closedErr()
 			}
 		}
 		n := copy(p.spans[0][p.fill[0]:], msgs)
@@ -116,22 +116,22 @@ func (p *Producer) stage(m ackcore.Msg, wait bool) (bool, error) {
 			if rc := p.recvOf[m.Task]; g.held[rc].Load() != 0 {
 				if !wait {
 					if r.Closed() {
-						return false, ErrClosed
+						return false, p.closedErr()
 					}
 					return false, nil
 				}
 				if !p.awaitGate(g, rc, r) {
-					return false, ErrClosed
+					return false, p.closedErr()
 				}
 			}
 		}
 	}
 	if r.Closed() {
-		return false, ErrClosed
+		return false, p.closedErr()
 	}
 	if p.fill[s] == len(p.spans[s]) {
-		if p.fill[s] > 0 {
-			r.Commit(p.fill[s])
+		if p.fill[s] > 0 && !r.Commit(p.fill[s]) {
+			p.lost += p.fill[s] // closed since the check above: refused, reported below
 		}
 		if wait {
 			p.spans[s] = r.ReserveWait(p.batch)
@@ -141,7 +141,7 @@ func (p *Producer) stage(m ackcore.Msg, wait bool) (bool, error) {
 		p.fill[s] = 0
 		if len(p.spans[s]) == 0 {
 			if wait || r.Closed() {
-				return false, ErrClosed
+				return false, p.closedErr()
 			}
 			return false, nil
 		}
@@ -178,10 +178,8 @@ func (p *Producer) awaitGate(g *gate, rc uint32, r *ring.SPSC[ackcore.Msg]) bool
 func (p *Producer) publish() {
 	for s, n := range p.fill {
 		if n > 0 {
-			if p.rings[s].Closed() {
+			if !p.rings[s].Commit(n) { // the ring's seal: closed before this publish
 				p.lost += n
-			} else {
-				p.rings[s].Commit(n)
 			}
 			p.spans[s] = nil // a Commit ends the reservation; Send reserves anew
 			p.fill[s] = 0
@@ -189,14 +187,40 @@ func (p *Producer) publish() {
 	}
 }
 
-// Flush publishes every staged message. Messages staged but not flushed
-// when the acker stops are not applied: Flush then returns an error saying
-// how many, so none is lost without a word.
-func (p *Producer) Flush() error {
-	p.publish()
+// closedErr is the error of a send refused because the acker stopped:
+// ErrClosed, with the count of earlier staged messages that were not
+// applied either, if any (then reported, and no longer counted).
+func (p *Producer) closedErr() error {
 	if lost := p.lost; lost > 0 {
 		p.lost = 0
-		return fmt.Errorf("%w: %d staged messages not applied", ErrClosed, lost)
+		return &NotAppliedError{N: lost}
+	}
+	return ErrClosed
+}
+
+// NotAppliedError is the error of a producer call that found the acker
+// stopped while earlier messages it had accepted were still staged: those
+// N were not applied and will get no outcome. It is ErrClosed for
+// errors.Is.
+type NotAppliedError struct{ N int }
+
+func (e *NotAppliedError) Error() string {
+	return fmt.Sprintf("%v: %d staged messages not applied", ErrClosed, e.N)
+}
+
+// Unwrap makes errors.Is(err, ErrClosed) hold.
+func (e *NotAppliedError) Unwrap() error { return ErrClosed }
+
+// Flush publishes every staged message. A message is applied exactly when
+// its publish landed before Stop sealed the rings (the executors drain
+// them to empty after the seal); those staged but not published then are
+// not applied, and Flush returns an error saying how many, so none is lost
+// without a word. The same count rides on the ErrClosed of a Send,
+// SendBatch or TrySend that finds the acker stopped.
+func (p *Producer) Flush() error {
+	p.publish()
+	if p.lost > 0 {
+		return p.closedErr()
 	}
 	return nil
 }

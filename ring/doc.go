@@ -63,9 +63,10 @@
 //
 //   - buf (the slice header), mask, idle, cons, zeroSlots: immutable after
 //     New, read by both sides without atomics.
-//   - tail: written by the producer only; read atomically by the consumer
-//     when its cached copy runs out. headCache and reserved are
-//     producer-private.
+//   - tail: written by the producer only (a compare-and-swap per publish),
+//     except for the one atomic OR by which Close seals it (bit 63); read
+//     atomically by the consumer when its cached copy runs out, the seal
+//     bit masked off. headCache and reserved are producer-private.
 //   - head: written by the consumer only; read atomically by the producer
 //     when its cached copy runs out. tailCache and peeked are
 //     consumer-private.
@@ -116,12 +117,17 @@
 // peer that finds nobody parked is one load of a line that is written only
 // when somebody parks.
 //
-// Close sets closed, then wakes both parkers the same way, so a parked or
-// spinning blocking call sees it. The blocking consumer calls (Pop,
-// PeekWait, and the FanIn's waits) return false only when the ring is closed
-// and empty, after one more look at tail: a producer that publishes and then
-// closes has every element delivered. Producer calls return false as soon as
-// the ring is closed. TryPush, TryPop and the span calls ignore closed.
+// Close seals tail, sets closed, then wakes both parkers the same way, so
+// a parked or spinning blocking call sees it. A publish is a
+// compare-and-swap of tail, so a producer racing Close either publishes
+// before the seal or is told it did not (TryPush and Commit false,
+// PushBatch 0): once the consumer has seen closed, what the ring holds is
+// all it will ever hold, and no element is left unread without a word to
+// its producer. The blocking consumer calls (Pop, PeekWait, and the
+// FanIn's waits) return false only when the ring is closed and empty,
+// after one more look at tail. Producer calls return false as soon as the
+// ring is closed. TryPop and the consumer's span calls ignore closed. A
+// FanIn seals every ring before it sets its own closed flag.
 //
 // Clearing slots. If T holds pointers (found with reflect once, in New), the
 // consumer clears each slot it releases, so that the ring does not keep the

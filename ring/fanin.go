@@ -77,10 +77,10 @@ func (f *FanIn[T]) Producer(i int) *SPSC[T] { return f.rings[i] }
 // and makes the consumer's blocking calls return false or 0 once all rings
 // are empty. It is safe from any goroutine and may be called more than once.
 func (f *FanIn[T]) Close() {
-	f.closed.Store(true)
 	for _, r := range f.rings {
-		r.Close()
+		r.Close() // sealed before closed is set: see Closed
 	}
+	f.closed.Store(true)
 	f.park.wake()
 }
 
@@ -248,7 +248,9 @@ func (f *FanIn[T]) DrainWaitUntil(fn func(producer int, items []T), wake <-chan 
 	}
 }
 
-// Closed reports whether Close was called.
+// Closed reports whether Close was called. Every ring is sealed before
+// Closed reports true, so a consumer that sees it and then drains every
+// ring to empty has read everything any producer will ever publish.
 func (f *FanIn[T]) Closed() bool { return f.closed.Load() }
 
 // Interrupt makes the consumer's DrainWaitUntil, now waiting or the next

@@ -31,9 +31,10 @@ type SPSC[T any] struct {
 	zeroSlots bool                                      // T holds pointers: clear slots when the consumer lets go
 	_         [cacheLineSize - 24 - 8 - 16 - 8 - 1]byte // the fields above, sized for 64-bit
 
-	// Line 1: the producer's line. tail is written by the producer only and
-	// read atomically by the consumer; the rest is producer-private.
-	tail      atomic.Uint64            // count of elements ever published
+	// Line 1: the producer's line. tail is written by the producer only
+	// (and sealed once by Close) and read atomically by the consumer; the
+	// rest is producer-private.
+	tail      atomic.Uint64            // count of elements ever published; sealed (bit 63) once closed
 	headCache uint64                   // the producer's last view of head
 	reserved  int                      // length of the last Reserve span (invariants only)
 	_         [cacheLineSize - 24]byte // three 8-byte fields
@@ -89,16 +90,27 @@ func (r *SPSC[T]) Cap() int { return len(r.buf) }
 // when called by a side whose peer is idle; otherwise it is a snapshot.
 func (r *SPSC[T]) Len() int {
 	h := r.head.Load()
-	return int(r.tail.Load() - h)
+	return int(r.tail.Load()&^sealed - h)
 }
+
+// sealed is the bit Close sets in tail. A publish is a compare-and-swap
+// of tail (the same one locked instruction as the store it replaces on
+// amd64), so it either lands before the seal, and the consumer sees it,
+// or fails and the producer is told: nothing published after Close is
+// left unread without a word. Tail counts elements, so bit 63 is never
+// reached by counting (2^63 elements).
+const sealed = 1 << 63
 
 // Close makes every blocking call on the ring return false, now and later:
 // Push, ReserveWait and (once the ring is empty) Pop and PeekWait. It wakes a
-// parked side. The non-blocking calls keep working, so a consumer can drain
-// what a producer published before Close; elements the producer publishes
-// with TryPush or Commit after Close may be left unread. Close is safe from
-// any goroutine and may be called more than once.
+// parked side. It seals the ring first: TryPush, PushBatch and Commit
+// after Close publish nothing and say so (false, 0, false), so what the
+// consumer can drain after it sees Closed is final, and every element is
+// either read or refused to its producer. The consumer's non-blocking
+// calls keep working. Close is safe from any goroutine and may be called
+// more than once.
 func (r *SPSC[T]) Close() {
+	r.tail.Or(sealed)
 	r.closed.Store(true)
 	r.prodPark.wake()
 	r.cons.wake()
@@ -114,17 +126,20 @@ func (r *SPSC[T]) Closed() bool { return r.closed.Load() }
 
 // ---- Producer side ----
 
-// TryPush appends v and reports true, or reports false when the ring is full.
+// TryPush appends v and reports true, or reports false when the ring is
+// full or closed.
 func (r *SPSC[T]) TryPush(v T) bool {
 	t := r.tail.Load()
-	if t-r.headCache > r.mask {
+	if t-r.headCache > r.mask { // also when sealed: t has bit 63
 		r.headCache = r.head.Load()
 		if t-r.headCache > r.mask {
 			return false
 		}
 	}
 	r.buf[t&r.mask] = v
-	r.tail.Store(t + 1)
+	if !r.tail.CompareAndSwap(t, t+1) {
+		return false // sealed by Close since the load
+	}
 	r.cons.wake()
 	return true
 }
@@ -152,6 +167,9 @@ func (r *SPSC[T]) Push(v T) bool {
 // T holds pointers, stale elements otherwise.
 func (r *SPSC[T]) Reserve(n int) []T {
 	t := r.tail.Load()
+	if t&sealed != 0 {
+		return r.buf[:0:0]
+	}
 	size := uint64(len(r.buf))
 	want := uint64(max(n, 0))
 	free := size - (t - r.headCache)
@@ -184,10 +202,12 @@ func (r *SPSC[T]) ReserveWait(n int) []T {
 }
 
 // Commit publishes the first k slots of the span the last Reserve returned,
-// with one atomic store, and hands them to the consumer. The span must not be
-// used after Commit; call Reserve again. Committing more than was reserved is
-// a programmer error, checked only in builds with the invariants tag.
-func (r *SPSC[T]) Commit(k int) {
+// with one atomic compare-and-swap, and hands them to the consumer. It
+// reports false when the ring was closed first: then none of the k is
+// published, and the consumer never sees them. The span must not be used
+// after Commit; call Reserve again. Committing more than was reserved is a
+// programmer error, checked only in builds with the invariants tag.
+func (r *SPSC[T]) Commit(k int) bool {
 	if invariants.Enabled {
 		if k < 0 || k > r.reserved {
 			panic(fmt.Sprintf("ring: Commit(%d) after Reserve of %d", k, r.reserved))
@@ -195,16 +215,23 @@ func (r *SPSC[T]) Commit(k int) {
 		r.reserved = 0
 	}
 	if k <= 0 {
-		return
+		return true
 	}
-	r.tail.Store(r.tail.Load() + uint64(k))
+	t := r.tail.Load()
+	if t&sealed != 0 || !r.tail.CompareAndSwap(t, t+uint64(k)) {
+		return false // the producer is the only other writer: a failed swap is the seal
+	}
 	r.cons.wake()
+	return true
 }
 
-// PushBatch appends a prefix of src, as much as fits, with one atomic store,
-// and returns its length.
+// PushBatch appends a prefix of src, as much as fits, with one atomic
+// compare-and-swap, and returns its length: 0 once the ring is closed.
 func (r *SPSC[T]) PushBatch(src []T) int {
 	t := r.tail.Load()
+	if t&sealed != 0 {
+		return 0
+	}
 	size := uint64(len(r.buf))
 	free := size - (t - r.headCache)
 	if free < uint64(len(src)) {
@@ -218,7 +245,9 @@ func (r *SPSC[T]) PushBatch(src []T) int {
 	start := t & r.mask
 	c := copy(r.buf[start:], src[:n])
 	copy(r.buf, src[c:n])
-	r.tail.Store(t + n)
+	if !r.tail.CompareAndSwap(t, t+n) {
+		return 0 // sealed by Close since the load
+	}
 	r.cons.wake()
 	return int(n)
 }
@@ -247,7 +276,7 @@ func (r *SPSC[T]) awaitSpace() bool {
 
 func (r *SPSC[T]) hasSpace() bool {
 	r.headCache = r.head.Load()
-	return r.tail.Load()-r.headCache <= r.mask
+	return r.tail.Load()-r.headCache <= r.mask // false once sealed
 }
 
 // ---- Consumer side ----
@@ -257,7 +286,7 @@ func (r *SPSC[T]) hasSpace() bool {
 func (r *SPSC[T]) TryPop() (v T, ok bool) {
 	h := r.head.Load()
 	if h == r.tailCache {
-		r.tailCache = r.tail.Load()
+		r.tailCache = r.tail.Load() &^ sealed
 		if h == r.tailCache {
 			return v, false
 		}
@@ -297,7 +326,7 @@ func (r *SPSC[T]) Peek(n int) []T {
 	want := uint64(max(n, 0))
 	avail := r.tailCache - h
 	if avail < want {
-		r.tailCache = r.tail.Load()
+		r.tailCache = r.tail.Load() &^ sealed
 		avail = r.tailCache - h
 	}
 	start := h & r.mask
@@ -353,7 +382,7 @@ func (r *SPSC[T]) PopBatch(dst []T) int {
 	h := r.head.Load()
 	avail := r.tailCache - h
 	if avail < uint64(len(dst)) {
-		r.tailCache = r.tail.Load()
+		r.tailCache = r.tail.Load() &^ sealed
 		avail = r.tailCache - h
 	}
 	n := min(avail, uint64(len(dst)))
@@ -398,7 +427,7 @@ func (r *SPSC[T]) awaitItems() bool {
 }
 
 func (r *SPSC[T]) hasItems() bool {
-	r.tailCache = r.tail.Load()
+	r.tailCache = r.tail.Load() &^ sealed
 	return r.tailCache != r.head.Load()
 }
 

@@ -54,6 +54,14 @@ type FailReserver interface {
 	FailReserve() int
 }
 
+// Evicter is implemented by ackers whose entries without INIT give way at
+// the bound and whose FAIL hold-over has a budget (the shard, rule 10):
+// FailBudget is how many FAILs one generation holds. The model then
+// evicts the same way (model.SetEviction).
+type Evicter interface {
+	FailBudget() int
+}
+
 // Scenario is one differential run's knobs.
 type Scenario struct {
 	Seed       uint64
@@ -159,6 +167,9 @@ func Run(t testing.TB, sc Scenario, newAcker Factory) {
 	m := model.New(sc.MaxPending, Timeout, Tick)
 	if fr, ok := a.(FailReserver); ok {
 		m.SetFailReserve(fr.FailReserve())
+	}
+	if ev, ok := a.(Evicter); ok {
+		m.SetEviction(ev.FailBudget())
 	}
 	r := &runner{t: t, a: a, m: m, clock: clock, once: sc.Dup == 0, outcomes: map[uint64]int{}}
 	var out []ackcore.Outcome

@@ -32,9 +32,11 @@ func ExampleRun() {
 	st := shard.Stats()
 	fmt.Println("inits:", st.Inits, "completed:", st.Completed, "pending:", st.Pending)
 	fmt.Println("failed:", st.FailedExplicit, "explicit,", st.FailedTimeout, "timeout,", st.FailedFull, "full")
+	fmt.Println("orphans evicted at the bound:", st.OrphansEvicted)
 	// Output:
-	// inits: 197 completed: 45 pending: 0
-	// failed: 11 explicit, 98 timeout, 43 full
+	// inits: 197 completed: 46 pending: 0
+	// failed: 11 explicit, 134 timeout, 6 full
+	// orphans evicted at the bound: 1349
 }
 
 // ExampleInvalidMsgs shows that a shard refuses every malformed message

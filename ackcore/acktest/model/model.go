@@ -39,6 +39,76 @@ type Model struct {
 	roots       map[uint64]*root
 	held        map[uint64]int64 // FAILs held over the reserve: root -> generation
 	stats       ackcore.Stats
+
+	// Orphans giving way (SetEviction): every entry made without INIT,
+	// in the order made; an element is live while its root still maps to
+	// that entry and the entry has no INIT.
+	evict      bool
+	failBudget int // FAILs held per generation
+	heldN      map[int64]int
+	orphanQ    []orphan
+}
+
+type orphan struct {
+	id uint64
+	r  *root
+}
+
+// SetEviction gives the model the shard's rule 10 at the bound: an INIT,
+// ACK or RESET that needs a new entry at the bound evicts the oldest
+// entries without INIT (in the order they were made) while they can make
+// room, an evicted entry's FAIL is held like a FAIL over the reserve, and
+// each generation holds at most budget FAILs (the rest are dropped:
+// Stats.FailsDropped). Without it (the default) nothing is evicted, as in
+// the baseline ackers, and the hold has no budget.
+func (m *Model) SetEviction(budget int) { m.evict, m.failBudget = true, budget }
+
+// orphans is the number of entries without INIT.
+func (m *Model) orphans() int {
+	n := 0
+	for _, r := range m.roots {
+		if !r.init {
+			n++
+		}
+	}
+	return n
+}
+
+// makeRoom evicts the oldest orphans until the table is under its bound,
+// if there are enough of them; it reports whether there is room.
+func (m *Model) makeRoom(now time.Duration) bool {
+	if !m.evict || len(m.roots)-m.orphans() >= m.maxPending {
+		return false
+	}
+	for len(m.roots) >= m.maxPending && len(m.orphanQ) > 0 {
+		o := m.orphanQ[0]
+		m.orphanQ = m.orphanQ[1:]
+		if r := m.roots[o.id]; r != o.r || r.init {
+			continue // stale
+		}
+		delete(m.roots, o.id)
+		m.stats.OrphansEvicted++
+		if o.r.failed {
+			m.hold(now, o.id)
+		}
+	}
+	return len(m.roots) < m.maxPending
+}
+
+// hold keeps a FAIL for root, which has no entry, for this generation and
+// the next, within the budget.
+func (m *Model) hold(now time.Duration, root uint64) {
+	g := m.gen(now)
+	if m.evict && m.heldN[g] >= m.failBudget {
+		m.stats.FailsDropped++
+		return
+	}
+	if m.held == nil {
+		m.held, m.heldN = map[uint64]int64{}, map[int64]int{}
+	}
+	m.held[root] = g
+	m.heldN[g]++
+	m.stats.FailsFiltered++
 }
 
 // SetFailReserve gives the model the shard's rule 3 at the bound: FAILs for
@@ -93,6 +163,9 @@ func (m *Model) Apply(now time.Duration, msg ackcore.Msg, ids []uint64) (ackcore
 	newRoot := func(timeout time.Duration) *root {
 		nr := &root{ids: map[uint64]bool{}, timeout: timeout, deadline: now + timeout, madeAt: now}
 		m.roots[msg.Root] = nr
+		if msg.Kind != ackcore.Init && m.evict {
+			m.orphanQ = append(m.orphanQ, orphan{msg.Root, nr})
+		}
 		return nr
 	}
 	switch msg.Kind {
@@ -108,7 +181,7 @@ func (m *Model) Apply(now time.Duration, msg ackcore.Msg, ids []uint64) (ackcore
 				m.stats.Completed++
 				return ackcore.Outcome{Root: msg.Root, Task: msg.Task, Kind: ackcore.Completed}, true
 			}
-			if full {
+			if full && !m.makeRoom(now) {
 				m.stats.FailedFull++
 				return ackcore.Outcome{Root: msg.Root, Task: msg.Task, Kind: ackcore.Failed, Reason: ackcore.ReasonFull}, true
 			}
@@ -141,7 +214,7 @@ func (m *Model) Apply(now time.Duration, msg ackcore.Msg, ids []uint64) (ackcore
 	case ackcore.Ack:
 		m.stats.Acks++
 		if r == nil {
-			if full {
+			if full && !m.makeRoom(now) {
 				return refuse()
 			}
 			r = newRoot(m.timeout)
@@ -159,11 +232,7 @@ func (m *Model) Apply(now time.Duration, msg ackcore.Msg, ids []uint64) (ackcore
 			case full && m.failReserve == 0:
 				return refuse()
 			case len(m.roots) >= m.maxPending+m.failReserve:
-				if m.held == nil {
-					m.held = map[uint64]int64{}
-				}
-				m.held[msg.Root] = m.gen(now)
-				m.stats.FailsFiltered++
+				m.hold(now, msg.Root)
 				return ackcore.Outcome{}, false
 			case full:
 				m.stats.FailsReserved++
@@ -180,7 +249,7 @@ func (m *Model) Apply(now time.Duration, msg ackcore.Msg, ids []uint64) (ackcore
 	case ackcore.Reset:
 		m.stats.Resets++
 		if r == nil {
-			if full {
+			if full && !m.makeRoom(now) {
 				return refuse()
 			}
 			to := m.timeout
