@@ -1,0 +1,228 @@
+package ackcore_test
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/xorack/xorack/ackcore"
+)
+
+// TestOrphansGiveWay: at the bound, an INIT evicts the oldest entry made
+// without INIT, an ACK for an unknown root takes the oldest orphan's place,
+// and with only live roots in the table both are refused.
+func TestOrphansGiveWay(t *testing.T) {
+	for _, fold := range []ackcore.FoldMode{ackcore.FoldOff, ackcore.FoldOn} {
+		const bound = 100
+		s, _ := newShard(t, bound, fold)
+		// Half live roots, half orphans (ACKs for roots never INITed).
+		var msgs []ackcore.Msg
+		for r := uint64(1); r <= bound/2; r++ {
+			msgs = append(msgs, init1(r, 1, r))
+		}
+		for r := uint64(1001); r <= 1000+bound/2; r++ {
+			msgs = append(msgs, ack(r, r))
+		}
+		none(t, s.Apply(msgs, nil))
+		// New INITs evict the orphans, oldest first: none is refused.
+		msgs = msgs[:0]
+		for r := uint64(2001); r <= 2000+bound/2; r++ {
+			msgs = append(msgs, init1(r, 2, r))
+		}
+		none(t, s.Apply(msgs[:10], nil))
+		st := s.Stats()
+		if st.OrphansEvicted != 10 || st.FailedFull != 0 || st.Pending != bound {
+			t.Fatalf("fold %d: after 10 INITs at the bound: %+v", fold, st)
+		}
+		// The oldest went: 1001..1010 are gone (an ACK recreates 1001 in
+		// the place of the next oldest, 1011), 1011.. are there.
+		none(t, s.Apply([]ackcore.Msg{ack(1001, 5)}, nil))
+		if st := s.Stats(); st.OrphansEvicted != 11 || st.RefusedFull != 0 {
+			t.Fatalf("fold %d: ACK at the bound: %+v", fold, st)
+		}
+		// An INIT of 1012 adopts its orphan: val 1012 ^ 1012 = 0, completed.
+		if o := one(t, s.Apply([]ackcore.Msg{init1(1012, 3, 1012)}, nil)); o.Kind != ackcore.Completed || o.Task != 3 {
+			t.Fatalf("fold %d: INIT of a queued orphan: %+v", fold, o)
+		}
+		none(t, s.Apply(msgs[10:], nil))
+		// 1001 and 1013..1050 (39 orphans) made room for 40 INITs, plus
+		// the completed 1012's slot.
+		st = s.Stats()
+		if st.FailedFull != 0 || st.Pending != bound {
+			t.Fatalf("fold %d: %+v", fold, st)
+		}
+		// Only live roots now: an INIT is refused Full, and so is an ACK
+		// for an unknown root.
+		if o := one(t, s.Apply([]ackcore.Msg{init1(9999, 1, 1)}, nil)); o.Reason != ackcore.ReasonFull {
+			t.Fatalf("fold %d: INIT with only live roots: %+v", fold, o)
+		}
+		if o := one(t, s.Apply([]ackcore.Msg{ack(9998, 1)}, nil)); o.Kind != ackcore.Refused || o.Reason != ackcore.ReasonFull {
+			t.Fatalf("fold %d: ACK with only live roots: %+v", fold, o)
+		}
+		// Every live root still completes.
+		msgs = msgs[:0]
+		for r := uint64(1); r <= bound/2; r++ {
+			msgs = append(msgs, ack(r, r))
+		}
+		for r := uint64(2001); r <= 2000+bound/2; r++ {
+			msgs = append(msgs, ack(r, r))
+		}
+		if out := s.Apply(msgs, nil); len(out) != bound {
+			t.Fatalf("fold %d: %d completions of %d live roots", fold, len(out), bound)
+		}
+		if err := s.Verify(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestOrphanStormShard: 5% of roots failed after a fan-out of 4, their
+// other three ACKs still arriving afterwards, at a small bound and a 30 s
+// timeout that never passes: every root not failed completes, no INIT is
+// refused, and the orphans' memory stays within Bytes.
+func TestOrphanStormShard(t *testing.T) {
+	const bound, roots, window = 4096, 400_000, 1000
+	clock := &ackcore.FakeClock{}
+	cfg := ackcore.Config{MaxPending: bound, Timeout: 30 * time.Second, Clock: clock, Seed: 7}
+	s, err := ackcore.NewShard(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	// A tree's messages after its INIT: a healthy one acks its four
+	// edges; a failed one sends its FAIL, then the same four ACKs (late).
+	type tree struct{ msgs []ackcore.Msg }
+	var live []tree
+	var out []ackcore.Outcome
+	failed, completed, peak := 0, 0, 0
+	for made := 0; made < roots || len(live) > 0; {
+		var batch []ackcore.Msg
+		for len(live) < window && made < roots { // keep window trees in flight
+			root := rng.Uint64() | 1
+			var tr tree
+			if rng.IntN(20) == 0 {
+				tr.msgs = append(tr.msgs, fail(root))
+			}
+			val := uint64(0)
+			for range 4 {
+				e := rng.Uint64() | 1
+				val ^= e
+				tr.msgs = append(tr.msgs, ack(root, e))
+			}
+			batch = append(batch, init1(root, 0, val))
+			live = append(live, tr)
+			made++
+		}
+		for i := 0; i < len(live); { // trees advance at random speeds
+			if tr := &live[i]; rng.IntN(2) == 0 {
+				batch = append(batch, tr.msgs[0])
+				if tr.msgs = tr.msgs[1:]; len(tr.msgs) == 0 {
+					live[i] = live[len(live)-1]
+					live = live[:len(live)-1]
+					continue
+				}
+			}
+			i++
+		}
+		out = s.Apply(batch, out[:0])
+		for _, o := range out {
+			switch {
+			case o.Kind == ackcore.Completed:
+				completed++
+			case o.Kind == ackcore.Failed && o.Reason == ackcore.ReasonExplicit:
+				failed++
+			default:
+				t.Fatalf("outcome %+v", o)
+			}
+		}
+		peak = max(peak, s.TableBytes())
+	}
+	st := s.Stats()
+	if st.FailedFull != 0 || st.FailedTimeout != 0 {
+		t.Fatalf("refused or timed out: %+v", st)
+	}
+	if int(st.FailedExplicit) != failed || completed+failed != roots {
+		t.Fatalf("completed %d + failed %d of %d roots; stats %+v", completed, failed, roots, st)
+	}
+	if st.OrphansEvicted == 0 {
+		t.Fatalf("the storm never reached the bound: %+v", st)
+	}
+	if int64(peak) > cfg.Bytes() {
+		t.Fatalf("peak %d bytes over Bytes() %d", peak, cfg.Bytes())
+	}
+	t.Logf("%d completed, %d failed, %d orphans evicted, peak %d B (Bytes %d)", completed, failed, st.OrphansEvicted, peak, cfg.Bytes())
+}
+
+// TestFailFlood: a flood of late FAILs for roots with no entry (1.1x, 2x,
+// 4x MaxPending), then fresh INITs: at most 1% of them fail for a FAIL
+// they never had; FAILs past the filter's budget are dropped and counted;
+// after two timeouts the filter is empty.
+func TestFailFlood(t *testing.T) {
+	for _, x := range []float64{1.1, 2, 4} {
+		const bound, fresh = 65536, 10_000
+		clock := &ackcore.FakeClock{}
+		cfg := ackcore.Config{MaxPending: bound, Timeout: 30 * time.Second, Clock: clock, Seed: 9}
+		s, err := ackcore.NewShard(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		base := s.TableBytes()
+		rng := rand.New(rand.NewPCG(5, uint64(x*10)))
+		n := int(x * bound)
+		batch := make([]ackcore.Msg, 0, 256)
+		var out []ackcore.Outcome
+		for i := 0; i < n; i++ { // over one second
+			batch = append(batch, fail(rng.Uint64()|1))
+			if len(batch) == cap(batch) || i == n-1 {
+				none(t, s.Apply(batch, out[:0]))
+				batch = batch[:0]
+				clock.Add(time.Second / time.Duration(n/256+1))
+			}
+		}
+		clock.Add(2 * time.Second)
+		falsely, refused := 0, 0
+		for i := 0; i < fresh; i++ {
+			out = s.Apply([]ackcore.Msg{init1(rng.Uint64()|1, 1, 1)}, out[:0])
+			for _, o := range out {
+				switch {
+				case o.Reason == ackcore.ReasonExplicit:
+					falsely++
+				case o.Reason == ackcore.ReasonFull:
+					refused++
+				}
+			}
+		}
+		st := s.Stats()
+		if falsely > fresh/100 || refused != 0 {
+			t.Fatalf("flood %.1fx: %d of %d fresh INITs failed explicit, %d full; stats %+v", x, falsely, fresh, refused, st)
+		}
+		if st.FailsDropped == 0 && x >= 2 {
+			t.Fatalf("flood %.1fx: nothing dropped past the budget: %+v", x, st)
+		}
+		if st.FailsFiltered > 2*uint64(s.FailBudget()) {
+			t.Fatalf("flood %.1fx: %d FAILs filtered, over two budgets of %d", x, st.FailsFiltered, s.FailBudget())
+		}
+		t.Logf("flood %.1fx: %d/%d fresh INITs failed by the filter; filtered %d, dropped %d, evicted %d", x, falsely, fresh, st.FailsFiltered, st.FailsDropped, st.OrphansEvicted)
+		// Two timeouts on, everything has expired and the filter is gone.
+		for range 3 {
+			clock.Add(30 * time.Second)
+			for more := true; more; {
+				out, more = s.Expire(out[:0])
+			}
+			s.Apply(nil, nil)
+		}
+		// The fresh INITs time out; then a new INIT is not checked against
+		// anything: the fast path takes it (no filter), and TableBytes is
+		// back to the table alone.
+		if got := s.TableBytes(); got > base+orphanInitialBytes {
+			t.Fatalf("flood %.1fx: %d bytes held after two timeouts, %d before the flood", x, got, base)
+		}
+		if err := s.Verify(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// orphanInitialBytes is the orphan FIFO's initial ring, which a shard keeps
+// once it has had an orphan.
+const orphanInitialBytes = 8 << 10
