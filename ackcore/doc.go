@@ -20,7 +20,8 @@
 //
 //	word: 31 init | 30 near | 29..28 timing kind | 27..25 X high bits |
 //	      24..20 probe distance (saturating at 31) | 19..0 task
-//	      (without init, bit 0 says a FAIL came first)
+//	      (without init, bit 0 says a FAIL came first, bits 19..1 hold
+//	      the orphan tag)
 //
 // A root hashes to a home slot by a keyed hash (hash.go: a folded 128-bit
 // multiply, then a multiply, with three secret keys from crypto/rand), and
@@ -77,10 +78,22 @@
 //
 // # FAILs at the bound
 //
-// A FAIL is never lost (rule 3). One that needs a new entry when the
-// table is at its bound takes one of failReserve entries beyond
-// MaxPending; past those it goes into a two-generation bit-set filter that
-// every INIT is checked against while it holds anything (failfilter.go).
+// A FAIL is never lost while the filter is within its budget (rule 3).
+// One that needs a new entry when the table is at its bound takes one of
+// failReserve entries beyond MaxPending; past those it goes into a
+// two-generation Bloom filter that every INIT is checked against while it
+// holds anything, which takes at most a sixteenth of its bits in FAILs
+// per generation, so that its false positives stay under 0.5% whatever
+// the flood; past that budget a FAIL is dropped and its root times out
+// (failfilter.go).
+//
+// # Orphans at the bound
+//
+// Entries made without INIT (orphans) give way to INITs: an INIT, ACK or
+// RESET that needs a new entry at the bound evicts the oldest orphan,
+// found through a FIFO of orphan roots whose entries keep a tag in their
+// spare task bits, so that a stale root is never taken for a new orphan
+// of the same id (orphans.go).
 //
 // # Batches
 //
@@ -145,5 +158,7 @@
 // far entry due before the limit it was compared with is on a due list;
 // entries of timing kinds 1 and 2 have the ext array and are counted, the
 // side table holds exactly the kind-3 roots; an entry without INIT has no
-// task bits but the FAIL flag.
+// task bits but the FAIL flag and its orphan tag; the orphan count is the
+// number of entries without INIT, and the orphan FIFO holds at least that
+// many roots, within its bound.
 package ackcore
