@@ -123,11 +123,11 @@ func (rn *runner) coreOn(st *stream, p int) ([]Row, error) {
 	}
 
 	timeout := rn.timeout(st)
-	maxPending := st.MaxPending() + rn.faultHeadroom(st, timeout)
 	sh := st.shares(1)[0]
 	var runs []*coreRun
 	for _, name := range c.impls[LevelCore] {
 		impl, _ := findCore(name)
+		maxPending := st.MaxPending() + rn.faultHeadroom(st, timeout, impl.evicts)
 		rn.progress("core %s P=%d: %s setup", st.Shape.Name, p, name)
 		cr, err := rn.coreSetup(impl, st, sh, maxPending, timeout)
 		if err != nil {
@@ -311,6 +311,7 @@ func (cr *coreRun) finish(row *Row, timeout time.Duration) {
 	row.Roots, row.InjectedFail, row.InjectedDrop = exp.roots, exp.injFail, exp.injDrop
 	row.Completed, row.FailedExplicit = cr.got.completed(), cr.got.explicit()
 	row.FailedTimeout = cr.got.timedOut() + chk.silentTimeouts
+	row.OrphansEvicted, row.FailsDropped = st.OrphansEvicted, st.FailsDropped
 	row.Verified = err == nil
 	if err != nil {
 		row.VerifyError = detail(err)

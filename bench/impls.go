@@ -22,6 +22,9 @@ type coreImpl struct {
 	exact bool
 	// faults: handles FAIL and timeouts (limit does neither).
 	faults bool
+	// evicts: its orphans give way at the bound (docs/semantics.md, rule
+	// 10), so a fault run needs no room for them (faultHeadroom).
+	evicts bool
 	// latency says where the Latency of its Completed outcomes comes from;
 	// "" when it reports none.
 	latency string
@@ -33,17 +36,17 @@ type coreImpl struct {
 // add to it.
 var coreImpls = []coreImpl{
 	{name: Reference, make: func(c ackcore.Config) (ackcore.Acker, error) { return ackcore.NewShard(c) },
-		exact: true, faults: true, latency: latencyTick, dflt: true},
+		exact: true, faults: true, evicts: true, latency: latencyTick, dflt: true},
 	{name: "xorack-fold", make: func(c ackcore.Config) (ackcore.Acker, error) {
 		c.Fold = ackcore.FoldOn
 		return ackcore.NewShard(c)
-	}, exact: true, faults: true, latency: latencyTick},
+	}, exact: true, faults: true, evicts: true, latency: latencyTick},
 	{name: GoMapName, make: func(c ackcore.Config) (ackcore.Acker, error) {
 		return baseline.NewGoMap(baseline.FromShardConfig(c))
-	}, exact: true, faults: true, latency: latencyTick, dflt: true},
+	}, exact: true, faults: true, evicts: true, latency: latencyTick, dflt: true},
 	{name: "mutexmap", make: func(c ackcore.Config) (ackcore.Acker, error) {
 		return baseline.NewMutexMap(baseline.FromShardConfig(c))
-	}, exact: true, faults: true, latency: latencyTick, dflt: true},
+	}, exact: true, faults: true, evicts: true, latency: latencyTick, dflt: true},
 	{name: "xsync", make: func(c ackcore.Config) (ackcore.Acker, error) {
 		return baseline.NewXsyncMap(baseline.FromShardConfig(c))
 	}, exact: true, faults: true, latency: latencyTick, dflt: true},

@@ -335,7 +335,7 @@ func (rn *runner) pipeRow(impl pipeImpl, st *stream, shares []*share, p int, tim
 	// spread evenly), so the bound is the slots, spread over the shards
 	// with 5% for the hash's unevenness, and 256 more where 5% of a small
 	// window is only a few roots.
-	maxPending := (st.Slots+rn.faultHeadroom(st, timeout))*105/100/row.Shards + 256
+	maxPending := (st.Slots+rn.faultHeadroom(st, timeout, true))*105/100/row.Shards + 256 // every pipe's orphans give way
 	base := time.Now()
 	prods := make([]*producer, c.Producers)
 	for i := range prods {
@@ -467,6 +467,7 @@ func (rn *runner) pipeRow(impl pipeImpl, st *stream, shares []*share, p int, tim
 	row.TimeoutNs, row.Clock = int64(timeout), clk.kind()
 	row.Roots, row.InjectedFail, row.InjectedDrop = exp.roots, exp.injFail, exp.injDrop
 	row.Completed, row.FailedExplicit, row.FailedTimeout = got.completed(), got.explicit(), got.timedOut()
+	row.OrphansEvicted, row.FailsDropped = final.OrphansEvicted, final.FailsDropped
 	row.Verified = err == nil
 	if err != nil {
 		row.VerifyError = detail(err)

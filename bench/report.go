@@ -113,6 +113,12 @@ type Row struct {
 	FailedTimeout  uint64 `json:"failed_timeout"`
 	InjectedFail   uint64 `json:"injected_fail"`
 	InjectedDrop   uint64 `json:"injected_drop"`
+	// OrphansEvicted and FailsDropped are the acker's counters of orphan
+	// entries that gave way at the bound and of FAILs past the filter's
+	// budget (docs/semantics.md, rules 10 and 3); 0 for ackers without
+	// them.
+	OrphansEvicted uint64 `json:"orphans_evicted"`
+	FailsDropped   uint64 `json:"fails_dropped"`
 	Verified       bool   `json:"verified"`
 	VerifyError    string `json:"verify_error,omitempty"` // what did not match, when not Verified
 }
@@ -307,12 +313,22 @@ func roundUpMs(d time.Duration) time.Duration {
 // dropped root itself) for up to 3 timeouts (Storm drops at 2T..3T) plus
 // the cycle it lived in, and a cycle injects rate x slots trees; twice
 // that covers a failed tree's entry living on as an orphan after its
-// fail, and 1024 covers small windows, where rates are lumpy.
-func (rn *runner) faultHeadroom(st *stream, timeout time.Duration) int {
+// fail, and 1024 covers small windows, where rates are lumpy. An acker
+// whose orphans give way at the bound (docs/semantics.md, rule 10: xorack
+// and GoMap) needs none for its failed trees: it runs the fault-free
+// bound, plus the roots waiting for their timeout after a dropped ACK,
+// which are live roots (a spout's max pending would count them too).
+func (rn *runner) faultHeadroom(st *stream, timeout time.Duration, evicts bool) int {
 	if !rn.cfg.faults() {
 		return 0
 	}
+	rate := rn.cfg.FailRate + rn.cfg.DropRate
+	if evicts {
+		if rate = rn.cfg.DropRate; rate == 0 {
+			return 0
+		}
+	}
 	cycleNs := float64(st.cycleMsgs() * streamNsPerMsg)
 	cycles := 3*float64(timeout)/cycleNs + 2
-	return int(2*(rn.cfg.FailRate+rn.cfg.DropRate)*float64(st.Slots)*cycles) + 1024
+	return int(2*rate*float64(st.Slots)*cycles) + 1024
 }

@@ -131,6 +131,28 @@ func TestRunFaults(t *testing.T) {
 	}
 }
 
+// TestRunFailAfterFanOut: 5% of roots failed after their fan-out, their
+// other ACKs still arriving, with Storm's 30 s timeout (stream time: no
+// orphan expires during the run) and the fault-free bound (no headroom):
+// the orphans reach the bound and give way, and every root not failed
+// completes, for xorack and for the Go-map baselines alike.
+func TestRunFailAfterFanOut(t *testing.T) {
+	levels := []Level{LevelCore, LevelPipeline}
+	if testing.Short() {
+		levels = levels[:1]
+	}
+	cfg := tiny(levels...)
+	cfg.Impls = []string{"xorack", "gomap", "mutexmap"}
+	cfg.FailRate, cfg.Timeout, cfg.Msgs = 0.05, 30*time.Second, 200_000
+	rep := runOK(t, cfg)
+	for _, r := range rep.Rows {
+		if !r.Verified || r.OrphansEvicted == 0 || r.FailedExplicit != r.InjectedFail || r.Completed+r.InjectedFail != r.Roots {
+			t.Errorf("%s: verified %v (%s), %d orphans evicted, bound %d; %d of %d roots completed, %d failed of %d injected",
+				r.Name(), r.Verified, r.VerifyError, r.OrphansEvicted, r.MaxPending, r.Completed, r.Roots, r.FailedExplicit, r.InjectedFail)
+		}
+	}
+}
+
 // lossy wraps an acker and loses its n-th Completed outcome: the harness
 // must notice.
 type lossy struct {
@@ -409,7 +431,7 @@ func TestCoreLoopAllocs(t *testing.T) {
 		}
 		impl, _ := findCore(Reference)
 		timeout := rn.timeout(st)
-		cr, err := rn.coreSetup(impl, st, st.shares(1)[0], st.MaxPending()+rn.faultHeadroom(st, timeout), timeout)
+		cr, err := rn.coreSetup(impl, st, st.shares(1)[0], st.MaxPending()+rn.faultHeadroom(st, timeout, impl.evicts), timeout)
 		if err != nil {
 			t.Fatal(err)
 		}

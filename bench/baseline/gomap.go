@@ -40,6 +40,8 @@ type GoMap struct {
 	ticks
 
 	maxPending int
+	orphans    int        // entries without INIT
+	oq         orphanFIFO // their roots, oldest first (gomap_orphans.go)
 	// Per-call time, set at the top of Apply and Expire.
 	nowNs   int64
 	nowTick uint64
@@ -113,11 +115,11 @@ func (g *GoMap) apply(m *ackcore.Msg, out []ackcore.Outcome) []ackcore.Outcome {
 	case ackcore.Ack:
 		g.stats.Acks++
 		if !ok {
-			if len(g.m) >= g.maxPending {
+			if len(g.m) >= g.maxPending && !g.makeRoom() {
 				g.stats.RefusedFull++
 				return append(out, refuseFull(root))
 			}
-			g.insert(root, entry{val: m.Val}, g.defNs)
+			g.insertOrphan(root, entry{val: m.Val}, g.defNs)
 			return out
 		}
 		e.val ^= m.Val
@@ -139,7 +141,7 @@ func (g *GoMap) apply(m *ackcore.Msg, out []ackcore.Outcome) []ackcore.Outcome {
 				g.stats.Completed++
 				return append(out, ackcore.Outcome{Root: root, Task: m.Task, Kind: ackcore.Completed})
 			}
-			if len(g.m) >= g.maxPending {
+			if len(g.m) >= g.maxPending && !g.makeRoom() {
 				g.stats.FailedFull++
 				return append(out, ackcore.Outcome{Root: root, Task: m.Task, Kind: ackcore.Failed, Reason: ackcore.ReasonFull})
 			}
@@ -152,6 +154,9 @@ func (g *GoMap) apply(m *ackcore.Msg, out []ackcore.Outcome) []ackcore.Outcome {
 			return out
 		}
 		// The entry exists: made by an earlier ACK/FAIL/RESET, or a repeated INIT.
+		if e.word&flagInit == 0 {
+			g.orphans--
+		}
 		if m.TimeoutMs == 0 && e.word&flagCustom != 0 {
 			to = g.custom[root].timeout // a timeout a RESET set before the INIT
 		}
@@ -182,7 +187,7 @@ func (g *GoMap) apply(m *ackcore.Msg, out []ackcore.Outcome) []ackcore.Outcome {
 				g.stats.RefusedFull++
 				return append(out, refuseFull(root))
 			}
-			g.insert(root, entry{word: flagFailed}, g.defNs)
+			g.insertOrphan(root, entry{word: flagFailed}, g.defNs)
 			return out
 		}
 		if e.word&flagInit == 0 {
@@ -203,7 +208,7 @@ func (g *GoMap) apply(m *ackcore.Msg, out []ackcore.Outcome) []ackcore.Outcome {
 			if to == 0 {
 				to = g.defNs
 			}
-			if len(g.m) >= g.maxPending {
+			if len(g.m) >= g.maxPending && !g.makeRoom() {
 				g.stats.RefusedFull++
 				return append(out, refuseFull(root))
 			}
@@ -212,7 +217,7 @@ func (g *GoMap) apply(m *ackcore.Msg, out []ackcore.Outcome) []ackcore.Outcome {
 				e.word = flagCustom
 				g.custom[root] = custom{timeout: to}
 			}
-			g.insert(root, e, to)
+			g.insertOrphan(root, e, to)
 			return out
 		}
 		if e.word&flagCustom != 0 {
@@ -306,6 +311,7 @@ func (g *GoMap) Expire(out []ackcore.Outcome) (_ []ackcore.Outcome, more bool) {
 			out = append(out, ackcore.Outcome{Root: root, Task: e.word & taskMask, Kind: ackcore.Failed, Reason: ackcore.ReasonTimeout, Latency: lat})
 		} else {
 			g.stats.Orphans++
+			g.orphans--
 		}
 		g.release(root, e)
 	}
@@ -326,8 +332,11 @@ func (g *GoMap) Verify() error {
 	if g.w.Len() != len(g.m) {
 		return fmt.Errorf("baseline: GoMap: %d timers for %d entries", g.w.Len(), len(g.m))
 	}
-	customs := 0
+	customs, orphans := 0, 0
 	for root, e := range g.m {
+		if e.word&flagInit == 0 {
+			orphans++
+		}
 		if g.roots[e.h] != root {
 			return fmt.Errorf("baseline: GoMap: root %#x holds handle %d, which maps to %#x", root, e.h, g.roots[e.h])
 		}
@@ -343,6 +352,9 @@ func (g *GoMap) Verify() error {
 				return fmt.Errorf("baseline: GoMap: root %#x flagged custom, not in the custom map", root)
 			}
 		}
+	}
+	if orphans != g.orphans || len(g.oq.q)-g.oq.head < orphans {
+		return fmt.Errorf("baseline: GoMap: %d entries without INIT, count %d, %d queued", orphans, g.orphans, len(g.oq.q)-g.oq.head)
 	}
 	if customs != len(g.custom) {
 		return fmt.Errorf("baseline: GoMap: %d custom entries flagged, %d in the map", customs, len(g.custom))

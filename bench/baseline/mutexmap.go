@@ -57,3 +57,6 @@ func (mm *MutexMap) Verify() error {
 	defer mm.mu.Unlock()
 	return mm.g.Verify()
 }
+
+// FailBudget is GoMap's (acktest.Evicter).
+func (m *MutexMap) FailBudget() int { return 0 }
