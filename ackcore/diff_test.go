@@ -48,6 +48,27 @@ func TestShardMatchesModel(t *testing.T) {
 	})
 }
 
+// TestShardMatchesModelProgress: the same cases with ProgressTimeout, the
+// model holding the shard to "a root times out one timeout after its last
+// progress, at most ProgressCap after its INIT", folded and not.
+func TestShardMatchesModelProgress(t *testing.T) {
+	seeds := 20
+	if testing.Short() {
+		seeds = 4
+	}
+	for _, fold := range []ackcore.FoldMode{ackcore.FoldOff, ackcore.FoldOn} {
+		for _, c := range acktest.Cases() {
+			t.Run(fmt.Sprintf("fold=%d/%s", fold, c.Name), func(t *testing.T) {
+				for s := range seeds {
+					sc := c.Scenario
+					sc.Seed, sc.Progress = uint64(s+1), true
+					acktest.Run(t, sc, shardFactory(fold))
+				}
+			})
+		}
+	}
+}
+
 func FuzzShard(f *testing.F) {
 	f.Add(uint64(1), uint8(50), uint8(8), uint8(0), false)
 	f.Add(uint64(2), uint8(200), uint8(3), uint8(40), true)
@@ -57,6 +78,7 @@ func FuzzShard(f *testing.F) {
 			defer ackcore.SetAckRun(false)()
 		}
 		sc := acktest.FuzzScenario(seed, roots, bound, faults)
+		sc.Progress = seed&2 != 0 // seeds with bit 1: progress timeouts
 		mode := ackcore.FoldOff
 		if fold {
 			mode = ackcore.FoldOn // at the fuzzer's bound too

@@ -1,5 +1,7 @@
 package ackcore
 
+import "slices"
+
 // Folding: a chunk of a batch is grouped by root in a small scratch hash
 // table, then each root's messages are applied in their original order to
 // one loaded entry (Shard.step), with one table probe and one store per
@@ -26,7 +28,15 @@ const (
 	foldSlots = 2 * foldChunk
 )
 
+// deferredOrphan is an orphan a folded chunk made: its root and the index
+// of the message that made it.
+type deferredOrphan struct {
+	root uint64
+	idx  int16
+}
+
 type foldScratch struct {
+	orphans []deferredOrphan // made in this chunk, queued after it (queueDeferred); at most foldChunk
 	keys  [foldSlots]uint64 // root per scratch slot; 0 = free
 	head  [foldSlots]int16  // first message of the root's group
 	tail  [foldSlots]int16  // last message of the root's group
@@ -76,16 +86,39 @@ func (s *Shard) applyFolded(msgs []Msg, out []Outcome) []Outcome {
 				fs.tail[h] = int16(i)
 			}
 		}
+		s.deferOrphans = true
 		for _, h := range fs.order[:n] {
 			s.load(&c, fs.keys[h])
 			for j := fs.head[h]; j >= 0; j = fs.next[j] {
+				s.msgIdx = int(j)
 				out = s.step(&c, &chunk[j], out)
 			}
 			s.store(&c)
 			fs.keys[h] = 0
 		}
+		s.deferOrphans = false
+		s.queueDeferred()
 	}
 	return out
+}
+
+// queueDeferred queues the orphans a folded chunk made in the order of
+// the messages that made them, as applying them one by one would have
+// (groups are stored in the order their roots first appear, which is
+// another), and gives their entries their tags.
+func (s *Shard) queueDeferred() {
+	d := s.fs.orphans
+	if len(d) == 0 {
+		return
+	}
+	slices.SortFunc(d, func(a, b deferredOrphan) int { return int(a.idx) - int(b.idx) })
+	for _, o := range d {
+		tag := s.queueOrphan(o.root)
+		slot, _ := s.t.find(o.root)
+		e := &s.t.e[slot]
+		e.meta = e.meta&^(uint64(tagMask)<<32) | uint64(tag)<<32
+	}
+	s.fs.orphans = d[:0]
 }
 
 // foldable reports whether a chunk of n messages may be folded: see the
@@ -96,7 +129,7 @@ func (s *Shard) foldable(n int) bool {
 
 // applyOneByOne applies chunk in order, as FoldOff does.
 func (s *Shard) applyOneByOne(chunk []Msg, out []Outcome) []Outcome {
-	if haveAckRun {
+	if haveAckRun && s.prog == nil { // ackRun keeps no progress
 		return s.applyRun(chunk, nil, out)
 	}
 	return s.applyChunk(chunk, nil, out)

@@ -433,9 +433,15 @@ func (s *Shard) advancePass(out []Outcome) (_ []Outcome, more bool) {
 
 // expireSlot expires the entry in slot, due at tick deadline and without a
 // near timer: Failed{timeout} with its latency if it saw INIT, else an
-// orphan.
+// orphan; or, with ProgressTimeout, re-arms it if it progressed since.
 func (s *Shard) expireSlot(slot int, deadline uint64, out []Outcome) []Outcome {
 	e := &s.t.e[slot]
+	if w := e.word(); w&flagInit != 0 && s.prog != nil {
+		if d, ok := s.progressDeadline(slot, e, deadline); ok {
+			s.rearm(slot, d) // progress came since: not due yet (progress.go)
+			return out
+		}
+	}
 	if w := e.word(); w&flagInit != 0 {
 		start, _ := s.startTimeout(slot, e, deadline)
 		s.stats.FailedTimeout++

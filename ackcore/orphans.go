@@ -62,7 +62,7 @@ type orphanFIFO struct {
 // tagOf is the tag of place seq.
 func tagOf(seq uint64) uint32 { return uint32(seq<<tagShift) & tagMask }
 
-// push appends root and returns its tag; the ring has room (addOrphan sees
+// push appends root and returns its tag; the ring has room (queueOrphan sees
 // to it).
 func (f *orphanFIFO) push(root uint64) uint32 {
 	i := f.head + f.n
@@ -155,17 +155,16 @@ func (s *Shard) retag(root uint64, tag, newTag uint32) bool {
 	return ok
 }
 
-// addOrphan queues root, whose entry without INIT is being made, and
-// returns the tag the entry keeps.
-func (s *Shard) addOrphan(root uint64) uint32 {
-	s.orphans++
+// queueOrphan queues root, whose entry without INIT is being made (and
+// already counted in s.orphans), and returns the tag the entry keeps.
+func (s *Shard) queueOrphan(root uint64) uint32 {
 	f := &s.orphanQ
 	if f.n == len(f.q) {
 		most := 2 * (s.maxPending + s.failReserve)
 		switch {
 		case len(f.q) == 0:
 			f.grow(min(orphanInitial, most))
-		case f.n >= 2*(s.orphans-1) || len(f.q) >= most:
+		case f.n >= 2*(s.orphans-1) || len(f.q) >= most: // root itself is counted, not queued
 			f.keep(s.retag) // at least half stale, or at the largest
 		default:
 			f.grow(min(2*len(f.q), most))
@@ -188,7 +187,7 @@ func (s *Shard) evictOrphan() bool {
 	for s.orphans > 0 {
 		root, tag, ok := s.orphanQ.pop()
 		if !ok {
-			return false // only after a root left the FIFO early (addOrphan)
+			return false // only after a root left the FIFO early (queueOrphan)
 		}
 		slot, live := s.orphanSlot(root, tag)
 		if !live {

@@ -1,6 +1,7 @@
 package ackcore
 
 import (
+	"cmp"
 	"fmt"
 	"math/bits"
 	"time"
@@ -52,6 +53,18 @@ type Config struct {
 	// worst case (Bytes) exceeds it, before allocating anything. 0 means
 	// DefaultMaxBytes.
 	MaxBytes int64
+	// ProgressTimeout makes a root's timeout count from its last progress
+	// (its INIT or any ACK of it) instead of from its INIT, so that a tree
+	// that is making progress behind a slow bolt does not time out, while
+	// one with a tuple stuck still times out one timeout after its last
+	// ACK. Progress keeps a root alive for at most ProgressCap after its
+	// INIT. It costs one 32-bit store per ACK and 4 bytes a slot (see
+	// progress.go); off by default.
+	ProgressTimeout bool
+	// ProgressCap is the longest progress keeps a root alive after its
+	// INIT; 0 means DefaultProgressCap times Timeout (Storm's and the
+	// engine's RESET cap), at most MaxTimeout. Only with ProgressTimeout.
+	ProgressCap time.Duration
 	// Seed fixes the table's hash keys, for reproducible tests and
 	// benchmarks. 0, the default, draws secret keys from crypto/rand: keep
 	// it so wherever root ids may come from outside, since roots chosen
@@ -102,6 +115,15 @@ func (c *Config) Validate() error {
 	if c.MaxBytes < 0 {
 		return fmt.Errorf("ackcore: MaxBytes %d is negative", c.MaxBytes)
 	}
+	if c.ProgressCap != 0 && !c.ProgressTimeout {
+		return fmt.Errorf("ackcore: ProgressCap %v without ProgressTimeout", c.ProgressCap)
+	}
+	if c.ProgressCap < 0 || c.ProgressCap > MaxTimeout {
+		return fmt.Errorf("ackcore: ProgressCap %v out of range [0, %v]", c.ProgressCap, MaxTimeout)
+	}
+	if tick := cmp.Or(c.Tick, DefaultTick); c.ProgressCap%tick != 0 {
+		return fmt.Errorf("ackcore: ProgressCap %v is not a whole number of ticks (Tick %v)", c.ProgressCap, tick)
+	}
 	if b, budget := c.Bytes(), c.maxBytes(); b > budget {
 		return fmt.Errorf("ackcore: MaxPending %d needs up to %d bytes (%d for the table, allocated up front), over the memory budget MaxBytes %d", c.MaxPending, b, c.tableBytes(), budget)
 	}
@@ -137,7 +159,11 @@ func (c *Config) Bytes() int64 {
 	slots := int64(tableSlots(c.MaxPending))
 	const perEntry = timerwheel.NodeBytes + 8 + 4 + 2*9 + 3*sideRecBytes + 2*8
 	const fixed = 64 << 10
-	return slots*(entryBytes+2) + entries*perEntry + int64(filterBits(c.MaxPending))/4 + fixed
+	b := slots*(entryBytes+2) + entries*perEntry + int64(filterBits(c.MaxPending))/4 + fixed
+	if c.ProgressTimeout {
+		b += slots * 4 // progress.go
+	}
+	return b
 }
 
 // Shard is a single-writer acker: one goroutine owns it and calls Apply and
@@ -150,6 +176,11 @@ type Shard struct {
 	fails      failFilter // FAILs over the bound (failfilter.go)
 	orphanQ    orphanFIFO // roots of entries without INIT, oldest first (orphans.go)
 	orphans    int        // entries without INIT now in the table
+	progress              // last progress per slot, with ProgressTimeout (progress.go)
+	// Folding (fold.go): orphans made in a chunk are queued after it, in
+	// message order; msgIdx is the index of the message being stepped.
+	deferOrphans bool
+	msgIdx       int
 
 	tickNs      int64
 	defNs       int64  // default timeout, ns
@@ -217,6 +248,9 @@ func NewShard(cfg Config) (*Shard, error) {
 		s.fs = new(foldScratch)
 	}
 	s.prefetch = s.t.bytes() > prefetchAbove
+	if cfg.ProgressTimeout {
+		s.initProgress(cfg)
+	}
 	return s, nil
 }
 
@@ -270,10 +304,11 @@ func (s *Shard) MaxPending() int { return s.maxPending }
 
 // TableBytes is the memory the shard holds now: the table, the ext array
 // and side map (timing.go), the near wheel and due lists (near.go), the
-// orphan FIFO (orphans.go) and the FAIL filter. (Folding adds a fixed 5
+// orphan FIFO (orphans.go), the FAIL filter and the progress ticks
+// (progress.go). (Folding adds a fixed 5
 // KiB of scratch.)
 func (s *Shard) TableBytes() int {
-	return s.t.bytes() + s.timingBytes() + s.nearBytes() + s.orphanQ.bytes() + s.fails.bytes()
+	return s.t.bytes() + s.timingBytes() + s.nearBytes() + s.orphanQ.bytes() + s.fails.bytes() + s.progressBytes()
 }
 
 // cur is one root's entry while a group of its messages is applied: loaded
@@ -286,6 +321,10 @@ type cur struct {
 	resched bool // deadline, start or timeout changed: rewrite them on store
 	timed   bool // deadline, start and timeout hold the entry's timing
 	made    bool // the entry was (re)made in this group (create)
+	madeIdx int  // folding: the index in its chunk of the message that made it
+	// progressed: an INIT or ACK reached the entry in this group (its
+	// last progress, for ProgressTimeout, is now).
+	progressed bool
 	val     uint64
 	word    uint32 // flagInit | task, or flagFailed; the other bits are the table's
 
@@ -338,11 +377,20 @@ func (s *Shard) store(c *cur) {
 		s.orphanGone() // its INIT came, or it ended (and another began)
 	}
 	if isOrphan && (!wasOrphan || c.made) {
-		c.word = c.word&^tagMask | s.addOrphan(c.root)
+		s.orphans++
+		if s.deferOrphans {
+			c.word &^= tagMask // tagged when the chunk is done (fold.go)
+			s.fs.orphans = append(s.fs.orphans, deferredOrphan{c.root, int16(c.madeIdx)})
+		} else {
+			c.word = c.word&^tagMask | s.queueOrphan(c.root)
+		}
 	}
 	switch {
 	case c.inTable && c.live:
 		e := &s.t.e[c.slot]
+		if c.progressed && s.prog != nil {
+			s.prog[c.slot] = uint32(s.nowStart())
+		}
 		e.val = c.val
 		keep := ^(flagInit | taskMask)
 		e.meta = uint64(c.word|e.word()&keep)<<32 | e.meta&0xffffffff
@@ -355,6 +403,9 @@ func (s *Shard) store(c *cur) {
 	case c.live:
 		slot := int(s.insertSlot(c.root, uint64(c.slot)))
 		e := &s.t.e[slot]
+		if s.prog != nil {
+			s.prog[slot] = uint32(s.nowStart()) // made now: its first progress
+		}
 		e.val = c.val
 		e.meta |= uint64(c.word) << 32
 		s.setTiming(slot, e, c.deadline, c.start, c.timeout)
@@ -381,7 +432,7 @@ func (s *Shard) dropEntry(slot int) {
 // in its home slot. ext moves with them.
 func (s *Shard) removeSlot(i int) {
 	t := &s.t
-	es, n, ext := t.e, t.n, s.ext
+	es, n, ext, prog := t.e, t.n, s.ext, s.prog
 	hole := uint64(i)
 	for {
 		j := hole + 1
@@ -396,6 +447,9 @@ func (s *Shard) removeSlot(i int) {
 		es[hole] = *e
 		if ext != nil {
 			ext[hole] = ext[j]
+		}
+		if prog != nil {
+			prog[hole] = prog[j]
 		}
 		if d < distSat || t.distAt(hole) < distSat {
 			es[hole].meta -= distOne
@@ -413,7 +467,7 @@ func (s *Shard) removeSlot(i int) {
 // one slot forward, into the empty slot z, adding one to each distance.
 // ext moves with them.
 func (s *Shard) shiftUp(p, z uint64) {
-	es, ext := s.t.e, s.ext
+	es, ext, prog := s.t.e, s.ext, s.prog
 	for q := z; q != p; {
 		pq := q - 1
 		if q == 0 {
@@ -422,6 +476,9 @@ func (s *Shard) shiftUp(p, z uint64) {
 		es[q] = es[pq]
 		if ext != nil {
 			ext[q] = ext[pq]
+		}
+		if prog != nil {
+			prog[q] = prog[pq]
 		}
 		if es[q].storedDist() < distSat {
 			es[q].meta += distOne
@@ -478,7 +535,7 @@ func (s *Shard) create(c *cur, bound int) bool {
 	if !c.inTable && s.t.count >= bound {
 		return false
 	}
-	c.live, c.made = true, true
+	c.live, c.made, c.madeIdx = true, true, s.msgIdx
 	return true
 }
 
@@ -531,6 +588,7 @@ func (s *Shard) step(c *cur, m *Msg, out []Outcome) []Outcome {
 		failed := c.word&flagInit == 0 && (c.word&flagFailed != 0 || s.fails.active() && s.fails.has(mix(m.Root, &s.t.keys)))
 		c.val ^= m.Val
 		c.word = flagInit | m.Task
+		c.progressed = true
 		s.begin(c, s.nowStart(), to)
 		switch {
 		case failed: // rule 3: the FAIL that came first wins
@@ -556,6 +614,7 @@ func (s *Shard) step(c *cur, m *Msg, out []Outcome) []Outcome {
 			return out
 		}
 		c.val ^= m.Val
+		c.progressed = true
 		if c.val == 0 && c.word&flagInit != 0 {
 			s.loadTiming(c)
 			lat := s.latency(c.start)
@@ -630,8 +689,9 @@ func (s *Shard) Apply(msgs []Msg, out []Outcome) []Outcome {
 	// chunk k, whose lines were prefetched one chunk earlier. Chunks start
 	// small and double up to prefetchChunk, so that the first messages of a
 	// call, which nothing prefetched ahead, are few.
+	run := haveAckRun && s.prog == nil // ackRun keeps no progress
 	if !s.prefetch {
-		if haveAckRun {
+		if run {
 			return s.applyRun(msgs, nil, out)
 		}
 		return s.applyChunk(msgs, nil, out)
@@ -650,7 +710,7 @@ func (s *Shard) Apply(msgs []Msg, out []Outcome) []Outcome {
 		if len(next) > 0 {
 			s.homes(next, &s.hs[cur^1])
 		}
-		if haveAckRun {
+		if run {
 			out = s.applyRun(chunk, &s.hs[cur], out)
 		} else {
 			out = s.applyChunk(chunk, &s.hs[cur], out)
@@ -724,6 +784,7 @@ func (s *Shard) fastPath(chunk []Msg, hs *[prefetchChunk]uint64, i int) (next in
 	n := uint64(len(es))
 	acks := uint64(0)
 	fastInit := s.fastInit()
+	prog, now32 := s.prog, uint32(s.nowStart()) // ProgressTimeout: one store per ACK
 	for ; i < len(chunk); i++ {
 		m := &chunk[i]
 		root := m.Root
@@ -772,6 +833,9 @@ func (s *Shard) fastPath(chunk []Msg, hs *[prefetchChunk]uint64, i int) (next in
 				break // completes the root
 			}
 			e.val = nv
+			if prog != nil {
+				prog[j] = now32
+			}
 			acks++
 			continue
 		}
@@ -804,6 +868,9 @@ func (s *Shard) fastPath(chunk []Msg, hs *[prefetchChunk]uint64, i int) (next in
 			s.shiftUp(p, j)
 		}
 		es[p] = entry{key: root, val: m.Val, meta: uint64(flagInit|m.Task)<<32 | d<<(32+distShift) | uint64(uint32(s.defDeadline))}
+		if prog != nil {
+			prog[p] = now32
+		}
 		s.t.count++
 		s.stats.Inits++
 		if invariants.Enabled {

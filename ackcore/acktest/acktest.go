@@ -72,6 +72,9 @@ type Scenario struct {
 	Dup, Drop  float64         // delivery faults
 	MaxBatch   int             // batches are 1..MaxBatch messages
 	JumpProb   float64         // chance of a clock jump past the default timeout
+	// Progress runs the acker with ackcore.Config.ProgressTimeout (its
+	// default cap) and the model with the same rule (model.SetProgress).
+	Progress bool
 }
 
 // Case is a named scenario.
@@ -159,7 +162,7 @@ func Run(t testing.TB, sc Scenario, newAcker Factory) {
 	clock.Set(time.Duration(rng.Uint64N(uint64(time.Hour))))
 	a, err := newAcker(ackcore.Config{
 		MaxPending: sc.MaxPending, Timeout: Timeout, Tick: Tick,
-		Clock: clock, Seed: rng.Uint64() | 1,
+		Clock: clock, Seed: rng.Uint64() | 1, ProgressTimeout: sc.Progress,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -170,6 +173,9 @@ func Run(t testing.TB, sc Scenario, newAcker Factory) {
 	}
 	if ev, ok := a.(Evicter); ok {
 		m.SetEviction(ev.FailBudget())
+	}
+	if sc.Progress {
+		m.SetProgress(ackcore.DefaultProgressCap * Timeout)
 	}
 	r := &runner{t: t, a: a, m: m, clock: clock, once: sc.Dup == 0, outcomes: map[uint64]int{}}
 	var out []ackcore.Outcome
@@ -290,8 +296,12 @@ func (r *runner) verify() {
 
 // String names a scenario in failure messages and subtests.
 func (sc Scenario) String() string {
-	return fmt.Sprintf("seed=%d roots=%d maxPending=%d window=%d dup=%g drop=%g maxBatch=%d jump=%g",
+	str := fmt.Sprintf("seed=%d roots=%d maxPending=%d window=%d dup=%g drop=%g maxBatch=%d jump=%g",
 		sc.Seed, sc.Roots, sc.MaxPending, sc.Window, sc.Dup, sc.Drop, sc.MaxBatch, sc.JumpProb)
+	if sc.Progress {
+		str += " progress"
+	}
+	return str
 }
 
 // stats compares the acker's counters with the model's after a call: an

@@ -28,6 +28,7 @@ type root struct {
 	deadline time.Duration // restart + timeout
 	initAt   time.Duration
 	madeAt   time.Duration
+	progress time.Duration // the last INIT or ACK
 }
 
 // Model is the reference acker. Not safe for concurrent use.
@@ -45,6 +46,9 @@ type Model struct {
 	// that entry and the entry has no INIT.
 	evict      bool
 	failBudget int // FAILs held per generation
+
+	// Progress timeouts (SetProgress): progressCap > 0.
+	progressCap time.Duration
 	heldN      map[int64]int
 	orphanQ    []orphan
 }
@@ -62,6 +66,12 @@ type orphan struct {
 // Stats.FailsDropped). Without it (the default) nothing is evicted, as in
 // the baseline ackers, and the hold has no budget.
 func (m *Model) SetEviction(budget int) { m.evict, m.failBudget = true, budget }
+
+// SetProgress gives the model the shard's Config.ProgressTimeout: a
+// root's deadline is the later of its own and its last progress (INIT or
+// ACK) plus its timeout, the latter at most cap after its INIT; at tick
+// resolution, each time rounded up to a tick.
+func (m *Model) SetProgress(cap time.Duration) { m.progressCap = cap }
 
 // orphans is the number of entries without INIT.
 func (m *Model) orphans() int {
@@ -199,7 +209,7 @@ func (m *Model) Apply(now time.Duration, msg ackcore.Msg, ids []uint64) (ackcore
 			}
 		}
 		toggle(r.ids, ids)
-		r.init, r.task, r.initAt = true, msg.Task, now
+		r.init, r.task, r.initAt, r.progress = true, msg.Task, now, now
 		r.deadline = now + r.timeout
 		if r.failed {
 			delete(m.roots, msg.Root)
@@ -220,6 +230,7 @@ func (m *Model) Apply(now time.Duration, msg ackcore.Msg, ids []uint64) (ackcore
 			r = newRoot(m.timeout)
 		}
 		toggle(r.ids, ids)
+		r.progress = now
 		if r.init && len(r.ids) == 0 {
 			delete(m.roots, msg.Root)
 			m.stats.Completed++
@@ -288,7 +299,7 @@ func (m *Model) Expire(now time.Duration) []ackcore.Outcome {
 	nowTick := int64(now / m.tick)
 	var out []ackcore.Outcome
 	for id, r := range m.roots {
-		if m.dueTick(r.deadline) > nowTick {
+		if m.due(r) > nowTick {
 			continue
 		}
 		delete(m.roots, id)
@@ -303,12 +314,24 @@ func (m *Model) Expire(now time.Duration) []ackcore.Outcome {
 	return out
 }
 
+// due is the tick r expires at: its deadline's, or with progress timeouts
+// and an INIT, its last progress's plus its timeout, capped, if later.
+func (m *Model) due(r *root) int64 {
+	d := m.dueTick(r.deadline)
+	if m.progressCap > 0 && r.init {
+		p := m.dueTick(r.progress) + m.dueTick(r.timeout)
+		c := m.dueTick(r.initAt) + m.dueTick(m.progressCap)
+		d = max(d, min(p, c))
+	}
+	return d
+}
+
 // NextDeadline is the earliest time at which Expire would remove something.
 func (m *Model) NextDeadline() (time.Duration, bool) {
 	var best time.Duration
 	ok := false
 	for _, r := range m.roots {
-		d := time.Duration(m.dueTick(r.deadline)) * m.tick
+		d := time.Duration(m.due(r)) * m.tick
 		if !ok || d < best {
 			best, ok = d, true
 		}
