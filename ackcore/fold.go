@@ -36,12 +36,12 @@ type deferredOrphan struct {
 }
 
 type foldScratch struct {
-	orphans []deferredOrphan // made in this chunk, queued after it (queueDeferred); at most foldChunk
-	keys  [foldSlots]uint64 // root per scratch slot; 0 = free
-	head  [foldSlots]int16  // first message of the root's group
-	tail  [foldSlots]int16  // last message of the root's group
-	next  [foldChunk]int16  // next message of the same root, -1 at the end
-	order [foldChunk]int16  // scratch slots in first-seen order
+	orphans []deferredOrphan  // made in this chunk, queued after it (queueDeferred); at most foldChunk
+	keys    [foldSlots]uint64 // root per scratch slot; 0 = free
+	head    [foldSlots]int16  // first message of the root's group
+	tail    [foldSlots]int16  // last message of the root's group
+	next    [foldChunk]int16  // next message of the same root, -1 at the end
+	order   [foldChunk]int16  // scratch slots in first-seen order
 }
 
 func (s *Shard) applyFolded(msgs []Msg, out []Outcome) []Outcome {

@@ -325,8 +325,8 @@ type cur struct {
 	// progressed: an INIT or ACK reached the entry in this group (its
 	// last progress, for ProgressTimeout, is now).
 	progressed bool
-	val     uint64
-	word    uint32 // flagInit | task, or flagFailed; the other bits are the table's
+	val        uint64
+	word       uint32 // flagInit | task, or flagFailed; the other bits are the table's
 
 	deadline uint64 // tick
 	start    uint64 // tick: the INIT's, or the entry's creation without INIT

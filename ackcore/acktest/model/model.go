@@ -45,12 +45,12 @@ type Model struct {
 	// in the order made; an element is live while its root still maps to
 	// that entry and the entry has no INIT.
 	evict      bool
-	failBudget int // FAILs held per generation
+	failBudget int           // FAILs held per generation
+	heldN      map[int64]int // FAILs held, by generation
+	orphanQ    []orphan
 
 	// Progress timeouts (SetProgress): progressCap > 0.
 	progressCap time.Duration
-	heldN      map[int64]int
-	orphanQ    []orphan
 }
 
 type orphan struct {
