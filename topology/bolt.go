@@ -92,9 +92,15 @@ func (b *boltExec) send(m ackcore.Msg) {
 	}
 }
 
+// delivered reports whether t was delivered to one of this executor's
+// tasks (only then may it read or write t's state).
+func (b *boltExec) delivered(t *Tuple) bool {
+	return t.dstTask >= int32(b.first) && int(t.dstTask) < b.first+len(b.bolts)
+}
+
 // checkAnchor reports why a cannot be an anchor here, if it cannot.
 func (b *boltExec) checkAnchor(a *Tuple) error {
-	if a.dstTask < int32(b.first) || int(a.dstTask) >= b.first+len(b.bolts) {
+	if !b.delivered(a) {
 		return fmt.Errorf("topology: bolt %q: anchor %s was not delivered to this executor", b.comp.name, a.describe())
 	}
 	if a.state != tupleLive {
@@ -153,16 +159,22 @@ func (b *boltExec) emit(st *stream, direct int, one *Tuple, many []*Tuple, value
 	return nil
 }
 
-func (b *boltExec) ack(t *Tuple) {
+func (b *boltExec) ack(t *Tuple) error {
+	if err := b.owns(t); err != nil {
+		return err
+	}
 	if t.state != tupleLive {
-		return
+		return nil
 	}
 	t.state = tupleAcked
 	b.m.Acked++
 	for i := 0; i < t.anchors.len(); i++ {
 		a := t.anchors.at(i)
 		if !b.top.spoutOf[a.spout].isLive(a.root) {
+			// Late: the root failed, timed out or stopped. An ACK now
+			// would only leave an orphan entry at the acker.
 			b.m.LateAcks++
+			continue
 		}
 		v := a.edge ^ t.ackVal
 		if b.held && b.heldMsg.Root == a.root {
@@ -174,27 +186,53 @@ func (b *boltExec) ack(t *Tuple) {
 		}
 		b.held, b.heldMsg = true, ackcore.Msg{Root: a.root, Val: v, Kind: ackcore.Ack}
 	}
+	return nil
 }
 
-func (b *boltExec) fail(t *Tuple, err error) {
+// owns reports, as an error, a tuple this executor may not ack or fail:
+// one delivered to another executor (its state belongs to that one).
+func (b *boltExec) owns(t *Tuple) error {
+	if t == nil {
+		return fmt.Errorf("topology: bolt %q: Ack or Fail of a nil tuple", b.comp.name)
+	}
+	if !b.delivered(t) {
+		return fmt.Errorf("topology: bolt %q: Ack or Fail of %s, which was not delivered to this executor", b.comp.name, t.describe())
+	}
+	return nil
+}
+
+// fail fails t's roots. The first bolt to fail a live root takes it out
+// of its spout's live table (the only write there not by the spout, a
+// compare-and-swap from the root to 0), so that from then on no bolt
+// sends an ACK, RESET or second FAIL for it; it puts err in the spout's
+// errBox, then sends the one FAIL.
+func (b *boltExec) fail(t *Tuple, err error) error {
+	if e := b.owns(t); e != nil {
+		return e
+	}
 	if t.state != tupleLive {
-		return
+		return nil
 	}
 	t.state = tupleFailed
 	b.m.Failed++
 	for i := 0; i < t.anchors.len(); i++ {
 		a := t.anchors.at(i)
-		if sp := b.top.spoutOf[a.spout]; err != nil && sp.isLive(a.root) {
+		sp := b.top.spoutOf[a.spout]
+		if !sp.kill(a.root) {
+			continue // already failed, timed out or stopped
+		}
+		if err != nil {
 			sp.errs.put(a.root, err) // before the FAIL, so it is there with the outcome
 		}
 		b.send(ackcore.Msg{Root: a.root, Kind: ackcore.Fail})
 	}
+	return nil
 }
 
 // reset restarts the timeouts of t's roots, each at most up to its emit
 // time plus Config.ResetCap.
 func (b *boltExec) reset(t *Tuple) {
-	if t.state != tupleLive || t.anchors.n == 0 {
+	if t == nil || !b.delivered(t) || t.state != tupleLive || t.anchors.n == 0 {
 		return
 	}
 	cfg := &b.top.cfg
@@ -205,6 +243,9 @@ func (b *boltExec) reset(t *Tuple) {
 		if left < time.Millisecond {
 			b.m.ResetsCapped++
 			continue
+		}
+		if !b.top.spoutOf[a.spout].isLive(a.root) {
+			continue // a RESET of an ended root would leave an orphan entry
 		}
 		m := ackcore.Msg{Root: a.root, Kind: ackcore.Reset}
 		if left < cfg.MessageTimeout || cfg.Port != nil {

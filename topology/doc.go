@@ -80,7 +80,9 @@
 //
 // Three fields are shared across executors, each documented where it is:
 // a spout executor's live[] table (the root each slot waits on, written by
-// the spout, read atomically by bolts to count late acks), its errBox (the
+// the spout, read atomically by bolts, which send no ACK for a root that
+// is not live and count it late, and cleared by the first bolt to fail
+// the root, by compare-and-swap), its errBox (the
 // error of an explicit failure, put by the failing bolt under a mutex
 // before it sends the FAIL, taken by the spout with the outcome), and
 // each executor's published counters (copied under a mutex once a
@@ -102,8 +104,11 @@
 //   - A spout task never has more than its pending bound of roots in
 //     flight or waiting for a replay, unless a single Next emits more than
 //     one tracked tuple (the slots are rounded up; past them Emit fails).
-//   - A slot's root is live (live[i] == root) exactly while it is in
-//     flight; outcomes for any other root are counted as stale, never
-//     applied.
+//   - A slot's root is live (live[i] == root) only while it is in
+//     flight: the spout stores it before the first tuple is published
+//     and clears it with the outcome; a bolt failing it clears it first
+//     (a compare-and-swap), after which no ACK, RESET or second FAIL is
+//     sent for it. Outcomes for any root not in flight are counted as
+//     stale, never applied.
 //   - Edge and root ids are never 0.
 package topology

@@ -44,8 +44,10 @@ type spoutExec struct {
 	free     []uint32
 	slotBits uint
 	mask     uint64
-	// live[i] is the root slot i now waits on (0: none); written by this
-	// executor, read atomically by bolts to count late acks.
+	// live[i] is the root slot i now waits on (0: none); stored by this
+	// executor, read atomically by bolts (no ACK is sent for a root not
+	// live: it is counted late), cleared by a failing bolt's
+	// compare-and-swap.
 	live   []atomic.Uint64
 	retryQ retryHeap
 	errs   errBox
@@ -130,8 +132,8 @@ func (b *errBox) take(root uint64) error {
 	return err
 }
 
-// sweep drops errors for roots no longer live (their root ended before the
-// FAIL was applied).
+// sweep drops errors for roots no longer in flight (their root ended
+// before the FAIL was applied).
 func (b *errBox) sweep(live func(uint64) bool) {
 	b.mu.Lock()
 	if len(b.m) > 64 {
@@ -190,6 +192,21 @@ func (s *spoutExec) poke() {
 // goroutine).
 func (s *spoutExec) isLive(root uint64) bool {
 	return s.live != nil && s.live[root&s.mask].Load() == root
+}
+
+// kill takes root out of the live table if it is there (any goroutine: a
+// bolt failing it); it reports whether this call did. The slot stays in
+// flight until the acker's outcome comes.
+func (s *spoutExec) kill(root uint64) bool {
+	return s.live != nil && s.live[root&s.mask].CompareAndSwap(root, 0)
+}
+
+// inFlight reports whether root is the one its slot waits on (the
+// executor's own goroutine: it reads the slot, not the live table, which
+// a failing bolt may have cleared).
+func (s *spoutExec) inFlight(root uint64) bool {
+	sl := &s.slots[root&s.mask]
+	return sl.state == slotInFlight && sl.root == root
 }
 
 func (s *spoutExec) run() {
@@ -407,6 +424,10 @@ func (s *spoutExec) start(idx uint32, sl *slot) error {
 	if err != nil {
 		return err
 	}
+	// Live before the first tuple can be published: a bolt that sees a
+	// tuple of the root sees it live (the ring's publish orders the two).
+	sl.root, sl.born, sl.state = root, s.now, slotInFlight
+	s.live[idx].Store(root)
 	a := anchor{root: root, born: s.now, spout: s.ackTask[sl.task], attempt: sl.attempt}
 	var val uint64
 	src := s.tasks[sl.task]
@@ -418,8 +439,6 @@ func (s *spoutExec) start(idx uint32, sl *slot) error {
 		t.attempt = sl.attempt
 		s.push(t, false)
 	}
-	sl.root, sl.born, sl.state = root, s.now, slotInFlight
-	s.live[idx].Store(root)
 	if sl.probe = s.brk.probing(); sl.probe {
 		s.brk.probesLeft--
 	}
@@ -641,7 +660,7 @@ func (s *spoutExec) control() {
 		s.m.Bound = int64(b)
 	}
 	if s.live != nil && s.now-s.lastPub >= publishEvery {
-		s.errs.sweep(s.isLive)
+		s.errs.sweep(s.inFlight)
 	}
 }
 
@@ -678,7 +697,7 @@ func (h *retryHeap) Pop() any {
 
 // check verifies the executor's bookkeeping (invariants builds, every
 // pass): the pending counts match the slots in use, the free list holds
-// exactly the free slots, and a slot's root is live exactly while it is in
+// exactly the free slots, and a slot's root is live only while it is in
 // flight.
 func (s *spoutExec) check() {
 	inUse, sum := 0, 0
@@ -687,7 +706,7 @@ func (s *spoutExec) check() {
 		live := s.live[i].Load()
 		switch {
 		case sl.state == slotFree && live != 0,
-			sl.state == slotInFlight && live != sl.root,
+			sl.state == slotInFlight && live != sl.root && live != 0, // 0: a bolt failed it
 			sl.state == slotWaiting && live != 0:
 			panic(fmt.Sprintf("topology: spout %q slot %d: state %d, root %#x, live %#x", s.comp.name, i, sl.state, sl.root, live))
 		case sl.state == slotInFlight && (sl.root == 0 || sl.root&s.mask != uint64(i)):
