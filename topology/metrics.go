@@ -1,11 +1,13 @@
 package topology
 
 import (
+	"reflect"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/acker"
 )
 
 // counters are one executor's exact counters. The executor writes its own
@@ -70,8 +72,10 @@ func (c *counters) add(o *counters) {
 // they are final.
 type Metrics struct {
 	Components []ComponentMetrics // in topological order
-	// Acker is the acker's own counters when its port reports them (the
-	// in-process acker does); after Stop, Port.Stop's final counters.
+	// Acker is the acker's own counters while it runs, when its port has
+	// a Stats method whose first result is ackcore.Stats (the in-process
+	// acker's and the network acker's client's have); after Stop,
+	// Port.Stop's final counters.
 	Acker *ackcore.Stats
 }
 
@@ -201,10 +205,28 @@ func (t *Topology) Metrics() Metrics {
 	port := t.port
 	t.mu.Unlock()
 	if m.Acker == nil && port != nil {
-		if sp, ok := port.(interface{ Stats() ackcore.Stats }); ok {
-			st := sp.Stats()
+		if st, ok := portStats(port); ok {
 			m.Acker = &st
 		}
 	}
 	return m
+}
+
+var statsType = reflect.TypeFor[ackcore.Stats]()
+
+// portStats reads a running port's counters: a Stats method returning
+// ackcore.Stats, alone (the in-process acker's) or first of several (the
+// network acker's client returns its own counters beside them).
+func portStats(port acker.Port) (ackcore.Stats, bool) {
+	if sp, ok := port.(interface{ Stats() ackcore.Stats }); ok {
+		return sp.Stats(), true
+	}
+	meth := reflect.ValueOf(port).MethodByName("Stats")
+	if !meth.IsValid() {
+		return ackcore.Stats{}, false
+	}
+	if mt := meth.Type(); mt.NumIn() != 0 || mt.NumOut() == 0 || mt.Out(0) != statsType {
+		return ackcore.Stats{}, false
+	}
+	return meth.Call(nil)[0].Interface().(ackcore.Stats), true
 }
