@@ -54,13 +54,33 @@ func (b *boltExec) run() {
 	}
 	b.flush()
 	b.clock()
-	b.publish()
 	closeTasks(&b.executor, b.bolts)
+	b.publish()
 }
 
 func (b *boltExec) execute(_ int, items []*Tuple) {
+	for i := 0; i < len(items); {
+		i = b.executeFrom(items, i)
+	}
+}
+
+// executeFrom executes items[i:] under one recover (a defer per batch, not
+// per tuple). It returns len(items), or, when an Execute panicked, the
+// index after that tuple's, which it has failed with Reason Panic.
+func (b *boltExec) executeFrom(items []*Tuple, i int) (next int) {
+	defer func() {
+		if v := recover(); v != nil {
+			t := items[next]
+			pe := b.recovered(int(t.dstTask), "Execute", v)
+			if t.state == tupleLive {
+				_ = b.fail(t, pe)
+			}
+			next++
+		}
+	}()
 	drop := b.top.dropHook
-	for _, t := range items {
+	for next = i; next < len(items); next++ {
+		t := items[next]
 		if drop != nil && drop(t) {
 			b.m.Dropped++
 			continue
@@ -69,6 +89,7 @@ func (b *boltExec) execute(_ int, items []*Tuple) {
 		b.coll.task = int(t.dstTask)
 		b.bolts[int(t.dstTask)-b.first].Execute(t, &b.coll)
 	}
+	return next
 }
 
 // flush publishes the staged tuples (waiting for room: downstream always

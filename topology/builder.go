@@ -376,6 +376,7 @@ type component struct {
 	tasks    []int // global task ids, ascending
 	execs    []*executor
 	index    int // position in Topology.comps
+	panics   panicLog
 }
 
 func (c *component) stream(name string) *stream {

@@ -3,6 +3,7 @@ package topology
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"time"
 
@@ -65,6 +66,15 @@ type Config struct {
 	DeadLetter func(DeadLetter)
 	// Breaker is the retry-storm breaker; off unless FailureRate is set.
 	Breaker Breaker
+	// PanicStops makes a panic in user code stop the topology: Done is
+	// closed, Err returns the *PanicError, the spouts stop emitting and
+	// Stop (which the caller still calls) returns it too. By default a
+	// panic is recovered: the tuple being executed fails with Reason
+	// Panic, and the topology runs on.
+	PanicStops bool
+	// Logger gets the engine's log lines (recovered panics, at most one
+	// line per component per 10 s); nil means slog.Default().
+	Logger *slog.Logger
 
 	// Pin pins every executor (and the in-process acker's shards) to a
 	// CPU, planned by package affinity.

@@ -25,6 +25,7 @@ type counters struct {
 	Resets       uint64 // bolts: RESETs sent
 	ResetsCapped uint64 // bolts: RESETs not sent, the root's ResetCap reached
 	AckerErrors  uint64 // messages the acker refused (it had stopped)
+	Panics       uint64 // panics recovered from the component's code
 
 	Completed    uint64                 // spouts: roots completed (at most once: Acks right after emit)
 	FailedBy     [numReasons + 1]uint64 // spouts: failed attempts by Reason
@@ -51,6 +52,7 @@ func (c *counters) add(o *counters) {
 	c.Resets += o.Resets
 	c.ResetsCapped += o.ResetsCapped
 	c.AckerErrors += o.AckerErrors
+	c.Panics += o.Panics
 	c.Completed += o.Completed
 	for i := range c.FailedBy {
 		c.FailedBy[i] += o.FailedBy[i]
@@ -108,6 +110,9 @@ type ComponentMetrics struct {
 	Resets       uint64
 	ResetsCapped uint64 // RESETs refused: the root had reached Config.ResetCap
 	AckerErrors  uint64
+	// Panics recovered from the component's code (any method, spouts
+	// and bolts).
+	Panics uint64
 
 	// Spouts: the outcomes of their roots.
 	Completed       uint64
@@ -116,6 +121,7 @@ type ComponentMetrics struct {
 	FailedAckerLost uint64
 	FailedRejected  uint64
 	FailedStopped   uint64
+	FailedPanic     uint64
 	Replayed        uint64 // replays emitted (each a fresh root)
 	DeadLettered    uint64 // messages that failed their last attempt
 	FailedFinal     uint64 // Fail callbacks: dead-lettered, given up at shutdown, or a Redeliverer's failed attempts
@@ -143,6 +149,8 @@ func (c *ComponentMetrics) FailedWith(r Reason) uint64 {
 		return c.FailedRejected
 	case Stopped:
 		return c.FailedStopped
+	case Panic:
+		return c.FailedPanic
 	}
 	return 0
 }
@@ -157,6 +165,8 @@ func (c *ComponentMetrics) set(m *counters) {
 	c.FailedAckerLost = m.FailedBy[AckerLost]
 	c.FailedRejected = m.FailedBy[Rejected]
 	c.FailedStopped = m.FailedBy[Stopped]
+	c.FailedPanic = m.FailedBy[Panic]
+	c.Panics = m.Panics
 	c.Replayed, c.DeadLettered, c.FailedFinal, c.Stale = m.Replayed, m.DeadLettered, m.FailedFinal, m.Stale
 	c.BreakerOpens, c.BreakerOpen = m.BreakerOpens, int(m.BreakerOpen)
 	c.Pending, c.PendingHigh, c.Bound = int(m.Pending), int(m.PendingHigh), int(m.Bound)

@@ -257,8 +257,8 @@ func (s *spoutExec) run() {
 		}
 	}
 	s.sweepStopped()
-	s.publish()
 	closeTasks(&s.executor, s.spouts)
+	s.publish()
 }
 
 // idle waits for an outcome, the next timed event, or a poke; it returns
@@ -339,7 +339,7 @@ func (s *spoutExec) callNext() bool {
 			}
 			s.coll.task = i
 			s.emitted = 0
-			s.spouts[i].Next(&s.coll)
+			s.next(i)
 			calls++
 			if s.emitted > 0 {
 				round, did = true, true
@@ -363,7 +363,7 @@ func (s *spoutExec) callNext() bool {
 func (s *spoutExec) ackAtMostOnce() {
 	for _, a := range s.atMostOnce {
 		s.m.Completed++
-		s.spouts[a.task].Ack(a.msgID)
+		s.ack(int32(a.task), a.msgID)
 	}
 	clear(s.atMostOnce)
 	s.atMostOnce = s.atMostOnce[:0]
@@ -495,15 +495,18 @@ func (s *spoutExec) handle(outs []ackcore.Outcome) {
 			s.brk.record(s.now, true, sl.probe)
 			msgID, task := sl.msgID, sl.task
 			s.release(idx)
-			s.spouts[task].Ack(msgID)
+			s.ack(task, msgID)
 			continue
 		}
 		r := reasonOf(o.Reason)
-		s.m.FailedBy[r]++
 		f := Failure{Reason: r, Attempts: int(sl.attempt), Latency: lat}
 		if r == Explicit {
 			f.Err = s.errs.take(o.Root)
+			if _, ok := f.Err.(*PanicError); ok {
+				f.Reason, r = Panic, Panic
+			}
 		}
+		s.m.FailedBy[r]++
 		if r != Stopped {
 			s.brk.record(s.now, false, sl.probe)
 		}
@@ -556,15 +559,50 @@ func (s *spoutExec) backoff(k int) time.Duration {
 // final reports a message the engine gives up on.
 func (s *spoutExec) final(idx uint32, sl *slot, f *Failure, dead bool) {
 	msgID, task := sl.msgID, sl.task
+	var d DeadLetter
 	if dead {
 		s.m.DeadLettered++
-		if h := s.top.cfg.DeadLetter; h != nil {
-			h(DeadLetter{Component: s.comp.name, Task: s.tasks[task], Stream: sl.stream.name, MsgID: msgID, Values: sl.values, Failure: *f})
-		}
+		d = DeadLetter{Component: s.comp.name, Task: s.tasks[task], Stream: sl.stream.name, MsgID: msgID, Values: sl.values, Failure: *f}
 	}
 	s.m.FailedFinal++
-	s.release(idx)
+	s.release(idx) // the bookkeeping first: a panic in the hook or in Fail cannot undo it
+	if dead && s.top.cfg.DeadLetter != nil {
+		s.deadLetter(task, d)
+	}
+	s.fail(task, msgID, f)
+}
+
+// The calls into user code on a spout executor's goroutine, each
+// recovering a panic (counted, logged, and with Config.PanicStops the
+// topology's stop). The engine's bookkeeping for the message is done
+// before each is called.
+
+func (s *spoutExec) next(task int) {
+	defer s.recoverIn(task, "Next")
+	s.spouts[task].Next(&s.coll)
+}
+
+func (s *spoutExec) ack(task int32, msgID any) {
+	defer s.recoverIn(int(task), "Ack")
+	s.spouts[task].Ack(msgID)
+}
+
+func (s *spoutExec) fail(task int32, msgID any, f *Failure) {
+	defer s.recoverIn(int(task), "Fail")
 	s.spouts[task].Fail(msgID, f)
+}
+
+func (s *spoutExec) deadLetter(task int32, d DeadLetter) {
+	defer s.recoverIn(int(task), "DeadLetter")
+	s.top.cfg.DeadLetter(d)
+}
+
+// recoverIn is deferred by the calls into user code: recover must be
+// called by the deferred function itself.
+func (s *spoutExec) recoverIn(task int, method string) {
+	if v := recover(); v != nil {
+		s.recovered(s.tasks[task], method, v)
+	}
 }
 
 func (s *spoutExec) release(idx uint32) {

@@ -41,12 +41,15 @@ type Topology struct {
 	quietCh      chan struct{}
 	finishedLeft atomic.Int32 // spout executors not yet finished
 	done         chan struct{}
+	doneOnce     sync.Once
+	haltOnce     sync.Once
 
 	mu         sync.Mutex // guards the fields below
 	started    bool
 	stopped    bool
 	port       acker.Port
 	ackerFinal *ackcore.Stats
+	haltErr    error // what stopped the topology (Config.PanicStops)
 	errs       []error
 	plan       affinity.Assignment
 	wgs        []*sync.WaitGroup // by component, the executors running
@@ -260,11 +263,18 @@ func (t *Topology) Start() error {
 					inst = t.boltOf(e).bolts[k]
 				}
 				if o, ok := inst.(Opener); ok {
-					if err := o.Open(TaskContext{Component: c.name, Task: task, Index: task - c.tasks[0], topo: t}); err != nil {
+					ctx := TaskContext{Component: c.name, Task: task, Index: task - c.tasks[0], topo: t}
+					if err := callSafe(c, task, "Open", func() error { return o.Open(ctx) }); err != nil {
 						if t.port != nil {
 							go t.port.Stop() // nothing polls: outcomes are none yet
 						}
-						errs := []error{fmt.Errorf("topology: %s %q task %d: Open: %w", c.kind(), c.name, task, err)}
+						if _, ok := err.(*PanicError); ok {
+							e.m.Panics++
+							e.publish()
+						} else {
+							err = fmt.Errorf("topology: %s %q task %d: Open: %w", c.kind(), c.name, task, err)
+						}
+						errs := []error{err}
 						for i := len(opened) - 1; i >= 0; i-- {
 							o := opened[i]
 							errs = append(errs, closeTask(o.c, o.task, o.Closer))
@@ -307,7 +317,7 @@ func (t *Topology) Start() error {
 		}
 	}
 	if len(t.spoutExecs) == 0 {
-		close(t.done)
+		t.closeDone()
 	}
 	return nil
 }
@@ -337,13 +347,40 @@ func (t *Topology) spoutQuiet() {
 
 func (t *Topology) spoutFinished() {
 	if t.finishedLeft.Add(-1) == 0 {
-		close(t.done)
+		t.closeDone()
 	}
+}
+
+func (t *Topology) closeDone() { t.doneOnce.Do(func() { close(t.done) }) }
+
+// halt stops the topology for err (a panic, with Config.PanicStops): the
+// spouts stop emitting and replaying, as at the start of Stop, and Done
+// is closed with err as Err. Any goroutine; the first call counts.
+func (t *Topology) halt(err error) {
+	t.haltOnce.Do(func() {
+		t.mu.Lock()
+		t.haltErr = err
+		t.mu.Unlock()
+		t.stopping.Store(true)
+		for _, s := range t.spoutExecs {
+			s.poke()
+		}
+		t.closeDone()
+	})
+}
+
+// Err is why Done was closed early: the *PanicError that stopped the
+// topology (Config.PanicStops), or nil.
+func (t *Topology) Err() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.haltErr
 }
 
 // Done is closed once every spout task has called Done (or Drain was
 // called) and every tracked root has ended (completed, dead-lettered or
-// failed for good). At most once, nothing is tracked: it is closed once
+// failed for good), or when a panic stopped the topology
+// (Config.PanicStops; Err says so). At most once, nothing is tracked: it is closed once
 // the spouts are done, and Stop then delivers what is in flight.
 func (t *Topology) Done() <-chan struct{} { return t.done }
 
@@ -411,6 +448,7 @@ func (t *Topology) Stop(ctx context.Context) error {
 		}
 	}
 	t.mu.Lock()
+	errs = append(errs, t.haltErr)
 	errs = append(errs, t.errs...)
 	t.mu.Unlock()
 	return errors.Join(errs...)
