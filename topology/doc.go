@@ -88,7 +88,9 @@
 // each executor's published counters (copied under a mutex once a
 // millisecond while busy and before waiting; Metrics reads them).
 //
-// Stop: the spouts stop emitting and replaying; then the acker is stopped,
+// Stop: first the drain (the draining flag: Next is not called, replays
+// go on) until nothing is pending or the context ends; then the spouts
+// stop emitting and replaying; then the acker is stopped,
 // which reports every pending root Failed{Stopped} to its spout, whose
 // executor reports it to the spout's Fail (and so the roots waiting for a
 // replay, and any whose INIT never reached the acker); then the bolts are

@@ -334,7 +334,7 @@ func (s *spoutExec) callNext() bool {
 			if s.rr++; s.rr == len(s.spouts) {
 				s.rr = 0
 			}
-			if s.done[i] || (s.inbox != nil && s.pending[i] >= s.bound) || !s.brk.allowNew(s.now) {
+			if s.done[i] || (s.inbox != nil && s.pending[i] >= s.bound) || !s.brk.allowNew(s.now) || s.top.draining.Load() {
 				continue
 			}
 			s.coll.task = i

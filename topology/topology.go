@@ -10,6 +10,7 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
@@ -399,15 +400,21 @@ func (t *Topology) Drain(ctx context.Context) error {
 	}
 }
 
-// Stop stops the topology. The spouts stop emitting and replaying; the
-// acker is stopped, which reports every root still pending as failed
-// (Reason Stopped), and the spouts report each to their Fail (roots
-// waiting for a replay, and any the acker never saw, too): no message is
-// left without a final outcome. Then the bolts are stopped in topological
-// order, each after executing what was already queued for it, and every
-// spout and bolt is closed. If a bolt does not return from Execute before
-// ctx ends, Stop returns an error naming it (its goroutine is left
-// behind). Stop returns the errors of Close calls too.
+// Stop stops the topology. First it drains: the spouts are no longer
+// asked for messages (Next is not called again) and Stop waits, until ctx
+// ends, for the pending trees to finish (replays included), so a clean
+// stop leaves nothing to reprocess. Then the spouts stop emitting and
+// replaying; the acker is stopped, which reports every root still
+// pending as failed (Reason Stopped), and the spouts report each to
+// their Fail (roots waiting for a replay, and any the acker never saw,
+// too): no message is left without a final outcome. Then the bolts are
+// stopped in topological order, each after executing what was already
+// queued for it, and every spout and bolt is closed. If a bolt does not
+// return from Execute before ctx ends (or, when the drain used ctx up,
+// within StopGrace after), Stop returns an error naming it (its
+// goroutine is left behind). Stop returns the errors of Close calls too,
+// and the panic that stopped the topology (Config.PanicStops). An
+// already-ended ctx skips the drain.
 func (t *Topology) Stop(ctx context.Context) error {
 	t.mu.Lock()
 	if !t.started || t.stopped {
@@ -418,6 +425,16 @@ func (t *Topology) Stop(ctx context.Context) error {
 	port := t.port
 	t.mu.Unlock()
 
+	if ctx.Err() == nil {
+		_ = t.Drain(ctx) // until nothing is pending, or ctx ends
+	}
+	if ctx.Err() != nil {
+		// The drain used ctx up: the bolts still get StopGrace to execute
+		// what is queued for them.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), StopGrace)
+		defer cancel()
+	}
 	t.stopping.Store(true)
 	for _, s := range t.spoutExecs {
 		s.poke()
@@ -453,6 +470,10 @@ func (t *Topology) Stop(ctx context.Context) error {
 	t.mu.Unlock()
 	return errors.Join(errs...)
 }
+
+// StopGrace is how long Stop waits for the bolts to execute what is
+// queued for them when its context ended during the drain.
+const StopGrace = 5 * time.Second
 
 // Plan is the executors' CPU assignment when Config.Pin is set.
 func (t *Topology) Plan() affinity.Assignment {
