@@ -147,11 +147,13 @@ func (r RetryPolicy) Delay(k int, u float64) time.Duration {
 const DefaultMaxAttempts = 5
 
 // Breaker is the retry-storm breaker of each spout executor: when, over
-// the last Window, at least MinOutcomes roots ended and at least
+// the last Window, at least MinOutcomes first attempts ended and at least
 // FailureRate of them failed, it opens: the executor neither emits nor
 // replays for OpenFor (doubling on each consecutive opening, up to
 // MaxOpenFor), then lets Probes roots through; if they all complete it
-// closes, if one fails it opens again.
+// closes, if one fails it opens again. Replays' outcomes are not counted
+// (a message that always fails counts once), and the probes are new
+// messages, or a replay when the spout has no new one to give.
 type Breaker struct {
 	FailureRate float64       // in (0, 1]; 0 turns the breaker off
 	Window      time.Duration // default 1 s

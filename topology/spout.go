@@ -272,7 +272,7 @@ func (s *spoutExec) idle() bool {
 	case s.canAsk():
 		wait = s.top.cfg.SpoutWait // Next emitted nothing: Storm's spout wait
 	}
-	if len(s.retryQ.idx) > 0 {
+	if len(s.retryQ.idx) > 0 && s.replayAllowed() { // else the breaker's next event
 		d := time.Duration(s.slots[s.retryQ.idx[0]].due - s.now)
 		if wait < 0 || d < wait {
 			wait = max(d, 0)
@@ -312,11 +312,28 @@ const maxIdle = 10 * time.Millisecond
 
 // canAsk reports whether some task may be asked for a tuple now.
 func (s *spoutExec) canAsk() bool {
-	if s.quiet || s.top.draining.Load() || !s.brk.allowNew(s.now) {
+	if s.inbox == nil {
+		return !s.quiet && !s.top.draining.Load() && s.ndone < len(s.spouts)
+	}
+	return s.brk.allowNew(s.now) && s.roomForNew()
+}
+
+// replayAllowed asks the breaker whether a replay may start now.
+func (s *spoutExec) replayAllowed() bool {
+	if s.brk.state == breakerClosed {
+		return true
+	}
+	return s.brk.allowReplay(s.now, s.roomForNew())
+}
+
+// roomForNew reports whether some task could be asked for a new message
+// (the breaker aside).
+func (s *spoutExec) roomForNew() bool {
+	if s.quiet || s.top.draining.Load() {
 		return false
 	}
 	for i := range s.spouts {
-		if !s.done[i] && (s.inbox == nil || s.pending[i] < s.bound) {
+		if !s.done[i] && s.pending[i] < s.bound {
 			return true
 		}
 	}
@@ -492,7 +509,7 @@ func (s *spoutExec) handle(outs []ackcore.Outcome) {
 			s.m.Completed++
 			recordLatency(s.hist, lat)
 			s.adapt.record(lat)
-			s.brk.record(s.now, true, sl.probe)
+			s.brk.record(s.now, true, sl.probe, sl.attempt == 1)
 			msgID, task := sl.msgID, sl.task
 			s.release(idx)
 			s.ack(task, msgID)
@@ -508,7 +525,7 @@ func (s *spoutExec) handle(outs []ackcore.Outcome) {
 		}
 		s.m.FailedBy[r]++
 		if r != Stopped {
-			s.brk.record(s.now, false, sl.probe)
+			s.brk.record(s.now, false, sl.probe, sl.attempt == 1)
 		}
 		s.failed(idx, sl, f)
 	}
@@ -620,7 +637,7 @@ func (s *spoutExec) replayDue() bool {
 	for len(s.retryQ.idx) > 0 && !s.quiet {
 		idx := s.retryQ.idx[0]
 		sl := &s.slots[idx]
-		if sl.due > s.now || !s.brk.allowReplay(s.now) || s.staged() && did {
+		if sl.due > s.now || !s.replayAllowed() || s.staged() && did {
 			break
 		}
 		heap.Pop(&s.retryQ)
