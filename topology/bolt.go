@@ -24,6 +24,11 @@ type boltExec struct {
 	// ack for another root comes or at the end of the pass.
 	held    bool
 	heldMsg ackcore.Msg
+	// Config.ProgressTimeout: an ack of a root older than progressAfter
+	// (ns since its emit; 0: off) sends a RESET for it, once per pass per
+	// root in a row (progressRoot).
+	progressAfter int64
+	progressRoot  uint64
 }
 
 func newBoltExec(base executor, bolts []Bolt, in *ring.FanIn[*Tuple]) *boltExec {
@@ -31,13 +36,28 @@ func newBoltExec(base executor, bolts []Bolt, in *ring.FanIn[*Tuple]) *boltExec 
 	b.first = b.tasks[0]
 	b.coll.b = b
 	b.handle = b.execute
+	if cfg := &b.top.cfg; cfg.ProgressTimeout {
+		b.progressAfter = int64(cfg.MessageTimeout / progressFraction)
+	}
 	return b
 }
+
+// progressFraction: with Config.ProgressTimeout, acks of a root older than
+// MessageTimeout/progressFraction restart its timeout. A quarter: a tree
+// whose acks come less than 3/4 of the timeout apart never times out,
+// one that stops times out between 3/4 and 1 timeout after its last
+// progress, and trees younger than a quarter of the timeout (all of them
+// in a healthy topology) cost no RESET.
+const progressFraction = 4
 
 func (b *boltExec) run() {
 	defer b.top.execDone(&b.executor)
 	b.clock()
 	for {
+		if b.progressAfter > 0 {
+			b.clock() // the age of each acked root is read against it
+			b.progressRoot = 0
+		}
 		if b.in.Drain(b.handle) == 0 {
 			b.flush()
 			b.clock()
@@ -197,6 +217,13 @@ func (b *boltExec) ack(t *Tuple) error {
 			b.m.LateAcks++
 			continue
 		}
+		if b.progressAfter > 0 && b.now-a.born >= b.progressAfter && a.root != b.progressRoot {
+			// Config.ProgressTimeout: the tree progressed; restart its
+			// timeout (sent before the ACK, which is held: a RESET never
+			// reaches the acker after the tree's completion).
+			b.progressRoot = a.root
+			b.resetRoot(a, b.now)
+		}
 		v := a.edge ^ t.ackVal
 		if b.held && b.heldMsg.Root == a.root {
 			b.heldMsg.Val ^= v
@@ -256,23 +283,33 @@ func (b *boltExec) reset(t *Tuple) {
 	if t == nil || !b.delivered(t) || t.state != tupleLive || t.anchors.n == 0 {
 		return
 	}
-	cfg := &b.top.cfg
 	now := b.clock()
 	for i := 0; i < t.anchors.len(); i++ {
 		a := t.anchors.at(i)
-		left := time.Duration(a.born + int64(cfg.ResetCap) - now)
-		if left < time.Millisecond {
+		if !b.resetRoot(a, now) {
 			b.m.ResetsCapped++
-			continue
 		}
-		if !b.top.spoutOf[a.spout].isLive(a.root) {
-			continue // a RESET of an ended root would leave an orphan entry
-		}
-		m := ackcore.Msg{Root: a.root, Kind: ackcore.Reset}
-		if left < cfg.MessageTimeout || cfg.Port != nil {
-			m.TimeoutMs = uint32(min(left, cfg.MessageTimeout) / time.Millisecond)
-		}
-		b.m.Resets++
-		b.send(m)
 	}
+}
+
+// resetRoot sends a RESET for a's root, restarting its timeout at most up
+// to its emit time plus Config.ResetCap; it reports false when the cap
+// is reached (no RESET). A root that is not live gets none: it would
+// leave an orphan entry.
+func (b *boltExec) resetRoot(a *anchor, now int64) bool {
+	cfg := &b.top.cfg
+	left := time.Duration(a.born + int64(cfg.ResetCap) - now)
+	if left < time.Millisecond {
+		return false
+	}
+	if !b.top.spoutOf[a.spout].isLive(a.root) {
+		return true
+	}
+	m := ackcore.Msg{Root: a.root, Kind: ackcore.Reset}
+	if left < cfg.MessageTimeout || cfg.Port != nil {
+		m.TimeoutMs = uint32(min(left, cfg.MessageTimeout) / time.Millisecond)
+	}
+	b.m.Resets++
+	b.send(m)
+	return true
 }
