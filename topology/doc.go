@@ -78,6 +78,11 @@
 // acker room: the topology has no cycles (Build rejects them), so what is
 // downstream of a bolt always drains.
 //
+// With Config.ProgressTimeout a bolt reads the engine clock once per pass
+// and, acking a tuple of a root older than a quarter of the timeout,
+// sends a RESET for the root before the ACK (folded per root within the
+// pass), so the acker's deadline follows the tree's last progress.
+//
 // Three fields are shared across executors, each documented where it is:
 // a spout executor's live[] table (the root each slot waits on, written by
 // the spout, read atomically by bolts, which send no ACK for a root that
