@@ -2,6 +2,7 @@ package topology
 
 import (
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -94,5 +95,56 @@ func TestBreakerPoison(t *testing.T) {
 			}
 		}
 		t.Logf("breaker %v: done in %v, %d openings", on, took.Round(time.Millisecond), sp.BreakerOpens)
+	}
+}
+
+// idleSpout emits ids [0, n) and then nothing, not calling Done until
+// every one was acked: a source with nothing new.
+type idleSpout struct {
+	l     *ledger
+	n     int
+	next  int
+	acked int
+}
+
+func (s *idleSpout) Next(c *SpoutCollector) {
+	switch {
+	case s.next < s.n:
+		_ = c.Emit(s.next, s.next)
+		s.next++
+	case s.acked == s.n:
+		c.Done()
+	}
+}
+func (s *idleSpout) Ack(id any)              { s.acked++; s.l.ack(id.(int)) }
+func (s *idleSpout) Fail(id any, f *Failure) { s.l.fail(id.(int), f) }
+
+// TestBreakerIdleSource: a half-open breaker whose spout has room but no
+// new message lets a replay be the probe, OpenFor after it went half
+// open: an outage over, the replays complete (rather than waiting for a
+// new message that never comes).
+func TestBreakerIdleSource(t *testing.T) {
+	l := newLedger()
+	const n = 40
+	var down atomic.Bool
+	var failed atomic.Int64
+	down.Store(true)
+	b := NewBuilder()
+	b.Spout("ids", func() Spout { return &idleSpout{l: l, n: n} }).Output("id")
+	b.Bolt("db", func() Bolt { return &outageBolt{l: l, down: &down, failed: &failed} }).Input("ids", Shuffle())
+	cfg := testConfig()
+	cfg.Retry = RetryPolicy{MaxAttempts: 1000, Backoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond}
+	cfg.Breaker = Breaker{FailureRate: 0.5, MinOutcomes: 20, OpenFor: 10 * time.Millisecond, MaxOpenFor: 20 * time.Millisecond}
+	top := start(t, b, cfg)
+	sp := func() *ComponentMetrics { m := top.Metrics(); return m.Component("ids") }
+	waitFor(t, 20*time.Second, "the breaker to open", func() bool { return sp().BreakerOpens >= 1 })
+	down.Store(false)
+	waitDone(t, top, 60*time.Second)
+	stop(t, top)
+	if s := l.check(t, n, false); s.completed != n {
+		t.Errorf("completed %d of %d", s.completed, n)
+	}
+	if c := sp(); c.BreakerOpen != 0 || c.Replayed == 0 {
+		t.Errorf("breaker open %d at the end, %d replays", c.BreakerOpen, c.Replayed)
 	}
 }
