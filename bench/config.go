@@ -37,7 +37,7 @@ const (
 )
 
 // Levels lists the levels a run has by default, in run order; the
-// topology and source levels run when asked for.
+// topology, source, net and faults (faults.go) levels run when asked for.
 var Levels = []Level{LevelCore, LevelPipeline}
 
 // Defaults. Each explains itself in its comment; Quick swaps in the
@@ -233,9 +233,9 @@ func (c Config) resolve() (*resolved, error) {
 	seen := map[Level]bool{}
 	for _, l := range c.Levels {
 		switch l {
-		case LevelCore, LevelPipeline, LevelTopology, LevelSource, LevelNet:
+		case LevelCore, LevelPipeline, LevelTopology, LevelSource, LevelNet, LevelFaults:
 		default:
-			return nil, fmt.Errorf("bench: unknown level %q (want core, pipeline, topology, source or net)", l)
+			return nil, fmt.Errorf("bench: unknown level %q (want core, pipeline, topology, source, net or faults)", l)
 		}
 		if seen[l] {
 			return nil, fmt.Errorf("bench: level %q given twice", l)

@@ -146,6 +146,9 @@ func WriteTable(w io.Writer, rep *Report) error {
 		return err
 	}
 	sb.WriteString("\n")
+	if ft := faultsTable(rep.Rows); len(ft) > 0 {
+		sb.WriteString(strings.Join(ft, "\n") + "\n\n")
+	}
 	for _, n := range notes(rep) {
 		fmt.Fprintf(&sb, "- %s\n", n)
 	}

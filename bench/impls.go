@@ -96,6 +96,8 @@ func implNames(l Level) []string {
 		names = append(names, topologyImpls...)
 	case LevelSource:
 		names = append(names, sourceImpls...)
+	case LevelFaults:
+		names = append(names, faultsImpls...)
 	}
 	return names
 }
@@ -113,7 +115,7 @@ func isDefault(l Level, name string) bool {
 	case LevelNet:
 		_, ok := findNet(name)
 		return ok
-	case LevelTopology, LevelSource:
+	case LevelTopology, LevelSource, LevelFaults:
 		return true
 	}
 	return false
@@ -121,9 +123,9 @@ func isDefault(l Level, name string) bool {
 
 // canFault reports whether impl name at level l can run a workload with
 // fails and drops. Every pipeline impl can; the topology and source
-// levels inject none.
+// levels inject none, the faults level its own.
 func canFault(l Level, name string) bool {
-	if l == LevelTopology || l == LevelSource {
+	if l == LevelTopology || l == LevelSource || l == LevelFaults {
 		return false
 	}
 	if l == LevelCore {

@@ -121,6 +121,8 @@ type Row struct {
 	FailsDropped   uint64 `json:"fails_dropped"`
 	Verified       bool   `json:"verified"`
 	VerifyError    string `json:"verify_error,omitempty"` // what did not match, when not Verified
+
+	*FaultStats // the faults level's figures, inlined; nil elsewhere
 }
 
 // Name is the row's benchmark name, key=value parts as Go benchmarks name
@@ -135,6 +137,9 @@ func (r *Row) Name() string {
 	}
 	if r.FailRate > 0 || r.DropRate > 0 {
 		s += fmt.Sprintf("/fail=%g/drop=%g", r.FailRate, r.DropRate)
+	}
+	if r.FaultStats != nil {
+		s += "/fault=" + r.Fault
 	}
 	return s
 }
@@ -226,6 +231,9 @@ func (rn *runner) countSteps() int {
 	if k := len(rn.cfg.impls[LevelSource]); k > 0 {
 		n += 1 + k*rn.cfg.Reps // calibration, reps
 	}
+	if len(rn.cfg.impls[LevelFaults]) > 0 {
+		n += 1 + len(faultCases())*rn.cfg.Reps // calibration, reps
+	}
 	return n
 }
 
@@ -241,6 +249,11 @@ func (rn *runner) run() error {
 		return err
 	}
 	rows, err = rn.sourceLevel()
+	rn.rep.Rows = append(rn.rep.Rows, rows...)
+	if err != nil {
+		return err
+	}
+	rows, err = rn.faultsLevel()
 	rn.rep.Rows = append(rn.rep.Rows, rows...)
 	return err
 }

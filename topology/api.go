@@ -155,6 +155,9 @@ const (
 	Rejected
 	// Stopped: the topology stopped while the message was pending.
 	Stopped
+	// Panic: a bolt's Execute panicked on a tuple of the tree (Failure.Err
+	// is the *PanicError, with the value and the stack).
+	Panic
 	numReasons = iota
 )
 
@@ -170,6 +173,8 @@ func (r Reason) String() string {
 		return "rejected"
 	case Stopped:
 		return "stopped"
+	case Panic:
+		return "panic"
 	}
 	return fmt.Sprintf("Reason(%d)", uint8(r))
 }
@@ -182,7 +187,8 @@ var ErrFailed = errors.New("topology: tuple failed")
 type Failure struct {
 	Reason Reason
 	// Err is the bolt's error for an Explicit failure (ErrFailed when it
-	// gave none, or when the error could not be carried).
+	// gave none, or when the error could not be carried), the
+	// *PanicError for a Panic.
 	Err error
 	// Attempts is the number of attempts made, counting the first.
 	Attempts int

@@ -24,6 +24,11 @@ type boltExec struct {
 	// ack for another root comes or at the end of the pass.
 	held    bool
 	heldMsg ackcore.Msg
+	// Config.ProgressTimeout: an ack of a root older than progressAfter
+	// (ns since its emit; 0: off) sends a RESET for it, once per pass per
+	// root in a row (progressRoot).
+	progressAfter int64
+	progressRoot  uint64
 }
 
 func newBoltExec(base executor, bolts []Bolt, in *ring.FanIn[*Tuple]) *boltExec {
@@ -31,13 +36,28 @@ func newBoltExec(base executor, bolts []Bolt, in *ring.FanIn[*Tuple]) *boltExec 
 	b.first = b.tasks[0]
 	b.coll.b = b
 	b.handle = b.execute
+	if cfg := &b.top.cfg; cfg.ProgressTimeout {
+		b.progressAfter = int64(cfg.MessageTimeout / progressFraction)
+	}
 	return b
 }
+
+// progressFraction: with Config.ProgressTimeout, acks of a root older than
+// MessageTimeout/progressFraction restart its timeout. A quarter: a tree
+// whose acks come less than 3/4 of the timeout apart never times out,
+// one that stops times out between 3/4 and 1 timeout after its last
+// progress, and trees younger than a quarter of the timeout (all of them
+// in a healthy topology) cost no RESET.
+const progressFraction = 4
 
 func (b *boltExec) run() {
 	defer b.top.execDone(&b.executor)
 	b.clock()
 	for {
+		if b.progressAfter > 0 {
+			b.clock() // the age of each acked root is read against it
+			b.progressRoot = 0
+		}
 		if b.in.Drain(b.handle) == 0 {
 			b.flush()
 			b.clock()
@@ -54,13 +74,33 @@ func (b *boltExec) run() {
 	}
 	b.flush()
 	b.clock()
-	b.publish()
 	closeTasks(&b.executor, b.bolts)
+	b.publish()
 }
 
 func (b *boltExec) execute(_ int, items []*Tuple) {
+	for i := 0; i < len(items); {
+		i = b.executeFrom(items, i)
+	}
+}
+
+// executeFrom executes items[i:] under one recover (a defer per batch, not
+// per tuple). It returns len(items), or, when an Execute panicked, the
+// index after that tuple's, which it has failed with Reason Panic.
+func (b *boltExec) executeFrom(items []*Tuple, i int) (next int) {
+	defer func() {
+		if v := recover(); v != nil {
+			t := items[next]
+			pe := b.recovered(int(t.dstTask), "Execute", v)
+			if t.state == tupleLive {
+				_ = b.fail(t, pe)
+			}
+			next++
+		}
+	}()
 	drop := b.top.dropHook
-	for _, t := range items {
+	for next = i; next < len(items); next++ {
+		t := items[next]
 		if drop != nil && drop(t) {
 			b.m.Dropped++
 			continue
@@ -69,6 +109,7 @@ func (b *boltExec) execute(_ int, items []*Tuple) {
 		b.coll.task = int(t.dstTask)
 		b.bolts[int(t.dstTask)-b.first].Execute(t, &b.coll)
 	}
+	return next
 }
 
 // flush publishes the staged tuples (waiting for room: downstream always
@@ -92,9 +133,15 @@ func (b *boltExec) send(m ackcore.Msg) {
 	}
 }
 
+// delivered reports whether t was delivered to one of this executor's
+// tasks (only then may it read or write t's state).
+func (b *boltExec) delivered(t *Tuple) bool {
+	return t.dstTask >= int32(b.first) && int(t.dstTask) < b.first+len(b.bolts)
+}
+
 // checkAnchor reports why a cannot be an anchor here, if it cannot.
 func (b *boltExec) checkAnchor(a *Tuple) error {
-	if a.dstTask < int32(b.first) || int(a.dstTask) >= b.first+len(b.bolts) {
+	if !b.delivered(a) {
 		return fmt.Errorf("topology: bolt %q: anchor %s was not delivered to this executor", b.comp.name, a.describe())
 	}
 	if a.state != tupleLive {
@@ -153,16 +200,29 @@ func (b *boltExec) emit(st *stream, direct int, one *Tuple, many []*Tuple, value
 	return nil
 }
 
-func (b *boltExec) ack(t *Tuple) {
+func (b *boltExec) ack(t *Tuple) error {
+	if err := b.owns(t); err != nil {
+		return err
+	}
 	if t.state != tupleLive {
-		return
+		return nil
 	}
 	t.state = tupleAcked
 	b.m.Acked++
 	for i := 0; i < t.anchors.len(); i++ {
 		a := t.anchors.at(i)
 		if !b.top.spoutOf[a.spout].isLive(a.root) {
+			// Late: the root failed, timed out or stopped. An ACK now
+			// would only leave an orphan entry at the acker.
 			b.m.LateAcks++
+			continue
+		}
+		if b.progressAfter > 0 && b.now-a.born >= b.progressAfter && a.root != b.progressRoot {
+			// Config.ProgressTimeout: the tree progressed; restart its
+			// timeout (sent before the ACK, which is held: a RESET never
+			// reaches the acker after the tree's completion).
+			b.progressRoot = a.root
+			b.resetRoot(a, b.now)
 		}
 		v := a.edge ^ t.ackVal
 		if b.held && b.heldMsg.Root == a.root {
@@ -174,43 +234,82 @@ func (b *boltExec) ack(t *Tuple) {
 		}
 		b.held, b.heldMsg = true, ackcore.Msg{Root: a.root, Val: v, Kind: ackcore.Ack}
 	}
+	return nil
 }
 
-func (b *boltExec) fail(t *Tuple, err error) {
+// owns reports, as an error, a tuple this executor may not ack or fail:
+// one delivered to another executor (its state belongs to that one).
+func (b *boltExec) owns(t *Tuple) error {
+	if t == nil {
+		return fmt.Errorf("topology: bolt %q: Ack or Fail of a nil tuple", b.comp.name)
+	}
+	if !b.delivered(t) {
+		return fmt.Errorf("topology: bolt %q: Ack or Fail of %s, which was not delivered to this executor", b.comp.name, t.describe())
+	}
+	return nil
+}
+
+// fail fails t's roots. The first bolt to fail a live root takes it out
+// of its spout's live table (the only write there not by the spout, a
+// compare-and-swap from the root to 0), so that from then on no bolt
+// sends an ACK, RESET or second FAIL for it; it puts err in the spout's
+// errBox, then sends the one FAIL.
+func (b *boltExec) fail(t *Tuple, err error) error {
+	if e := b.owns(t); e != nil {
+		return e
+	}
 	if t.state != tupleLive {
-		return
+		return nil
 	}
 	t.state = tupleFailed
 	b.m.Failed++
 	for i := 0; i < t.anchors.len(); i++ {
 		a := t.anchors.at(i)
-		if sp := b.top.spoutOf[a.spout]; err != nil && sp.isLive(a.root) {
+		sp := b.top.spoutOf[a.spout]
+		if !sp.kill(a.root) {
+			continue // already failed, timed out or stopped
+		}
+		if err != nil {
 			sp.errs.put(a.root, err) // before the FAIL, so it is there with the outcome
 		}
 		b.send(ackcore.Msg{Root: a.root, Kind: ackcore.Fail})
 	}
+	return nil
 }
 
 // reset restarts the timeouts of t's roots, each at most up to its emit
 // time plus Config.ResetCap.
 func (b *boltExec) reset(t *Tuple) {
-	if t.state != tupleLive || t.anchors.n == 0 {
+	if t == nil || !b.delivered(t) || t.state != tupleLive || t.anchors.n == 0 {
 		return
 	}
-	cfg := &b.top.cfg
 	now := b.clock()
 	for i := 0; i < t.anchors.len(); i++ {
 		a := t.anchors.at(i)
-		left := time.Duration(a.born + int64(cfg.ResetCap) - now)
-		if left < time.Millisecond {
+		if !b.resetRoot(a, now) {
 			b.m.ResetsCapped++
-			continue
 		}
-		m := ackcore.Msg{Root: a.root, Kind: ackcore.Reset}
-		if left < cfg.MessageTimeout || cfg.Port != nil {
-			m.TimeoutMs = uint32(min(left, cfg.MessageTimeout) / time.Millisecond)
-		}
-		b.m.Resets++
-		b.send(m)
 	}
+}
+
+// resetRoot sends a RESET for a's root, restarting its timeout at most up
+// to its emit time plus Config.ResetCap; it reports false when the cap
+// is reached (no RESET). A root that is not live gets none: it would
+// leave an orphan entry.
+func (b *boltExec) resetRoot(a *anchor, now int64) bool {
+	cfg := &b.top.cfg
+	left := time.Duration(a.born + int64(cfg.ResetCap) - now)
+	if left < time.Millisecond {
+		return false
+	}
+	if !b.top.spoutOf[a.spout].isLive(a.root) {
+		return true
+	}
+	m := ackcore.Msg{Root: a.root, Kind: ackcore.Reset}
+	if left < cfg.MessageTimeout || cfg.Port != nil {
+		m.TimeoutMs = uint32(min(left, cfg.MessageTimeout) / time.Millisecond)
+	}
+	b.m.Resets++
+	b.send(m)
+	return true
 }

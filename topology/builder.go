@@ -193,11 +193,9 @@ func LocalOrShuffle() Grouping { return Grouping{kind: groupLocal} }
 // Every problem found is in the error, each naming its component, stream
 // or field.
 func (b *Builder) Build(cfg Config) (*Topology, error) {
-	if err := cfg.fill(); err != nil {
-		return nil, err
-	}
+	cfgErr := cfg.fill()
 	comps, err := b.check()
-	if err != nil {
+	if err := errors.Join(cfgErr, err); err != nil {
 		return nil, err
 	}
 	return newTopology(cfg, comps)
@@ -378,6 +376,7 @@ type component struct {
 	tasks    []int // global task ids, ascending
 	execs    []*executor
 	index    int // position in Topology.comps
+	panics   panicLog
 }
 
 func (c *component) stream(name string) *stream {

@@ -96,13 +96,15 @@ func (c *BoltCollector) EmitMulti(anchors []*Tuple, values ...any) error {
 func (c *BoltCollector) On(stream string) BoltStream { return BoltStream{c: c, name: stream} }
 
 // Ack acks t: its part of every tree it belongs to is done. Acking or
-// failing a tuple a second time does nothing.
-func (c *BoltCollector) Ack(t *Tuple) { c.b.ack(t) }
+// failing a tuple a second time does nothing. A tuple delivered to
+// another executor (or nil) is an error, as it is for Emit's anchor: it
+// is that executor's to ack.
+func (c *BoltCollector) Ack(t *Tuple) error { return c.b.ack(t) }
 
 // Fail fails t and with it every tree it belongs to, at once (the spouts
 // need not wait for the timeout); err reaches the spout's Failure.Err and
-// the dead-letter hook.
-func (c *BoltCollector) Fail(t *Tuple, err error) { c.b.fail(t, err) }
+// the dead-letter hook. Errors as Ack does.
+func (c *BoltCollector) Fail(t *Tuple, err error) error { return c.b.fail(t, err) }
 
 // Reset restarts the timeout of t's trees, for long work in progress; a
 // tree's deadline never moves past its emit time plus Config.ResetCap.

@@ -1,7 +1,9 @@
 package topology
 
 import (
+	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"time"
 
@@ -48,6 +50,15 @@ type Config struct {
 	// never moves a root's deadline past its emit time plus ResetCap.
 	// Default 10 x MessageTimeout.
 	ResetCap time.Duration
+	// ProgressTimeout makes MessageTimeout count from a tree's last
+	// progress (a bolt acking one of its tuples) instead of its emit, up
+	// to ResetCap after the emit: an ack of a root older than a quarter of
+	// the timeout sends a RESET for it before the ACK. A tree that keeps
+	// progressing behind a slow bolt then does not time out; one that
+	// stops times out between 3/4 and 1 timeout after its last progress.
+	// Off by default: it costs nothing while trees are younger than a
+	// quarter of the timeout, and a RESET per such ack after.
+	ProgressTimeout bool
 	// MaxSpoutPending bounds each spout task's pending roots (counting
 	// those waiting for a retry); default DefaultMaxSpoutPending. It
 	// bounds the values the engine keeps.
@@ -64,6 +75,15 @@ type Config struct {
 	DeadLetter func(DeadLetter)
 	// Breaker is the retry-storm breaker; off unless FailureRate is set.
 	Breaker Breaker
+	// PanicStops makes a panic in user code stop the topology: Done is
+	// closed, Err returns the *PanicError, the spouts stop emitting and
+	// Stop (which the caller still calls) returns it too. By default a
+	// panic is recovered: the tuple being executed fails with Reason
+	// Panic, and the topology runs on.
+	PanicStops bool
+	// Logger gets the engine's log lines (recovered panics, at most one
+	// line per component per 10 s); nil means slog.Default().
+	Logger *slog.Logger
 
 	// Pin pins every executor (and the in-process acker's shards) to a
 	// CPU, planned by package affinity.
@@ -136,11 +156,13 @@ func (r RetryPolicy) Delay(k int, u float64) time.Duration {
 const DefaultMaxAttempts = 5
 
 // Breaker is the retry-storm breaker of each spout executor: when, over
-// the last Window, at least MinOutcomes roots ended and at least
+// the last Window, at least MinOutcomes first attempts ended and at least
 // FailureRate of them failed, it opens: the executor neither emits nor
 // replays for OpenFor (doubling on each consecutive opening, up to
 // MaxOpenFor), then lets Probes roots through; if they all complete it
-// closes, if one fails it opens again.
+// closes, if one fails it opens again. Replays' outcomes are not counted
+// (a message that always fails counts once), and the probes are new
+// messages, or a replay when the spout has no new one to give.
 type Breaker struct {
 	FailureRate float64       // in (0, 1]; 0 turns the breaker off
 	Window      time.Duration // default 1 s
@@ -165,44 +187,46 @@ type Adaptive struct {
 func (c *Config) acking() bool { return c.Ackers > 0 }
 
 // fill defaults c's zero fields and validates it, with errors naming the
-// field and value.
+// field and value: every problem found, joined.
 func (c *Config) fill() error {
+	var errs []error
+	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	if c.Ackers < 0 || c.Ackers > 1024 {
-		return fmt.Errorf("topology: Ackers %d out of range [0, 1024]", c.Ackers)
+		bad("topology: Ackers %d out of range [0, 1024]", c.Ackers)
 	}
 	if c.MessageTimeout == 0 {
 		c.MessageTimeout = DefaultMessageTimeout
 	}
 	if c.MessageTimeout < time.Millisecond || c.MessageTimeout > ackcore.MaxTimeout || c.MessageTimeout%time.Millisecond != 0 {
-		return fmt.Errorf("topology: MessageTimeout %v is not a whole number of milliseconds in [1ms, %v]", c.MessageTimeout, ackcore.MaxTimeout)
+		bad("topology: MessageTimeout %v is not a whole number of milliseconds in [1ms, %v]", c.MessageTimeout, ackcore.MaxTimeout)
 	}
 	if c.ResetCap == 0 {
 		c.ResetCap = 10 * c.MessageTimeout
 	}
 	if c.ResetCap < c.MessageTimeout {
-		return fmt.Errorf("topology: ResetCap %v is below MessageTimeout %v", c.ResetCap, c.MessageTimeout)
+		bad("topology: ResetCap %v is below MessageTimeout %v", c.ResetCap, c.MessageTimeout)
 	}
 	if c.MaxSpoutPending == 0 {
 		c.MaxSpoutPending = DefaultMaxSpoutPending
 	}
 	if c.MaxSpoutPending < 1 || c.MaxSpoutPending > 1<<20 {
-		return fmt.Errorf("topology: MaxSpoutPending %d out of range [1, %d]", c.MaxSpoutPending, 1<<20)
+		bad("topology: MaxSpoutPending %d out of range [1, %d]", c.MaxSpoutPending, 1<<20)
 	}
 	if a := &c.Adaptive; a.TargetP99 != 0 {
 		if a.TargetP99 < 0 {
-			return fmt.Errorf("topology: Adaptive.TargetP99 %v is negative", a.TargetP99)
+			bad("topology: Adaptive.TargetP99 %v is negative", a.TargetP99)
 		}
 		if a.Min == 0 {
 			a.Min = 1
 		}
 		if a.Min < 1 || a.Min > c.MaxSpoutPending {
-			return fmt.Errorf("topology: Adaptive.Min %d out of range [1, MaxSpoutPending %d]", a.Min, c.MaxSpoutPending)
+			bad("topology: Adaptive.Min %d out of range [1, MaxSpoutPending %d]", a.Min, c.MaxSpoutPending)
 		}
 		if a.Interval == 0 {
 			a.Interval = 100 * time.Millisecond
 		}
 		if a.Interval < 0 {
-			return fmt.Errorf("topology: Adaptive.Interval %v is negative", a.Interval)
+			bad("topology: Adaptive.Interval %v is negative", a.Interval)
 		}
 	}
 	r := &c.Retry
@@ -210,7 +234,7 @@ func (c *Config) fill() error {
 		r.MaxAttempts = DefaultMaxAttempts
 	}
 	if r.MaxAttempts < 1 || r.MaxAttempts > 1<<16 {
-		return fmt.Errorf("topology: Retry.MaxAttempts %d out of range [1, %d]", r.MaxAttempts, 1<<16)
+		bad("topology: Retry.MaxAttempts %d out of range [1, %d]", r.MaxAttempts, 1<<16)
 	}
 	if r.Backoff == 0 {
 		r.Backoff = 10 * time.Millisecond
@@ -219,7 +243,7 @@ func (c *Config) fill() error {
 		r.MaxBackoff = 5 * time.Second
 	}
 	if r.Backoff < 0 || r.MaxBackoff < r.Backoff {
-		return fmt.Errorf("topology: Retry.Backoff %v / MaxBackoff %v: want 0 <= Backoff <= MaxBackoff", r.Backoff, r.MaxBackoff)
+		bad("topology: Retry.Backoff %v / MaxBackoff %v: want 0 <= Backoff <= MaxBackoff", r.Backoff, r.MaxBackoff)
 	}
 	switch {
 	case r.Jitter == 0:
@@ -227,11 +251,11 @@ func (c *Config) fill() error {
 	case r.Jitter == -1:
 		r.Jitter = 0
 	case math.IsNaN(r.Jitter) || r.Jitter < 0 || r.Jitter > 1:
-		return fmt.Errorf("topology: Retry.Jitter %v out of range [0, 1] (-1 for none)", r.Jitter)
+		bad("topology: Retry.Jitter %v out of range [0, 1] (-1 for none)", r.Jitter)
 	}
 	if b := &c.Breaker; b.FailureRate != 0 {
 		if math.IsNaN(b.FailureRate) || b.FailureRate < 0 || b.FailureRate > 1 {
-			return fmt.Errorf("topology: Breaker.FailureRate %v out of range (0, 1]", b.FailureRate)
+			bad("topology: Breaker.FailureRate %v out of range (0, 1]", b.FailureRate)
 		}
 		if b.Window == 0 {
 			b.Window = time.Second
@@ -249,32 +273,32 @@ func (c *Config) fill() error {
 			b.Probes = 1
 		}
 		if b.Window < 0 || b.MinOutcomes < 1 || b.OpenFor < 0 || b.MaxOpenFor < b.OpenFor || b.Probes < 1 {
-			return fmt.Errorf("topology: Breaker %+v: want Window > 0, MinOutcomes >= 1, 0 <= OpenFor <= MaxOpenFor, Probes >= 1", *b)
+			bad("topology: Breaker %+v: want Window > 0, MinOutcomes >= 1, 0 <= OpenFor <= MaxOpenFor, Probes >= 1", *b)
 		}
 	}
 	if c.RingSize == 0 {
 		c.RingSize = DefaultRingSize
 	}
 	if c.RingSize < 2 || c.RingSize > 1<<24 || c.RingSize&(c.RingSize-1) != 0 {
-		return fmt.Errorf("topology: RingSize %d is not a power of two in [2, %d]", c.RingSize, 1<<24)
+		bad("topology: RingSize %d is not a power of two in [2, %d]", c.RingSize, 1<<24)
 	}
 	if c.Batch == 0 {
 		c.Batch = DefaultBatch
 	}
 	if c.Batch < 1 || c.Batch > c.RingSize {
-		return fmt.Errorf("topology: Batch %d out of range [1, RingSize %d]", c.Batch, c.RingSize)
+		bad("topology: Batch %d out of range [1, RingSize %d]", c.Batch, c.RingSize)
 	}
 	if c.SpoutWait == 0 {
 		c.SpoutWait = DefaultSpoutWait
 	}
 	if c.SpoutWait < 0 {
-		return fmt.Errorf("topology: SpoutWait %v is negative", c.SpoutWait)
+		bad("topology: SpoutWait %v is negative", c.SpoutWait)
 	}
 	if c.AckerMaxPending < 0 || c.AckerMaxPending > ackcore.MaxPendingLimit {
-		return fmt.Errorf("topology: AckerMaxPending %d out of range [0, %d]", c.AckerMaxPending, ackcore.MaxPendingLimit)
+		bad("topology: AckerMaxPending %d out of range [0, %d]", c.AckerMaxPending, ackcore.MaxPendingLimit)
 	}
 	if c.Clock == nil {
 		c.Clock = ackcore.NewMonotonicClock()
 	}
-	return nil
+	return errors.Join(errs...)
 }

@@ -10,10 +10,19 @@ import (
 // closed, open (nothing emitted or replayed until a time), or half open
 // (Probes roots let through; all completing closes it, one failing opens
 // it again for twice as long).
+//
+// It judges an outage, not a few messages that always fail: the failure
+// rate counts first attempts only (a replay's outcome is not counted, so
+// a poison message counts once however often it is replayed), and the
+// probes are new messages: replays wait while it is open or half open,
+// unless the spout has no new message to give (no task with room, or
+// none emitted one for openFor since it went half open), when the
+// oldest due replay is the probe.
 type breaker struct {
 	cfg        Breaker
 	state      breakerState
 	until      int64 // open: when to start probing
+	halfSince  int64 // half open: since when
 	openFor    time.Duration
 	probesLeft int // half open: probes that may still start
 	probesOK   int // half open: probes completed
@@ -39,18 +48,29 @@ type bucket struct {
 
 func (b *breaker) on() bool { return b.cfg.FailureRate > 0 }
 
-// allowNew reports whether a new root (or a replay) may start now.
+// allowNew reports whether a new root may start now.
 func (b *breaker) allowNew(int64) bool {
 	return b.state == breakerClosed || b.state == breakerHalfOpen && b.probesLeft > 0
 }
 
-func (b *breaker) allowReplay(now int64) bool { return b.allowNew(now) }
+// allowReplay reports whether a replay may start now; roomForNew says
+// whether the spout could be asked for a new message (a better probe).
+func (b *breaker) allowReplay(now int64, roomForNew bool) bool {
+	switch b.state {
+	case breakerClosed:
+		return true
+	case breakerHalfOpen:
+		return b.probesLeft > 0 && (!roomForNew || now-b.halfSince >= int64(b.openFor))
+	}
+	return false
+}
 
 // probing reports whether a root started now is a probe.
 func (b *breaker) probing() bool { return b.state == breakerHalfOpen }
 
-// record counts a root's outcome.
-func (b *breaker) record(now int64, ok, probe bool) {
+// record counts a root's outcome; first says it was the message's first
+// attempt (only those count in the failure rate).
+func (b *breaker) record(now int64, ok, probe, first bool) {
 	if !b.on() {
 		return
 	}
@@ -70,6 +90,9 @@ func (b *breaker) record(now int64, ok, probe bool) {
 		}
 		return
 	case breakerOpen:
+		return
+	}
+	if !first {
 		return
 	}
 	width := max(int64(b.cfg.Window)/breakerBuckets, 1)
@@ -110,6 +133,7 @@ func (b *breaker) open(now int64, d time.Duration) {
 func (b *breaker) tick(now int64, m *counters) {
 	if b.state == breakerOpen && now >= b.until {
 		b.state = breakerHalfOpen
+		b.halfSince = now
 		b.probesLeft, b.probesOK = b.cfg.Probes, 0
 	}
 	m.BreakerOpens = b.opens
@@ -119,12 +143,17 @@ func (b *breaker) tick(now int64, m *counters) {
 	}
 }
 
-// nextEvent is the time until the breaker's next change, if one is timed.
+// nextEvent is the time until the breaker's next change, if one is
+// timed: the end of the open time, or, half open, when a replay may be
+// the probe.
 func (b *breaker) nextEvent(now int64) (time.Duration, bool) {
-	if b.state != breakerOpen {
-		return 0, false
+	switch {
+	case b.state == breakerOpen:
+		return time.Duration(max(b.until-now, 0)), true
+	case b.state == breakerHalfOpen && b.probesLeft > 0:
+		return time.Duration(max(b.halfSince+int64(b.openFor)-now, 0)), true
 	}
-	return time.Duration(max(b.until-now, 0)), true
+	return 0, false
 }
 
 // adaptive is a spout executor's adaptive pending bound (Config.Adaptive):

@@ -78,15 +78,24 @@
 // acker room: the topology has no cycles (Build rejects them), so what is
 // downstream of a bolt always drains.
 //
+// With Config.ProgressTimeout a bolt reads the engine clock once per pass
+// and, acking a tuple of a root older than a quarter of the timeout,
+// sends a RESET for the root before the ACK (folded per root within the
+// pass), so the acker's deadline follows the tree's last progress.
+//
 // Three fields are shared across executors, each documented where it is:
 // a spout executor's live[] table (the root each slot waits on, written by
-// the spout, read atomically by bolts to count late acks), its errBox (the
+// the spout, read atomically by bolts, which send no ACK for a root that
+// is not live and count it late, and cleared by the first bolt to fail
+// the root, by compare-and-swap), its errBox (the
 // error of an explicit failure, put by the failing bolt under a mutex
 // before it sends the FAIL, taken by the spout with the outcome), and
 // each executor's published counters (copied under a mutex once a
 // millisecond while busy and before waiting; Metrics reads them).
 //
-// Stop: the spouts stop emitting and replaying; then the acker is stopped,
+// Stop: first the drain (the draining flag: Next is not called, replays
+// go on) until nothing is pending or the context ends; then the spouts
+// stop emitting and replaying; then the acker is stopped,
 // which reports every pending root Failed{Stopped} to its spout, whose
 // executor reports it to the spout's Fail (and so the roots waiting for a
 // replay, and any whose INIT never reached the acker); then the bolts are
@@ -102,8 +111,16 @@
 //   - A spout task never has more than its pending bound of roots in
 //     flight or waiting for a replay, unless a single Next emits more than
 //     one tracked tuple (the slots are rounded up; past them Emit fails).
-//   - A slot's root is live (live[i] == root) exactly while it is in
-//     flight; outcomes for any other root are counted as stale, never
-//     applied.
+//   - A slot's root is live (live[i] == root) only while it is in
+//     flight: the spout stores it before the first tuple is published
+//     and clears it with the outcome; a bolt failing it clears it first
+//     (a compare-and-swap), after which no ACK, RESET or second FAIL is
+//     sent for it. Outcomes for any root not in flight are counted as
+//     stale, never applied.
 //   - Edge and root ids are never 0.
+//   - User code runs under recover (a bolt's Execute one batch per
+//     deferred recover, each spout callback its own): a panic fails the
+//     tuple being executed with Reason Panic and is counted, and the
+//     engine's own state is updated before each callback into a spout, so
+//     no panic leaves a slot or a count behind.
 package topology

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -135,4 +137,45 @@ func ExampleConfig_deadLetter() {
 	// completed 2
 	// dead letter: 1 values [1]: topology: message failed (explicit) after 3 attempts: poison
 	// attempts seen by the bolt: [1 2 3]
+}
+
+// A panic in a bolt is recovered: the tuple fails with Reason Panic, its
+// Failure carrying the panic's value (and stack), and the message goes
+// the way of any failure (here, one attempt, to the dead-letter hook);
+// the topology runs on.
+func ExamplePanicError() {
+	b := topology.NewBuilder()
+	b.Spout("numbers", func() topology.Spout { return &poisonSpout{} }).Output("n")
+	b.Bolt("check", func() topology.Bolt {
+		return topology.Basic(topology.BasicFunc(func(t *topology.Tuple, c *topology.BasicCollector) error {
+			if t.Int(0) == 1 {
+				var m map[string]int
+				m["boom"]++ // a bug: assignment to a nil map
+			}
+			return nil
+		}))
+	}).Input("numbers", topology.Shuffle())
+
+	cfg := topology.DefaultConfig()
+	cfg.Retry = topology.RetryPolicy{MaxAttempts: 1}
+	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil)) // one line per component per 10 s
+	cfg.DeadLetter = func(d topology.DeadLetter) {
+		var pe *topology.PanicError
+		if errors.As(d.Failure.Err, &pe) {
+			fmt.Printf("dead letter %v (%v): %s %q panicked in %s: %v\n", d.MsgID, d.Failure.Reason, "bolt", pe.Component, pe.Method, pe.Value)
+		}
+	}
+	top, err := b.Build(cfg)
+	if err != nil {
+		panic(err)
+	}
+	_ = top.Start()
+	<-top.Done()
+	_ = top.Stop(context.Background())
+	fmt.Println("panics:", top.Metrics().Component("check").Panics)
+	// Unordered output:
+	// completed 0
+	// completed 2
+	// dead letter 1 (panic): bolt "check" panicked in Execute: assignment to entry in nil map
+	// panics: 1
 }

@@ -252,15 +252,22 @@ func closeTasks[T any](e *executor, insts []T) {
 	for i, inst := range insts {
 		if c, ok := any(inst).(io.Closer); ok {
 			if err := closeTask(e.comp, e.tasks[i], c); err != nil {
+				if _, ok := err.(*PanicError); ok {
+					e.m.Panics++
+				}
 				e.top.noteErr(err)
 			}
 		}
 	}
 }
 
-// closeTask closes one task, naming it in the error.
+// closeTask closes one task, naming it in the error (a panic in Close is
+// recovered and returned).
 func closeTask(comp *component, task int, c io.Closer) error {
-	if err := c.Close(); err != nil {
+	if err := callSafe(comp, task, "Close", c.Close); err != nil {
+		if _, ok := err.(*PanicError); ok {
+			return err
+		}
 		return fmt.Errorf("topology: %s %q task %d: Close: %w", comp.kind(), comp.name, task, err)
 	}
 	return nil

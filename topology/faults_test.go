@@ -389,32 +389,42 @@ func (g *gateBolt) Execute(t *Tuple, c *BoltCollector) {
 	c.Ack(t)
 }
 
-func TestFaultShutdownMidRun(t *testing.T) {
-	l := newLedger()
-	const n = 100000
-	gate := make(chan struct{})
+// gatedTopology is 100,000 ids into a gateBolt, 200 pending at most, the
+// bolt publishing its acks after each input; cfg adjusts the config.
+func gatedTopology(t *testing.T, l *ledger, gate chan struct{}, adjust func(*Config)) (*Topology, func() *ComponentMetrics) {
 	b := NewBuilder()
-	b.Spout("ids", newIDSpout(l, n)).Output("id")
+	b.Spout("ids", newIDSpout(l, 100000)).Output("id")
 	b.Bolt("gated", func() Bolt { return &gateBolt{l: l, gate: gate} }).Input("ids", Shuffle())
 	cfg := testConfig()
 	cfg.MaxSpoutPending = 200
-	cfg.Retry.Backoff, cfg.Retry.MaxBackoff = time.Hour, time.Hour // failed roots wait for a replay at the stop
-	cfg.Batch = 1                                                  // the bolt publishes its acks after each input
+	cfg.Batch = 1
+	if adjust != nil {
+		adjust(&cfg)
+	}
 	top := start(t, b, cfg)
-	sp := func() *ComponentMetrics { m := top.Metrics(); return m.Component("ids") }
+	return top, func() *ComponentMetrics { m := top.Metrics(); return m.Component("ids") }
+}
+
+func TestFaultShutdownMidRun(t *testing.T) {
+	l := newLedger()
+	gate := make(chan struct{})
+	top, sp := gatedTopology(t, l, gate, func(cfg *Config) {
+		cfg.Retry.Backoff, cfg.Retry.MaxBackoff = time.Hour, time.Hour // failed roots wait for a replay at the stop
+	})
 	// Let some through, then hold the bolt with a full pending window.
 	for range 50 {
 		gate <- struct{}{}
 	}
 	waitFor(t, 20*time.Second, "the first inputs to complete", func() bool { return sp().Completed >= 40 })
 	waitFor(t, 20*time.Second, "a full pending window", func() bool { return sp().Pending == 200 })
-	stopped := make(chan error)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		stopped <- top.Stop(ctx)
-	}()
 	emitted := int(sp().Emitted)
+	// Stop drains until its context ends: end it while the bolt is held,
+	// so what is pending then is reported stopped.
+	stopped := make(chan error)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { stopped <- top.Stop(ctx) }()
+	waitFor(t, 20*time.Second, "the drain to begin", top.draining.Load)
+	cancel()
 	waitFor(t, 20*time.Second, "a final outcome for every emitted message", func() bool {
 		l.mu.Lock()
 		defer l.mu.Unlock()

@@ -1,11 +1,13 @@
 package topology
 
 import (
+	"reflect"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/acker"
 )
 
 // counters are one executor's exact counters. The executor writes its own
@@ -23,6 +25,7 @@ type counters struct {
 	Resets       uint64 // bolts: RESETs sent
 	ResetsCapped uint64 // bolts: RESETs not sent, the root's ResetCap reached
 	AckerErrors  uint64 // messages the acker refused (it had stopped)
+	Panics       uint64 // panics recovered from the component's code
 
 	Completed    uint64                 // spouts: roots completed (at most once: Acks right after emit)
 	FailedBy     [numReasons + 1]uint64 // spouts: failed attempts by Reason
@@ -49,6 +52,7 @@ func (c *counters) add(o *counters) {
 	c.Resets += o.Resets
 	c.ResetsCapped += o.ResetsCapped
 	c.AckerErrors += o.AckerErrors
+	c.Panics += o.Panics
 	c.Completed += o.Completed
 	for i := range c.FailedBy {
 		c.FailedBy[i] += o.FailedBy[i]
@@ -70,8 +74,10 @@ func (c *counters) add(o *counters) {
 // they are final.
 type Metrics struct {
 	Components []ComponentMetrics // in topological order
-	// Acker is the acker's own counters when its port reports them (the
-	// in-process acker does); after Stop, Port.Stop's final counters.
+	// Acker is the acker's own counters while it runs, when its port has
+	// a Stats method whose first result is ackcore.Stats (the in-process
+	// acker's and the network acker's client's have); after Stop,
+	// Port.Stop's final counters.
 	Acker *ackcore.Stats
 }
 
@@ -104,6 +110,9 @@ type ComponentMetrics struct {
 	Resets       uint64
 	ResetsCapped uint64 // RESETs refused: the root had reached Config.ResetCap
 	AckerErrors  uint64
+	// Panics recovered from the component's code (any method, spouts
+	// and bolts).
+	Panics uint64
 
 	// Spouts: the outcomes of their roots.
 	Completed       uint64
@@ -112,6 +121,7 @@ type ComponentMetrics struct {
 	FailedAckerLost uint64
 	FailedRejected  uint64
 	FailedStopped   uint64
+	FailedPanic     uint64
 	Replayed        uint64 // replays emitted (each a fresh root)
 	DeadLettered    uint64 // messages that failed their last attempt
 	FailedFinal     uint64 // Fail callbacks: dead-lettered, given up at shutdown, or a Redeliverer's failed attempts
@@ -139,6 +149,8 @@ func (c *ComponentMetrics) FailedWith(r Reason) uint64 {
 		return c.FailedRejected
 	case Stopped:
 		return c.FailedStopped
+	case Panic:
+		return c.FailedPanic
 	}
 	return 0
 }
@@ -153,6 +165,8 @@ func (c *ComponentMetrics) set(m *counters) {
 	c.FailedAckerLost = m.FailedBy[AckerLost]
 	c.FailedRejected = m.FailedBy[Rejected]
 	c.FailedStopped = m.FailedBy[Stopped]
+	c.FailedPanic = m.FailedBy[Panic]
+	c.Panics = m.Panics
 	c.Replayed, c.DeadLettered, c.FailedFinal, c.Stale = m.Replayed, m.DeadLettered, m.FailedFinal, m.Stale
 	c.BreakerOpens, c.BreakerOpen = m.BreakerOpens, int(m.BreakerOpen)
 	c.Pending, c.PendingHigh, c.Bound = int(m.Pending), int(m.PendingHigh), int(m.Bound)
@@ -201,10 +215,28 @@ func (t *Topology) Metrics() Metrics {
 	port := t.port
 	t.mu.Unlock()
 	if m.Acker == nil && port != nil {
-		if sp, ok := port.(interface{ Stats() ackcore.Stats }); ok {
-			st := sp.Stats()
+		if st, ok := portStats(port); ok {
 			m.Acker = &st
 		}
 	}
 	return m
+}
+
+var statsType = reflect.TypeFor[ackcore.Stats]()
+
+// portStats reads a running port's counters: a Stats method returning
+// ackcore.Stats, alone (the in-process acker's) or first of several (the
+// network acker's client returns its own counters beside them).
+func portStats(port acker.Port) (ackcore.Stats, bool) {
+	if sp, ok := port.(interface{ Stats() ackcore.Stats }); ok {
+		return sp.Stats(), true
+	}
+	meth := reflect.ValueOf(port).MethodByName("Stats")
+	if !meth.IsValid() {
+		return ackcore.Stats{}, false
+	}
+	if mt := meth.Type(); mt.NumIn() != 0 || mt.NumOut() == 0 || mt.Out(0) != statsType {
+		return ackcore.Stats{}, false
+	}
+	return meth.Call(nil)[0].Interface().(ackcore.Stats), true
 }

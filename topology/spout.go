@@ -44,8 +44,10 @@ type spoutExec struct {
 	free     []uint32
 	slotBits uint
 	mask     uint64
-	// live[i] is the root slot i now waits on (0: none); written by this
-	// executor, read atomically by bolts to count late acks.
+	// live[i] is the root slot i now waits on (0: none); stored by this
+	// executor, read atomically by bolts (no ACK is sent for a root not
+	// live: it is counted late), cleared by a failing bolt's
+	// compare-and-swap.
 	live   []atomic.Uint64
 	retryQ retryHeap
 	errs   errBox
@@ -130,8 +132,8 @@ func (b *errBox) take(root uint64) error {
 	return err
 }
 
-// sweep drops errors for roots no longer live (their root ended before the
-// FAIL was applied).
+// sweep drops errors for roots no longer in flight (their root ended
+// before the FAIL was applied).
 func (b *errBox) sweep(live func(uint64) bool) {
 	b.mu.Lock()
 	if len(b.m) > 64 {
@@ -192,6 +194,21 @@ func (s *spoutExec) isLive(root uint64) bool {
 	return s.live != nil && s.live[root&s.mask].Load() == root
 }
 
+// kill takes root out of the live table if it is there (any goroutine: a
+// bolt failing it); it reports whether this call did. The slot stays in
+// flight until the acker's outcome comes.
+func (s *spoutExec) kill(root uint64) bool {
+	return s.live != nil && s.live[root&s.mask].CompareAndSwap(root, 0)
+}
+
+// inFlight reports whether root is the one its slot waits on (the
+// executor's own goroutine: it reads the slot, not the live table, which
+// a failing bolt may have cleared).
+func (s *spoutExec) inFlight(root uint64) bool {
+	sl := &s.slots[root&s.mask]
+	return sl.state == slotInFlight && sl.root == root
+}
+
 func (s *spoutExec) run() {
 	defer s.top.execDone(&s.executor)
 	s.timer = time.AfterFunc(time.Hour, s.poke)
@@ -240,8 +257,8 @@ func (s *spoutExec) run() {
 		}
 	}
 	s.sweepStopped()
-	s.publish()
 	closeTasks(&s.executor, s.spouts)
+	s.publish()
 }
 
 // idle waits for an outcome, the next timed event, or a poke; it returns
@@ -255,7 +272,7 @@ func (s *spoutExec) idle() bool {
 	case s.canAsk():
 		wait = s.top.cfg.SpoutWait // Next emitted nothing: Storm's spout wait
 	}
-	if len(s.retryQ.idx) > 0 {
+	if len(s.retryQ.idx) > 0 && s.replayAllowed() { // else the breaker's next event
 		d := time.Duration(s.slots[s.retryQ.idx[0]].due - s.now)
 		if wait < 0 || d < wait {
 			wait = max(d, 0)
@@ -295,11 +312,28 @@ const maxIdle = 10 * time.Millisecond
 
 // canAsk reports whether some task may be asked for a tuple now.
 func (s *spoutExec) canAsk() bool {
-	if s.quiet || s.top.draining.Load() || !s.brk.allowNew(s.now) {
+	if s.inbox == nil {
+		return !s.quiet && !s.top.draining.Load() && s.ndone < len(s.spouts)
+	}
+	return s.brk.allowNew(s.now) && s.roomForNew()
+}
+
+// replayAllowed asks the breaker whether a replay may start now.
+func (s *spoutExec) replayAllowed() bool {
+	if s.brk.state == breakerClosed {
+		return true
+	}
+	return s.brk.allowReplay(s.now, s.roomForNew())
+}
+
+// roomForNew reports whether some task could be asked for a new message
+// (the breaker aside).
+func (s *spoutExec) roomForNew() bool {
+	if s.quiet || s.top.draining.Load() {
 		return false
 	}
 	for i := range s.spouts {
-		if !s.done[i] && (s.inbox == nil || s.pending[i] < s.bound) {
+		if !s.done[i] && s.pending[i] < s.bound {
 			return true
 		}
 	}
@@ -317,12 +351,12 @@ func (s *spoutExec) callNext() bool {
 			if s.rr++; s.rr == len(s.spouts) {
 				s.rr = 0
 			}
-			if s.done[i] || (s.inbox != nil && s.pending[i] >= s.bound) || !s.brk.allowNew(s.now) {
+			if s.done[i] || (s.inbox != nil && s.pending[i] >= s.bound) || !s.brk.allowNew(s.now) || s.top.draining.Load() {
 				continue
 			}
 			s.coll.task = i
 			s.emitted = 0
-			s.spouts[i].Next(&s.coll)
+			s.next(i)
 			calls++
 			if s.emitted > 0 {
 				round, did = true, true
@@ -346,7 +380,7 @@ func (s *spoutExec) callNext() bool {
 func (s *spoutExec) ackAtMostOnce() {
 	for _, a := range s.atMostOnce {
 		s.m.Completed++
-		s.spouts[a.task].Ack(a.msgID)
+		s.ack(int32(a.task), a.msgID)
 	}
 	clear(s.atMostOnce)
 	s.atMostOnce = s.atMostOnce[:0]
@@ -407,6 +441,10 @@ func (s *spoutExec) start(idx uint32, sl *slot) error {
 	if err != nil {
 		return err
 	}
+	// Live before the first tuple can be published: a bolt that sees a
+	// tuple of the root sees it live (the ring's publish orders the two).
+	sl.root, sl.born, sl.state = root, s.now, slotInFlight
+	s.live[idx].Store(root)
 	a := anchor{root: root, born: s.now, spout: s.ackTask[sl.task], attempt: sl.attempt}
 	var val uint64
 	src := s.tasks[sl.task]
@@ -418,8 +456,6 @@ func (s *spoutExec) start(idx uint32, sl *slot) error {
 		t.attempt = sl.attempt
 		s.push(t, false)
 	}
-	sl.root, sl.born, sl.state = root, s.now, slotInFlight
-	s.live[idx].Store(root)
 	if sl.probe = s.brk.probing(); sl.probe {
 		s.brk.probesLeft--
 	}
@@ -473,20 +509,23 @@ func (s *spoutExec) handle(outs []ackcore.Outcome) {
 			s.m.Completed++
 			recordLatency(s.hist, lat)
 			s.adapt.record(lat)
-			s.brk.record(s.now, true, sl.probe)
+			s.brk.record(s.now, true, sl.probe, sl.attempt == 1)
 			msgID, task := sl.msgID, sl.task
 			s.release(idx)
-			s.spouts[task].Ack(msgID)
+			s.ack(task, msgID)
 			continue
 		}
 		r := reasonOf(o.Reason)
-		s.m.FailedBy[r]++
 		f := Failure{Reason: r, Attempts: int(sl.attempt), Latency: lat}
 		if r == Explicit {
 			f.Err = s.errs.take(o.Root)
+			if _, ok := f.Err.(*PanicError); ok {
+				f.Reason, r = Panic, Panic
+			}
 		}
+		s.m.FailedBy[r]++
 		if r != Stopped {
-			s.brk.record(s.now, false, sl.probe)
+			s.brk.record(s.now, false, sl.probe, sl.attempt == 1)
 		}
 		s.failed(idx, sl, f)
 	}
@@ -537,15 +576,50 @@ func (s *spoutExec) backoff(k int) time.Duration {
 // final reports a message the engine gives up on.
 func (s *spoutExec) final(idx uint32, sl *slot, f *Failure, dead bool) {
 	msgID, task := sl.msgID, sl.task
+	var d DeadLetter
 	if dead {
 		s.m.DeadLettered++
-		if h := s.top.cfg.DeadLetter; h != nil {
-			h(DeadLetter{Component: s.comp.name, Task: s.tasks[task], Stream: sl.stream.name, MsgID: msgID, Values: sl.values, Failure: *f})
-		}
+		d = DeadLetter{Component: s.comp.name, Task: s.tasks[task], Stream: sl.stream.name, MsgID: msgID, Values: sl.values, Failure: *f}
 	}
 	s.m.FailedFinal++
-	s.release(idx)
+	s.release(idx) // the bookkeeping first: a panic in the hook or in Fail cannot undo it
+	if dead && s.top.cfg.DeadLetter != nil {
+		s.deadLetter(task, d)
+	}
+	s.fail(task, msgID, f)
+}
+
+// The calls into user code on a spout executor's goroutine, each
+// recovering a panic (counted, logged, and with Config.PanicStops the
+// topology's stop). The engine's bookkeeping for the message is done
+// before each is called.
+
+func (s *spoutExec) next(task int) {
+	defer s.recoverIn(task, "Next")
+	s.spouts[task].Next(&s.coll)
+}
+
+func (s *spoutExec) ack(task int32, msgID any) {
+	defer s.recoverIn(int(task), "Ack")
+	s.spouts[task].Ack(msgID)
+}
+
+func (s *spoutExec) fail(task int32, msgID any, f *Failure) {
+	defer s.recoverIn(int(task), "Fail")
 	s.spouts[task].Fail(msgID, f)
+}
+
+func (s *spoutExec) deadLetter(task int32, d DeadLetter) {
+	defer s.recoverIn(int(task), "DeadLetter")
+	s.top.cfg.DeadLetter(d)
+}
+
+// recoverIn is deferred by the calls into user code: recover must be
+// called by the deferred function itself.
+func (s *spoutExec) recoverIn(task int, method string) {
+	if v := recover(); v != nil {
+		s.recovered(s.tasks[task], method, v)
+	}
 }
 
 func (s *spoutExec) release(idx uint32) {
@@ -563,7 +637,7 @@ func (s *spoutExec) replayDue() bool {
 	for len(s.retryQ.idx) > 0 && !s.quiet {
 		idx := s.retryQ.idx[0]
 		sl := &s.slots[idx]
-		if sl.due > s.now || !s.brk.allowReplay(s.now) || s.staged() && did {
+		if sl.due > s.now || !s.replayAllowed() || s.staged() && did {
 			break
 		}
 		heap.Pop(&s.retryQ)
@@ -641,7 +715,7 @@ func (s *spoutExec) control() {
 		s.m.Bound = int64(b)
 	}
 	if s.live != nil && s.now-s.lastPub >= publishEvery {
-		s.errs.sweep(s.isLive)
+		s.errs.sweep(s.inFlight)
 	}
 }
 
@@ -678,7 +752,7 @@ func (h *retryHeap) Pop() any {
 
 // check verifies the executor's bookkeeping (invariants builds, every
 // pass): the pending counts match the slots in use, the free list holds
-// exactly the free slots, and a slot's root is live exactly while it is in
+// exactly the free slots, and a slot's root is live only while it is in
 // flight.
 func (s *spoutExec) check() {
 	inUse, sum := 0, 0
@@ -687,7 +761,7 @@ func (s *spoutExec) check() {
 		live := s.live[i].Load()
 		switch {
 		case sl.state == slotFree && live != 0,
-			sl.state == slotInFlight && live != sl.root,
+			sl.state == slotInFlight && live != sl.root && live != 0, // 0: a bolt failed it
 			sl.state == slotWaiting && live != 0:
 			panic(fmt.Sprintf("topology: spout %q slot %d: state %d, root %#x, live %#x", s.comp.name, i, sl.state, sl.root, live))
 		case sl.state == slotInFlight && (sl.root == 0 || sl.root&s.mask != uint64(i)):

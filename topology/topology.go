@@ -10,6 +10,7 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
@@ -41,12 +42,15 @@ type Topology struct {
 	quietCh      chan struct{}
 	finishedLeft atomic.Int32 // spout executors not yet finished
 	done         chan struct{}
+	doneOnce     sync.Once
+	haltOnce     sync.Once
 
 	mu         sync.Mutex // guards the fields below
 	started    bool
 	stopped    bool
 	port       acker.Port
 	ackerFinal *ackcore.Stats
+	haltErr    error // what stopped the topology (Config.PanicStops)
 	errs       []error
 	plan       affinity.Assignment
 	wgs        []*sync.WaitGroup // by component, the executors running
@@ -260,11 +264,18 @@ func (t *Topology) Start() error {
 					inst = t.boltOf(e).bolts[k]
 				}
 				if o, ok := inst.(Opener); ok {
-					if err := o.Open(TaskContext{Component: c.name, Task: task, Index: task - c.tasks[0], topo: t}); err != nil {
+					ctx := TaskContext{Component: c.name, Task: task, Index: task - c.tasks[0], topo: t}
+					if err := callSafe(c, task, "Open", func() error { return o.Open(ctx) }); err != nil {
 						if t.port != nil {
 							go t.port.Stop() // nothing polls: outcomes are none yet
 						}
-						errs := []error{fmt.Errorf("topology: %s %q task %d: Open: %w", c.kind(), c.name, task, err)}
+						if _, ok := err.(*PanicError); ok {
+							e.m.Panics++
+							e.publish()
+						} else {
+							err = fmt.Errorf("topology: %s %q task %d: Open: %w", c.kind(), c.name, task, err)
+						}
+						errs := []error{err}
 						for i := len(opened) - 1; i >= 0; i-- {
 							o := opened[i]
 							errs = append(errs, closeTask(o.c, o.task, o.Closer))
@@ -307,7 +318,7 @@ func (t *Topology) Start() error {
 		}
 	}
 	if len(t.spoutExecs) == 0 {
-		close(t.done)
+		t.closeDone()
 	}
 	return nil
 }
@@ -337,13 +348,40 @@ func (t *Topology) spoutQuiet() {
 
 func (t *Topology) spoutFinished() {
 	if t.finishedLeft.Add(-1) == 0 {
-		close(t.done)
+		t.closeDone()
 	}
+}
+
+func (t *Topology) closeDone() { t.doneOnce.Do(func() { close(t.done) }) }
+
+// halt stops the topology for err (a panic, with Config.PanicStops): the
+// spouts stop emitting and replaying, as at the start of Stop, and Done
+// is closed with err as Err. Any goroutine; the first call counts.
+func (t *Topology) halt(err error) {
+	t.haltOnce.Do(func() {
+		t.mu.Lock()
+		t.haltErr = err
+		t.mu.Unlock()
+		t.stopping.Store(true)
+		for _, s := range t.spoutExecs {
+			s.poke()
+		}
+		t.closeDone()
+	})
+}
+
+// Err is why Done was closed early: the *PanicError that stopped the
+// topology (Config.PanicStops), or nil.
+func (t *Topology) Err() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.haltErr
 }
 
 // Done is closed once every spout task has called Done (or Drain was
 // called) and every tracked root has ended (completed, dead-lettered or
-// failed for good). At most once, nothing is tracked: it is closed once
+// failed for good), or when a panic stopped the topology
+// (Config.PanicStops; Err says so). At most once, nothing is tracked: it is closed once
 // the spouts are done, and Stop then delivers what is in flight.
 func (t *Topology) Done() <-chan struct{} { return t.done }
 
@@ -362,15 +400,21 @@ func (t *Topology) Drain(ctx context.Context) error {
 	}
 }
 
-// Stop stops the topology. The spouts stop emitting and replaying; the
-// acker is stopped, which reports every root still pending as failed
-// (Reason Stopped), and the spouts report each to their Fail (roots
-// waiting for a replay, and any the acker never saw, too): no message is
-// left without a final outcome. Then the bolts are stopped in topological
-// order, each after executing what was already queued for it, and every
-// spout and bolt is closed. If a bolt does not return from Execute before
-// ctx ends, Stop returns an error naming it (its goroutine is left
-// behind). Stop returns the errors of Close calls too.
+// Stop stops the topology. First it drains: the spouts are no longer
+// asked for messages (Next is not called again) and Stop waits, until ctx
+// ends, for the pending trees to finish (replays included), so a clean
+// stop leaves nothing to reprocess. Then the spouts stop emitting and
+// replaying; the acker is stopped, which reports every root still
+// pending as failed (Reason Stopped), and the spouts report each to
+// their Fail (roots waiting for a replay, and any the acker never saw,
+// too): no message is left without a final outcome. Then the bolts are
+// stopped in topological order, each after executing what was already
+// queued for it, and every spout and bolt is closed. If a bolt does not
+// return from Execute before ctx ends (or, when the drain used ctx up,
+// within StopGrace after), Stop returns an error naming it (its
+// goroutine is left behind). Stop returns the errors of Close calls too,
+// and the panic that stopped the topology (Config.PanicStops). An
+// already-ended ctx skips the drain.
 func (t *Topology) Stop(ctx context.Context) error {
 	t.mu.Lock()
 	if !t.started || t.stopped {
@@ -381,6 +425,16 @@ func (t *Topology) Stop(ctx context.Context) error {
 	port := t.port
 	t.mu.Unlock()
 
+	if ctx.Err() == nil {
+		_ = t.Drain(ctx) // until nothing is pending, or ctx ends
+	}
+	if ctx.Err() != nil {
+		// The drain used ctx up: the bolts still get StopGrace to execute
+		// what is queued for them.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), StopGrace)
+		defer cancel()
+	}
 	t.stopping.Store(true)
 	for _, s := range t.spoutExecs {
 		s.poke()
@@ -411,10 +465,15 @@ func (t *Topology) Stop(ctx context.Context) error {
 		}
 	}
 	t.mu.Lock()
+	errs = append(errs, t.haltErr)
 	errs = append(errs, t.errs...)
 	t.mu.Unlock()
 	return errors.Join(errs...)
 }
+
+// StopGrace is how long Stop waits for the bolts to execute what is
+// queued for them when its context ended during the drain.
+const StopGrace = 5 * time.Second
 
 // Plan is the executors' CPU assignment when Config.Pin is set.
 func (t *Topology) Plan() affinity.Assignment {

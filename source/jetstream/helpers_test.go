@@ -360,12 +360,26 @@ func start(t *testing.T, cfg topology.Config, scfg Config, tasks int, add func(b
 
 func (p *pipeline) stop(t *testing.T) {
 	t.Helper()
+	c, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	p.stopWith(t, c)
+}
+
+// stopNow stops the pipeline without the drain (an ended context): what
+// is in flight is failed as stopped.
+func (p *pipeline) stopNow(t *testing.T) {
+	t.Helper()
+	c, cancel := context.WithCancel(context.Background())
+	cancel()
+	p.stopWith(t, c)
+}
+
+func (p *pipeline) stopWith(t *testing.T, c context.Context) {
+	t.Helper()
 	if p.stopped {
 		return
 	}
 	p.stopped = true
-	c, cancel := context.WithTimeout(context.Background(), testTimeout)
-	defer cancel()
 	if err := p.top.Stop(c); err != nil {
 		t.Fatal(err)
 	}

@@ -340,7 +340,7 @@ func TestNakOnShutdown(t *testing.T) {
 	p := start(t, cfg, Config{JetStream: e.js, Stream: "S", Consumer: "c"}, 1, withHolder(h, make(chan string)))
 	waitFor(t, "8 messages held", func() bool { held, _, _ := h.state(); return held == 8 }, nil)
 	stopped := time.Now()
-	p.stop(t)
+	p.stopNow(t)
 	st := p.stats()
 	if st.NakedStopped != 8 || st.Held != 0 || st.Acked != 0 || st.Fetched != 8 {
 		t.Errorf("stats %+v; want 8 fetched, all Naked at shutdown", st)

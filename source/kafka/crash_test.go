@@ -26,6 +26,16 @@ func failOnePercent(seed maphash.Seed) func(pos, int) error {
 	}
 }
 
+// holdAfter is a pipeOpts.hold that counts attempts and blocks every one
+// past the first k until gate closes.
+func holdAfter(attempts *atomic.Uint64, k uint64, gate chan struct{}) func(pos, int) {
+	return func(pos, int) {
+		if attempts.Add(1) > k {
+			<-gate
+		}
+	}
+}
+
 // The crash test: the word count over a topic of N records with 1% of the
 // bolt's attempts failing is abandoned at a random point without a clean
 // shutdown (the spout's client goes away without committing, the topology
@@ -55,18 +65,14 @@ func TestCrashAndRestart(t *testing.T) {
 	gate := make(chan struct{})
 	var attempts atomic.Uint64
 	firstOpts := opts
-	firstOpts.hold = func(pos, int) {
-		if attempts.Add(1) > killAt {
-			<-gate
-		}
-	}
+	firstOpts.hold = holdAfter(&attempts, killAt, gate)
 	firstOpts.cfg.CommitInterval = time.Millisecond
 	first := startPipeline(t, c, l, firstOpts)
 	waitFor(t, "the crash point", func() bool { return attempts.Load() > killAt })
 	waitFor(t, "a commit before the crash", func() bool { return first.spout.Stats().Commits > 0 })
 	first.spout.abandon()
 	close(gate) // the bolts finish what they hold; their outcomes commit nothing now
-	first.stop(t)
+	first.stopNow(t)
 	atCrash := c.lag(t, group, topic)
 	var committed int64
 	for _, pl := range atCrash {
@@ -114,11 +120,7 @@ func TestRebalanceAfterAnInstanceStops(t *testing.T) {
 	gate := make(chan struct{})
 	var aAttempts atomic.Uint64
 	aOpts := opts
-	aOpts.hold = func(pos, int) {
-		if aAttempts.Add(1) > uint64(n/2) {
-			<-gate
-		}
-	}
+	aOpts.hold = holdAfter(&aAttempts, uint64(n/2), gate)
 	a := startPipeline(t, c, l, aOpts)
 	b := startPipeline(t, c, l, opts)
 	waitFor(t, "both instances assigned", func() bool {
@@ -128,8 +130,8 @@ func TestRebalanceAfterAnInstanceStops(t *testing.T) {
 	waitFor(t, "the instance to stop mid-run", func() bool { return aAttempts.Load() > uint64(n/2) })
 	stopped := make(chan error, 1)
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-		defer cancel()
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel() // no drain: the records held are failed as stopped
 		stopped <- a.top.Stop(ctx)
 	}()
 	waitFor(t, "records in flight failed as stopped", func() bool { return a.spout.Stats().Stopped > 0 })

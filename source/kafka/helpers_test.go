@@ -296,6 +296,17 @@ func (pl *pipeline) stop(t *testing.T) {
 	}
 }
 
+// stopNow stops the pipeline without the drain (an ended context): what
+// is in flight is failed as stopped.
+func (pl *pipeline) stopNow(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := pl.top.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // crash abandons the pipeline without a clean shutdown: the spout's client
 // goes away without committing (its group callbacks do nothing any more),
 // then the topology stops; the spout's Close finds it abandoned and
@@ -303,7 +314,7 @@ func (pl *pipeline) stop(t *testing.T) {
 func (pl *pipeline) crash(t *testing.T) {
 	t.Helper()
 	pl.spout.abandon()
-	pl.stop(t)
+	pl.stopNow(t)
 }
 
 // owned returns the partitions the spout owns now.

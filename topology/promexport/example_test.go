@@ -87,5 +87,5 @@ xorack_topology_roots_pending{component="reader"} 3
 	fmt.Println("failed-root series, one per reason:", testutil.CollectAndCount(c, "xorack_topology_roots_failed_total"))
 	// Output:
 	// pending as expected: true
-	// failed-root series, one per reason: 5
+	// failed-root series, one per reason: 6
 }

@@ -80,6 +80,8 @@ var metrics = []metric{
 		func(c *topology.ComponentMetrics) float64 { return float64(c.Resets) }, false, true},
 	{"resets_capped_total", "RESETs refused: the root had reached its reset cap.", prometheus.CounterValue,
 		func(c *topology.ComponentMetrics) float64 { return float64(c.ResetsCapped) }, false, true},
+	{"panics_total", "Panics recovered from the component's code.", prometheus.CounterValue,
+		func(c *topology.ComponentMetrics) float64 { return float64(c.Panics) }, false, false},
 	{"roots_completed_total", "Roots fully processed.", prometheus.CounterValue,
 		func(c *topology.ComponentMetrics) float64 { return float64(c.Completed) }, true, false},
 	{"roots_replayed_total", "Replays emitted (each a fresh root).", prometheus.CounterValue,
@@ -96,7 +98,7 @@ var metrics = []metric{
 		func(c *topology.ComponentMetrics) float64 { return float64(c.BreakerOpen) }, true, false},
 }
 
-var reasons = []topology.Reason{topology.Explicit, topology.Timeout, topology.AckerLost, topology.Rejected, topology.Stopped}
+var reasons = []topology.Reason{topology.Explicit, topology.Timeout, topology.AckerLost, topology.Rejected, topology.Stopped, topology.Panic}
 
 const ns = "xorack_topology"
 

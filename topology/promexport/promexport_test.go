@@ -43,6 +43,7 @@ xorack_topology_tuples_acked_total{component="odd"} 500
 # TYPE xorack_topology_roots_failed_total counter
 xorack_topology_roots_failed_total{component="numbers",reason="acker lost"} 0
 xorack_topology_roots_failed_total{component="numbers",reason="explicit"} 0
+xorack_topology_roots_failed_total{component="numbers",reason="panic"} 0
 xorack_topology_roots_failed_total{component="numbers",reason="rejected"} 0
 xorack_topology_roots_failed_total{component="numbers",reason="stopped"} 0
 xorack_topology_roots_failed_total{component="numbers",reason="timeout"} 0

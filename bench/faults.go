@@ -1,0 +1,452 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/xorack/xorack/internal/splitmix"
+	"github.com/xorack/xorack/topology"
+)
+
+// The faults level: the word count with fan-out (sentence spout -> split
+// bolt emitting 8 words -> count bolt, fields grouping) on the reference
+// engine with topology.DefaultConfig(), under one fault per row, the rows
+// interleaved rep by rep in one run:
+//
+//   - fail f (0, 1, 5, 10, 20%): the split bolt emits a sentence's words,
+//     then fails the sentence on a fraction f of its attempts
+//     (independently per attempt, from a hash of the sentence and the
+//     attempt);
+//   - drop: 1% of the sentences lose one ACK (the count bolt never acks
+//     one of their words), so their trees time out and are replayed;
+//   - poison: 0.1% of the sentences fail at every attempt and are
+//     dead-lettered after the retry policy's last;
+//   - slow: the count bolt is 10x slower for one second of the rep.
+//
+// Each row reports goodput (healthy sentences acked per second while the
+// source has work: from Start to the spout's last first emit, the
+// steady state a stream that never ends is in; the run's whole time,
+// Start to Done, includes the tail of the last replays' backoffs and
+// timeouts, and is the row's seconds), replays, healthy_dead (sentences dead-lettered though
+// some attempt of theirs was not failed by the injection: the engine lost
+// them), timeouts, and acker_pending_high (the most entries the acker
+// held, sampled every millisecond). Verified: every sentence ended once
+// (acked, or dead-lettered with every attempt failed by the injection)
+// and healthy_dead is 0. floor_met: the goodput floor held, at fail rate
+// f at least 0.8 x (1-f) x the fault-free row's goodput (the best at
+// rate f is (1-f) x; see MEASURING.md), and the slow row had no
+// timeouts. The one change from DefaultConfig is the
+// message timeout, FaultsTimeout, so that the drop row's timeouts (and a
+// quick run) finish in seconds.
+
+// LevelFaults is the fault matrix (faults.go).
+const LevelFaults Level = "faults"
+
+// faultsImpls is the faults level's one implementation.
+var faultsImpls = []string{"acked"}
+
+// Fault-matrix parameters.
+const (
+	// FaultsTimeout is the faults level's message timeout: short enough
+	// that the drop row's trees time out and replay within a quick run
+	// (DefaultMessageTimeout's 30 s would hold each dropped tree that
+	// long), long enough that a tree that progresses never waits that long
+	// behind the slow row's bolt (1024 pending sentences at a tenth of the
+	// count bolt's speed queue for tens of ms).
+	FaultsTimeout = 250 * time.Millisecond
+	// faultsSentences and faultsQuickSentences are the sentences per rep
+	// (unless Config.Msgs sets them): 200,000 is a few tenths of a second
+	// fault-free on 2 vCPUs, long enough to reach a steady state.
+	faultsSentences      = 200_000
+	faultsQuickSentences = 50_000
+	faultsDropRate       = 0.01
+	faultsPoisonRate     = 0.001
+	faultsSlowFor        = time.Second
+	faultsSlowFactor     = 10
+	// faultsFloor is the fraction of the best goodput at rate f,
+	// (1-f) x the fault-free row's, that a row must reach.
+	faultsFloor = 0.8
+)
+
+// faultsFailRates are the fail rows' rates.
+var faultsFailRates = []float64{0, 0.01, 0.05, 0.10, 0.20}
+
+// FaultStats are a faults row's own figures (inlined in its JSON).
+type FaultStats struct {
+	Fault            string    `json:"fault"`   // "fail", "drop", "poison" or "slow"
+	Goodput          float64   `json:"goodput"` // healthy sentences acked per second until the last first emit, median rep
+	RepGoodput       []float64 `json:"rep_goodput"`
+	Replays          uint64    `json:"replays"`      // median rep's
+	HealthyDead      uint64    `json:"healthy_dead"` // all reps
+	PoisonDead       uint64    `json:"poison_dead"`  // all reps
+	Timeouts         uint64    `json:"timeouts"`     // median rep's
+	AckerPendingHigh int       `json:"acker_pending_high"`
+	GoodputFloor     float64   `json:"goodput_floor"` // 0 where none applies
+	// FloorMet: the goodput floor held (fail rows), and no tree timed out
+	// behind the slow bolt (slow row); Floor says what missed.
+	FloorMet bool   `json:"floor_met"`
+	Floor    string `json:"floor,omitempty"`
+}
+
+// faultCase is one row of the matrix.
+type faultCase struct {
+	fault  string
+	fail   float64 // per attempt, at the split bolt
+	drop   float64 // of sentences, one ACK lost
+	poison float64 // of sentences, failing every attempt
+	slow   bool
+}
+
+func faultCases() []faultCase {
+	var cs []faultCase
+	for _, f := range faultsFailRates {
+		cs = append(cs, faultCase{fault: "fail", fail: f})
+	}
+	return append(cs, faultCase{fault: "drop", drop: faultsDropRate},
+		faultCase{fault: "poison", poison: faultsPoisonRate},
+		faultCase{fault: "slow", slow: true})
+}
+
+// chance is a uniform number in [0, 1) from a hash of its inputs.
+func chance(seed uint64, id, attempt int, salt uint64) float64 {
+	h := splitmix.Mix64(seed ^ uint64(id)<<24 ^ uint64(attempt)<<8 ^ salt)
+	return float64(h>>11) / (1 << 53)
+}
+
+const (
+	saltFail   = 0x11
+	saltDrop   = 0x22
+	saltPoison = 0x33
+)
+
+// faultRun is one rep's shared state: what the injection did, per
+// sentence, and the slow window.
+type faultRun struct {
+	fc        faultCase
+	seed      uint64
+	corpus    *wcCorpus
+	injected  []atomic.Int32 // by sentence: attempts the split bolt failed
+	slowFrom  atomic.Int64   // the slow window, ns since t0; 0: none
+	slowUntil atomic.Int64
+	slowSpin  time.Duration
+	t0        time.Time
+}
+
+func (r *faultRun) poison(id int) bool {
+	return r.fc.poison > 0 && chance(r.seed, id, 0, saltPoison) < r.fc.poison
+}
+
+type faultSplit struct{ r *faultRun }
+
+func (b faultSplit) Execute(t *topology.Tuple, c *topology.BoltCollector) {
+	r := b.r
+	id := t.Int(1)
+	for _, w := range strings.Fields(t.String(0)) {
+		_ = c.Emit(t, w, id)
+	}
+	if r.poison(id) || r.fc.fail > 0 && chance(r.seed, id, t.Attempt(), saltFail) < r.fc.fail {
+		r.injected[id].Add(1)
+		_ = c.Fail(t, errInjectedFault)
+		return
+	}
+	_ = c.Ack(t)
+}
+
+var errInjectedFault = errors.New("bench: injected failure")
+
+type faultCount struct {
+	r      *faultRun
+	counts map[string]int
+}
+
+func (b *faultCount) Execute(t *topology.Tuple, c *topology.BoltCollector) {
+	r := b.r
+	if r.fc.slow {
+		if now := int64(time.Since(r.t0)); now >= r.slowFrom.Load() && now < r.slowUntil.Load() {
+			spin(r.slowSpin)
+		}
+	}
+	b.counts[t.String(0)]++
+	id := t.Int(1)
+	// One word of a dropped sentence is never acked, on its first
+	// attempt: the tree times out and the replay completes.
+	if r.fc.drop > 0 && t.Attempt() == 1 && chance(r.seed, id, 1, saltDrop) < r.fc.drop && r.firstWord(id, t.String(0)) {
+		return
+	}
+	_ = c.Ack(t)
+}
+
+// firstWord reports whether w is the first word of sentence id.
+func (r *faultRun) firstWord(id int, w string) bool {
+	s := r.corpus.sentences[id%wcSentences]
+	i := strings.IndexByte(s, ' ')
+	return i < 0 && s == w || i >= 0 && s[:i] == w
+}
+
+// spin busy-waits for d (the slow bolt's extra work; a sleep would give
+// up the processor, which is not what a slow bolt does).
+func spin(d time.Duration) {
+	for t := time.Now(); time.Since(t) < d; {
+	}
+}
+
+// faultSpout emits sentences [0, n) with their index as message id and
+// records each one's final outcome.
+type faultSpout struct {
+	r       *faultRun
+	n, next int
+	acked   []atomic.Int32
+	dead    []atomic.Int32
+	other   atomic.Int64
+	// Written on the spout's goroutine, read after Stop.
+	nAcked     int           // Ack calls so far
+	emitEnd    time.Duration // when the last first attempt was emitted, since t0
+	ackedByEnd int           // Ack calls by then
+}
+
+func (s *faultSpout) Next(col *topology.SpoutCollector) {
+	if s.next == s.n {
+		col.Done()
+		return
+	}
+	_ = col.Emit(s.next, s.r.corpus.sentences[s.next%wcSentences], s.next)
+	if s.next++; s.next == s.n {
+		s.emitEnd, s.ackedByEnd = time.Since(s.r.t0), s.nAcked
+	}
+}
+func (s *faultSpout) Ack(id any) { s.acked[id.(int)].Add(1); s.nAcked++ }
+func (s *faultSpout) Fail(id any, f *topology.Failure) {
+	if f.Reason == topology.Stopped {
+		s.other.Add(1)
+		return
+	}
+	s.dead[id.(int)].Add(1)
+}
+
+// faultRep is one rep's figures.
+type faultRep struct {
+	d                       time.Duration // Start to Done
+	goodput                 float64       // sentences acked per second until the last first emit
+	healthy                 int           // healthy sentences acked
+	replays, timeouts       uint64
+	healthyDead, poisonDead uint64
+	pendingHigh             int
+	tuples                  int64
+	err                     error
+}
+
+// runFaultRep runs n sentences under fc.
+func runFaultRep(corpus *wcCorpus, fc faultCase, n int, seed uint64, pin bool, slowSpin time.Duration) (faultRep, error) {
+	r := &faultRun{fc: fc, seed: seed, corpus: corpus, injected: make([]atomic.Int32, n), slowSpin: slowSpin}
+	sp := &faultSpout{r: r, n: n, acked: make([]atomic.Int32, n), dead: make([]atomic.Int32, n)}
+	var made atomic.Int32
+	b := topology.NewBuilder()
+	b.Spout("sentences", func() topology.Spout {
+		if made.Add(1) > 1 {
+			return nil // one task: the spout keeps the outcomes
+		}
+		return sp
+	}).Output("sentence", "id")
+	b.Bolt("split", func() topology.Bolt { return faultSplit{r} }).Input("sentences", topology.Shuffle()).Output("word", "id")
+	b.Bolt("count", func() topology.Bolt { return &faultCount{r: r, counts: map[string]int{}} }).Input("split", topology.Fields("word"))
+	cfg := topology.DefaultConfig()
+	cfg.MessageTimeout = FaultsTimeout
+	cfg.Pin, cfg.Seed = pin, seed
+	top, err := b.Build(cfg)
+	if err != nil {
+		return faultRep{}, err
+	}
+	r.t0 = time.Now()
+	if fc.slow {
+		// The slow second starts once the pipeline is full: a tenth of the
+		// way into the fault-free run's length, at least 50 ms.
+		from := max(50*time.Millisecond, time.Duration(n)*time.Microsecond/10)
+		r.slowFrom.Store(int64(from))
+		r.slowUntil.Store(int64(from + faultsSlowFor))
+	}
+	if err := top.Start(); err != nil {
+		return faultRep{}, err
+	}
+	high := 0
+	tick := time.NewTicker(time.Millisecond)
+sample:
+	for {
+		select {
+		case <-top.Done():
+			break sample
+		case <-tick.C:
+			if a := top.Metrics().Acker; a != nil {
+				high = max(high, a.Pending)
+			}
+		}
+	}
+	tick.Stop()
+	d := time.Since(r.t0)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := top.Stop(ctx); err != nil {
+		return faultRep{}, err
+	}
+	m := top.Metrics()
+	spm := m.Component("sentences")
+	rep := faultRep{d: d, goodput: float64(sp.ackedByEnd) / sp.emitEnd.Seconds(), replays: spm.Replayed, timeouts: spm.FailedTimeout, pendingHigh: high,
+		tuples: int64(m.Component("split").Executed + m.Component("count").Executed)}
+	var bad []string
+	for id := range n {
+		a, dl := sp.acked[id].Load(), sp.dead[id].Load()
+		switch {
+		case a == 1 && dl == 0:
+			if !r.poison(id) {
+				rep.healthy++
+			} else {
+				bad = append(bad, fmt.Sprintf("poison sentence %d acked", id))
+			}
+		case a == 0 && dl == 1:
+			if r.poison(id) {
+				rep.poisonDead++
+			} else if int(r.injected[id].Load()) < topology.DefaultMaxAttempts {
+				rep.healthyDead++
+			}
+		default:
+			bad = append(bad, fmt.Sprintf("sentence %d: %d acks, %d dead letters", id, a, dl))
+		}
+	}
+	if o := sp.other.Load(); o > 0 {
+		bad = append(bad, fmt.Sprintf("%d sentences stopped", o))
+	}
+	if rep.healthyDead > 0 {
+		bad = append(bad, fmt.Sprintf("%d healthy sentences dead-lettered", rep.healthyDead))
+	}
+	if len(bad) > 0 {
+		sort.Strings(bad)
+		rep.err = errors.New(strings.Join(bad[:min(len(bad), 5)], "; "))
+	}
+	return rep, nil
+}
+
+// faultsLevel runs the fault matrix: the rows interleaved rep by rep,
+// each row the median rep by goodput.
+func (rn *runner) faultsLevel() ([]Row, error) {
+	c := rn.cfg
+	if len(c.impls[LevelFaults]) == 0 {
+		return nil, nil
+	}
+	corpus := newWCCorpus()
+	n := faultsSentences
+	if c.Quick {
+		n = faultsQuickSentences
+	}
+	if c.Msgs > 0 {
+		n = int(c.Msgs)
+	}
+	cases := faultCases()
+	// Calibration: a fault-free rep, for the slow row's extra work per
+	// count tuple (9 times what a tuple costs the whole pipeline).
+	rn.progress("faults: warm-up and calibration")
+	cal, err := runFaultRep(corpus, cases[0], n, c.Seed, !c.NoPin, 0)
+	if err != nil {
+		return nil, err
+	}
+	slowSpin := time.Duration(float64(cal.d) / float64(n*wcWords) * (faultsSlowFactor - 1))
+	reps := make([][]faultRep, len(cases))
+	for rep := range c.Reps {
+		for i, fc := range cases {
+			rn.progress("faults %s %g: rep %d/%d", fc.fault, fc.fail, rep+1, c.Reps)
+			fr, err := runFaultRep(corpus, fc, n, c.Seed+uint64(rep), !c.NoPin, slowSpin)
+			if err != nil {
+				return nil, err
+			}
+			reps[i] = append(reps[i], fr)
+		}
+	}
+	var rows []Row
+	var base float64
+	for i, fc := range cases {
+		rs := reps[i]
+		gp := make([]float64, len(rs))
+		for k, fr := range rs {
+			gp[k] = fr.goodput
+		}
+		order := make([]int, len(rs))
+		for k := range order {
+			order[k] = k
+		}
+		slices.SortFunc(order, func(a, b int) int {
+			switch {
+			case gp[a] < gp[b]:
+				return -1
+			case gp[a] > gp[b]:
+				return 1
+			}
+			return 0
+		})
+		med := rs[order[len(order)/2]]
+		fs := &FaultStats{Fault: fc.fault, Goodput: gp[order[len(order)/2]], RepGoodput: gp,
+			Replays: med.replays, Timeouts: med.timeouts}
+		row := Row{Level: LevelFaults, Impl: c.impls[LevelFaults][0], Shape: "wordcount", Pending: topology.DefaultMaxSpoutPending,
+			FailRate: fc.fail, DropRate: fc.drop, FaultStats: fs, TimeoutNs: int64(FaultsTimeout), Clock: "wall",
+			TreesPerSec: float64(n) / med.d.Seconds(), MsgsPerSec: float64(med.tuples) / med.d.Seconds(),
+			Msgs: med.tuples, Seconds: med.d.Seconds(), Timing: "wall", Roots: uint64(n), Completed: uint64(med.healthy),
+			CounterScope: "faults: goodput counts healthy sentences acked from Start to the spout's last first emit (the steady state); trees/s and msgs/s divide by Start to Done"}
+		var errs, floor []string
+		for _, fr := range rs {
+			fs.HealthyDead += fr.healthyDead
+			fs.PoisonDead += fr.poisonDead
+			fs.AckerPendingHigh = max(fs.AckerPendingHigh, fr.pendingHigh)
+			if fr.err != nil {
+				errs = append(errs, fr.err.Error())
+			}
+		}
+		if fc.fault == "fail" && fc.fail == 0 {
+			base = fs.Goodput
+		}
+		if fc.fault == "fail" && fc.fail > 0 && base > 0 {
+			fs.GoodputFloor = faultsFloor * (1 - fc.fail) * base
+			if fs.Goodput < fs.GoodputFloor {
+				floor = append(floor, fmt.Sprintf("goodput %.0f/s below the floor %.0f/s (0.8 x (1-%g) x fault-free)", fs.Goodput, fs.GoodputFloor, fc.fail))
+			}
+		}
+		if fc.slow && fs.Timeouts > 0 {
+			floor = append(floor, fmt.Sprintf("%d timeouts behind the slow bolt", fs.Timeouts))
+		}
+		fs.FloorMet, fs.Floor = len(floor) == 0, strings.Join(floor, "; ")
+		row.Verified = len(errs) == 0
+		row.VerifyError = strings.Join(errs, "; ")
+		rows = append(rows, row)
+	}
+	return rows, nil
+}
+
+// faultsTable is the text table's section for the faults rows.
+func faultsTable(rows []Row) []string {
+	var out []string
+	for _, r := range rows {
+		fs := r.FaultStats
+		if fs == nil {
+			continue
+		}
+		if out == nil {
+			out = append(out, "faults: fault  rate  goodput/s  floor/s  replays  timeouts  healthy_dead  poison_dead  acker_pending_high  floor_met  verified")
+		}
+		rate := r.FailRate
+		switch fs.Fault {
+		case "drop":
+			rate = r.DropRate
+		case "poison":
+			rate = faultsPoisonRate
+		}
+		floor := "-"
+		if fs.GoodputFloor > 0 {
+			floor = si(fs.GoodputFloor)
+		}
+		out = append(out, fmt.Sprintf("faults: %-6s %5g  %9s  %7s  %7d  %8d  %12d  %11d  %18d  %9v  %v",
+			fs.Fault, rate, si(fs.Goodput), floor, fs.Replays, fs.Timeouts, fs.HealthyDead, fs.PoisonDead, fs.AckerPendingHigh, fs.FloorMet, r.Verified))
+	}
+	return out
+}

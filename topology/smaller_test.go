@@ -1,0 +1,114 @@
+package topology
+
+import (
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/acker"
+	"github.com/xorack/xorack/netio"
+)
+
+// TestConfigErrorsJoined: Build reports every problem of a Config, and
+// the topology's own beside them.
+func TestConfigErrorsJoined(t *testing.T) {
+	b := NewBuilder()
+	b.Spout("s", func() Spout { return nopSpout{} }).Output("x")
+	b.Bolt("b", func() Bolt { return nopBolt{} }).Input("nowhere", Shuffle())
+	_, err := b.Build(Config{Ackers: -1, RingSize: 1000, Retry: RetryPolicy{Jitter: 2}})
+	for _, want := range []string{"Ackers -1", "RingSize 1000", "Retry.Jitter 2", `"nowhere"`} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %v, want it to contain %q", err, want)
+		}
+	}
+}
+
+// misdirect: the first of the bolt's two executors to get a tuple hands
+// it to the other, which tries to ack, fail and anchor to it.
+type misdirect struct {
+	handoff chan *Tuple // cap 1
+	errs    chan error
+}
+
+func (m misdirect) Execute(t *Tuple, c *BoltCollector) {
+	select {
+	case m.handoff <- t:
+	default:
+		other := <-m.handoff
+		m.errs <- c.Ack(other)
+		m.errs <- c.Fail(other, nil)
+		m.errs <- c.Emit(other, 1)
+		m.errs <- c.Ack(nil)
+	}
+	if err := c.Ack(t); err != nil {
+		m.errs <- err
+	}
+}
+
+// TestAckOfAnotherExecutorsTuple: Ack and Fail of a tuple delivered to
+// another executor are errors, as Emit anchored to it is, and touch
+// nothing: both messages complete.
+func TestAckOfAnotherExecutorsTuple(t *testing.T) {
+	l := newLedger()
+	m := misdirect{handoff: make(chan *Tuple, 1), errs: make(chan error, 8)}
+	b := NewBuilder()
+	b.Spout("ids", newIDSpout(l, 2)).Output("id")
+	b.Bolt("b", func() Bolt { return m }).Tasks(2).Executors(2).Input("ids", Shuffle()).Output("x")
+	top := start(t, b, testConfig())
+	var got []error
+	for range 4 {
+		got = append(got, <-m.errs)
+	}
+	waitDone(t, top, 30*time.Second)
+	stop(t, top)
+	for i, want := range []string{"Ack or Fail of tuple from ids:default", "Ack or Fail of tuple", "anchor tuple from ids", "nil tuple"} {
+		if got[i] == nil || !strings.Contains(got[i].Error(), want) || !strings.Contains(got[i].Error(), "not delivered to this executor") && i < 3 {
+			t.Errorf("call %d: err = %v, want %q", i, got[i], want)
+		}
+	}
+	if s := l.check(t, 2, false); s.completed != 2 {
+		t.Errorf("%d of 2 completed", s.completed)
+	}
+	select {
+	case err := <-m.errs:
+		t.Errorf("acking its own tuple: %v", err)
+	default:
+	}
+}
+
+// TestMetricsAckerOnNetio: while the topology runs on the network
+// acker's client, Metrics().Acker has the client's counters (not only
+// after Stop).
+func TestMetricsAckerOnNetio(t *testing.T) {
+	secret := []byte("topology-test-secret-0123456789")
+	srv, err := netio.NewServer(netio.ServerConfig{Secret: secret, Shard: ackcore.Config{MaxPending: 1 << 12}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan struct{})
+	go func() { defer close(served); _ = srv.Serve(ln) }()
+	defer func() { srv.Close(); <-served }()
+
+	l := newLedger()
+	const n = 500
+	b := NewBuilder()
+	b.Spout("ids", newIDSpout(l, n)).Output("id")
+	b.Bolt("sink", func() Bolt { return nopBolt{} }).Input("ids", Shuffle())
+	cfg := testConfig()
+	ccfg := netio.ClientConfig{Hosts: []string{ln.Addr().String()}, Secret: secret}
+	cfg.Port = func(s acker.Spec) (acker.Port, error) { return ccfg.Port(s) }
+	top := start(t, b, cfg)
+	waitDone(t, top, 30*time.Second)
+	a := top.Metrics().Acker
+	stop(t, top)
+	if a == nil || a.Inits != n || a.Completed != n {
+		t.Errorf("acker counters while running: %+v, want %d inits and completions", a, n)
+	}
+	l.check(t, n, false)
+}
