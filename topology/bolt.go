@@ -24,9 +24,9 @@ type boltExec struct {
 	// ack for another root comes or at the end of the pass.
 	held    bool
 	heldMsg ackcore.Msg
-	// Config.ProgressTimeout: an ack of a root older than progressAfter
-	// (ns since its emit; 0: off) sends a RESET for it, once per pass per
-	// root in a row (progressRoot).
+	// Config.ProgressTimeout on a Config.Port acker: an ack of a root
+	// older than progressAfter (ns since its emit; 0: off) sends a RESET
+	// for it, once per pass per root in a row (progressRoot).
 	progressAfter int64
 	progressRoot  uint64
 }
@@ -36,7 +36,10 @@ func newBoltExec(base executor, bolts []Bolt, in *ring.FanIn[*Tuple]) *boltExec 
 	b.first = b.tasks[0]
 	b.coll.b = b
 	b.handle = b.execute
-	if cfg := &b.top.cfg; cfg.ProgressTimeout {
+	if cfg := &b.top.cfg; cfg.ProgressTimeout && cfg.Port != nil {
+		// An acker of another kind (the network acker) may not follow
+		// progress itself: RESETs tell it. The in-process one does
+		// (ackcore.Config.ProgressTimeout).
 		b.progressAfter = int64(cfg.MessageTimeout / progressFraction)
 	}
 	return b

@@ -52,12 +52,15 @@ type Config struct {
 	ResetCap time.Duration
 	// ProgressTimeout makes MessageTimeout count from a tree's last
 	// progress (a bolt acking one of its tuples) instead of its emit, up
-	// to ResetCap after the emit: an ack of a root older than a quarter of
-	// the timeout sends a RESET for it before the ACK. A tree that keeps
-	// progressing behind a slow bolt then does not time out; one that
-	// stops times out between 3/4 and 1 timeout after its last progress.
-	// Off by default: it costs nothing while trees are younger than a
-	// quarter of the timeout, and a RESET per such ack after.
+	// to ResetCap after the emit. A tree that keeps progressing behind a
+	// slow bolt then does not time out; one that stops times out one
+	// timeout after its last progress. The in-process acker does it
+	// itself (ackcore.Config.ProgressTimeout: one 32-bit store per ACK);
+	// with a Port acker, an ack of a root older than a quarter of the
+	// timeout sends a RESET for it before the ACK, and a tree that stops
+	// times out between 3/4 and 1 timeout after its last progress. Off by
+	// default, as in Storm: a timeout that only progress can stretch
+	// hides a slow topology from the operator who tuned it.
 	ProgressTimeout bool
 	// MaxSpoutPending bounds each spout task's pending roots (counting
 	// those waiting for a retry); default DefaultMaxSpoutPending. It

@@ -78,10 +78,12 @@
 // acker room: the topology has no cycles (Build rejects them), so what is
 // downstream of a bolt always drains.
 //
-// With Config.ProgressTimeout a bolt reads the engine clock once per pass
-// and, acking a tuple of a root older than a quarter of the timeout,
-// sends a RESET for the root before the ACK (folded per root within the
-// pass), so the acker's deadline follows the tree's last progress.
+// With Config.ProgressTimeout the in-process acker follows each tree's
+// last progress itself (ackcore.Config.ProgressTimeout). On an acker
+// behind Config.Port a bolt reads the engine clock once per pass and,
+// acking a tuple of a root older than a quarter of the timeout, sends a
+// RESET for the root before the ACK (folded per root within the pass),
+// so that acker's deadline follows the tree's last progress too.
 //
 // Three fields are shared across executors, each documented where it is:
 // a spout executor's live[] table (the root each slot waits on, written by

@@ -98,8 +98,14 @@ func TestLateAcksNotSent(t *testing.T) {
 	if sp.FailedExplicit == 0 || sk.LateAcks < sp.FailedExplicit {
 		t.Errorf("%d explicit failures, %d late acks at the sink: want some, and 4 children per failure unsent", sp.FailedExplicit, sk.LateAcks)
 	}
-	if a := m.Acker; a == nil || a.FailedStopped != 0 || a.Orphans != 0 || a.RefusedFull != 0 || a.FailedFull != 0 {
-		t.Errorf("acker at the stop: %+v, want no entries left (no orphans), nothing refused", a)
+	// An ACK a bolt checked against the live table just before another
+	// bolt's FAIL cleared the root can still reach the acker late and
+	// leave an orphan (which gives way at the bound: ackcore's rule 10);
+	// the engine holds those to a handful, against the 4 per failure it
+	// would send without the check.
+	if a := m.Acker; a == nil || a.FailedStopped != 0 || a.RefusedFull != 0 || a.FailedFull != 0 ||
+		a.Orphans+uint64(a.Pending) > sp.FailedExplicit/100 {
+		t.Errorf("acker at the stop: %+v, want nothing refused and orphans under 1%% of the %d failures", a, sp.FailedExplicit)
 	}
 	t.Logf("%d completed, %d dead-lettered; %d failed attempts, %d replays, %d late acks unsent",
 		s.completed, s.deadLettered, sp.FailedExplicit, sp.Replayed, sk.LateAcks)

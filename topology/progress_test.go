@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/acker"
 )
 
 // tickSpout emits nTrees tracked ids, then an untracked tick for each
@@ -71,9 +72,12 @@ func (d *dripBolt) Execute(t *Tuple, c *BoltCollector) {
 // behind a slow bolt (one ack of each every 400 ms, 3.1 s in all) do not
 // time out at their 1 s timeout; a tree with one tuple stuck times out one
 // timeout after its last progress. The clock is the test's (each tick
-// moves it 100 ms); off, the same trees time out at 1 s.
+// moves it 100 ms); off, the same trees time out at 1 s. The in-process
+// acker follows progress itself (no RESETs); an acker behind Config.Port
+// (here an acker.Acker without the option) is told by the bolts' RESETs.
 func TestProgressTimeout(t *testing.T) {
-	for _, on := range []bool{true, false} {
+	for _, mode := range []string{"in-process", "port", "off"} {
+		on := mode != "off"
 		l := newLedger()
 		clock := &ackcore.FakeClock{}
 		ticks := make(chan struct{})
@@ -92,6 +96,16 @@ func TestProgressTimeout(t *testing.T) {
 		cfg.Retry.MaxAttempts = 1
 		cfg.Batch = 1
 		cfg.DeadLetter = l.deadLetter
+		if mode == "port" {
+			cfg.Port = func(spec acker.Spec) (acker.Port, error) {
+				a, err := acker.New(acker.Config{Producers: spec.Producers, Tasks: spec.Tasks, Receivers: spec.Receivers, ReceiverOf: spec.ReceiverOf,
+					Shard: ackcore.Config{MaxPending: 1024, Timeout: cfg.MessageTimeout, Clock: clock}})
+				if err == nil {
+					err = a.Start()
+				}
+				return a, err
+			}
+		}
 		top := start(t, b, cfg)
 		acks := func() uint64 {
 			if a := top.Metrics().Acker; a != nil {
@@ -132,8 +146,10 @@ func TestProgressTimeout(t *testing.T) {
 		if s.completed != trees-1 || f.Reason != Timeout || f.Latency != 3800*time.Millisecond {
 			t.Errorf("completed %d of %d; the stuck tree: %+v, want a timeout at 3.8 s", s.completed, trees-1, f)
 		}
-		if d := top.Metrics().Component("drip"); d.Resets == 0 {
-			t.Error("no RESETs sent")
+		if d := top.Metrics().Component("drip"); mode == "port" && d.Resets == 0 {
+			t.Error("port: no RESETs sent")
+		} else if mode == "in-process" && d.Resets != 0 {
+			t.Errorf("in-process: %d RESETs sent, though the acker follows progress itself", d.Resets)
 		}
 	}
 }

@@ -184,6 +184,15 @@ func (t *Topology) Spec() acker.Spec {
 		ReceiverOf: func(task int) int { return recvOf[task] }}
 }
 
+// progressCap is the in-process acker's ProgressCap: ResetCap, the most a
+// tree's progress may extend it, 0 without ProgressTimeout.
+func (t *Topology) progressCap() time.Duration {
+	if !t.cfg.ProgressTimeout {
+		return 0
+	}
+	return min(t.cfg.ResetCap, ackcore.MaxTimeout)
+}
+
 // openPort opens the acker: Config.Port's, or an in-process acker.Acker.
 func (t *Topology) openPort() (acker.Port, error) {
 	spec := t.Spec()
@@ -211,7 +220,11 @@ func (t *Topology) openPort() (acker.Port, error) {
 	a, err := acker.New(acker.Config{
 		Shards: t.cfg.Ackers, Producers: spec.Producers, Tasks: spec.Tasks,
 		Receivers: spec.Receivers, ReceiverOf: spec.ReceiverOf,
-		Shard:    ackcore.Config{MaxPending: perShard, Timeout: t.cfg.MessageTimeout, Clock: t.cfg.Clock, Seed: t.seed},
+		Shard: ackcore.Config{MaxPending: perShard, Timeout: t.cfg.MessageTimeout, Clock: t.cfg.Clock, Seed: t.seed,
+			// Config.ProgressTimeout: the in-process acker moves the
+			// deadline on every ACK itself (one store); the bolts send no
+			// RESETs (boltExec.progressAfter).
+			ProgressTimeout: t.cfg.ProgressTimeout, ProgressCap: t.progressCap()},
 		RingSize: t.cfg.AckerRingSize, OutcomeRingSize: t.cfg.AckerOutcomeRingSize,
 		Pin: t.cfg.Pin, Idle: &idle,
 	})
