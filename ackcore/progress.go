@@ -40,6 +40,7 @@ const DefaultProgressCap = 10
 type progress struct {
 	prog    []uint32 // prog[slot]: tick of the entry's last INIT or ACK, mod 2^32; nil without ProgressTimeout
 	capTick uint64   // ProgressCap in ticks
+	progNow uint32   // what an ACK stores now: nowStart, set per call (setNow)
 }
 
 func (s *Shard) initProgress(cfg Config) {

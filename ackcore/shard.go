@@ -266,6 +266,9 @@ func (s *Shard) setNow() {
 	s.nowNs = ns
 	s.nowTick = uint64(ns / s.tickNs)
 	s.defDeadline = uint64((ns + s.defNs + s.tickNs - 1) / s.tickNs)
+	if s.prog != nil {
+		s.progNow = uint32(s.nowStart())
+	}
 	if s.fails.active() {
 		s.fails.rotate(s.nowTick)
 	}
@@ -427,12 +430,24 @@ func (s *Shard) dropEntry(slot int) {
 	s.removeSlot(slot)
 }
 
+// moveSide moves what the arrays beside the slots (ext, prog) hold for
+// slot from to slot to, with the entry.
+func (s *Shard) moveSide(to, from uint64) {
+	if s.ext != nil {
+		s.ext[to] = s.ext[from]
+	}
+	if s.prog != nil {
+		s.prog[to] = s.prog[from]
+	}
+}
+
 // removeSlot empties slot i and restores Robin Hood order: the entries
 // after the hole move back one slot each, up to an empty slot or an entry
 // in its home slot. ext moves with them.
 func (s *Shard) removeSlot(i int) {
 	t := &s.t
-	es, n, ext, prog := t.e, t.n, s.ext, s.prog
+	es, n := t.e, t.n
+	side := s.ext != nil || s.prog != nil // arrays beside the slots, moved with them
 	hole := uint64(i)
 	for {
 		j := hole + 1
@@ -445,11 +460,8 @@ func (s *Shard) removeSlot(i int) {
 			break
 		}
 		es[hole] = *e
-		if ext != nil {
-			ext[hole] = ext[j]
-		}
-		if prog != nil {
-			prog[hole] = prog[j]
+		if side {
+			s.moveSide(hole, j)
 		}
 		if d < distSat || t.distAt(hole) < distSat {
 			es[hole].meta -= distOne
@@ -467,18 +479,16 @@ func (s *Shard) removeSlot(i int) {
 // one slot forward, into the empty slot z, adding one to each distance.
 // ext moves with them.
 func (s *Shard) shiftUp(p, z uint64) {
-	es, ext, prog := s.t.e, s.ext, s.prog
+	es := s.t.e
+	side := s.ext != nil || s.prog != nil // arrays beside the slots, moved with them
 	for q := z; q != p; {
 		pq := q - 1
 		if q == 0 {
 			pq = uint64(len(es)) - 1
 		}
 		es[q] = es[pq]
-		if ext != nil {
-			ext[q] = ext[pq]
-		}
-		if prog != nil {
-			prog[q] = prog[pq]
+		if side {
+			s.moveSide(q, pq)
 		}
 		if es[q].storedDist() < distSat {
 			es[q].meta += distOne
@@ -784,7 +794,6 @@ func (s *Shard) fastPath(chunk []Msg, hs *[prefetchChunk]uint64, i int) (next in
 	n := uint64(len(es))
 	acks := uint64(0)
 	fastInit := s.fastInit()
-	prog, now32 := s.prog, uint32(s.nowStart()) // ProgressTimeout: one store per ACK
 	for ; i < len(chunk); i++ {
 		m := &chunk[i]
 		root := m.Root
@@ -833,8 +842,8 @@ func (s *Shard) fastPath(chunk []Msg, hs *[prefetchChunk]uint64, i int) (next in
 				break // completes the root
 			}
 			e.val = nv
-			if prog != nil {
-				prog[j] = now32
+			if p := s.prog; p != nil { // ProgressTimeout: one store per ACK (read here: no register held for it)
+				p[j] = s.progNow
 			}
 			acks++
 			continue
@@ -868,8 +877,8 @@ func (s *Shard) fastPath(chunk []Msg, hs *[prefetchChunk]uint64, i int) (next in
 			s.shiftUp(p, j)
 		}
 		es[p] = entry{key: root, val: m.Val, meta: uint64(flagInit|m.Task)<<32 | d<<(32+distShift) | uint64(uint32(s.defDeadline))}
-		if prog != nil {
-			prog[p] = now32
+		if pr := s.prog; pr != nil {
+			pr[p] = s.progNow
 		}
 		s.t.count++
 		s.stats.Inits++
