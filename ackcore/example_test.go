@@ -48,3 +48,47 @@ func ExampleConfig_Bytes() {
 	// Output:
 	// true true
 }
+
+// With ProgressTimeout a tree acked more slowly than its timeout allows in
+// all, but acked every half timeout, does not time out; its latency still
+// runs from its INIT.
+func ExampleConfig_progressTimeout() {
+	clock := &ackcore.FakeClock{}
+	s, err := ackcore.NewShard(ackcore.Config{MaxPending: 1000, Timeout: time.Second, Clock: clock, ProgressTimeout: true})
+	if err != nil {
+		panic(err)
+	}
+	s.Apply([]ackcore.Msg{{Root: 9, Kind: ackcore.Init, Task: 1, Val: 1 | 2 | 4 | 8}}, nil) // four tuples
+	for _, edge := range []uint64{1, 2, 4, 8} {
+		clock.Add(500 * time.Millisecond) // a slow bolt: one ack every 500 ms, 2 s in all
+		expired, _ := s.Expire(make([]ackcore.Outcome, 0, 8))
+		fmt.Println("timed out:", len(expired))
+		for _, o := range s.Apply([]ackcore.Msg{{Root: 9, Kind: ackcore.Ack, Val: edge}}, nil) {
+			fmt.Println(o.Kind, "after", o.Latency.Round(10*time.Millisecond))
+		}
+	}
+	// Output:
+	// timed out: 0
+	// timed out: 0
+	// timed out: 0
+	// timed out: 0
+	// completed after 2s
+}
+
+// At the bound, entries made by ACKs for roots the shard does not know
+// (late ACKs of failed trees) give way to new INITs, oldest first.
+func ExampleStats_orphansEvicted() {
+	s, err := ackcore.NewShard(ackcore.Config{MaxPending: 2})
+	if err != nil {
+		panic(err)
+	}
+	s.Apply([]ackcore.Msg{
+		{Root: 1, Kind: ackcore.Ack, Val: 5}, // a late ACK: root 1 already failed
+		{Root: 2, Kind: ackcore.Ack, Val: 6}, // another: the table is at its bound
+	}, nil)
+	out := s.Apply([]ackcore.Msg{{Root: 3, Kind: ackcore.Init, Task: 0, Val: 7}}, nil)
+	st := s.Stats()
+	fmt.Println("INIT refused:", len(out) > 0, "pending:", st.Pending, "orphans evicted:", st.OrphansEvicted)
+	// Output:
+	// INIT refused: false pending: 2 orphans evicted: 1
+}

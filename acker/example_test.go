@@ -1,6 +1,7 @@
 package acker_test
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 
@@ -119,4 +120,27 @@ func ExampleAcker_ReceiverStats() {
 	a.Stop()
 	// Output:
 	// held back: true backlog ≥ 32: true taken: 0
+}
+
+// A producer whose staged messages were still unpublished when the acker
+// stopped is told how many: none is lost without a word.
+func ExampleNotAppliedError() {
+	a, err := acker.New(acker.Config{Producers: 1, Tasks: 1, Batch: 64, Shard: ackcore.Config{MaxPending: 100}})
+	if err != nil {
+		panic(err)
+	}
+	if err := a.Start(); err != nil {
+		panic(err)
+	}
+	p := a.Producer(0)
+	for r := uint64(1); r <= 3; r++ {
+		_ = p.Send(ackcore.Msg{Root: r, Kind: ackcore.Init, Val: r}) // staged: Batch 64 not reached
+	}
+	go a.TaskReceiver(0).Run(func(ackcore.Outcome) {})
+	a.Stop()
+	err = p.Flush()
+	var na *acker.NotAppliedError
+	fmt.Println(errors.As(err, &na), na.N, errors.Is(err, acker.ErrClosed))
+	// Output:
+	// true 3 true
 }
