@@ -1,6 +1,7 @@
 package netio
 
 import (
+	"container/list"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -37,10 +38,23 @@ type ServerConfig struct {
 	// Tasks is the number of spout task ids clients may own, [0, Tasks);
 	// default 4096.
 	Tasks int
-	// MaxConns bounds the connections open at once, handshaking or not
-	// (default 128); one more is closed at once. Each connection slot is
-	// one acker producer with a ring into every shard.
+	// MaxConns bounds the authenticated connections open at once
+	// (default 128); one more that authenticates is closed with
+	// CloseOverloaded. Each is one acker producer with a ring into every
+	// shard. Connections still in the handshake count against
+	// MaxHandshakes instead.
 	MaxConns int
+	// MaxHandshakes bounds the connections still in the handshake
+	// (default DefaultMaxHandshakes). A new connection that finds it full
+	// closes the oldest one still handshaking (CloseOverloaded): idle or
+	// slow handshakes, however many, never keep a client out.
+	MaxHandshakes int
+	// MaxRootTimeout caps the timeout an INIT or a RESET may ask for
+	// (default RootTimeoutFactor x Shard.Timeout, at most
+	// ackcore.MaxTimeout, whole milliseconds, at least Shard.Timeout); a
+	// message past it is a protocol error, so that an entry a connection
+	// made outlives it by at most this long.
+	MaxRootTimeout time.Duration
 	// MaxFrame bounds the frames the server accepts after a handshake
 	// (default DefaultMaxFrame); before it, HandshakeMaxFrame.
 	MaxFrame int
@@ -50,7 +64,8 @@ type ServerConfig struct {
 	// (backpressure), so a client that does not read holds at most this
 	// many outcomes in the server. Default 1<<16.
 	MaxConnPending int
-	// HandshakeTimeout bounds the handshake, TLS included (default 5s).
+	// HandshakeTimeout bounds the handshake, TLS included (default
+	// DefaultHandshakeTimeout).
 	HandshakeTimeout time.Duration
 	// IdleTimeout closes a connection that sent nothing, not even a
 	// heartbeat, for this long (default 30s); both sides send heartbeats
@@ -83,6 +98,16 @@ func (c *ServerConfig) fill() error {
 	if c.MaxConns == 0 {
 		c.MaxConns = 128
 	}
+	if c.MaxHandshakes == 0 {
+		c.MaxHandshakes = DefaultMaxHandshakes
+	}
+	def := c.Shard.Timeout
+	if def == 0 {
+		def = ackcore.DefaultTimeout
+	}
+	if c.MaxRootTimeout == 0 {
+		c.MaxRootTimeout = min(RootTimeoutFactor*def, ackcore.MaxTimeout)
+	}
 	if c.MaxFrame == 0 {
 		c.MaxFrame = DefaultMaxFrame
 	}
@@ -90,7 +115,7 @@ func (c *ServerConfig) fill() error {
 		c.MaxConnPending = 1 << 16
 	}
 	if c.HandshakeTimeout == 0 {
-		c.HandshakeTimeout = 5 * time.Second
+		c.HandshakeTimeout = DefaultHandshakeTimeout
 	}
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = 30 * time.Second
@@ -106,6 +131,10 @@ func (c *ServerConfig) fill() error {
 		return fmt.Errorf("netio: Tasks %d out of range [1, %d]", c.Tasks, ackcore.MaxTask+1)
 	case c.MaxConns < 1 || c.MaxConns > 4096:
 		return fmt.Errorf("netio: MaxConns %d out of range [1, 4096]", c.MaxConns)
+	case c.MaxHandshakes < 1 || c.MaxHandshakes > 1<<16:
+		return fmt.Errorf("netio: MaxHandshakes %d out of range [1, %d]", c.MaxHandshakes, 1<<16)
+	case c.MaxRootTimeout < def || c.MaxRootTimeout > ackcore.MaxTimeout || c.MaxRootTimeout%time.Millisecond != 0:
+		return fmt.Errorf("netio: MaxRootTimeout %v out of range [%v (Shard.Timeout), %v] or not whole milliseconds", c.MaxRootTimeout, def, ackcore.MaxTimeout)
 	case c.MaxFrame < MinMaxFrame || c.MaxFrame > 64<<20:
 		return fmt.Errorf("netio: MaxFrame %d out of range [%d, %d]", c.MaxFrame, MinMaxFrame, 64<<20)
 	case c.MaxConnPending < 1:
@@ -125,6 +154,34 @@ func (c *ServerConfig) fill() error {
 	return nil
 }
 
+// Defaults of ServerConfig.
+const (
+	// DefaultMaxHandshakes is MaxHandshakes' default: far more than
+	// clients ever reconnect at once (a handshake takes a round trip or
+	// two), few enough that their goroutines and buffers (a challenge
+	// written, at most HandshakeMaxFrame read) stay small.
+	DefaultMaxHandshakes = 64
+	// DefaultHandshakeTimeout is HandshakeTimeout's default: a TLS and
+	// netio handshake is three round trips; 3 s leaves room for a lossy
+	// WAN and still frees a slowloris' goroutine soon.
+	DefaultHandshakeTimeout = 3 * time.Second
+	// RootTimeoutFactor times the default root timeout is the default
+	// MaxRootTimeout: room for roots that ask for longer than the default,
+	// while what a departed connection left behind is gone within minutes.
+	RootTimeoutFactor = 4
+)
+
+// closeWriteTimeout bounds the write of a close frame that ends a
+// connection for cause (overloaded, replaced, slow, a protocol error in
+// the handshake): best effort, as a peer that does not read would
+// otherwise hold the goroutine for the whole WriteTimeout.
+const closeWriteTimeout = 250 * time.Millisecond
+
+// peerCheckInterval is how often a reader held by backpressure looks
+// whether its peer closed (peerGone): it cannot see EOF, as it does not
+// read.
+const peerCheckInterval = 100 * time.Millisecond
+
 // DefaultIdle is how a server's executors wait by default: a shorter
 // spin than ring's default (512 spins, 16 yields). An executor's fan-in
 // has one ring per connection slot (MaxConns of them, 128 by default),
@@ -140,15 +197,22 @@ var DefaultIdle = ring.Idle{Spins: 32, Yields: 8}
 // ServerStats are a server's counters.
 type ServerStats struct {
 	Accepted       uint64 // connections accepted
-	Refused        uint64 // closed at once: MaxConns reached or shutting down
-	HandshakeFails uint64 // closed during the handshake (auth, protocol, timeout, task taken)
-	ProtocolErrors uint64 // authenticated connections closed for a malformed frame
-	SlowClosed     uint64 // closed for not reading (write timeout or outcome bound)
-	Open           int64  // connections open now
-	Msgs           uint64 // messages handed to the acker
-	Outcomes       uint64 // outcomes queued to a connection
-	Unrouted       uint64 // outcomes whose task had no connection (dropped)
-	Acker          ackcore.Stats
+	Refused        uint64 // closed at authentication (MaxConns reached) or at once (shutting down)
+	HandshakeFails uint64 // closed during the handshake (auth, protocol, timeout, task taken, dropped)
+	// HandshakesDropped counts the connections closed in the handshake
+	// because MaxHandshakes newer ones came (included in HandshakeFails).
+	HandshakesDropped uint64
+	// InitsRefused counts the INITs answered Failed{full} past their
+	// connection's fair share (see Server.Share); ResetsDropped the RESETs
+	// dropped past their connection's RESET share (ResetShare).
+	InitsRefused, ResetsDropped uint64
+	ProtocolErrors              uint64 // authenticated connections closed for a malformed frame
+	SlowClosed                  uint64 // closed for not reading (write timeout or outcome bound)
+	Open                        int64  // connections open now
+	Msgs                        uint64 // messages handed to the acker
+	Outcomes                    uint64 // outcomes queued to a connection
+	Unrouted                    uint64 // outcomes whose task had no connection (dropped)
+	Acker                       ackcore.Stats
 }
 
 // Server serves a sharded acker.Acker over TCP (see the package doc).
@@ -160,18 +224,29 @@ type Server struct {
 	owner []atomic.Pointer[sconn] // owner[task]: the connection that owns spout task
 	slots chan int                // free producer indices
 
-	mu        sync.Mutex // guards lns, conns, closing, ownership changes
-	lns       []net.Listener
-	conns     map[*sconn]struct{}
-	closing   bool
-	readers   sync.WaitGroup // connection goroutines (handshake and reader)
-	routers   sync.WaitGroup
-	writers   sync.WaitGroup
-	accepting sync.WaitGroup
-	stopOnce  sync.Once
-	final     ackcore.Stats
+	total   int64  // Shards x MaxPending: immutable
+	maxToMs uint32 // MaxRootTimeout in ms: immutable
+
+	mu    sync.Mutex // guards lns, conns, pre, closing, ownership changes
+	lns   []net.Listener
+	conns map[*sconn]struct{}
+	pre   *list.List // connections in the handshake, oldest first
+	// authed counts the authenticated connections, owners those of them
+	// that own a task (only they may INIT): written under mu, read
+	// atomically by the readers for their shares.
+	authed, owners atomic.Int64
+	resetMu        sync.Mutex // guards resets
+	resets         charges    // the server's RESETs within MaxRootTimeout
+	closing        bool
+	readers        sync.WaitGroup // connection goroutines (handshake and reader)
+	routers        sync.WaitGroup
+	writers        sync.WaitGroup
+	accepting      sync.WaitGroup
+	stopOnce       sync.Once
+	final          ackcore.Stats
 
 	accepted, refused, hsFails, protoErrs, slow atomic.Uint64
+	hsDropped, initsRefused, resetsDropped      atomic.Uint64
 	open                                        atomic.Int64
 	// msgs is added to by the readers, outcomes and unrouted by the
 	// router: on lines of their own.
@@ -197,7 +272,9 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		return nil, fmt.Errorf("netio: %w", err)
 	}
 	s := &Server{cfg: cfg, ak: ak, log: cfg.Logger, owner: make([]atomic.Pointer[sconn], cfg.Tasks),
-		slots: make(chan int, cfg.MaxConns), conns: map[*sconn]struct{}{}}
+		slots: make(chan int, cfg.MaxConns), conns: map[*sconn]struct{}{}, pre: list.New(),
+		total: int64(cfg.Shards) * int64(cfg.Shard.MaxPending), maxToMs: uint32(cfg.MaxRootTimeout / time.Millisecond)}
+	s.resets.init(cfg.MaxRootTimeout)
 	var idb [8]byte
 	_, _ = rand.Read(idb[:])
 	s.id = binary.LittleEndian.Uint64(idb[:])
@@ -265,44 +342,78 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 }
 
-// admit takes a producer slot for c and starts its goroutine, or closes c.
+// admit starts c's goroutine, making room in the handshake budget by
+// dropping the oldest connection still handshaking, or closes c when the
+// server is shutting down. The producer slot is taken when the handshake
+// succeeds (claim).
 func (s *Server) admit(c net.Conn) {
-	var slot int
-	select {
-	case slot = <-s.slots:
-	default:
-		s.refused.Add(1)
-		s.log.Warn("netio: connection refused", "remote", c.RemoteAddr().String(), "reason", fmt.Sprintf("max connections %d reached", s.cfg.MaxConns))
-		// Best effort, never blocking the accept loop: a close frame in
-		// the socket buffer, then close.
-		_ = c.SetWriteDeadline(time.Now())
-		_, _ = c.Write(AppendClose(nil, CloseOverloaded, "server at its connection limit"))
-		c.Close()
-		return
-	}
-	sc := &sconn{s: s, raw: c, nc: c, slot: slot, wake: make(chan struct{}, 1), room: make(chan struct{}, 1),
+	sc := &sconn{s: s, raw: c, nc: c, slot: -1, wake: make(chan struct{}, 1), room: make(chan struct{}, 1),
 		done: make(chan struct{})}
 	sc.refs.Store(2) // the reader and the writer; the writer starts after the handshake
+	sc.resets.init(s.cfg.MaxRootTimeout)
+	var drop *sconn
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
 		s.refused.Add(1)
-		s.slots <- slot
-		c.Close()
+		closeWith(c, CloseShutdown, "netio: server shutting down")
 		return
 	}
+	if s.pre.Len() >= s.cfg.MaxHandshakes {
+		drop = s.pre.Remove(s.pre.Front()).(*sconn)
+		drop.preElem = nil
+		drop.dropped = true // claim refuses it from now on
+	}
+	sc.preElem = s.pre.PushBack(sc)
 	s.conns[sc] = struct{}{}
 	s.readers.Add(1)
 	s.mu.Unlock()
+	if drop != nil {
+		// Its goroutine wakes from its read (or write) with a deadline
+		// error, says why and closes.
+		s.hsDropped.Add(1)
+		_ = drop.raw.SetReadDeadline(time.Now())
+	}
 	s.open.Add(1)
 	go sc.serve()
 }
+
+// closeWith writes a close frame to c, best effort (closeWriteTimeout),
+// and closes c.
+func closeWith(c net.Conn, code uint16, reason string) {
+	_ = c.SetWriteDeadline(time.Now().Add(closeWriteTimeout))
+	_, _ = c.Write(AppendClose(nil, code, reason))
+	c.Close()
+}
+
+// outBound is the most bytes of outcomes a connection's outbound buffer
+// holds before the connection is closed as slow, for a client whose max
+// frame is limit: twice the outcomes it may have pending (backpressure
+// keeps it to MaxConnPending plus a frame's INITs; tasks taken over from
+// an earlier connection bring that one's), and a frame.
+func (s *Server) outBound(limit int) int { return 2*s.cfg.MaxConnPending*OutcomeSize + limit }
+
+// Share is a connection's fair share of the acker's table now: its
+// shards' MaxPending over the authenticated connections that own a task
+// (at least one). A connection with more roots than this whose outcome
+// is not yet written has the INITs past it answered Failed{full}.
+func (s *Server) Share() int64 { return s.total / max(s.owners.Load(), 1) }
+
+// ResetShare is the most RESETs a connection may send within
+// MaxRootTimeout now: half the table over the authenticated
+// connections; the server as a whole takes at most half the table's worth
+// within that time. A RESET for an unknown root makes an entry that lives
+// at most MaxRootTimeout, so RESETs, whoever sends them, hold at most
+// half the table, and one connection its share of that half. The RESETs
+// past it are dropped and counted.
+func (s *Server) ResetShare() int64 { return s.total / (2 * max(s.authed.Load(), 1)) }
 
 // Stats returns the server's counters (the acker's are at most a tick
 // old while it runs).
 func (s *Server) Stats() ServerStats {
 	st := ServerStats{
 		Accepted: s.accepted.Load(), Refused: s.refused.Load(), HandshakeFails: s.hsFails.Load(),
+		HandshakesDropped: s.hsDropped.Load(), InitsRefused: s.initsRefused.Load(), ResetsDropped: s.resetsDropped.Load(),
 		ProtocolErrors: s.protoErrs.Load(), SlowClosed: s.slow.Load(), Open: s.open.Load(),
 		Msgs: s.msgs.Load(), Outcomes: s.outcomes.Load(), Unrouted: s.unrouted.Load(),
 	}
@@ -432,6 +543,9 @@ func (s *Server) route(r *acker.Receiver) {
 			s.outcomes.Add(uint64(len(c.rbuf)))
 			c.rbuf = c.rbuf[:0]
 		}
+		// Clear the pointers, not only the length: a stale *sconn in the
+		// backing array would keep a closed connection's buffers live.
+		clear(touched)
 		touched = touched[:0]
 	}
 }
@@ -443,12 +557,24 @@ type sconn struct {
 	s    *Server
 	raw  net.Conn // immutable: deadlines and Close from any goroutine
 	nc   net.Conn // raw, or TLS over it: reads by the reader, writes by the writer
-	slot int
-	refs atomic.Int32 // reader and writer still running; the last frees the slot
-	id   uint64       // client id, set by the handshake
-	tag  string       // for logs
-	fr   *FrameReader
-	msgs []ackcore.Msg
+	slot int      // the acker producer; -1 until claim (under s.mu) takes one
+
+	preElem *list.Element // guarded by s.mu: c in s.pre, nil once authenticated or dropped
+	dropped bool          // guarded by s.mu: dropped from the handshake budget
+	owner   bool          // guarded by s.mu: counted in s.owners
+
+	resets  charges           // reader's: this connection's RESETs within MaxRootTimeout
+	refused []ackcore.Outcome // reader's: the Failed{full} of INITs past the share
+	// Counted per connection (Server.Conns): INITs refused past the
+	// share, RESETs dropped past the RESET share.
+	initsRefused, resetsDropped atomic.Uint64
+	replaced                    atomic.Bool  // a newer connection of the same client took the tasks over
+	short                       atomic.Bool  // closing for cause: the close frame's deadline is set, the writer leaves it
+	refs                        atomic.Int32 // reader and writer still running; the last frees the slot
+	id                          uint64       // client id, set by the handshake
+	tag                         string       // for logs
+	fr                          *FrameReader
+	msgs                        []ackcore.Msg
 
 	tasks []TaskRange
 	limit int // the client's max frame
@@ -471,8 +597,49 @@ type sconn struct {
 	stopped    atomic.Bool // reading stopped by Shutdown
 }
 
-func (c *sconn) stopReading() {
-	c.stopped.Store(true)
+// ConnStats describes one authenticated connection (Server.Conns).
+type ConnStats struct {
+	Remote   string
+	ClientID uint64
+	// Pending is the roots whose INIT the server took and whose outcome
+	// it has not written yet.
+	Pending int64
+	// InitsRefused counts the INITs answered Failed{full} past the
+	// connection's share; ResetsDropped the RESETs dropped past its RESET
+	// share.
+	InitsRefused, ResetsDropped uint64
+}
+
+// Conns returns the authenticated connections' counters, in no order.
+func (s *Server) Conns() []ConnStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var cs []ConnStats
+	for c := range s.conns {
+		if c.slot < 0 {
+			continue // in the handshake, or never through it
+		}
+		cs = append(cs, ConnStats{Remote: c.tag, ClientID: c.id, Pending: c.pending.Load(),
+			InitsRefused: c.initsRefused.Load(), ResetsDropped: c.resetsDropped.Load()})
+	}
+	return cs
+}
+
+// replace stops c's reader: a newer connection of the same client owns
+// its tasks now (under s.mu).
+func (c *sconn) replace() { c.interruptReader(&c.replaced) }
+
+// errReplaced is the error a replaced connection's reader ends with.
+func (c *sconn) errReplaced() error {
+	return &closeError{code: CloseReplaced, err: fmt.Errorf("netio: replaced by a newer connection of client %#x", c.id)}
+}
+
+func (c *sconn) stopReading() { c.interruptReader(&c.stopped) }
+
+// interruptReader sets flag and wakes the reader from its read or its
+// wait for room; it looks at the flag then.
+func (c *sconn) interruptReader(flag *atomic.Bool) {
+	flag.Store(true)
 	_ = c.raw.SetReadDeadline(time.Now())
 	select {
 	case c.room <- struct{}{}:
@@ -495,7 +662,20 @@ func (c *sconn) serve() {
 	}()
 	if err := c.handshake(); err != nil {
 		s.hsFails.Add(1)
+		s.mu.Lock()
+		if c.preElem != nil {
+			s.pre.Remove(c.preElem)
+			c.preElem = nil
+		}
+		dropped := c.dropped
+		s.mu.Unlock()
+		if dropped {
+			err = &closeError{code: CloseOverloaded, err: fmt.Errorf("netio: dropped in the handshake for a newer connection (MaxHandshakes %d): %w", s.cfg.MaxHandshakes, err)}
+		}
 		s.log.Warn("netio: handshake failed", "remote", c.tag, "reason", err.Error())
+		if code := codeOf(err); code != CloseNormal {
+			c.reject(code, reasonOf(err))
+		}
 		return
 	}
 	authed = true
@@ -530,12 +710,22 @@ func (c *sconn) unref() {
 func (s *Server) forget(c *sconn) {
 	s.mu.Lock()
 	delete(s.conns, c)
+	if c.slot >= 0 {
+		s.authed.Add(-1)
+	}
+	if c.owner {
+		s.owners.Add(-1)
+	}
 	s.mu.Unlock()
 	s.open.Add(-1)
-	s.slots <- c.slot
+	if c.slot >= 0 {
+		s.slots <- c.slot
+	}
 }
 
-// handshake authenticates the client and claims its tasks.
+// handshake authenticates the client and claims its tasks. An error
+// that should reach the client as a close frame is a *closeError (serve
+// writes it, see reject).
 func (c *sconn) handshake() error {
 	s := c.s
 	deadline := time.Now().Add(s.cfg.HandshakeTimeout)
@@ -557,24 +747,30 @@ func (c *sconn) handshake() error {
 	c.fr = NewFrameReader(c.nc, HandshakeMaxFrame)
 	f, err := c.fr.Next()
 	if err != nil {
-		return fmt.Errorf("netio: reading hello: %w", err)
+		var ne net.Error
+		switch {
+		case errors.As(err, &ne) && ne.Timeout():
+			return &closeError{code: CloseIdle, err: fmt.Errorf("netio: no hello within the handshake timeout %v", s.cfg.HandshakeTimeout)}
+		case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed):
+			return fmt.Errorf("netio: reading hello: %w", err)
+		case errors.As(err, &ne):
+			return fmt.Errorf("netio: reading hello: %w", err) // reset and the like: no one to tell
+		}
+		return &closeError{code: CloseProtocol, err: fmt.Errorf("netio: reading hello: %w", err)}
 	}
 	if f.Type != TypeHello {
-		c.reject(CloseProtocol, "expected hello")
-		return fmt.Errorf("netio: first frame is %s, want hello", typeName(f.Type))
+		return &closeError{code: CloseProtocol, err: fmt.Errorf("netio: first frame is %s, want hello", typeName(f.Type)), say: "expected hello"}
 	}
 	h, err := DecodeHello(f.Body, uint32(s.cfg.Tasks))
 	if err != nil {
-		c.reject(CloseProtocol, "malformed hello")
-		return err
+		return &closeError{code: CloseProtocol, err: err, say: "malformed hello"}
 	}
 	if err := checkHelloMAC(s.cfg.Secret, &ch.Nonce, &h); err != nil {
-		c.reject(CloseAuth, "authentication failed")
-		return err
+		// The client learns no more than that.
+		return &closeError{code: CloseAuth, err: err, say: "authentication failed"}
 	}
 	c.id, c.tasks, c.limit = h.ClientID, h.Tasks, int(min(h.MaxFrame, 64<<20))
 	if err := c.claim(); err != nil {
-		c.reject(CloseTaskOwned, err.Error())
 		return err
 	}
 	hb := s.cfg.IdleTimeout / 3
@@ -589,30 +785,54 @@ func (c *sconn) handshake() error {
 	return nil
 }
 
-// reject writes a close frame during the handshake (the deadline bounds
-// it).
+// reject writes a close frame during the handshake, best effort
+// (closeWriteTimeout); not over a TLS connection whose TLS handshake did
+// not complete, which could not read it.
 func (c *sconn) reject(code uint16, reason string) {
+	if c.s.cfg.TLS != nil && c.nc == c.raw {
+		return
+	}
+	_ = c.raw.SetWriteDeadline(time.Now().Add(closeWriteTimeout))
 	_, _ = c.nc.Write(AppendClose(nil, code, reason))
 }
 
-// claim makes c the owner of its tasks. A task owned by a connection of
-// another client is refused; one owned by an earlier connection of the
-// same client is taken over (a reconnect the server has not noticed yet),
-// and that connection is closed.
+// claim takes a producer slot for c and makes it the owner of its tasks.
+// A task owned by a connection of another client is refused; one owned by
+// an earlier connection of the same client is taken over (a reconnect the
+// server has not noticed yet), and that connection is closed
+// (CloseReplaced).
 func (c *sconn) claim() error {
 	s := c.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing {
-		return errors.New("netio: server shutting down")
+		return &closeError{code: CloseShutdown, err: errors.New("netio: server shutting down")}
+	}
+	if c.dropped {
+		return errors.New("netio: dropped from the handshake budget")
 	}
 	var replaced []*sconn
+	n := 0
 	for _, r := range c.tasks {
 		for t := r.First; t < r.First+r.Count; t++ {
+			n++
 			if o := s.owner[t].Load(); o != nil && o != c && o.id != c.id {
-				return fmt.Errorf("netio: client %#x claims task %d, owned by client %#x", c.id, t, o.id)
+				return &closeError{code: CloseTaskOwned, err: fmt.Errorf("netio: client %#x claims task %d, owned by client %#x", c.id, t, o.id)}
 			}
 		}
+	}
+	select {
+	case c.slot = <-s.slots:
+	default:
+		s.refused.Add(1)
+		return &closeError{code: CloseOverloaded, err: fmt.Errorf("netio: server at its connection limit (MaxConns %d)", s.cfg.MaxConns)}
+	}
+	s.pre.Remove(c.preElem)
+	c.preElem = nil
+	s.authed.Add(1)
+	if n > 0 {
+		c.owner = true
+		s.owners.Add(1)
 	}
 	for _, r := range c.tasks {
 		for t := r.First; t < r.First+r.Count; t++ {
@@ -623,7 +843,7 @@ func (c *sconn) claim() error {
 	}
 	for _, o := range replaced {
 		s.log.Info("netio: connection replaced by a newer one of the same client", "remote", o.tag, "client", o.id)
-		o.raw.Close() // its reader and writer exit
+		o.replace() // its reader ends, its writer says CloseReplaced
 	}
 	return nil
 }
@@ -647,7 +867,8 @@ func (c *sconn) readLoop() error {
 	s := c.s
 	p := s.ak.Producer(c.slot)
 	idle := s.cfg.IdleTimeout
-	max := int64(s.cfg.MaxConnPending)
+	maxPend := int64(s.cfg.MaxConnPending)
+	lim := min(maxPend, s.Share()) // the bound the fast path checks against, per read batch
 	var lastDeadline time.Time
 	// read counts the messages handed to the acker since the last
 	// flush: the server's shared counter is added to once per read batch.
@@ -667,6 +888,7 @@ func (c *sconn) readLoop() error {
 				taken = 0
 			}
 			base = c.pending.Load()
+			lim = min(maxPend, s.Share())
 			if err := p.Flush(); err != nil {
 				return err
 			}
@@ -689,9 +911,12 @@ func (c *sconn) readLoop() error {
 			if c.stopped.Load() {
 				return nil
 			}
+			if c.replaced.Load() {
+				return c.errReplaced()
+			}
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
-				return &closeError{CloseIdle, fmt.Errorf("netio: nothing received for %v (idle timeout)", idle)}
+				return &closeError{code: CloseIdle, err: fmt.Errorf("netio: nothing received for %v (idle timeout)", idle)}
 			}
 			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
 				return io.EOF
@@ -700,17 +925,20 @@ func (c *sconn) readLoop() error {
 		}
 		switch f.Type {
 		case TypeMsgs:
-			var n int
-			c.msgs, n, err = decodeMsgs(c.msgs[:0], f.Body, c.owns)
+			var n, resets int
+			c.msgs, n, resets, err = decodeMsgs(c.msgs[:0], f.Body, c.owns, s.maxToMs)
 			if err != nil {
 				return c.protocolError(err)
 			}
+			if resets > 0 {
+				c.chargeResets(resets)
+			}
 			inits := int64(n)
-			if inits > 0 && base+taken+inits > max {
-				// Maybe at the bound: count exactly.
+			if inits > 0 && base+taken+inits > lim {
+				// Maybe at a bound: count exactly.
 				c.pending.Add(taken)
 				taken = 0
-				for c.pending.Load()+inits > max && c.pending.Load() > 0 {
+				for c.pending.Load()+inits > maxPend && c.pending.Load() > 0 {
 					// Backpressure: the client is not taking its
 					// outcomes. Publish what is staged, then wait for
 					// the writer to drain. The flag is set before the
@@ -722,17 +950,24 @@ func (c *sconn) readLoop() error {
 						return err
 					}
 					c.roomWait.Store(true)
-					if c.pending.Load()+inits > max && c.pending.Load() > 0 {
-						select {
-						case <-c.room:
-						case <-c.done:
-							return io.EOF
+					if c.pending.Load()+inits > maxPend && c.pending.Load() > 0 {
+						if err := c.awaitRoom(); err != nil {
+							c.roomWait.Store(false)
+							return err
 						}
 					}
 					c.roomWait.Store(false)
 					if c.stopped.Load() {
 						return nil
 					}
+					if c.replaced.Load() {
+						return c.errReplaced()
+					}
+				}
+				// Fair share: the INITs past it are answered
+				// Failed{full} here and never reach the acker.
+				if sh := s.Share(); c.pending.Load()+inits > sh {
+					inits = c.refuse(max(sh-c.pending.Load(), 0))
 				}
 				base = c.pending.Load()
 			}
@@ -755,6 +990,128 @@ func (c *sconn) readLoop() error {
 	}
 }
 
+// awaitRoom waits until the writer signals room (nil), the writer exits
+// or the peer is seen gone (io.EOF), or the reader is stopped or replaced
+// (nil: the caller looks). A reader held by backpressure reads nothing,
+// so it would not see its peer's EOF; it looks at the socket instead,
+// every peerCheckInterval.
+func (c *sconn) awaitRoom() error {
+	t := time.NewTimer(peerCheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.room:
+			return nil
+		case <-c.done:
+			return io.EOF
+		case <-t.C:
+			if c.stopped.Load() || c.replaced.Load() {
+				return nil
+			}
+			if peerGone(c.raw) {
+				c.s.log.Info("netio: client gone while held by backpressure", "remote", c.tag, "client", c.id)
+				return io.EOF
+			}
+			t.Reset(peerCheckInterval)
+		}
+	}
+}
+
+// refuse keeps the first room INITs of c.msgs and takes the others out,
+// answering each Failed{full} on c (counted there and in the server); it
+// returns the INITs kept.
+func (c *sconn) refuse(room int64) int64 {
+	kept, j := int64(0), 0
+	c.refused = c.refused[:0]
+	for _, m := range c.msgs {
+		if m.Kind == ackcore.Init {
+			if kept >= room {
+				c.refused = append(c.refused, ackcore.Outcome{Root: m.Root, Task: m.Task, Kind: ackcore.Failed, Reason: ackcore.ReasonFull})
+				continue
+			}
+			kept++
+		}
+		c.msgs[j] = m
+		j++
+	}
+	c.msgs = c.msgs[:j]
+	k := uint64(len(c.refused))
+	c.initsRefused.Add(k)
+	c.s.initsRefused.Add(k)
+	// An outcome to write, like the acker's: the writer lowers pending
+	// when it has written it.
+	c.pending.Add(int64(k))
+	c.queueOutcomes(c.refused)
+	return kept
+}
+
+// chargeResets charges the n RESETs of c.msgs against c's RESET share and
+// the server's (ResetShare) and drops, counted, those past either: the
+// last ones of the frame.
+func (c *sconn) chargeResets(n int) {
+	s := c.s
+	now := time.Now()
+	c.resets.advance(now)
+	room := max(s.ResetShare()-c.resets.sum, 0)
+	s.resetMu.Lock()
+	s.resets.advance(now)
+	room = min(room, max(s.total/2-s.resets.sum, 0))
+	take := min(int64(n), room)
+	s.resets.add(take)
+	s.resetMu.Unlock()
+	c.resets.add(take)
+	if take == int64(n) {
+		return
+	}
+	kept, j := int64(0), 0
+	for _, m := range c.msgs {
+		if m.Kind == ackcore.Reset {
+			if kept >= take {
+				continue
+			}
+			kept++
+		}
+		c.msgs[j] = m
+		j++
+	}
+	c.msgs = c.msgs[:j]
+	d := uint64(int64(n) - take)
+	c.resetsDropped.Add(d)
+	s.resetsDropped.Add(d)
+}
+
+// charges counts what was charged within a span: nine buckets of an
+// eighth of it, so that a charge is forgotten between one span and nine
+// eighths of it after it was made, never sooner.
+type charges struct {
+	width int64 // a bucket's span, ns
+	at    int64 // the current bucket: time / width
+	b     [9]int64
+	sum   int64 // of b
+}
+
+func (w *charges) init(span time.Duration) { w.width = max(int64(span/8), 1) }
+
+// advance forgets the buckets older than the span at now.
+func (w *charges) advance(now time.Time) {
+	i := now.UnixNano() / w.width
+	if i-w.at >= int64(len(w.b)) {
+		*w = charges{width: w.width, at: i}
+		return
+	}
+	for w.at < i {
+		w.at++
+		k := w.at % int64(len(w.b))
+		w.sum -= w.b[k]
+		w.b[k] = 0
+	}
+}
+
+func (w *charges) add(n int64) {
+	w.b[w.at%int64(len(w.b))] += n
+	w.sum += n
+}
+
 // owns reports whether c owns spout task t now (reader side).
 func (c *sconn) owns(t uint32) bool {
 	return t < uint32(len(c.s.owner)) && c.s.owner[t].Load() == c
@@ -762,13 +1119,15 @@ func (c *sconn) owns(t uint32) bool {
 
 func (c *sconn) protocolError(err error) error {
 	c.s.protoErrs.Add(1)
-	return &closeError{CloseProtocol, err}
+	return &closeError{code: CloseProtocol, err: err}
 }
 
-// closeError carries the close code a connection ends with.
+// closeError carries the close code a connection ends with, and the
+// reason the close frame gives when it is not err's text (say).
 type closeError struct {
 	code uint16
 	err  error
+	say  string
 }
 
 func (e *closeError) Error() string { return e.err.Error() }
@@ -785,6 +1144,10 @@ func codeOf(err error) uint16 {
 func reasonOf(err error) string {
 	if err == nil || errors.Is(err, io.EOF) {
 		return "goodbye"
+	}
+	var ce *closeError
+	if errors.As(err, &ce) && ce.say != "" {
+		return ce.say
 	}
 	return err.Error()
 }
@@ -803,20 +1166,24 @@ func (c *sconn) queueOutcomes(outs []ackcore.Outcome) {
 		c.nout += n
 		outs = outs[n:]
 	}
-	over := len(c.out) > 2*c.s.cfg.MaxConnPending*OutcomeSize+c.limit
+	over := len(c.out) > c.s.outBound(c.limit)
+	if over {
+		// More outcomes than the roots it may have pending (tasks taken
+		// over from an earlier connection): it is not reading. Cut it
+		// loose rather than hold them: drop them (its client fails them
+		// as lost when the connection ends) and say why.
+		c.out, c.nout = c.out[:0], 0
+		c.finished = true
+		c.closeMsg = AppendClose(nil, CloseSlow, "netio: client not taking its outcomes")
+		c.short.Store(true)
+	}
 	wake := c.writerIdle || over
 	c.writerIdle = false
 	c.mu.Unlock()
 	if over {
-		// More outcomes than the roots it may have pending (tasks taken
-		// over from an earlier connection): it is not reading. Cut it
-		// loose rather than hold them.
 		c.s.slow.Add(1)
 		c.s.log.Warn("netio: client not taking its outcomes", "remote", c.tag, "client", c.id)
-		c.mu.Lock()
-		c.finished = true
-		c.mu.Unlock()
-		c.raw.Close()
+		_ = c.raw.SetWriteDeadline(time.Now().Add(closeWriteTimeout)) // a write in progress ends soon
 	}
 	if wake {
 		select {
@@ -827,12 +1194,17 @@ func (c *sconn) queueOutcomes(outs []ackcore.Outcome) {
 }
 
 // finish queues a close frame after everything queued; the writer then
-// writes out and closes the connection.
+// writes out and closes the connection. A close for cause (replaced,
+// slow, overloaded) is written within closeWriteTimeout, best effort.
 func (c *sconn) finish(code uint16, reason string) {
 	c.mu.Lock()
 	if !c.finished {
 		c.finished = true
 		c.closeMsg = AppendClose(nil, code, reason)
+		if code == CloseReplaced || code == CloseSlow || code == CloseOverloaded {
+			c.short.Store(true)
+			_ = c.raw.SetWriteDeadline(time.Now().Add(closeWriteTimeout))
+		}
 	}
 	c.mu.Unlock()
 	select {
@@ -876,7 +1248,9 @@ func (c *sconn) writer() {
 			if len(c.out) == 0 && !c.finished {
 				c.mu.Unlock()
 				if beat {
-					if err := c.write(AppendHeartbeat(c.spare[:0]), &lastDeadline, wt); err != nil {
+					hb := AppendHeartbeat(c.spare[:0])
+					if w, err := c.write(hb, &lastDeadline, wt); err != nil {
+						c.closeAfterTimeout(hb, w, err, false, nil)
 						return
 					}
 				}
@@ -893,7 +1267,10 @@ func (c *sconn) writer() {
 		if fin {
 			buf = append(buf, closeMsg...)
 		}
-		err := c.write(buf, &lastDeadline, wt)
+		w, err := c.write(buf, &lastDeadline, wt)
+		if err != nil {
+			c.closeAfterTimeout(buf, w, err, fin, closeMsg)
+		}
 		c.spare = buf[:0]
 		if n > 0 {
 			// Outcomes written: room for more INITs.
@@ -912,21 +1289,22 @@ func (c *sconn) writer() {
 }
 
 // write writes buf (the writer's), moving the write deadline when it is
-// older than a tenth of wt; on an error it logs a stalled client and
-// marks c finished.
-func (c *sconn) write(buf []byte, lastDeadline *time.Time, wt time.Duration) error {
+// older than a tenth of wt (unless a close for cause set it); on an error
+// it logs a stalled client and marks c finished. It returns the bytes
+// written.
+func (c *sconn) write(buf []byte, lastDeadline *time.Time, wt time.Duration) (int, error) {
 	s := c.s
 	if len(buf) == 0 {
-		return nil
+		return 0, nil
 	}
-	if now := time.Now(); now.Sub(*lastDeadline) > wt/10 {
+	if now := time.Now(); now.Sub(*lastDeadline) > wt/10 && !c.short.Load() {
 		_ = c.raw.SetWriteDeadline(now.Add(wt))
 		*lastDeadline = now
 	}
-	_, err := c.nc.Write(buf)
+	n, err := c.nc.Write(buf)
 	if err != nil {
 		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
+		if errors.As(err, &ne) && ne.Timeout() && !c.short.Load() {
 			s.slow.Add(1)
 			s.log.Warn("netio: client not reading; closing", "remote", c.tag, "client", c.id, "write_timeout", wt)
 		}
@@ -934,5 +1312,53 @@ func (c *sconn) write(buf []byte, lastDeadline *time.Time, wt time.Duration) err
 		c.finished = true
 		c.mu.Unlock()
 	}
-	return err
+	return n, err
+}
+
+// closeAfterTimeout, after a write of buf timed out with w bytes written,
+// writes the rest of the frame it stopped in and a close frame (CloseSlow,
+// or closeMsg when fin: buf then ends with it), best effort within
+// closeWriteTimeout: a client that starts reading again finds its stream
+// whole and the reason. Not over TLS, whose connection a timed-out write
+// leaves broken.
+func (c *sconn) closeAfterTimeout(buf []byte, w int, err error, fin bool, closeMsg []byte) {
+	var ne net.Error
+	if !errors.As(err, &ne) || !ne.Timeout() || c.nc != c.raw {
+		return
+	}
+	end := frameEnd(buf, w)
+	tail := append([]byte(nil), buf[w:end]...)
+	switch {
+	case fin && end == len(buf):
+		// The close frame was in the rest.
+	case fin:
+		tail = append(tail, closeMsg...)
+	default:
+		c.mu.Lock()
+		cm := c.closeMsg
+		c.mu.Unlock()
+		if cm == nil {
+			cm = AppendClose(nil, CloseSlow, fmt.Sprintf("netio: client took no bytes for %v (write timeout)", c.s.cfg.WriteTimeout))
+		}
+		tail = append(tail, cm...)
+	}
+	_ = c.raw.SetWriteDeadline(time.Now().Add(closeWriteTimeout))
+	_, _ = c.raw.Write(tail)
+}
+
+// frameEnd is the end of the frame of buf (whole frames, as the writer
+// builds them) that byte w lies in; len(buf) past the last.
+func frameEnd(buf []byte, w int) int {
+	i := 0
+	for i < len(buf) && i < w {
+		if len(buf)-i < 4 {
+			return len(buf)
+		}
+		n := int(binary.LittleEndian.Uint32(buf[i:]))
+		if n < HeaderSize {
+			return len(buf)
+		}
+		i += n
+	}
+	return min(i, len(buf))
 }
