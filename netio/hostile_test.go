@@ -327,20 +327,13 @@ func TestConnectFlood(t *testing.T) {
 	}
 	maxG := 0
 	for w := 0; w < waves; w++ {
-		var conns []net.Conn
-		var mu sync.Mutex
+		var conns idleConns
 		var wg sync.WaitGroup
 		for range per {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				c, err := net.DialTimeout("tcp", s.addr, 2*time.Second)
-				if err != nil {
-					return
-				}
-				mu.Lock()
-				conns = append(conns, c)
-				mu.Unlock()
+				conns.dial(s.addr)
 			}()
 		}
 		wg.Wait()
@@ -354,9 +347,7 @@ func TestConnectFlood(t *testing.T) {
 		// stay, beside the good client.
 		waitFor(t, 5*time.Second, "the dropped handshakes to go", func() bool { return s.Stats().Open <= 16+1 })
 		maxG = max(maxG, runtime.NumGoroutine())
-		for _, c := range conns {
-			c.Close()
-		}
+		conns.closeAll()
 	}
 	st := s.Stats()
 	if st.HandshakesDropped == 0 {

@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
@@ -235,8 +236,9 @@ type Server struct {
 	// that own a task (only they may INIT): written under mu, read
 	// atomically by the readers for their shares.
 	authed, owners atomic.Int64
-	resetMu        sync.Mutex // guards resets
-	resets         charges    // the server's RESETs within MaxRootTimeout
+	share          atomic.Int64 // Share, kept up to date with owners (under mu)
+	resetMu        sync.Mutex   // guards resets
+	resets         charges      // the server's RESETs within MaxRootTimeout
 	closing        bool
 	readers        sync.WaitGroup // connection goroutines (handshake and reader)
 	routers        sync.WaitGroup
@@ -275,6 +277,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		slots: make(chan int, cfg.MaxConns), conns: map[*sconn]struct{}{}, pre: list.New(),
 		total: int64(cfg.Shards) * int64(cfg.Shard.MaxPending), maxToMs: uint32(cfg.MaxRootTimeout / time.Millisecond)}
 	s.resets.init(cfg.MaxRootTimeout)
+	s.share.Store(s.total)
 	var idb [8]byte
 	_, _ = rand.Read(idb[:])
 	s.id = binary.LittleEndian.Uint64(idb[:])
@@ -393,11 +396,40 @@ func closeWith(c net.Conn, code uint16, reason string) {
 // an earlier connection bring that one's), and a frame.
 func (s *Server) outBound(limit int) int { return 2*s.cfg.MaxConnPending*OutcomeSize + limit }
 
+// ConnBytes is the most heap one authenticated connection holds, for a
+// client whose max frame is MaxFrame (one that asks for more is held to
+// it only by the server's MaxFrame on what it sends, and its outcome
+// frames are bounded by outBound all the same):
+//
+//	read buffer         MaxFrame + 64 KiB (a frame and a read chunk)
+//	decoded frame       MaxMsgsPerFrame(MaxFrame) x 32 B (ackcore.Msg)
+//	refused INITs       MaxMsgsPerFrame(MaxFrame) x 32 B (ackcore.Outcome)
+//	router's batch      2 x Shards x RingSize x 32 B (all the rings hold, grown by append)
+//	outbound buffers    2 x (2 x MaxConnPending x 24 B + MaxFrame)
+//
+// The two outbound buffers are the one the router fills and the one the
+// writer writes; each is closed as slow before it would pass its bound
+// (twice the outcomes a connection may have pending: tasks taken over
+// from an earlier connection bring that one's).
+func (s *Server) ConnBytes() int64 {
+	f := int64(s.cfg.MaxFrame)
+	per := int64(MaxMsgsPerFrame(s.cfg.MaxFrame))
+	msg, out := int64(unsafe.Sizeof(ackcore.Msg{})), int64(unsafe.Sizeof(ackcore.Outcome{}))
+	return f + readChunk + per*msg + per*out + 2*int64(s.cfg.Shards)*int64(s.cfg.RingSize)*out +
+		2*int64(s.outBound(s.cfg.MaxFrame))
+}
+
 // Share is a connection's fair share of the acker's table now: its
 // shards' MaxPending over the authenticated connections that own a task
 // (at least one). A connection with more roots than this whose outcome
 // is not yet written has the INITs past it answered Failed{full}.
-func (s *Server) Share() int64 { return s.total / max(s.owners.Load(), 1) }
+func (s *Server) Share() int64 { return s.share.Load() }
+
+// addOwners changes the count of connections owning a task, and the
+// share with it (under s.mu).
+func (s *Server) addOwners(d int64) {
+	s.share.Store(s.total / max(s.owners.Add(d), 1))
+}
 
 // ResetShare is the most RESETs a connection may send within
 // MaxRootTimeout now: half the table over the authenticated
@@ -696,6 +728,19 @@ func (c *sconn) serve() {
 	_ = ferr
 	c.release()
 	c.finish(codeOf(err), reasonOf(err))
+	if c.short.Load() {
+		c.linger()
+	}
+}
+
+// linger discards what the client still sends, until it closes or
+// closeWriteTimeout passes, once c closes for cause: the writer has sent
+// the close frame (or gave up) and ended our side; forget closes the
+// socket when both goroutines are out.
+func (c *sconn) linger() {
+	<-c.done
+	_ = c.raw.SetReadDeadline(time.Now().Add(closeWriteTimeout))
+	_, _ = io.Copy(io.Discard, c.raw)
 }
 
 // unref drops one of c's goroutines; the last one out forgets c.
@@ -714,10 +759,11 @@ func (s *Server) forget(c *sconn) {
 		s.authed.Add(-1)
 	}
 	if c.owner {
-		s.owners.Add(-1)
+		s.addOwners(-1)
 	}
 	s.mu.Unlock()
 	s.open.Add(-1)
+	c.raw.Close() // closed already, or left open by a lingering close
 	if c.slot >= 0 {
 		s.slots <- c.slot
 	}
@@ -832,7 +878,7 @@ func (c *sconn) claim() error {
 	s.authed.Add(1)
 	if n > 0 {
 		c.owner = true
-		s.owners.Add(1)
+		s.addOwners(1)
 	}
 	for _, r := range c.tasks {
 		for t := r.First; t < r.First+r.Count; t++ {
@@ -868,7 +914,6 @@ func (c *sconn) readLoop() error {
 	p := s.ak.Producer(c.slot)
 	idle := s.cfg.IdleTimeout
 	maxPend := int64(s.cfg.MaxConnPending)
-	lim := min(maxPend, s.Share()) // the bound the fast path checks against, per read batch
 	var lastDeadline time.Time
 	// read counts the messages handed to the acker since the last
 	// flush: the server's shared counter is added to once per read batch.
@@ -888,7 +933,6 @@ func (c *sconn) readLoop() error {
 				taken = 0
 			}
 			base = c.pending.Load()
-			lim = min(maxPend, s.Share())
 			if err := p.Flush(); err != nil {
 				return err
 			}
@@ -903,8 +947,16 @@ func (c *sconn) readLoop() error {
 				lastDeadline = now
 			}
 		}
+		if c.short.Load() {
+			return io.EOF // closing for cause: the writer said why
+		}
+		// After the deadline was moved: a Shutdown or a replacing
+		// connection that set it to now before is seen here.
 		if c.stopped.Load() {
 			return nil
+		}
+		if c.replaced.Load() {
+			return c.errReplaced()
 		}
 		f, err := c.fr.Next()
 		if err != nil {
@@ -934,7 +986,7 @@ func (c *sconn) readLoop() error {
 				c.chargeResets(resets)
 			}
 			inits := int64(n)
-			if inits > 0 && base+taken+inits > lim {
+			if inits > 0 && base+taken+inits > min(maxPend, s.share.Load()) {
 				// Maybe at a bound: count exactly.
 				c.pending.Add(taken)
 				taken = 0
@@ -1022,6 +1074,9 @@ func (c *sconn) awaitRoom() error {
 // returns the INITs kept.
 func (c *sconn) refuse(room int64) int64 {
 	kept, j := int64(0), 0
+	if cap(c.refused) < len(c.msgs) {
+		c.refused = make([]ackcore.Outcome, 0, len(c.msgs)) // at most a frame's: see ConnBytes
+	}
 	c.refused = c.refused[:0]
 	for _, m := range c.msgs {
 		if m.Kind == ackcore.Init {
@@ -1155,18 +1210,28 @@ func reasonOf(err error) string {
 // queueOutcomes encodes outs into c's outbound buffer (router side).
 func (c *sconn) queueOutcomes(outs []ackcore.Outcome) {
 	per := MaxMsgsPerFrame(c.limit)
+	need := len(outs)*OutcomeSize + HeaderSize*((len(outs)+per-1)/per)
+	bound := c.s.outBound(c.limit)
 	c.mu.Lock()
 	if c.finished {
 		c.mu.Unlock()
 		return
 	}
-	for len(outs) > 0 {
+	over := len(c.out)+need > bound
+	if !over && cap(c.out)-len(c.out) < need {
+		// Grow it here, to at most the bound, so that the buffer's
+		// capacity (the memory it holds) never passes it: AppendOutcomes
+		// alone would double it.
+		nb := make([]byte, len(c.out), min(max(2*cap(c.out), len(c.out)+need), bound))
+		copy(nb, c.out)
+		c.out = nb
+	}
+	for !over && len(outs) > 0 {
 		n := min(len(outs), per)
 		c.out = AppendOutcomes(c.out, outs[:n])
 		c.nout += n
 		outs = outs[n:]
 	}
-	over := len(c.out) > c.s.outBound(c.limit)
 	if over {
 		// More outcomes than the roots it may have pending (tasks taken
 		// over from an earlier connection): it is not reading. Cut it
@@ -1223,7 +1288,17 @@ func (c *sconn) writer() {
 	defer s.writers.Done()
 	defer func() {
 		close(c.done)
-		c.raw.Close()
+		if tc, ok := c.raw.(*net.TCPConn); ok && c.short.Load() {
+			// A close for cause: end our side after the close frame and
+			// leave the socket open a little for the reader to drain
+			// (see linger), as closing it with unread bytes in it would
+			// reset the connection, and the client would lose the close
+			// frame with the rest of its receive buffer.
+			_ = tc.CloseWrite()
+			_ = c.raw.SetReadDeadline(time.Now().Add(closeWriteTimeout))
+		} else {
+			c.raw.Close()
+		}
 		c.unref()
 	}()
 	hb := s.cfg.IdleTimeout / 3
@@ -1343,6 +1418,7 @@ func (c *sconn) closeAfterTimeout(buf []byte, w int, err error, fin bool, closeM
 		tail = append(tail, cm...)
 	}
 	_ = c.raw.SetWriteDeadline(time.Now().Add(closeWriteTimeout))
+	c.short.Store(true) // and linger: see writer
 	_, _ = c.raw.Write(tail)
 }
 
