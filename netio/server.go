@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -277,7 +278,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		slots: make(chan int, cfg.MaxConns), conns: map[*sconn]struct{}{}, pre: list.New(),
 		total: int64(cfg.Shards) * int64(cfg.Shard.MaxPending), maxToMs: uint32(cfg.MaxRootTimeout / time.Millisecond)}
 	s.resets.init(cfg.MaxRootTimeout)
-	s.share.Store(s.total)
+	s.share.Store(s.shareOf(0))
 	var idb [8]byte
 	_, _ = rand.Read(idb[:])
 	s.id = binary.LittleEndian.Uint64(idb[:])
@@ -420,16 +421,36 @@ func (s *Server) ConnBytes() int64 {
 }
 
 // Share is a connection's fair share of the acker's table now: its
-// shards' MaxPending over the authenticated connections that own a task
-// (at least one). A connection with more roots than this whose outcome
-// is not yet written has the INITs past it answered Failed{full}.
+// shards' MaxPending over the authenticated connections that own a task,
+// and the rings' worth of slack (shareSlack); with one such connection,
+// no bound but the acker's. A
+// connection with more roots than this in the acker (ConnStats.Held) has
+// the INITs past it answered Failed{full}.
 func (s *Server) Share() int64 { return s.share.Load() }
 
 // addOwners changes the count of connections owning a task, and the
 // share with it (under s.mu).
 func (s *Server) addOwners(d int64) {
-	s.share.Store(s.total / max(s.owners.Add(d), 1))
+	s.share.Store(s.shareOf(s.owners.Add(d)))
 }
+
+// shareOf is the share with n connections owning a task: no bound but
+// the acker's for a lone one (no one else wants room).
+func (s *Server) shareOf(n int64) int64 {
+	if n <= 1 {
+		return math.MaxInt64 / 2
+	}
+	return s.total/n + s.shareSlack()
+}
+
+// shareSlack is what a connection's held count may run ahead of its
+// entries in the table: its INITs in its rings into the shards, on their
+// way in, and outcomes on their way out, in the shards' rings to the
+// router (RingSize each, per shard) and held by the executors while the
+// router catches up. Eight rings' worth: with two, the net level's four
+// connections, each keeping a quarter of a table sized 1.05x the stream,
+// had INITs refused (outcomes waiting for the router); with eight, none.
+func (s *Server) shareSlack() int64 { return 8 * int64(s.cfg.Shards) * int64(s.cfg.RingSize) }
 
 // ResetShare is the most RESETs a connection may send within
 // MaxRootTimeout now: half the table over the authenticated
@@ -571,6 +592,7 @@ func (s *Server) route(r *acker.Receiver) {
 			c.rbuf = append(c.rbuf, *o)
 		}
 		for _, c := range touched {
+			c.held.Add(-int64(len(c.rbuf)))
 			c.queueOutcomes(c.rbuf)
 			s.outcomes.Add(uint64(len(c.rbuf)))
 			c.rbuf = c.rbuf[:0]
@@ -613,7 +635,12 @@ type sconn struct {
 
 	rbuf []ackcore.Outcome // router's batch for this connection
 
-	pending  atomic.Int64  // roots whose INIT was read and whose outcome was not yet written
+	pending atomic.Int64 // roots whose INIT was read and whose outcome was not yet written
+	// held is the roots whose INIT the reader handed to the acker and
+	// whose outcome the router has not routed to c yet: raised by the
+	// reader (per read batch, as pending), lowered by the router (per
+	// batch). The share binds it: it is what c holds in the acker.
+	held     atomic.Int64
 	room     chan struct{} // reader waits here while pending is at the bound
 	roomWait atomic.Bool   // the reader waits (or is about to) on room
 
@@ -634,8 +661,9 @@ type ConnStats struct {
 	Remote   string
 	ClientID uint64
 	// Pending is the roots whose INIT the server took and whose outcome
-	// it has not written yet.
-	Pending int64
+	// it has not written yet; Held those of them in the acker (outcome
+	// not yet routed to the connection), which the share binds.
+	Pending, Held int64
 	// InitsRefused counts the INITs answered Failed{full} past the
 	// connection's share; ResetsDropped the RESETs dropped past its RESET
 	// share.
@@ -651,7 +679,7 @@ func (s *Server) Conns() []ConnStats {
 		if c.slot < 0 {
 			continue // in the handshake, or never through it
 		}
-		cs = append(cs, ConnStats{Remote: c.tag, ClientID: c.id, Pending: c.pending.Load(),
+		cs = append(cs, ConnStats{Remote: c.tag, ClientID: c.id, Pending: c.pending.Load(), Held: c.held.Load(),
 			InitsRefused: c.initsRefused.Load(), ResetsDropped: c.resetsDropped.Load()})
 	}
 	return cs
@@ -925,11 +953,12 @@ func (c *sconn) readLoop() error {
 	// would bounce between the reader's and the writer's cores.
 	var read uint64
 	var base, taken int64
-	defer func() { s.msgs.Add(read); c.pending.Add(taken) }()
+	defer func() { s.msgs.Add(read); c.pending.Add(taken); c.held.Add(taken) }()
 	for {
 		if !c.fr.Ready() {
 			if taken > 0 {
 				c.pending.Add(taken)
+				c.held.Add(taken)
 				taken = 0
 			}
 			base = c.pending.Load()
@@ -989,6 +1018,7 @@ func (c *sconn) readLoop() error {
 			if inits > 0 && base+taken+inits > min(maxPend, s.share.Load()) {
 				// Maybe at a bound: count exactly.
 				c.pending.Add(taken)
+				c.held.Add(taken)
 				taken = 0
 				for c.pending.Load()+inits > maxPend && c.pending.Load() > 0 {
 					// Backpressure: the client is not taking its
@@ -1005,21 +1035,21 @@ func (c *sconn) readLoop() error {
 					if c.pending.Load()+inits > maxPend && c.pending.Load() > 0 {
 						if err := c.awaitRoom(); err != nil {
 							c.roomWait.Store(false)
-							return err
+							return c.applyLast(p, err)
 						}
 					}
 					c.roomWait.Store(false)
 					if c.stopped.Load() {
-						return nil
+						return c.applyLast(p, nil)
 					}
 					if c.replaced.Load() {
-						return c.errReplaced()
+						return c.applyLast(p, c.errReplaced())
 					}
 				}
 				// Fair share: the INITs past it are answered
 				// Failed{full} here and never reach the acker.
-				if sh := s.Share(); c.pending.Load()+inits > sh {
-					inits = c.refuse(max(sh-c.pending.Load(), 0))
+				if sh := s.Share(); c.held.Load()+inits > sh {
+					inits = c.refuse(max(sh-c.held.Load(), 0))
 				}
 				base = c.pending.Load()
 			}
@@ -1040,6 +1070,18 @@ func (c *sconn) readLoop() error {
 			return c.protocolError(fmt.Errorf("netio: unexpected %s frame from a client", typeName(f.Type)))
 		}
 	}
+}
+
+// applyLast hands the frame the reader parsed and was holding back for
+// room to the acker all the same (its ACKs may complete other
+// connections' roots; its INITs' outcomes go where their task's owner
+// is), as the reader ends with err: a frame the server parsed is applied.
+func (c *sconn) applyLast(p *acker.Producer, err error) error {
+	if e := p.SendBatch(c.msgs); e != nil {
+		return e
+	}
+	c.s.msgs.Add(uint64(len(c.msgs)))
+	return err
 }
 
 // awaitRoom waits until the writer signals room (nil), the writer exits
