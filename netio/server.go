@@ -749,9 +749,11 @@ func (c *sconn) serve() {
 		// Shutdown: keep the tasks until the final outcomes are written.
 		return
 	case err == nil || errors.Is(err, io.EOF):
-		s.log.Info("netio: client closed", "remote", c.tag, "client", c.id)
+		s.log.Info("netio: client closed", "remote", c.tag, "client", c.id,
+			"inits_refused", c.initsRefused.Load(), "resets_dropped", c.resetsDropped.Load())
 	default:
-		s.log.Warn("netio: connection closed", "remote", c.tag, "client", c.id, "reason", err.Error())
+		s.log.Warn("netio: connection closed", "remote", c.tag, "client", c.id, "reason", err.Error(),
+			"inits_refused", c.initsRefused.Load(), "resets_dropped", c.resetsDropped.Load())
 	}
 	_ = ferr
 	c.release()
