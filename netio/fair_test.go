@@ -295,7 +295,10 @@ func TestFairShare(t *testing.T) {
 			defer wg.Done()
 			p, ib := c.Sender(0), c.Inbox(0)
 			var buf []ackcore.Outcome
-			for root := uint64(1); !stop.Load() && root < 1<<20; root++ {
+			// 5 shares' worth each: the share held, the rest refused; then
+			// it keeps its share held (its roots never complete) while
+			// the steady client runs, without spinning on refusals.
+			for root := uint64(1); !stop.Load() && root <= 5*perConn; root++ {
 				// TrySend: at the client's MaxPending, take outcomes.
 				if ok, err := p.TrySend(ackcore.Msg{Root: root<<8 | uint64(i), Kind: ackcore.Init, Val: 1}); err != nil {
 					t.Error(err)
@@ -312,11 +315,12 @@ func TestFairShare(t *testing.T) {
 			}
 		}()
 	}
-	// At full pressure: every flooder has been refused.
+	// At full pressure: every flooder has been refused, and holds its
+	// share.
 	waitFor(t, 10*time.Second, "every flooder to be refused", func() bool {
 		k := 0
 		for _, cs := range s.Conns() {
-			if cs.InitsRefused > 0 {
+			if cs.InitsRefused > 0 && cs.Held >= perConn {
 				k++
 			}
 		}
