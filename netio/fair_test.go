@@ -190,6 +190,26 @@ func TestResetFlood(t *testing.T) {
 		t.Fatalf("%d entries pending, want at most 512", p)
 	}
 	wantAllComplete(t, s.addr, 2, 400)
+
+	// Again, reconnecting: a new connection's RESET share is fresh, the
+	// server's is not, and it is spent.
+	rc = rawDial(t, s.addr)
+	rc.login(t, 1, TaskRange{1, 1})
+	for i := range b {
+		b[i].Root += 1 << 32
+	}
+	if _, err := rc.Write(AppendMsgs(nil, b)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the RESETs to be read", func() bool { return s.Stats().ResetsDropped >= 1100-512+1100 })
+	rc.Close()
+	wantAllComplete(t, s.addr, 2, 400)
+	// The acker's counters are a tick old: once they show the trees
+	// sent after the RESETs, they show the RESETs.
+	waitFor(t, 5*time.Second, "fresh acker counters", func() bool { return s.Stats().Acker.Inits >= 800 })
+	if st := s.Stats(); st.Acker.Resets != 512 {
+		t.Fatalf("the acker took %d RESETs, want 512 within MaxRootTimeout", st.Acker.Resets)
+	}
 }
 
 // orphansGiveWay probes the acker: whether an INIT finds room at the
