@@ -601,3 +601,73 @@ func TestMemoryComesBack(t *testing.T) {
 	t.Logf("%d never-reading connections: %.1f MiB each (ConnBytes %.1f MiB); heap %.1f MiB before, %.1f MiB after",
 		n, float64(per)/(1<<20), float64(s.ConnBytes())/(1<<20), float64(base)/(1<<20), float64(after)/(1<<20))
 }
+
+// TestStopRace: senders sending trees while the client stops at a
+// moment of the iteration's choosing: every INIT a Send accepted gets
+// exactly one outcome (the server's, or Failed{stopped}, or
+// Failed{acker lost}), none is lost without a word (the acker faults
+// issue's rule 3, the netio client's part).
+func TestStopRace(t *testing.T) {
+	s := startServer(t, nil)
+	iters := 40
+	if testing.Short() {
+		iters = 10
+	}
+	const senders = 4
+	for it := range iters {
+		cfg := clientCfg(s.addr)
+		cfg.ID = 1000 // one client, reconnecting: it takes its tasks over
+		c, err := Dial(cfg, acker.Spec{Producers: senders, Tasks: senders})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var accepted [senders]atomic.Int64
+		var wg sync.WaitGroup
+		for p := range senders {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sd := c.Sender(p)
+				for root := uint64(1); ; root++ {
+					id := uint64(it)<<40 | uint64(p)<<32 | root
+					if err := sd.Send(ackcore.Msg{Root: id, Kind: ackcore.Init, Task: uint32(p), Val: 1}); err != nil {
+						_ = sd.Flush() // fails what it staged and never handed over
+						return
+					}
+					accepted[p].Add(1)
+					if err := sd.Send(ackcore.Msg{Root: id, Kind: ackcore.Ack, Val: 1}); err != nil {
+						_ = sd.Flush()
+						return
+					}
+					if root%(1+uint64(it%7)) == 0 {
+						_ = sd.Flush()
+					}
+				}
+			}()
+		}
+		at := int64(1 + it*97%3000)
+		waitFor(t, 5*time.Second, "the senders to start", func() bool {
+			n := int64(0)
+			for p := range senders {
+				n += accepted[p].Load()
+			}
+			return n >= at
+		})
+		c.Stop()
+		wg.Wait()
+		for p := range senders {
+			got := map[uint64]int{}
+			for _, o := range c.Inbox(p).Poll(nil) {
+				got[o.Root]++
+			}
+			for root, k := range got {
+				if k != 1 {
+					t.Fatalf("iteration %d: root %#x got %d outcomes", it, root, k)
+				}
+			}
+			if n := int64(len(got)); n != accepted[p].Load() {
+				t.Fatalf("iteration %d, sender %d: %d INITs accepted, %d outcomes", it, p, accepted[p].Load(), n)
+			}
+		}
+	}
+}
