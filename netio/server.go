@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -382,14 +381,6 @@ func (s *Server) admit(c net.Conn) {
 	go sc.serve()
 }
 
-// closeWith writes a close frame to c, best effort (closeWriteTimeout),
-// and closes c.
-func closeWith(c net.Conn, code uint16, reason string) {
-	_ = c.SetWriteDeadline(time.Now().Add(closeWriteTimeout))
-	_, _ = c.Write(AppendClose(nil, code, reason))
-	c.Close()
-}
-
 // outBound is the most bytes of outcomes a connection's outbound buffer
 // holds before the connection is closed as slow, for a client whose max
 // frame is limit: twice the outcomes it may have pending (backpressure
@@ -419,47 +410,6 @@ func (s *Server) ConnBytes() int64 {
 	return f + readChunk + per*msg + per*out + 2*int64(s.cfg.Shards)*int64(s.cfg.RingSize)*out +
 		2*int64(s.outBound(s.cfg.MaxFrame))
 }
-
-// Share is a connection's fair share of the acker's table now: its
-// shards' MaxPending over the authenticated connections that own a task,
-// and the rings' worth of slack (shareSlack); with one such connection,
-// no bound but the acker's. A
-// connection with more roots than this in the acker (ConnStats.Held) has
-// the INITs past it answered Failed{full}.
-func (s *Server) Share() int64 { return s.share.Load() }
-
-// addOwners changes the count of connections owning a task, and the
-// share with it (under s.mu).
-func (s *Server) addOwners(d int64) {
-	s.share.Store(s.shareOf(s.owners.Add(d)))
-}
-
-// shareOf is the share with n connections owning a task: no bound but
-// the acker's for a lone one (no one else wants room).
-func (s *Server) shareOf(n int64) int64 {
-	if n <= 1 {
-		return math.MaxInt64 / 2
-	}
-	return s.total/n + s.shareSlack()
-}
-
-// shareSlack is what a connection's held count may run ahead of its
-// entries in the table: its INITs in its rings into the shards, on their
-// way in, and outcomes on their way out, in the shards' rings to the
-// router (RingSize each, per shard) and held by the executors while the
-// router catches up. Eight rings' worth: with two, the net level's four
-// connections, each keeping a quarter of a table sized 1.05x the stream,
-// had INITs refused (outcomes waiting for the router); with eight, none.
-func (s *Server) shareSlack() int64 { return 8 * int64(s.cfg.Shards) * int64(s.cfg.RingSize) }
-
-// ResetShare is the most RESETs a connection may send within
-// MaxRootTimeout now: half the table over the authenticated
-// connections; the server as a whole takes at most half the table's worth
-// within that time. A RESET for an unknown root makes an entry that lives
-// at most MaxRootTimeout, so RESETs, whoever sends them, hold at most
-// half the table, and one connection its share of that half. The RESETs
-// past it are dropped and counted.
-func (s *Server) ResetShare() int64 { return s.total / (2 * max(s.authed.Load(), 1)) }
 
 // Stats returns the server's counters (the acker's are at most a tick
 // old while it runs).
@@ -763,16 +713,6 @@ func (c *sconn) serve() {
 	}
 }
 
-// linger discards what the client still sends, until it closes or
-// closeWriteTimeout passes, once c closes for cause: the writer has sent
-// the close frame (or gave up) and ended our side; forget closes the
-// socket when both goroutines are out.
-func (c *sconn) linger() {
-	<-c.done
-	_ = c.raw.SetReadDeadline(time.Now().Add(closeWriteTimeout))
-	_, _ = io.Copy(io.Discard, c.raw)
-}
-
 // unref drops one of c's goroutines; the last one out forgets c.
 func (c *sconn) unref() {
 	if c.refs.Add(-1) == 0 {
@@ -796,143 +736,6 @@ func (s *Server) forget(c *sconn) {
 	c.raw.Close() // closed already, or left open by a lingering close
 	if c.slot >= 0 {
 		s.slots <- c.slot
-	}
-}
-
-// handshake authenticates the client and claims its tasks. An error
-// that should reach the client as a close frame is a *closeError (serve
-// writes it, see reject).
-func (c *sconn) handshake() error {
-	s := c.s
-	deadline := time.Now().Add(s.cfg.HandshakeTimeout)
-	_ = c.raw.SetDeadline(deadline)
-	if s.cfg.TLS != nil {
-		tc := tls.Server(c.nc, s.cfg.TLS)
-		if err := tc.Handshake(); err != nil {
-			return fmt.Errorf("netio: TLS handshake: %w", err)
-		}
-		c.nc = tc
-	}
-	ch := Challenge{MaxFrame: uint32(s.cfg.MaxFrame), Tasks: uint32(s.cfg.Tasks)}
-	if _, err := rand.Read(ch.Nonce[:]); err != nil {
-		return err
-	}
-	if _, err := c.nc.Write(AppendChallenge(nil, &ch)); err != nil {
-		return fmt.Errorf("netio: writing challenge: %w", err)
-	}
-	c.fr = NewFrameReader(c.nc, HandshakeMaxFrame)
-	f, err := c.fr.Next()
-	if err != nil {
-		var ne net.Error
-		switch {
-		case errors.As(err, &ne) && ne.Timeout():
-			return &closeError{code: CloseIdle, err: fmt.Errorf("netio: no hello within the handshake timeout %v", s.cfg.HandshakeTimeout)}
-		case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed):
-			return fmt.Errorf("netio: reading hello: %w", err)
-		case errors.As(err, &ne):
-			return fmt.Errorf("netio: reading hello: %w", err) // reset and the like: no one to tell
-		}
-		return &closeError{code: CloseProtocol, err: fmt.Errorf("netio: reading hello: %w", err)}
-	}
-	if f.Type != TypeHello {
-		return &closeError{code: CloseProtocol, err: fmt.Errorf("netio: first frame is %s, want hello", typeName(f.Type)), say: "expected hello"}
-	}
-	h, err := DecodeHello(f.Body, uint32(s.cfg.Tasks))
-	if err != nil {
-		return &closeError{code: CloseProtocol, err: err, say: "malformed hello"}
-	}
-	if err := checkHelloMAC(s.cfg.Secret, &ch.Nonce, &h); err != nil {
-		// The client learns no more than that.
-		return &closeError{code: CloseAuth, err: err, say: "authentication failed"}
-	}
-	c.id, c.tasks, c.limit = h.ClientID, h.Tasks, int(min(h.MaxFrame, 64<<20))
-	if err := c.claim(); err != nil {
-		return err
-	}
-	hb := s.cfg.IdleTimeout / 3
-	w := Welcome{ServerID: s.id, Heartbeat: hb, Idle: s.cfg.IdleTimeout}
-	if _, err := c.nc.Write(AppendWelcome(nil, &w)); err != nil {
-		c.release()
-		return fmt.Errorf("netio: writing welcome: %w", err)
-	}
-	_ = c.raw.SetDeadline(time.Time{})
-	c.fr.SetLimit(s.cfg.MaxFrame)
-	s.log.Info("netio: client connected", "remote", c.tag, "client", c.id, "tasks", len(c.tasks))
-	return nil
-}
-
-// reject writes a close frame during the handshake, best effort
-// (closeWriteTimeout); not over a TLS connection whose TLS handshake did
-// not complete, which could not read it.
-func (c *sconn) reject(code uint16, reason string) {
-	if c.s.cfg.TLS != nil && c.nc == c.raw {
-		return
-	}
-	_ = c.raw.SetWriteDeadline(time.Now().Add(closeWriteTimeout))
-	_, _ = c.nc.Write(AppendClose(nil, code, reason))
-}
-
-// claim takes a producer slot for c and makes it the owner of its tasks.
-// A task owned by a connection of another client is refused; one owned by
-// an earlier connection of the same client is taken over (a reconnect the
-// server has not noticed yet), and that connection is closed
-// (CloseReplaced).
-func (c *sconn) claim() error {
-	s := c.s
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closing {
-		return &closeError{code: CloseShutdown, err: errors.New("netio: server shutting down")}
-	}
-	if c.dropped {
-		return errors.New("netio: dropped from the handshake budget")
-	}
-	var replaced []*sconn
-	n := 0
-	for _, r := range c.tasks {
-		for t := r.First; t < r.First+r.Count; t++ {
-			n++
-			if o := s.owner[t].Load(); o != nil && o != c && o.id != c.id {
-				return &closeError{code: CloseTaskOwned, err: fmt.Errorf("netio: client %#x claims task %d, owned by client %#x", c.id, t, o.id)}
-			}
-		}
-	}
-	select {
-	case c.slot = <-s.slots:
-	default:
-		s.refused.Add(1)
-		return &closeError{code: CloseOverloaded, err: fmt.Errorf("netio: server at its connection limit (MaxConns %d)", s.cfg.MaxConns)}
-	}
-	s.pre.Remove(c.preElem)
-	c.preElem = nil
-	s.authed.Add(1)
-	if n > 0 {
-		c.owner = true
-		s.addOwners(1)
-	}
-	for _, r := range c.tasks {
-		for t := r.First; t < r.First+r.Count; t++ {
-			if o := s.owner[t].Swap(c); o != nil && o != c && (len(replaced) == 0 || replaced[len(replaced)-1] != o) {
-				replaced = append(replaced, o)
-			}
-		}
-	}
-	for _, o := range replaced {
-		s.log.Info("netio: connection replaced by a newer one of the same client", "remote", o.tag, "client", o.id)
-		o.replace() // its reader ends, its writer says CloseReplaced
-	}
-	return nil
-}
-
-// release gives up c's tasks (those still owned by c).
-func (c *sconn) release() {
-	s := c.s
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, r := range c.tasks {
-		for t := r.First; t < r.First+r.Count; t++ {
-			s.owner[t].CompareAndSwap(c, nil)
-		}
 	}
 }
 
@@ -1113,104 +916,6 @@ func (c *sconn) awaitRoom() error {
 	}
 }
 
-// refuse keeps the first room INITs of c.msgs and takes the others out,
-// answering each Failed{full} on c (counted there and in the server); it
-// returns the INITs kept.
-func (c *sconn) refuse(room int64) int64 {
-	kept, j := int64(0), 0
-	if cap(c.refused) < len(c.msgs) {
-		c.refused = make([]ackcore.Outcome, 0, len(c.msgs)) // at most a frame's: see ConnBytes
-	}
-	c.refused = c.refused[:0]
-	for _, m := range c.msgs {
-		if m.Kind == ackcore.Init {
-			if kept >= room {
-				c.refused = append(c.refused, ackcore.Outcome{Root: m.Root, Task: m.Task, Kind: ackcore.Failed, Reason: ackcore.ReasonFull})
-				continue
-			}
-			kept++
-		}
-		c.msgs[j] = m
-		j++
-	}
-	c.msgs = c.msgs[:j]
-	k := uint64(len(c.refused))
-	c.initsRefused.Add(k)
-	c.s.initsRefused.Add(k)
-	// An outcome to write, like the acker's: the writer lowers pending
-	// when it has written it.
-	c.pending.Add(int64(k))
-	c.queueOutcomes(c.refused)
-	return kept
-}
-
-// chargeResets charges the n RESETs of c.msgs against c's RESET share and
-// the server's (ResetShare) and drops, counted, those past either: the
-// last ones of the frame.
-func (c *sconn) chargeResets(n int) {
-	s := c.s
-	now := time.Now()
-	c.resets.advance(now)
-	room := max(s.ResetShare()-c.resets.sum, 0)
-	s.resetMu.Lock()
-	s.resets.advance(now)
-	room = min(room, max(s.total/2-s.resets.sum, 0))
-	take := min(int64(n), room)
-	s.resets.add(take)
-	s.resetMu.Unlock()
-	c.resets.add(take)
-	if take == int64(n) {
-		return
-	}
-	kept, j := int64(0), 0
-	for _, m := range c.msgs {
-		if m.Kind == ackcore.Reset {
-			if kept >= take {
-				continue
-			}
-			kept++
-		}
-		c.msgs[j] = m
-		j++
-	}
-	c.msgs = c.msgs[:j]
-	d := uint64(int64(n) - take)
-	c.resetsDropped.Add(d)
-	s.resetsDropped.Add(d)
-}
-
-// charges counts what was charged within a span: nine buckets of an
-// eighth of it, so that a charge is forgotten between one span and nine
-// eighths of it after it was made, never sooner.
-type charges struct {
-	width int64 // a bucket's span, ns
-	at    int64 // the current bucket: time / width
-	b     [9]int64
-	sum   int64 // of b
-}
-
-func (w *charges) init(span time.Duration) { w.width = max(int64(span/8), 1) }
-
-// advance forgets the buckets older than the span at now.
-func (w *charges) advance(now time.Time) {
-	i := now.UnixNano() / w.width
-	if i-w.at >= int64(len(w.b)) {
-		*w = charges{width: w.width, at: i}
-		return
-	}
-	for w.at < i {
-		w.at++
-		k := w.at % int64(len(w.b))
-		w.sum -= w.b[k]
-		w.b[k] = 0
-	}
-}
-
-func (w *charges) add(n int64) {
-	w.b[w.at%int64(len(w.b))] += n
-	w.sum += n
-}
-
 // owns reports whether c owns spout task t now (reader side).
 func (c *sconn) owns(t uint32) bool {
 	return t < uint32(len(c.s.owner)) && c.s.owner[t].Load() == c
@@ -1219,36 +924,6 @@ func (c *sconn) owns(t uint32) bool {
 func (c *sconn) protocolError(err error) error {
 	c.s.protoErrs.Add(1)
 	return &closeError{code: CloseProtocol, err: err}
-}
-
-// closeError carries the close code a connection ends with, and the
-// reason the close frame gives when it is not err's text (say).
-type closeError struct {
-	code uint16
-	err  error
-	say  string
-}
-
-func (e *closeError) Error() string { return e.err.Error() }
-func (e *closeError) Unwrap() error { return e.err }
-
-func codeOf(err error) uint16 {
-	var ce *closeError
-	if errors.As(err, &ce) {
-		return ce.code
-	}
-	return CloseNormal
-}
-
-func reasonOf(err error) string {
-	if err == nil || errors.Is(err, io.EOF) {
-		return "goodbye"
-	}
-	var ce *closeError
-	if errors.As(err, &ce) && ce.say != "" {
-		return ce.say
-	}
-	return err.Error()
 }
 
 // queueOutcomes encodes outs into c's outbound buffer (router side).
@@ -1432,53 +1107,4 @@ func (c *sconn) write(buf []byte, lastDeadline *time.Time, wt time.Duration) (in
 		c.mu.Unlock()
 	}
 	return n, err
-}
-
-// closeAfterTimeout, after a write of buf timed out with w bytes written,
-// writes the rest of the frame it stopped in and a close frame (CloseSlow,
-// or closeMsg when fin: buf then ends with it), best effort within
-// closeWriteTimeout: a client that starts reading again finds its stream
-// whole and the reason. Not over TLS, whose connection a timed-out write
-// leaves broken.
-func (c *sconn) closeAfterTimeout(buf []byte, w int, err error, fin bool, closeMsg []byte) {
-	var ne net.Error
-	if !errors.As(err, &ne) || !ne.Timeout() || c.nc != c.raw {
-		return
-	}
-	end := frameEnd(buf, w)
-	tail := append([]byte(nil), buf[w:end]...)
-	switch {
-	case fin && end == len(buf):
-		// The close frame was in the rest.
-	case fin:
-		tail = append(tail, closeMsg...)
-	default:
-		c.mu.Lock()
-		cm := c.closeMsg
-		c.mu.Unlock()
-		if cm == nil {
-			cm = AppendClose(nil, CloseSlow, fmt.Sprintf("netio: client took no bytes for %v (write timeout)", c.s.cfg.WriteTimeout))
-		}
-		tail = append(tail, cm...)
-	}
-	_ = c.raw.SetWriteDeadline(time.Now().Add(closeWriteTimeout))
-	c.short.Store(true) // and linger: see writer
-	_, _ = c.raw.Write(tail)
-}
-
-// frameEnd is the end of the frame of buf (whole frames, as the writer
-// builds them) that byte w lies in; len(buf) past the last.
-func frameEnd(buf []byte, w int) int {
-	i := 0
-	for i < len(buf) && i < w {
-		if len(buf)-i < 4 {
-			return len(buf)
-		}
-		n := int(binary.LittleEndian.Uint32(buf[i:]))
-		if n < HeaderSize {
-			return len(buf)
-		}
-		i += n
-	}
-	return min(i, len(buf))
 }
