@@ -97,22 +97,42 @@
 //
 // # Layout
 //
-// Server. Each accepted connection takes one of MaxConns slots at once or
-// is refused; a slot is one acker producer (SPSC rings into every shard).
-// The connection's goroutine runs the handshake with HandshakeTimeout,
-// then reads the socket into one reused buffer (FrameReader, 64 KiB
+// Server. Each accepted connection joins the handshake budget (a list of
+// at most MaxHandshakes connections, oldest first; a new one that finds
+// it full drops the oldest, which says CloseOverloaded) and its goroutine
+// runs the handshake with HandshakeTimeout. Only an authenticated
+// connection takes one of MaxConns producer slots (claim; none free:
+// CloseOverloaded); a slot is one acker producer (SPSC rings into every
+// shard). The goroutine then reads the socket into one reused buffer (FrameReader, 64 KiB
 // reads) and parses frames in place; it decodes each msgs frame into a
 // reused []ackcore.Msg (one pass, fields straight to their slots), checks
 // that every INIT names a task this connection owns, and hands the batch
 // to its producer (SendBatch); it flushes the producer when the next
 // frame is not wholly buffered, before a read may block (one publish per
 // shard per read batch), and counts the INITs it took against
-// MaxConnPending once per read batch. The acker's outcomes come to one
+// MaxConnPending and the connection's fair share once per read batch,
+// counting exactly only near either: past MaxConnPending it waits for
+// room (backpressure, looking at the socket's state every 100 ms: a
+// peer gone is seen though nothing is read), past the share (Share:
+// Shards x MaxPending over the connections owning a task and a slack,
+// none with one such connection, kept in an atomic beside that count,
+// against the connection's held count, which the router lowers per
+// batch) it answers the INITs past it Failed{full} itself. A frame with RESETs charges them to the connection's and the
+// server's RESET windows (charges: nine buckets of an eighth of
+// MaxRootTimeout) and drops those past ResetShare; the decoder refuses a
+// timeout past MaxRootTimeout. The acker's outcomes come to one
 // router goroutine, which looks each task's owner up (a flat array of
 // atomic pointers indexed by task), encodes the outcomes straight into
 // that connection's outbound buffer, one lock per connection per batch,
 // and wakes its writer goroutine if it waits; the writer swaps the buffer
-// out and writes it with one write.
+// out and writes it with one write. The router grows a connection's
+// buffer itself, to at most outBound bytes, past which the connection is
+// closed as slow. A close for cause (replaced, slow, overloaded) has a
+// short write deadline (closeWriteTimeout); a write that timed out is
+// followed by the rest of the frame it stopped in and the close frame;
+// the writer then ends its side (CloseWrite) and the reader discards what
+// still comes for as long (linger), so that closing does not reset the
+// connection and take the close frame with it.
 //
 // Client. A Sender stages messages per host, encoding each straight into
 // the frame it builds for that host: each root goes to the host its keyed
@@ -140,7 +160,11 @@
 // # Concurrency
 //
 // Server: the connection goroutine owns its FrameReader, its decode
-// buffer and its acker producer; the router owns each connection's
+// buffer, its refused-INIT buffer, its RESET window and its acker
+// producer; the server's mu guards the handshake list and each
+// connection's place in it, its dropped flag and its slot (set once, by
+// claim), and the owner count, whose share the readers load atomically;
+// resetMu guards the server's RESET window; the router owns each connection's
 // routing batch; a connection's mu guards its outbound buffer, its
 // finished flag and its writer's idle flag; its writer owns the spare
 // buffer. pending (roots whose outcome is not yet written) is an atomic
@@ -185,10 +209,19 @@
 //     many outcomes per inbox, more only for a batch that came at once or
 //     for INITs its writer failed, at most MaxPending), QueueBytes per
 //     host (twice: the buffer senders fill and the one the writer
-//     writes); the server by MaxConns x (read buffer up to MaxFrame +
-//     outbound buffer up to MaxConnPending outcomes), a connection that
-//     exceeds its outcome bound or stalls its socket past WriteTimeout
-//     being closed.
+//     writes); the server by MaxConns x Server.ConnBytes (a read buffer
+//     of MaxFrame and a read chunk, a decoded frame, a frame's refused
+//     INITs, the router's batch, two outbound buffers of at most
+//     outBound bytes: 11.8 MiB at the defaults, 6-8.5 MiB measured for a
+//     connection that never reads) and MaxHandshakes x (a challenge and
+//     HandshakeMaxFrame read), a connection that exceeds its outcome
+//     bound or stalls its socket past WriteTimeout being closed; nothing
+//     keeps a closed connection reachable (the router clears its batch
+//     of touched connections, not only its length: TestMemoryComesBack).
+//   - The table is shared fairly: a connection owning a task has at most
+//     Share roots in the acker, and its RESETs within MaxRootTimeout are at
+//     most ResetShare (half the table over the connections), the
+//     server's at most half the table; no root outlives MaxRootTimeout.
 //   - Nothing from a connection reaches the acker before its handshake
 //     succeeded; frames after a failed handshake are never read.
 //   - The decoders never panic and check every length against what is

@@ -150,11 +150,13 @@ func TestHostileClients(t *testing.T) {
 		rc := rawDial(t, s.addr)
 		defer rc.Close()
 		t0 := time.Now()
-		rc.closedWith(t)
+		if r := rc.closedWith(t); !strings.Contains(r, "no hello within the handshake timeout 300ms") {
+			t.Fatalf("close reason %q", r)
+		}
 		if d := time.Since(t0); d > 3*time.Second {
 			t.Fatalf("closed after %v, handshake timeout 300ms", d)
 		}
-		waitFor(t, 2*time.Second, "the log", func() bool { return strings.Contains(s.log.String(), "reading hello") })
+		waitFor(t, 2*time.Second, "the log", func() bool { return strings.Contains(s.log.String(), "no hello within") })
 	})
 	before := s.Stats().Msgs
 	t.Run("wrong secret then frames", func(t *testing.T) {
@@ -309,11 +311,12 @@ func TestNeverReadingClient(t *testing.T) {
 }
 
 // TestConnectFlood: thousands of connections that never handshake, in
-// waves far over MaxConns: the excess is refused at once, goroutines and
-// heap stay bounded, and a good client keeps working.
+// waves far over MaxHandshakes: the oldest are dropped as new ones come,
+// goroutines stay bounded, and a good client keeps working.
 func TestConnectFlood(t *testing.T) {
 	s := startServer(t, func(c *ServerConfig) {
 		c.MaxConns = 16
+		c.MaxHandshakes = 16
 		c.HandshakeTimeout = 200 * time.Millisecond
 	})
 	stop := goodClient(t, s.addr, 0)
@@ -324,20 +327,13 @@ func TestConnectFlood(t *testing.T) {
 	}
 	maxG := 0
 	for w := 0; w < waves; w++ {
-		var conns []net.Conn
-		var mu sync.Mutex
+		var conns idleConns
 		var wg sync.WaitGroup
 		for range per {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				c, err := net.DialTimeout("tcp", s.addr, 2*time.Second)
-				if err != nil {
-					return
-				}
-				mu.Lock()
-				conns = append(conns, c)
-				mu.Unlock()
+				conns.dial(s.addr)
 			}()
 		}
 		wg.Wait()
@@ -347,26 +343,27 @@ func TestConnectFlood(t *testing.T) {
 			st := s.Stats()
 			return st.Accepted >= uint64((w+1)*per)
 		})
+		// The dropped ones are on their way out: at most MaxHandshakes
+		// stay, beside the good client.
+		waitFor(t, 5*time.Second, "the dropped handshakes to go", func() bool { return s.Stats().Open <= 16+1 })
 		maxG = max(maxG, runtime.NumGoroutine())
-		for _, c := range conns {
-			c.Close()
-		}
+		conns.closeAll()
 	}
 	st := s.Stats()
-	if st.Refused == 0 {
-		t.Fatalf("no connection refused: %+v", st)
+	if st.HandshakesDropped == 0 {
+		t.Fatalf("no handshake dropped: %+v", st)
 	}
-	// 2 per connection slot (reader, writer), a few for the good
-	// client's side.
-	if limit := g0 + 2*16 + 8; maxG > limit {
+	// 2 per connection slot (reader, writer), 1 per handshake, a few
+	// for the good client's side.
+	if limit := g0 + 2*16 + 16 + 8; maxG > limit {
 		t.Fatalf("%d goroutines at the peak, want at most %d", maxG, limit)
 	}
 	if n := stop(); n == 0 {
 		t.Fatal("the good client completed nothing")
 	}
 	waitFor(t, 5*time.Second, "connections to drain", func() bool { return s.Stats().Open <= 1 })
-	t.Logf("%d connects: %d refused at once, %d handshakes failed; peak goroutines %d (baseline %d)",
-		st.Accepted, st.Refused, st.HandshakeFails, maxG, g0)
+	t.Logf("%d connects: %d dropped in the handshake, %d handshakes failed; peak goroutines %d (baseline %d)",
+		st.Accepted, st.HandshakesDropped, st.HandshakeFails, maxG, g0)
 }
 
 var _ = io.EOF

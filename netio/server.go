@@ -1,6 +1,7 @@
 package netio
 
 import (
+	"container/list"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -14,6 +15,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
@@ -37,10 +39,23 @@ type ServerConfig struct {
 	// Tasks is the number of spout task ids clients may own, [0, Tasks);
 	// default 4096.
 	Tasks int
-	// MaxConns bounds the connections open at once, handshaking or not
-	// (default 128); one more is closed at once. Each connection slot is
-	// one acker producer with a ring into every shard.
+	// MaxConns bounds the authenticated connections open at once
+	// (default 128); one more that authenticates is closed with
+	// CloseOverloaded. Each is one acker producer with a ring into every
+	// shard. Connections still in the handshake count against
+	// MaxHandshakes instead.
 	MaxConns int
+	// MaxHandshakes bounds the connections still in the handshake
+	// (default DefaultMaxHandshakes). A new connection that finds it full
+	// closes the oldest one still handshaking (CloseOverloaded): idle or
+	// slow handshakes, however many, never keep a client out.
+	MaxHandshakes int
+	// MaxRootTimeout caps the timeout an INIT or a RESET may ask for
+	// (default RootTimeoutFactor x Shard.Timeout, at most
+	// ackcore.MaxTimeout, whole milliseconds, at least Shard.Timeout); a
+	// message past it is a protocol error, so that an entry a connection
+	// made outlives it by at most this long.
+	MaxRootTimeout time.Duration
 	// MaxFrame bounds the frames the server accepts after a handshake
 	// (default DefaultMaxFrame); before it, HandshakeMaxFrame.
 	MaxFrame int
@@ -50,7 +65,8 @@ type ServerConfig struct {
 	// (backpressure), so a client that does not read holds at most this
 	// many outcomes in the server. Default 1<<16.
 	MaxConnPending int
-	// HandshakeTimeout bounds the handshake, TLS included (default 5s).
+	// HandshakeTimeout bounds the handshake, TLS included (default
+	// DefaultHandshakeTimeout).
 	HandshakeTimeout time.Duration
 	// IdleTimeout closes a connection that sent nothing, not even a
 	// heartbeat, for this long (default 30s); both sides send heartbeats
@@ -83,6 +99,16 @@ func (c *ServerConfig) fill() error {
 	if c.MaxConns == 0 {
 		c.MaxConns = 128
 	}
+	if c.MaxHandshakes == 0 {
+		c.MaxHandshakes = DefaultMaxHandshakes
+	}
+	def := c.Shard.Timeout
+	if def == 0 {
+		def = ackcore.DefaultTimeout
+	}
+	if c.MaxRootTimeout == 0 {
+		c.MaxRootTimeout = min(RootTimeoutFactor*def, ackcore.MaxTimeout)
+	}
 	if c.MaxFrame == 0 {
 		c.MaxFrame = DefaultMaxFrame
 	}
@@ -90,7 +116,7 @@ func (c *ServerConfig) fill() error {
 		c.MaxConnPending = 1 << 16
 	}
 	if c.HandshakeTimeout == 0 {
-		c.HandshakeTimeout = 5 * time.Second
+		c.HandshakeTimeout = DefaultHandshakeTimeout
 	}
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = 30 * time.Second
@@ -106,6 +132,10 @@ func (c *ServerConfig) fill() error {
 		return fmt.Errorf("netio: Tasks %d out of range [1, %d]", c.Tasks, ackcore.MaxTask+1)
 	case c.MaxConns < 1 || c.MaxConns > 4096:
 		return fmt.Errorf("netio: MaxConns %d out of range [1, 4096]", c.MaxConns)
+	case c.MaxHandshakes < 1 || c.MaxHandshakes > 1<<16:
+		return fmt.Errorf("netio: MaxHandshakes %d out of range [1, %d]", c.MaxHandshakes, 1<<16)
+	case c.MaxRootTimeout < def || c.MaxRootTimeout > ackcore.MaxTimeout || c.MaxRootTimeout%time.Millisecond != 0:
+		return fmt.Errorf("netio: MaxRootTimeout %v out of range [%v (Shard.Timeout), %v] or not whole milliseconds", c.MaxRootTimeout, def, ackcore.MaxTimeout)
 	case c.MaxFrame < MinMaxFrame || c.MaxFrame > 64<<20:
 		return fmt.Errorf("netio: MaxFrame %d out of range [%d, %d]", c.MaxFrame, MinMaxFrame, 64<<20)
 	case c.MaxConnPending < 1:
@@ -125,6 +155,34 @@ func (c *ServerConfig) fill() error {
 	return nil
 }
 
+// Defaults of ServerConfig.
+const (
+	// DefaultMaxHandshakes is MaxHandshakes' default: far more than
+	// clients ever reconnect at once (a handshake takes a round trip or
+	// two), few enough that their goroutines and buffers (a challenge
+	// written, at most HandshakeMaxFrame read) stay small.
+	DefaultMaxHandshakes = 64
+	// DefaultHandshakeTimeout is HandshakeTimeout's default: a TLS and
+	// netio handshake is three round trips; 3 s leaves room for a lossy
+	// WAN and still frees a slowloris' goroutine soon.
+	DefaultHandshakeTimeout = 3 * time.Second
+	// RootTimeoutFactor times the default root timeout is the default
+	// MaxRootTimeout: room for roots that ask for longer than the default,
+	// while what a departed connection left behind is gone within minutes.
+	RootTimeoutFactor = 4
+)
+
+// closeWriteTimeout bounds the write of a close frame that ends a
+// connection for cause (overloaded, replaced, slow, a protocol error in
+// the handshake): best effort, as a peer that does not read would
+// otherwise hold the goroutine for the whole WriteTimeout.
+const closeWriteTimeout = 250 * time.Millisecond
+
+// peerCheckInterval is how often a reader held by backpressure looks
+// whether its peer closed (peerGone): it cannot see EOF, as it does not
+// read.
+const peerCheckInterval = 100 * time.Millisecond
+
 // DefaultIdle is how a server's executors wait by default: a shorter
 // spin than ring's default (512 spins, 16 yields). An executor's fan-in
 // has one ring per connection slot (MaxConns of them, 128 by default),
@@ -140,15 +198,22 @@ var DefaultIdle = ring.Idle{Spins: 32, Yields: 8}
 // ServerStats are a server's counters.
 type ServerStats struct {
 	Accepted       uint64 // connections accepted
-	Refused        uint64 // closed at once: MaxConns reached or shutting down
-	HandshakeFails uint64 // closed during the handshake (auth, protocol, timeout, task taken)
-	ProtocolErrors uint64 // authenticated connections closed for a malformed frame
-	SlowClosed     uint64 // closed for not reading (write timeout or outcome bound)
-	Open           int64  // connections open now
-	Msgs           uint64 // messages handed to the acker
-	Outcomes       uint64 // outcomes queued to a connection
-	Unrouted       uint64 // outcomes whose task had no connection (dropped)
-	Acker          ackcore.Stats
+	Refused        uint64 // closed at authentication (MaxConns reached) or at once (shutting down)
+	HandshakeFails uint64 // closed during the handshake (auth, protocol, timeout, task taken, dropped)
+	// HandshakesDropped counts the connections closed in the handshake
+	// because MaxHandshakes newer ones came (included in HandshakeFails).
+	HandshakesDropped uint64
+	// InitsRefused counts the INITs answered Failed{full} past their
+	// connection's fair share (see Server.Share); ResetsDropped the RESETs
+	// dropped past their connection's RESET share (ResetShare).
+	InitsRefused, ResetsDropped uint64
+	ProtocolErrors              uint64 // authenticated connections closed for a malformed frame
+	SlowClosed                  uint64 // closed for not reading (write timeout or outcome bound)
+	Open                        int64  // connections open now
+	Msgs                        uint64 // messages handed to the acker
+	Outcomes                    uint64 // outcomes queued to a connection
+	Unrouted                    uint64 // outcomes whose task had no connection (dropped)
+	Acker                       ackcore.Stats
 }
 
 // Server serves a sharded acker.Acker over TCP (see the package doc).
@@ -160,18 +225,30 @@ type Server struct {
 	owner []atomic.Pointer[sconn] // owner[task]: the connection that owns spout task
 	slots chan int                // free producer indices
 
-	mu        sync.Mutex // guards lns, conns, closing, ownership changes
-	lns       []net.Listener
-	conns     map[*sconn]struct{}
-	closing   bool
-	readers   sync.WaitGroup // connection goroutines (handshake and reader)
-	routers   sync.WaitGroup
-	writers   sync.WaitGroup
-	accepting sync.WaitGroup
-	stopOnce  sync.Once
-	final     ackcore.Stats
+	total   int64  // Shards x MaxPending: immutable
+	maxToMs uint32 // MaxRootTimeout in ms: immutable
+
+	mu    sync.Mutex // guards lns, conns, pre, closing, ownership changes
+	lns   []net.Listener
+	conns map[*sconn]struct{}
+	pre   *list.List // connections in the handshake, oldest first
+	// authed counts the authenticated connections, owners those of them
+	// that own a task (only they may INIT): written under mu, read
+	// atomically by the readers for their shares.
+	authed, owners atomic.Int64
+	share          atomic.Int64 // Share, kept up to date with owners (under mu)
+	resetMu        sync.Mutex   // guards resets
+	resets         charges      // the server's RESETs within MaxRootTimeout
+	closing        bool
+	readers        sync.WaitGroup // connection goroutines (handshake and reader)
+	routers        sync.WaitGroup
+	writers        sync.WaitGroup
+	accepting      sync.WaitGroup
+	stopOnce       sync.Once
+	final          ackcore.Stats
 
 	accepted, refused, hsFails, protoErrs, slow atomic.Uint64
+	hsDropped, initsRefused, resetsDropped      atomic.Uint64
 	open                                        atomic.Int64
 	// msgs is added to by the readers, outcomes and unrouted by the
 	// router: on lines of their own.
@@ -197,7 +274,10 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		return nil, fmt.Errorf("netio: %w", err)
 	}
 	s := &Server{cfg: cfg, ak: ak, log: cfg.Logger, owner: make([]atomic.Pointer[sconn], cfg.Tasks),
-		slots: make(chan int, cfg.MaxConns), conns: map[*sconn]struct{}{}}
+		slots: make(chan int, cfg.MaxConns), conns: map[*sconn]struct{}{}, pre: list.New(),
+		total: int64(cfg.Shards) * int64(cfg.Shard.MaxPending), maxToMs: uint32(cfg.MaxRootTimeout / time.Millisecond)}
+	s.resets.init(cfg.MaxRootTimeout)
+	s.share.Store(s.shareOf(0))
 	var idb [8]byte
 	_, _ = rand.Read(idb[:])
 	s.id = binary.LittleEndian.Uint64(idb[:])
@@ -265,37 +345,70 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 }
 
-// admit takes a producer slot for c and starts its goroutine, or closes c.
+// admit starts c's goroutine, making room in the handshake budget by
+// dropping the oldest connection still handshaking, or closes c when the
+// server is shutting down. The producer slot is taken when the handshake
+// succeeds (claim).
 func (s *Server) admit(c net.Conn) {
-	var slot int
-	select {
-	case slot = <-s.slots:
-	default:
-		s.refused.Add(1)
-		s.log.Warn("netio: connection refused", "remote", c.RemoteAddr().String(), "reason", fmt.Sprintf("max connections %d reached", s.cfg.MaxConns))
-		// Best effort, never blocking the accept loop: a close frame in
-		// the socket buffer, then close.
-		_ = c.SetWriteDeadline(time.Now())
-		_, _ = c.Write(AppendClose(nil, CloseOverloaded, "server at its connection limit"))
-		c.Close()
-		return
-	}
-	sc := &sconn{s: s, raw: c, nc: c, slot: slot, wake: make(chan struct{}, 1), room: make(chan struct{}, 1),
+	sc := &sconn{s: s, raw: c, nc: c, slot: -1, wake: make(chan struct{}, 1), room: make(chan struct{}, 1),
 		done: make(chan struct{})}
 	sc.refs.Store(2) // the reader and the writer; the writer starts after the handshake
+	sc.resets.init(s.cfg.MaxRootTimeout)
+	var drop *sconn
 	s.mu.Lock()
 	if s.closing {
 		s.mu.Unlock()
 		s.refused.Add(1)
-		s.slots <- slot
-		c.Close()
+		closeWith(c, CloseShutdown, "netio: server shutting down")
 		return
 	}
+	if s.pre.Len() >= s.cfg.MaxHandshakes {
+		drop = s.pre.Remove(s.pre.Front()).(*sconn)
+		drop.preElem = nil
+		drop.dropped = true // claim refuses it from now on
+	}
+	sc.preElem = s.pre.PushBack(sc)
 	s.conns[sc] = struct{}{}
 	s.readers.Add(1)
 	s.mu.Unlock()
+	if drop != nil {
+		// Its goroutine wakes from its read (or write) with a deadline
+		// error, says why and closes.
+		s.hsDropped.Add(1)
+		_ = drop.raw.SetReadDeadline(time.Now())
+	}
 	s.open.Add(1)
 	go sc.serve()
+}
+
+// outBound is the most bytes of outcomes a connection's outbound buffer
+// holds before the connection is closed as slow, for a client whose max
+// frame is limit: twice the outcomes it may have pending (backpressure
+// keeps it to MaxConnPending plus a frame's INITs; tasks taken over from
+// an earlier connection bring that one's), and a frame.
+func (s *Server) outBound(limit int) int { return 2*s.cfg.MaxConnPending*OutcomeSize + limit }
+
+// ConnBytes is the most heap one authenticated connection holds, for a
+// client whose max frame is MaxFrame (one that asks for more is held to
+// it only by the server's MaxFrame on what it sends, and its outcome
+// frames are bounded by outBound all the same):
+//
+//	read buffer         MaxFrame + 64 KiB (a frame and a read chunk)
+//	decoded frame       MaxMsgsPerFrame(MaxFrame) x 32 B (ackcore.Msg)
+//	refused INITs       MaxMsgsPerFrame(MaxFrame) x 32 B (ackcore.Outcome)
+//	router's batch      2 x Shards x RingSize x 32 B (all the rings hold, grown by append)
+//	outbound buffers    2 x (2 x MaxConnPending x 24 B + MaxFrame)
+//
+// The two outbound buffers are the one the router fills and the one the
+// writer writes; each is closed as slow before it would pass its bound
+// (twice the outcomes a connection may have pending: tasks taken over
+// from an earlier connection bring that one's).
+func (s *Server) ConnBytes() int64 {
+	f := int64(s.cfg.MaxFrame)
+	per := int64(MaxMsgsPerFrame(s.cfg.MaxFrame))
+	msg, out := int64(unsafe.Sizeof(ackcore.Msg{})), int64(unsafe.Sizeof(ackcore.Outcome{}))
+	return f + readChunk + per*msg + per*out + 2*int64(s.cfg.Shards)*int64(s.cfg.RingSize)*out +
+		2*int64(s.outBound(s.cfg.MaxFrame))
 }
 
 // Stats returns the server's counters (the acker's are at most a tick
@@ -303,6 +416,7 @@ func (s *Server) admit(c net.Conn) {
 func (s *Server) Stats() ServerStats {
 	st := ServerStats{
 		Accepted: s.accepted.Load(), Refused: s.refused.Load(), HandshakeFails: s.hsFails.Load(),
+		HandshakesDropped: s.hsDropped.Load(), InitsRefused: s.initsRefused.Load(), ResetsDropped: s.resetsDropped.Load(),
 		ProtocolErrors: s.protoErrs.Load(), SlowClosed: s.slow.Load(), Open: s.open.Load(),
 		Msgs: s.msgs.Load(), Outcomes: s.outcomes.Load(), Unrouted: s.unrouted.Load(),
 	}
@@ -428,10 +542,14 @@ func (s *Server) route(r *acker.Receiver) {
 			c.rbuf = append(c.rbuf, *o)
 		}
 		for _, c := range touched {
+			c.held.Add(-int64(len(c.rbuf)))
 			c.queueOutcomes(c.rbuf)
 			s.outcomes.Add(uint64(len(c.rbuf)))
 			c.rbuf = c.rbuf[:0]
 		}
+		// Clear the pointers, not only the length: a stale *sconn in the
+		// backing array would keep a closed connection's buffers live.
+		clear(touched)
 		touched = touched[:0]
 	}
 }
@@ -443,19 +561,36 @@ type sconn struct {
 	s    *Server
 	raw  net.Conn // immutable: deadlines and Close from any goroutine
 	nc   net.Conn // raw, or TLS over it: reads by the reader, writes by the writer
-	slot int
-	refs atomic.Int32 // reader and writer still running; the last frees the slot
-	id   uint64       // client id, set by the handshake
-	tag  string       // for logs
-	fr   *FrameReader
-	msgs []ackcore.Msg
+	slot int      // the acker producer; -1 until claim (under s.mu) takes one
+
+	preElem *list.Element // guarded by s.mu: c in s.pre, nil once authenticated or dropped
+	dropped bool          // guarded by s.mu: dropped from the handshake budget
+	owner   bool          // guarded by s.mu: counted in s.owners
+
+	resets  charges           // reader's: this connection's RESETs within MaxRootTimeout
+	refused []ackcore.Outcome // reader's: the Failed{full} of INITs past the share
+	// Counted per connection (Server.Conns): INITs refused past the
+	// share, RESETs dropped past the RESET share.
+	initsRefused, resetsDropped atomic.Uint64
+	replaced                    atomic.Bool  // a newer connection of the same client took the tasks over
+	short                       atomic.Bool  // closing for cause: the close frame's deadline is set, the writer leaves it
+	refs                        atomic.Int32 // reader and writer still running; the last frees the slot
+	id                          uint64       // client id, set by the handshake
+	tag                         string       // for logs
+	fr                          *FrameReader
+	msgs                        []ackcore.Msg
 
 	tasks []TaskRange
 	limit int // the client's max frame
 
 	rbuf []ackcore.Outcome // router's batch for this connection
 
-	pending  atomic.Int64  // roots whose INIT was read and whose outcome was not yet written
+	pending atomic.Int64 // roots whose INIT was read and whose outcome was not yet written
+	// held is the roots whose INIT the reader handed to the acker and
+	// whose outcome the router has not routed to c yet: raised by the
+	// reader (per read batch, as pending), lowered by the router (per
+	// batch). The share binds it: it is what c holds in the acker.
+	held     atomic.Int64
 	room     chan struct{} // reader waits here while pending is at the bound
 	roomWait atomic.Bool   // the reader waits (or is about to) on room
 
@@ -471,8 +606,50 @@ type sconn struct {
 	stopped    atomic.Bool // reading stopped by Shutdown
 }
 
-func (c *sconn) stopReading() {
-	c.stopped.Store(true)
+// ConnStats describes one authenticated connection (Server.Conns).
+type ConnStats struct {
+	Remote   string
+	ClientID uint64
+	// Pending is the roots whose INIT the server took and whose outcome
+	// it has not written yet; Held those of them in the acker (outcome
+	// not yet routed to the connection), which the share binds.
+	Pending, Held int64
+	// InitsRefused counts the INITs answered Failed{full} past the
+	// connection's share; ResetsDropped the RESETs dropped past its RESET
+	// share.
+	InitsRefused, ResetsDropped uint64
+}
+
+// Conns returns the authenticated connections' counters, in no order.
+func (s *Server) Conns() []ConnStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var cs []ConnStats
+	for c := range s.conns {
+		if c.slot < 0 {
+			continue // in the handshake, or never through it
+		}
+		cs = append(cs, ConnStats{Remote: c.tag, ClientID: c.id, Pending: c.pending.Load(), Held: c.held.Load(),
+			InitsRefused: c.initsRefused.Load(), ResetsDropped: c.resetsDropped.Load()})
+	}
+	return cs
+}
+
+// replace stops c's reader: a newer connection of the same client owns
+// its tasks now (under s.mu).
+func (c *sconn) replace() { c.interruptReader(&c.replaced) }
+
+// errReplaced is the error a replaced connection's reader ends with.
+func (c *sconn) errReplaced() error {
+	return &closeError{code: CloseReplaced, err: fmt.Errorf("netio: replaced by a newer connection of client %#x", c.id)}
+}
+
+func (c *sconn) stopReading() { c.interruptReader(&c.stopped) }
+
+// interruptReader sets flag and wakes the reader from its read or its
+// wait for room; it looks at the flag then.
+func (c *sconn) interruptReader(flag *atomic.Bool) {
+	flag.Store(true)
 	_ = c.raw.SetReadDeadline(time.Now())
 	select {
 	case c.room <- struct{}{}:
@@ -495,7 +672,20 @@ func (c *sconn) serve() {
 	}()
 	if err := c.handshake(); err != nil {
 		s.hsFails.Add(1)
+		s.mu.Lock()
+		if c.preElem != nil {
+			s.pre.Remove(c.preElem)
+			c.preElem = nil
+		}
+		dropped := c.dropped
+		s.mu.Unlock()
+		if dropped {
+			err = &closeError{code: CloseOverloaded, err: fmt.Errorf("netio: dropped in the handshake for a newer connection (MaxHandshakes %d): %w", s.cfg.MaxHandshakes, err)}
+		}
 		s.log.Warn("netio: handshake failed", "remote", c.tag, "reason", err.Error())
+		if code := codeOf(err); code != CloseNormal {
+			c.reject(code, reasonOf(err))
+		}
 		return
 	}
 	authed = true
@@ -509,13 +699,18 @@ func (c *sconn) serve() {
 		// Shutdown: keep the tasks until the final outcomes are written.
 		return
 	case err == nil || errors.Is(err, io.EOF):
-		s.log.Info("netio: client closed", "remote", c.tag, "client", c.id)
+		s.log.Info("netio: client closed", "remote", c.tag, "client", c.id,
+			"inits_refused", c.initsRefused.Load(), "resets_dropped", c.resetsDropped.Load())
 	default:
-		s.log.Warn("netio: connection closed", "remote", c.tag, "client", c.id, "reason", err.Error())
+		s.log.Warn("netio: connection closed", "remote", c.tag, "client", c.id, "reason", err.Error(),
+			"inits_refused", c.initsRefused.Load(), "resets_dropped", c.resetsDropped.Load())
 	}
 	_ = ferr
 	c.release()
 	c.finish(codeOf(err), reasonOf(err))
+	if c.short.Load() {
+		c.linger()
+	}
 }
 
 // unref drops one of c's goroutines; the last one out forgets c.
@@ -530,113 +725,17 @@ func (c *sconn) unref() {
 func (s *Server) forget(c *sconn) {
 	s.mu.Lock()
 	delete(s.conns, c)
+	if c.slot >= 0 {
+		s.authed.Add(-1)
+	}
+	if c.owner {
+		s.addOwners(-1)
+	}
 	s.mu.Unlock()
 	s.open.Add(-1)
-	s.slots <- c.slot
-}
-
-// handshake authenticates the client and claims its tasks.
-func (c *sconn) handshake() error {
-	s := c.s
-	deadline := time.Now().Add(s.cfg.HandshakeTimeout)
-	_ = c.raw.SetDeadline(deadline)
-	if s.cfg.TLS != nil {
-		tc := tls.Server(c.nc, s.cfg.TLS)
-		if err := tc.Handshake(); err != nil {
-			return fmt.Errorf("netio: TLS handshake: %w", err)
-		}
-		c.nc = tc
-	}
-	ch := Challenge{MaxFrame: uint32(s.cfg.MaxFrame), Tasks: uint32(s.cfg.Tasks)}
-	if _, err := rand.Read(ch.Nonce[:]); err != nil {
-		return err
-	}
-	if _, err := c.nc.Write(AppendChallenge(nil, &ch)); err != nil {
-		return fmt.Errorf("netio: writing challenge: %w", err)
-	}
-	c.fr = NewFrameReader(c.nc, HandshakeMaxFrame)
-	f, err := c.fr.Next()
-	if err != nil {
-		return fmt.Errorf("netio: reading hello: %w", err)
-	}
-	if f.Type != TypeHello {
-		c.reject(CloseProtocol, "expected hello")
-		return fmt.Errorf("netio: first frame is %s, want hello", typeName(f.Type))
-	}
-	h, err := DecodeHello(f.Body, uint32(s.cfg.Tasks))
-	if err != nil {
-		c.reject(CloseProtocol, "malformed hello")
-		return err
-	}
-	if err := checkHelloMAC(s.cfg.Secret, &ch.Nonce, &h); err != nil {
-		c.reject(CloseAuth, "authentication failed")
-		return err
-	}
-	c.id, c.tasks, c.limit = h.ClientID, h.Tasks, int(min(h.MaxFrame, 64<<20))
-	if err := c.claim(); err != nil {
-		c.reject(CloseTaskOwned, err.Error())
-		return err
-	}
-	hb := s.cfg.IdleTimeout / 3
-	w := Welcome{ServerID: s.id, Heartbeat: hb, Idle: s.cfg.IdleTimeout}
-	if _, err := c.nc.Write(AppendWelcome(nil, &w)); err != nil {
-		c.release()
-		return fmt.Errorf("netio: writing welcome: %w", err)
-	}
-	_ = c.raw.SetDeadline(time.Time{})
-	c.fr.SetLimit(s.cfg.MaxFrame)
-	s.log.Info("netio: client connected", "remote", c.tag, "client", c.id, "tasks", len(c.tasks))
-	return nil
-}
-
-// reject writes a close frame during the handshake (the deadline bounds
-// it).
-func (c *sconn) reject(code uint16, reason string) {
-	_, _ = c.nc.Write(AppendClose(nil, code, reason))
-}
-
-// claim makes c the owner of its tasks. A task owned by a connection of
-// another client is refused; one owned by an earlier connection of the
-// same client is taken over (a reconnect the server has not noticed yet),
-// and that connection is closed.
-func (c *sconn) claim() error {
-	s := c.s
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closing {
-		return errors.New("netio: server shutting down")
-	}
-	var replaced []*sconn
-	for _, r := range c.tasks {
-		for t := r.First; t < r.First+r.Count; t++ {
-			if o := s.owner[t].Load(); o != nil && o != c && o.id != c.id {
-				return fmt.Errorf("netio: client %#x claims task %d, owned by client %#x", c.id, t, o.id)
-			}
-		}
-	}
-	for _, r := range c.tasks {
-		for t := r.First; t < r.First+r.Count; t++ {
-			if o := s.owner[t].Swap(c); o != nil && o != c && (len(replaced) == 0 || replaced[len(replaced)-1] != o) {
-				replaced = append(replaced, o)
-			}
-		}
-	}
-	for _, o := range replaced {
-		s.log.Info("netio: connection replaced by a newer one of the same client", "remote", o.tag, "client", o.id)
-		o.raw.Close() // its reader and writer exit
-	}
-	return nil
-}
-
-// release gives up c's tasks (those still owned by c).
-func (c *sconn) release() {
-	s := c.s
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, r := range c.tasks {
-		for t := r.First; t < r.First+r.Count; t++ {
-			s.owner[t].CompareAndSwap(c, nil)
-		}
+	c.raw.Close() // closed already, or left open by a lingering close
+	if c.slot >= 0 {
+		s.slots <- c.slot
 	}
 }
 
@@ -647,7 +746,7 @@ func (c *sconn) readLoop() error {
 	s := c.s
 	p := s.ak.Producer(c.slot)
 	idle := s.cfg.IdleTimeout
-	max := int64(s.cfg.MaxConnPending)
+	maxPend := int64(s.cfg.MaxConnPending)
 	var lastDeadline time.Time
 	// read counts the messages handed to the acker since the last
 	// flush: the server's shared counter is added to once per read batch.
@@ -659,11 +758,12 @@ func (c *sconn) readLoop() error {
 	// would bounce between the reader's and the writer's cores.
 	var read uint64
 	var base, taken int64
-	defer func() { s.msgs.Add(read); c.pending.Add(taken) }()
+	defer func() { s.msgs.Add(read); c.pending.Add(taken); c.held.Add(taken) }()
 	for {
 		if !c.fr.Ready() {
 			if taken > 0 {
 				c.pending.Add(taken)
+				c.held.Add(taken)
 				taken = 0
 			}
 			base = c.pending.Load()
@@ -681,17 +781,28 @@ func (c *sconn) readLoop() error {
 				lastDeadline = now
 			}
 		}
+		if c.short.Load() {
+			return io.EOF // closing for cause: the writer said why
+		}
+		// After the deadline was moved: a Shutdown or a replacing
+		// connection that set it to now before is seen here.
 		if c.stopped.Load() {
 			return nil
+		}
+		if c.replaced.Load() {
+			return c.errReplaced()
 		}
 		f, err := c.fr.Next()
 		if err != nil {
 			if c.stopped.Load() {
 				return nil
 			}
+			if c.replaced.Load() {
+				return c.errReplaced()
+			}
 			var ne net.Error
 			if errors.As(err, &ne) && ne.Timeout() {
-				return &closeError{CloseIdle, fmt.Errorf("netio: nothing received for %v (idle timeout)", idle)}
+				return &closeError{code: CloseIdle, err: fmt.Errorf("netio: nothing received for %v (idle timeout)", idle)}
 			}
 			if errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
 				return io.EOF
@@ -700,17 +811,21 @@ func (c *sconn) readLoop() error {
 		}
 		switch f.Type {
 		case TypeMsgs:
-			var n int
-			c.msgs, n, err = decodeMsgs(c.msgs[:0], f.Body, c.owns)
+			var n, resets int
+			c.msgs, n, resets, err = decodeMsgs(c.msgs[:0], f.Body, c.owns, s.maxToMs)
 			if err != nil {
 				return c.protocolError(err)
 			}
+			if resets > 0 {
+				c.chargeResets(resets)
+			}
 			inits := int64(n)
-			if inits > 0 && base+taken+inits > max {
-				// Maybe at the bound: count exactly.
+			if inits > 0 && base+taken+inits > min(maxPend, s.share.Load()) {
+				// Maybe at a bound: count exactly.
 				c.pending.Add(taken)
+				c.held.Add(taken)
 				taken = 0
-				for c.pending.Load()+inits > max && c.pending.Load() > 0 {
+				for c.pending.Load()+inits > maxPend && c.pending.Load() > 0 {
 					// Backpressure: the client is not taking its
 					// outcomes. Publish what is staged, then wait for
 					// the writer to drain. The flag is set before the
@@ -722,17 +837,24 @@ func (c *sconn) readLoop() error {
 						return err
 					}
 					c.roomWait.Store(true)
-					if c.pending.Load()+inits > max && c.pending.Load() > 0 {
-						select {
-						case <-c.room:
-						case <-c.done:
-							return io.EOF
+					if c.pending.Load()+inits > maxPend && c.pending.Load() > 0 {
+						if err := c.awaitRoom(); err != nil {
+							c.roomWait.Store(false)
+							return c.applyLast(p, err)
 						}
 					}
 					c.roomWait.Store(false)
 					if c.stopped.Load() {
-						return nil
+						return c.applyLast(p, nil)
 					}
+					if c.replaced.Load() {
+						return c.applyLast(p, c.errReplaced())
+					}
+				}
+				// Fair share: the INITs past it are answered
+				// Failed{full} here and never reach the acker.
+				if sh := s.Share(); c.held.Load()+inits > sh {
+					inits = c.refuse(max(sh-c.held.Load(), 0))
 				}
 				base = c.pending.Load()
 			}
@@ -755,6 +877,45 @@ func (c *sconn) readLoop() error {
 	}
 }
 
+// applyLast hands the frame the reader parsed and was holding back for
+// room to the acker all the same (its ACKs may complete other
+// connections' roots; its INITs' outcomes go where their task's owner
+// is), as the reader ends with err: a frame the server parsed is applied.
+func (c *sconn) applyLast(p *acker.Producer, err error) error {
+	if e := p.SendBatch(c.msgs); e != nil {
+		return e
+	}
+	c.s.msgs.Add(uint64(len(c.msgs)))
+	return err
+}
+
+// awaitRoom waits until the writer signals room (nil), the writer exits
+// or the peer is seen gone (io.EOF), or the reader is stopped or replaced
+// (nil: the caller looks). A reader held by backpressure reads nothing,
+// so it would not see its peer's EOF; it looks at the socket instead,
+// every peerCheckInterval.
+func (c *sconn) awaitRoom() error {
+	t := time.NewTimer(peerCheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-c.room:
+			return nil
+		case <-c.done:
+			return io.EOF
+		case <-t.C:
+			if c.stopped.Load() || c.replaced.Load() {
+				return nil
+			}
+			if peerGone(c.raw) {
+				c.s.log.Info("netio: client gone while held by backpressure", "remote", c.tag, "client", c.id)
+				return io.EOF
+			}
+			t.Reset(peerCheckInterval)
+		}
+	}
+}
+
 // owns reports whether c owns spout task t now (reader side).
 func (c *sconn) owns(t uint32) bool {
 	return t < uint32(len(c.s.owner)) && c.s.owner[t].Load() == c
@@ -762,61 +923,51 @@ func (c *sconn) owns(t uint32) bool {
 
 func (c *sconn) protocolError(err error) error {
 	c.s.protoErrs.Add(1)
-	return &closeError{CloseProtocol, err}
-}
-
-// closeError carries the close code a connection ends with.
-type closeError struct {
-	code uint16
-	err  error
-}
-
-func (e *closeError) Error() string { return e.err.Error() }
-func (e *closeError) Unwrap() error { return e.err }
-
-func codeOf(err error) uint16 {
-	var ce *closeError
-	if errors.As(err, &ce) {
-		return ce.code
-	}
-	return CloseNormal
-}
-
-func reasonOf(err error) string {
-	if err == nil || errors.Is(err, io.EOF) {
-		return "goodbye"
-	}
-	return err.Error()
+	return &closeError{code: CloseProtocol, err: err}
 }
 
 // queueOutcomes encodes outs into c's outbound buffer (router side).
 func (c *sconn) queueOutcomes(outs []ackcore.Outcome) {
 	per := MaxMsgsPerFrame(c.limit)
+	need := len(outs)*OutcomeSize + HeaderSize*((len(outs)+per-1)/per)
+	bound := c.s.outBound(c.limit)
 	c.mu.Lock()
 	if c.finished {
 		c.mu.Unlock()
 		return
 	}
-	for len(outs) > 0 {
+	over := len(c.out)+need > bound
+	if !over && cap(c.out)-len(c.out) < need {
+		// Grow it here, to at most the bound, so that the buffer's
+		// capacity (the memory it holds) never passes it: AppendOutcomes
+		// alone would double it.
+		nb := make([]byte, len(c.out), min(max(2*cap(c.out), len(c.out)+need), bound))
+		copy(nb, c.out)
+		c.out = nb
+	}
+	for !over && len(outs) > 0 {
 		n := min(len(outs), per)
 		c.out = AppendOutcomes(c.out, outs[:n])
 		c.nout += n
 		outs = outs[n:]
 	}
-	over := len(c.out) > 2*c.s.cfg.MaxConnPending*OutcomeSize+c.limit
+	if over {
+		// More outcomes than the roots it may have pending (tasks taken
+		// over from an earlier connection): it is not reading. Cut it
+		// loose rather than hold them: drop them (its client fails them
+		// as lost when the connection ends) and say why.
+		c.out, c.nout = c.out[:0], 0
+		c.finished = true
+		c.closeMsg = AppendClose(nil, CloseSlow, "netio: client not taking its outcomes")
+		c.short.Store(true)
+	}
 	wake := c.writerIdle || over
 	c.writerIdle = false
 	c.mu.Unlock()
 	if over {
-		// More outcomes than the roots it may have pending (tasks taken
-		// over from an earlier connection): it is not reading. Cut it
-		// loose rather than hold them.
 		c.s.slow.Add(1)
 		c.s.log.Warn("netio: client not taking its outcomes", "remote", c.tag, "client", c.id)
-		c.mu.Lock()
-		c.finished = true
-		c.mu.Unlock()
-		c.raw.Close()
+		_ = c.raw.SetWriteDeadline(time.Now().Add(closeWriteTimeout)) // a write in progress ends soon
 	}
 	if wake {
 		select {
@@ -827,12 +978,17 @@ func (c *sconn) queueOutcomes(outs []ackcore.Outcome) {
 }
 
 // finish queues a close frame after everything queued; the writer then
-// writes out and closes the connection.
+// writes out and closes the connection. A close for cause (replaced,
+// slow, overloaded) is written within closeWriteTimeout, best effort.
 func (c *sconn) finish(code uint16, reason string) {
 	c.mu.Lock()
 	if !c.finished {
 		c.finished = true
 		c.closeMsg = AppendClose(nil, code, reason)
+		if code == CloseReplaced || code == CloseSlow || code == CloseOverloaded {
+			c.short.Store(true)
+			_ = c.raw.SetWriteDeadline(time.Now().Add(closeWriteTimeout))
+		}
 	}
 	c.mu.Unlock()
 	select {
@@ -851,7 +1007,17 @@ func (c *sconn) writer() {
 	defer s.writers.Done()
 	defer func() {
 		close(c.done)
-		c.raw.Close()
+		if tc, ok := c.raw.(*net.TCPConn); ok && c.short.Load() {
+			// A close for cause: end our side after the close frame and
+			// leave the socket open a little for the reader to drain
+			// (see linger), as closing it with unread bytes in it would
+			// reset the connection, and the client would lose the close
+			// frame with the rest of its receive buffer.
+			_ = tc.CloseWrite()
+			_ = c.raw.SetReadDeadline(time.Now().Add(closeWriteTimeout))
+		} else {
+			c.raw.Close()
+		}
 		c.unref()
 	}()
 	hb := s.cfg.IdleTimeout / 3
@@ -876,7 +1042,9 @@ func (c *sconn) writer() {
 			if len(c.out) == 0 && !c.finished {
 				c.mu.Unlock()
 				if beat {
-					if err := c.write(AppendHeartbeat(c.spare[:0]), &lastDeadline, wt); err != nil {
+					hb := AppendHeartbeat(c.spare[:0])
+					if w, err := c.write(hb, &lastDeadline, wt); err != nil {
+						c.closeAfterTimeout(hb, w, err, false, nil)
 						return
 					}
 				}
@@ -893,7 +1061,10 @@ func (c *sconn) writer() {
 		if fin {
 			buf = append(buf, closeMsg...)
 		}
-		err := c.write(buf, &lastDeadline, wt)
+		w, err := c.write(buf, &lastDeadline, wt)
+		if err != nil {
+			c.closeAfterTimeout(buf, w, err, fin, closeMsg)
+		}
 		c.spare = buf[:0]
 		if n > 0 {
 			// Outcomes written: room for more INITs.
@@ -912,21 +1083,22 @@ func (c *sconn) writer() {
 }
 
 // write writes buf (the writer's), moving the write deadline when it is
-// older than a tenth of wt; on an error it logs a stalled client and
-// marks c finished.
-func (c *sconn) write(buf []byte, lastDeadline *time.Time, wt time.Duration) error {
+// older than a tenth of wt (unless a close for cause set it); on an error
+// it logs a stalled client and marks c finished. It returns the bytes
+// written.
+func (c *sconn) write(buf []byte, lastDeadline *time.Time, wt time.Duration) (int, error) {
 	s := c.s
 	if len(buf) == 0 {
-		return nil
+		return 0, nil
 	}
-	if now := time.Now(); now.Sub(*lastDeadline) > wt/10 {
+	if now := time.Now(); now.Sub(*lastDeadline) > wt/10 && !c.short.Load() {
 		_ = c.raw.SetWriteDeadline(now.Add(wt))
 		*lastDeadline = now
 	}
-	_, err := c.nc.Write(buf)
+	n, err := c.nc.Write(buf)
 	if err != nil {
 		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
+		if errors.As(err, &ne) && ne.Timeout() && !c.short.Load() {
 			s.slow.Add(1)
 			s.log.Warn("netio: client not reading; closing", "remote", c.tag, "client", c.id, "write_timeout", wt)
 		}
@@ -934,5 +1106,5 @@ func (c *sconn) write(buf []byte, lastDeadline *time.Time, wt time.Duration) err
 		c.finished = true
 		c.mu.Unlock()
 	}
-	return err
+	return n, err
 }

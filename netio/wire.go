@@ -359,22 +359,22 @@ func grow(b []byte, n int) []byte {
 // stores and copy it with 16-byte loads, which stall on store forwarding
 // (twice per record: 12 ns a message on the 2-vCPU machine, against 1-2).
 func DecodeMsgs(dst []ackcore.Msg, body []byte) ([]ackcore.Msg, error) {
-	dst, _, err := decodeMsgs(dst, body, nil)
+	dst, _, _, err := decodeMsgs(dst, body, nil, maxTimeoutMs)
 	return dst, err
 }
 
-// decodeMsgs is DecodeMsgs that also counts the INITs and, when owns is
-// not nil, checks each INIT's task with it (a server: the task must be
-// the connection's), in the same pass.
-func decodeMsgs(dst []ackcore.Msg, body []byte, owns func(task uint32) bool) ([]ackcore.Msg, int, error) {
+// decodeMsgs is DecodeMsgs that also counts the INITs and the RESETs,
+// refuses a timeout past maxTo (a server's root timeout cap; at most
+// maxTimeoutMs) and, when owns is not nil, checks each INIT's task with it
+// (a server: the task must be the connection's), in the same pass.
+func decodeMsgs(dst []ackcore.Msg, body []byte, owns func(task uint32) bool, maxTo uint32) (_ []ackcore.Msg, inits, resets int, _ error) {
 	if len(body)%MsgSize != 0 {
-		return dst, 0, fmt.Errorf("netio: msgs body of %d bytes is not a whole number of %d-byte records", len(body), MsgSize)
+		return dst, 0, 0, fmt.Errorf("netio: msgs body of %d bytes is not a whole number of %d-byte records", len(body), MsgSize)
 	}
 	n := len(body) / MsgSize
 	base := len(dst)
 	dst = growMsgs(dst, n)
 	out := dst[base:]
-	inits := 0
 	for i := range out {
 		r := body[i*MsgSize:]
 		r = r[:MsgSize:MsgSize]
@@ -384,20 +384,26 @@ func decodeMsgs(dst []ackcore.Msg, body []byte, owns func(task uint32) bool) ([]
 		to := binary.LittleEndian.Uint32(r[offMsgTimeout:])
 		kind, task := ackcore.Kind(kt>>24), kt&taskMask
 		if kind-ackcore.Init > ackcore.Reset-ackcore.Init || root == 0 || task > ackcore.MaxTask ||
-			kind != ackcore.Init && task != 0 || to > maxTimeoutMs {
+			kind != ackcore.Init && task != 0 || to > maxTo {
 			m := ackcore.Msg{Root: root, Val: val, Task: task, Kind: kind, TimeoutMs: to}
-			return dst[:base], 0, fmt.Errorf("netio: message %d of %d: %w", i, n, msgError(&m))
+			if to > maxTo && to <= maxTimeoutMs && m.Valid() {
+				return dst[:base], 0, 0, fmt.Errorf("netio: message %d of %d: %v root %#x asks for a timeout of %d ms, past the server's cap of %d ms", i, n, kind, root, to, maxTo)
+			}
+			return dst[:base], 0, 0, fmt.Errorf("netio: message %d of %d: %w", i, n, msgError(&m))
 		}
-		if kind == ackcore.Init {
+		switch kind {
+		case ackcore.Init:
 			inits++
 			if owns != nil && !owns(task) {
-				return dst[:base], 0, fmt.Errorf("netio: message %d of %d: INIT root %#x names task %d, not owned by this client", i, n, root, task)
+				return dst[:base], 0, 0, fmt.Errorf("netio: message %d of %d: INIT root %#x names task %d, not owned by this client", i, n, root, task)
 			}
+		case ackcore.Reset:
+			resets++
 		}
 		m := &out[i]
 		m.Root, m.Val, m.Task, m.Kind, m.TimeoutMs = root, val, task, kind, to
 	}
-	return dst, inits, nil
+	return dst, inits, resets, nil
 }
 
 const maxTimeoutMs = uint32(ackcore.MaxTimeout / time.Millisecond)

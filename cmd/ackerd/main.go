@@ -70,11 +70,13 @@ bytes of rings.
 	maxPending := fs.Int("max-pending", 1<<20, "pending roots each shard holds at most; an INIT past it fails with reason full")
 	timeout := fs.Duration("timeout", 30*time.Second, "default root timeout (Storm's message timeout), whole milliseconds")
 	tasks := fs.Int("tasks", 4096, "spout task ids clients may own: [0, tasks)")
-	maxConns := fs.Int("max-conns", 128, "connections open at once, handshaking or not; more are refused at once")
+	maxConns := fs.Int("max-conns", 128, "authenticated connections open at once; one more is closed with reason overloaded")
+	maxHandshakes := fs.Int("max-handshakes", netio.DefaultMaxHandshakes, "connections in the handshake at once, apart from -max-conns; a new one past it closes the oldest")
+	maxRootTimeout := fs.Duration("max-root-timeout", 0, "longest timeout an INIT or RESET may ask for (default: 4x -timeout); past it the connection is closed (protocol error)")
 	maxFrame := fs.Int("max-frame", netio.DefaultMaxFrame, "largest frame accepted after the handshake, bytes (before it: 64 KiB)")
 	connPending := fs.Int("conn-pending", 1<<16, "roots per connection whose outcome is not yet written; past it the server stops reading that connection (backpressure)")
 	ringSize := fs.Int("ring-size", 1024, "each connection's ring into each shard, messages (a power of two)")
-	hsTimeout := fs.Duration("handshake-timeout", 5*time.Second, "time a new connection has to complete TLS and the handshake")
+	hsTimeout := fs.Duration("handshake-timeout", netio.DefaultHandshakeTimeout, "time a new connection has to complete TLS and the handshake")
 	idle := fs.Duration("idle-timeout", 30*time.Second, "close a connection silent this long (heartbeats every third of it)")
 	wTimeout := fs.Duration("write-timeout", 10*time.Second, "close a connection whose socket takes no bytes this long (a client not reading)")
 	secretFile := fs.String("secret-file", "", "`file` holding the shared secret (default: $ACKERD_SECRET)")
@@ -98,7 +100,7 @@ bytes of rings.
 	for _, f := range []struct {
 		name string
 		v    int
-	}{{"shards", *shards}, {"max-pending", *maxPending}, {"tasks", *tasks}, {"max-conns", *maxConns},
+	}{{"shards", *shards}, {"max-pending", *maxPending}, {"tasks", *tasks}, {"max-conns", *maxConns}, {"max-handshakes", *maxHandshakes},
 		{"max-frame", *maxFrame}, {"conn-pending", *connPending}, {"ring-size", *ringSize}} {
 		if f.v < 1 {
 			fmt.Fprintf(stderr, "ackerd: -%s %d: want at least 1\n", f.name, f.v)
@@ -113,6 +115,10 @@ bytes of rings.
 			fmt.Fprintf(stderr, "ackerd: -%s %v: want a positive duration\n", f.name, f.v)
 			return 2
 		}
+	}
+	if *maxRootTimeout < 0 {
+		fmt.Fprintf(stderr, "ackerd: -max-root-timeout %v: want a positive duration\n", *maxRootTimeout)
+		return 2
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
@@ -135,7 +141,7 @@ bytes of rings.
 	srv, err := netio.NewServer(netio.ServerConfig{
 		Secret: secret, TLS: tcfg, Shards: *shards, Pin: *pin,
 		Shard: ackcore.Config{MaxPending: *maxPending, Timeout: *timeout},
-		Tasks: *tasks, MaxConns: *maxConns, MaxFrame: *maxFrame, MaxConnPending: *connPending,
+		Tasks: *tasks, MaxConns: *maxConns, MaxHandshakes: *maxHandshakes, MaxRootTimeout: *maxRootTimeout, MaxFrame: *maxFrame, MaxConnPending: *connPending,
 		RingSize: *ringSize, HandshakeTimeout: *hsTimeout, IdleTimeout: *idle, WriteTimeout: *wTimeout,
 		Logger: log,
 	})
