@@ -40,7 +40,7 @@ import (
 // (acked, or dead-lettered with every attempt failed by the injection)
 // and healthy_dead is 0. floor_met: the goodput floor held, at fail rate
 // f at least 0.8 x (1-f) x the fault-free row's goodput (the best at
-// rate f is (1-f) x; see MEASURING.md), and the slow row had no
+// rate f is (1-f) x: a failed attempt's work is lost), and the slow row had no
 // timeouts. The one change from DefaultConfig is the
 // message timeout, FaultsTimeout, so that the drop row's timeouts (and a
 // quick run) finish in seconds.
