@@ -9,7 +9,7 @@
 //
 // It exits 1 when a run fails its own verification or, with -check, when
 // xorack's core msgs/s is below 2x the Go-map baseline at any window; 2 on
-// bad flags.
+// bad flags; 0 after -h or -version.
 package main
 
 import (
@@ -27,6 +27,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/xorack/xorack/bench"
+	"github.com/xorack/xorack/internal/buildinfo"
 )
 
 func main() {
@@ -39,6 +40,7 @@ type options struct {
 	check                                        bool
 	checkRatio                                   float64
 	progress                                     string
+	version                                      bool
 }
 
 // parse turns command-line arguments into a configuration.
@@ -72,9 +74,13 @@ func parse(args []string, stderr io.Writer) (bench.Config, options, error) {
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the run to `FILE`")
 	fs.BoolVar(&o.check, "check", false, "exit 1 if xorack core msgs/s < -check-ratio x gomap's at any window, or any verification fails")
 	fs.Float64Var(&o.checkRatio, "check-ratio", bench.CheckFloor, "the least xorack/gomap core msgs/s ratio -check accepts")
+	fs.BoolVar(&o.version, "version", false, "print the version (from the binary's build information) and exit")
 	fs.StringVar(&o.progress, "progress", "auto", "progress display: auto (a bar on a terminal, lines otherwise), bar, lines, off")
 	if err := fs.Parse(args); err != nil {
 		return cfg, o, err
+	}
+	if o.version {
+		return cfg, o, nil
 	}
 	if fs.NArg() > 0 {
 		return cfg, o, fmt.Errorf("unexpected arguments %q", fs.Args())
@@ -173,11 +179,16 @@ func parseCount(s string) (int, error) {
 
 func run(args []string, stdout, stderr io.Writer) int {
 	cfg, o, err := parse(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0 // -h asked for the usage, which is on stderr
+	}
 	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(stderr, "ackbench: %v\n", err)
-		}
+		fmt.Fprintf(stderr, "ackbench: %v\n", err)
 		return 2
+	}
+	if o.version {
+		fmt.Fprintf(stdout, "ackbench %s\n", buildinfo.Read())
+		return 0
 	}
 	if o.cpuprofile != "" {
 		f, err := os.Create(o.cpuprofile)

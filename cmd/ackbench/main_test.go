@@ -133,3 +133,18 @@ func TestGate(t *testing.T) {
 		}
 	}
 }
+
+// TestHelpAndVersion: -h prints the usage on stderr and exits 0; -version
+// prints one line from the build information and exits 0, running nothing.
+func TestHelpAndVersion(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"-h"}, &out, &errb); code != 0 || !strings.Contains(errb.String(), "-benchfmt") || out.Len() != 0 {
+		t.Errorf("-h: exit %d, stdout %q, stderr %.80q; want 0, nothing, the usage", code, out.String(), errb.String())
+	}
+	out.Reset()
+	errb.Reset()
+	if code := run([]string{"-version"}, &out, &errb); code != 0 || !strings.HasPrefix(out.String(), "ackbench ") ||
+		!strings.Contains(out.String(), "go1.") || strings.Count(out.String(), "\n") != 1 {
+		t.Errorf("-version: exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
+	}
+}
