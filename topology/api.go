@@ -194,6 +194,15 @@ type Failure struct {
 	Attempts int
 	// Latency is the last attempt's time from emit to its failure.
 	Latency time.Duration
+	// Traced is set on a Timeout of a traced root (one in
+	// Config.TraceEvery): Held then says where its unacked tuples were
+	// when it timed out: the tasks executing one first, then the tuples
+	// on their way to a task, then those lost, the longest-held first in
+	// each. Traced with no Held
+	// means every tuple of the tree was acked: an ACK was lost on the way
+	// to the acker.
+	Traced bool
+	Held   []Held
 }
 
 func (f *Failure) Error() string {
@@ -203,6 +212,12 @@ func (f *Failure) Error() string {
 	}
 	if f.Err != nil {
 		s += ": " + f.Err.Error()
+	}
+	switch {
+	case f.Traced && len(f.Held) > 0:
+		s += ": held by " + heldString(f.Held)
+	case f.Traced:
+		s += ": every tuple acked (an ACK did not reach the acker)"
 	}
 	return s
 }

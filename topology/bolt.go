@@ -106,7 +106,13 @@ func (b *boltExec) executeFrom(items []*Tuple, i int) (next int) {
 		t := items[next]
 		if drop != nil && drop(t) {
 			b.m.Dropped++
+			if t.trace != nil {
+				t.trace.set(traceLost, b.traceNow())
+			}
 			continue
+		}
+		if t.trace != nil {
+			t.trace.set(traceDelivered, b.traceNow())
 		}
 		b.m.Executed++
 		b.coll.task = int(t.dstTask)
@@ -129,6 +135,10 @@ func (b *boltExec) flush() {
 		}
 	}
 }
+
+// traceNow reads the engine clock for a traced tuple's event (b.now may
+// be up to 64 passes old).
+func (b *boltExec) traceNow() int64 { return int64(b.top.cfg.Clock.Now()) }
 
 func (b *boltExec) send(m ackcore.Msg) {
 	if err := b.sender.Send(m); err != nil {
@@ -170,9 +180,16 @@ func (b *boltExec) emit(st *stream, direct int, one *Tuple, many []*Tuple, value
 	if err != nil {
 		return err
 	}
+	traced := one != nil && one.trace != nil
+	for _, a := range many {
+		traced = traced || a.trace != nil
+	}
 	src := b.coll.task
 	for _, dst := range targets {
 		t := b.newTuple(st, values, src, dst)
+		if traced {
+			t.trace = childTrace(one, many, dst, b.traceNow())
+		}
 		if one != nil && one.anchors.n > 0 {
 			e := b.gen.next()
 			one.ackVal ^= e
@@ -212,6 +229,9 @@ func (b *boltExec) ack(t *Tuple) error {
 	}
 	t.state = tupleAcked
 	b.m.Acked++
+	if t.trace != nil {
+		t.trace.set(traceDone, 0)
+	}
 	for i := 0; i < t.anchors.len(); i++ {
 		a := t.anchors.at(i)
 		if !b.top.spoutOf[a.spout].isLive(a.root) {
@@ -266,6 +286,9 @@ func (b *boltExec) fail(t *Tuple, err error) error {
 	}
 	t.state = tupleFailed
 	b.m.Failed++
+	if t.trace != nil {
+		t.trace.set(traceDone, 0)
+	}
 	for i := 0; i < t.anchors.len(); i++ {
 		a := t.anchors.at(i)
 		sp := b.top.spoutOf[a.spout]

@@ -113,6 +113,11 @@ type ComponentMetrics struct {
 	// Panics recovered from the component's code (any method, spouts
 	// and bolts).
 	Panics uint64
+	// TimeoutsHeld counts the traced roots (Config.TraceEvery) that
+	// timed out while one of the component's tasks held, or was about to
+	// receive, one of their unacked tuples (Failure.Held names them):
+	// about one in TraceEvery of the timeouts it caused.
+	TimeoutsHeld uint64
 
 	// Spouts: the outcomes of their roots.
 	Completed       uint64
@@ -205,6 +210,7 @@ func (t *Topology) Metrics() Metrics {
 			e.pub.Unlock()
 		}
 		cm.set(&sum)
+		cm.TimeoutsHeld = c.timeoutsHeld.Load()
 		m.Components = append(m.Components, cm)
 	}
 	t.mu.Lock()
