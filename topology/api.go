@@ -3,6 +3,7 @@ package topology
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -178,6 +179,10 @@ func (r Reason) String() string {
 	}
 	return fmt.Sprintf("Reason(%d)", uint8(r))
 }
+
+// Label is the reason as a metric label value or a key: snake_case,
+// "acker_lost" for AckerLost, otherwise String.
+func (r Reason) Label() string { return strings.ReplaceAll(r.String(), " ", "_") }
 
 // ErrFailed is Failure.Err for an explicit failure whose bolt gave no
 // error (BoltCollector.Fail(t, nil)).
