@@ -24,6 +24,10 @@ type Report struct {
 	Started time.Time `json:"started"`
 	Seconds float64   `json:"seconds"`
 	Rows    []Row     `json:"rows"`
+	// CheckRatio is the floor the run was gated at (ackbench -check's
+	// -check-ratio); 0 when it was not gated, and the HTML report then
+	// shows no gate verdict.
+	CheckRatio float64 `json:"check_ratio,omitempty"`
 }
 
 // Machine describes where the run happened.

@@ -69,7 +69,7 @@ func parse(args []string, stderr io.Writer) (bench.Config, options, error) {
 	fs.BoolVar(&cfg.NoPin, "nopin", false, "do not pin the core runner and the pipeline's executors to CPUs")
 	fs.BoolVar(&cfg.Quick, "quick", false, "a quick run: a few seconds in all")
 	fs.StringVar(&o.jsonFile, "json", "", "write every figure, with the config and machine, as JSON to `FILE`")
-	fs.StringVar(&o.benchfmtFile, "benchfmt", "", "write Go benchmark lines (for benchstat) to `FILE` (- for stdout)")
+	fs.StringVar(&o.benchfmtFile, "benchfmt", "", "write Go benchmark lines (for benchstat) to `FILE` (- for stdout, the table then going to stderr); benchstat wants -reps 6 or more for a confidence interval")
 	fs.StringVar(&o.htmlFile, "html", "", "write a self-contained HTML report with charts to `FILE`")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the run to `FILE`")
 	fs.BoolVar(&o.check, "check", false, "exit 1 if xorack core msgs/s < -check-ratio x gomap's at any window, or any verification fails")
@@ -216,7 +216,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ackbench: %v\n", runErr)
 		code = 1
 	}
-	if err := bench.WriteTable(stdout, rep); err != nil {
+	if o.check {
+		rep.CheckRatio = o.checkRatio // the HTML report shows the gate's verdict
+	}
+	// Stdout carries a machine-readable output when one is "-": the table
+	// and the gate's lines go to stderr then, so that benchstat (or a JSON
+	// reader) gets nothing else.
+	human := stdout
+	if o.jsonFile == "-" || o.benchfmtFile == "-" || o.htmlFile == "-" {
+		human = stderr
+	}
+	if err := bench.WriteTable(human, rep); err != nil {
 		fmt.Fprintf(stderr, "ackbench: %v\n", err)
 		code = max(code, 1)
 	}
@@ -230,7 +240,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if o.check {
-		code = max(code, gate(rep, o.checkRatio, stdout))
+		code = max(code, gate(rep, o.checkRatio, human))
 	}
 	return code
 }

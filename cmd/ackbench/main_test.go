@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -146,5 +147,32 @@ func TestHelpAndVersion(t *testing.T) {
 	if code := run([]string{"-version"}, &out, &errb); code != 0 || !strings.HasPrefix(out.String(), "ackbench ") ||
 		!strings.Contains(out.String(), "go1.") || strings.Count(out.String(), "\n") != 1 {
 		t.Errorf("-version: exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
+	}
+}
+
+// TestBenchfmtStdout: with -benchfmt - stdout is benchstat's input only
+// (config lines and Benchmark lines); the table goes to stderr.
+func TestBenchfmtStdout(t *testing.T) {
+	args := []string{"-level", "core", "-impl", "xorack,gomap", "-pending", "300", "-msgs", "4000", "-reps", "2",
+		"-benchfmt", "-", "-progress", "off", "-nopin"}
+	var out, errb bytes.Buffer
+	if code := run(args, &out, &errb); code != 0 {
+		t.Fatalf("exit %d\nstderr:\n%s", code, errb.String())
+	}
+	benchLine := regexp.MustCompile(`^(Benchmark\S+\s|[a-z][a-z-]*: |$)`)
+	n := 0
+	for _, l := range strings.Split(out.String(), "\n") {
+		if !benchLine.MatchString(l) {
+			t.Errorf("stdout line not for benchstat: %q", l)
+		}
+		if strings.HasPrefix(l, "Benchmark") {
+			n++
+		}
+	}
+	if n != 4 { // 2 impls x 2 reps
+		t.Errorf("%d Benchmark lines, want 4:\n%s", n, out.String())
+	}
+	if !strings.Contains(errb.String(), "msgs/s") {
+		t.Errorf("the table is not on stderr:\n%s", errb.String())
 	}
 }
