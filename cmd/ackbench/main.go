@@ -61,7 +61,7 @@ func parse(args []string, stderr io.Writer) (bench.Config, options, error) {
 	fs.Float64Var(&cfg.DropRate, "drop", 0, "fraction of roots that lose one ACK (they time out)")
 	fs.DurationVar(&cfg.Duration, "duration", 0, "measured time per row, split over -reps (default 600ms; -quick 150ms)")
 	fs.Int64Var(&cfg.Msgs, "msgs", 0, "measured messages per row instead of -duration")
-	fs.IntVar(&cfg.Reps, "reps", bench.DefaultReps, "interleaved repetitions per row; a row reports their median")
+	fs.IntVar(&cfg.Reps, "reps", 0, "interleaved repetitions per row, the row's measured time split over them; a row reports their median (default 6, enough for benchstat; -quick 3)")
 	fs.Uint64Var(&cfg.Seed, "seed", bench.DefaultSeed, "workload seed")
 	fs.DurationVar(&cfg.Timeout, "timeout", 0, "acker message timeout, whole ms (default: chosen from the stream; stream time in fault runs)")
 	fs.IntVar(&cfg.Batch, "batch", bench.DefaultBatch, "messages per Apply call (core) or producer span (pipeline)")
@@ -305,23 +305,42 @@ func newProgress(mode string, stdout, stderr io.Writer) *progress {
 }
 
 func (p *progress) update(ev bench.Progress) {
+	left := eta(time.Since(p.start), ev.Done, ev.Total)
 	switch p.mode {
 	case "lines":
 		if now := time.Now(); ev.Step == 0 || ev.Step == ev.Steps-1 || now.Sub(p.last) >= lineEvery {
 			p.last = now
-			fmt.Fprintf(p.w, "ackbench: [%d/%d] %s\n", ev.Step+1, ev.Steps, ev.What)
+			fmt.Fprintf(p.w, "ackbench: [%d/%d] %s%s\n", ev.Step+1, ev.Steps, ev.What, left)
 		}
 	case "bar":
 		if p.bar == nil && time.Since(p.start) >= barAfter {
-			p.bar = progressbar.NewOptions(ev.Steps, progressbar.OptionSetWriter(p.w),
-				progressbar.OptionSetWidth(30), progressbar.OptionShowCount(), progressbar.OptionSetElapsedTime(true),
-				progressbar.OptionSetPredictTime(true), progressbar.OptionClearOnFinish())
+			// The bar counts permille of the estimated work, not steps
+			// (which are far from equal), and the ETA is ours: the
+			// bar's own would count from when it appeared.
+			p.bar = progressbar.NewOptions(barMax, progressbar.OptionSetWriter(p.w),
+				progressbar.OptionSetWidth(30), progressbar.OptionSetElapsedTime(true), progressbar.OptionClearOnFinish())
 		}
 		if p.bar != nil {
-			p.bar.Describe(ev.What)
-			_ = p.bar.Set(ev.Step)
+			p.bar.Describe(fmt.Sprintf("[%d/%d] %s%s", ev.Step+1, ev.Steps, ev.What, left))
+			if ev.Total > 0 {
+				_ = p.bar.Set(int(int64(barMax) * int64(ev.Done) / int64(ev.Total)))
+			}
 		}
 	}
+}
+
+// barMax is the bar's full count: permille of the estimated work.
+const barMax = 1000
+
+// eta says how long the run has left, from the time it has taken for the
+// estimated work done so far ("" until a twentieth is done: too early to
+// say).
+func eta(elapsed, done, total time.Duration) string {
+	if total <= 0 || done*20 < total {
+		return ""
+	}
+	left := time.Duration(float64(elapsed) * float64(total-done) / float64(done))
+	return fmt.Sprintf(", about %v left", left.Round(time.Second))
 }
 
 func (p *progress) done() {

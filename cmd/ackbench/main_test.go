@@ -176,3 +176,21 @@ func TestBenchfmtStdout(t *testing.T) {
 		t.Errorf("the table is not on stderr:\n%s", errb.String())
 	}
 }
+
+// TestETA: the time left scales the time taken by the estimated work left.
+func TestETA(t *testing.T) {
+	for _, c := range []struct {
+		elapsed, done, total time.Duration
+		want                 string
+	}{
+		{10 * time.Second, 1, 100, ""}, // too early to say
+		{10 * time.Second, 25, 100, ", about 30s left"},
+		{30 * time.Second, 50, 100, ", about 30s left"},
+		{59 * time.Second, 100, 100, ", about 0s left"},
+		{time.Second, 0, 0, ""},
+	} {
+		if got := eta(c.elapsed, c.done, c.total); got != c.want {
+			t.Errorf("eta(%v, %d, %d) = %q, want %q", c.elapsed, c.done, c.total, got, c.want)
+		}
+	}
+}
