@@ -137,3 +137,57 @@ func TestStatusPageChromium(t *testing.T) {
 		t.Errorf("the rendered page has %d cells, want 15 per component:\n%s", len(statusCells(string(out))), out)
 	}
 }
+
+// holdFirst signals entered on its first Execute and waits for release,
+// then acks.
+type holdFirst struct {
+	entered, release chan struct{}
+	once             bool
+}
+
+func (g *holdFirst) Execute(t *Tuple, c *BoltCollector) {
+	if !g.once {
+		g.once = true
+		close(g.entered)
+		<-g.release
+	}
+	_ = c.Ack(t)
+}
+
+// TestStatusOldestPending: while a root is held up, the page shows it
+// pending and its age at the acker, on the engine clock.
+func TestStatusOldestPending(t *testing.T) {
+	l := newLedger()
+	clock := &ackcore.FakeClock{}
+	g := &holdFirst{entered: make(chan struct{}), release: make(chan struct{})}
+	b := NewBuilder()
+	b.Spout("ids", newIDSpout(l, 1)).Output("id")
+	b.Bolt("gate", func() Bolt { return g }).Input("ids", Shuffle())
+	cfg := testConfig()
+	cfg.Clock = clock
+	cfg.MessageTimeout = time.Hour
+	top, err := b.Build(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := top.StatusHandler()
+	cells := func() map[string]string {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+		return statusCells(rec.Body.String())
+	}
+	top.Start()
+	<-g.entered
+	waitFor(t, 10*time.Second, "the root pending at the acker", func() bool { return cells()["ids:oldest_pending"] != "-" })
+	clock.Add(5 * time.Second)
+	got := cells()
+	if got["ids:oldest_pending"] != "5.00 s" || got["ids:pending"] != "1" {
+		t.Errorf("oldest pending %q, pending %q; want 5.00 s and 1", got["ids:oldest_pending"], got["ids:pending"])
+	}
+	close(g.release)
+	waitDone(t, top, 10*time.Second)
+	stop(t, top)
+	if got := cells(); got["ids:oldest_pending"] != "-" || got["ids:pending"] != "0" {
+		t.Errorf("after the end: oldest pending %q, pending %q", got["ids:oldest_pending"], got["ids:pending"])
+	}
+}
