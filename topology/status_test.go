@@ -43,17 +43,7 @@ func statusRun(t *testing.T) (*Topology, http.Handler) {
 	const n = 6400
 	l := newLedger()
 	clock := &ackcore.FakeClock{}
-	b := NewBuilder()
-	b.Spout("ids", newIDSpout(l, n)).Output("id")
-	b.Bolt("work", func() Bolt { return &tickBolt{clock: clock, d: time.Millisecond} }).Input("ids", Shuffle())
-	cfg := testConfig()
-	cfg.Clock = clock
-	cfg.MessageTimeout = time.Hour
-	top, err := b.Build(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := top.StatusHandler()
+	top, h := idsInto(t, newIDSpout(l, n), clock, "work", &tickBolt{clock: clock, d: time.Millisecond})
 	top.Start()
 	waitDone(t, top, 30*time.Second)
 	stop(t, top)
@@ -160,17 +150,7 @@ func TestStatusOldestPending(t *testing.T) {
 	l := newLedger()
 	clock := &ackcore.FakeClock{}
 	g := &holdFirst{entered: make(chan struct{}), release: make(chan struct{})}
-	b := NewBuilder()
-	b.Spout("ids", newIDSpout(l, 1)).Output("id")
-	b.Bolt("gate", func() Bolt { return g }).Input("ids", Shuffle())
-	cfg := testConfig()
-	cfg.Clock = clock
-	cfg.MessageTimeout = time.Hour
-	top, err := b.Build(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := top.StatusHandler()
+	top, h := idsInto(t, newIDSpout(l, 1), clock, "gate", g)
 	cells := func() map[string]string {
 		rec := httptest.NewRecorder()
 		h.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
@@ -190,4 +170,21 @@ func TestStatusOldestPending(t *testing.T) {
 	if got := cells(); got["ids:oldest_pending"] != "-" || got["ids:pending"] != "0" {
 		t.Errorf("after the end: oldest pending %q, pending %q", got["ids:oldest_pending"], got["ids:pending"])
 	}
+}
+
+// idsInto builds spout "ids" into one bolt task on the fake clock, with an
+// hour's timeout, and its status handler (made before the start).
+func idsInto(t *testing.T, spout func() Spout, clock *ackcore.FakeClock, name string, bolt Bolt) (*Topology, http.Handler) {
+	t.Helper()
+	b := NewBuilder()
+	b.Spout("ids", spout).Output("id")
+	b.Bolt(name, func() Bolt { return bolt }).Input("ids", Shuffle())
+	cfg := testConfig()
+	cfg.Clock = clock
+	cfg.MessageTimeout = time.Hour
+	top, err := b.Build(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return top, top.StatusHandler()
 }
