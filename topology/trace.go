@@ -92,7 +92,9 @@ type Held struct {
 	Tuples    int
 	// Delivered: the task's Execute got them and has not acked or failed
 	// them. Otherwise they were on their way to it (staged by the
-	// emitter or in the ring), or, with Lost, dropped in transit.
+	// emitter, in the ring, or taken from it by the task's executor and
+	// waiting for the Execute calls before theirs), or, with Lost,
+	// dropped in transit.
 	Delivered bool
 	Lost      bool
 	// For is how long the oldest of them had been in that state.
