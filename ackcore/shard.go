@@ -107,7 +107,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("ackcore: Tick %v below %v", c.Tick, MinTick)
 	}
 	if tick, to := c.Tick, c.Timeout; tick > 0 && to > 0 && to%tick != 0 || tick == 0 && to%DefaultTick != 0 {
-		return fmt.Errorf("ackcore: Timeout %v is not a whole number of ticks (Tick %v)", c.Timeout, c.Tick)
+		if tick == 0 {
+			return fmt.Errorf("ackcore: Timeout %v is not a whole number of ticks (Tick %v, the default)", to, DefaultTick)
+		}
+		return fmt.Errorf("ackcore: Timeout %v is not a whole number of ticks (Tick %v)", to, tick)
 	}
 	if c.Fold > FoldOn {
 		return fmt.Errorf("ackcore: unknown Fold mode %d", c.Fold)

@@ -190,6 +190,8 @@ func TestConfigErrors(t *testing.T) {
 		{ackcore.Config{MaxPending: 1, Timeout: 48 * time.Hour}, "Timeout 48h"},
 		{ackcore.Config{MaxPending: 1, Tick: 2 * time.Second}, "Tick 2s"},
 		{ackcore.Config{MaxPending: 1, Tick: 3 * time.Millisecond, Timeout: 10 * time.Millisecond}, "whole number of ticks"},
+		{ackcore.Config{MaxPending: 1, Timeout: 1500 * time.Microsecond}, "ackcore: Timeout 1.5ms is not a whole number of ticks (Tick 1ms, the default)"},
+		{ackcore.Config{MaxPending: 1, Tick: 2 * time.Millisecond, Timeout: 5 * time.Millisecond}, "ackcore: Timeout 5ms is not a whole number of ticks (Tick 2ms)"},
 		{ackcore.Config{MaxPending: 1, Fold: 7}, "Fold mode 7"},
 	} {
 		_, err := ackcore.NewShard(c.cfg)

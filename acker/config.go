@@ -197,7 +197,9 @@ func (c *Config) fill() (Footprint, error) {
 		return Footprint{}, fmt.Errorf("acker: OutcomeRingSize %d is not a power of two in [2, %d] (%s a ring, %s for %d shards × %d receivers)",
 			c.OutcomeRingSize, MaxRing, bytesOf(sat(mul(int64(c.OutcomeRingSize), outBytes), ringOverhead)),
 			bytesOf(ringBytes(c.Shards, c.Receivers, c.OutcomeRingSize, outBytes)), c.Shards, c.Receivers)
-	case c.Backlog < 1 || c.Backlog > MaxBacklog:
+	case c.Backlog < 1:
+		return Footprint{}, fmt.Errorf("acker: Backlog %d out of range [1, %d] (0: DefaultBacklog %d)", c.Backlog, MaxBacklog, DefaultBacklog)
+	case c.Backlog > MaxBacklog:
 		return Footprint{}, fmt.Errorf("acker: Backlog %d out of range [1, %d] (%s per shard and receiver)",
 			c.Backlog, MaxBacklog, bytesOf(mul(int64(c.Backlog), outBytes)))
 	case c.Batch < 1 || c.Batch > c.RingSize:

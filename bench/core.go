@@ -128,7 +128,7 @@ func (rn *runner) coreOn(st *stream, p int) ([]Row, error) {
 	for _, name := range c.impls[LevelCore] {
 		impl, _ := findCore(name)
 		maxPending := st.MaxPending() + rn.faultHeadroom(st, timeout, impl.evicts)
-		rn.progress("core %s P=%d: %s setup", st.Shape.Name, p, name)
+		rn.progress(time.Duration(p)*costSetup, "core %s P=%d: %s setup", st.Shape.Name, p, name)
 		cr, err := rn.coreSetup(impl, st, sh, maxPending, timeout)
 		if err != nil {
 			return nil, err
@@ -140,13 +140,13 @@ func (rn *runner) coreOn(st *stream, p int) ([]Row, error) {
 	for rep := 0; rep < c.Reps; rep++ {
 		for i := range runs {
 			cr := runs[(i+rep)%len(runs)] // rotate who goes first
-			rn.progress("core %s P=%d: %s rep %d/%d", st.Shape.Name, p, cr.impl.name, rep+1, c.Reps)
+			rn.progress(rn.repCost(), "core %s P=%d: %s rep %d/%d", st.Shape.Name, p, cr.impl.name, rep+1, c.Reps)
 			cr.rep(perMsgs, perDur, g)
 		}
 	}
 	var rows []Row
 	for i, cr := range runs {
-		rn.progress("core %s P=%d: %s drain and verify", st.Shape.Name, p, cr.impl.name)
+		rn.progress(time.Duration(p)*costDrain, "core %s P=%d: %s drain and verify", st.Shape.Name, p, cr.impl.name)
 		row := rn.baseRow(LevelCore, cr.impl.name, st, p)
 		cr.finish(&row, timeout)
 		row.CounterScope = scope

@@ -348,7 +348,7 @@ func (rn *runner) faultsLevel() ([]Row, error) {
 	cases := faultCases()
 	// Calibration: a fault-free rep, for the slow row's extra work per
 	// count tuple (9 times what a tuple costs the whole pipeline).
-	rn.progress("faults: warm-up and calibration")
+	rn.progress(rn.repCost(), "faults: warm-up and calibration")
 	cal, err := runFaultRep(corpus, cases[0], n, c.Seed, !c.NoPin, 0)
 	if err != nil {
 		return nil, err
@@ -357,7 +357,7 @@ func (rn *runner) faultsLevel() ([]Row, error) {
 	reps := make([][]faultRep, len(cases))
 	for rep := range c.Reps {
 		for i, fc := range cases {
-			rn.progress("faults %s %g: rep %d/%d", fc.fault, fc.fail, rep+1, c.Reps)
+			rn.progress(rn.repCost(), "faults %s %g: rep %d/%d", fc.fault, fc.fail, rep+1, c.Reps)
 			fr, err := runFaultRep(corpus, fc, n, c.Seed+uint64(rep), !c.NoPin, slowSpin)
 			if err != nil {
 				return nil, err

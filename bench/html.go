@@ -13,6 +13,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgsvg"
 )
 
 // WriteHTML writes rep as one self-contained HTML page: the machine and
@@ -22,11 +24,26 @@ import (
 func WriteHTML(w io.Writer, rep *Report) error {
 	var charts []chart
 	for _, g := range groups(rep.Rows) {
-		svg, err := throughputChart(g)
-		if err != nil {
-			return err
+		if len(g.pending) == 1 {
+			// One window (the topology, source, faults levels): a bar per
+			// series, not a chart of single points.
+			svg, err := barChart(g, "messages per second", func(r *Row) float64 { return r.MsgsPerSec })
+			if err != nil {
+				return err
+			}
+			charts = append(charts, chart{Title: fmt.Sprintf("%s, %s, P=%d: throughput", g.level, g.shape, g.pending[0]), SVG: svg})
+		} else {
+			svg, err := throughputChart(g)
+			if err != nil {
+				return err
+			}
+			charts = append(charts, chart{Title: fmt.Sprintf("%s, %s: throughput vs pending window", g.level, g.shape), SVG: svg})
 		}
-		charts = append(charts, chart{Title: fmt.Sprintf("%s, %s: throughput vs pending window", g.level, g.shape), SVG: svg})
+		if svg, ok, err := bytesChart(g); err != nil {
+			return err
+		} else if ok {
+			charts = append(charts, chart{Title: fmt.Sprintf("%s, %s: bytes per pending root", g.level, g.shape), SVG: svg})
+		}
 		for _, p := range g.pending {
 			svg, ok, err := latencyChart(g, p)
 			if err != nil {
@@ -45,11 +62,21 @@ func WriteHTML(w io.Writer, rep *Report) error {
 	if rep.Stalls.Threads > 0 {
 		stalls = stallLine(rep.Stalls)
 	}
-	return pageTmpl.Execute(w, page{
+	pg := page{
 		Title: "ackbench report", Machine: rep.Machine.Summary, Go: rep.Machine.GoVersion,
 		Perf: rep.PerfNote, Stalls: stalls, Config: describe(rep.Config), Started: rep.Started.Format("2006-01-02 15:04:05 MST"),
-		Table: table.String(), Charts: charts, Failed: Check(rep, CheckFloor),
-	})
+		Table: table.String(), Charts: charts, Gated: rep.CheckRatio > 0, CheckRatio: rep.CheckRatio,
+	}
+	if pg.Gated {
+		pg.Failed = Check(rep, rep.CheckRatio)
+	} else {
+		for _, r := range rep.Rows {
+			if !r.Verified {
+				pg.Unverified = append(pg.Unverified, fmt.Sprintf("%s: %s", r.Name(), r.VerifyError))
+			}
+		}
+	}
+	return pageTmpl.Execute(w, pg)
 }
 
 type chart struct {
@@ -60,7 +87,12 @@ type chart struct {
 type page struct {
 	Title, Machine, Go, Perf, Stalls, Config, Started, Table string
 	Charts                                                   []chart
-	Failed                                                   []string
+	// The gate's verdict, only when the run was gated (-check):
+	// Failed lists what failed it. Unverified lists the rows that failed
+	// their own verification, shown when there was no gate.
+	Gated              bool
+	CheckRatio         float64
+	Failed, Unverified []string
 }
 
 var pageTmpl = template.Must(template.New("report").Parse(`<!DOCTYPE html>
@@ -71,10 +103,12 @@ pre { font-size: 12px; background: #f6f6f6; padding: 1em; overflow-x: auto; }
 figure { display: inline-block; margin: 0.5em; vertical-align: top; }
 figcaption { font-weight: bold; margin-bottom: 0.3em; }
 .check { color: #a00; }
+.ok { color: #060; }
 </style></head><body>
 <h1>{{.Title}}</h1>
 <p>Started {{.Started}}.<br>Machine: {{.Machine}}<br>Go: {{.Go}}<br>Counters: {{.Perf}}<br>Stalls: {{.Stalls}}<br>Configuration: {{.Config}}</p>
-{{if .Failed}}<h2>Gate (-check)</h2><ul class="check">{{range .Failed}}<li>{{.}}</li>{{end}}</ul>{{end}}
+{{if .Gated}}{{if .Failed}}<h2>Gate (-check) failed</h2><ul class="check">{{range .Failed}}<li>{{.}}</li>{{end}}</ul>{{else}}<h2>Gate (-check) passed</h2><p class="ok">xorack core &ge; {{.CheckRatio}}x gomap at every window; every run verified.</p>{{end}}{{end}}
+{{if .Unverified}}<h2>Verification failed</h2><ul class="check">{{range .Unverified}}<li>{{.}}</li>{{end}}</ul>{{end}}
 <h2>Charts</h2>
 {{range .Charts}}<figure><figcaption>{{.Title}}</figcaption>{{.SVG}}</figure>
 {{end}}
@@ -87,9 +121,19 @@ figcaption { font-weight: bold; margin-bottom: 0.3em; }
 type group struct {
 	level   Level
 	shape   string
-	impls   []string
+	impls   []string // series names (seriesOf), in row order
 	pending []int
 	rows    []*Row
+}
+
+// seriesOf names the chart series a row belongs to: its impl, and on the
+// net level its connections and batch (one line per combination, each
+// with its own legend entry).
+func seriesOf(r *Row) string {
+	if r.Conns > 0 || r.Batch > 0 {
+		return fmt.Sprintf("%s conns=%d batch=%d", r.Impl, r.Conns, r.Batch)
+	}
+	return r.Impl
 }
 
 func groups(rows []Row) []*group {
@@ -107,8 +151,8 @@ func groups(rows []Row) []*group {
 			gs = append(gs, g)
 		}
 		g.rows = append(g.rows, r)
-		if !slices.Contains(g.impls, r.Impl) {
-			g.impls = append(g.impls, r.Impl)
+		if !slices.Contains(g.impls, seriesOf(r)) {
+			g.impls = append(g.impls, seriesOf(r))
 		}
 		if !slices.Contains(g.pending, r.Pending) {
 			g.pending = append(g.pending, r.Pending)
@@ -130,23 +174,106 @@ func throughputChart(g *group) (template.HTML, error) {
 		p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, logTicks{label: si}
 	}
 	p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, logTicks{label: si}
-	p.Legend.Top = true
-	for i, impl := range g.impls {
+	return seriesChart(p, g, func(r *Row) float64 { return r.MsgsPerSec }, true)
+}
+
+// seriesChart draws one line per series of g: value against the pending
+// window, skipping rows where it is 0; on a log Y axis (padded) or a
+// linear one from 0.
+func seriesChart(p *plot.Plot, g *group, value func(*Row) float64, logY bool) (template.HTML, error) {
+	leg := plot.NewLegend()
+	for i, name := range g.impls {
 		var xys plotter.XYs
 		for _, r := range g.rows {
-			if r.Impl == impl && r.MsgsPerSec > 0 {
-				xys = append(xys, plotter.XY{X: float64(r.Pending), Y: r.MsgsPerSec})
+			if seriesOf(r) == name && value(r) > 0 {
+				xys = append(xys, plotter.XY{X: float64(r.Pending), Y: value(r)})
 			}
 		}
 		if len(xys) == 0 {
 			continue
 		}
-		if err := addLine(p, i, impl, xys); err != nil {
+		if err := addLine(p, &leg, i, name, xys); err != nil {
 			return "", err
 		}
 	}
-	padLog(&p.Y)
-	return render(p)
+	if logY {
+		padLog(&p.Y)
+	} else {
+		p.Y.Min, p.Y.Max = 0, p.Y.Max*1.2
+	}
+	return render(p, &leg)
+}
+
+// bytesChart plots the bytes per pending root of each series that reports
+// them (the headline figure: 36 B against Storm's 104); ok is false when
+// none does.
+func bytesChart(g *group) (_ template.HTML, ok bool, _ error) {
+	value := func(r *Row) float64 { return r.BytesPerRoot }
+	for _, r := range g.rows {
+		ok = ok || r.BytesPerRoot > 0
+	}
+	if !ok {
+		return "", false, nil
+	}
+	if len(g.pending) == 1 {
+		svg, err := barChart(g, "bytes per pending root", value)
+		return svg, true, err
+	}
+	p := plot.New()
+	p.X.Label.Text = "pending window P (roots)"
+	p.Y.Label.Text = "bytes per pending root"
+	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, logTicks{label: si}
+	p.Y.Tick.Marker = linTicks{label: si}
+	svg, err := seriesChart(p, g, value, false)
+	return svg, true, err
+}
+
+// barChart draws one bar per series of g (whose rows share one pending
+// window), of value, skipping series where it is 0.
+func barChart(g *group, ylabel string, value func(*Row) float64) (template.HTML, error) {
+	p := plot.New()
+	p.Y.Label.Text = ylabel
+	p.Y.Tick.Marker = linTicks{label: si}
+	var names []string
+	var vals plotter.Values
+	for _, name := range g.impls {
+		for _, r := range g.rows {
+			if seriesOf(r) == name && value(r) > 0 {
+				names, vals = append(names, name), append(vals, value(r))
+				break
+			}
+		}
+	}
+	if len(vals) == 0 {
+		return render(p, nil)
+	}
+	bars, err := plotter.NewBarChart(vals, vg.Points(18))
+	if err != nil {
+		return "", fmt.Errorf("bench: chart: %w", err)
+	}
+	bars.Color = plotutil.Color(0)
+	bars.LineStyle.Width = 0
+	p.Add(bars)
+	p.NominalX(names...)
+	p.X.Tick.Label.Rotation = math.Pi / 8
+	p.X.Tick.Label.XAlign, p.X.Tick.Label.YAlign = draw.XRight, draw.YCenter
+	p.X.Min, p.X.Max = -0.5, float64(len(vals))-0.5
+	p.Y.Min, p.Y.Max = 0, p.Y.Max*1.15
+	return render(p, nil)
+}
+
+// linTicks marks a linear axis with gonum's default ticks, labelled with
+// label.
+type linTicks struct{ label func(float64) string }
+
+func (lt linTicks) Ticks(lo, hi float64) []plot.Tick {
+	ts := plot.DefaultTicks{}.Ticks(lo, hi)
+	for i := range ts {
+		if ts[i].Label != "" {
+			ts[i].Label = lt.label(ts[i].Value)
+		}
+	}
+	return ts
 }
 
 // latencyChart plots p50, p99, p99.9 and max for each impl at window pw;
@@ -157,10 +284,10 @@ func latencyChart(g *group, pw int) (_ template.HTML, ok bool, _ error) {
 	p.Y.Label.Text = "latency"
 	p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, logTicks{label: func(x float64) string { v := int64(x); return dur(&v) }}
 	p.X.Tick.Marker = plot.ConstantTicks([]plot.Tick{{Value: 1, Label: "p50"}, {Value: 2, Label: "p99"}, {Value: 3, Label: "p99.9"}, {Value: 4, Label: "max"}})
-	p.Legend.Top, p.Legend.Left = true, true
+	leg := plot.NewLegend()
 	for i, impl := range g.impls {
 		for _, r := range g.rows {
-			if r.Impl != impl || r.Pending != pw || r.P50Ns == nil {
+			if seriesOf(r) != impl || r.Pending != pw || r.P50Ns == nil {
 				continue
 			}
 			var xys plotter.XYs
@@ -172,7 +299,7 @@ func latencyChart(g *group, pw int) (_ template.HTML, ok bool, _ error) {
 			if len(xys) == 0 {
 				continue
 			}
-			if err := addLine(p, i, impl, xys); err != nil {
+			if err := addLine(p, &leg, i, impl, xys); err != nil {
 				return "", false, err
 			}
 			ok = true
@@ -182,11 +309,11 @@ func latencyChart(g *group, pw int) (_ template.HTML, ok bool, _ error) {
 		return "", false, nil
 	}
 	padLog(&p.Y)
-	svg, err := render(p)
+	svg, err := render(p, &leg)
 	return svg, true, err
 }
 
-func addLine(p *plot.Plot, i int, name string, xys plotter.XYs) error {
+func addLine(p *plot.Plot, leg *plot.Legend, i int, name string, xys plotter.XYs) error {
 	l, s, err := plotter.NewLinePoints(xys)
 	if err != nil {
 		return fmt.Errorf("bench: chart %s: %w", name, err)
@@ -195,7 +322,7 @@ func addLine(p *plot.Plot, i int, name string, xys plotter.XYs) error {
 	l.Dashes = plotutil.Dashes(i)
 	s.Shape = plotutil.Shape(i)
 	p.Add(l, s)
-	p.Legend.Add(name, l, s)
+	leg.Add(name, l, s)
 	return nil
 }
 
@@ -206,15 +333,29 @@ func padLog(a *plot.Axis) {
 	a.Min, a.Max = a.Min/1.5, a.Max*1.5
 }
 
+// legendW is the width kept right of a chart's data for its legend, so
+// that the legend never covers a line: 6 cm holds "netio conns=4
+// batch=256" at gonum's default legend font.
+const legendW = 6 * vg.Centimeter
+
 // render draws p as an SVG element (the XML prolog removed, so that it can
-// sit inline in HTML).
-func render(p *plot.Plot) (template.HTML, error) {
-	wt, err := p.WriterTo(chartW, chartH, "svg")
-	if err != nil {
-		return "", fmt.Errorf("bench: chart: %w", err)
+// sit inline in HTML), with leg (if any) in a column right of the data.
+func render(p *plot.Plot, leg *plot.Legend) (template.HTML, error) {
+	w := chartW
+	if leg != nil {
+		w += legendW
+	}
+	cv := vgsvg.New(w, chartH)
+	dc := draw.New(cv)
+	if leg != nil {
+		p.Draw(draw.Crop(dc, 0, -legendW, 0, 0))
+		leg.Top, leg.Left = true, true
+		leg.Draw(draw.Crop(dc, chartW+vg.Centimeter/4, 0, 0, -vg.Centimeter/2))
+	} else {
+		p.Draw(dc)
 	}
 	var b bytes.Buffer
-	if _, err := wt.WriteTo(&b); err != nil {
+	if _, err := cv.WriteTo(&b); err != nil {
 		return "", fmt.Errorf("bench: chart: %w", err)
 	}
 	s := b.String()

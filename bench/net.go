@@ -97,7 +97,7 @@ func (rn *runner) net(st *stream, p int) ([]Row, error) {
 			sub.cfg = &cfg
 			for _, name := range names {
 				impl, _ := findNet(name)
-				rn.progress("net %s P=%d conns=%d batch=%d: %s", st.Shape.Name, p, conns, batch, name)
+				rn.progress(rn.rowCost(p), "net %s P=%d conns=%d batch=%d: %s", st.Shape.Name, p, conns, batch, name)
 				row, err := sub.pipeRow(pipeImpl{name: impl.name, make: impl.make}, st, shares, p, timeout)
 				row.Level, row.Conns, row.Producers, row.Batch = LevelNet, conns, conns, batch
 				row.Shards = c.Shards

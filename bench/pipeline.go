@@ -312,7 +312,7 @@ func (rn *runner) pipeline(st *stream, p int) ([]Row, error) {
 	var rows []Row
 	for _, name := range c.impls[LevelPipeline] {
 		impl, _ := findPipe(name)
-		rn.progress("pipeline %s P=%d: %s", st.Shape.Name, p, name)
+		rn.progress(rn.rowCost(p), "pipeline %s P=%d: %s", st.Shape.Name, p, name)
 		row, err := rn.pipeRow(impl, st, shares, p, timeout)
 		if err != nil {
 			return rows, err

@@ -24,6 +24,10 @@ type Report struct {
 	Started time.Time `json:"started"`
 	Seconds float64   `json:"seconds"`
 	Rows    []Row     `json:"rows"`
+	// CheckRatio is the floor the run was gated at (ackbench -check's
+	// -check-ratio); 0 when it was not gated, and the HTML report then
+	// shows no gate verdict.
+	CheckRatio float64 `json:"check_ratio,omitempty"`
 }
 
 // Machine describes where the run happened.
@@ -161,7 +165,7 @@ func Run(cfg Config) (*Report, error) {
 	}
 	rep.Stalls = MeasureStalls(probe, runtime.GOMAXPROCS(0))
 	rn := &runner{cfg: r, rep: rep}
-	rn.steps = rn.countSteps()
+	rn.steps, rn.total = rn.plan()
 	err = rn.run()
 	rep.Seconds = time.Since(rep.Started).Seconds()
 	fillRatios(rep.Rows)
@@ -204,37 +208,77 @@ type runner struct {
 	rep   *Report
 	step  int
 	steps int
+	done  time.Duration // the estimated work of the steps before this one
+	total time.Duration
 }
 
-func (rn *runner) progress(format string, args ...any) {
+// progress reports the start of a step of estimated work w (stepCost).
+func (rn *runner) progress(w time.Duration, format string, args ...any) {
 	if rn.cfg.Progress != nil {
-		rn.cfg.Progress(Progress{Step: rn.step, Steps: rn.steps, What: fmt.Sprintf(format, args...)})
+		rn.cfg.Progress(Progress{Step: rn.step, Steps: rn.steps, What: fmt.Sprintf(format, args...),
+			Done: rn.done, Weight: w, Total: rn.total})
 	}
 	rn.step++
+	rn.done += w
 }
 
-func (rn *runner) countSteps() int {
-	n := 0
-	for range rn.cfg.shapes {
-		for range rn.cfg.Pending {
-			n++ // build the stream
-			if k := len(rn.cfg.impls[LevelCore]); k > 0 {
-				n += k + rn.cfg.Reps*k + k // setup, reps, finish
+// The cost model of the progress ETA, per pending root, measured on the
+// 2-vCPU machine (ackbench's default run, step by step; rounded): building
+// a word-count stream, filling one impl's table before its reps, draining
+// and verifying it after, and a pipeline or net row's setup beyond its
+// fixed costRowFixed. With it the windows below P=1M are 0.36 of the
+// default run's estimated work (0.35 measured), where they are 2/3 of its
+// steps.
+const (
+	costBuild    = 3 * time.Microsecond
+	costSetup    = 1 * time.Microsecond
+	costDrain    = 1 * time.Microsecond
+	costRow      = 1200 * time.Nanosecond
+	costRowFixed = 250 * time.Millisecond
+	costMsg      = 30 * time.Nanosecond // a measured message, when -msgs sets the reps
+)
+
+// repCost is one measured rep's estimated time.
+func (rn *runner) repCost() time.Duration {
+	if c := rn.cfg; c.Msgs > 0 {
+		return time.Duration(c.Msgs/int64(c.Reps)) * costMsg
+	}
+	return rn.cfg.Duration / time.Duration(rn.cfg.Reps)
+}
+
+// plan counts the run's steps and their estimated work, in the order the
+// levels run them.
+func (rn *runner) plan() (steps int, total time.Duration) {
+	c := rn.cfg
+	add := func(n int, w time.Duration) { steps, total = steps+n, total+time.Duration(n)*w }
+	rep := rn.repCost()
+	for range c.shapes {
+		for _, p := range c.Pending {
+			add(1, time.Duration(p)*costBuild)
+			if k := len(c.impls[LevelCore]); k > 0 {
+				add(k, time.Duration(p)*costSetup)
+				add(c.Reps*k, rep)
+				add(k, time.Duration(p)*costDrain)
 			}
-			n += len(rn.cfg.impls[LevelPipeline])
-			n += len(rn.cfg.impls[LevelNet]) * len(rn.cfg.Conns) * len(rn.cfg.NetBatch)
+			add(len(c.impls[LevelPipeline]), rn.rowCost(p))
+			add(len(c.impls[LevelNet])*len(c.Conns)*len(c.NetBatch), rn.rowCost(p))
 		}
 	}
-	if k := len(rn.cfg.impls[LevelTopology]); k > 0 {
-		n += 1 + k*rn.cfg.Reps // calibration, reps
+	for _, l := range []Level{LevelTopology, LevelSource} {
+		if k := len(c.impls[l]); k > 0 {
+			add(1+k*c.Reps, rep) // calibration, reps
+		}
 	}
-	if k := len(rn.cfg.impls[LevelSource]); k > 0 {
-		n += 1 + k*rn.cfg.Reps // calibration, reps
+	if len(c.impls[LevelFaults]) > 0 {
+		add(1+len(faultCases())*c.Reps, rep) // calibration, reps
 	}
-	if len(rn.cfg.impls[LevelFaults]) > 0 {
-		n += 1 + len(faultCases())*rn.cfg.Reps // calibration, reps
-	}
-	return n
+	return steps, total
+}
+
+// rowCost is a pipeline or net row's estimated work at window p: its
+// measured time and its setup.
+func (rn *runner) rowCost(p int) time.Duration {
+	return time.Duration(rn.cfg.Reps)*rn.repCost() + costRowFixed + time.Duration(p)*costRow
 }
 
 func (rn *runner) run() error {
@@ -266,7 +310,7 @@ func (rn *runner) streamLevels() error {
 	}
 	for _, shape := range rn.cfg.shapes {
 		for _, p := range rn.cfg.Pending {
-			rn.progress("%s P=%d: building the stream", shape.Name, p)
+			rn.progress(time.Duration(p)*costBuild, "%s P=%d: building the stream", shape.Name, p)
 			st := newStream(workload.Build(shape, p, rn.cfg.Seed))
 			for _, l := range rn.cfg.Levels {
 				var rows []Row

@@ -401,8 +401,8 @@ func TestTableAndHTML(t *testing.T) {
 	if !strings.Contains(h, "Stalls: 2 threads") {
 		t.Error("HTML lacks the stall line")
 	}
-	if n := strings.Count(h, "<svg"); n != 4 { // core and pipeline throughput, core latency at 2 windows
-		t.Errorf("%d charts, want 4", n)
+	if n := strings.Count(h, "<svg"); n != 5 { // core throughput and bytes per root, pipeline's bar, core latency at 2 windows
+		t.Errorf("%d charts, want 5", n)
 	}
 	if strings.Contains(h, "<?xml") || !strings.HasPrefix(h, "<!DOCTYPE html>") || strings.Contains(h, "src=") {
 		t.Error("HTML is not one self-contained page")

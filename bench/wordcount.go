@@ -110,7 +110,7 @@ func (rn *runner) wordcountLevel(l wcLevel) ([]Row, error) {
 	if len(names) == 0 {
 		return nil, nil
 	}
-	rn.progress("%s: warm-up and calibration", l.label)
+	rn.progress(rn.repCost(), "%s: warm-up and calibration", l.label)
 	cal, err := l.run(names[0], -1, l.calibrate)
 	if err != nil {
 		return nil, err
@@ -127,7 +127,7 @@ func (rn *runner) wordcountLevel(l wcLevel) ([]Row, error) {
 	res := map[string][]wcResult{}
 	for rep := range c.Reps {
 		for _, name := range names {
-			rn.progress("%s: %s rep %d/%d", l.label, name, rep+1, c.Reps)
+			rn.progress(rn.repCost(), "%s: %s rep %d/%d", l.label, name, rep+1, c.Reps)
 			r, err := l.run(name, rep, n)
 			if err != nil {
 				return nil, err

@@ -3,6 +3,7 @@ package topology
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -179,6 +180,10 @@ func (r Reason) String() string {
 	return fmt.Sprintf("Reason(%d)", uint8(r))
 }
 
+// Label is the reason as a metric label value or a key: snake_case,
+// "acker_lost" for AckerLost, otherwise String.
+func (r Reason) Label() string { return strings.ReplaceAll(r.String(), " ", "_") }
+
 // ErrFailed is Failure.Err for an explicit failure whose bolt gave no
 // error (BoltCollector.Fail(t, nil)).
 var ErrFailed = errors.New("topology: tuple failed")
@@ -194,6 +199,15 @@ type Failure struct {
 	Attempts int
 	// Latency is the last attempt's time from emit to its failure.
 	Latency time.Duration
+	// Traced is set on a Timeout of a traced root (one in
+	// Config.TraceEvery): Held then says where its unacked tuples were
+	// when it timed out: the tasks executing one first, then the tuples
+	// on their way to a task, then those lost, the longest-held first in
+	// each. Traced with no Held
+	// means every tuple of the tree was acked: an ACK was lost on the way
+	// to the acker.
+	Traced bool
+	Held   []Held
 }
 
 func (f *Failure) Error() string {
@@ -203,6 +217,12 @@ func (f *Failure) Error() string {
 	}
 	if f.Err != nil {
 		s += ": " + f.Err.Error()
+	}
+	switch {
+	case f.Traced && len(f.Held) > 0:
+		s += ": held by " + heldString(f.Held)
+	case f.Traced:
+		s += ": every tuple acked (an ACK did not reach the acker)"
 	}
 	return s
 }

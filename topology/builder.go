@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 )
 
 // DefaultStream is the stream Output declares and Emit uses.
@@ -377,6 +378,9 @@ type component struct {
 	execs    []*executor
 	index    int // position in Topology.comps
 	panics   panicLog
+	// timeoutsHeld counts traced roots that timed out holding tuples at
+	// one of the component's tasks; added to by spout executors.
+	timeoutsHeld atomic.Uint64
 }
 
 func (c *component) stream(name string) *stream {

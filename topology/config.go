@@ -78,6 +78,14 @@ type Config struct {
 	DeadLetter func(DeadLetter)
 	// Breaker is the retry-storm breaker; off unless FailureRate is set.
 	Breaker Breaker
+	// TraceEvery traces one root in TraceEvery (per spout executor):
+	// when a traced root times out, its Failure names the tasks holding
+	// its unacked tuples and for how long (Failure.Held), and
+	// ComponentMetrics.TimeoutsHeld counts it against each component
+	// named. Default DefaultTraceEvery; negative traces nothing. The
+	// roots not traced cost a nil check where a tuple is emitted,
+	// executed and acked.
+	TraceEvery int
 	// PanicStops makes a panic in user code stop the topology: Done is
 	// closed, Err returns the *PanicError, the spouts stop emitting and
 	// Stop (which the caller still calls) returns it too. By default a
@@ -293,6 +301,9 @@ func (c *Config) fill() error {
 	}
 	if c.SpoutWait == 0 {
 		c.SpoutWait = DefaultSpoutWait
+	}
+	if c.TraceEvery == 0 {
+		c.TraceEvery = DefaultTraceEvery
 	}
 	if c.SpoutWait < 0 {
 		bad("topology: SpoutWait %v is negative", c.SpoutWait)

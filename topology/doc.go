@@ -95,6 +95,14 @@
 // each executor's published counters (copied under a mutex once a
 // millisecond while busy and before waiting; Metrics reads them).
 //
+// Tracing (trace.go) shares a traced root's rootTrace among the
+// executors its tuples pass: its mutex guards it, and only the one root in
+// Config.TraceEvery that is traced takes it; a component's timeoutsHeld
+// is an atomic added to by spout executors. A bolt executor's sampled
+// execute latencies are published with its counters, under the same
+// mutex. The status page (status.go) reads Metrics and keeps the previous
+// load's under its own mutex.
+//
 // Stop: first the drain (the draining flag: Next is not called, replays
 // go on) until nothing is pending or the context ends; then the spouts
 // stop emitting and replaying; then the acker is stopped,

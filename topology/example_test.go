@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/xorack/xorack/topology"
 )
@@ -178,4 +181,50 @@ func ExamplePanicError() {
 	// completed 2
 	// dead letter 1 (panic): bolt "check" panicked in Execute: assignment to entry in nil map
 	// panics: 1
+}
+
+// A root that timed out says where its tuples were, for the roots traced
+// (one in Config.TraceEvery): here, a count task that never acked one.
+func ExampleHeld() {
+	f := &topology.Failure{Reason: topology.Timeout, Attempts: 1, Traced: true, Held: []topology.Held{
+		{Component: "count", Task: 4, Tuples: 1, Delivered: true, For: 29800 * time.Millisecond},
+		{Component: "count", Task: 4, Tuples: 2, For: 29700 * time.Millisecond},
+	}}
+	fmt.Println(f)
+	// Output: topology: message failed (timeout) after 1 attempt: held by count[4]: 1 tuple delivered 29.8 s ago, not acked; in ring to count[4]: 2 tuples for 29.7 s
+}
+
+// The status page, served here by httptest; mount it on an admin server
+// and open it in a browser.
+func ExampleTopology_StatusHandler() {
+	spout := &sentences{lines: []string{"the cow jumped over the moon", "the man went to the store"}}
+	b := topology.NewBuilder()
+	b.Spout("sentences", func() topology.Spout { return spout }).Output("sentence")
+	b.Bolt("print", func() topology.Bolt {
+		return topology.Basic(topology.BasicFunc(func(*topology.Tuple, *topology.BasicCollector) error { return nil }))
+	}).Input("sentences", topology.Shuffle())
+	top, err := b.Build(topology.DefaultConfig())
+	if err != nil {
+		panic(err)
+	}
+	srv := httptest.NewServer(http.StripPrefix("/topology", top.StatusHandler()))
+	defer srv.Close()
+	if err := top.Start(); err != nil {
+		panic(err)
+	}
+	<-top.Done()
+	if err := top.Stop(context.Background()); err != nil {
+		panic(err)
+	}
+	resp, err := http.Get(srv.URL + "/topology/")
+	if err != nil {
+		panic(err)
+	}
+	defer resp.Body.Close()
+	page, _ := io.ReadAll(resp.Body)
+	fmt.Println(resp.Header.Get("Content-Type"))
+	fmt.Println(strings.Contains(string(page), `<td data-k="print:acked">2</td>`))
+	// Output:
+	// text/html; charset=utf-8
+	// true
 }

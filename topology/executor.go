@@ -9,6 +9,8 @@ import (
 	"math/bits"
 	"sync"
 
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
 	"github.com/xorack/xorack/acker"
 	"github.com/xorack/xorack/internal/splitmix"
 	"github.com/xorack/xorack/ring"
@@ -38,6 +40,9 @@ type executor struct {
 
 	m   counters // the executor's own, published to pub
 	pub *pubBox
+	// Bolts: the sampled execute latencies since the last publish, and
+	// those published (guarded by pub's mutex); nil for spouts.
+	execHist, pubExecHist *hdrhistogram.Histogram
 }
 
 // pubBox is an executor's published counters, read by Metrics.
@@ -234,7 +239,13 @@ func (e *executor) publish() {
 	e.lastPub = e.now
 	e.pub.Lock()
 	e.pub.m = e.m
+	if e.execHist != nil {
+		e.pubExecHist.Merge(e.execHist)
+	}
 	e.pub.Unlock()
+	if e.execHist != nil {
+		e.execHist.Reset()
+	}
 }
 
 // publishEvery is how often a busy executor publishes its counters.

@@ -26,6 +26,7 @@ type counters struct {
 	ResetsCapped uint64 // bolts: RESETs not sent, the root's ResetCap reached
 	AckerErrors  uint64 // messages the acker refused (it had stopped)
 	Panics       uint64 // panics recovered from the component's code
+	BusyNs       uint64 // bolts: estimated ns in Execute (sampled latencies x ExecSampleEvery)
 
 	Completed    uint64                 // spouts: roots completed (at most once: Acks right after emit)
 	FailedBy     [numReasons + 1]uint64 // spouts: failed attempts by Reason
@@ -53,6 +54,7 @@ func (c *counters) add(o *counters) {
 	c.ResetsCapped += o.ResetsCapped
 	c.AckerErrors += o.AckerErrors
 	c.Panics += o.Panics
+	c.BusyNs += o.BusyNs
 	c.Completed += o.Completed
 	for i := range c.FailedBy {
 		c.FailedBy[i] += o.FailedBy[i]
@@ -113,6 +115,11 @@ type ComponentMetrics struct {
 	// Panics recovered from the component's code (any method, spouts
 	// and bolts).
 	Panics uint64
+	// TimeoutsHeld counts the traced roots (Config.TraceEvery) that
+	// timed out while one of the component's tasks held, or was about to
+	// receive, one of their unacked tuples (Failure.Held names them):
+	// about one in TraceEvery of the timeouts it caused.
+	TimeoutsHeld uint64
 
 	// Spouts: the outcomes of their roots.
 	Completed       uint64
@@ -134,6 +141,13 @@ type ComponentMetrics struct {
 	// Latency is the complete latency of completed roots (emit to
 	// completion, per attempt), in microseconds; nil for bolts.
 	Latency *hdrhistogram.Histogram
+	// ExecuteLatency is the bolt's Execute time in nanoseconds, one
+	// Execute in ExecSampleEvery timed, on the engine clock; nil for
+	// spouts. Busy is the time its executors spent in Execute, estimated
+	// from those samples (each stands for ExecSampleEvery): Busy over
+	// wall time and Executors is the capacity Storm's UI shows.
+	ExecuteLatency *hdrhistogram.Histogram
+	Busy           time.Duration
 }
 
 // FailedWith returns the failed attempts with reason r.
@@ -167,6 +181,7 @@ func (c *ComponentMetrics) set(m *counters) {
 	c.FailedStopped = m.FailedBy[Stopped]
 	c.FailedPanic = m.FailedBy[Panic]
 	c.Panics = m.Panics
+	c.Busy = time.Duration(m.BusyNs)
 	c.Replayed, c.DeadLettered, c.FailedFinal, c.Stale = m.Replayed, m.DeadLettered, m.FailedFinal, m.Stale
 	c.BreakerOpens, c.BreakerOpen = m.BreakerOpens, int(m.BreakerOpen)
 	c.Pending, c.PendingHigh, c.Bound = int(m.Pending), int(m.PendingHigh), int(m.Bound)
@@ -182,6 +197,19 @@ const (
 
 func newHist() *hdrhistogram.Histogram { return hdrhistogram.New(histMin, histMax, histDigits) }
 
+// Execute latency histogram range: 1 ns to 10 s at 2 significant digits
+// (about 30 KB a histogram, two per bolt executor; an Execute over 10 s is
+// recorded as 10 s).
+const (
+	execHistMin    = 1
+	execHistMax    = int64(10 * time.Second)
+	execHistDigits = 2
+)
+
+func newExecHist() *hdrhistogram.Histogram {
+	return hdrhistogram.New(execHistMin, execHistMax, execHistDigits)
+}
+
 func recordLatency(h *hdrhistogram.Histogram, d time.Duration) {
 	us := min(max(int64(d/time.Microsecond), histMin), histMax)
 	_ = h.RecordValue(us) // in range by construction
@@ -195,16 +223,21 @@ func (t *Topology) Metrics() Metrics {
 		var sum counters
 		if c.spout {
 			cm.Latency = newHist()
+		} else {
+			cm.ExecuteLatency = newExecHist()
 		}
 		for _, e := range c.execs {
 			e.pub.Lock()
 			sum.add(&e.pub.m)
 			if s := t.spoutExecByID[e.id]; s != nil {
 				cm.Latency.Merge(s.pubHist)
+			} else if e.pubExecHist != nil {
+				cm.ExecuteLatency.Merge(e.pubExecHist)
 			}
 			e.pub.Unlock()
 		}
 		cm.set(&sum)
+		cm.TimeoutsHeld = c.timeoutsHeld.Load()
 		m.Components = append(m.Components, cm)
 	}
 	t.mu.Lock()

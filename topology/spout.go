@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,6 +53,11 @@ type spoutExec struct {
 	retryQ retryHeap
 	errs   errBox
 
+	// Tracing (trace.go): the next root is traced when traceIn counts
+	// down to 0, then it restarts at traceEvery. Tracing off starts it
+	// at -1: it never reaches 0.
+	traceIn, traceEvery int
+
 	coll       SpoutCollector
 	emitted    int // tracked and untracked emits by the current Next
 	atMostOnce []amoAck
@@ -81,6 +87,7 @@ type slot struct {
 	state   slotState
 	probe   bool // a breaker probe
 	lastErr error
+	trace   *rootTrace // this attempt's, when traced
 }
 
 type slotState uint8
@@ -168,6 +175,10 @@ func newSpoutExec(base executor, spouts []Spout, ackTask []uint32, cfg *Config) 
 		for i := len(s.slots) - 1; i >= 0; i-- {
 			s.free = append(s.free, uint32(i))
 		}
+	}
+	s.traceEvery, s.traceIn = cfg.TraceEvery, cfg.TraceEvery
+	if cfg.TraceEvery <= 0 {
+		s.traceIn = -1
 	}
 	s.coll.s = s
 	s.wake = make(chan time.Time, 1)
@@ -446,6 +457,11 @@ func (s *spoutExec) start(idx uint32, sl *slot) error {
 	sl.root, sl.born, sl.state = root, s.now, slotInFlight
 	s.live[idx].Store(root)
 	a := anchor{root: root, born: s.now, spout: s.ackTask[sl.task], attempt: sl.attempt}
+	sl.trace = nil
+	if s.traceIn--; s.traceIn == 0 {
+		s.traceIn = s.traceEvery
+		sl.trace = &rootTrace{}
+	}
 	var val uint64
 	src := s.tasks[sl.task]
 	for _, dst := range targets {
@@ -454,6 +470,9 @@ func (s *spoutExec) start(idx uint32, sl *slot) error {
 		val ^= a.edge
 		t.anchors.one, t.anchors.n = a, 1
 		t.attempt = sl.attempt
+		if sl.trace != nil {
+			t.trace = sl.trace.add(dst, s.now)
+		}
 		s.push(t, false)
 	}
 	if sl.probe = s.brk.probing(); sl.probe {
@@ -523,6 +542,9 @@ func (s *spoutExec) handle(outs []ackcore.Outcome) {
 				f.Reason, r = Panic, Panic
 			}
 		}
+		if r == Timeout && sl.trace != nil {
+			s.attribute(&f, sl.trace)
+		}
 		s.m.FailedBy[r]++
 		if r != Stopped {
 			s.brk.record(s.now, false, sl.probe, sl.attempt == 1)
@@ -543,6 +565,20 @@ func reasonOf(r ackcore.Reason) Reason {
 		return Stopped
 	}
 	return AckerLost // ReasonLost, and anything an acker adds later
+}
+
+// attribute says in f where the traced root's unacked tuples are, and
+// counts the timeout against each component holding some.
+func (s *spoutExec) attribute(f *Failure, tr *rootTrace) {
+	f.Traced = true
+	f.Held = tr.held(s.top, s.now)
+	var counted []*component
+	for _, h := range f.Held {
+		if c := s.top.taskComponent(h.Task); !slices.Contains(counted, c) {
+			counted = append(counted, c)
+			c.timeoutsHeld.Add(1)
+		}
+	}
 }
 
 // failed decides a failed attempt's fate: a replay, or the end (dead

@@ -20,6 +20,10 @@ type Tuple struct {
 	// ackVal is the XOR of the edge ids of the tuples anchored to this one
 	// so far; written by the receiving executor only.
 	ackVal uint64
+	// trace is the tuple's place in its traced root's trace (trace.go),
+	// nil when no root of it is traced (all but about one in
+	// Config.TraceEvery). Immutable after the emitter set it.
+	trace *tupleTrace
 }
 
 type tupleState uint8

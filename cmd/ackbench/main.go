@@ -9,7 +9,7 @@
 //
 // It exits 1 when a run fails its own verification or, with -check, when
 // xorack's core msgs/s is below 2x the Go-map baseline at any window; 2 on
-// bad flags.
+// bad flags; 0 after -h or -version.
 package main
 
 import (
@@ -27,6 +27,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/xorack/xorack/bench"
+	"github.com/xorack/xorack/internal/buildinfo"
 )
 
 func main() {
@@ -39,6 +40,7 @@ type options struct {
 	check                                        bool
 	checkRatio                                   float64
 	progress                                     string
+	version                                      bool
 }
 
 // parse turns command-line arguments into a configuration.
@@ -59,7 +61,7 @@ func parse(args []string, stderr io.Writer) (bench.Config, options, error) {
 	fs.Float64Var(&cfg.DropRate, "drop", 0, "fraction of roots that lose one ACK (they time out)")
 	fs.DurationVar(&cfg.Duration, "duration", 0, "measured time per row, split over -reps (default 600ms; -quick 150ms)")
 	fs.Int64Var(&cfg.Msgs, "msgs", 0, "measured messages per row instead of -duration")
-	fs.IntVar(&cfg.Reps, "reps", bench.DefaultReps, "interleaved repetitions per row; a row reports their median")
+	fs.IntVar(&cfg.Reps, "reps", 0, "interleaved repetitions per row, the row's measured time split over them; a row reports their median (default 6, enough for benchstat; -quick 3)")
 	fs.Uint64Var(&cfg.Seed, "seed", bench.DefaultSeed, "workload seed")
 	fs.DurationVar(&cfg.Timeout, "timeout", 0, "acker message timeout, whole ms (default: chosen from the stream; stream time in fault runs)")
 	fs.IntVar(&cfg.Batch, "batch", bench.DefaultBatch, "messages per Apply call (core) or producer span (pipeline)")
@@ -67,14 +69,18 @@ func parse(args []string, stderr io.Writer) (bench.Config, options, error) {
 	fs.BoolVar(&cfg.NoPin, "nopin", false, "do not pin the core runner and the pipeline's executors to CPUs")
 	fs.BoolVar(&cfg.Quick, "quick", false, "a quick run: a few seconds in all")
 	fs.StringVar(&o.jsonFile, "json", "", "write every figure, with the config and machine, as JSON to `FILE`")
-	fs.StringVar(&o.benchfmtFile, "benchfmt", "", "write Go benchmark lines (for benchstat) to `FILE` (- for stdout)")
+	fs.StringVar(&o.benchfmtFile, "benchfmt", "", "write Go benchmark lines (for benchstat) to `FILE` (- for stdout, the table then going to stderr); benchstat wants -reps 6 or more for a confidence interval")
 	fs.StringVar(&o.htmlFile, "html", "", "write a self-contained HTML report with charts to `FILE`")
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the run to `FILE`")
 	fs.BoolVar(&o.check, "check", false, "exit 1 if xorack core msgs/s < -check-ratio x gomap's at any window, or any verification fails")
 	fs.Float64Var(&o.checkRatio, "check-ratio", bench.CheckFloor, "the least xorack/gomap core msgs/s ratio -check accepts")
+	fs.BoolVar(&o.version, "version", false, "print the version (from the binary's build information) and exit")
 	fs.StringVar(&o.progress, "progress", "auto", "progress display: auto (a bar on a terminal, lines otherwise), bar, lines, off")
 	if err := fs.Parse(args); err != nil {
 		return cfg, o, err
+	}
+	if o.version {
+		return cfg, o, nil
 	}
 	if fs.NArg() > 0 {
 		return cfg, o, fmt.Errorf("unexpected arguments %q", fs.Args())
@@ -173,11 +179,16 @@ func parseCount(s string) (int, error) {
 
 func run(args []string, stdout, stderr io.Writer) int {
 	cfg, o, err := parse(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0 // -h asked for the usage, which is on stderr
+	}
 	if err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintf(stderr, "ackbench: %v\n", err)
-		}
+		fmt.Fprintf(stderr, "ackbench: %v\n", err)
 		return 2
+	}
+	if o.version {
+		fmt.Fprintf(stdout, "ackbench %s\n", buildinfo.Read())
+		return 0
 	}
 	if o.cpuprofile != "" {
 		f, err := os.Create(o.cpuprofile)
@@ -205,7 +216,17 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "ackbench: %v\n", runErr)
 		code = 1
 	}
-	if err := bench.WriteTable(stdout, rep); err != nil {
+	if o.check {
+		rep.CheckRatio = o.checkRatio // the HTML report shows the gate's verdict
+	}
+	// Stdout carries a machine-readable output when one is "-": the table
+	// and the gate's lines go to stderr then, so that benchstat (or a JSON
+	// reader) gets nothing else.
+	human := stdout
+	if o.jsonFile == "-" || o.benchfmtFile == "-" || o.htmlFile == "-" {
+		human = stderr
+	}
+	if err := bench.WriteTable(human, rep); err != nil {
 		fmt.Fprintf(stderr, "ackbench: %v\n", err)
 		code = max(code, 1)
 	}
@@ -219,7 +240,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if o.check {
-		code = max(code, gate(rep, o.checkRatio, stdout))
+		code = max(code, gate(rep, o.checkRatio, human))
 	}
 	return code
 }
@@ -284,23 +305,42 @@ func newProgress(mode string, stdout, stderr io.Writer) *progress {
 }
 
 func (p *progress) update(ev bench.Progress) {
+	left := eta(time.Since(p.start), ev.Done, ev.Total)
 	switch p.mode {
 	case "lines":
 		if now := time.Now(); ev.Step == 0 || ev.Step == ev.Steps-1 || now.Sub(p.last) >= lineEvery {
 			p.last = now
-			fmt.Fprintf(p.w, "ackbench: [%d/%d] %s\n", ev.Step+1, ev.Steps, ev.What)
+			fmt.Fprintf(p.w, "ackbench: [%d/%d] %s%s\n", ev.Step+1, ev.Steps, ev.What, left)
 		}
 	case "bar":
 		if p.bar == nil && time.Since(p.start) >= barAfter {
-			p.bar = progressbar.NewOptions(ev.Steps, progressbar.OptionSetWriter(p.w),
-				progressbar.OptionSetWidth(30), progressbar.OptionShowCount(), progressbar.OptionSetElapsedTime(true),
-				progressbar.OptionSetPredictTime(true), progressbar.OptionClearOnFinish())
+			// The bar counts permille of the estimated work, not steps
+			// (which are far from equal), and the ETA is ours: the
+			// bar's own would count from when it appeared.
+			p.bar = progressbar.NewOptions(barMax, progressbar.OptionSetWriter(p.w),
+				progressbar.OptionSetWidth(30), progressbar.OptionSetElapsedTime(true), progressbar.OptionClearOnFinish())
 		}
 		if p.bar != nil {
-			p.bar.Describe(ev.What)
-			_ = p.bar.Set(ev.Step)
+			p.bar.Describe(fmt.Sprintf("[%d/%d] %s%s", ev.Step+1, ev.Steps, ev.What, left))
+			if ev.Total > 0 {
+				_ = p.bar.Set(int(int64(barMax) * int64(ev.Done) / int64(ev.Total)))
+			}
 		}
 	}
+}
+
+// barMax is the bar's full count: permille of the estimated work.
+const barMax = 1000
+
+// eta says how long the run has left, from the time it has taken for the
+// estimated work done so far ("" until a twentieth is done: too early to
+// say).
+func eta(elapsed, done, total time.Duration) string {
+	if total <= 0 || done*20 < total {
+		return ""
+	}
+	left := time.Duration(float64(elapsed) * float64(total-done) / float64(done))
+	return fmt.Sprintf(", about %v left", left.Round(time.Second))
 }
 
 func (p *progress) done() {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -130,6 +131,66 @@ func TestGate(t *testing.T) {
 		var out bytes.Buffer
 		if code := gate(&bench.Report{Rows: c.rows}, bench.CheckFloor, &out); code != c.code || !strings.Contains(out.String(), c.want) {
 			t.Errorf("%+v: exit %d, output %q; want %d and %q", c.rows, code, out.String(), c.code, c.want)
+		}
+	}
+}
+
+// TestHelpAndVersion: -h prints the usage on stderr and exits 0; -version
+// prints one line from the build information and exits 0, running nothing.
+func TestHelpAndVersion(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"-h"}, &out, &errb); code != 0 || !strings.Contains(errb.String(), "-benchfmt") || out.Len() != 0 {
+		t.Errorf("-h: exit %d, stdout %q, stderr %.80q; want 0, nothing, the usage", code, out.String(), errb.String())
+	}
+	out.Reset()
+	errb.Reset()
+	if code := run([]string{"-version"}, &out, &errb); code != 0 || !strings.HasPrefix(out.String(), "ackbench ") ||
+		!strings.Contains(out.String(), "go1.") || strings.Count(out.String(), "\n") != 1 {
+		t.Errorf("-version: exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
+	}
+}
+
+// TestBenchfmtStdout: with -benchfmt - stdout is benchstat's input only
+// (config lines and Benchmark lines); the table goes to stderr.
+func TestBenchfmtStdout(t *testing.T) {
+	args := []string{"-level", "core", "-impl", "xorack,gomap", "-pending", "300", "-msgs", "4000", "-reps", "2",
+		"-benchfmt", "-", "-progress", "off", "-nopin"}
+	var out, errb bytes.Buffer
+	if code := run(args, &out, &errb); code != 0 {
+		t.Fatalf("exit %d\nstderr:\n%s", code, errb.String())
+	}
+	benchLine := regexp.MustCompile(`^(Benchmark\S+\s|[a-z][a-z-]*: |$)`)
+	n := 0
+	for _, l := range strings.Split(out.String(), "\n") {
+		if !benchLine.MatchString(l) {
+			t.Errorf("stdout line not for benchstat: %q", l)
+		}
+		if strings.HasPrefix(l, "Benchmark") {
+			n++
+		}
+	}
+	if n != 4 { // 2 impls x 2 reps
+		t.Errorf("%d Benchmark lines, want 4:\n%s", n, out.String())
+	}
+	if !strings.Contains(errb.String(), "msgs/s") {
+		t.Errorf("the table is not on stderr:\n%s", errb.String())
+	}
+}
+
+// TestETA: the time left scales the time taken by the estimated work left.
+func TestETA(t *testing.T) {
+	for _, c := range []struct {
+		elapsed, done, total time.Duration
+		want                 string
+	}{
+		{10 * time.Second, 1, 100, ""}, // too early to say
+		{10 * time.Second, 25, 100, ", about 30s left"},
+		{30 * time.Second, 50, 100, ", about 30s left"},
+		{59 * time.Second, 100, 100, ", about 0s left"},
+		{time.Second, 0, 0, ""},
+	} {
+		if got := eta(c.elapsed, c.done, c.total); got != c.want {
+			t.Errorf("eta(%v, %d, %d) = %q, want %q", c.elapsed, c.done, c.total, got, c.want)
 		}
 	}
 }

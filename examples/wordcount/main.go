@@ -68,8 +68,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if o.sentences < 1 || o.fail < 0 || o.fail >= 1 || o.drop < 0 || o.drop >= 1 || o.splitters < 1 || o.counters < 1 {
-		fmt.Fprintln(stderr, "wordcount: want -sentences >= 1, -fail and -drop in [0, 1), -split and -count >= 1")
+	if err := o.check(); err != nil {
+		fmt.Fprintln(stderr, "wordcount:", err)
 		return 2
 	}
 	if err := wordcount(o, stdout); err != nil {
@@ -77,6 +77,30 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// check names every flag that breaks its rule, with the value given.
+func (o *options) check() error {
+	var errs []string
+	if o.sentences < 1 {
+		errs = append(errs, fmt.Sprintf("-sentences %d: want at least 1", o.sentences))
+	}
+	if o.fail < 0 || o.fail >= 1 {
+		errs = append(errs, fmt.Sprintf("-fail %v: want a fraction in [0, 1)", o.fail))
+	}
+	if o.drop < 0 || o.drop >= 1 {
+		errs = append(errs, fmt.Sprintf("-drop %v: want a fraction in [0, 1)", o.drop))
+	}
+	if o.splitters < 1 {
+		errs = append(errs, fmt.Sprintf("-split %d: want at least 1 task", o.splitters))
+	}
+	if o.counters < 1 {
+		errs = append(errs, fmt.Sprintf("-count %d: want at least 1 task", o.counters))
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return errors.New(strings.Join(errs, "; "))
 }
 
 // sentenceSpout emits sentence i of n as corpus[i % len], tracked by i.

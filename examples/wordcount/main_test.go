@@ -25,3 +25,20 @@ func TestWordcount(t *testing.T) {
 		}
 	}
 }
+
+// TestBadFlags: a bad flag value exits 2 naming that flag, its value and
+// its rule, and only the flags that are wrong.
+func TestBadFlags(t *testing.T) {
+	for args, want := range map[string]string{
+		"-fail 1.5":            "wordcount: -fail 1.5: want a fraction in [0, 1)\n",
+		"-drop -0.1":           "wordcount: -drop -0.1: want a fraction in [0, 1)\n",
+		"-sentences 0":         "wordcount: -sentences 0: want at least 1\n",
+		"-split 0 -count 0":    "wordcount: -split 0: want at least 1 task; -count 0: want at least 1 task\n",
+		"-count -3 -fail 0.05": "wordcount: -count -3: want at least 1 task\n",
+	} {
+		var out, errb strings.Builder
+		if code := run(strings.Fields(args), &out, &errb); code != 2 || errb.String() != want {
+			t.Errorf("%s: exit %d, stderr %q; want 2, %q", args, code, errb.String(), want)
+		}
+	}
+}

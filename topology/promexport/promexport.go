@@ -10,9 +10,12 @@
 // # Layout
 //
 // Every series is labelled with the component; failed roots also with the
-// reason. Counters end in _total; pending, the pending bound and the
+// reason, in snake_case (reason="acker_lost", Reason.Label). One more,
+// xorack_topology_build_info, is 1 with the build's version, revision and
+// Go version as labels. Counters end in _total; pending, the pending bound and the
 // breaker's state are gauges; the complete latency is a histogram in
-// seconds with the buckets of LatencyBuckets, folded from the engine's HDR
+// seconds with the buckets of LatencyBuckets (the execute latency,
+// ExecuteBuckets), folded from the engine's HDR
 // histogram at scrape time (its sum is the HDR mean times the count, so
 // exact to the histogram's 3 significant digits).
 //
@@ -30,8 +33,10 @@ package promexport
 import (
 	"time"
 
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/xorack/xorack/internal/buildinfo"
 	"github.com/xorack/xorack/topology"
 )
 
@@ -51,6 +56,7 @@ var LatencyBuckets = []float64{
 type Collector struct {
 	src   Source
 	descs map[string]*prometheus.Desc
+	build buildinfo.Info
 }
 
 type metric struct {
@@ -90,6 +96,20 @@ var metrics = []metric{
 		func(c *topology.ComponentMetrics) float64 { return float64(c.DeadLettered) }, true, false},
 	{"breaker_opens_total", "Times the retry-storm breaker opened.", prometheus.CounterValue,
 		func(c *topology.ComponentMetrics) float64 { return float64(c.BreakerOpens) }, true, false},
+	{"acker_errors_total", "Messages the acker refused because it had stopped.", prometheus.CounterValue,
+		func(c *topology.ComponentMetrics) float64 { return float64(c.AckerErrors) }, false, false},
+	{"timeouts_held_total", "Traced roots that timed out with an unacked tuple at, or on its way to, one of the component's tasks (about one in Config.TraceEvery of its timeouts).", prometheus.CounterValue,
+		func(c *topology.ComponentMetrics) float64 { return float64(c.TimeoutsHeld) }, false, false},
+	{"busy_seconds_total", "Time in Execute, estimated from one timed Execute in 64; its rate over the executors is the capacity.", prometheus.CounterValue,
+		func(c *topology.ComponentMetrics) float64 { return c.Busy.Seconds() }, false, true},
+	{"executors", "Executors (goroutines) running the component.", prometheus.GaugeValue,
+		func(c *topology.ComponentMetrics) float64 { return float64(c.Executors) }, false, false},
+	{"outcomes_stale_total", "Outcomes for roots that were not pending (none expected).", prometheus.CounterValue,
+		func(c *topology.ComponentMetrics) float64 { return float64(c.Stale) }, true, false},
+	{"messages_failed_final_total", "Fail callbacks: dead-lettered, given up at shutdown, or a redelivering source's failed attempts.", prometheus.CounterValue,
+		func(c *topology.ComponentMetrics) float64 { return float64(c.FailedFinal) }, true, false},
+	{"roots_pending_high", "The most roots one task had pending at once.", prometheus.GaugeValue,
+		func(c *topology.ComponentMetrics) float64 { return float64(c.PendingHigh) }, true, false},
 	{"roots_pending", "Roots pending, in flight or waiting for a replay.", prometheus.GaugeValue,
 		func(c *topology.ComponentMetrics) float64 { return float64(c.Pending) }, true, false},
 	{"pending_bound", "The pending bound per task, summed over executors.", prometheus.GaugeValue,
@@ -99,6 +119,13 @@ var metrics = []metric{
 }
 
 var reasons = []topology.Reason{topology.Explicit, topology.Timeout, topology.AckerLost, topology.Rejected, topology.Stopped, topology.Panic}
+
+// ExecuteBuckets are the execute-latency histogram's upper bounds in
+// seconds: 1 µs to 10 s, about three per decade.
+var ExecuteBuckets = []float64{
+	1e-6, 2e-6, 5e-6, 1e-5, 2e-5, 5e-5, 0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005,
+	0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10,
+}
 
 const ns = "xorack_topology"
 
@@ -112,6 +139,12 @@ func New(src Source) *Collector {
 		"Failed attempts, by reason.", []string{"component", "reason"}, nil)
 	c.descs["complete_latency_seconds"] = prometheus.NewDesc(prometheus.BuildFQName(ns, "", "complete_latency_seconds"),
 		"Complete latency of completed roots, emit to completion, per attempt.", []string{"component"}, nil)
+	c.descs["execute_latency_seconds"] = prometheus.NewDesc(prometheus.BuildFQName(ns, "", "execute_latency_seconds"),
+		"Execute time of one Execute in 64, timed on the engine clock.", []string{"component"}, nil)
+	c.descs["build_info"] = prometheus.NewDesc(prometheus.BuildFQName(ns, "", "build_info"),
+		"The xorack build the engine runs: its module version and VCS revision, and the Go version (always 1).",
+		[]string{"version", "revision", "goversion"}, nil)
+	c.build = buildinfo.Read()
 	return c
 }
 
@@ -124,6 +157,8 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect reads the topology's metrics and sends them.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.MustNewConstMetric(c.descs["build_info"], prometheus.GaugeValue, 1,
+		c.build.Version, c.build.Revision, c.build.GoVersion)
 	m := c.src.Metrics()
 	for i := range m.Components {
 		cm := &m.Components[i]
@@ -134,32 +169,41 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(c.descs[mt.name], mt.kind, mt.value(cm), cm.Name)
 		}
 		if !cm.Spout {
+			if h := cm.ExecuteLatency; h != nil {
+				ch <- histogram(c.descs["execute_latency_seconds"], h, time.Nanosecond, ExecuteBuckets, cm.Name)
+			}
 			continue
 		}
 		for _, r := range reasons {
 			ch <- prometheus.MustNewConstMetric(c.descs["roots_failed_total"], prometheus.CounterValue,
-				float64(cm.FailedWith(r)), cm.Name, r.String())
+				float64(cm.FailedWith(r)), cm.Name, r.Label())
 		}
 		if h := cm.Latency; h != nil {
-			buckets := make(map[float64]uint64, len(LatencyBuckets))
-			for _, bar := range h.Distribution() {
-				if bar.Count == 0 {
-					continue
-				}
-				// A bar's values are at most bar.To µs; it counts in every
-				// bucket at or above that.
-				up := float64(bar.To) * float64(time.Microsecond) / float64(time.Second)
-				for _, b := range LatencyBuckets {
-					if up <= b {
-						buckets[b] += uint64(bar.Count)
-					}
-				}
-			}
-			n := uint64(h.TotalCount())
-			sum := h.Mean() * float64(n) * float64(time.Microsecond) / float64(time.Second)
-			ch <- prometheus.MustNewConstHistogram(c.descs["complete_latency_seconds"], n, sum, buckets, cm.Name)
+			ch <- histogram(c.descs["complete_latency_seconds"], h, time.Microsecond, LatencyBuckets, cm.Name)
 		}
 	}
+}
+
+// histogram folds an HDR histogram whose values are in unit into a
+// Prometheus histogram in seconds with the given upper bounds.
+func histogram(d *prometheus.Desc, h *hdrhistogram.Histogram, unit time.Duration, bounds []float64, label string) prometheus.Metric {
+	buckets := make(map[float64]uint64, len(bounds))
+	for _, bar := range h.Distribution() {
+		if bar.Count == 0 {
+			continue
+		}
+		// A bar's values are at most bar.To units; it counts in every
+		// bucket at or above that.
+		up := float64(bar.To) * unit.Seconds()
+		for _, b := range bounds {
+			if up <= b {
+				buckets[b] += uint64(bar.Count)
+			}
+		}
+	}
+	n := uint64(h.TotalCount())
+	sum := h.Mean() * float64(n) * unit.Seconds()
+	return prometheus.MustNewConstHistogram(d, n, sum, buckets, label)
 }
 
 var _ prometheus.Collector = (*Collector)(nil)
