@@ -36,6 +36,11 @@ type ServerConfig struct {
 	Shards int
 	// Shard configures each shard (MaxPending is required, per shard).
 	Shard ackcore.Config
+	// MaxBytes is the acker's memory budget: the most its tables, rings
+	// and held outcomes may take together (acker.Config.MaxBytes; 0:
+	// acker.DefaultMaxBytes). NewServer fails, naming the bytes, for a
+	// configuration that could take more.
+	MaxBytes int64
 	// Tasks is the number of spout task ids clients may own, [0, Tasks);
 	// default 4096.
 	Tasks int
@@ -268,7 +273,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	routers := 1
 	ak, err := acker.New(acker.Config{
 		Shards: cfg.Shards, Producers: cfg.MaxConns, Tasks: cfg.Tasks, Receivers: routers,
-		Shard: cfg.Shard, RingSize: cfg.RingSize, Pin: cfg.Pin, Idle: cfg.Idle,
+		Shard: cfg.Shard, RingSize: cfg.RingSize, Pin: cfg.Pin, Idle: cfg.Idle, MaxBytes: cfg.MaxBytes,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("netio: %w", err)
