@@ -9,6 +9,12 @@
 // Failed{stopped} to the connection owning its spout task, says goodbye
 // and exits 0. A second signal, or -shutdown-timeout, cuts that short.
 // It exits 2 on bad flags and 1 when it cannot serve.
+//
+// While it runs, its admin endpoint (-admin, 127.0.0.1:9464 by default,
+// off when empty) serves /metrics (Prometheus), /healthz, /readyz (503
+// once shutting down), /pending?n= (the oldest pending roots as JSON,
+// with the client owning each one's task) and, with -pprof,
+// /debug/pprof/; see admin.go.
 package main
 
 import (
@@ -22,6 +28,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -91,6 +98,8 @@ flags to change.
 	logLevel := fs.String("log", "info", "log level: debug, info, warn, error")
 	maxBytes := byteSize(acker.DefaultMaxBytes)
 	fs.Var(&maxBytes, "max-bytes", "the acker's memory `budget`: its shards' tables, rings and held outcomes together, each shard's table within it (like 8GiB); a configuration that could take more is refused")
+	adminAddr := fs.String("admin", DefaultAdmin, "HTTP `address` of the admin endpoint: /metrics (Prometheus), /healthz, /readyz, /pending?n=; empty turns it off")
+	withPprof := fs.Bool("pprof", false, "also serve /debug/pprof/ on the admin endpoint")
 	showVersion := fs.Bool("version", false, "print the version (module, VCS revision and time, Go) and exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -168,6 +177,19 @@ flags to change.
 	}
 	log.Info("ackerd: listening", "addr", ln.Addr().String(), "shards", *shards, "max_pending", *maxPending,
 		"tls", tcfg != nil, "mutual_tls", tcfg != nil && tcfg.ClientAuth == tls.RequireAndVerifyClientCert)
+	if *adminAddr != "" {
+		aln, err := net.Listen("tcp", *adminAddr)
+		if err != nil {
+			fmt.Fprintf(stderr, "ackerd: -admin %s: %v\n", *adminAddr, err)
+			ln.Close()
+			srv.Close()
+			return 1
+		}
+		hs := &http.Server{Handler: adminHandler(srv, *withPprof), ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = hs.Serve(aln) }()
+		defer hs.Close()
+		log.Info("ackerd: admin endpoint listening", "admin", "http://"+aln.Addr().String()+"/", "pprof", *withPprof)
+	}
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}
