@@ -1050,7 +1050,12 @@ type host struct {
 	genP   uint64    // guarded by pendMu: the generation pend belongs to (0: none)
 
 	cnt   outCounts     // outcomes delivered by the reader, the writer and lose
+	io    ioCounts      // frames and bytes both ways
 	fails atomic.Uint64 // connection attempts that failed
+	conns atomic.Uint64 // connections established
+
+	framesOut uint64 // guarded by mu: frames handed to the writer
+	lastErr   string // guarded by mu: why the last attempt or connection failed
 
 	logNext time.Time // owned by run: no warning before then (rate limit)
 	logHeld int       // owned by run: warnings held back since the last
@@ -1084,6 +1089,7 @@ func (h *host) enqueue(frame []byte, inits []initRec) bool {
 	}
 	h.inits = append(h.inits, inits...)
 	h.out = append(h.out, frame...)
+	h.framesOut++
 	h.setFull(len(h.out) >= c.cfg.QueueBytes)
 	wake := h.writerIdle
 	h.writerIdle = false
@@ -1149,6 +1155,7 @@ func (h *host) run(first chan<- error) {
 		conn, fr, w, err := h.connect()
 		if err != nil {
 			h.fails.Add(1)
+			h.setLastErr("cannot connect: " + err.Error())
 			if !reported {
 				first <- &HostError{Addr: h.addr, Err: err}
 				reported = true
@@ -1166,6 +1173,7 @@ func (h *host) run(first chan<- error) {
 			continue
 		}
 		c.conns.Add(1)
+		h.conns.Add(1)
 		since := time.Now()
 		reason := h.serve(conn, fr, w, func() {
 			// Dial returns once the host is routable, not merely
@@ -1179,6 +1187,7 @@ func (h *host) run(first chan<- error) {
 			backoff = c.cfg.BackoffMin
 		}
 		if !c.closed.Load() {
+			h.setLastErr("lost: " + reason)
 			h.warn("netio: host lost", "reason", reason)
 		}
 	}
@@ -1428,11 +1437,19 @@ func (h *host) read(conn net.Conn, fr *FrameReader, idle time.Duration) string {
 		}
 	}()
 	var lastDeadline time.Time
+	// frames and bytes are published to h.io once per read batch.
+	var frames, bytes uint64
+	defer func() { h.io.framesIn.Add(frames); h.io.bytesIn.Add(bytes) }()
 	for {
 		if !fr.Ready() {
 			if len(outs) > 0 {
 				h.c.deliver(outs, &h.cnt)
 				outs = outs[:0]
+			}
+			if frames > 0 {
+				h.io.framesIn.Add(frames)
+				h.io.bytesIn.Add(bytes)
+				frames, bytes = 0, 0
 			}
 			if now := time.Now(); now.Sub(lastDeadline) > idle/10 {
 				_ = conn.SetReadDeadline(now.Add(idle))
@@ -1450,6 +1467,8 @@ func (h *host) read(conn net.Conn, fr *FrameReader, idle time.Duration) string {
 			}
 			return err.Error()
 		}
+		frames++
+		bytes += uint64(HeaderSize + len(f.Body))
 		switch f.Type {
 		case TypeOutcomes:
 			if outs, err = h.resolve(outs, f.Body); err != nil {
@@ -1578,7 +1597,8 @@ func (h *host) writer(conn net.Conn, gen uint64, wake, rdone chan struct{}, hb t
 			_ = conn.SetWriteDeadline(now.Add(wt))
 			lastDeadline = now
 		}
-		_, err := conn.Write(buf)
+		n, err := conn.Write(buf)
+		h.io.bytesOut.Add(uint64(n))
 		spare, spareInits = buf[:0], inits[:0]
 		if err != nil {
 			conn.Close()

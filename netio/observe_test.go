@@ -1,6 +1,7 @@
 package netio
 
 import (
+	"log/slog"
 	"testing"
 	"time"
 	"unsafe"
@@ -45,7 +46,10 @@ func TestServerObservers(t *testing.T) {
 		for i := range s.Shards() {
 			sum.Add(s.ShardStats(i))
 		}
-		return sum.Completed == 1 && sum.Inits == 2 && s.Stats().Acker.Completed == 1
+		st := s.Stats()
+		// The frame and byte counts are added after the read batch and
+		// the write, which the client's outcome may overtake.
+		return sum.Completed == 1 && sum.Inits == 2 && st.Acker.Completed == 1 && st.FramesIn >= 1 && st.BytesOut > 0
 	})
 	st := s.Stats()
 	if st.HandshakeFailures != (HandshakeFailures{Auth: 1}) || st.HandshakeFails != 1 {
@@ -86,5 +90,53 @@ func TestServerCounterLines(t *testing.T) {
 		unsafe.Offsetof(s.msgs)/cacheLine == (unsafe.Offsetof(s.hsCause)+unsafe.Sizeof(s.hsCause)-1)/cacheLine ||
 		(unsafe.Offsetof(s.bytesOut)+8)%cacheLine != 0 && unsafe.Sizeof(s) < unsafe.Offsetof(s.bytesOut)+cacheLine {
 		t.Fatalf("counter lines %v", lines)
+	}
+}
+
+// TestClientHosts: the client's view of its hosts says which is up, why
+// the other is not, what went each way, and which root it still waits
+// for, on which host.
+func TestClientHosts(t *testing.T) {
+	s := startServer(t, nil)
+	refused := closedAddr(t)
+	cfg := clientCfg(s.addr, refused)
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	c, err := Dial(cfg, oneTask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	snd := c.Sender(0)
+	for _, m := range []ackcore.Msg{{Root: 21, Kind: ackcore.Init, Val: 3}, {Root: 21, Kind: ackcore.Ack, Val: 3},
+		{Root: 22, Kind: ackcore.Init, Val: 9}} {
+		if err := snd.Send(m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_ = snd.Flush()
+	if got := collect(t, c.Inbox(0), 1, 5*time.Second); got[21] == nil {
+		t.Fatalf("outcomes %v, want root 21's", got)
+	}
+	var hs []HostStats
+	waitFor(t, 5*time.Second, "the read batch and the write counted", func() bool {
+		hs = c.Hosts()
+		return hs[0].FramesIn >= 1 && hs[0].BytesOut > 0 // each added after its read or write returned
+	})
+	good, bad := hs[0], hs[1]
+	if good.Addr != s.addr || !good.Up || good.Connections != 1 || good.ConnectFailures != 0 || good.LastError != "" ||
+		good.Pending != 1 || good.Completed != 1 || good.FramesOut < 1 || good.BytesOut < HeaderSize+3*MsgSize ||
+		good.BytesIn < HeaderSize+OutcomeSize {
+		t.Errorf("good host %+v", good)
+	}
+	if bad.Addr != refused || bad.Up || bad.Connections != 0 || bad.ConnectFailures < 1 ||
+		bad.LastError != "cannot connect: connect: connection refused" || bad.Pending != 0 {
+		t.Errorf("refused host %+v", bad)
+	}
+	old := c.OldestPending(5)
+	if len(old) != 1 || old[0].Root != 22 || old[0].Task != 0 || old[0].Host != s.addr || old[0].Age < 0 {
+		t.Fatalf("OldestPending %+v", old)
+	}
+	if c.OldestPending(0) != nil {
+		t.Error("OldestPending(0) is not nil")
 	}
 }

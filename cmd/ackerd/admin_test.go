@@ -83,8 +83,11 @@ func TestAdminEndpoint(t *testing.T) {
 	var metrics string
 	poll(t, 5*time.Second, "the completed root in /metrics", func() bool {
 		_, metrics = get(t, web.URL+"/metrics")
-		return strings.Contains(metrics, `ackerd_acker_roots_completed_total{shard="0"} 1`) ||
-			strings.Contains(metrics, `ackerd_acker_roots_completed_total{shard="1"} 1`)
+		// The reader counts its read batch after handing it to the acker:
+		// the outcome may come back first.
+		return (strings.Contains(metrics, `ackerd_acker_roots_completed_total{shard="0"} 1`) ||
+			strings.Contains(metrics, `ackerd_acker_roots_completed_total{shard="1"} 1`)) &&
+			strings.Contains(metrics, "ackerd_frames_received_total 1\n") && strings.Contains(metrics, "ackerd_messages_total 3\n")
 	})
 	for _, want := range []string{
 		`ackerd_handshake_failures_total{cause="auth"} 1`,
