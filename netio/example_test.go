@@ -16,18 +16,10 @@ import (
 // edges, acked, completes over the network.
 func Example() {
 	secret := []byte("example-secret-0123456789")
-	srv, err := netio.NewServer(netio.ServerConfig{Secret: secret, Shard: ackcore.Config{MaxPending: 1024}})
-	if err != nil {
-		panic(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
-	go srv.Serve(ln)
-	defer srv.Close()
+	addr, stop := exampleServer(secret) // NewServer, net.Listen, Serve: see below
+	defer stop()
 
-	cfg := netio.ClientConfig{Hosts: []string{ln.Addr().String()}, Secret: secret}
+	cfg := netio.ClientConfig{Hosts: []string{addr}, Secret: secret}
 	port, err := cfg.Port(acker.Spec{Producers: 1, Tasks: 1})
 	if err != nil {
 		panic(err)
@@ -68,23 +60,15 @@ func ExampleAppendMsgs() {
 // A client with the wrong secret: Port's error says, for each host,
 // why it did not connect, and the Port is nil.
 func ExampleHostError() {
-	srv, err := netio.NewServer(netio.ServerConfig{Secret: []byte("example-secret-0123456789"), Shard: ackcore.Config{MaxPending: 1024}})
-	if err != nil {
-		panic(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
-	go srv.Serve(ln)
-	defer srv.Close()
+	addr, stop := exampleServer([]byte("example-secret-0123456789"))
+	defer stop()
 
-	cfg := netio.ClientConfig{Hosts: []string{ln.Addr().String()}, Secret: []byte("not-the-secret-0123456789"),
+	cfg := netio.ClientConfig{Hosts: []string{addr}, Secret: []byte("not-the-secret-0123456789"),
 		Logger: slog.New(slog.DiscardHandler)}
 	port, err := cfg.Port(acker.Spec{Producers: 1, Tasks: 1})
 	var he *netio.HostError
 	if errors.As(err, &he) {
-		fmt.Println(port == nil, he.Addr == ln.Addr().String())
+		fmt.Println(port == nil, he.Addr == addr)
 		fmt.Println(he.Err)
 	}
 	// Output:
@@ -95,18 +79,10 @@ func ExampleHostError() {
 // A client's view of its hosts and of the roots it waits for.
 func ExampleClient_Hosts() {
 	secret := []byte("example-secret-0123456789")
-	srv, err := netio.NewServer(netio.ServerConfig{Secret: secret, Shard: ackcore.Config{MaxPending: 1024}})
-	if err != nil {
-		panic(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
-	go srv.Serve(ln)
-	defer srv.Close()
+	addr, stop := exampleServer(secret)
+	defer stop()
 
-	c, err := netio.Dial(netio.ClientConfig{Hosts: []string{ln.Addr().String()}, Secret: secret}, acker.Spec{Producers: 1, Tasks: 1})
+	c, err := netio.Dial(netio.ClientConfig{Hosts: []string{addr}, Secret: secret}, acker.Spec{Producers: 1, Tasks: 1})
 	if err != nil {
 		panic(err)
 	}
@@ -122,4 +98,19 @@ func ExampleClient_Hosts() {
 	// Output:
 	// true 1 1
 	// 7
+}
+
+// exampleServer serves an acker on a loopback port: the server side of
+// the examples.
+func exampleServer(secret []byte) (addr string, stop func()) {
+	srv, err := netio.NewServer(netio.ServerConfig{Secret: secret, Shard: ackcore.Config{MaxPending: 1024}})
+	if err != nil {
+		panic(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	go srv.Serve(ln)
+	return ln.Addr().String(), func() { srv.Close() }
 }
