@@ -59,7 +59,7 @@ func TestServerObservers(t *testing.T) {
 		t.Errorf("frames in %d (%d bytes), out %d (%d bytes)", st.FramesIn, st.BytesIn, st.FramesOut, st.BytesOut)
 	}
 	old := s.OldestPending(10)
-	if len(old) != 1 || old[0].Root != 12 || old[0].Task != 5 || old[0].Age <= 0 {
+	if len(old) != 1 || old[0].Root != 12 || old[0].Task != 5 || old[0].Age < 0 {
 		t.Fatalf("OldestPending %+v, want root 12 on task 5", old)
 	}
 	if id, remote, ok := s.TaskOwner(5); !ok || id != 0x77 || remote == "" {

@@ -175,7 +175,7 @@ flags to change.
 		srv.Close()
 		return 1
 	}
-	log.Info("ackerd: listening", "addr", ln.Addr().String(), "shards", *shards, "max_pending", *maxPending,
+	log.Info("ackerd: listening", "addr", ln.Addr().String(), "shards", *shards, "max_pending", *maxPending, "max_bytes", human(int64(maxBytes)),
 		"tls", tcfg != nil, "mutual_tls", tcfg != nil && tcfg.ClientAuth == tls.RequireAndVerifyClientCert)
 	if *adminAddr != "" {
 		aln, err := net.Listen("tcp", *adminAddr)
