@@ -91,10 +91,11 @@ var bytesRe = regexp.MustCompile(`(\d+) bytes`)
 
 // version is -version's line: the module's version, the VCS revision
 // and time when the build recorded them, the Go version.
-func version() string {
+func version() string { return versionOf(debug.ReadBuildInfo()) }
+
+func versionOf(bi *debug.BuildInfo, ok bool) string {
 	var b strings.Builder
 	b.WriteString("ackerd")
-	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		fmt.Fprintf(&b, " (no build info) %s", runtime.Version())
 		return b.String()

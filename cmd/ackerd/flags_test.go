@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -62,5 +63,16 @@ func TestVersion(t *testing.T) {
 	out := b.String()
 	if !strings.HasPrefix(out, "ackerd ") || !strings.HasSuffix(out, " "+runtime.Version()+"\n") || strings.Count(out, "\n") != 1 {
 		t.Fatalf("-version printed %q", out)
+	}
+}
+
+func TestVersionOf(t *testing.T) {
+	bi := &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Path: "github.com/xorack/xorack", Version: "v0.3.0"},
+		Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "4d7f527"}, {Key: "vcs.time", Value: "2026-12-01T20:00:00Z"}, {Key: "vcs.modified", Value: "true"}}}
+	if got, want := versionOf(bi, true), "ackerd v0.3.0 (github.com/xorack/xorack) revision 4d7f527+modified at 2026-12-01T20:00:00Z go1.26.0"; got != want {
+		t.Errorf("versionOf = %q, want %q", got, want)
+	}
+	if got := versionOf(nil, false); got != "ackerd (no build info) "+runtime.Version() {
+		t.Errorf("without build info: %q", got)
 	}
 }
