@@ -2,12 +2,20 @@ package main
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
 	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestErrorWording pins ackerd's error texts: each names the flag to
@@ -74,5 +82,45 @@ func TestVersionOf(t *testing.T) {
 	}
 	if got := versionOf(nil, false); got != "ackerd (no build info) "+runtime.Version() {
 		t.Errorf("without build info: %q", got)
+	}
+}
+
+// TestTLSClientCANotPEM: with a good key pair, a -tls-client-ca that is
+// not PEM is named.
+func TestTLSClientCANotPEM(t *testing.T) {
+	t.Setenv("ACKERD_SECRET", secret)
+	dir := t.TempDir()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "ackerd test"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, keyFile, ca := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem"), filepath.Join(dir, "ca.der")
+	for f, b := range map[string][]byte{
+		cert: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), keyFile: pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}),
+		ca: der,
+	} {
+		if err := os.WriteFile(f, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var b bytes.Buffer
+	want := "ackerd: -tls-client-ca " + ca + ": not PEM (no \"-----BEGIN\" block in its " + human(int64(len(der)))
+	if rc := run([]string{"-addr", "127.0.0.1:0", "-tls-cert", cert, "-tls-key", keyFile, "-tls-client-ca", ca}, &b, nil); rc != 2 || !strings.HasPrefix(b.String(), want) {
+		t.Fatalf("exit %d: %q, want %q...", rc, b.String(), want)
+	}
+	b.Reset()
+	want = "ackerd: -tls-cert " + keyFile + " and -tls-key " + cert + ": tls: "
+	if rc := run([]string{"-addr", "127.0.0.1:0", "-tls-cert", keyFile, "-tls-key", cert}, &b, nil); rc != 2 || !strings.HasPrefix(b.String(), want) {
+		t.Fatalf("swapped pair: exit %d: %q, want %q...", rc, b.String(), want)
 	}
 }
