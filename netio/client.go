@@ -12,6 +12,9 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -74,9 +77,18 @@ type ClientConfig struct {
 	// HashKey keys the routing hash; 0 derives it from Secret, so that
 	// clients sharing a secret agree.
 	HashKey uint64
-	// Logger receives connection events; nil discards them.
+	// Logger receives connection events (connected, cannot connect, host
+	// lost), every one. nil logs what went wrong, and only that, to
+	// slog.Default (the log package's stderr unless the program set
+	// another): a host's warnings at most once per LogInterval, the next
+	// one saying how many were held back.
 	Logger *slog.Logger
 }
+
+// LogInterval is the least time between two warnings about one host on
+// the default logger (ClientConfig.Logger nil): a host refusing every
+// retry is reported once a minute, not at every backoff step.
+const LogInterval = time.Minute
 
 func (c *ClientConfig) fill() error {
 	if len(c.Hosts) == 0 {
@@ -139,14 +151,21 @@ func (c *ClientConfig) fill() error {
 		return fmt.Errorf("netio: bad timeouts (dial %v, write %v, backoff %v..%v)", c.DialTimeout, c.WriteTimeout, c.BackoffMin, c.BackoffMax)
 	}
 	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
+		c.Logger = slog.New(warnOnly{slog.Default().Handler()})
 	}
 	return nil
 }
 
 // Port opens a remote acker for spec: it is Dial, with the signature an
 // engine's configuration takes.
-func (c ClientConfig) Port(spec acker.Spec) (acker.Port, error) { return Dial(c, spec) }
+// On error the Port is a nil interface, not one holding a nil *Client.
+func (c ClientConfig) Port(spec acker.Spec) (acker.Port, error) {
+	cl, err := Dial(c, spec)
+	if err != nil {
+		return nil, err
+	}
+	return cl, nil
+}
 
 // ClientStats are a client's counters.
 type ClientStats struct {
@@ -158,6 +177,9 @@ type ClientStats struct {
 	HostsUp     int
 	InFlight    int64  // roots sent whose outcome was not yet taken
 	Connections uint64 // connections established, all hosts
+	// ConnectFailures counts the connection attempts that failed (dial,
+	// TLS or handshake), all hosts.
+	ConnectFailures uint64
 }
 
 // Client is a remote acker: an acker.Port whose shards live in ackerd
@@ -172,8 +194,11 @@ type Client struct {
 	send   []*Sender
 	inbox  []*Inbox
 	log    *slog.Logger
-	epoch  time.Time
-	frame  int // FrameMsgs, bounded by the smallest server frame
+	// logEvery rate-limits each host's warnings (LogInterval on the
+	// default logger, 0: every one): immutable after Dial.
+	logEvery time.Duration
+	epoch    time.Time
+	frame    int // FrameMsgs, bounded by the smallest server frame
 
 	inflight    atomic.Int64
 	slotWaiters atomic.Int32
@@ -215,6 +240,10 @@ type outCounts struct {
 // every host in the background and returns once each has connected or
 // failed its first attempt; it fails if none connected.
 func Dial(cfg ClientConfig, spec acker.Spec) (*Client, error) {
+	var logEvery time.Duration
+	if cfg.Logger == nil {
+		logEvery = LogInterval
+	}
 	if err := cfg.fill(); err != nil {
 		return nil, err
 	}
@@ -235,7 +264,7 @@ func Dial(cfg ClientConfig, spec acker.Spec) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("netio: %w", err)
 	}
-	c := &Client{cfg: cfg, spec: spec, recvOf: recvOf, log: cfg.Logger, epoch: time.Now(),
+	c := &Client{cfg: cfg, spec: spec, recvOf: recvOf, log: cfg.Logger, logEvery: logEvery, epoch: time.Now(),
 		stopped: make(chan struct{}), frame: cfg.FrameMsgs}
 	c.slotCond = sync.NewCond(&c.slotMu)
 	for r := 0; r < spec.Receivers; r++ {
@@ -245,7 +274,7 @@ func Dial(cfg ClientConfig, spec acker.Spec) (*Client, error) {
 	}
 	empty := []*host{}
 	c.live.Store(&empty)
-	first := make(chan bool, len(cfg.Hosts))
+	first := make(chan error, len(cfg.Hosts))
 	for i, addr := range cfg.Hosts {
 		h := &host{c: c, idx: i, addr: addr, key: hostKey(addr)}
 		h.cond = sync.NewCond(&h.mu)
@@ -260,17 +289,80 @@ func Dial(cfg ClientConfig, spec acker.Spec) (*Client, error) {
 		go h.run(first)
 	}
 	up := 0
+	ce := &ConnectError{}
 	for range c.hosts {
-		if <-first {
+		if err := <-first; err != nil {
+			ce.Hosts = append(ce.Hosts, err.(*HostError))
+		} else {
 			up++
 		}
 	}
 	if up == 0 {
 		c.Stop()
-		return nil, fmt.Errorf("netio: could not connect to any of %d hosts %q (see the log for each reason)", len(cfg.Hosts), cfg.Hosts)
+		slices.SortFunc(ce.Hosts, func(a, b *HostError) int { return strings.Compare(a.Addr, b.Addr) })
+		return nil, ce
 	}
 	return c, nil
 }
+
+// ConnectError is Dial's error when no host connected: each host's
+// reason, in address order.
+type ConnectError struct {
+	Hosts []*HostError
+}
+
+func (e *ConnectError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "netio: could not connect to any of %d hosts: ", len(e.Hosts))
+	for i, h := range e.Hosts {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(h.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the hosts' errors, for errors.Is and errors.As.
+func (e *ConnectError) Unwrap() []error {
+	errs := make([]error, len(e.Hosts))
+	for i, h := range e.Hosts {
+		errs[i] = h
+	}
+	return errs
+}
+
+// HostError is why a connection attempt to one host failed: "connection
+// refused", the TLS handshake's error, the server's close reason with its
+// code ("hello MAC does not match (handshake refused, code auth)"), a
+// frame of another protocol version.
+type HostError struct {
+	Addr string
+	Err  error
+}
+
+func (e *HostError) Error() string { return e.Addr + ": " + e.Err.Error() }
+func (e *HostError) Unwrap() error { return e.Err }
+
+// closeCodeName names a close code for an error text.
+func closeCodeName(code uint16) string {
+	names := [...]string{CloseNormal: "normal", CloseShutdown: "shutdown", CloseAuth: "auth", CloseProtocol: "protocol",
+		CloseTaskOwned: "task_owned", CloseSlow: "slow", CloseReplaced: "replaced", CloseIdle: "idle", CloseOverloaded: "overloaded"}
+	if int(code) < len(names) {
+		return names[code]
+	}
+	return strconv.Itoa(int(code))
+}
+
+// warnOnly passes on warnings and errors only: the default logger says
+// what went wrong, not every connection made.
+type warnOnly struct{ slog.Handler }
+
+func (w warnOnly) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= slog.LevelWarn && w.Handler.Enabled(ctx, l)
+}
+func (w warnOnly) WithAttrs(as []slog.Attr) slog.Handler { return warnOnly{w.Handler.WithAttrs(as)} }
+func (w warnOnly) WithGroup(g string) slog.Handler       { return warnOnly{w.Handler.WithGroup(g)} }
 
 // Sender returns send handle i (acker.Port).
 func (c *Client) Sender(i int) acker.Sender { return c.send[i] }
@@ -297,6 +389,10 @@ var (
 // outcomes by kind; Pending is the roots in flight) and its own.
 func (c *Client) Stats() (ackcore.Stats, ClientStats) {
 	st := ackcore.Stats{Pending: int(c.inflight.Load())}
+	var fails uint64
+	for _, h := range c.hosts {
+		fails += h.fails.Load()
+	}
 	cs := ClientStats{Dropped: c.dropped.Load(), HostsUp: len(*c.live.Load()), InFlight: c.inflight.Load()}
 	for _, s := range c.send {
 		st.Resets += s.cnt.kinds[0].Load()
@@ -320,6 +416,7 @@ func (c *Client) Stats() (ackcore.Stats, ClientStats) {
 	}
 	n := c.conns.Load()
 	cs.Connections = n
+	cs.ConnectFailures = fails
 	if n > uint64(len(c.hosts)) {
 		cs.Reconnects = n - uint64(len(c.hosts))
 	}
@@ -952,7 +1049,16 @@ type host struct {
 	pend   pendTable // guarded by pendMu: root -> pend value (see pendCount)
 	genP   uint64    // guarded by pendMu: the generation pend belongs to (0: none)
 
-	cnt outCounts // outcomes delivered by the reader, the writer and lose
+	cnt   outCounts     // outcomes delivered by the reader, the writer and lose
+	io    ioCounts      // frames and bytes both ways
+	fails atomic.Uint64 // connection attempts that failed
+	conns atomic.Uint64 // connections established
+
+	framesOut uint64 // guarded by mu: frames handed to the writer
+	lastErr   string // guarded by mu: why the last attempt or connection failed
+
+	logNext time.Time // owned by run: no warning before then (rate limit)
+	logHeld int       // owned by run: warnings held back since the last
 }
 
 func (h *host) full() bool { return h.qfull.Load() }
@@ -983,6 +1089,7 @@ func (h *host) enqueue(frame []byte, inits []initRec) bool {
 	}
 	h.inits = append(h.inits, inits...)
 	h.out = append(h.out, frame...)
+	h.framesOut++
 	h.setFull(len(h.out) >= c.cfg.QueueBytes)
 	wake := h.writerIdle
 	h.writerIdle = false
@@ -1039,19 +1146,21 @@ func (h *host) register(gen uint64, inits []initRec) bool {
 
 // run is the host's connection manager: connect, serve until the
 // connection ends, fail what was pending, back off, again, until Stop.
-func (h *host) run(first chan<- bool) {
+func (h *host) run(first chan<- error) {
 	c := h.c
 	defer c.wg.Done()
 	backoff := c.cfg.BackoffMin
 	reported := false
 	for !c.closed.Load() {
 		conn, fr, w, err := h.connect()
-		if err != nil && !reported {
-			first <- false
-			reported = true
-		}
 		if err != nil {
-			c.log.Warn("netio: cannot connect", "host", h.addr, "reason", err.Error(), "retry_in", backoff)
+			h.fails.Add(1)
+			h.setLastErr("cannot connect: " + err.Error())
+			if !reported {
+				first <- &HostError{Addr: h.addr, Err: err}
+				reported = true
+			}
+			h.warn("netio: cannot connect", "reason", err.Error(), "retry_in", backoff)
 			// Jitter in [backoff/2, backoff): clients that lost a host
 			// together do not come back together.
 			d := backoff/2 + time.Duration(rand.Int64N(int64(backoff/2)+1))
@@ -1064,12 +1173,13 @@ func (h *host) run(first chan<- bool) {
 			continue
 		}
 		c.conns.Add(1)
+		h.conns.Add(1)
 		since := time.Now()
 		reason := h.serve(conn, fr, w, func() {
 			// Dial returns once the host is routable, not merely
 			// connected: a Send right after it must find it up.
 			if !reported {
-				first <- true
+				first <- nil
 				reported = true
 			}
 		})
@@ -1077,9 +1187,30 @@ func (h *host) run(first chan<- bool) {
 			backoff = c.cfg.BackoffMin
 		}
 		if !c.closed.Load() {
-			c.log.Warn("netio: host lost", "host", h.addr, "reason", reason)
+			h.setLastErr("lost: " + reason)
+			h.warn("netio: host lost", "reason", reason)
 		}
 	}
+}
+
+// warn logs a warning about the host, at most once per c.logEvery (the
+// default logger); the next one logged counts those held back. Called by
+// run only, which owns logNext and logHeld.
+func (h *host) warn(msg string, args ...any) {
+	c := h.c
+	if c.logEvery > 0 {
+		now := time.Now()
+		if now.Before(h.logNext) {
+			h.logHeld++
+			return
+		}
+		h.logNext = now.Add(c.logEvery)
+		if h.logHeld > 0 {
+			args = append(args, "held_back", h.logHeld)
+			h.logHeld = 0
+		}
+	}
+	c.log.Warn(msg, append([]any{"host", h.addr}, args...)...)
 }
 
 // connect dials and handshakes.
@@ -1097,6 +1228,10 @@ func (h *host) connect() (net.Conn, *FrameReader, Welcome, error) {
 	d := net.Dialer{}
 	conn, err := d.DialContext(ctx, "tcp", h.addr)
 	if err != nil {
+		var oe *net.OpError
+		if errors.As(err, &oe) && oe.Err != nil {
+			err = oe.Err // "connect: connection refused"; the address is the HostError's
+		}
 		return nil, nil, Welcome{}, err
 	}
 	deadline, _ := ctx.Deadline()
@@ -1114,53 +1249,53 @@ func (h *host) connect() (net.Conn, *FrameReader, Welcome, error) {
 		}
 		t := tls.Client(conn, tc)
 		if err := t.HandshakeContext(ctx); err != nil {
-			return fail(fmt.Errorf("netio: TLS handshake with %s: %w", h.addr, err))
+			return fail(fmt.Errorf("TLS handshake: %w", err))
 		}
 		nc = t
 	}
 	fr := NewFrameReader(nc, HandshakeMaxFrame)
 	f, err := fr.Next()
 	if err != nil {
-		return fail(fmt.Errorf("netio: reading challenge from %s: %w", h.addr, err))
+		return fail(fmt.Errorf("reading challenge: %w", unprefixed(err)))
 	}
 	if f.Type == TypeClose {
 		code, reason, _ := DecodeClose(f.Body)
-		return fail(fmt.Errorf("netio: %s refused the connection (code %d): %s", h.addr, code, reason))
+		return fail(fmt.Errorf("%s (connection refused, code %s)", reason, closeCodeName(code)))
 	}
 	if f.Type != TypeChallenge {
-		return fail(fmt.Errorf("netio: %s sent %s, want challenge", h.addr, typeName(f.Type)))
+		return fail(fmt.Errorf("sent %s, want challenge", typeName(f.Type)))
 	}
 	ch, err := DecodeChallenge(f.Body)
 	if err != nil {
-		return fail(err)
+		return fail(unprefixed(err))
 	}
 	if uint64(c.cfg.TaskBase)+uint64(c.spec.Tasks) > uint64(ch.Tasks) {
-		return fail(fmt.Errorf("netio: %s serves tasks [0, %d), this client owns [%d, %d)", h.addr, ch.Tasks,
+		return fail(fmt.Errorf("serves tasks [0, %d), this client owns [%d, %d)", ch.Tasks,
 			c.cfg.TaskBase, uint64(c.cfg.TaskBase)+uint64(c.spec.Tasks)))
 	}
 	if need := HeaderSize + c.frame*MsgSize; need > int(ch.MaxFrame) {
-		return fail(fmt.Errorf("netio: %s accepts frames of %d bytes, FrameMsgs %d needs %d", h.addr, ch.MaxFrame, c.frame, need))
+		return fail(fmt.Errorf("accepts frames of %d bytes, FrameMsgs %d needs %d", ch.MaxFrame, c.frame, need))
 	}
 	hello := Hello{ClientID: c.cfg.ID, MaxFrame: uint32(c.cfg.MaxFrame),
 		Tasks: []TaskRange{{First: c.cfg.TaskBase, Count: uint32(c.spec.Tasks)}}}
 	hello.MAC = HelloMAC(c.cfg.Secret, &ch.Nonce, &hello)
 	if _, err := nc.Write(AppendHello(nil, &hello)); err != nil {
-		return fail(fmt.Errorf("netio: writing hello to %s: %w", h.addr, err))
+		return fail(fmt.Errorf("writing hello: %w", err))
 	}
 	f, err = fr.Next()
 	if err != nil {
-		return fail(fmt.Errorf("netio: reading welcome from %s: %w", h.addr, err))
+		return fail(fmt.Errorf("reading welcome: %w", unprefixed(err)))
 	}
 	if f.Type == TypeClose {
 		code, reason, _ := DecodeClose(f.Body)
-		return fail(fmt.Errorf("netio: %s refused the handshake (code %d): %s", h.addr, code, reason))
+		return fail(fmt.Errorf("%s (handshake refused, code %s)", reason, closeCodeName(code)))
 	}
 	if f.Type != TypeWelcome {
-		return fail(fmt.Errorf("netio: %s sent %s, want welcome", h.addr, typeName(f.Type)))
+		return fail(fmt.Errorf("sent %s, want welcome", typeName(f.Type)))
 	}
 	w, err := DecodeWelcome(f.Body)
 	if err != nil {
-		return fail(err)
+		return fail(unprefixed(err))
 	}
 	_ = conn.SetDeadline(time.Time{})
 	fr.SetLimit(c.cfg.MaxFrame)
@@ -1169,6 +1304,23 @@ func (h *host) connect() (net.Conn, *FrameReader, Welcome, error) {
 	}
 	return conn, fr, w, nil
 }
+
+// unprefixed drops the "netio: " of an error that goes into a HostError,
+// itself inside a ConnectError that says "netio: " once.
+func unprefixed(err error) error {
+	if s, ok := strings.CutPrefix(err.Error(), "netio: "); ok {
+		return &prefixless{s, err}
+	}
+	return err
+}
+
+type prefixless struct {
+	s   string
+	err error
+}
+
+func (p *prefixless) Error() string { return p.s }
+func (p *prefixless) Unwrap() error { return p.err }
 
 // serve runs one connection: the writer on its own goroutine, the reader
 // here; when either ends, the host is down and its pending roots fail.
@@ -1285,11 +1437,19 @@ func (h *host) read(conn net.Conn, fr *FrameReader, idle time.Duration) string {
 		}
 	}()
 	var lastDeadline time.Time
+	// frames and bytes are published to h.io once per read batch.
+	var frames, bytes uint64
+	defer func() { h.io.framesIn.Add(frames); h.io.bytesIn.Add(bytes) }()
 	for {
 		if !fr.Ready() {
 			if len(outs) > 0 {
 				h.c.deliver(outs, &h.cnt)
 				outs = outs[:0]
+			}
+			if frames > 0 {
+				h.io.framesIn.Add(frames)
+				h.io.bytesIn.Add(bytes)
+				frames, bytes = 0, 0
 			}
 			if now := time.Now(); now.Sub(lastDeadline) > idle/10 {
 				_ = conn.SetReadDeadline(now.Add(idle))
@@ -1307,6 +1467,8 @@ func (h *host) read(conn net.Conn, fr *FrameReader, idle time.Duration) string {
 			}
 			return err.Error()
 		}
+		frames++
+		bytes += uint64(HeaderSize + len(f.Body))
 		switch f.Type {
 		case TypeOutcomes:
 			if outs, err = h.resolve(outs, f.Body); err != nil {
@@ -1435,7 +1597,8 @@ func (h *host) writer(conn net.Conn, gen uint64, wake, rdone chan struct{}, hb t
 			_ = conn.SetWriteDeadline(now.Add(wt))
 			lastDeadline = now
 		}
-		_, err := conn.Write(buf)
+		n, err := conn.Write(buf)
+		h.io.bytesOut.Add(uint64(n))
 		spare, spareInits = buf[:0], inits[:0]
 		if err != nil {
 			conn.Close()

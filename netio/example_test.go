@@ -1,7 +1,9 @@
 package netio_test
 
 import (
+	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"time"
 
@@ -14,18 +16,10 @@ import (
 // edges, acked, completes over the network.
 func Example() {
 	secret := []byte("example-secret-0123456789")
-	srv, err := netio.NewServer(netio.ServerConfig{Secret: secret, Shard: ackcore.Config{MaxPending: 1024}})
-	if err != nil {
-		panic(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
-	go srv.Serve(ln)
-	defer srv.Close()
+	addr, stop := exampleServer(secret) // NewServer, net.Listen, Serve: see below
+	defer stop()
 
-	cfg := netio.ClientConfig{Hosts: []string{ln.Addr().String()}, Secret: secret}
+	cfg := netio.ClientConfig{Hosts: []string{addr}, Secret: secret}
 	port, err := cfg.Port(acker.Spec{Producers: 1, Tasks: 1})
 	if err != nil {
 		panic(err)
@@ -61,4 +55,62 @@ func ExampleAppendMsgs() {
 	msgs, _ := netio.DecodeMsgs(nil, f.Body)
 	fmt.Println(n, len(msgs), msgs[0].Kind, msgs[0].Task, msgs[1].Kind)
 	// Output: 56 2 INIT 3 ACK
+}
+
+// A client with the wrong secret: Port's error says, for each host,
+// why it did not connect, and the Port is nil.
+func ExampleHostError() {
+	addr, stop := exampleServer([]byte("example-secret-0123456789"))
+	defer stop()
+
+	cfg := netio.ClientConfig{Hosts: []string{addr}, Secret: []byte("not-the-secret-0123456789"),
+		Logger: slog.New(slog.DiscardHandler)}
+	port, err := cfg.Port(acker.Spec{Producers: 1, Tasks: 1})
+	var he *netio.HostError
+	if errors.As(err, &he) {
+		fmt.Println(port == nil, he.Addr == addr)
+		fmt.Println(he.Err)
+	}
+	// Output:
+	// true true
+	// hello MAC does not match (handshake refused, code auth)
+}
+
+// A client's view of its hosts and of the roots it waits for.
+func ExampleClient_Hosts() {
+	secret := []byte("example-secret-0123456789")
+	addr, stop := exampleServer(secret)
+	defer stop()
+
+	c, err := netio.Dial(netio.ClientConfig{Hosts: []string{addr}, Secret: secret}, acker.Spec{Producers: 1, Tasks: 1})
+	if err != nil {
+		panic(err)
+	}
+	defer c.Stop()
+	c.Producer(0).Send(ackcore.Msg{Root: 7, Kind: ackcore.Init, Val: 1}) // never acked
+	c.Producer(0).Flush()
+	for len(c.OldestPending(1)) == 0 { // registered by the writer
+		time.Sleep(time.Millisecond)
+	}
+	h := c.Hosts()[0]
+	fmt.Println(h.Up, h.Connections, h.Pending)
+	fmt.Println(c.OldestPending(1)[0].Root)
+	// Output:
+	// true 1 1
+	// 7
+}
+
+// exampleServer serves an acker on a loopback port: the server side of
+// the examples.
+func exampleServer(secret []byte) (addr string, stop func()) {
+	srv, err := netio.NewServer(netio.ServerConfig{Secret: secret, Shard: ackcore.Config{MaxPending: 1024}})
+	if err != nil {
+		panic(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	go srv.Serve(ln)
+	return ln.Addr().String(), func() { srv.Close() }
 }

@@ -57,8 +57,10 @@ func (c *sconn) handshake() error {
 		return &closeError{code: CloseProtocol, err: err, say: "malformed hello"}
 	}
 	if err := checkHelloMAC(s.cfg.Secret, &ch.Nonce, &h); err != nil {
-		// The client learns no more than that.
-		return &closeError{code: CloseAuth, err: err, say: "authentication failed"}
+		// The client learns no more than that the MAC is wrong: the one
+		// check there is, so naming it gives nothing away and says "wrong
+		// secret" to whoever configured the client.
+		return &closeError{code: CloseAuth, err: err, say: "hello MAC does not match"}
 	}
 	c.id, c.tasks, c.limit = h.ClientID, h.Tasks, int(min(h.MaxFrame, 64<<20))
 	if err := c.claim(); err != nil {

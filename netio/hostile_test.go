@@ -171,7 +171,7 @@ func TestHostileClients(t *testing.T) {
 			b = AppendMsgs(b, []ackcore.Msg{{Root: uint64(i + 1), Kind: ackcore.Fail}})
 		}
 		_, _ = rc.Write(b)
-		if r := rc.closedWith(t); r != "authentication failed" {
+		if r := rc.closedWith(t); r != "hello MAC does not match" {
 			t.Fatalf("close reason %q", r)
 		}
 		waitFor(t, 2*time.Second, "the log", func() bool { return strings.Contains(s.log.String(), "hello MAC does not match") })

@@ -36,6 +36,11 @@ type ServerConfig struct {
 	Shards int
 	// Shard configures each shard (MaxPending is required, per shard).
 	Shard ackcore.Config
+	// MaxBytes is the acker's memory budget: the most its tables, rings
+	// and held outcomes may take together (acker.Config.MaxBytes; 0:
+	// acker.DefaultMaxBytes). NewServer fails, naming the bytes, for a
+	// configuration that could take more.
+	MaxBytes int64
 	// Tasks is the number of spout task ids clients may own, [0, Tasks);
 	// default 4096.
 	Tasks int
@@ -213,7 +218,16 @@ type ServerStats struct {
 	Msgs                        uint64 // messages handed to the acker
 	Outcomes                    uint64 // outcomes queued to a connection
 	Unrouted                    uint64 // outcomes whose task had no connection (dropped)
-	Acker                       ackcore.Stats
+	// InHandshake is the connections in the handshake now, not yet
+	// authenticated (Open counts them too).
+	InHandshake int
+	// HandshakeFailures splits HandshakeFails by cause.
+	HandshakeFailures HandshakeFailures
+	// FramesIn and BytesIn count the frames and bytes read from
+	// authenticated connections (added once per read batch); FramesOut
+	// and BytesOut the outcome frames queued and the bytes written.
+	FramesIn, BytesIn, FramesOut, BytesOut uint64
+	Acker                                  ackcore.Stats
 }
 
 // Server serves a sharded acker.Acker over TCP (see the package doc).
@@ -252,11 +266,17 @@ type Server struct {
 	open                                        atomic.Int64
 	// msgs is added to by the readers, outcomes and unrouted by the
 	// router: on lines of their own.
-	_                  [64]byte
-	msgs               atomic.Uint64
-	_                  [56]byte
-	outcomes, unrouted atomic.Uint64
-	_                  [48]byte
+	hsCause [hsCauses]atomic.Uint64 // handshake failures by cause (hsCause*)
+	// msgs, framesIn and bytesIn are added to by the readers, once per
+	// read batch; outcomes, unrouted and framesOut by the router;
+	// bytesOut by the writers, once per write: on lines of their own.
+	_                             [64]byte
+	msgs, framesIn, bytesIn       atomic.Uint64
+	_                             [40]byte
+	outcomes, unrouted, framesOut atomic.Uint64
+	_                             [40]byte
+	bytesOut                      atomic.Uint64
+	_                             [56]byte
 }
 
 // NewServer builds a server and starts its acker; Serve accepts
@@ -268,7 +288,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	routers := 1
 	ak, err := acker.New(acker.Config{
 		Shards: cfg.Shards, Producers: cfg.MaxConns, Tasks: cfg.Tasks, Receivers: routers,
-		Shard: cfg.Shard, RingSize: cfg.RingSize, Pin: cfg.Pin, Idle: cfg.Idle,
+		Shard: cfg.Shard, RingSize: cfg.RingSize, Pin: cfg.Pin, Idle: cfg.Idle, MaxBytes: cfg.MaxBytes,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("netio: %w", err)
@@ -419,9 +439,12 @@ func (s *Server) Stats() ServerStats {
 		HandshakesDropped: s.hsDropped.Load(), InitsRefused: s.initsRefused.Load(), ResetsDropped: s.resetsDropped.Load(),
 		ProtocolErrors: s.protoErrs.Load(), SlowClosed: s.slow.Load(), Open: s.open.Load(),
 		Msgs: s.msgs.Load(), Outcomes: s.outcomes.Load(), Unrouted: s.unrouted.Load(),
+		FramesIn: s.framesIn.Load(), BytesIn: s.bytesIn.Load(), FramesOut: s.framesOut.Load(), BytesOut: s.bytesOut.Load(),
+		HandshakeFailures: s.handshakeFailures(),
 	}
 	s.mu.Lock()
 	stopped := s.closing
+	st.InHandshake = s.pre.Len()
 	s.mu.Unlock()
 	if stopped {
 		st.Acker = s.final
@@ -682,6 +705,7 @@ func (c *sconn) serve() {
 		if dropped {
 			err = &closeError{code: CloseOverloaded, err: fmt.Errorf("netio: dropped in the handshake for a newer connection (MaxHandshakes %d): %w", s.cfg.MaxHandshakes, err)}
 		}
+		s.hsCause[hsCauseOf(err)].Add(1)
 		s.log.Warn("netio: handshake failed", "remote", c.tag, "reason", err.Error())
 		if code := codeOf(err); code != CloseNormal {
 			c.reject(code, reasonOf(err))
@@ -756,9 +780,15 @@ func (c *sconn) readLoop() error {
 	// understates it, and only when base+taken would pass the bound does
 	// the reader look at pending itself. Per frame, the counter's line
 	// would bounce between the reader's and the writer's cores.
-	var read uint64
+	var read, frames, bytes uint64
 	var base, taken int64
-	defer func() { s.msgs.Add(read); c.pending.Add(taken); c.held.Add(taken) }()
+	defer func() {
+		s.msgs.Add(read)
+		s.framesIn.Add(frames)
+		s.bytesIn.Add(bytes)
+		c.pending.Add(taken)
+		c.held.Add(taken)
+	}()
 	for {
 		if !c.fr.Ready() {
 			if taken > 0 {
@@ -773,6 +803,11 @@ func (c *sconn) readLoop() error {
 			if read > 0 {
 				s.msgs.Add(read)
 				read = 0
+			}
+			if frames > 0 {
+				s.framesIn.Add(frames)
+				s.bytesIn.Add(bytes)
+				frames, bytes = 0, 0
 			}
 			// Setting a deadline costs a timer update: do it once per
 			// tenth of the idle timeout, not per read.
@@ -809,6 +844,8 @@ func (c *sconn) readLoop() error {
 			}
 			return c.protocolError(err)
 		}
+		frames++
+		bytes += uint64(HeaderSize + len(f.Body))
 		switch f.Type {
 		case TypeMsgs:
 			var n, resets int
@@ -945,11 +982,13 @@ func (c *sconn) queueOutcomes(outs []ackcore.Outcome) {
 		copy(nb, c.out)
 		c.out = nb
 	}
+	frames := 0
 	for !over && len(outs) > 0 {
 		n := min(len(outs), per)
 		c.out = AppendOutcomes(c.out, outs[:n])
 		c.nout += n
 		outs = outs[n:]
+		frames++
 	}
 	if over {
 		// More outcomes than the roots it may have pending (tasks taken
@@ -964,6 +1003,7 @@ func (c *sconn) queueOutcomes(outs []ackcore.Outcome) {
 	wake := c.writerIdle || over
 	c.writerIdle = false
 	c.mu.Unlock()
+	c.s.framesOut.Add(uint64(frames))
 	if over {
 		c.s.slow.Add(1)
 		c.s.log.Warn("netio: client not taking its outcomes", "remote", c.tag, "client", c.id)
@@ -1096,6 +1136,7 @@ func (c *sconn) write(buf []byte, lastDeadline *time.Time, wt time.Duration) (in
 		*lastDeadline = now
 	}
 	n, err := c.nc.Write(buf)
+	s.bytesOut.Add(uint64(n))
 	if err != nil {
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() && !c.short.Load() {

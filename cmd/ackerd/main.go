@@ -9,18 +9,26 @@
 // Failed{stopped} to the connection owning its spout task, says goodbye
 // and exits 0. A second signal, or -shutdown-timeout, cuts that short.
 // It exits 2 on bad flags and 1 when it cannot serve.
+//
+// While it runs, its admin endpoint (-admin, 127.0.0.1:9464 by default,
+// off when empty) serves /metrics (Prometheus), /healthz, /readyz (503
+// once shutting down), /pending?n= (the oldest pending roots as JSON,
+// with the client owning each one's task) and, with -pprof,
+// /debug/pprof/; see admin.go.
 package main
 
 import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -28,6 +36,7 @@ import (
 	"time"
 
 	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/acker"
 	"github.com/xorack/xorack/netio"
 )
 
@@ -61,7 +70,9 @@ ACKERD_SECRET; at least 16 bytes (a trailing newline in the file is
 dropped). Memory: each shard's table is allocated for -max-pending roots up
 front, and each connection slot has a ring of -ring-size messages into
 every shard (32 bytes each), so -max-conns x -shards x -ring-size x 32
-bytes of rings.
+bytes of rings; -max-bytes bounds tables, rings and held outcomes together,
+and a configuration that could take more is refused at start, naming the
+flags to change.
 `)
 	}
 	addr := fs.String("addr", "127.0.0.1:7070", "TCP `address` to listen on (host:port; port 0 picks one)")
@@ -85,11 +96,20 @@ bytes of rings.
 	clientCA := fs.String("tls-client-ca", "", "CA `file` (PEM): require and verify client certificates (mutual TLS)")
 	shutdownTimeout := fs.Duration("shutdown-timeout", 10*time.Second, "longest a clean shutdown waits for connections to take their last outcomes")
 	logLevel := fs.String("log", "info", "log level: debug, info, warn, error")
+	maxBytes := byteSize(acker.DefaultMaxBytes)
+	fs.Var(&maxBytes, "max-bytes", "the acker's memory `budget`: its shards' tables, rings and held outcomes together, each shard's table within it (like 8GiB); a configuration that could take more is refused")
+	adminAddr := fs.String("admin", DefaultAdmin, "HTTP `address` of the admin endpoint: /metrics (Prometheus), /healthz, /readyz, /pending?n=; empty turns it off")
+	withPprof := fs.Bool("pprof", false, "also serve /debug/pprof/ on the admin endpoint")
+	showVersion := fs.Bool("version", false, "print the version (module, VCS revision and time, Go) and exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return 2
+	}
+	if *showVersion {
+		fmt.Fprintln(stderr, version())
+		return 0
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "ackerd: unexpected arguments %q\n", fs.Args())
@@ -140,13 +160,13 @@ bytes of rings.
 	}
 	srv, err := netio.NewServer(netio.ServerConfig{
 		Secret: secret, TLS: tcfg, Shards: *shards, Pin: *pin,
-		Shard: ackcore.Config{MaxPending: *maxPending, Timeout: *timeout},
+		Shard: ackcore.Config{MaxPending: *maxPending, Timeout: *timeout, MaxBytes: int64(maxBytes)}, MaxBytes: int64(maxBytes),
 		Tasks: *tasks, MaxConns: *maxConns, MaxHandshakes: *maxHandshakes, MaxRootTimeout: *maxRootTimeout, MaxFrame: *maxFrame, MaxConnPending: *connPending,
 		RingSize: *ringSize, HandshakeTimeout: *hsTimeout, IdleTimeout: *idle, WriteTimeout: *wTimeout,
 		Logger: log,
 	})
 	if err != nil {
-		fmt.Fprintf(stderr, "ackerd: %v\n", err)
+		fmt.Fprintf(stderr, "ackerd: %s\n", flagWords(err.Error()))
 		return 2
 	}
 	ln, err := net.Listen("tcp", *addr)
@@ -155,8 +175,21 @@ bytes of rings.
 		srv.Close()
 		return 1
 	}
-	log.Info("ackerd: listening", "addr", ln.Addr().String(), "shards", *shards, "max_pending", *maxPending,
+	log.Info("ackerd: listening", "addr", ln.Addr().String(), "shards", *shards, "max_pending", *maxPending, "max_bytes", human(int64(maxBytes)),
 		"tls", tcfg != nil, "mutual_tls", tcfg != nil && tcfg.ClientAuth == tls.RequireAndVerifyClientCert)
+	if *adminAddr != "" {
+		aln, err := net.Listen("tcp", *adminAddr)
+		if err != nil {
+			fmt.Fprintf(stderr, "ackerd: -admin %s: %v\n", *adminAddr, err)
+			ln.Close()
+			srv.Close()
+			return 1
+		}
+		hs := &http.Server{Handler: adminHandler(srv, *withPprof), ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = hs.Serve(aln) }()
+		defer hs.Close()
+		log.Info("ackerd: admin endpoint listening", "admin", "http://"+aln.Addr().String()+"/", "pprof", *withPprof)
+	}
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}
@@ -216,18 +249,31 @@ func secretSource(file string) string {
 }
 
 func tlsConfig(cert, key, clientCA string) (*tls.Config, error) {
-	if cert == "" || key == "" {
-		return nil, errors.New("-tls-cert and -tls-key go together")
+	switch {
+	case cert == "" && key == "":
+		return nil, fmt.Errorf("-tls-client-ca %s needs -tls-cert and -tls-key: mutual TLS is TLS with the server's own certificate first", clientCA)
+	case key == "":
+		return nil, fmt.Errorf("-tls-cert %s needs -tls-key (its private key)", cert)
+	case cert == "":
+		return nil, fmt.Errorf("-tls-key %s needs -tls-cert (its certificate)", key)
 	}
-	kp, err := tls.LoadX509KeyPair(cert, key)
+	certPEM, err := readPEM("-tls-cert", cert)
 	if err != nil {
-		return nil, fmt.Errorf("TLS key pair: %w", err)
+		return nil, err
+	}
+	keyPEM, err := readPEM("-tls-key", key)
+	if err != nil {
+		return nil, err
+	}
+	kp, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("-tls-cert %s and -tls-key %s: %w", cert, key, err)
 	}
 	c := &tls.Config{Certificates: []tls.Certificate{kp}, MinVersion: tls.VersionTLS13}
 	if clientCA != "" {
-		pem, err := os.ReadFile(clientCA)
+		pem, err := readPEM("-tls-client-ca", clientCA)
 		if err != nil {
-			return nil, fmt.Errorf("-tls-client-ca: %w", err)
+			return nil, err
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
@@ -237,4 +283,17 @@ func tlsConfig(cert, key, clientCA string) (*tls.Config, error) {
 		c.ClientAuth = tls.RequireAndVerifyClientCert
 	}
 	return c, nil
+}
+
+// readPEM reads a PEM file a flag names, refusing one with no PEM block
+// (a DER file, a path to the wrong file) by its flag and name.
+func readPEM(flagName, file string) ([]byte, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", flagName, err)
+	}
+	if blk, _ := pem.Decode(b); blk == nil {
+		return nil, fmt.Errorf("%s %s: not PEM (no \"-----BEGIN\" block in its %s)", flagName, file, human(int64(len(b))))
+	}
+	return b, nil
 }

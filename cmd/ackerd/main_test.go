@@ -100,7 +100,9 @@ func startDaemon(t *testing.T, prefix []string, addr string, extra ...string) *d
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := append(append(prefix, exe, "-addr", addr, "-timeout", "20s"), extra...)
+	// The admin endpoint is off unless extra turns it on: daemons run side
+	// by side, some in namespaces without loopback.
+	args := append(append(prefix, exe, "-addr", addr, "-timeout", "20s", "-admin", ""), extra...)
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Env = append(os.Environ(), "ACKERD_MAIN=1", "ACKERD_SECRET="+secret)
 	pr, pw := io.Pipe()

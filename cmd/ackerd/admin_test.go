@@ -1,0 +1,206 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+
+	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/acker"
+	"github.com/xorack/xorack/netio"
+)
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, string(b)
+}
+
+// poll retries cond until it holds or d passes.
+func poll(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	for end := time.Now().Add(d); !cond(); time.Sleep(2 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// TestAdminEndpoint: /metrics passes promlint and counts what happened
+// (a wrong secret, a connection, a completed root), /pending shows the
+// root left pending with the client owning its task, /healthz and
+// /readyz answer 200 while serving and /readyz 503 once shutting down,
+// /debug/pprof/ is there only with -pprof.
+func TestAdminEndpoint(t *testing.T) {
+	srv, err := netio.NewServer(netio.ServerConfig{Secret: []byte(secret), Shards: 2, Tasks: 8,
+		Shard: ackcore.Config{MaxPending: 1 << 12, Timeout: 20 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve(ln)
+	poll(t, 5*time.Second, "the server to accept", srv.Accepting)
+	addr := ln.Addr().String()
+	if _, err := netio.Dial(netio.ClientConfig{Hosts: []string{addr}, Secret: []byte("the-wrong-secret-0123")}, acker.Spec{Producers: 1, Tasks: 1}); err == nil {
+		t.Fatal("a wrong secret connected")
+	}
+	c, err := netio.Dial(netio.ClientConfig{Hosts: []string{addr}, Secret: []byte(secret), ID: 0xabc, TaskBase: 3}, acker.Spec{Producers: 1, Tasks: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	p := c.Producer(0)
+	_ = p.SendBatch([]ackcore.Msg{{Root: 0x51, Kind: ackcore.Init, Val: 6}, {Root: 0x51, Kind: ackcore.Ack, Val: 6},
+		{Root: 0x52, Kind: ackcore.Init, Val: 1}})
+	_ = p.Flush()
+	if outs, _ := c.Receiver(0).WaitUntil(nil, time.After(5*time.Second)); len(outs) != 1 || outs[0].Root != 0x51 {
+		t.Fatalf("outcomes %v, want root 0x51's", outs)
+	}
+
+	web := httptest.NewServer(adminHandler(srv, false))
+	defer web.Close()
+	// The counters move a little after the outcome the client saw (the
+	// reader counts its read batch after handing it on, the writer lowers
+	// the unwritten count after its write, the shards publish at their
+	// tick): scrape until every series says what happened, or say which
+	// did not.
+	wants := []string{
+		`ackerd_handshake_failures_total{cause="auth"} 1` + "\n",
+		`ackerd_connections{state="authenticated"} 1` + "\n",
+		`ackerd_connections{state="handshake"} 0` + "\n",
+		"ackerd_messages_total 3\n",
+		"ackerd_frames_received_total 1\n",
+		"ackerd_roots_unwritten 1\n",
+		"ackerd_outcomes_routed_total 1\n",
+		`ackerd_acker_orphans_evicted_total{shard="1"} 0` + "\n",
+		`ackerd_acker_fails_overflow_total{how="dropped",shard="0"} 0` + "\n",
+		`ackerd_build_info{goversion="go`,
+		"go_goroutines ",
+	}
+	var metrics string
+	var missing []string
+	end := time.Now().Add(5 * time.Second)
+	for {
+		_, metrics = get(t, web.URL+"/metrics")
+		missing = missing[:0]
+		for _, w := range wants {
+			if !strings.Contains(metrics, w) {
+				missing = append(missing, w)
+			}
+		}
+		completed := strings.Contains(metrics, `ackerd_acker_roots_completed_total{shard="0"} 1`) ||
+			strings.Contains(metrics, `ackerd_acker_roots_completed_total{shard="1"} 1`)
+		if !completed {
+			missing = append(missing, "ackerd_acker_roots_completed_total 1 on a shard")
+		}
+		if len(missing) == 0 {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("/metrics lacks %q:\n%s", missing, metrics)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	problems, err := promlint.New(strings.NewReader(metrics)).Lint()
+	if err != nil || len(problems) > 0 {
+		t.Errorf("promlint on /metrics: %v %v", err, problems)
+	}
+	if problems, err := testutil.CollectAndLint(newServerCollector(srv)); err != nil || len(problems) > 0 {
+		t.Errorf("CollectAndLint: %v %v", err, problems)
+	}
+
+	code, body := get(t, web.URL+"/pending?n=5")
+	var pend []pendingRoot
+	if err := json.Unmarshal([]byte(body), &pend); code != 200 || err != nil {
+		t.Fatalf("/pending: %d %v %s", code, err, body)
+	}
+	if len(pend) != 1 || pend[0].Root != "0x52" || pend[0].Task == nil || *pend[0].Task != 3 || pend[0].Client != "0xabc" ||
+		pend[0].Remote == "" || pend[0].AgeSeconds < 0 || pend[0].DeadlineSeconds <= 0 || pend[0].DeadlineSeconds > 20 {
+		t.Fatalf("/pending: %s", body)
+	}
+	for _, bad := range []string{"0", "x", "1001"} {
+		if code, body := get(t, web.URL+"/pending?n="+bad); code != 400 || !strings.Contains(body, `n="`+bad+`"`) {
+			t.Errorf("/pending?n=%s: %d %s", bad, code, body)
+		}
+	}
+	for _, path := range []string{"/healthz", "/readyz"} {
+		if code, _ := get(t, web.URL+path); code != 200 {
+			t.Errorf("%s: %d", path, code)
+		}
+	}
+	if code, _ := get(t, web.URL+"/debug/pprof/"); code != 404 {
+		t.Errorf("/debug/pprof/ without -pprof: %d, want 404", code)
+	}
+	withPprof := httptest.NewServer(adminHandler(srv, true))
+	defer withPprof.Close()
+	if code, body := get(t, withPprof.URL+"/debug/pprof/"); code != 200 || !strings.Contains(body, "goroutine") {
+		t.Errorf("/debug/pprof/ with -pprof: %d", code)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(ctx)
+	if code, _ := get(t, web.URL+"/readyz"); code != 503 {
+		t.Errorf("/readyz after Shutdown: %d, want 503", code)
+	}
+	if code, _ := get(t, web.URL+"/healthz"); code != 200 {
+		t.Errorf("/healthz after Shutdown: %d, want 200", code)
+	}
+}
+
+// TestAdminFlag: ackerd -admin serves the endpoint at the address it
+// logs, with pprof under -pprof.
+func TestAdminFlag(t *testing.T) {
+	d := startDaemon(t, nil, "127.0.0.1:0", "-admin", "127.0.0.1:0", "-pprof")
+	var url string
+	poll(t, 10*time.Second, "the admin address in the log", func() bool {
+		log := d.log.String()
+		i := strings.Index(log, "admin=http://")
+		if i < 0 {
+			return false
+		}
+		url = strings.TrimSuffix(strings.Fields(log[i+len("admin="):])[0], "/")
+		return true
+	})
+	for _, path := range []string{"/healthz", "/readyz", "/debug/pprof/", "/metrics"} {
+		if code, _ := get(t, url+path); code != 200 {
+			t.Errorf("%s: %d", path, code)
+		}
+	}
+}
+
+// TestAdminAddrInUse: an -admin address taken is an error naming it.
+func TestAdminAddrInUse(t *testing.T) {
+	t.Setenv("ACKERD_SECRET", secret)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var b strings.Builder
+	if rc := run([]string{"-addr", "127.0.0.1:0", "-admin", ln.Addr().String(), "-max-pending", "1024"}, &b, nil); rc != 1 ||
+		!strings.Contains(b.String(), "ackerd: -admin "+ln.Addr().String()+": listen tcp "+ln.Addr().String()+": bind: address already in use") {
+		t.Fatalf("exit %d: %s", rc, b.String())
+	}
+}

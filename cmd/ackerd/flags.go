@@ -1,0 +1,128 @@
+package main
+
+import (
+	"fmt"
+	"regexp"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+)
+
+// byteSize is a flag of bytes: a whole number with an optional binary
+// unit (KiB, MiB, GiB, TiB) or B: "4GiB", "512MiB", "1073741824".
+type byteSize int64
+
+var byteUnits = []struct {
+	suffix string
+	shift  uint
+}{{"TiB", 40}, {"GiB", 30}, {"MiB", 20}, {"KiB", 10}, {"B", 0}}
+
+func (b *byteSize) String() string { return human(int64(*b)) }
+
+func (b *byteSize) Set(s string) error {
+	num, shift := strings.TrimSpace(s), uint(0)
+	for _, u := range byteUnits {
+		if n, ok := strings.CutSuffix(num, u.suffix); ok {
+			num, shift = strings.TrimSpace(n), u.shift
+			break
+		}
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n < 1 || n > (1<<63-1)>>shift {
+		return fmt.Errorf("%q is not a positive number of bytes (like 4GiB, 512MiB or 1073741824)", s)
+	}
+	*b = byteSize(n << shift)
+	return nil
+}
+
+// human writes a byte count as people read it: "4.0 GiB", "300 KiB",
+// "512 bytes".
+func human(n int64) string {
+	switch {
+	case n >= 1<<40:
+		return fmt.Sprintf("%.1f TiB", float64(n)/(1<<40))
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// flagWords rewrites a configuration error of the packages below
+// (acker, ackcore, via netio) in the words of ackerd's flags: the
+// acker's producers are -max-conns, its RingSize -ring-size, a shard's
+// MaxPending -max-pending, the budget MaxBytes -max-bytes; and it writes
+// every byte count for people ("17136744968 bytes" becomes "16.0 GiB").
+// TestErrorWording pins the rewritten texts, so a change of the
+// wording below shows there.
+func flagWords(msg string) string {
+	for _, r := range flagRewrites {
+		msg = r.re.ReplaceAllString(msg, r.to)
+	}
+	return bytesRe.ReplaceAllStringFunc(msg, func(m string) string {
+		n, err := strconv.ParseInt(bytesRe.FindStringSubmatch(m)[1], 10, 64)
+		if err != nil {
+			return m
+		}
+		return human(n)
+	})
+}
+
+var flagRewrites = []struct {
+	re *regexp.Regexp
+	to string
+}{
+	{regexp.MustCompile(`(\d+) producers`), "-max-conns $1"},
+	{regexp.MustCompile(`(\d+) shards`), "-shards $1"},
+	{regexp.MustCompile(`\bRingSize (\d+)`), "-ring-size $1"},
+	{regexp.MustCompile(`\bMaxPending (\d+)`), "-max-pending $1"},
+	{regexp.MustCompile(`(the memory budget )?MaxBytes (\d+)( bytes)?`), "-max-bytes $2 bytes"},
+	// ackcore's "(3600000000 for the table": a count of bytes without the word.
+	{regexp.MustCompile(`\((\d+) for the table`), "($1 bytes for the table"},
+	// acker's "3221225472 bytes (3.0 GiB)": the figure is said twice.
+	{regexp.MustCompile(`(\d+) bytes \((\d+\.\d [KMGT]iB)\)`), "$1 bytes"},
+}
+
+var bytesRe = regexp.MustCompile(`(\d+) bytes`)
+
+// version is -version's line: the module's version, the VCS revision
+// and time when the build recorded them, the Go version.
+func version() string { return versionOf(debug.ReadBuildInfo()) }
+
+func versionOf(bi *debug.BuildInfo, ok bool) string {
+	var b strings.Builder
+	b.WriteString("ackerd")
+	if !ok {
+		fmt.Fprintf(&b, " (no build info) %s", runtime.Version())
+		return b.String()
+	}
+	fmt.Fprintf(&b, " %s", bi.Main.Version)
+	if bi.Main.Path != "" {
+		fmt.Fprintf(&b, " (%s)", bi.Main.Path)
+	}
+	var rev, at, dirty string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			at = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "+modified"
+			}
+		}
+	}
+	if rev != "" {
+		fmt.Fprintf(&b, " revision %s%s", rev, dirty)
+	}
+	if at != "" {
+		fmt.Fprintf(&b, " at %s", at)
+	}
+	fmt.Fprintf(&b, " %s", bi.GoVersion)
+	return b.String()
+}

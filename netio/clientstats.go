@@ -1,0 +1,98 @@
+package netio
+
+import (
+	"cmp"
+	"slices"
+	"sync/atomic"
+	"time"
+)
+
+// This file holds what a client says of its hosts: the counterpart of
+// the server's observers (observe.go), read on demand from counters the
+// client keeps anyway.
+
+// ioCounts are a host's frame and byte counters: the reader's pair added
+// once per read batch, bytesOut once per write, on a line of their own.
+type ioCounts struct {
+	_                 [cacheLine]byte
+	framesIn, bytesIn atomic.Uint64 // written by the reader
+	bytesOut          atomic.Uint64 // written by the writer
+	_                 [cacheLine - 24]byte
+}
+
+// HostStats is what a client knows of one host (Client.Hosts).
+type HostStats struct {
+	Addr string
+	Up   bool
+	// Connections counts the connections established to it,
+	// ConnectFailures the attempts that failed; LastError says why the
+	// last attempt or connection failed ("" if none did).
+	Connections, ConnectFailures uint64
+	LastError                    string
+	// Pending is the roots sent to it whose outcome has not come back.
+	Pending int
+	// FramesIn and BytesIn count what its connections read; FramesOut the
+	// frames handed to them, BytesOut the bytes written.
+	FramesIn, BytesIn, FramesOut, BytesOut uint64
+	// Outcomes it delivered: Completed and Failed by reason (explicit,
+	// timeout, full, stopped, lost), and the stale ones dropped.
+	Completed, FailedExplicit, FailedTimeout, FailedFull, FailedStopped, Lost, Stale uint64
+}
+
+// Hosts returns each host's counters, in the order of ClientConfig.Hosts.
+func (c *Client) Hosts() []HostStats {
+	hs := make([]HostStats, len(c.hosts))
+	for i, h := range c.hosts {
+		st := HostStats{Addr: h.addr, Up: h.up.Load(), Connections: h.conns.Load(), ConnectFailures: h.fails.Load(),
+			FramesIn: h.io.framesIn.Load(), BytesIn: h.io.bytesIn.Load(), BytesOut: h.io.bytesOut.Load(),
+			Completed: h.cnt.completed.Load(), FailedExplicit: h.cnt.explicit.Load(), FailedTimeout: h.cnt.timeout.Load(),
+			FailedFull: h.cnt.full.Load(), FailedStopped: h.cnt.stopped.Load(), Lost: h.cnt.lost.Load(), Stale: h.cnt.stale.Load()}
+		h.mu.Lock()
+		st.FramesOut, st.LastError = h.framesOut, h.lastErr
+		h.mu.Unlock()
+		h.pendMu.Lock()
+		st.Pending = h.pend.n
+		h.pendMu.Unlock()
+		hs[i] = st
+	}
+	return hs
+}
+
+func (h *host) setLastErr(s string) {
+	h.mu.Lock()
+	h.lastErr = s
+	h.mu.Unlock()
+}
+
+// PendingRoot is a root the client sent and has no outcome for
+// (Client.OldestPending).
+type PendingRoot struct {
+	Root uint64
+	Task uint32        // the local (Spec) task of its INIT
+	Age  time.Duration // since its INIT was written, to the millisecond
+	Host string        // the host it was sent to
+}
+
+// OldestPending returns up to n roots in flight, oldest first, from the
+// hosts' pending tables: what this client sent and is still waiting for.
+// It scans every table under its lock (a diagnostic, not a hot path).
+// The servers' own view (their acker's deadlines, roots of other
+// clients) is their admin endpoint's /pending: the wire protocol has no
+// frame to ask for it, and one is not worth a protocol version.
+func (c *Client) OldestPending(n int) []PendingRoot {
+	if n <= 0 {
+		return nil
+	}
+	now := time.Since(c.epoch)
+	var all []PendingRoot
+	for _, h := range c.hosts {
+		h.pendMu.Lock()
+		h.pend.each(func(root, v uint64) {
+			all = append(all, PendingRoot{Root: root, Task: uint32(v & pendTaskMask),
+				Age: now - time.Duration(v>>pendMsShift)*time.Millisecond, Host: h.addr})
+		})
+		h.pendMu.Unlock()
+	}
+	slices.SortStableFunc(all, func(x, y PendingRoot) int { return cmp.Compare(y.Age, x.Age) })
+	return all[:min(n, len(all))]
+}

@@ -1,0 +1,140 @@
+package netio
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"log/slog"
+	"net"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/xorack/xorack/acker"
+)
+
+var oneTask = acker.Spec{Producers: 1, Tasks: 1}
+
+// closedAddr is a loopback address nothing listens on.
+func closedAddr(t *testing.T) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// TestDialErrorSaysWhy: Dial's error carries each host's reason, in its
+// own words, and Port's error comes with a nil interface.
+func TestDialErrorSaysWhy(t *testing.T) {
+	s := startServer(t, nil)
+	ca := newCA(t)
+	tlsSrv := startServer(t, func(c *ServerConfig) {
+		c.TLS = &tls.Config{Certificates: []tls.Certificate{ca.issue(t, "server", x509.ExtKeyUsageServerAuth)}, MinVersion: tls.VersionTLS13}
+	})
+	// A server of another protocol version: its first frame says 2.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			ch := AppendChallenge(nil, &Challenge{MaxFrame: DefaultMaxFrame, Tasks: 64})
+			ch[offVersion] = Version + 1
+			_, _ = c.Write(ch)
+			c.Close()
+		}
+	}()
+	refused := closedAddr(t)
+
+	wrongSecret := clientCfg(s.addr)
+	wrongSecret.Secret = []byte("not-the-secret-0123456789")
+	otherCA := newCA(t)
+	badTLS := clientCfg(tlsSrv.addr)
+	badTLS.TLS = &tls.Config{RootCAs: otherCA.pool}
+	for _, tc := range []struct {
+		name string
+		cfg  ClientConfig
+		want string // the whole error, or its start when it ends in "..."
+		is   error
+	}{
+		{"refused", clientCfg(refused), "netio: could not connect to any of 1 hosts: " + refused + ": connect: connection refused", syscall.ECONNREFUSED},
+		{"wrong secret", wrongSecret, "netio: could not connect to any of 1 hosts: " + s.addr + ": hello MAC does not match (handshake refused, code auth)", nil},
+		{"tls", badTLS, "netio: could not connect to any of 1 hosts: " + tlsSrv.addr + ": TLS handshake: tls: failed to verify certificate: x509: certificate signed by unknown authority...", nil},
+		{"version", clientCfg(ln.Addr().String()), "netio: could not connect to any of 1 hosts: " + ln.Addr().String() + ": reading challenge: frame version 2, this side speaks 1", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := tc.cfg.Port(oneTask)
+			if err == nil {
+				p.Stop()
+				t.Fatal("connected")
+			}
+			if p != nil {
+				t.Fatalf("Port returned %#v with its error, want a nil interface", p)
+			}
+			if w, ok := strings.CutSuffix(tc.want, "..."); ok && !strings.HasPrefix(err.Error(), w) || !ok && err.Error() != tc.want {
+				t.Fatalf("error\n%q\nwant\n%q", err, tc.want)
+			}
+			var he *HostError
+			if !errors.As(err, &he) || he.Addr != tc.cfg.Hosts[0] {
+				t.Fatalf("errors.As HostError: %v", he)
+			}
+			if tc.is != nil && !errors.Is(err, tc.is) {
+				t.Fatalf("errors.Is(%v, %v) is false", err, tc.is)
+			}
+		})
+	}
+
+	// Two hosts down: both reasons, in address order.
+	both := clientCfg(refused, s.addr)
+	both.Secret = wrongSecret.Secret
+	_, err = Dial(both, oneTask)
+	if err == nil || !strings.HasPrefix(err.Error(), "netio: could not connect to any of 2 hosts: ") ||
+		!strings.Contains(err.Error(), refused+": connect: connection refused") ||
+		!strings.Contains(err.Error(), s.addr+": hello MAC does not match") || strings.Count(err.Error(), "; ") != 1 {
+		t.Fatalf("two hosts: %v", err)
+	}
+}
+
+// TestDefaultLoggerRateLimits: with no Logger the client warns on
+// slog.Default about a host that cannot connect once per LogInterval,
+// however often it retries, and says nothing about the host that
+// connected.
+func TestDefaultLoggerRateLimits(t *testing.T) {
+	buf := &syncBuf{}
+	old := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(buf, nil)))
+	defer slog.SetDefault(old)
+
+	s := startServer(t, nil)
+	refused := closedAddr(t)
+	cfg := clientCfg(s.addr, refused)
+	cfg.BackoffMin, cfg.BackoffMax = time.Millisecond, 2*time.Millisecond
+	c, err := Dial(cfg, oneTask)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Stop()
+	waitFor(t, 5*time.Second, "ten failed attempts", func() bool {
+		_, cs := c.Stats()
+		return cs.ConnectFailures >= 10
+	})
+	log := buf.String()
+	if n := strings.Count(log, "host="+refused); n != 1 {
+		t.Fatalf("%d warnings about %s after 10 failed attempts, want 1:\n%s", n, refused, log)
+	}
+	if !strings.Contains(log, "level=WARN msg=\"netio: cannot connect\" host="+refused+" reason=\"connect: connection refused\"") {
+		t.Fatalf("warning does not say why:\n%s", log)
+	}
+	if strings.Contains(log, s.addr) {
+		t.Fatalf("default logger logged the host that connected:\n%s", log)
+	}
+}
