@@ -65,7 +65,10 @@ type ClientConfig struct {
 	MaxFrame int
 	// DialTimeout bounds a connection attempt, handshake included
 	// (default 5s). Port waits up to this long for the first attempt at
-	// every host and fails if none connected.
+	// every host and fails if none connected; a host that refuses for
+	// lack of room (CloseOverloaded: at MaxConns, or a handshake dropped
+	// for a newer one under a connection flood) is tried again every
+	// BackoffMin within that time before it counts as failed.
 	DialTimeout time.Duration
 	// WriteTimeout gives a host up when its socket takes no bytes for
 	// this long (default 10s).
@@ -343,6 +346,22 @@ type HostError struct {
 
 func (e *HostError) Error() string { return e.Addr + ": " + e.Err.Error() }
 func (e *HostError) Unwrap() error { return e.Err }
+
+// refusedError is a server's close frame read in the handshake: its code
+// and the text the client reports.
+type refusedError struct {
+	code uint16
+	text string
+}
+
+func (e *refusedError) Error() string { return e.text }
+
+// busy reports whether err is a server's refusal for lack of room
+// (CloseOverloaded), which a retry may get past.
+func busy(err error) bool {
+	var r *refusedError
+	return errors.As(err, &r) && r.code == CloseOverloaded
+}
 
 // closeCodeName names a close code for an error text.
 func closeCodeName(code uint16) string {
@@ -1151,11 +1170,23 @@ func (h *host) run(first chan<- error) {
 	defer c.wg.Done()
 	backoff := c.cfg.BackoffMin
 	reported := false
+	dialed := time.Now()
 	for !c.closed.Load() {
 		conn, fr, w, err := h.connect()
 		if err != nil {
 			h.fails.Add(1)
 			h.setLastErr("cannot connect: " + err.Error())
+			if !reported && busy(err) && time.Since(dialed) < c.cfg.DialTimeout {
+				// The server was busy (at MaxConns, or it dropped this
+				// handshake for a newer one): Dial tries again within
+				// its dial timeout rather than fail at once.
+				select {
+				case <-time.After(c.cfg.BackoffMin):
+				case <-c.stopped:
+					return
+				}
+				continue
+			}
 			if !reported {
 				first <- &HostError{Addr: h.addr, Err: err}
 				reported = true
@@ -1260,7 +1291,7 @@ func (h *host) connect() (net.Conn, *FrameReader, Welcome, error) {
 	}
 	if f.Type == TypeClose {
 		code, reason, _ := DecodeClose(f.Body)
-		return fail(fmt.Errorf("%s (connection refused, code %s)", reason, closeCodeName(code)))
+		return fail(&refusedError{code: code, text: fmt.Sprintf("%s (connection refused, code %s)", reason, closeCodeName(code))})
 	}
 	if f.Type != TypeChallenge {
 		return fail(fmt.Errorf("sent %s, want challenge", typeName(f.Type)))
@@ -1288,7 +1319,7 @@ func (h *host) connect() (net.Conn, *FrameReader, Welcome, error) {
 	}
 	if f.Type == TypeClose {
 		code, reason, _ := DecodeClose(f.Body)
-		return fail(fmt.Errorf("%s (handshake refused, code %s)", reason, closeCodeName(code)))
+		return fail(&refusedError{code: code, text: fmt.Sprintf("%s (handshake refused, code %s)", reason, closeCodeName(code))})
 	}
 	if f.Type != TypeWelcome {
 		return fail(fmt.Errorf("sent %s, want welcome", typeName(f.Type)))

@@ -169,6 +169,11 @@ flags to change.
 		fmt.Fprintf(stderr, "ackerd: %s\n", flagWords(err.Error()))
 		return 2
 	}
+	// Signals are caught before anything says "listening": a SIGTERM sent
+	// as soon as the log says so shuts down cleanly, never kills.
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sigs)
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		fmt.Fprintf(stderr, "ackerd: %v\n", err)
@@ -193,9 +198,6 @@ flags to change.
 	if ready != nil {
 		ready <- ln.Addr().String()
 	}
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
-	defer signal.Stop(sigs)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	select {

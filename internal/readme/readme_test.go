@@ -168,16 +168,22 @@ func TestCommands(t *testing.T) {
 	}
 }
 
-// freePort turns -addr host:port into host:0: the README's port may be
-// taken on a CI machine.
+// freePort turns -addr and -admin host:port into host:0: the README's
+// ports may be taken on a CI machine, and ackerd's admin endpoint has a
+// fixed default port, which is given one too when the command names none.
 func freePort(args []string) []string {
 	out := slices.Clone(args)
+	admin := false
 	for i := 0; i+1 < len(out); i++ {
-		if out[i] == "-addr" {
+		if out[i] == "-addr" || out[i] == "-admin" {
+			admin = admin || out[i] == "-admin"
 			if j := strings.LastIndex(out[i+1], ":"); j >= 0 {
 				out[i+1] = out[i+1][:j] + ":0"
 			}
 		}
+	}
+	if !admin && slices.Contains(out, "-addr") {
+		out = append(out, "-admin", "127.0.0.1:0")
 	}
 	return out
 }
@@ -264,7 +270,7 @@ func TestExtract(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("commands:\n got %q\nwant %q", got, want)
 	}
-	if got := freePort([]string{"-addr", "127.0.0.1:7070", "-shards", "2"}); !slices.Equal(got, []string{"-addr", "127.0.0.1:0", "-shards", "2"}) {
+	if got := freePort([]string{"-addr", "127.0.0.1:7070", "-shards", "2"}); !slices.Equal(got, []string{"-addr", "127.0.0.1:0", "-shards", "2", "-admin", "127.0.0.1:0"}) {
 		t.Errorf("freePort: %q", got)
 	}
 }
