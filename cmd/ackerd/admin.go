@@ -49,6 +49,7 @@ func adminHandler(srv *netio.Server, withPprof bool) http.Handler {
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("GET /pending", func(w http.ResponseWriter, r *http.Request) { servePending(srv, w, r) })
+	mux.Handle("GET /{$}", newStatusHandler(srv, version()))
 	if withPprof {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)
 		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -143,6 +144,24 @@ func TestAdminEndpoint(t *testing.T) {
 		if code, body := get(t, web.URL+"/pending?n="+bad); code != 400 || !strings.Contains(body, `n="`+bad+`"`) {
 			t.Errorf("/pending?n=%s: %d %s", bad, code, body)
 		}
+	}
+	// The status page (GET /) shows the same figures: the pending root
+	// with its task, the client with its pending count, the failed
+	// handshake, two shards, one of them with the completion.
+	code, page := get(t, web.URL+"/")
+	for _, want := range []string{
+		"accepting connections",
+		`<td class="l">0x52</td><td>3</td>`,
+		`<td class="l">0xabc</td>`,
+		"1 open, 0 in the handshake; 2 accepted, 1 failed the handshake",
+		`<tr><td class="l">0</td>`, `<tr><td class="l">1</td>`,
+	} {
+		if code != 200 || !strings.Contains(page, want) {
+			t.Errorf("status page (%d) lacks %q:\n%s", code, want, page)
+		}
+	}
+	if !regexp.MustCompile(`<td class="l">0xabc</td><td class="l">[^<]+</td><td>1</td>`).MatchString(page) {
+		t.Errorf("status page: client 0xabc should show 1 pending root:\n%s", page)
 	}
 	for _, path := range []string{"/healthz", "/readyz"} {
 		if code, _ := get(t, web.URL+path); code != 200 {
