@@ -138,6 +138,11 @@ func newNetioPipe(pc pipeline.Config) (pipeline.Pipe, error) {
 		// Neither bound may bind before the acker's own: the stream keeps
 		// about P roots pending, and more are in flight on the wire.
 		MaxConnPending: 4 * pc.MaxPending * pc.Shards,
+		// No flood here, and the fair shares must not bind: a connection's
+		// held count runs ahead of its entries by the outcomes on their way
+		// to the router, which on a loaded machine passed the default
+		// slack (TestNetLevel had INITs refused in CI's parallel run).
+		ShareSlack: 1 << 30,
 	})
 	if err != nil {
 		return nil, err

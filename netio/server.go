@@ -70,6 +70,14 @@ type ServerConfig struct {
 	// (backpressure), so a client that does not read holds at most this
 	// many outcomes in the server. Default 1<<16.
 	MaxConnPending int
+	// ShareSlack is how far a connection's count of roots held in the
+	// acker may run past its fair share (Server.Share) before its INITs
+	// are refused: that count runs ahead of its entries in the table by
+	// the outcomes on their way to the router. 0 means eight rings' worth,
+	// 8 × Shards × RingSize. A host whose router may lag far behind (CPU
+	// starved) and that expects no flood can raise it; the shares then
+	// bind later.
+	ShareSlack int
 	// HandshakeTimeout bounds the handshake, TLS included (default
 	// DefaultHandshakeTimeout).
 	HandshakeTimeout time.Duration
@@ -145,6 +153,8 @@ func (c *ServerConfig) fill() error {
 		return fmt.Errorf("netio: MaxFrame %d out of range [%d, %d]", c.MaxFrame, MinMaxFrame, 64<<20)
 	case c.MaxConnPending < 1:
 		return fmt.Errorf("netio: MaxConnPending %d below 1", c.MaxConnPending)
+	case c.ShareSlack < 0:
+		return fmt.Errorf("netio: ShareSlack %d below 0", c.ShareSlack)
 	case c.HandshakeTimeout < 0 || c.WriteTimeout < 0:
 		return fmt.Errorf("netio: negative timeout (handshake %v, write %v)", c.HandshakeTimeout, c.WriteTimeout)
 	case c.IdleTimeout < 30*time.Millisecond:

@@ -40,8 +40,14 @@ func (s *Server) shareOf(n int64) int64 {
 // router (RingSize each, per shard) and held by the executors while the
 // router catches up. Eight rings' worth: with two, the net level's four
 // connections, each keeping a quarter of a table sized 1.05x the stream,
-// had INITs refused (outcomes waiting for the router); with eight, none.
-func (s *Server) shareSlack() int64 { return 8 * int64(s.cfg.Shards) * int64(s.cfg.RingSize) }
+// had INITs refused (outcomes waiting for the router); with eight, none
+// on an idle machine (ServerConfig.ShareSlack sets it).
+func (s *Server) shareSlack() int64 {
+	if s.cfg.ShareSlack > 0 {
+		return int64(s.cfg.ShareSlack)
+	}
+	return 8 * int64(s.cfg.Shards) * int64(s.cfg.RingSize)
+}
 
 // ResetShare is the most RESETs a connection may send within
 // MaxRootTimeout now: half the table over the authenticated
