@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"time"
 
+	"github.com/xorack/xorack/internal/bytesize"
 	"github.com/xorack/xorack/internal/invariants"
 	"github.com/xorack/xorack/timerwheel"
 )
@@ -128,7 +129,7 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("ackcore: ProgressCap %v is not a whole number of ticks (Tick %v)", c.ProgressCap, tick)
 	}
 	if b, budget := c.Bytes(), c.maxBytes(); b > budget {
-		return fmt.Errorf("ackcore: MaxPending %d needs up to %d bytes (%d for the table, allocated up front), over the memory budget MaxBytes %d", c.MaxPending, b, c.tableBytes(), budget)
+		return fmt.Errorf("ackcore: MaxPending %d needs up to %s, %s of it for the table (allocated up front), over the memory budget MaxBytes %s", c.MaxPending, bytesize.Of(b), bytesize.Of(c.tableBytes()), bytesize.Of(budget))
 	}
 	return nil
 }

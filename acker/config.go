@@ -2,6 +2,7 @@ package acker
 
 import (
 	"fmt"
+	"github.com/xorack/xorack/internal/bytesize"
 	"math/bits"
 	"runtime"
 	"unsafe"
@@ -262,15 +263,4 @@ func sat(a, b int64) int64 {
 }
 
 // bytesOf writes n bytes for an error message: "3221225472 bytes (3.0 GiB)".
-func bytesOf(n int64) string {
-	const gib, mib = 1 << 30, 1 << 20
-	switch {
-	case n == 1<<63-1:
-		return "more than 9223372036854775807 bytes (8 EiB)"
-	case n >= gib:
-		return fmt.Sprintf("%d bytes (%.1f GiB)", n, float64(n)/gib)
-	case n >= mib:
-		return fmt.Sprintf("%d bytes (%.1f MiB)", n, float64(n)/mib)
-	}
-	return fmt.Sprintf("%d bytes", n)
-}
+func bytesOf(n int64) string { return bytesize.Of(n) }
