@@ -95,6 +95,8 @@ type Tracker struct {
 
 	committed int64 // highest offset passed to Committed; -1 before any
 
+	scratch []byte // AppendDone's blob, reused
+
 	stats Stats
 
 	debugOps uint64 // operations since New, for the amortised debug check
