@@ -34,6 +34,11 @@ const (
 	// DefaultCommitTimeout bounds one commit request, the revocation
 	// commit included (which holds the rebalance while it runs).
 	DefaultCommitTimeout = 10 * time.Second
+	// DefaultCommitMetadataBytes is the budget for the done set in each
+	// commit's metadata: Kafka's default offset.metadata.max.bytes, 4,096
+	// (a broker refuses a commit whose metadata is longer, so the spout
+	// never sends one).
+	DefaultCommitMetadataBytes = 4096
 	// DefaultFetchMaxWait is how long a fetch waits for data on the
 	// broker. Lower than franz-go's 5 s because a partition resumed after
 	// a pause joins only the next fetch to its broker.
@@ -63,6 +68,14 @@ type Config struct {
 	CommitInterval time.Duration
 	// CommitTimeout bounds each commit request.
 	CommitTimeout time.Duration
+	// CommitMetadataBytes is the budget, in bytes, for the done set each
+	// commit carries in its metadata: the records done above the
+	// committed offset, which the next owner skips instead of replaying
+	// (offsets.AppendDone). Keep it at or below the brokers'
+	// offset.metadata.max.bytes. -1 commits the offset alone. A set that
+	// does not fit covers what fits; the rest is replayed, as with the
+	// offset alone (Stats.DoneSetTruncated).
+	CommitMetadataBytes int
 
 	// DeadLetterTopic, if set, receives each record whose last attempt
 	// failed (the engine's Retry policy decides when that is), with
@@ -144,6 +157,14 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.CommitTimeout < time.Millisecond {
 		return c, fmt.Errorf("kafka: Config.CommitTimeout %v below 1ms", c.CommitTimeout)
+	}
+	switch {
+	case c.CommitMetadataBytes == 0:
+		c.CommitMetadataBytes = DefaultCommitMetadataBytes
+	case c.CommitMetadataBytes == -1:
+	case c.CommitMetadataBytes < offsets.MinDoneBudget || c.CommitMetadataBytes > offsets.MaxDoneText:
+		return c, fmt.Errorf("kafka: Config.CommitMetadataBytes %d out of range [%d, %d] (or -1: none)",
+			c.CommitMetadataBytes, offsets.MinDoneBudget, offsets.MaxDoneText)
 	}
 	if c.Stream == "" {
 		c.Stream = topology.DefaultStream

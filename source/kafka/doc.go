@@ -27,6 +27,14 @@
 // the engine acks each record as it is emitted, so its offset is committed
 // whether or not the bolts got to it.
 //
+// Each commit carries the partition's done set in its metadata: the
+// records done above the committed offset, encoded by the tracker
+// (offsets.AppendDone) within Config.CommitMetadataBytes. On assignment
+// the spout reads it back (OnOffsetsFetched) and marks those records done
+// as they are fetched instead of emitting them (Stats.SkippedDone), so a
+// crash replays only the records that had not finished, not everything
+// above a record stuck in retries (docs/semantics.md, rule 18).
+//
 // The spout never calls SpoutCollector.Done: a topic has no end. A
 // program that processes a bounded amount stops the topology once the
 // group has committed every partition to its end (WaitCaughtUp, Lag).

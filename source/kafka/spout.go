@@ -45,6 +45,14 @@ type partition struct {
 	paused bool             // fetching paused because tr is Full
 	buf    []*kgo.Record    // fetched and not yet emitted, from head on
 	head   int
+
+	// skip is the done set read back with the group's committed offset at
+	// this assignment: records in it are done already and are marked
+	// done, not emitted. Empty when there was none.
+	skip offsets.DoneSet
+	// sentDone is the tracker's Done count when its last accepted commit
+	// was chosen: a commit is due when the floor moved or this did.
+	sentDone uint64
 }
 
 func (p *partition) buffered() int { return len(p.buf) - p.head }
@@ -108,6 +116,9 @@ type Spout struct {
 	opened        bool
 	closed        bool
 	stats         Stats
+	meta          []byte              // the done set being encoded, reused
+	ids           map[[16]byte]string // topic id to name, for OffsetFetch v10+
+	lastTruncLog  time.Time           // the last log of a done set that did not fit
 }
 
 // Stats are a spout's counters (since Open) and, in Partitions, the state
@@ -128,6 +139,10 @@ type Stats struct {
 	Commits      uint64 // commit requests the broker accepted
 	CommitErrors uint64 // commit requests that failed, or partitions in them the broker refused
 	LateCommits  uint64 // accepted offsets at or below the committed offset already known (ignored)
+
+	SkippedDone      uint64 // records fetched again that the committed done set named done: not emitted
+	DoneSetTruncated uint64 // commits of a partition whose done set did not fit CommitMetadataBytes (the rest replays)
+	DoneSetIgnored   uint64 // committed metadata read back that was foreign, malformed or for another offset: ignored
 
 	Pauses  uint64 // times a partition's fetching was paused (its tracker full)
 	Resumes uint64 // times it was resumed
@@ -189,6 +204,7 @@ func (s *Spout) Open(tc topology.TaskContext) error {
 		kgo.OnPartitionsRevoked(s.onRevoked),
 		kgo.OnPartitionsLost(s.onLost),
 		kgo.AdjustFetchOffsetsFn(s.adjust),
+		kgo.OnOffsetsFetched(s.onFetched),
 	)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
@@ -266,6 +282,11 @@ func (s *Spout) take() *inflight {
 			if r.Attrs.IsControl() {
 				_ = p.tr.Done(m) // m is current: Done cannot fail
 				s.stats.Control++
+				continue
+			}
+			if len(p.skip.Ranges) > 0 && p.skip.Contains(r.Offset) {
+				_ = p.tr.Done(m) // done before the crash or rebalance, committed as done
+				s.stats.SkippedDone++
 				continue
 			}
 			if p.tr.Full() {

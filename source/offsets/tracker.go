@@ -346,6 +346,10 @@ func (t *Tracker) Committed(offset int64) bool {
 	return true
 }
 
+// NextOffset returns the lowest offset the next Emit may have: the offset
+// after the last emitted, or the assignment's start before any.
+func (t *Tracker) NextOffset() int64 { return t.next }
+
 // Full reports whether the partition is at its limit of uncommitted
 // records: fetching it should pause until Done moves the commit point.
 func (t *Tracker) Full() bool { return t.nextSeq-t.commitSeq >= t.limit }
