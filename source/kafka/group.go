@@ -276,9 +276,16 @@ func (s *Spout) release(cl *kgo.Client, p *partition) {
 	if p.paused {
 		p.paused = false
 		s.stats.Paused--
-		cl.ResumeFetchPartitions(map[string][]int32{p.topic: {p.partition}})
 	} else {
 		s.buffered -= p.buffered()
+	}
+	if p.heldBack {
+		p.heldBack = false
+		s.stats.HeldBack--
+	}
+	if p.fetchPaused {
+		p.fetchPaused = false
+		cl.ResumeFetchPartitions(map[string][]int32{p.topic: {p.partition}})
 	}
 	p.clearBuf()
 	p.skip = offsets.DoneSet{}

@@ -40,11 +40,17 @@ type tp struct {
 // assigned at least once. Every field is guarded by Spout.mu.
 type partition struct {
 	tp
-	tr     *offsets.Tracker // kept across assignments: its committed offset only rises
-	owned  bool             // assigned to this member now
-	paused bool             // fetching paused because tr is Full
-	buf    []*kgo.Record    // fetched and not yet emitted, from head on
-	head   int
+	tr          *offsets.Tracker // kept across assignments: its committed offset only rises
+	owned       bool             // assigned to this member now
+	paused      bool             // fetching paused because tr is Full
+	fetchPaused bool             // the client is told not to fetch it (paused or heldBack)
+	// held back: fetching paused because the buffer holds a poll's worth
+	// and other partitions are assigned, so that the client's fetched
+	// data of this partition (dropped by the pause and fetched again on
+	// resume) does not crowd theirs out of the polls.
+	heldBack bool
+	buf      []*kgo.Record // fetched and not yet emitted, from head on
+	head     int
 
 	// skip is the done set read back with the group's committed offset at
 	// this assignment: records in it are done already and are marked
@@ -111,6 +117,7 @@ type Spout struct {
 	rr            int          // the next active partition to serve
 	buffered      int          // records in the buffers of partitions not paused
 	pollerWaiting bool         // the poller waits for room
+	hungry        bool         // a partition's buffer ran dry since the poller last woke
 	held          *inflight    // emitted to the tracker, its Emit failed: emit it first
 	free          *inflight
 	opened        bool
@@ -144,9 +151,10 @@ type Stats struct {
 	DoneSetTruncated uint64 // commits of a partition whose done set did not fit CommitMetadataBytes (the rest replays)
 	DoneSetIgnored   uint64 // committed metadata read back that was foreign, malformed or for another offset: ignored
 
-	Pauses  uint64 // times a partition's fetching was paused (its tracker full)
-	Resumes uint64 // times it was resumed
-	Paused  int    // gauge: partitions paused now
+	Pauses   uint64 // times a partition's fetching was paused (its tracker full)
+	Resumes  uint64 // times it was resumed
+	Paused   int    // gauge: partitions paused now
+	HeldBack int    // gauge: partitions whose fetching waits while their buffer drains (others are served first)
 
 	Assigned        uint64 // partitions assigned
 	Revoked         uint64 // partitions revoked (their done offsets committed first)
@@ -292,12 +300,18 @@ func (s *Spout) take() *inflight {
 			if p.tr.Full() {
 				s.pause(p)
 			}
+			if p.heldBack && p.buffered() <= s.cfg.MaxPollRecords/4 {
+				p.heldBack = false
+				s.stats.HeldBack--
+				s.syncFetch(p)
+			}
 			s.stats.Emitted++
 			s.wakePoller()
 			return s.newEntry(p, m, r)
 		}
 		if p.head == len(p.buf) && p.head > 0 {
 			p.clearBuf()
+			s.hungry = true // a partition ran dry: poll for it
 		}
 	}
 	s.wakePoller()
@@ -468,7 +482,21 @@ func (s *Spout) pause(p *partition) {
 	s.buffered -= p.buffered()
 	s.stats.Pauses++
 	s.stats.Paused++
-	s.cl.PauseFetchPartitions(map[string][]int32{p.topic: {p.partition}})
+	s.syncFetch(p)
+}
+
+// syncFetch pauses or resumes fetching p in the client: paused while its
+// tracker is full or it is held back. Called with mu held.
+func (s *Spout) syncFetch(p *partition) {
+	if want := p.paused || p.heldBack; want != p.fetchPaused {
+		p.fetchPaused = want
+		m := map[string][]int32{p.topic: {p.partition}}
+		if want {
+			s.cl.PauseFetchPartitions(m)
+		} else {
+			s.cl.ResumeFetchPartitions(m)
+		}
+	}
 }
 
 // resume fetches p again. Called with mu held.
@@ -480,12 +508,14 @@ func (s *Spout) resume(p *partition) {
 	s.buffered += p.buffered()
 	s.stats.Resumes++
 	s.stats.Paused--
-	s.cl.ResumeFetchPartitions(map[string][]int32{p.topic: {p.partition}})
+	s.syncFetch(p)
 }
 
-// wakePoller tells a waiting poller there is room. Called with mu held.
+// wakePoller tells a waiting poller there is room, or a partition whose
+// buffer ran dry. Called with mu held.
 func (s *Spout) wakePoller() {
-	if s.pollerWaiting && s.buffered < s.cfg.MaxPollRecords {
+	if s.pollerWaiting && (s.buffered < s.cfg.MaxPollRecords || s.hungry) {
+		s.hungry = false
 		s.pollerWaiting = false
 		select {
 		case s.room <- struct{}{}:
@@ -499,6 +529,23 @@ func (s *Spout) wakePoller() {
 // records while the next poll is on its way.
 func (s *Spout) maxBuffered() int { return 2 * s.cfg.MaxPollRecords }
 
+// pollWanted reports whether the poller should poll: the buffers have
+// room, or an owned partition that is fetching has an empty buffer (the
+// others are held back, so a poll brings its records). Memory stays
+// bounded: a partition is held back once it buffers a poll's worth, so
+// each holds at most two polls. Called with mu held.
+func (s *Spout) pollWanted() bool {
+	if s.buffered < s.maxBuffered() {
+		return true
+	}
+	for _, p := range s.active {
+		if !p.fetchPaused && p.buffered() == 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // poll runs on its own goroutine until Close: it polls records and puts
 // them in their partitions' buffers. The client blocks rebalances from the
 // moment a poll returns records until AllowRebalance, so the records are
@@ -508,7 +555,7 @@ func (s *Spout) poll() {
 	defer close(s.pollDone)
 	for {
 		s.mu.Lock()
-		for s.buffered >= s.maxBuffered() {
+		for !s.pollWanted() {
 			s.pollerWaiting = true
 			s.mu.Unlock()
 			select {
@@ -572,6 +619,11 @@ func (s *Spout) distribute(fs kgo.Fetches) []error {
 		p.buf = append(p.buf, fp.Records...)
 		if !p.paused {
 			s.buffered += len(fp.Records)
+		}
+		if !p.heldBack && len(s.active) > 1 && p.buffered() >= s.cfg.MaxPollRecords {
+			p.heldBack = true
+			s.stats.HeldBack++
+			s.syncFetch(p)
 		}
 	})
 	return errs
