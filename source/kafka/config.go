@@ -39,6 +39,10 @@ const (
 	// (a broker refuses a commit whose metadata is longer, so the spout
 	// never sends one).
 	DefaultCommitMetadataBytes = 4096
+	// DefaultOpenTimeout bounds Open's first contact with the brokers: a
+	// spout whose brokers do not answer fails to open with their reason
+	// rather than run silently.
+	DefaultOpenTimeout = 10 * time.Second
 	// DefaultFetchMaxWait is how long a fetch waits for data on the
 	// broker. Lower than franz-go's 5 s because a partition resumed after
 	// a pause joins only the next fetch to its broker.
@@ -68,6 +72,10 @@ type Config struct {
 	CommitInterval time.Duration
 	// CommitTimeout bounds each commit request.
 	CommitTimeout time.Duration
+	// OpenTimeout bounds Open's first contact with the brokers (an
+	// ApiVersions request to a seed broker); Open fails with the brokers'
+	// reason (connection refused, TLS, SASL) when none answers within it.
+	OpenTimeout time.Duration
 	// CommitMetadataBytes is the budget, in bytes, for the done set each
 	// commit carries in its metadata: the records done above the
 	// committed offset, which the next owner skips instead of replaying
@@ -157,6 +165,12 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.CommitTimeout < time.Millisecond {
 		return c, fmt.Errorf("kafka: Config.CommitTimeout %v below 1ms", c.CommitTimeout)
+	}
+	if c.OpenTimeout == 0 {
+		c.OpenTimeout = DefaultOpenTimeout
+	}
+	if c.OpenTimeout < time.Millisecond {
+		return c, fmt.Errorf("kafka: Config.OpenTimeout %v below 1ms", c.OpenTimeout)
 	}
 	switch {
 	case c.CommitMetadataBytes == 0:

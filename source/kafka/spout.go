@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"log/slog"
 	"math/bits"
+	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -126,6 +128,7 @@ type Spout struct {
 	meta          []byte              // the done set being encoded, reused
 	ids           map[[16]byte]string // topic id to name, for OffsetFetch v10+
 	lastTruncLog  time.Time           // the last log of a done set that did not fit
+	lastConnLog   time.Time           // the last log of a broker connection error
 }
 
 // Stats are a spout's counters (since Open) and, in Partitions, the state
@@ -162,6 +165,10 @@ type Stats struct {
 	StartRaised     uint64 // assignments started at the spout's own committed offset, above the group's
 	DroppedInFlight uint64 // records in flight when their partition was revoked or lost
 	FetchErrors     uint64 // fetch errors reported by the client
+
+	ConnectErrors   uint64 // connections to a broker that failed (refused, timed out, TLS, SASL)
+	Disconnects     uint64 // broker connections that closed
+	LastBrokerError string // the last connection error, "" before any
 
 	Partitions []PartitionStats // sorted by topic, then partition
 }
@@ -213,10 +220,23 @@ func (s *Spout) Open(tc topology.TaskContext) error {
 		kgo.OnPartitionsLost(s.onLost),
 		kgo.AdjustFetchOffsetsFn(s.adjust),
 		kgo.OnOffsetsFetched(s.onFetched),
+		kgo.WithHooks(brokerHooks{s}),
 	)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return fmt.Errorf("kafka: client for group %q: %w", s.cfg.Group, err)
+	}
+	pctx, pcancel := context.WithTimeout(context.Background(), s.cfg.OpenTimeout)
+	err = cl.Ping(pctx)
+	pcancel()
+	if err != nil {
+		last := s.lastBrokerError()
+		cl.Close()
+		if last != "" && !strings.Contains(err.Error(), last) {
+			err = fmt.Errorf("%w (last connection error: %s)", err, last)
+		}
+		return fmt.Errorf("kafka: no broker of %q answered within %v (Config.OpenTimeout) for group %q: %w",
+			s.cfg.Brokers, s.cfg.OpenTimeout, s.cfg.Group, err)
 	}
 	s.mu.Lock()
 	s.cl = cl
@@ -710,3 +730,47 @@ func (s *Spout) Client() *kgo.Client {
 }
 
 func pow2(n uint64) bool { return n != 0 && bits.OnesCount64(n) == 1 }
+
+// brokerHooks counts and logs the client's broker connection errors (a
+// kgo hook, called on the client's goroutines).
+type brokerHooks struct{ s *Spout }
+
+var _ kgo.HookBrokerConnect = brokerHooks{}
+var _ kgo.HookBrokerDisconnect = brokerHooks{}
+
+// connLogEvery bounds the log of connection errors to one line per ten
+// seconds: a broker that is down is retried many times a second.
+const connLogEvery = 10 * time.Second
+
+func (h brokerHooks) OnBrokerConnect(meta kgo.BrokerMetadata, _ time.Duration, _ net.Conn, err error) {
+	if err == nil {
+		return
+	}
+	s := h.s
+	s.mu.Lock()
+	s.stats.ConnectErrors++
+	s.stats.LastBrokerError = err.Error()
+	n := s.stats.ConnectErrors
+	now := time.Now()
+	logIt := now.Sub(s.lastConnLog) >= connLogEvery
+	if logIt {
+		s.lastConnLog = now
+	}
+	s.mu.Unlock()
+	if logIt {
+		s.log.Warn("kafka: broker connection failed", "group", s.cfg.Group, "broker", net.JoinHostPort(meta.Host, strconv.Itoa(int(meta.Port))),
+			"err", err, "connect_errors", n)
+	}
+}
+
+func (h brokerHooks) OnBrokerDisconnect(kgo.BrokerMetadata, net.Conn) {
+	h.s.mu.Lock()
+	h.s.stats.Disconnects++
+	h.s.mu.Unlock()
+}
+
+func (s *Spout) lastBrokerError() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats.LastBrokerError
+}
