@@ -743,8 +743,9 @@ var _ kgo.HookBrokerDisconnect = brokerHooks{}
 const connLogEvery = 10 * time.Second
 
 func (h brokerHooks) OnBrokerConnect(meta kgo.BrokerMetadata, _ time.Duration, _ net.Conn, err error) {
-	if err == nil {
-		return
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, kgo.ErrClientClosed) ||
+		strings.Contains(err.Error(), "operation was canceled") {
+		return // the client is closing, not a broker's error
 	}
 	s := h.s
 	s.mu.Lock()
