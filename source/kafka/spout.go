@@ -300,6 +300,13 @@ func (s *Spout) take() *inflight {
 			p.buf[p.head] = nil
 			p.head++
 			s.buffered-- // p is not paused: paused partitions are full
+			if p.heldBack && p.buffered() <= s.cfg.MaxPollRecords/4 {
+				// Drained: fetch it again (whether the records went
+				// out as roots or were skipped as done).
+				p.heldBack = false
+				s.stats.HeldBack--
+				s.syncFetch(p)
+			}
 			if err != nil {
 				// Below the assignment's start (a reset below the
 				// spout's own commit) or not above an offset already
@@ -319,11 +326,6 @@ func (s *Spout) take() *inflight {
 			}
 			if p.tr.Full() {
 				s.pause(p)
-			}
-			if p.heldBack && p.buffered() <= s.cfg.MaxPollRecords/4 {
-				p.heldBack = false
-				s.stats.HeldBack--
-				s.syncFetch(p)
 			}
 			s.stats.Emitted++
 			s.wakePoller()
