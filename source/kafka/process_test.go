@@ -99,36 +99,10 @@ func TestReplayBoundAcrossProcesses(t *testing.T) {
 	c.produce(t, topic, parts, n)
 	ledger := filepath.Join(t.TempDir(), "ledger")
 
-	var (
-		mu      sync.Mutex
-		commits []sizedCommit
-	)
-	ids := map[[16]byte]string{}
-	for _, ti := range c.topicIDs() {
-		ids[ti.id] = ti.name
-	}
-	c.k.Cluster().ControlKey(int16(kmsg.OffsetCommit), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		c.k.Cluster().KeepControl()
-		r := req.(*kmsg.OffsetCommitRequest)
-		sz, now := fileSize(ledger), time.Now()
-		mu.Lock()
-		for _, rt := range r.Topics {
-			for _, rp := range rt.Partitions {
-				commits = append(commits, sizedCommit{rp.Partition, rp.Offset, sz, now})
-			}
-		}
-		mu.Unlock()
-		return nil, nil, false
-	})
+	rec := recordCommits(c, ledger)
+	mu, commits := &rec.mu, &rec.commits
 	start := func() *exec.Cmd {
-		cmd := exec.Command(bin, "-brokers", c.k.Addrs()[0], "-topic", topic, "-group", group,
-			"-ledger", ledger, "-interval", interval.String(), "-stuck-partition", "0", "-stuck-offset", strconv.Itoa(stuckOff),
-			"-backoff", "3s", "-throttle", "4")
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		return cmd
+		return startWorker(t, bin, c, topic, group, ledger, interval, "-stuck-partition", "0", "-stuck-offset", strconv.Itoa(stuckOff))
 	}
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 5))
 	const lineBytes = 24 // "p offset unixnano\n", about
@@ -139,12 +113,12 @@ func TestReplayBoundAcrossProcesses(t *testing.T) {
 		// A random moment: after a random share of the records left.
 		grow := int64(n*parts/(kills+2)/4+rng.IntN(n*parts/(kills+2)/2)) * lineBytes
 		mu.Lock()
-		c0 := len(commits)
+		c0 := len(*commits)
 		mu.Unlock()
 		want := 1 + rng.IntN(3) // and after a few of this process's commits
 		waitFor(t, "the worker processing records and committing", func() bool {
 			mu.Lock()
-			nc := len(commits) - c0
+			nc := len(*commits) - c0
 			mu.Unlock()
 			return fileSize(ledger) >= from+grow && nc >= want
 		})
@@ -154,78 +128,20 @@ func TestReplayBoundAcrossProcesses(t *testing.T) {
 		t.Logf("kill %d after %d bytes of ledger", k+1, fileSize(ledger)-from)
 	}
 	final := start()
-	deadline := time.Now().Add(testTimeout / 2)
-	waitFor(t, "every partition committed to its end", func() bool {
-		if time.Now().After(deadline) {
-			var got []int64
-			for p := range int32(parts) {
-				got = append(got, c.committed(group, topic, p))
-			}
-			t.Fatalf("committed %v, want %d each; last ledger size %d", got, n, fileSize(ledger))
-		}
-		for p := range int32(parts) {
-			if c.committed(group, topic, p) != int64(n) {
-				return false
-			}
-		}
-		return true
-	})
-	if err := final.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := final.Wait(); err != nil {
-		t.Fatalf("worker after SIGTERM: %v", err)
-	}
+	waitCommittedTo(t, c, group, topic, parts, n)
+	stopWorker(t, final)
 
 	lines := readLedger(t, ledger)
-	// (a) nothing lost.
-	seen := make([][]bool, parts)
-	for p := range seen {
-		seen[p] = make([]bool, n)
-	}
-	for _, l := range lines {
-		seen[l.p][l.off] = true
-	}
-	for p := range parts {
-		if i := slices.Index(seen[p], false); i >= 0 {
-			t.Fatalf("record %d/%d never processed", p, i)
-		}
-	}
-	// (b) no commit ahead: at each commit, every record below its offset
-	// was in the ledger. A watermark per partition over the ledger in
-	// order.
-	mu.Lock()
-	cs := slices.Clone(commits)
-	mu.Unlock()
-	slices.SortStableFunc(cs, func(a, b sizedCommit) int { return int(a.size - b.size) })
-	have := make([][]bool, parts)
-	mark := make([]int64, parts)
-	for p := range have {
-		have[p] = make([]bool, n)
-	}
-	li := 0
-	for _, cm := range cs {
-		for li < len(lines) && lines[li].end <= cm.size {
-			l := lines[li]
-			have[l.p][l.off] = true
-			for mark[l.p] < int64(n) && have[l.p][mark[l.p]] {
-				mark[l.p]++
-			}
-			li++
-		}
-		if cm.offset > mark[cm.partition] {
-			t.Fatalf("commit of %d/%d when record %d/%d was not processed", cm.partition, cm.offset, cm.partition, mark[cm.partition])
-		}
-	}
+	checkLedger(t, lines, rec.all(), parts, n)
 	// (c) replays per kill.
 	done := map[[2]int64]bool{}
-	li = 0
+	li := 0
 	pending := int64(topology.DefaultMaxSpoutPending)
 	for k, at := range killAt {
 		// The last commit the broker had before the kill.
 		var last time.Time
 		floor := make([]int64, parts)
-		for _, cm := range commits {
+		for _, cm := range rec.all() {
 			if cm.at.Before(at) {
 				last = cm.at
 				floor[cm.partition] = max(floor[cm.partition], cm.offset)
@@ -260,4 +176,142 @@ func TestReplayBoundAcrossProcesses(t *testing.T) {
 			t.Errorf("kill %d: %d records replayed, over the bound %d", k+1, replayed, bound)
 		}
 	}
+}
+
+// commitRecorder records every offset commit the cluster receives, with
+// the ledger's size at that moment.
+type commitRecorder struct {
+	mu      sync.Mutex
+	commits []sizedCommit
+}
+
+func recordCommits(c *cluster, ledger string) *commitRecorder {
+	rec := &commitRecorder{}
+	c.k.Cluster().ControlKey(int16(kmsg.OffsetCommit), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.k.Cluster().KeepControl()
+		r := req.(*kmsg.OffsetCommitRequest)
+		sz, now := fileSize(ledger), time.Now()
+		rec.mu.Lock()
+		for _, rt := range r.Topics {
+			for _, rp := range rt.Partitions {
+				rec.commits = append(rec.commits, sizedCommit{rp.Partition, rp.Offset, sz, now})
+			}
+		}
+		rec.mu.Unlock()
+		return nil, nil, false
+	})
+	return rec
+}
+
+func (r *commitRecorder) all() []sizedCommit {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.commits)
+}
+
+// startWorker starts a worker process on topic (one topic, one partition
+// count) writing to ledger.
+func startWorker(t *testing.T, bin string, c *cluster, topic, group, ledger string, interval time.Duration, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"-brokers", c.k.Addrs()[0], "-topic", topic, "-group", group,
+		"-ledger", ledger, "-interval", interval.String(), "-backoff", "3s", "-throttle", "4"}, args...)...)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd
+}
+
+// stopWorker stops a worker cleanly (SIGTERM) and checks it exits 0.
+func stopWorker(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("worker after SIGTERM: %v", err)
+	}
+}
+
+func waitCommittedTo(t *testing.T, c *cluster, group, topic string, parts int32, n int) {
+	t.Helper()
+	waitFor(t, "every partition committed to its end", func() bool {
+		for p := range parts {
+			if c.committed(group, topic, p) != int64(n) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// checkLedger checks (a) every record of parts x n is in the ledger and
+// (b) no commit was ahead of a record not yet processed: at each commit,
+// every record below its offset was in the ledger (a watermark per
+// partition over the ledger in order).
+func checkLedger(t *testing.T, lines []ledgerLine, commits []sizedCommit, parts int32, n int) {
+	t.Helper()
+	seen := make([][]bool, parts)
+	for p := range seen {
+		seen[p] = make([]bool, n)
+	}
+	for _, l := range lines {
+		seen[l.p][l.off] = true
+	}
+	for p := range parts {
+		if i := slices.Index(seen[p], false); i >= 0 {
+			t.Fatalf("record %d/%d never processed", p, i)
+		}
+	}
+	slices.SortStableFunc(commits, func(a, b sizedCommit) int { return int(a.size - b.size) })
+	have := make([][]bool, parts)
+	mark := make([]int64, parts)
+	for p := range have {
+		have[p] = make([]bool, n)
+	}
+	li := 0
+	for _, cm := range commits {
+		for li < len(lines) && lines[li].end <= cm.size {
+			l := lines[li]
+			have[l.p][l.off] = true
+			for mark[l.p] < int64(n) && have[l.p][mark[l.p]] {
+				mark[l.p]++
+			}
+			li++
+		}
+		if cm.offset > mark[cm.partition] {
+			t.Fatalf("commit of %d/%d when record %d/%d was not processed", cm.partition, cm.offset, cm.partition, mark[cm.partition])
+		}
+	}
+	if len(commits) == 0 {
+		t.Fatal("no commits")
+	}
+}
+
+// Several processes, one group: three worker processes share the
+// partitions; one is SIGKILLed mid-run and the other two take its
+// partitions after its session times out. Nothing is lost and no commit
+// is ahead of a record not processed.
+func TestSeveralProcessesOneGroup(t *testing.T) {
+	const topic, group, parts = "t", "g", 6
+	n := size(6_000, 2_000) // per partition
+	bin := buildWorker(t)
+	c := startClusterWith(t, brokertest.KafkaConfig{Topics: []string{topic}, Partitions: parts, MinSessionTimeout: 100 * time.Millisecond})
+	c.produce(t, topic, parts, n)
+	ledger := filepath.Join(t.TempDir(), "ledger")
+	rec := recordCommits(c, ledger)
+	var ws []*exec.Cmd
+	for range 3 {
+		ws = append(ws, startWorker(t, bin, c, topic, group, ledger, 100*time.Millisecond))
+	}
+	// Killed once every worker has its share and a third is processed.
+	waitFor(t, "a third processed", func() bool { return fileSize(ledger) >= int64(n*parts/3*24) })
+	_ = ws[0].Process.Kill()
+	_ = ws[0].Wait()
+	waitCommittedTo(t, c, group, topic, parts, n)
+	stopWorker(t, ws[1])
+	stopWorker(t, ws[2])
+	lines := readLedger(t, ledger)
+	checkLedger(t, lines, rec.all(), parts, n)
+	t.Logf("%d records, %d processed (%d again after the kill)", n*parts, len(lines), len(lines)-n*parts)
 }
