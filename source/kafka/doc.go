@@ -57,12 +57,16 @@
 //
 // Fetched records wait in their partition's buffer, so a revocation can
 // drop them with the partition and a paused partition's records do not
-// block the others. The poller stops polling while the buffers of
-// partitions that are not paused hold 2 x MaxPollRecords records, so the
-// spout holds at most about three polls of records beyond those in flight
-// (which topology.Config.MaxSpoutPending bounds) and, per partition, at
-// most MaxUncommitted uncommitted records (the tracker's cap, after which
-// the partition pauses).
+// block the others. A partition whose buffer reaches MaxPollRecords while
+// other partitions are assigned is held back (its fetching paused, so the
+// client drops what it fetched of it and the polls bring the others'
+// records) until Next has taken it down to a quarter. The poller stops
+// polling while the buffers of partitions that are not paused hold 2 x
+// MaxPollRecords records and no fetching partition has an empty buffer, so
+// the spout holds at most two polls of records per partition beyond those
+// in flight (which topology.Config.MaxSpoutPending bounds) and, per
+// partition, at most MaxUncommitted uncommitted records (the tracker's
+// cap, after which the partition pauses).
 //
 // Transaction markers (the client is told to keep control records) are
 // marked emitted and done at once: they are offsets the commit must pass,
