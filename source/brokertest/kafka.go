@@ -2,6 +2,7 @@ package brokertest
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 )
@@ -21,6 +22,10 @@ type KafkaConfig struct {
 	Topics []string
 	// Partitions per topic, 1 when zero.
 	Partitions int32
+	// MinSessionTimeout is the shortest group session a member may ask
+	// for (Kafka's group.min.session.timeout.ms, 6 s by default): lower
+	// it for tests whose members die and must be noticed in less.
+	MinSessionTimeout time.Duration
 }
 
 // Kafka is a Kafka cluster running in the process (franz-go's kfake).
@@ -51,6 +56,9 @@ func StartKafka(cfg KafkaConfig) (*Kafka, error) {
 	opts := []kfake.Opt{kfake.NumBrokers(cfg.Brokers)}
 	if len(cfg.Topics) > 0 {
 		opts = append(opts, kfake.SeedTopics(cfg.Partitions, cfg.Topics...))
+	}
+	if cfg.MinSessionTimeout > 0 {
+		opts = append(opts, kfake.GroupMinSessionTimeout(cfg.MinSessionTimeout))
 	}
 	c, err := kfake.NewCluster(opts...)
 	if err != nil {

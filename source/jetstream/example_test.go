@@ -166,3 +166,49 @@ func Example_deadLetter() {
 	// processed: [hello world]
 	// dead letters: [IN/2 (delivery 1): jetstream: decoding message IN/2: empty message]
 }
+
+// Stream to stream, exactly once in effect: the sink publishes each
+// message's data with its source position as Nats-Msg-Id, so the output
+// stream's duplicate window drops what a replay publishes again.
+func ExampleSink() {
+	js, stop := server()
+	defer stop()
+	load(js, "IN", "copy", "one", "two", "three")
+	if _, err := js.CreateStream(context.Background(), natsjs.StreamConfig{Name: "OUT", Subjects: []string{"OUT.copy"}}); err != nil {
+		panic(err)
+	}
+	sink, err := jetstream.NewSink(jetstream.SinkConfig{JetStream: js,
+		Subject: func(*topology.Tuple) string { return "OUT.copy" },
+		Data:    func(t *topology.Tuple) ([]byte, error) { return t.Value(1).([]byte), nil },
+		MsgID:   func(t *topology.Tuple) string { return t.Value(0).(jetstream.Position).String() }})
+	if err != nil {
+		panic(err)
+	}
+	b := topology.NewBuilder()
+	b.Spout("in", func() topology.Spout {
+		return jetstream.New(jetstream.Config{JetStream: js, Stream: "IN", Consumer: "copy"})
+	}).Output("pos", "data")
+	b.Bolt("out", sink.Bolt).Input("in", topology.Shuffle())
+	top, err := b.Build(topology.DefaultConfig())
+	if err != nil {
+		panic(err)
+	}
+	if err := top.Start(); err != nil {
+		panic(err)
+	}
+	settle(js, "IN", "copy", 3)
+	if err := top.Stop(context.Background()); err != nil {
+		panic(err)
+	}
+	// A replay of the same positions writes nothing new.
+	_, err = js.PublishMsg(context.Background(), &nats.Msg{Subject: "OUT.copy", Data: []byte("one")}, natsjs.WithMsgID("IN/1"))
+	if err != nil {
+		panic(err)
+	}
+	s, err := js.Stream(context.Background(), "OUT")
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println("published:", sink.Stats().Published, "messages in OUT:", s.CachedInfo().State.Msgs)
+	// Output: published: 3 messages in OUT: 3
+}

@@ -73,14 +73,20 @@ func consecutive(attempts []int) bool {
 // connect opens a client connection of its own (closed at cleanup).
 func (e *env) connect() (*nats.Conn, natsjs.JetStream) {
 	e.t.Helper()
-	nc, err := nats.Connect(e.srv.URL(), nats.Name("jetstream-spout-test"), nats.MaxReconnects(0))
+	return dial(e.t, e.srv.URL(), nats.Name("jetstream-spout-test"), nats.MaxReconnects(0))
+}
+
+// dial connects to url with opts (closed at cleanup).
+func dial(t *testing.T, url string, opts ...nats.Option) (*nats.Conn, natsjs.JetStream) {
+	t.Helper()
+	nc, err := nats.Connect(url, opts...)
 	if err != nil {
-		e.t.Fatal(err)
+		t.Fatal(err)
 	}
-	e.t.Cleanup(nc.Close)
+	t.Cleanup(nc.Close)
 	js, err := natsjs.New(nc)
 	if err != nil {
-		e.t.Fatal(err)
+		t.Fatal(err)
 	}
 	return nc, js
 }

@@ -4,11 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
+	"net"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/xorack/xorack/topology"
@@ -87,8 +91,13 @@ type Config struct {
 	// default DefaultFetchWait, at least 10 ms.
 	FetchWait time.Duration
 	// OpenTimeout bounds Open's look-up of the consumer; default
-	// DefaultOpenTimeout.
+	// DefaultOpenTimeout. When the server does not answer within it, Open
+	// fails with the connection's state and last error (connection
+	// refused, authorization) beside the look-up's.
 	OpenTimeout time.Duration
+	// Logger receives the spout's reports: failed pull requests (once
+	// per 10 s, with the connection's state). Nil means slog.Default().
+	Logger *slog.Logger
 }
 
 // DeadLetter is a message the spout gives up on. The spout Terms it after
@@ -116,9 +125,13 @@ type Stats struct {
 	LetGo        uint64 // held past the longest tree (ResetCap + AckWait) without a reply: no longer kept alive
 	ReplyErrors  uint64 // acks of any kind that could not be sent (closed connection)
 	FetchErrors  uint64 // pull requests that failed
-	Held         int64  // messages held now: fetched and not yet answered
-	HeldHigh     int64  // the most held at once
-	Capacity     int64  // the most the spout holds: min(MaxSpoutPending, the consumer's MaxAckPending)
+	// LastFetchError is the last failed pull request's error, "" before
+	// any; Connected says whether the connection is up now.
+	LastFetchError string
+	Connected      bool
+	Held           int64 // messages held now: fetched and not yet answered
+	HeldHigh       int64 // the most held at once
+	Capacity       int64 // the most the spout holds: min(MaxSpoutPending, the consumer's MaxAckPending)
 }
 
 // ConsumerConfig returns the configuration of a durable pull consumer as
@@ -179,7 +192,9 @@ type Spout struct {
 		fetched, emitted, acked, naked, nakedStopped, deadLettered, pastLimit,
 		inProgress, letGo, replyErrors, fetchErrors atomic.Uint64
 		heldHigh atomic.Int64 // written by the pump only
+		lastErr  atomic.Value // string: the last pull request's error; written by the pump
 	}
+	lastFetchLog time.Time // the pump's
 }
 
 // inflight is one held message. msg, pos, delivered, err and arrived are
@@ -233,8 +248,15 @@ func (s *Spout) Open(tc topology.TaskContext) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.OpenTimeout)
 	defer cancel()
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
 	cons, err := c.JetStream.Consumer(ctx, c.Stream, c.Consumer)
 	if err != nil {
+		if nc := c.JetStream.Conn(); nc != nil && !nc.IsConnected() {
+			return fmt.Errorf("jetstream: consumer %q of stream %q, within %v (Config.OpenTimeout): %w (connection %v: %w)",
+				c.Consumer, c.Stream, c.OpenTimeout, err, nc.Status(), why(nc, c.OpenTimeout))
+		}
 		return fmt.Errorf("jetstream: consumer %q of stream %q: %w", c.Consumer, c.Stream, err)
 	}
 	info := cons.CachedInfo()
@@ -260,6 +282,33 @@ func (s *Spout) Open(tc topology.TaskContext) error {
 	}
 	s.epoch = time.Now()
 	return nil
+}
+
+// why says why nc is not connected: its last error, or else what dialing
+// each of its servers says (a connection retrying in the background keeps
+// no error of its own), each dial bounded by a second or timeout.
+func why(nc *nats.Conn, timeout time.Duration) error {
+	if err := nc.LastError(); err != nil {
+		return err
+	}
+	var errs []error
+	for _, s := range nc.Servers() {
+		u, err := url.Parse(s)
+		if err != nil {
+			continue
+		}
+		c, err := net.DialTimeout("tcp", u.Host, min(time.Second, timeout))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		c.Close()
+		errs = append(errs, fmt.Errorf("%s accepts connections and did not answer", u.Host))
+	}
+	if len(errs) == 0 {
+		return errors.New("no servers")
+	}
+	return errors.Join(errs...)
 }
 
 // check reports why consumer cc cannot serve a spout in topology top.
@@ -436,8 +485,34 @@ func (s *Spout) Stats() Stats {
 		Naked: s.st.naked.Load(), NakedStopped: s.st.nakedStopped.Load(),
 		DeadLettered: s.st.deadLettered.Load(), PastLimit: s.st.pastLimit.Load(),
 		InProgress: s.st.inProgress.Load(), LetGo: s.st.letGo.Load(), ReplyErrors: s.st.replyErrors.Load(),
-		FetchErrors: s.st.fetchErrors.Load(),
-		Held:        s.held.Load(), HeldHigh: s.st.heldHigh.Load(), Capacity: int64(s.capacity),
+		FetchErrors: s.st.fetchErrors.Load(), LastFetchError: s.lastFetchError(),
+		Held: s.held.Load(), HeldHigh: s.st.heldHigh.Load(), Capacity: int64(s.capacity),
+		Connected: s.cfg.JetStream != nil && s.cfg.JetStream.Conn() != nil && s.cfg.JetStream.Conn().IsConnected(),
+	}
+}
+
+func (s *Spout) lastFetchError() string {
+	e, _ := s.st.lastErr.Load().(string)
+	return e
+}
+
+// fetchLogEvery bounds the log of failed pull requests to one line per
+// ten seconds: a lost connection fails one every FetchWait.
+const fetchLogEvery = 10 * time.Second
+
+// fetchFailed counts and (rate-limited) logs a failed pull request (the
+// pump).
+func (s *Spout) fetchFailed(err error) {
+	n := s.st.fetchErrors.Add(1)
+	s.st.lastErr.Store(err.Error())
+	if now := time.Now(); now.Sub(s.lastFetchLog) >= fetchLogEvery {
+		s.lastFetchLog = now
+		var status any = "none"
+		if nc := s.cfg.JetStream.Conn(); nc != nil {
+			status = nc.Status()
+		}
+		s.cfg.Logger.Warn("jetstream: pull request failed; asking again", "stream", s.cfg.Stream, "consumer", s.cfg.Consumer,
+			"err", err, "connection", status, "fetch_errors", n)
 	}
 }
 
@@ -476,7 +551,7 @@ func (s *Spout) pump() {
 				b, err := s.cons.Fetch(n, natsjs.FetchContext(ctx))
 				if err != nil {
 					c()
-					s.st.fetchErrors.Add(1)
+					s.fetchFailed(err)
 					retry = time.After(s.fetchWait)
 				} else {
 					batch, msgs, cancel = b, b.Messages(), c
@@ -491,7 +566,7 @@ func (s *Spout) pump() {
 		case m, ok := <-msgs:
 			if !ok {
 				if err := batch.Error(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-					s.st.fetchErrors.Add(1)
+					s.fetchFailed(err)
 				}
 				cancel()
 				batch, msgs, cancel = nil, nil, nil

@@ -9,20 +9,23 @@ import (
 
 // check verifies the spout's bookkeeping after every change made under
 // mu, in invariants builds: a partition is paused exactly while its
-// tracker is full (and only while owned), buffered counts the buffers of
+// tracker is full (and only while owned), the client is told not to fetch
+// it exactly while it is paused or held back, buffered counts the buffers of
 // the partitions not paused, the active list holds exactly the owned
 // partitions, once each, and a partition not owned holds nothing.
 func (s *Spout) check() {
 	if !invariants.Enabled {
 		return
 	}
-	buffered, owned := 0, 0
+	buffered, owned, heldBack := 0, 0, 0
 	for _, p := range s.parts {
 		switch {
 		case p.paused != (p.owned && p.tr.Full()):
 			panic(fmt.Sprintf("kafka: %s/%d paused %v, owned %v, tracker full %v", p.topic, p.partition, p.paused, p.owned, p.tr.Full()))
 		case !p.owned && (p.buffered() != 0 || p.tr.Generation() != 0):
 			panic(fmt.Sprintf("kafka: %s/%d not owned but holds %d records, generation %d", p.topic, p.partition, p.buffered(), p.tr.Generation()))
+		case p.fetchPaused != (p.paused || p.heldBack) || p.heldBack && !p.owned:
+			panic(fmt.Sprintf("kafka: %s/%d fetch paused %v, paused %v, held back %v, owned %v", p.topic, p.partition, p.fetchPaused, p.paused, p.heldBack, p.owned))
 		case p.head > len(p.buf):
 			panic(fmt.Sprintf("kafka: %s/%d buffer head %d past its %d records", p.topic, p.partition, p.head, len(p.buf)))
 		}
@@ -35,6 +38,12 @@ func (s *Spout) check() {
 		if !p.paused {
 			buffered += p.buffered()
 		}
+		if p.heldBack {
+			heldBack++
+		}
+	}
+	if heldBack != s.stats.HeldBack {
+		panic(fmt.Sprintf("kafka: %d partitions held back, gauge %d", heldBack, s.stats.HeldBack))
 	}
 	if owned != len(s.active) || buffered != s.buffered || s.stats.Paused < 0 {
 		panic(fmt.Sprintf("kafka: %d owned, %d active; buffered %d, counted %d; paused gauge %d", owned, len(s.active), buffered, s.buffered, s.stats.Paused))

@@ -27,13 +27,26 @@ const (
 	// DefaultMaxPollRecords is the most records one poll takes (the Java
 	// consumer's max.poll.records).
 	DefaultMaxPollRecords = 500
-	// DefaultCommitInterval is how often done offsets are committed. A
-	// commit is one small request; a crash replays what was done since the
-	// last one.
-	DefaultCommitInterval = time.Second
+	// DefaultCommitInterval is how often done offsets are committed: one
+	// request for all of a spout's partitions, carrying their done sets. A
+	// crash replays the records in flight plus those done since the last
+	// commit, so the interval bounds the exposure: at 100 ms,
+	// TestReplayBoundAcrossProcesses measured 186-662 records replayed per
+	// SIGKILL against 1,703-4,578 with the floor alone (BENCHMARKS.md,
+	// "Replays per kill"), ten requests a second per spout.
+	DefaultCommitInterval = 100 * time.Millisecond
 	// DefaultCommitTimeout bounds one commit request, the revocation
 	// commit included (which holds the rebalance while it runs).
 	DefaultCommitTimeout = 10 * time.Second
+	// DefaultCommitMetadataBytes is the budget for the done set in each
+	// commit's metadata: Kafka's default offset.metadata.max.bytes, 4,096
+	// (a broker refuses a commit whose metadata is longer, so the spout
+	// never sends one).
+	DefaultCommitMetadataBytes = 4096
+	// DefaultOpenTimeout bounds Open's first contact with the brokers: a
+	// spout whose brokers do not answer fails to open with their reason
+	// rather than run silently.
+	DefaultOpenTimeout = 10 * time.Second
 	// DefaultFetchMaxWait is how long a fetch waits for data on the
 	// broker. Lower than franz-go's 5 s because a partition resumed after
 	// a pause joins only the next fetch to its broker.
@@ -63,6 +76,18 @@ type Config struct {
 	CommitInterval time.Duration
 	// CommitTimeout bounds each commit request.
 	CommitTimeout time.Duration
+	// OpenTimeout bounds Open's first contact with the brokers (an
+	// ApiVersions request to a seed broker); Open fails with the brokers'
+	// reason (connection refused, TLS, SASL) when none answers within it.
+	OpenTimeout time.Duration
+	// CommitMetadataBytes is the budget, in bytes, for the done set each
+	// commit carries in its metadata: the records done above the
+	// committed offset, which the next owner skips instead of replaying
+	// (offsets.AppendDone). Keep it at or below the brokers'
+	// offset.metadata.max.bytes. -1 commits the offset alone. A set that
+	// does not fit covers what fits; the rest is replayed, as with the
+	// offset alone (Stats.DoneSetTruncated).
+	CommitMetadataBytes int
 
 	// DeadLetterTopic, if set, receives each record whose last attempt
 	// failed (the engine's Retry policy decides when that is), with
@@ -144,6 +169,20 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.CommitTimeout < time.Millisecond {
 		return c, fmt.Errorf("kafka: Config.CommitTimeout %v below 1ms", c.CommitTimeout)
+	}
+	if c.OpenTimeout == 0 {
+		c.OpenTimeout = DefaultOpenTimeout
+	}
+	if c.OpenTimeout < time.Millisecond {
+		return c, fmt.Errorf("kafka: Config.OpenTimeout %v below 1ms", c.OpenTimeout)
+	}
+	switch {
+	case c.CommitMetadataBytes == 0:
+		c.CommitMetadataBytes = DefaultCommitMetadataBytes
+	case c.CommitMetadataBytes == -1:
+	case c.CommitMetadataBytes < offsets.MinDoneBudget || c.CommitMetadataBytes > offsets.MaxDoneText:
+		return c, fmt.Errorf("kafka: Config.CommitMetadataBytes %d out of range [%d, %d] (or -1: none)",
+			c.CommitMetadataBytes, offsets.MinDoneBudget, offsets.MaxDoneText)
 	}
 	if c.Stream == "" {
 		c.Stream = topology.DefaultStream

@@ -27,6 +27,14 @@
 // the engine acks each record as it is emitted, so its offset is committed
 // whether or not the bolts got to it.
 //
+// Each commit carries the partition's done set in its metadata: the
+// records done above the committed offset, encoded by the tracker
+// (offsets.AppendDone) within Config.CommitMetadataBytes. On assignment
+// the spout reads it back (OnOffsetsFetched) and marks those records done
+// as they are fetched instead of emitting them (Stats.SkippedDone), so a
+// crash replays only the records that had not finished, not everything
+// above a record stuck in retries (docs/semantics.md, rule 18).
+//
 // The spout never calls SpoutCollector.Done: a topic has no end. A
 // program that processes a bounded amount stops the topology once the
 // group has committed every partition to its end (WaitCaughtUp, Lag).
@@ -49,12 +57,16 @@
 //
 // Fetched records wait in their partition's buffer, so a revocation can
 // drop them with the partition and a paused partition's records do not
-// block the others. The poller stops polling while the buffers of
-// partitions that are not paused hold 2 x MaxPollRecords records, so the
-// spout holds at most about three polls of records beyond those in flight
-// (which topology.Config.MaxSpoutPending bounds) and, per partition, at
-// most MaxUncommitted uncommitted records (the tracker's cap, after which
-// the partition pauses).
+// block the others. A partition whose buffer reaches MaxPollRecords while
+// other partitions are assigned is held back (its fetching paused, so the
+// client drops what it fetched of it and the polls bring the others'
+// records) until Next has taken it down to a quarter. The poller stops
+// polling while the buffers of partitions that are not paused hold 2 x
+// MaxPollRecords records and no fetching partition has an empty buffer, so
+// the spout holds at most two polls of records per partition beyond those
+// in flight (which topology.Config.MaxSpoutPending bounds) and, per
+// partition, at most MaxUncommitted uncommitted records (the tracker's
+// cap, after which the partition pauses).
 //
 // Transaction markers (the client is told to keep control records) are
 // marked emitted and done at once: they are offsets the commit must pass,

@@ -169,3 +169,38 @@ func Example_deadLetter() {
 	// xorack-topic=orders
 	// completed: 2 dead-lettered: 1
 }
+
+// Topic to topic: each record's words are written to another topic by the
+// sink bolt, each input acked once the broker has its record; the spout
+// commits a partition only past records whose words are all written.
+func ExampleSink() {
+	k, err := brokertest.StartKafka(brokertest.KafkaConfig{Topics: []string{"sentences", "words"}})
+	if err != nil {
+		panic(err)
+	}
+	defer k.Close()
+	produce(k.Addrs(), "sentences", "the cow jumped over the moon", "over the moon")
+
+	sp, err := kafka.New(kafka.Config{Brokers: k.Addrs(), Topics: []string{"sentences"}, Group: "pipeline",
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		panic(err)
+	}
+	sink, err := kafka.NewSink(kafka.SinkConfig{Brokers: k.Addrs(), Topic: "words",
+		Key:   func(t *topology.Tuple) []byte { return []byte(t.String(0)) }, // one partition per word
+		Value: func(t *topology.Tuple) ([]byte, error) { return []byte(t.String(0)), nil }})
+	if err != nil {
+		panic(err)
+	}
+	b := topology.NewBuilder()
+	b.Spout("records", func() topology.Spout { return sp }).Output(kafka.RecordField)
+	b.Bolt("split", func() topology.Bolt { return topology.Basic(topology.BasicFunc(splitRecord)) }).
+		Input("records", topology.Shuffle()).Output("word")
+	b.Bolt("words", sink.Bolt).Input("split", topology.Shuffle())
+	runToEnd(b, topology.DefaultConfig(), sp, "pipeline", "sentences")
+	if err := sink.Close(); err != nil {
+		panic(err)
+	}
+	fmt.Println("records produced:", sink.Stats().Produced)
+	// Output: records produced: 9
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -48,6 +49,117 @@ func (s *Spout) onAssigned(_ context.Context, _ *kgo.Client, assigned map[string
 		}
 	}
 	s.check()
+}
+
+// onFetched reads the done set committed with each newly assigned
+// partition's offset (rule 18): the records it names are done and are not
+// emitted again. Metadata that is foreign (another client's, a member id),
+// malformed, or for another offset than the one committed with it is
+// ignored, counted and logged: the partition replays from its floor. It
+// runs before adjust, on the group goroutine.
+func (s *Spout) onFetched(ctx context.Context, cl *kgo.Client, resp *kmsg.OffsetFetchResponse) error {
+	if s.crashed.Load() || s.cfg.CommitMetadataBytes < 0 {
+		return nil
+	}
+	type got struct {
+		t    tp
+		off  int64
+		meta string
+	}
+	var gs []got
+	var ids [][16]byte
+	for _, g := range resp.Groups {
+		for _, rt := range g.Topics {
+			for _, rp := range rt.Partitions {
+				if rp.ErrorCode == 0 && rp.Metadata != nil && *rp.Metadata != "" && rp.Offset >= 0 {
+					gs = append(gs, got{tp{rt.Topic, rp.Partition}, rp.Offset, *rp.Metadata})
+					ids = append(ids, rt.TopicID)
+				}
+			}
+		}
+	}
+	for _, rt := range resp.Topics {
+		for _, rp := range rt.Partitions {
+			if rp.ErrorCode == 0 && rp.Metadata != nil && *rp.Metadata != "" && rp.Offset >= 0 {
+				gs = append(gs, got{tp{rt.Topic, rp.Partition}, rp.Offset, *rp.Metadata})
+				ids = append(ids, [16]byte{})
+			}
+		}
+	}
+	names := s.topicNames(ctx, cl, ids)
+	type bad struct {
+		t   tp
+		err error
+	}
+	var bads []bad
+	s.mu.Lock()
+	for i, g := range gs {
+		if g.t.topic == "" {
+			g.t.topic = names[ids[i]] // v10+: topics by id
+		}
+		if g.t.topic == "" {
+			continue
+		}
+		p := s.partFor(g.t)
+		d, err := offsets.ParseDone(g.meta)
+		if err == nil && d.Floor != g.off {
+			err = fmt.Errorf("kafka: done set for offset %d committed with offset %d", d.Floor, g.off)
+		}
+		if err != nil {
+			p.skip = offsets.DoneSet{}
+			s.stats.DoneSetIgnored++
+			bads = append(bads, bad{g.t, err})
+			continue
+		}
+		p.skip = d
+	}
+	s.mu.Unlock()
+	for _, b := range bads {
+		s.log.Warn("kafka: committed metadata is not this spout's done set; ignored, the partition replays from its committed offset",
+			"group", s.cfg.Group, "topic", b.t.topic, "partition", b.t.partition, "err", b.err)
+	}
+	return nil
+}
+
+// topicNames maps the topic ids in ids to names, asking the cluster's
+// metadata for the spout's topics when one is not known yet. Ids change
+// only when a topic is re-created.
+func (s *Spout) topicNames(ctx context.Context, cl *kgo.Client, ids [][16]byte) map[[16]byte]string {
+	s.mu.Lock()
+	names := s.ids
+	missing := false
+	for _, id := range ids {
+		if id != ([16]byte{}) && names[id] == "" {
+			missing = true
+		}
+	}
+	s.mu.Unlock()
+	if !missing {
+		return names
+	}
+	req := kmsg.NewPtrMetadataRequest()
+	for _, t := range s.cfg.Topics {
+		rt := kmsg.NewMetadataRequestTopic()
+		rt.Topic = kmsg.StringPtr(t)
+		req.Topics = append(req.Topics, rt)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CommitTimeout)
+	defer cancel()
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		s.log.Warn("kafka: topic ids not resolved; their done sets are not read", "group", s.cfg.Group, "err", err)
+		return names
+	}
+	fresh := make(map[[16]byte]string, len(resp.Topics))
+	for _, rt := range resp.Topics {
+		if rt.Topic != nil {
+			fresh[rt.TopicID] = *rt.Topic
+		}
+	}
+	s.mu.Lock()
+	s.ids = fresh
+	s.mu.Unlock()
+	return fresh
 }
 
 // adjust runs after the group's committed offsets are fetched and before
@@ -111,18 +223,16 @@ func (s *Spout) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[strin
 	s.commitMu.Lock()
 	defer s.commitMu.Unlock()
 	s.mu.Lock()
-	offs := map[string]map[int32]kgo.EpochOffset{}
+	c := commitSet{offs: map[string]map[int32]kgo.EpochOffset{}}
 	dropped := s.forEachOwned(revoked, func(p *partition) {
-		if off, ok := p.tr.NextCommit(); ok {
-			addOffset(offs, p.tp, off)
-		}
+		s.choose(&c, p)
 		s.release(cl, p)
 		s.stats.Revoked++
 	})
 	s.check()
 	s.mu.Unlock()
-	s.log.Info("kafka: partitions revoked", "group", s.cfg.Group, "partitions", revoked, "dropped_in_flight", dropped, "committing", offs)
-	_ = s.send(ctx, cl, offs)
+	s.log.Info("kafka: partitions revoked", "group", s.cfg.Group, "partitions", revoked, "dropped_in_flight", dropped, "committing", c.offs)
+	_ = s.send(ctx, cl, c)
 }
 
 // onLost gives up partitions the member lost (the group fenced it: a
@@ -166,11 +276,19 @@ func (s *Spout) release(cl *kgo.Client, p *partition) {
 	if p.paused {
 		p.paused = false
 		s.stats.Paused--
-		cl.ResumeFetchPartitions(map[string][]int32{p.topic: {p.partition}})
 	} else {
 		s.buffered -= p.buffered()
 	}
+	if p.heldBack {
+		p.heldBack = false
+		s.stats.HeldBack--
+	}
+	if p.fetchPaused {
+		p.fetchPaused = false
+		cl.ResumeFetchPartitions(map[string][]int32{p.topic: {p.partition}})
+	}
 	p.clearBuf()
+	p.skip = offsets.DoneSet{}
 	s.stats.DroppedInFlight += uint64(p.tr.Pending())
 	p.tr.Revoke()
 	p.owned = false
@@ -201,24 +319,92 @@ func (s *Spout) commit(ctx context.Context) error {
 	s.commitMu.Lock()
 	defer s.commitMu.Unlock()
 	s.mu.Lock()
-	offs := map[string]map[int32]kgo.EpochOffset{}
+	c := commitSet{offs: map[string]map[int32]kgo.EpochOffset{}}
 	for _, p := range s.active {
-		if off, ok := p.tr.NextCommit(); ok {
-			addOffset(offs, p.tp, off)
-		}
+		s.choose(&c, p)
 	}
 	s.mu.Unlock()
-	return s.send(ctx, s.cl, offs)
+	return s.send(ctx, s.cl, c)
 }
+
+// commitSet is one commit request being built: the offsets, each
+// partition's done set (its metadata) and tracker Done count.
+type commitSet struct {
+	offs  map[string]map[int32]kgo.EpochOffset
+	meta  map[tp]string
+	marks map[tp]uint64
+}
+
+// choose adds p to c when a commit is due: the floor rose, or (with a done
+// set) records above it were done since the last accepted commit, which
+// is committed again at the same offset with the new set, so a record
+// stuck in retries does not make a crash replay all that finished after
+// it (STORM-2343). Called with mu held.
+//
+// While the records of the done set read back at assignment are not all
+// fetched again, no commit is made: the tracker knows only those fetched,
+// and a commit would replace the set the broker holds with a smaller one.
+func (s *Spout) choose(c *commitSet, p *partition) {
+	if n := len(p.skip.Ranges); n > 0 {
+		if p.tr.NextOffset() < p.skip.Ranges[n-1].Hi {
+			return
+		}
+		p.skip = offsets.DoneSet{}
+	}
+	off, ok := p.tr.NextCommit()
+	st := p.tr.Stats()
+	if !ok && (s.cfg.CommitMetadataBytes < 0 || p.tr.Generation() == 0 || st.Done == p.sentDone || st.Committed != st.Committable) {
+		return
+	}
+	addOffset(c.offs, p.tp, off)
+	if c.marks == nil {
+		c.meta, c.marks = map[tp]string{}, map[tp]uint64{}
+	}
+	c.marks[p.tp] = st.Done
+	if s.cfg.CommitMetadataBytes < 0 {
+		return
+	}
+	var complete bool
+	s.meta, complete = p.tr.AppendDone(s.meta[:0], s.cfg.CommitMetadataBytes)
+	c.meta[p.tp] = string(s.meta)
+	if !complete {
+		s.stats.DoneSetTruncated++
+		if now := time.Now(); now.Sub(s.lastTruncLog) >= truncLogEvery {
+			s.lastTruncLog = now
+			s.log.Warn("kafka: done set does not fit Config.CommitMetadataBytes; the records past what fits replay after a crash",
+				"group", s.cfg.Group, "topic", p.topic, "partition", p.partition, "budget", s.cfg.CommitMetadataBytes,
+				"uncommitted", st.Uncommitted, "pending", st.Pending, "truncated_commits", s.stats.DoneSetTruncated)
+		}
+	}
+}
+
+// truncLogEvery bounds the log of done sets that do not fit to one line
+// per ten seconds (the counter has them all).
+const truncLogEvery = 10 * time.Second
 
 // send commits offs synchronously and tells each partition's tracker what
 // the broker accepted. Called with commitMu held.
-func (s *Spout) send(ctx context.Context, cl *kgo.Client, offs map[string]map[int32]kgo.EpochOffset) error {
+func (s *Spout) send(ctx context.Context, cl *kgo.Client, c commitSet) error {
+	offs := c.offs
 	if len(offs) == 0 {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CommitTimeout)
 	defer cancel()
+	if s.cfg.CommitMetadataBytes >= 0 {
+		// Every partition's metadata is the spout's: its done set, or
+		// empty (never the client's default, the member id).
+		ctx = kgo.PreCommitFnContext(ctx, func(req *kmsg.OffsetCommitRequest) error {
+			for i := range req.Topics {
+				rt := &req.Topics[i]
+				for j := range rt.Partitions {
+					m := c.meta[tp{rt.Topic, rt.Partitions[j].Partition}]
+					rt.Partitions[j].Metadata = &m
+				}
+			}
+			return nil
+		})
+	}
 	type result struct {
 		t   tp
 		err error
@@ -253,8 +439,18 @@ func (s *Spout) send(ctx context.Context, cl *kgo.Client, offs map[string]map[in
 			errs = append(errs, fmt.Errorf("kafka: commit of %s/%d at %d: %w", r.t.topic, r.t.partition, off, r.err))
 			continue
 		}
-		if p := s.parts[r.t]; p != nil && !p.tr.Committed(off) {
+		p := s.parts[r.t]
+		if p == nil {
+			continue
+		}
+		if off == p.tr.Stats().Committed {
+			// The same offset with a new done set: not late.
+		} else if !p.tr.Committed(off) {
 			s.stats.LateCommits++
+			continue
+		}
+		if p.owned {
+			p.sentDone = max(p.sentDone, c.marks[r.t])
 		}
 	}
 	s.mu.Unlock()

@@ -42,7 +42,12 @@ type cluster struct {
 
 func startCluster(t *testing.T, partitions int32, topics ...string) *cluster {
 	t.Helper()
-	k, err := brokertest.StartKafka(brokertest.KafkaConfig{Topics: topics, Partitions: partitions})
+	return startClusterWith(t, brokertest.KafkaConfig{Topics: topics, Partitions: partitions})
+}
+
+func startClusterWith(t *testing.T, cfg brokertest.KafkaConfig) *cluster {
+	t.Helper()
+	k, err := brokertest.StartKafka(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

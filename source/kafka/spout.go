@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"log/slog"
 	"math/bits"
+	"net"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,11 +42,25 @@ type tp struct {
 // assigned at least once. Every field is guarded by Spout.mu.
 type partition struct {
 	tp
-	tr     *offsets.Tracker // kept across assignments: its committed offset only rises
-	owned  bool             // assigned to this member now
-	paused bool             // fetching paused because tr is Full
-	buf    []*kgo.Record    // fetched and not yet emitted, from head on
-	head   int
+	tr          *offsets.Tracker // kept across assignments: its committed offset only rises
+	owned       bool             // assigned to this member now
+	paused      bool             // fetching paused because tr is Full
+	fetchPaused bool             // the client is told not to fetch it (paused or heldBack)
+	// held back: fetching paused because the buffer holds a poll's worth
+	// and other partitions are assigned, so that the client's fetched
+	// data of this partition (dropped by the pause and fetched again on
+	// resume) does not crowd theirs out of the polls.
+	heldBack bool
+	buf      []*kgo.Record // fetched and not yet emitted, from head on
+	head     int
+
+	// skip is the done set read back with the group's committed offset at
+	// this assignment: records in it are done already and are marked
+	// done, not emitted. Empty when there was none.
+	skip offsets.DoneSet
+	// sentDone is the tracker's Done count when its last accepted commit
+	// was chosen: a commit is due when the floor moved or this did.
+	sentDone uint64
 }
 
 func (p *partition) buffered() int { return len(p.buf) - p.head }
@@ -103,11 +119,16 @@ type Spout struct {
 	rr            int          // the next active partition to serve
 	buffered      int          // records in the buffers of partitions not paused
 	pollerWaiting bool         // the poller waits for room
+	hungry        bool         // a partition's buffer ran dry since the poller last woke
 	held          *inflight    // emitted to the tracker, its Emit failed: emit it first
 	free          *inflight
 	opened        bool
 	closed        bool
 	stats         Stats
+	meta          []byte              // the done set being encoded, reused
+	ids           map[[16]byte]string // topic id to name, for OffsetFetch v10+
+	lastTruncLog  time.Time           // the last log of a done set that did not fit
+	lastConnLog   time.Time           // the last log of a broker connection error
 }
 
 // Stats are a spout's counters (since Open) and, in Partitions, the state
@@ -129,9 +150,14 @@ type Stats struct {
 	CommitErrors uint64 // commit requests that failed, or partitions in them the broker refused
 	LateCommits  uint64 // accepted offsets at or below the committed offset already known (ignored)
 
-	Pauses  uint64 // times a partition's fetching was paused (its tracker full)
-	Resumes uint64 // times it was resumed
-	Paused  int    // gauge: partitions paused now
+	SkippedDone      uint64 // records fetched again that the committed done set named done: not emitted
+	DoneSetTruncated uint64 // commits of a partition whose done set did not fit CommitMetadataBytes (the rest replays)
+	DoneSetIgnored   uint64 // committed metadata read back that was foreign, malformed or for another offset: ignored
+
+	Pauses   uint64 // times a partition's fetching was paused (its tracker full)
+	Resumes  uint64 // times it was resumed
+	Paused   int    // gauge: partitions paused now
+	HeldBack int    // gauge: partitions whose fetching waits while their buffer drains (others are served first)
 
 	Assigned        uint64 // partitions assigned
 	Revoked         uint64 // partitions revoked (their done offsets committed first)
@@ -139,6 +165,10 @@ type Stats struct {
 	StartRaised     uint64 // assignments started at the spout's own committed offset, above the group's
 	DroppedInFlight uint64 // records in flight when their partition was revoked or lost
 	FetchErrors     uint64 // fetch errors reported by the client
+
+	ConnectErrors   uint64 // connections to a broker that failed (refused, timed out, TLS, SASL)
+	Disconnects     uint64 // broker connections that closed
+	LastBrokerError string // the last connection error, "" before any
 
 	Partitions []PartitionStats // sorted by topic, then partition
 }
@@ -189,10 +219,24 @@ func (s *Spout) Open(tc topology.TaskContext) error {
 		kgo.OnPartitionsRevoked(s.onRevoked),
 		kgo.OnPartitionsLost(s.onLost),
 		kgo.AdjustFetchOffsetsFn(s.adjust),
+		kgo.OnOffsetsFetched(s.onFetched),
+		kgo.WithHooks(brokerHooks{s}),
 	)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return fmt.Errorf("kafka: client for group %q: %w", s.cfg.Group, err)
+	}
+	pctx, pcancel := context.WithTimeout(context.Background(), s.cfg.OpenTimeout)
+	err = cl.Ping(pctx)
+	pcancel()
+	if err != nil {
+		last := s.lastBrokerError()
+		cl.Close()
+		if last != "" && !strings.Contains(err.Error(), last) {
+			err = fmt.Errorf("%w (last connection error: %s)", err, last)
+		}
+		return fmt.Errorf("kafka: no broker of %q answered within %v (Config.OpenTimeout) for group %q: %w",
+			s.cfg.Brokers, s.cfg.OpenTimeout, s.cfg.Group, err)
 	}
 	s.mu.Lock()
 	s.cl = cl
@@ -256,6 +300,13 @@ func (s *Spout) take() *inflight {
 			p.buf[p.head] = nil
 			p.head++
 			s.buffered-- // p is not paused: paused partitions are full
+			if p.heldBack && p.buffered() <= s.cfg.MaxPollRecords/4 {
+				// Drained: fetch it again (whether the records went
+				// out as roots or were skipped as done).
+				p.heldBack = false
+				s.stats.HeldBack--
+				s.syncFetch(p)
+			}
 			if err != nil {
 				// Below the assignment's start (a reset below the
 				// spout's own commit) or not above an offset already
@@ -268,6 +319,11 @@ func (s *Spout) take() *inflight {
 				s.stats.Control++
 				continue
 			}
+			if len(p.skip.Ranges) > 0 && p.skip.Contains(r.Offset) {
+				_ = p.tr.Done(m) // done before the crash or rebalance, committed as done
+				s.stats.SkippedDone++
+				continue
+			}
 			if p.tr.Full() {
 				s.pause(p)
 			}
@@ -277,6 +333,7 @@ func (s *Spout) take() *inflight {
 		}
 		if p.head == len(p.buf) && p.head > 0 {
 			p.clearBuf()
+			s.hungry = true // a partition ran dry: poll for it
 		}
 	}
 	s.wakePoller()
@@ -447,7 +504,21 @@ func (s *Spout) pause(p *partition) {
 	s.buffered -= p.buffered()
 	s.stats.Pauses++
 	s.stats.Paused++
-	s.cl.PauseFetchPartitions(map[string][]int32{p.topic: {p.partition}})
+	s.syncFetch(p)
+}
+
+// syncFetch pauses or resumes fetching p in the client: paused while its
+// tracker is full or it is held back. Called with mu held.
+func (s *Spout) syncFetch(p *partition) {
+	if want := p.paused || p.heldBack; want != p.fetchPaused {
+		p.fetchPaused = want
+		m := map[string][]int32{p.topic: {p.partition}}
+		if want {
+			s.cl.PauseFetchPartitions(m)
+		} else {
+			s.cl.ResumeFetchPartitions(m)
+		}
+	}
 }
 
 // resume fetches p again. Called with mu held.
@@ -459,12 +530,14 @@ func (s *Spout) resume(p *partition) {
 	s.buffered += p.buffered()
 	s.stats.Resumes++
 	s.stats.Paused--
-	s.cl.ResumeFetchPartitions(map[string][]int32{p.topic: {p.partition}})
+	s.syncFetch(p)
 }
 
-// wakePoller tells a waiting poller there is room. Called with mu held.
+// wakePoller tells a waiting poller there is room, or a partition whose
+// buffer ran dry. Called with mu held.
 func (s *Spout) wakePoller() {
-	if s.pollerWaiting && s.buffered < s.cfg.MaxPollRecords {
+	if s.pollerWaiting && (s.buffered < s.cfg.MaxPollRecords || s.hungry) {
+		s.hungry = false
 		s.pollerWaiting = false
 		select {
 		case s.room <- struct{}{}:
@@ -478,6 +551,23 @@ func (s *Spout) wakePoller() {
 // records while the next poll is on its way.
 func (s *Spout) maxBuffered() int { return 2 * s.cfg.MaxPollRecords }
 
+// pollWanted reports whether the poller should poll: the buffers have
+// room, or an owned partition that is fetching has an empty buffer (the
+// others are held back, so a poll brings its records). Memory stays
+// bounded: a partition is held back once it buffers a poll's worth, so
+// each holds at most two polls. Called with mu held.
+func (s *Spout) pollWanted() bool {
+	if s.buffered < s.maxBuffered() {
+		return true
+	}
+	for _, p := range s.active {
+		if !p.fetchPaused && p.buffered() == 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // poll runs on its own goroutine until Close: it polls records and puts
 // them in their partitions' buffers. The client blocks rebalances from the
 // moment a poll returns records until AllowRebalance, so the records are
@@ -487,7 +577,7 @@ func (s *Spout) poll() {
 	defer close(s.pollDone)
 	for {
 		s.mu.Lock()
-		for s.buffered >= s.maxBuffered() {
+		for !s.pollWanted() {
 			s.pollerWaiting = true
 			s.mu.Unlock()
 			select {
@@ -551,6 +641,11 @@ func (s *Spout) distribute(fs kgo.Fetches) []error {
 		p.buf = append(p.buf, fp.Records...)
 		if !p.paused {
 			s.buffered += len(fp.Records)
+		}
+		if !p.heldBack && len(s.active) > 1 && p.buffered() >= s.cfg.MaxPollRecords {
+			p.heldBack = true
+			s.stats.HeldBack++
+			s.syncFetch(p)
 		}
 	})
 	return errs
@@ -637,3 +732,48 @@ func (s *Spout) Client() *kgo.Client {
 }
 
 func pow2(n uint64) bool { return n != 0 && bits.OnesCount64(n) == 1 }
+
+// brokerHooks counts and logs the client's broker connection errors (a
+// kgo hook, called on the client's goroutines).
+type brokerHooks struct{ s *Spout }
+
+var _ kgo.HookBrokerConnect = brokerHooks{}
+var _ kgo.HookBrokerDisconnect = brokerHooks{}
+
+// connLogEvery bounds the log of connection errors to one line per ten
+// seconds: a broker that is down is retried many times a second.
+const connLogEvery = 10 * time.Second
+
+func (h brokerHooks) OnBrokerConnect(meta kgo.BrokerMetadata, _ time.Duration, _ net.Conn, err error) {
+	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, kgo.ErrClientClosed) ||
+		strings.Contains(err.Error(), "operation was canceled") {
+		return // the client is closing, not a broker's error
+	}
+	s := h.s
+	s.mu.Lock()
+	s.stats.ConnectErrors++
+	s.stats.LastBrokerError = err.Error()
+	n := s.stats.ConnectErrors
+	now := time.Now()
+	logIt := now.Sub(s.lastConnLog) >= connLogEvery
+	if logIt {
+		s.lastConnLog = now
+	}
+	s.mu.Unlock()
+	if logIt {
+		s.log.Warn("kafka: broker connection failed", "group", s.cfg.Group, "broker", net.JoinHostPort(meta.Host, strconv.Itoa(int(meta.Port))),
+			"err", err, "connect_errors", n)
+	}
+}
+
+func (h brokerHooks) OnBrokerDisconnect(kgo.BrokerMetadata, net.Conn) {
+	h.s.mu.Lock()
+	h.s.stats.Disconnects++
+	h.s.mu.Unlock()
+}
+
+func (s *Spout) lastBrokerError() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stats.LastBrokerError
+}

@@ -58,6 +58,7 @@ func TestConfigErrorsNameTheValue(t *testing.T) {
 		{func(c *Config) { c.MaxPollRecords = 1 << 21 }, "kafka: Config.MaxPollRecords 2097152 out of range [1, 1048576]"},
 		{func(c *Config) { c.CommitInterval = time.Microsecond }, "kafka: Config.CommitInterval 1µs below 1ms"},
 		{func(c *Config) { c.CommitTimeout = -time.Second }, "kafka: Config.CommitTimeout -1s below 1ms"},
+		{func(c *Config) { c.CommitMetadataBytes = 20 }, "kafka: Config.CommitMetadataBytes 20 out of range [39, 65536] (or -1: none)"},
 	} {
 		c := ok
 		tc.change(&c)
@@ -70,7 +71,7 @@ func TestConfigErrorsNameTheValue(t *testing.T) {
 		t.Fatal(err)
 	}
 	if s.cfg.MaxUncommitted != DefaultMaxUncommitted || s.cfg.MaxPollRecords != DefaultMaxPollRecords ||
-		s.cfg.CommitInterval != DefaultCommitInterval || s.cfg.Stream != topology.DefaultStream || s.Client() != nil {
+		s.cfg.CommitInterval != DefaultCommitInterval || s.cfg.CommitMetadataBytes != DefaultCommitMetadataBytes || s.cfg.Stream != topology.DefaultStream || s.Client() != nil {
 		t.Errorf("defaults: %+v", s.cfg)
 	}
 	if err := s.Close(); err != nil { // never opened: nothing to close

@@ -428,6 +428,12 @@ func TestGapsAreNotWaitedFor(t *testing.T) {
 // administrator's offset reset does.
 func commitEmptyGroup(t *testing.T, c *cluster, group, topic string, partition int32, offset int64) {
 	t.Helper()
+	commitEmptyGroupMeta(t, c, group, topic, partition, offset, nil)
+}
+
+// commitEmptyGroupMeta is commitEmptyGroup with the commit's metadata.
+func commitEmptyGroupMeta(t *testing.T, c *cluster, group, topic string, partition int32, offset int64, meta *string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	req := kmsg.NewPtrOffsetCommitRequest()
@@ -440,7 +446,7 @@ func commitEmptyGroup(t *testing.T, c *cluster, group, topic string, partition i
 		}
 	}
 	rp := kmsg.NewOffsetCommitRequestTopicPartition()
-	rp.Partition, rp.Offset = partition, offset
+	rp.Partition, rp.Offset, rp.Metadata = partition, offset, meta
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
 	resp, err := req.RequestWith(ctx, c.cl)

@@ -62,6 +62,20 @@
 // emitted and acked offsets (storm-kafka-client's OffsetManager; see
 // BenchmarkOffsets).
 //
+// # The done set
+//
+// AppendDone encodes the offsets above the committable offset that need
+// no processing (records done, and the gaps between fetched records) as
+// text for a commit's metadata, within a byte budget: run-length or
+// bitset, whichever is smaller, versioned and checksummed (the byte
+// layout is in doneset.go and docs/semantics.md, rule 18). It walks the
+// done ring a word at a time and stops once the budget is spent, writing
+// into a scratch blob the tracker keeps: no allocation per offset, none at
+// all once the buffers have grown. ParseDone reads it back into ranges
+// (at most four per byte of text), refusing foreign and malformed text
+// with ErrForeign or ErrMalformed; a spout skips the records in it on its
+// next assignment instead of replaying them.
+//
 // A Mark carries the record's offset, its seq and the generation it was
 // emitted in. Generations come from one process-wide counter, so a Mark is
 // never current for another tracker or for a later assignment of its own.

@@ -80,3 +80,32 @@ func ExampleTracker_Assign() {
 	// offsets: mark from an earlier assignment generation
 	// <nil> 1
 }
+
+// A commit carries the done records above the floor; after a crash the
+// next owner reads them back and skips them instead of replaying them.
+func ExampleTracker_AppendDone() {
+	tr := offsets.New(100)
+	tr.Assign(0)
+	var marks []offsets.Mark
+	for off := range int64(10) {
+		m, _ := tr.Emit(off)
+		marks = append(marks, m)
+	}
+	for _, i := range []int{0, 1, 4, 5, 6, 9} { // 2 is stuck in retries
+		_ = tr.Done(marks[i])
+	}
+	meta, complete := tr.AppendDone(nil, 4096) // Kafka's default offset.metadata.max.bytes
+	floor := tr.Committable()
+
+	d, err := offsets.ParseDone(string(meta))
+	if err != nil || d.Floor != floor {
+		panic("not the floor committed")
+	}
+	for off := floor; off < 10; off++ {
+		if !d.Contains(off) {
+			fmt.Print(off, " ")
+		}
+	}
+	fmt.Println("replayed; complete:", complete)
+	// Output: 2 3 7 8 replayed; complete: true
+}

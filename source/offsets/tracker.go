@@ -95,6 +95,8 @@ type Tracker struct {
 
 	committed int64 // highest offset passed to Committed; -1 before any
 
+	scratch []byte // AppendDone's blob, reused
+
 	stats Stats
 
 	debugOps uint64 // operations since New, for the amortised debug check
@@ -343,6 +345,10 @@ func (t *Tracker) Committed(offset int64) bool {
 	t.committed = offset
 	return true
 }
+
+// NextOffset returns the lowest offset the next Emit may have: the offset
+// after the last emitted, or the assignment's start before any.
+func (t *Tracker) NextOffset() int64 { return t.next }
 
 // Full reports whether the partition is at its limit of uncommitted
 // records: fetching it should pause until Done moves the commit point.

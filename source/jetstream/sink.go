@@ -1,0 +1,130 @@
+package jetstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	natsjs "github.com/nats-io/nats.go/jetstream"
+
+	"github.com/xorack/xorack/topology"
+)
+
+// DefaultPublishTimeout bounds one message's publish, from the bolt's call
+// to the stream's PubAck; past it the input fails.
+const DefaultPublishTimeout = 5 * time.Second
+
+// SinkConfig configures a Sink. JetStream, Subject, Data and MsgID are
+// required.
+type SinkConfig struct {
+	// JetStream is the client; the sink neither opens nor closes its
+	// connection.
+	JetStream natsjs.JetStream
+	// Subject returns the subject to publish a tuple on (a subject of the
+	// output stream).
+	Subject func(*topology.Tuple) string
+	// Data returns the message's data for a tuple; an error fails the
+	// tuple with it, nothing published.
+	Data func(*topology.Tuple) ([]byte, error)
+	// MsgID returns the message's Nats-Msg-Id: the same for every
+	// replay of the same output, from the source position (for one
+	// output per input message, its Position.String(); for several, the
+	// position and the output's index). The stream's duplicate window
+	// then makes a replay write nothing.
+	MsgID func(*topology.Tuple) string
+	// PublishTimeout bounds each publish; default DefaultPublishTimeout.
+	PublishTimeout time.Duration
+}
+
+// Sink is a JetStream publisher as a topology bolt: each input tuple
+// becomes one message, with a Nats-Msg-Id from the source position, and
+// the tuple is acked on the stream's PubAck (a duplicate's PubAck too:
+// the stream has the message) or failed with a *PublishError. Within the
+// stream's duplicate window (Duplicates, two minutes by default) a tree
+// replayed after a failure or a crash writes nothing new: the exactly-once
+// effect into a stream. One Sink serves every task of its bolt:
+// b.Bolt("out", sink.Bolt).
+//
+// Each task waits in Execute for its message's PubAck (the collector acks
+// only there); give the bolt several executors for more in flight.
+type Sink struct {
+	cfg   SinkConfig
+	stats struct{ published, duplicates, failed atomic.Uint64 }
+}
+
+// PublishError is the failure a Sink gives an input whose message the
+// stream did not take.
+type PublishError struct {
+	Subject, MsgID string
+	Err            error // the server's or the client's error, or a timeout
+}
+
+func (e *PublishError) Error() string {
+	return fmt.Sprintf("jetstream: publish on %q (Nats-Msg-Id %q): %v", e.Subject, e.MsgID, e.Err)
+}
+
+func (e *PublishError) Unwrap() error { return e.Err }
+
+// SinkStats are a sink's counters.
+type SinkStats struct {
+	Published  uint64 // PubAcks of new messages (inputs acked)
+	Duplicates uint64 // PubAcks the stream marked duplicate: a replay wrote nothing (inputs acked)
+	Failed     uint64 // inputs failed
+}
+
+// NewSink returns a sink for cfg, or an error naming the missing field.
+func NewSink(cfg SinkConfig) (*Sink, error) {
+	switch {
+	case cfg.JetStream == nil:
+		return nil, errors.New("jetstream: SinkConfig.JetStream is nil")
+	case cfg.Subject == nil || cfg.Data == nil || cfg.MsgID == nil:
+		return nil, errors.New("jetstream: SinkConfig.Subject, Data and MsgID must all be set")
+	case cfg.PublishTimeout < 0:
+		return nil, fmt.Errorf("jetstream: SinkConfig.PublishTimeout %v is negative", cfg.PublishTimeout)
+	}
+	if cfg.PublishTimeout == 0 {
+		cfg.PublishTimeout = DefaultPublishTimeout
+	}
+	return &Sink{cfg: cfg}, nil
+}
+
+// Bolt returns a bolt task of the sink: pass it to Builder.Bolt.
+func (s *Sink) Bolt() topology.Bolt { return sinkBolt{s} }
+
+type sinkBolt struct{ s *Sink }
+
+// Execute publishes t's message and acks t on its PubAck, or fails it with
+// a *PublishError.
+func (b sinkBolt) Execute(t *topology.Tuple, c *topology.BoltCollector) {
+	s := b.s
+	data, err := s.cfg.Data(t)
+	if err != nil {
+		s.stats.failed.Add(1)
+		_ = c.Fail(t, fmt.Errorf("jetstream: sink data: %w", err))
+		return
+	}
+	m := &nats.Msg{Subject: s.cfg.Subject(t), Data: data}
+	id := s.cfg.MsgID(t)
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.PublishTimeout)
+	ack, err := s.cfg.JetStream.PublishMsg(ctx, m, natsjs.WithMsgID(id))
+	cancel()
+	if err != nil {
+		s.stats.failed.Add(1)
+		_ = c.Fail(t, &PublishError{Subject: m.Subject, MsgID: id, Err: err})
+		return
+	}
+	if ack.Duplicate {
+		s.stats.duplicates.Add(1)
+	} else {
+		s.stats.published.Add(1)
+	}
+	_ = c.Ack(t)
+}
+
+// Stats returns the sink's counters; any goroutine.
+func (s *Sink) Stats() SinkStats {
+	return SinkStats{Published: s.stats.published.Load(), Duplicates: s.stats.duplicates.Load(), Failed: s.stats.failed.Load()}
+}

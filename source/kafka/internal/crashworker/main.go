@@ -1,0 +1,121 @@
+// Command crashworker is the worker of the Kafka spout's process tests
+// (source/kafka, TestReplayBoundAcrossProcesses): a Kafka spout into a bolt
+// that appends each record it processes to a ledger file, "partition
+// offset unixnano\\n", before acking it. The tests run it as a separate
+// process against an in-process kfake, SIGKILL it and start it again. One
+// record (-stuck-partition, -stuck-offset) fails its first attempt in
+// every process, so the engine's backoff (-backoff) pins its partition's
+// floor while the records after it complete. SIGTERM stops it cleanly.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/xorack/xorack/source/kafka"
+	"github.com/xorack/xorack/topology"
+)
+
+func main() {
+	brokers := flag.String("brokers", "", "seed brokers")
+	topic := flag.String("topic", "", "topic")
+	group := flag.String("group", "", "consumer group")
+	instance := flag.String("instance", "", "static group member id (a restarted worker takes its predecessor's place at once)")
+	ledger := flag.String("ledger", "", "ledger file, appended to")
+	interval := flag.Duration("interval", kafka.DefaultCommitInterval, "commit interval")
+	stuckPart := flag.Int("stuck-partition", -1, "partition of the stuck record (-1: none)")
+	stuckOff := flag.Int64("stuck-offset", -1, "offset of the stuck record")
+	backoff := flag.Duration("backoff", 3*time.Second, "retry backoff (the stuck record waits this long)")
+	flag.IntVar(&throttle, "throttle", 0, "sleep 1ms every this many records per executor (0: never): a worker slower than fetching")
+	flag.Parse()
+	if err := run(*brokers, *topic, *group, *instance, *ledger, *interval, int32(*stuckPart), *stuckOff, *backoff); err != nil {
+		fmt.Fprintln(os.Stderr, "crashworker:", err)
+		os.Exit(1)
+	}
+}
+
+var throttle int
+
+func run(brokers, topic, group, instance, ledger string, interval time.Duration, stuckPart int32, stuckOff int64, backoff time.Duration) error {
+	f, err := os.OpenFile(ledger, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var mu sync.Mutex // one write per line, whole
+	// A short session: the test's cluster allows it, so a killed
+	// worker's partitions move on in well under a second.
+	opts := []kgo.Opt{kgo.HeartbeatInterval(100 * time.Millisecond), kgo.SessionTimeout(600 * time.Millisecond),
+		kgo.FetchMaxWait(50 * time.Millisecond)}
+	if instance != "" {
+		opts = append(opts, kgo.InstanceID(instance))
+	}
+	sp, err := kafka.New(kafka.Config{Brokers: strings.Split(brokers, ","), Topics: []string{topic}, Group: group,
+		CommitInterval: interval, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Opts: opts})
+	if err != nil {
+		return err
+	}
+	b := topology.NewBuilder()
+	b.Spout("records", func() topology.Spout { return sp }).Output(kafka.RecordField)
+	b.Bolt("ledger", func() topology.Bolt {
+		k := 0
+		return topology.Basic(topology.BasicFunc(func(t *topology.Tuple, _ *topology.BasicCollector) error {
+			if k++; throttle > 0 && k%throttle == 0 {
+				time.Sleep(time.Millisecond) // the throttle, not synchronisation
+			}
+			r := t.Value(0).(*kgo.Record)
+			if r.Partition == stuckPart && r.Offset == stuckOff && t.Attempt() == 1 {
+				return fmt.Errorf("stuck record %d/%d: first attempt fails", r.Partition, r.Offset)
+			}
+			line := strconv.AppendInt(nil, int64(r.Partition), 10)
+			line = append(line, ' ')
+			line = strconv.AppendInt(line, r.Offset, 10)
+			line = append(line, ' ')
+			line = strconv.AppendInt(line, time.Now().UnixNano(), 10)
+			line = append(line, '\n')
+			mu.Lock()
+			_, err := f.Write(line)
+			mu.Unlock()
+			return err
+		}))
+	}).Executors(2).Input("records", topology.Shuffle())
+	cfg := topology.DefaultConfig()
+	cfg.Retry = topology.RetryPolicy{MaxAttempts: 1 << 10, Backoff: backoff, MaxBackoff: backoff}
+	top, err := b.Build(cfg)
+	if err != nil {
+		return err
+	}
+	if err := top.Start(); err != nil {
+		return err
+	}
+	if os.Getenv("CRASHWORKER_STATS") != "" {
+		go func() {
+			for range time.Tick(500 * time.Millisecond) {
+				st := sp.Stats()
+				fmt.Fprintf(os.Stderr, "crashworker: emitted %d completed %d skipped-done %d commits %d errors %d |", st.Emitted, st.Completed, st.SkippedDone, st.Commits, st.CommitErrors)
+				for _, p := range st.Partitions {
+					fmt.Fprintf(os.Stderr, " p%d owned %v paused %v committed %d committable %d pending %d uncommitted %d;", p.Partition, p.Owned, p.Paused, p.Committed, p.Committable, p.Pending, p.Uncommitted)
+				}
+				fmt.Fprintln(os.Stderr)
+			}
+		}()
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
+	<-sig
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return top.Stop(ctx)
+}

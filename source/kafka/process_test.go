@@ -1,0 +1,317 @@
+package kafka
+
+import (
+	"bufio"
+	"bytes"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/xorack/xorack/source/brokertest"
+	"github.com/xorack/xorack/topology"
+)
+
+// buildWorker builds internal/crashworker into a temporary directory.
+func buildWorker(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "crashworker")
+	cmd := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "./internal/crashworker")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// sizedCommit is a commit as the broker received it, with the ledger's
+// size at that moment: every record processed before the commit was
+// chosen is in the ledger's first size bytes.
+type sizedCommit struct {
+	partition int32
+	offset    int64
+	size      int64
+	at        time.Time
+}
+
+type ledgerLine struct {
+	p   int32
+	off int64
+	at  time.Time
+	end int64 // byte offset after the line
+}
+
+func readLedger(t *testing.T, path string) []ledgerLine {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []ledgerLine
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	var pos int64
+	for sc.Scan() {
+		pos += int64(len(sc.Bytes())) + 1
+		f := bytes.Fields(sc.Bytes())
+		if len(f) != 3 {
+			t.Fatalf("ledger line %q", sc.Bytes())
+		}
+		p, _ := strconv.Atoi(string(f[0]))
+		off, _ := strconv.ParseInt(string(f[1]), 10, 64)
+		ns, _ := strconv.ParseInt(string(f[2]), 10, 64)
+		out = append(out, ledgerLine{int32(p), off, time.Unix(0, ns), pos})
+	}
+	return out
+}
+
+func fileSize(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// Rule 18 across real processes: the worker (internal/crashworker, a
+// separate OS process) is SIGKILLed at random points and restarted against
+// the in-process cluster, with one record stuck in retry backoff pinning
+// its partition's floor the whole time. (a) Nothing is lost; (b) no commit
+// the broker received was ahead of a record not yet processed; (c) the
+// records processed again after each kill are at most the spout's pending
+// bound (in flight) plus the records completed since the last commit the
+// broker had. The floor alone would have replayed everything after the
+// stuck record (logged beside it).
+func TestReplayBoundAcrossProcesses(t *testing.T) {
+	const topic, group, parts, stuckOff = "t", "g", 4, 10
+	const interval = 100 * time.Millisecond
+	n := size(20_000, 5_000) // per partition
+	kills := size(4, 2)
+	bin := buildWorker(t)
+	c := startClusterWith(t, brokertest.KafkaConfig{Topics: []string{topic}, Partitions: parts, MinSessionTimeout: 100 * time.Millisecond})
+	c.produce(t, topic, parts, n)
+	ledger := filepath.Join(t.TempDir(), "ledger")
+
+	rec := recordCommits(c, ledger)
+	mu, commits := &rec.mu, &rec.commits
+	start := func() *exec.Cmd {
+		return startWorker(t, bin, c, topic, group, ledger, interval, "-stuck-partition", "0", "-stuck-offset", strconv.Itoa(stuckOff))
+	}
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 5))
+	const lineBytes = 24 // "p offset unixnano\n", about
+	var killAt []time.Time
+	for k := range kills {
+		from := fileSize(ledger)
+		cmd := start()
+		// A random moment: after a random share of the records left.
+		grow := int64(n*parts/(kills+2)/4+rng.IntN(n*parts/(kills+2)/2)) * lineBytes
+		mu.Lock()
+		c0 := len(*commits)
+		mu.Unlock()
+		want := 1 + rng.IntN(3) // and after a few of this process's commits
+		waitFor(t, "the worker processing records and committing", func() bool {
+			mu.Lock()
+			nc := len(*commits) - c0
+			mu.Unlock()
+			return fileSize(ledger) >= from+grow && nc >= want
+		})
+		killAt = append(killAt, time.Now())
+		_ = cmd.Process.Kill() // SIGKILL
+		_ = cmd.Wait()
+		t.Logf("kill %d after %d bytes of ledger", k+1, fileSize(ledger)-from)
+	}
+	final := start()
+	waitCommittedTo(t, c, group, topic, parts, n)
+	stopWorker(t, final)
+
+	lines := readLedger(t, ledger)
+	checkLedger(t, lines, rec.all(), parts, n)
+	// (c) replays per kill.
+	done := map[[2]int64]bool{}
+	li := 0
+	pending := int64(topology.DefaultMaxSpoutPending)
+	for k, at := range killAt {
+		// The last commit the broker had before the kill.
+		var last time.Time
+		floor := make([]int64, parts)
+		for _, cm := range rec.all() {
+			if cm.at.Before(at) {
+				last = cm.at
+				floor[cm.partition] = max(floor[cm.partition], cm.offset)
+			}
+		}
+		var since, aboveFloor int64
+		for ; li < len(lines) && lines[li].at.Before(at); li++ {
+			l := lines[li]
+			done[[2]int64{int64(l.p), l.off}] = true
+			if !l.at.Before(last) {
+				since++
+			}
+		}
+		for key := range done {
+			if key[1] >= floor[key[0]] {
+				aboveFloor++
+			}
+		}
+		// Replayed: records processed after the kill that were done before it.
+		var replayed int64
+		again := map[[2]int64]bool{}
+		for j := li; j < len(lines) && (k+1 == len(killAt) || lines[j].at.Before(killAt[k+1])); j++ {
+			key := [2]int64{int64(lines[j].p), lines[j].off}
+			if done[key] && !again[key] {
+				again[key] = true
+				replayed++
+			}
+		}
+		bound := pending + since
+		t.Logf("kill %d: replayed %d; bound %d (in flight %d + %d completed since the last commit); the floor alone: %d", k+1, replayed, bound, pending, since, aboveFloor)
+		if replayed > bound {
+			t.Errorf("kill %d: %d records replayed, over the bound %d", k+1, replayed, bound)
+		}
+	}
+}
+
+// commitRecorder records every offset commit the cluster receives, with
+// the ledger's size at that moment.
+type commitRecorder struct {
+	mu      sync.Mutex
+	commits []sizedCommit
+}
+
+func recordCommits(c *cluster, ledger string) *commitRecorder {
+	rec := &commitRecorder{}
+	c.k.Cluster().ControlKey(int16(kmsg.OffsetCommit), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.k.Cluster().KeepControl()
+		r := req.(*kmsg.OffsetCommitRequest)
+		sz, now := fileSize(ledger), time.Now()
+		rec.mu.Lock()
+		for _, rt := range r.Topics {
+			for _, rp := range rt.Partitions {
+				rec.commits = append(rec.commits, sizedCommit{rp.Partition, rp.Offset, sz, now})
+			}
+		}
+		rec.mu.Unlock()
+		return nil, nil, false
+	})
+	return rec
+}
+
+func (r *commitRecorder) all() []sizedCommit {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.commits)
+}
+
+// startWorker starts a worker process on topic (one topic, one partition
+// count) writing to ledger.
+func startWorker(t *testing.T, bin string, c *cluster, topic, group, ledger string, interval time.Duration, args ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"-brokers", c.k.Addrs()[0], "-topic", topic, "-group", group,
+		"-ledger", ledger, "-interval", interval.String(), "-backoff", "3s", "-throttle", "4"}, args...)...)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd
+}
+
+// stopWorker stops a worker cleanly (SIGTERM) and checks it exits 0.
+func stopWorker(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("worker after SIGTERM: %v", err)
+	}
+}
+
+func waitCommittedTo(t *testing.T, c *cluster, group, topic string, parts int32, n int) {
+	t.Helper()
+	waitFor(t, "every partition committed to its end", func() bool {
+		for p := range parts {
+			if c.committed(group, topic, p) != int64(n) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// checkLedger checks (a) every record of parts x n is in the ledger and
+// (b) no commit was ahead of a record not yet processed: at each commit,
+// every record below its offset was in the ledger (a watermark per
+// partition over the ledger in order).
+func checkLedger(t *testing.T, lines []ledgerLine, commits []sizedCommit, parts int32, n int) {
+	t.Helper()
+	seen := make([][]bool, parts)
+	for p := range seen {
+		seen[p] = make([]bool, n)
+	}
+	for _, l := range lines {
+		seen[l.p][l.off] = true
+	}
+	for p := range parts {
+		if i := slices.Index(seen[p], false); i >= 0 {
+			t.Fatalf("record %d/%d never processed", p, i)
+		}
+	}
+	slices.SortStableFunc(commits, func(a, b sizedCommit) int { return int(a.size - b.size) })
+	have := make([][]bool, parts)
+	mark := make([]int64, parts)
+	for p := range have {
+		have[p] = make([]bool, n)
+	}
+	li := 0
+	for _, cm := range commits {
+		for li < len(lines) && lines[li].end <= cm.size {
+			l := lines[li]
+			have[l.p][l.off] = true
+			for mark[l.p] < int64(n) && have[l.p][mark[l.p]] {
+				mark[l.p]++
+			}
+			li++
+		}
+		if cm.offset > mark[cm.partition] {
+			t.Fatalf("commit of %d/%d when record %d/%d was not processed", cm.partition, cm.offset, cm.partition, mark[cm.partition])
+		}
+	}
+	if len(commits) == 0 {
+		t.Fatal("no commits")
+	}
+}
+
+// Several processes, one group: three worker processes share the
+// partitions; one is SIGKILLed mid-run and the other two take its
+// partitions after its session times out. Nothing is lost and no commit
+// is ahead of a record not processed.
+func TestSeveralProcessesOneGroup(t *testing.T) {
+	const topic, group, parts = "t", "g", 6
+	n := size(6_000, 2_000) // per partition
+	bin := buildWorker(t)
+	c := startClusterWith(t, brokertest.KafkaConfig{Topics: []string{topic}, Partitions: parts, MinSessionTimeout: 100 * time.Millisecond})
+	c.produce(t, topic, parts, n)
+	ledger := filepath.Join(t.TempDir(), "ledger")
+	rec := recordCommits(c, ledger)
+	var ws []*exec.Cmd
+	for range 3 {
+		ws = append(ws, startWorker(t, bin, c, topic, group, ledger, 100*time.Millisecond))
+	}
+	// Killed once every worker has its share and a third is processed.
+	waitFor(t, "a third processed", func() bool { return fileSize(ledger) >= int64(n*parts/3*24) })
+	_ = ws[0].Process.Kill()
+	_ = ws[0].Wait()
+	waitCommittedTo(t, c, group, topic, parts, n)
+	stopWorker(t, ws[1])
+	stopWorker(t, ws[2])
+	lines := readLedger(t, ledger)
+	checkLedger(t, lines, rec.all(), parts, n)
+	t.Logf("%d records, %d processed (%d again after the kill)", n*parts, len(lines), len(lines)-n*parts)
+}
