@@ -537,6 +537,11 @@ func TestMemoryComesBack(t *testing.T) {
 		// their held counts ahead of the table by what waits for the
 		// router, past a share of a smaller table (see the contract).
 		c.Shard.MaxPending = 1 << 22
+		// A quarter of the default outcome bound: the same buffers at
+		// their bound, a quarter of the roots to push through the acker
+		// to get there (6.5 M at the default took over a minute in CI's
+		// parallel run).
+		c.MaxConnPending = 1 << 14
 	})
 	heap := func() int64 {
 		var ms runtime.MemStats
