@@ -192,17 +192,17 @@ func (c *Config) fill() (Footprint, error) {
 		return Footprint{}, fmt.Errorf("acker: Receivers %d out of range [1, Tasks %d] (0: Tasks)", c.Receivers, c.Tasks)
 	case c.RingSize < 2 || c.RingSize&(c.RingSize-1) != 0 || c.RingSize > MaxRing:
 		return Footprint{}, fmt.Errorf("acker: RingSize %d is not a power of two in [2, %d] (%s a ring, %s for %d shards × %d producers)",
-			c.RingSize, MaxRing, bytesOf(sat(mul(int64(c.RingSize), msgBytes), ringOverhead)),
-			bytesOf(ringBytes(c.Shards, c.Producers, c.RingSize, msgBytes)), c.Shards, c.Producers)
+			c.RingSize, MaxRing, bytesize.Of(sat(mul(int64(c.RingSize), msgBytes), ringOverhead)),
+			bytesize.Of(ringBytes(c.Shards, c.Producers, c.RingSize, msgBytes)), c.Shards, c.Producers)
 	case c.OutcomeRingSize < 2 || c.OutcomeRingSize&(c.OutcomeRingSize-1) != 0 || c.OutcomeRingSize > MaxRing:
 		return Footprint{}, fmt.Errorf("acker: OutcomeRingSize %d is not a power of two in [2, %d] (%s a ring, %s for %d shards × %d receivers)",
-			c.OutcomeRingSize, MaxRing, bytesOf(sat(mul(int64(c.OutcomeRingSize), outBytes), ringOverhead)),
-			bytesOf(ringBytes(c.Shards, c.Receivers, c.OutcomeRingSize, outBytes)), c.Shards, c.Receivers)
+			c.OutcomeRingSize, MaxRing, bytesize.Of(sat(mul(int64(c.OutcomeRingSize), outBytes), ringOverhead)),
+			bytesize.Of(ringBytes(c.Shards, c.Receivers, c.OutcomeRingSize, outBytes)), c.Shards, c.Receivers)
 	case c.Backlog < 1:
 		return Footprint{}, fmt.Errorf("acker: Backlog %d out of range [1, %d] (0: DefaultBacklog %d)", c.Backlog, MaxBacklog, DefaultBacklog)
 	case c.Backlog > MaxBacklog:
 		return Footprint{}, fmt.Errorf("acker: Backlog %d out of range [1, %d] (%s per shard and receiver)",
-			c.Backlog, MaxBacklog, bytesOf(mul(int64(c.Backlog), outBytes)))
+			c.Backlog, MaxBacklog, bytesize.Of(mul(int64(c.Backlog), outBytes)))
 	case c.Batch < 1 || c.Batch > c.RingSize:
 		return Footprint{}, fmt.Errorf("acker: Batch %d out of range [1, RingSize %d]", c.Batch, c.RingSize)
 	case c.MaxBytes < 0:
@@ -216,7 +216,7 @@ func (c *Config) fill() (Footprint, error) {
 		return f, fmt.Errorf("acker: %d shards × MaxPending %d, %d producers × RingSize %d, %d receivers × OutcomeRingSize %d and Backlog %d "+
 			"may hold %s (tables %s, rings %s, outcome rings %s, held outcomes %s), over MaxBytes %s",
 			c.Shards, c.Shard.MaxPending, c.Producers, c.RingSize, c.Receivers, c.OutcomeRingSize, c.Backlog,
-			bytesOf(t), bytesOf(f.Tables), bytesOf(f.Rings), bytesOf(f.OutcomeRings), bytesOf(f.Held), bytesOf(c.MaxBytes))
+			bytesize.Of(t), bytesize.Of(f.Tables), bytesize.Of(f.Rings), bytesize.Of(f.OutcomeRings), bytesize.Of(f.Held), bytesize.Of(c.MaxBytes))
 	}
 	return f, nil
 }
@@ -261,6 +261,3 @@ func sat(a, b int64) int64 {
 	}
 	return 1<<63 - 1
 }
-
-// bytesOf writes n bytes for an error message: "3221225472 bytes (3.0 GiB)".
-func bytesOf(n int64) string { return bytesize.Of(n) }

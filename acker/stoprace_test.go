@@ -3,7 +3,6 @@ package acker_test
 import (
 	"errors"
 	"math/rand/v2"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
-	"github.com/xorack/xorack/internal/invariants"
 	"go.uber.org/goleak"
 )
 
@@ -111,110 +109,5 @@ func TestStopRaceSend(t *testing.T) {
 		batch := []int{1, 64}[i%2]
 		delay := time.Duration(rng.IntN(2000)) * time.Microsecond
 		stopRaceRound(t, 6, batch, delay, i%4 >= 2)
-	}
-}
-
-// TestOrphanStorm: the acker under a bolt that fails 5% of its inputs after
-// fanning out to 4 children, whose ACKs keep arriving after the FAIL (from
-// another producer, so also racing the INITs), with a small bound and the
-// 30 s timeout on a clock that never reaches it: every root that was not
-// failed completes, no INIT is refused, and the shards' memory stays
-// within Footprint.
-func TestOrphanStorm(t *testing.T) {
-	defer goleak.VerifyNone(t)
-	roots, bound := 200_000, 3120 // the engine's default bound
-	if testing.Short() {
-		roots, bound = 40_000, 1500 // 2,000 orphans: still past the bound
-	}
-	var ms runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&ms)
-	base0, peak := ms.HeapAlloc, uint64(0)
-	clock := &ackcore.FakeClock{}
-	a, err := acker.New(acker.Config{
-		Producers: 2, Tasks: 1,
-		Shard: ackcore.Config{MaxPending: bound, Timeout: 30 * time.Second, Clock: clock},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var completed, failedExplicit, other atomic.Int64
-	done := make(chan struct{})
-	go func() {
-		a.TaskReceiver(0).Run(func(o ackcore.Outcome) {
-			switch {
-			case o.Kind == ackcore.Completed:
-				completed.Add(1)
-			case o.Kind == ackcore.Failed && o.Reason == ackcore.ReasonExplicit:
-				failedExplicit.Add(1)
-			default:
-				other.Add(1)
-			}
-		})
-		close(done)
-	}()
-	spout, bolt := a.Producer(0), a.Producer(1)
-	rng := rand.New(rand.NewPCG(11, 12))
-	fails := 0
-	const window = 1000 // the spout's max pending: trees in flight at once
-	for base := 0; base < roots; base += window {
-		var edges [window][4]uint64
-		for i := range window {
-			root := uint64(base+i+1) * 0x9e3779b97f4a7c15
-			val := uint64(0)
-			for k := range 4 {
-				edges[i][k] = rng.Uint64() | 1
-				val ^= edges[i][k]
-			}
-			if err := spout.Send(ackcore.Msg{Root: root, Kind: ackcore.Init, Val: val}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := spout.Flush(); err != nil {
-			t.Fatal(err)
-		}
-		for i := range window {
-			root := uint64(base+i+1) * 0x9e3779b97f4a7c15
-			if rng.IntN(20) == 0 {
-				fails++
-				if err := bolt.Send(ackcore.Msg{Root: root, Kind: ackcore.Fail}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			for k := range 4 {
-				if err := bolt.Send(ackcore.Msg{Root: root, Kind: ackcore.Ack, Val: edges[i][k]}); err != nil {
-					t.Fatal(err)
-				}
-			}
-		}
-		if err := bolt.Flush(); err != nil {
-			t.Fatal(err)
-		}
-		// Max spout pending: the next window waits for this one's outcomes.
-		for completed.Load()+failedExplicit.Load()+other.Load() < int64(base+window) {
-			runtime.Gosched()
-		}
-		if base%(50*window) == 0 && !invariants.Enabled { // the checks allocate
-			runtime.GC() // the live heap: what the acker holds
-			runtime.ReadMemStats(&ms)
-			peak = max(peak, ms.HeapAlloc-min(ms.HeapAlloc, base0))
-		}
-	}
-	st := a.Stop()
-	<-done
-	if other.Load() != 0 || st.FailedFull != 0 || int(failedExplicit.Load()) != fails || int(completed.Load()) != roots-fails {
-		t.Fatalf("%d roots, %d failed by the bolt: %d completed, %d failed explicit, %d other; stats %+v",
-			roots, fails, completed.Load(), failedExplicit.Load(), other.Load(), st)
-	}
-	if st.OrphansEvicted == 0 {
-		t.Fatalf("the orphans never reached the bound: %+v", st)
-	}
-	t.Logf("%d completed, %d failed; %d orphans evicted; heap peak +%d B", completed.Load(), failedExplicit.Load(), st.OrphansEvicted, peak)
-	f := a.Footprint()
-	if most := f.Tables + f.Rings + f.OutcomeRings + f.Held + f.Receivers; int64(peak) > most {
-		t.Fatalf("heap grew by %d bytes, Footprint %+v (%d)", peak, f, most)
 	}
 }
