@@ -39,6 +39,7 @@ func (s *Shard) check() {
 func (s *Shard) verify() error {
 	t := &s.t
 	n, near, side, ext, orphans := 0, 0, 0, 0, 0
+	owned := make([]int, len(s.ownerOrphans))
 	seen := make(map[uint64]int, t.count)
 	listed := map[uint64]bool{}
 	records := 0
@@ -71,10 +72,12 @@ func (s *Shard) verify() error {
 		}
 		seen[k] = i
 		w := e.word()
-		if w&flagInit == 0 && w&taskMask&^(flagFailed|tagMask) != 0 {
-			return fmt.Errorf("ackcore: root %#x without INIT has task bits %#x", k, w&taskMask)
-		}
 		if w&flagInit == 0 {
+			if o := s.ownerOf(w); o >= len(s.ownerOrphans) {
+				return fmt.Errorf("ackcore: root %#x without INIT has owner %d of %d (task bits %#x)", k, o, len(s.ownerOrphans), w&taskMask)
+			} else {
+				owned[o]++
+			}
 			orphans++
 		}
 		switch kindOf(w) {
@@ -136,6 +139,11 @@ func (s *Shard) verify() error {
 	}
 	if side != s.side.len() {
 		return fmt.Errorf("ackcore: %d entries of kind side, %d in the side table", side, s.side.len())
+	}
+	for o, n := range owned {
+		if n != int(s.ownerOrphans[o]) {
+			return fmt.Errorf("ackcore: owner %d has %d orphans, counted %d", o, n, s.ownerOrphans[o])
+		}
 	}
 	if orphans != s.orphans {
 		return fmt.Errorf("ackcore: %d entries without INIT, orphan count %d", orphans, s.orphans)

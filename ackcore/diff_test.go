@@ -86,3 +86,65 @@ func FuzzShard(f *testing.F) {
 		acktest.Run(t, sc, shardFactory(mode))
 	})
 }
+
+// TestShardMatchesModelOwners: the owners cases (batches from several
+// owners, each bounded to a few orphans) against the model, with the
+// assembly loop, the portable one and folding; the shards must have
+// refused some orphans at their owners' share, so that the bound is
+// exercised, not just allowed.
+func TestShardMatchesModelOwners(t *testing.T) {
+	seeds := 40
+	if testing.Short() {
+		seeds = 8
+	}
+	for _, mode := range []struct {
+		name string
+		fold ackcore.FoldMode
+		asm  bool
+	}{{"fold=0", ackcore.FoldOff, true}, {"fold=0/go", ackcore.FoldOff, false}, {"fold=1", ackcore.FoldOn, true}} {
+		for _, c := range acktest.Cases() {
+			if c.Owners < 2 {
+				continue
+			}
+			t.Run(mode.name+"/"+c.Name, func(t *testing.T) {
+				if !mode.asm {
+					defer ackcore.SetAckRun(false)()
+				}
+				var refused, evicted uint64
+				var shards []*ackcore.Shard
+				for s := range seeds {
+					sc := c.Scenario
+					sc.Seed = uint64(s + 1)
+					acktest.Run(t, sc, func(cfg ackcore.Config) (ackcore.Acker, error) {
+						cfg.Fold = mode.fold
+						sh, err := ackcore.NewShard(cfg)
+						if err == nil {
+							shards = append(shards, sh)
+						}
+						return sh, err
+					})
+				}
+				for _, sh := range shards {
+					st := sh.Stats()
+					refused += st.OrphansRefused
+					evicted += st.OrphansEvicted
+					var per uint64
+					for o := range sh.Owners() {
+						os := sh.OwnerStats(o)
+						per += os.Refused
+						if os.Orphans != 0 {
+							t.Errorf("owner %d: %d orphans left after every deadline passed", o, os.Orphans)
+						}
+					}
+					if per != st.OrphansRefused {
+						t.Errorf("owners refused %d, shard %d", per, st.OrphansRefused)
+					}
+				}
+				if refused == 0 {
+					t.Errorf("no orphan refused at an owner's share in %d seeds", seeds)
+				}
+				t.Logf("refused %d, evicted %d", refused, evicted)
+			})
+		}
+	}
+}

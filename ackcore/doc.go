@@ -21,7 +21,7 @@
 //	word: 31 init | 30 near | 29..28 timing kind | 27..25 X high bits |
 //	      24..20 probe distance (saturating at 31) | 19..0 task
 //	      (without init, bit 0 says a FAIL came first, bits 19..1 hold
-//	      the orphan tag)
+//	      the orphan's owner, in the top bits.Len(Owners-1), and its tag)
 //
 // A root hashes to a home slot by a keyed hash (hash.go: a folded 128-bit
 // multiply, then a multiply, with three secret keys from crypto/rand), and
@@ -93,7 +93,10 @@
 // RESET that needs a new entry at the bound evicts the oldest orphan,
 // found through a FIFO of orphan roots whose entries keep a tag in their
 // spare task bits, so that a stale root is never taken for a new orphan
-// of the same id (orphans.go).
+// of the same id (orphans.go). Each orphan also keeps its owner there,
+// the producer whose message made it (SetOwner, once per batch), and an
+// owner with Config.OrphanShare orphans in the table has its next ACK,
+// FAIL or RESET for an unknown root refused (owners.go).
 //
 // # Batches
 //
@@ -158,7 +161,8 @@
 // far entry due before the limit it was compared with is on a due list;
 // entries of timing kinds 1 and 2 have the ext array and are counted, the
 // side table holds exactly the kind-3 roots; an entry without INIT has no
-// task bits but the FAIL flag and its orphan tag; the orphan count is the
-// number of entries without INIT, and the orphan FIFO holds at least that
+// task bits but the FAIL flag, its owner (one of Owners) and its orphan
+// tag; the orphan count is the number of entries without INIT, each
+// owner's count the number of those it owns, and the orphan FIFO holds at least that
 // many roots, within its bound.
 package ackcore

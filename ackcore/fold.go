@@ -15,7 +15,8 @@ import "slices"
 // entries the messages before it created and removed, and grouping
 // changes that order. So a chunk is folded only when it cannot reach the
 // bound (each message creates at most one entry: pending + chunk length <=
-// MaxPending) and no FAIL is held in the overflow filter (whose false
+// MaxPending), nor the owner's orphan share (its orphans + chunk length
+// <= OrphanShare: a chunk has one owner, owners.go), and no FAIL is held in the overflow filter (whose false
 // positives depend on the order of different roots); otherwise it is
 // applied one message at a time, like FoldOff.
 
@@ -116,7 +117,7 @@ func (s *Shard) queueDeferred() {
 		tag := s.queueOrphan(o.root)
 		slot, _ := s.t.find(o.root)
 		e := &s.t.e[slot]
-		e.meta = e.meta&^(uint64(tagMask)<<32) | uint64(tag)<<32
+		e.meta = e.meta&^(uint64(s.orphanQ.mask)<<32) | uint64(tag)<<32
 	}
 	s.fs.orphans = d[:0]
 }
@@ -124,7 +125,7 @@ func (s *Shard) queueDeferred() {
 // foldable reports whether a chunk of n messages may be folded: see the
 // top of this file.
 func (s *Shard) foldable(n int) bool {
-	return s.t.count+n <= s.maxPending && !s.fails.active()
+	return s.t.count+n <= s.maxPending && !s.fails.active() && int(s.ownerOrphans[s.owner])+n <= s.orphanShare
 }
 
 // applyOneByOne applies chunk in order, as FoldOff does.

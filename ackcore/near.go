@@ -448,7 +448,7 @@ func (s *Shard) expireSlot(slot int, deadline uint64, out []Outcome) []Outcome {
 		out = append(out, Outcome{Root: e.key, Task: w & taskMask, Kind: Failed, Reason: ReasonTimeout, Latency: s.latency(start)})
 	} else {
 		s.stats.Orphans++
-		s.orphanGone()
+		s.orphanGone(w)
 	}
 	s.dropEntry(slot)
 	return out

@@ -38,17 +38,23 @@ package ackcore
 // allocated on the first orphan, and freed when it empties unless it is
 // still at its initial size.
 //
-// Two queued roots of one root id 2^19 places apart would share a tag; the
+// Two queued roots of one root id 2^b places apart would share a tag (b =
+// 19 - bits.Len(Owners-1): 19 with one owner, 12 with 128, 7 at
+// MaxOwners); the
 // older, if still queued, then looks live and evicts the newer orphan
 // early: a replay at worst, never a loss.
 
 // orphanInitial is the FIFO's first size (8 KiB).
 const orphanInitial = 1024
 
-// Orphan tags: bits 19..1 of an orphan's task word (bit 0 is flagFailed).
+// Orphan tags and owners: bits 19..1 of an orphan's task word (bit 0 is
+// flagFailed) hold the owner, the producer whose message made the orphan
+// (owners.go), in the top ownerBits = bits.Len(Owners-1) of them, and the
+// tag in the rest: 19 bits with one owner, 7 at the most owners
+// (MaxOwners).
 const (
 	tagShift = 1
-	tagMask  = taskMask &^ flagFailed
+	tagBits  = 19 // tag and owner together
 )
 
 // orphanFIFO is a ring of roots, oldest at head.
@@ -57,10 +63,11 @@ type orphanFIFO struct {
 	head int    // index of the oldest root
 	n    int    // roots held, live or stale
 	seq  uint64 // the place in order of the root at head (roots ever popped)
+	mask uint32 // the tag's bits in the word (19 - ownerBits of them, from bit 1)
 }
 
 // tagOf is the tag of place seq.
-func tagOf(seq uint64) uint32 { return uint32(seq<<tagShift) & tagMask }
+func (f *orphanFIFO) tagOf(seq uint64) uint32 { return uint32(seq<<tagShift) & f.mask }
 
 // push appends root and returns its tag; the ring has room (queueOrphan sees
 // to it).
@@ -71,7 +78,7 @@ func (f *orphanFIFO) push(root uint64) uint32 {
 	}
 	f.q[i] = root
 	f.n++
-	return tagOf(f.seq + uint64(f.n-1))
+	return f.tagOf(f.seq + uint64(f.n-1))
 }
 
 // pop removes the oldest root and returns it and its tag; ok is false
@@ -80,7 +87,7 @@ func (f *orphanFIFO) pop() (root uint64, tag uint32, ok bool) {
 	if f.n == 0 {
 		return 0, 0, false
 	}
-	root, tag = f.q[f.head], tagOf(f.seq)
+	root, tag = f.q[f.head], f.tagOf(f.seq)
 	if f.head++; f.head == len(f.q) {
 		f.head = 0
 	}
@@ -117,7 +124,7 @@ func (f *orphanFIFO) keep(live func(root uint64, tag, newTag uint32) bool) {
 		if j >= len(f.q) {
 			j -= len(f.q)
 		}
-		if r := f.q[j]; live(r, tagOf(f.seq+uint64(i)), tagOf(f.seq+uint64(w))) {
+		if r := f.q[j]; live(r, f.tagOf(f.seq+uint64(i)), f.tagOf(f.seq+uint64(w))) {
 			k := f.head + w
 			if k >= len(f.q) {
 				k -= len(f.q)
@@ -141,7 +148,7 @@ func (s *Shard) orphanSlot(root uint64, tag uint32) (slot int, ok bool) {
 		return slot, false
 	}
 	w := s.t.e[slot].word()
-	return slot, w&flagInit == 0 && w&tagMask == tag
+	return slot, w&flagInit == 0 && w&s.orphanQ.mask == tag
 }
 
 // retag is orphanFIFO.keep's test: root's orphan entry tagged tag, if it
@@ -150,7 +157,7 @@ func (s *Shard) retag(root uint64, tag, newTag uint32) bool {
 	slot, ok := s.orphanSlot(root, tag)
 	if ok {
 		e := &s.t.e[slot]
-		e.meta = e.meta&^(uint64(tagMask)<<32) | uint64(newTag)<<32
+		e.meta = e.meta&^(uint64(s.orphanQ.mask)<<32) | uint64(newTag)<<32
 	}
 	return ok
 }
@@ -172,7 +179,7 @@ func (s *Shard) queueOrphan(root uint64) uint32 {
 		if len(f.q) == 0 {
 			f.grow(min(orphanInitial, most))
 		} else if f.n == len(f.q) {
-			// Still full: only with tags shared 2^19 places apart. The
+			// Still full: only with tags shared 2^b places apart. The
 			// oldest root leaves the FIFO; its orphan, if live, can no
 			// longer be evicted and expires in its time.
 			f.pop()
@@ -193,11 +200,13 @@ func (s *Shard) evictOrphan() bool {
 		if !live {
 			continue
 		}
-		if s.t.e[slot].word()&flagFailed != 0 {
+		w := s.t.e[slot].word()
+		if w&flagFailed != 0 {
 			s.holdFail(root)
 		}
 		s.dropEntry(slot)
 		s.orphans--
+		s.ownerOrphans[s.ownerOf(w)]--
 		s.stats.OrphansEvicted++
 		return true
 	}
@@ -205,8 +214,10 @@ func (s *Shard) evictOrphan() bool {
 }
 
 // orphanGone is called for every orphan entry that leaves the table other
-// than by eviction (expiry, StopAll, its INIT) or becomes live (its INIT).
-func (s *Shard) orphanGone() {
+// than by eviction (expiry, StopAll, its INIT) or becomes live (its INIT),
+// with the entry's word (which names its owner).
+func (s *Shard) orphanGone(w uint32) {
+	s.ownerOrphans[s.ownerOf(w)]--
 	if s.orphans--; s.orphans == 0 && s.orphanQ.n > 0 {
 		s.orphanQ.empty() // every root left is stale
 	}

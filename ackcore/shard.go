@@ -66,6 +66,15 @@ type Config struct {
 	// INIT; 0 means DefaultProgressCap times Timeout (Storm's and the
 	// engine's RESET cap), at most MaxTimeout. Only with ProgressTimeout.
 	ProgressCap time.Duration
+	// Owners is the number of senders the shard tells apart (owners.go):
+	// the embedder's producers, named per batch by SetOwner. 0 means 1; at
+	// most MaxOwners.
+	Owners int
+	// OrphanShare is the most orphans (entries made by an ACK, FAIL or
+	// RESET for a root with no entry) one owner may have in the table; the
+	// owner's next such message is refused (Stats.OrphansRefused). 0, the
+	// default, means no bound but the table's (SetOrphanShare changes it).
+	OrphanShare int
 	// Seed fixes the table's hash keys, for reproducible tests and
 	// benchmarks. 0, the default, draws secret keys from crypto/rand: keep
 	// it so wherever root ids may come from outside, since roots chosen
@@ -116,6 +125,12 @@ func (c *Config) Validate() error {
 	if c.Fold > FoldOn {
 		return fmt.Errorf("ackcore: unknown Fold mode %d", c.Fold)
 	}
+	if c.Owners < 0 || c.Owners > MaxOwners {
+		return fmt.Errorf("ackcore: Owners %d out of range [0, %d]", c.Owners, MaxOwners)
+	}
+	if c.OrphanShare < 0 {
+		return fmt.Errorf("ackcore: OrphanShare %d is negative", c.OrphanShare)
+	}
 	if c.MaxBytes < 0 {
 		return fmt.Errorf("ackcore: MaxBytes %d is negative", c.MaxBytes)
 	}
@@ -153,7 +168,8 @@ func (c *Config) tableBytes() int64 {
 // FAIL reserve), at worst, a near-wheel timer (24 bytes), two due-list
 // records (8 bytes each, 9 with their chunk), a side-table record (24
 // bytes, 72 at the table's lowest load) and two places in the orphan FIFO
-// (8 bytes each, orphans.go); the FAIL filter; and 64 KiB for
+// (8 bytes each, orphans.go); the FAIL filter; 12 bytes per owner
+// (owners.go); and 64 KiB for
 // the fixed parts (wheel sentinels, due-list buckets, spare chunks). On
 // the common paths (default or in-slot timing, deadlines far away) a shard
 // holds about 36 bytes per pending root, 39 with per-root timeouts or
@@ -163,7 +179,7 @@ func (c *Config) Bytes() int64 {
 	slots := int64(tableSlots(c.MaxPending))
 	const perEntry = timerwheel.NodeBytes + 8 + 4 + 2*9 + 3*sideRecBytes + 2*8
 	const fixed = 64 << 10
-	b := slots*(entryBytes+2) + entries*perEntry + int64(filterBits(c.MaxPending))/4 + fixed
+	b := slots*(entryBytes+2) + entries*perEntry + int64(filterBits(c.MaxPending))/4 + ownerBytes(c.Owners) + fixed
 	if c.ProgressTimeout {
 		b += slots * 4 // progress.go
 	}
@@ -204,6 +220,15 @@ type Shard struct {
 	fs       *foldScratch
 	prefetch bool                     // prefetch table lines a chunk ahead (large tables only)
 	hs       [2][prefetchChunk]uint64 // home slots of the chunk being applied and the next
+
+	// Owners (owners.go): the owner of the messages being applied, the
+	// shift of the owner in an orphan's word, each owner's orphans now and
+	// refusals, and the most orphans an owner may have.
+	owner        int
+	ownerShift   uint8
+	ownerOrphans []int32
+	ownerRefused []uint64
+	orphanShare  int
 }
 
 // maxStepTicks is the most a shard's time moves in one call. A clock that
@@ -239,6 +264,7 @@ func NewShard(cfg Config) (*Shard, error) {
 		fold:        cfg.Fold,
 	}
 	s.side.keys = &s.t.keys
+	s.initOwners(cfg)
 	s.defTicks = uint64(s.defNs / s.tickNs)
 	if s.defNs%int64(time.Millisecond) == 0 {
 		s.defMs = uint32(s.defNs / int64(time.Millisecond))
@@ -311,11 +337,11 @@ func (s *Shard) MaxPending() int { return s.maxPending }
 
 // TableBytes is the memory the shard holds now: the table, the ext array
 // and side map (timing.go), the near wheel and due lists (near.go), the
-// orphan FIFO (orphans.go), the FAIL filter and the progress ticks
-// (progress.go). (Folding adds a fixed 5
+// orphan FIFO (orphans.go), the FAIL filter, the progress ticks
+// (progress.go) and the per-owner counters (owners.go). (Folding adds a fixed 5
 // KiB of scratch.)
 func (s *Shard) TableBytes() int {
-	return s.t.bytes() + s.timingBytes() + s.nearBytes() + s.orphanQ.bytes() + s.fails.bytes() + s.progressBytes()
+	return s.t.bytes() + s.timingBytes() + s.nearBytes() + s.orphanQ.bytes() + s.fails.bytes() + s.progressBytes() + int(ownerBytes(len(s.ownerOrphans)))
 }
 
 // cur is one root's entry while a group of its messages is applied: loaded
@@ -381,15 +407,16 @@ func (s *Shard) store(c *cur) {
 	wasOrphan := c.inTable && s.t.e[c.slot].word()&flagInit == 0
 	isOrphan := c.live && c.word&flagInit == 0
 	if wasOrphan && (!isOrphan || c.made) {
-		s.orphanGone() // its INIT came, or it ended (and another began)
+		s.orphanGone(s.t.e[c.slot].word()) // its INIT came, or it ended (and another began)
 	}
 	if isOrphan && (!wasOrphan || c.made) {
 		s.orphans++
+		s.ownerOrphans[s.owner]++
+		c.word = c.word&flagFailed | uint32(s.owner)<<s.ownerShift
 		if s.deferOrphans {
-			c.word &^= tagMask // tagged when the chunk is done (fold.go)
-			s.fs.orphans = append(s.fs.orphans, deferredOrphan{c.root, int16(c.madeIdx)})
+			s.fs.orphans = append(s.fs.orphans, deferredOrphan{c.root, int16(c.madeIdx)}) // tagged when the chunk is done (fold.go)
 		} else {
-			c.word = c.word&^tagMask | s.queueOrphan(c.root)
+			c.word |= s.queueOrphan(c.root)
 		}
 	}
 	switch {
@@ -619,6 +646,9 @@ func (s *Shard) step(c *cur, m *Msg, out []Outcome) []Outcome {
 	case Ack:
 		s.stats.Acks++
 		if !c.live {
+			if s.ownerFull() {
+				return s.refuseOrphan(m, out)
+			}
 			if !s.create(c, s.maxPending) && !s.makeRoom(c) {
 				s.stats.RefusedFull++
 				return append(out, Outcome{Root: m.Root, Task: NoTask, Kind: Refused, Reason: ReasonFull})
@@ -642,6 +672,9 @@ func (s *Shard) step(c *cur, m *Msg, out []Outcome) []Outcome {
 	case Fail:
 		s.stats.Fails++
 		if !c.live {
+			if s.ownerFull() {
+				return s.refuseOrphan(m, out)
+			}
 			if !s.create(c, s.maxPending+s.failReserve) {
 				// Rule 3 at the bound: held in the filter within its
 				// budget, else dropped (the root times out).
@@ -670,6 +703,9 @@ func (s *Shard) step(c *cur, m *Msg, out []Outcome) []Outcome {
 		s.stats.Resets++
 		to := msgTimeout(m)
 		if !c.live {
+			if s.ownerFull() {
+				return s.refuseOrphan(m, out)
+			}
 			if !s.create(c, s.maxPending) && !s.makeRoom(c) {
 				s.stats.RefusedFull++
 				return append(out, Outcome{Root: m.Root, Task: NoTask, Kind: Refused, Reason: ReasonFull})
@@ -923,7 +959,7 @@ func (s *Shard) StopAll(out []Outcome) []Outcome {
 				out = append(out, Outcome{Root: e.key, Task: w & taskMask, Kind: Failed, Reason: ReasonStopped, Latency: s.latency(start)})
 			} else {
 				s.stats.Orphans++
-				s.orphanGone()
+				s.orphanGone(w)
 			}
 			s.dropEntry(slot)
 		}

@@ -32,6 +32,11 @@ type Stats struct {
 	// INIT, or to an ACK or RESET for another root, at the bound
 	// (orphans.go). Orphans counts those that expired.
 	OrphansEvicted uint64
+	// OrphansRefused counts ACKs, FAILs and RESETs for roots with no
+	// entry refused (Refused{full}) because their owner had its
+	// OrphanShare of orphans in the table (owners.go); they are counted
+	// under their kind too, and not under RefusedFull.
+	OrphansRefused uint64
 
 	Pending int // entries now in the table, with or without INIT
 }
@@ -54,6 +59,7 @@ func (s *Stats) Add(o Stats) {
 	s.FailsFiltered += o.FailsFiltered
 	s.FailsDropped += o.FailsDropped
 	s.OrphansEvicted += o.OrphansEvicted
+	s.OrphansRefused += o.OrphansRefused
 	s.Pending += o.Pending
 }
 

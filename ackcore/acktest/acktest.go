@@ -62,6 +62,15 @@ type Evicter interface {
 	FailBudget() int
 }
 
+// Owned is implemented by ackers that count orphans per owner (the shard:
+// Config.Owners, Config.OrphanShare, SetOwner). The model then bounds each
+// owner's orphans the same way (model.SetOrphanShare); an acker without
+// it runs a scenario with owners as one without.
+type Owned interface {
+	SetOwner(owner int)
+	OrphanShare() int
+}
+
 // Scenario is one differential run's knobs.
 type Scenario struct {
 	Seed       uint64
@@ -75,6 +84,10 @@ type Scenario struct {
 	// Progress runs the acker with ackcore.Config.ProgressTimeout (its
 	// default cap) and the model with the same rule (model.SetProgress).
 	Progress bool
+	// Owners, if more than 1, gives each batch an owner drawn at random
+	// from [0, Owners), and OrphanShare bounds each owner's orphans
+	// (ackcore.Config.Owners and OrphanShare; see Owned).
+	Owners, OrphanShare int
 }
 
 // Case is a named scenario.
@@ -94,6 +107,10 @@ func Cases() []Case {
 		{"timeouts", Scenario{Roots: 200, MaxPending: 4096, Window: 50, Drop: 0.05, MaxBatch: 8, JumpProb: 0.1}},
 		{"tight-bound", Scenario{Roots: 300, MaxPending: 20, Window: 300, Drop: 0.02, MaxBatch: 16, JumpProb: 0.05}},
 		{"tiny-bound", Scenario{Roots: 100, MaxPending: 1, Window: 20, MaxBatch: 4, JumpProb: 0.05}},
+		// Shuffled and faulty streams from three owners, each allowed a
+		// few orphans: early ACKs and stray ones refused at the share.
+		{"owners", Scenario{Roots: 300, MaxPending: 64, Window: 200, Drop: 0.03, Dup: 0.02, MaxBatch: 16, JumpProb: 0.05, Owners: 3, OrphanShare: 20}},
+		{"owners-tight", Scenario{Roots: 200, MaxPending: 12, Window: 100, Drop: 0.02, MaxBatch: 8, JumpProb: 0.05, Owners: 5, OrphanShare: 4}},
 	}
 }
 
@@ -112,6 +129,8 @@ func FuzzScenario(seed uint64, roots, bound, faults uint8) Scenario {
 		Seed: seed, Roots: int(roots), MaxPending: 1 + int(bound),
 		Window: int(faults), Dup: float64(faults%16) / 200, Drop: float64(faults%8) / 100,
 		MaxBatch: 1 + int(faults%64), JumpProb: float64(faults%32) / 300,
+		// Seeds with bit 2 set: owners (1 to 8), each allowed 1 to 16 orphans.
+		Owners: int(seed>>2&1) * (1 + int(seed>>3&7)), OrphanShare: int(seed>>2&1) * (1 + int(seed>>6&15)),
 	}
 }
 
@@ -163,6 +182,7 @@ func Run(t testing.TB, sc Scenario, newAcker Factory) {
 	a, err := newAcker(ackcore.Config{
 		MaxPending: sc.MaxPending, Timeout: Timeout, Tick: Tick,
 		Clock: clock, Seed: rng.Uint64() | 1, ProgressTimeout: sc.Progress,
+		Owners: max(sc.Owners, 1), OrphanShare: sc.OrphanShare,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -177,11 +197,20 @@ func Run(t testing.TB, sc Scenario, newAcker Factory) {
 	if sc.Progress {
 		m.SetProgress(ackcore.DefaultProgressCap * Timeout)
 	}
+	owned, _ := a.(Owned)
+	if owned != nil {
+		m.SetOrphanShare(owned.OrphanShare())
+	}
 	r := &runner{t: t, a: a, m: m, clock: clock, once: sc.Dup == 0, outcomes: map[uint64]int{}}
 	var out []ackcore.Outcome
 	for len(evs) > 0 {
 		r.step++
 		n := min(1+rng.IntN(maxBatch), len(evs))
+		if sc.Owners > 1 && owned != nil {
+			o := rng.IntN(sc.Owners)
+			owned.SetOwner(o)
+			m.SetOwner(o)
+		}
 		batch := make([]ackcore.Msg, n)
 		var want []ackcore.Outcome
 		for i, e := range evs[:n] {
@@ -300,6 +329,9 @@ func (sc Scenario) String() string {
 		sc.Seed, sc.Roots, sc.MaxPending, sc.Window, sc.Dup, sc.Drop, sc.MaxBatch, sc.JumpProb)
 	if sc.Progress {
 		str += " progress"
+	}
+	if sc.Owners > 1 {
+		str += fmt.Sprintf(" owners=%d orphanShare=%d", sc.Owners, sc.OrphanShare)
 	}
 	return str
 }

@@ -75,4 +75,6 @@ func ExampleCases() {
 	// timeouts: seed=1 roots=200 maxPending=4096 window=50 dup=0 drop=0.05 maxBatch=8 jump=0.1
 	// tight-bound: seed=1 roots=300 maxPending=20 window=300 dup=0 drop=0.02 maxBatch=16 jump=0.05
 	// tiny-bound: seed=1 roots=100 maxPending=1 window=20 dup=0 drop=0 maxBatch=4 jump=0.05
+	// owners: seed=1 roots=300 maxPending=64 window=200 dup=0.02 drop=0.03 maxBatch=16 jump=0.05 owners=3 orphanShare=20
+	// owners-tight: seed=1 roots=200 maxPending=12 window=100 dup=0 drop=0.02 maxBatch=8 jump=0.05 owners=5 orphanShare=4
 }

@@ -29,6 +29,7 @@ type root struct {
 	initAt   time.Duration
 	madeAt   time.Duration
 	progress time.Duration // the last INIT or ACK
+	owner    int           // without INIT: the owner whose message made it
 }
 
 // Model is the reference acker. Not safe for concurrent use.
@@ -51,6 +52,33 @@ type Model struct {
 
 	// Progress timeouts (SetProgress): progressCap > 0.
 	progressCap time.Duration
+
+	// Orphans per owner (SetOwner, SetOrphanShare): the owner of the
+	// messages applied now, and the most entries without INIT made by
+	// one owner's messages (0: no bound but the table's).
+	owner       int
+	orphanShare int
+}
+
+// SetOwner says that the messages applied next come from owner (the
+// shard's SetOwner).
+func (m *Model) SetOwner(owner int) { m.owner = owner }
+
+// SetOrphanShare gives the model the shard's per-owner bound: an ACK,
+// FAIL or RESET for a root with no entry whose owner has n entries
+// without INIT made by its messages is refused, Refused{full}, counted in
+// OrphansRefused. n <= 0: no such bound.
+func (m *Model) SetOrphanShare(n int) { m.orphanShare = max(n, 0) }
+
+// ownerOrphans is the number of entries without INIT owner's messages made.
+func (m *Model) ownerOrphans(owner int) int {
+	n := 0
+	for _, r := range m.roots {
+		if !r.init && r.owner == owner {
+			n++
+		}
+	}
+	return n
 }
 
 type orphan struct {
@@ -171,12 +199,24 @@ func (m *Model) Apply(now time.Duration, msg ackcore.Msg, ids []uint64) (ackcore
 		return ackcore.Outcome{Root: msg.Root, Task: ackcore.NoTask, Kind: ackcore.Refused, Reason: ackcore.ReasonFull}, true
 	}
 	newRoot := func(timeout time.Duration) *root {
-		nr := &root{ids: map[uint64]bool{}, timeout: timeout, deadline: now + timeout, madeAt: now}
+		nr := &root{ids: map[uint64]bool{}, timeout: timeout, deadline: now + timeout, madeAt: now, owner: m.owner}
 		m.roots[msg.Root] = nr
 		if msg.Kind != ackcore.Init && m.evict {
 			m.orphanQ = append(m.orphanQ, orphan{msg.Root, nr})
 		}
 		return nr
+	}
+	if r == nil && msg.Kind != ackcore.Init && m.orphanShare > 0 && m.ownerOrphans(m.owner) >= m.orphanShare {
+		switch msg.Kind { // counted under its kind, and as refused at its owner's share
+		case ackcore.Ack:
+			m.stats.Acks++
+		case ackcore.Fail:
+			m.stats.Fails++
+		default:
+			m.stats.Resets++
+		}
+		m.stats.OrphansRefused++
+		return ackcore.Outcome{Root: msg.Root, Task: ackcore.NoTask, Kind: ackcore.Refused, Reason: ackcore.ReasonFull}, true
 	}
 	switch msg.Kind {
 	case ackcore.Init:
