@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/xorack/xorack/ackcore"
@@ -37,6 +38,30 @@ type Acker struct {
 	wg       sync.WaitGroup
 
 	oldMu sync.Mutex // serialises OldestPending
+
+	orphanShare atomic.Int64 // SetOrphanShare's, read by the executors at ticks
+}
+
+// SetOrphanShare sets every shard's ackcore.Config.OrphanShare: the most
+// orphans (entries made by an ACK, FAIL or RESET for a root with no
+// entry) one producer's messages may have in a shard; its messages past
+// it that would make one are refused, counted in Stats.OrphansRefused and
+// OrphansRefused(producer). n <= 0 means no bound but the table's. The
+// shards take it at their next tick. Safe from any goroutine.
+func (a *Acker) SetOrphanShare(n int) { a.orphanShare.Store(int64(max(n, 0))) }
+
+// OrphansRefused is how many of producer p's ACKs, FAILs and RESETs the
+// shards refused at its orphan share (SetOrphanShare): while running, as
+// of each shard's last tick; after Stop, exact.
+func (a *Acker) OrphansRefused(p int) uint64 {
+	if p < 0 || p >= len(a.producers) {
+		panic(fmt.Sprintf("acker: OrphansRefused(%d) out of range [0, %d)", p, len(a.producers)))
+	}
+	n := uint64(0)
+	for _, e := range a.execs {
+		n += e.refused[p].Load()
+	}
+	return n
 }
 
 // New checks cfg (every size and count, then the Footprint against
@@ -63,6 +88,7 @@ func New(cfg Config) (*Acker, error) {
 		idle, execIdle = *cfg.Idle, *cfg.Idle
 	}
 	a := &Acker{cfg: cfg, foot: foot, recvOf: recvOf, epoch: time.Now()}
+	a.orphanShare.Store(int64(cfg.Shard.OrphanShare))
 	a.recvs = make([]*Receiver, cfg.Receivers)
 	for r := range a.recvs {
 		a.recvs[r] = &Receiver{a: a, id: uint32(r),
@@ -70,6 +96,7 @@ func New(cfg Config) (*Acker, error) {
 	}
 	for i := range cfg.Shards {
 		e := newExecutor(i, &cfg, recvOf, execIdle)
+		e.share = &a.orphanShare
 		scfg := cfg.Shard
 		scfg.Clock = &e.coarse
 		if scfg.Seed != 0 {

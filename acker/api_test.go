@@ -164,7 +164,9 @@ func TestConfigBytes(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := a.Footprint()
-	if f.Rings != 2*2*(4096*32+320) || f.OutcomeRings != 2*2*(4096*32+320) || f.Tables != 2*sh.Bytes() || f.Held <= 0 {
+	owned := sh
+	owned.Owners = 2 // the producers own their orphans, and each shard's executor publishes their refusals (8 bytes each)
+	if f.Rings != 2*2*(4096*32+320) || f.OutcomeRings != 2*2*(4096*32+320) || f.Tables != 2*(owned.Bytes()+8*2) || f.Held <= 0 {
 		t.Fatalf("footprint %+v", f)
 	}
 	a.Stop()

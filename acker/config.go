@@ -37,7 +37,12 @@ type Config struct {
 	// task mod Receivers. It is called once per task by New.
 	ReceiverOf func(task int) int
 	// Shard configures each shard; MaxPending is per shard. Its Clock is
-	// the source the executors sample once per pass (nil: monotonic).
+	// the source the executors sample once per pass (nil: monotonic). Its
+	// Owners is set to Producers: each producer is an owner of the
+	// orphans its messages make, and Shard.OrphanShare (per shard; 0, the
+	// default, none but the table's bound: one producer, or several that
+	// trust each other, keep the shard's behaviour) bounds each
+	// producer's; Acker.SetOrphanShare changes it while running.
 	Shard ackcore.Config
 	// RingSize is each producer->shard ring's capacity (a power of two);
 	// default 4096.
@@ -208,6 +213,7 @@ func (c *Config) fill() (Footprint, error) {
 	case c.MaxBytes < 0:
 		return Footprint{}, fmt.Errorf("acker: MaxBytes %d is negative (0: DefaultMaxBytes)", c.MaxBytes)
 	}
+	c.Shard.Owners = c.Producers // each producer owns its orphans (Shard, ackcore.Config.Owners)
 	if err := c.Shard.Validate(); err != nil {
 		return Footprint{}, fmt.Errorf("acker: Shard: %w", err)
 	}
@@ -231,7 +237,7 @@ func (c *Config) footprint() Footprint {
 		2*mp), // the roots a held-back receiver's tasks had pending; Stop's report of all pending
 		mul(p, int64(c.RingSize)+1)) // INITs staged before their producer saw the hold-back
 	return Footprint{
-		Tables:       mul(s, c.Shard.Bytes()),
+		Tables:       mul(s, sat(c.Shard.Bytes(), 8*p)), // and the per-producer refusals each executor publishes
 		Rings:        ringBytes(c.Shards, c.Producers, c.RingSize, msgBytes),
 		OutcomeRings: ringBytes(c.Shards, c.Receivers, c.OutcomeRingSize, outBytes),
 		Held: sat(mul(s, sat(mul(perShardHeld, outBytes), mul(r, pairBytes))),

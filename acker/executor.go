@@ -72,6 +72,15 @@ type executor struct {
 	// it (Receiver.holders, shared by every executor).
 	holders []*atomic.Int32
 
+	// share is Acker.SetOrphanShare's value, read at ticks (the shard's
+	// is share, applied); refused[p] is producer p's orphan refusals in
+	// this shard, published at ticks when the shard's total moved from
+	// lastRefused.
+	share       *atomic.Int64
+	shard0      int64
+	refused     []atomic.Uint64
+	lastRefused uint64
+
 	reqs chan oldestReq // OldestPending requests, served at ticks
 	done chan struct{}  // closed when run returns
 
@@ -104,6 +113,8 @@ func newExecutor(i int, cfg *Config, recvOf []uint32, idle ring.Idle) *executor 
 		heldN:   make([]atomic.Int64, r),
 		holders: make([]*atomic.Int32, r),
 		reqs:    make(chan oldestReq),
+		refused: make([]atomic.Uint64, cfg.Producers),
+		shard0:  int64(cfg.Shard.OrphanShare),
 		done:    make(chan struct{}),
 		cpu:     -1,
 	}
@@ -131,10 +142,11 @@ func (e *executor) run(cpu int, pinErr func(error)) {
 	// stamped with the time they arrived, not the time the executor
 	// started waiting.
 	stale := true
-	apply := func(_ int, items []ackcore.Msg) {
+	apply := func(p int, items []ackcore.Msg) {
 		if stale {
 			e.coarse.now, stale = e.clock.Now(), false
 		}
+		e.shard.SetOwner(p) // orphans count against their producer (ackcore.Shard.SetOwner)
 		e.out = e.shard.Apply(items, e.out)
 		if len(e.out) >= routeChunk {
 			e.route()
@@ -369,7 +381,17 @@ func (e *executor) flushHeldWait() {
 }
 
 func (e *executor) publish() {
+	if v := e.share.Load(); v != e.shard0 {
+		e.shard0 = v
+		e.shard.SetOrphanShare(int(v))
+	}
 	st := e.shard.Stats()
+	if st.OrphansRefused != e.lastRefused {
+		e.lastRefused = st.OrphansRefused
+		for p := range e.refused {
+			e.refused[p].Store(e.shard.OwnerStats(p).Refused)
+		}
+	}
 	e.mu.Lock()
 	e.snap = st
 	e.mu.Unlock()

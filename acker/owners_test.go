@@ -1,0 +1,125 @@
+package acker_test
+
+import (
+	"math/rand/v2"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/acker"
+	"github.com/xorack/xorack/internal/invariants"
+	"go.uber.org/goleak"
+)
+
+// TestOrphanShareFlood: with an orphan share per producer, a producer
+// flooding ACKs, FAILs and RESETs for unknown roots makes at most its
+// share of orphans and has the rest refused, counted for it
+// (OrphansRefused(p)), while a bolt's early ACKs (sent before their
+// spout's INITs) still make theirs: every tree completes, nothing times
+// out, and nothing of the bolt's or the spout's is refused.
+func TestOrphanShareFlood(t *testing.T) {
+	if invariants.Enabled {
+		t.Skip("a flood of 100,000 messages into a table of 4,096: the invariant checks (O(table) a step) take minutes")
+	}
+	defer goleak.VerifyNone(t)
+	const bound, share, window = 4096, 1024, 256
+	roots := 80 * window
+	if testing.Short() {
+		roots = 20 * window
+	}
+	clock := &ackcore.FakeClock{}
+	a, err := acker.New(acker.Config{
+		Producers: 3, Tasks: 1,
+		Shard: ackcore.Config{MaxPending: bound, Timeout: 30 * time.Second, Clock: clock, OrphanShare: share},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var completed, other atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		a.TaskReceiver(0).Run(func(o ackcore.Outcome) {
+			if o.Kind == ackcore.Completed {
+				completed.Add(1)
+			} else {
+				other.Add(1)
+			}
+		})
+		close(done)
+	}()
+	spout, bolt, flood := a.Producer(0), a.Producer(1), a.Producer(2)
+	stop := make(chan struct{})
+	flooded := make(chan int)
+	go func() {
+		n := 0
+		rng := rand.New(rand.NewPCG(5, 6))
+		for {
+			select {
+			case <-stop:
+				flood.Flush()
+				flooded <- n
+				return
+			default:
+			}
+			for range 256 {
+				kind := []ackcore.Kind{ackcore.Ack, ackcore.Fail, ackcore.Reset}[rng.IntN(3)]
+				if err := flood.Send(ackcore.Msg{Root: rng.Uint64() | 1, Kind: kind, Val: rng.Uint64() | 1}); err != nil {
+					t.Error(err)
+				}
+				n++
+			}
+			flood.Flush()
+		}
+	}()
+	rng := rand.New(rand.NewPCG(7, 8))
+	for base := 0; base < roots; base += window {
+		var inits []ackcore.Msg
+		for i := range window {
+			root := uint64(base+i+1) * 0x9e3779b97f4a7c15
+			e1, e2 := rng.Uint64()|1, rng.Uint64()|1
+			// The bolt's ACK of the first edge races ahead of the INIT.
+			if err := bolt.Send(ackcore.Msg{Root: root, Kind: ackcore.Ack, Val: e1}); err != nil {
+				t.Fatal(err)
+			}
+			inits = append(inits, ackcore.Msg{Root: root, Kind: ackcore.Init, Val: e1 ^ e2}, ackcore.Msg{Root: root, Kind: ackcore.Ack, Val: e2})
+		}
+		if err := bolt.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Microsecond) // the early ACKs reach the shard first, mostly
+		if err := spout.SendBatch(inits); err != nil {
+			t.Fatal(err)
+		}
+		if err := spout.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		for wait := time.Now(); completed.Load()+other.Load() < int64(base+window); runtime.Gosched() {
+			if time.Since(wait) > 5*time.Second { // an early ACK lost: its tree would only time out
+				t.Errorf("after %d trees, %d outcomes in 5 s", base+window, completed.Load()+other.Load())
+				break
+			}
+		}
+		if t.Failed() {
+			break
+		}
+	}
+	close(stop)
+	n := <-flooded
+	st := a.Stop()
+	<-done
+	if t.Failed() || other.Load() != 0 || int(completed.Load()) != roots {
+		t.Fatalf("%d roots: %d completed, %d other; stats %+v", roots, completed.Load(), other.Load(), st)
+	}
+	if a.OrphansRefused(0) != 0 || a.OrphansRefused(1) != 0 {
+		t.Fatalf("spout or bolt refused: %d, %d", a.OrphansRefused(0), a.OrphansRefused(1))
+	}
+	if r := a.OrphansRefused(2); r != st.OrphansRefused || int(r) < n-share || st.RefusedFull != 0 {
+		t.Fatalf("flooder sent %d, %d refused (share %d); stats %+v", n, r, share, st)
+	}
+	t.Logf("%d trees completed beside %d flooded messages, %d refused; %d orphans evicted", roots, n, st.OrphansRefused, st.OrphansEvicted)
+}
