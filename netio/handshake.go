@@ -112,6 +112,8 @@ func (c *sconn) claim() error {
 	s.pre.Remove(c.preElem)
 	c.preElem = nil
 	s.authed.Add(1)
+	s.setOrphanShare()
+	c.orphansBase = s.ak.OrphansRefused(c.slot)
 	if n > 0 {
 		c.owner = true
 		s.addOwners(1)

@@ -599,6 +599,9 @@ type sconn struct {
 	preElem *list.Element // guarded by s.mu: c in s.pre, nil once authenticated or dropped
 	dropped bool          // guarded by s.mu: dropped from the handshake budget
 	owner   bool          // guarded by s.mu: counted in s.owners
+	// orphansBase is the slot's orphan refusals (acker.OrphansRefused)
+	// when c took it: the slot's earlier connections' (set by claim).
+	orphansBase uint64
 
 	resets  charges           // reader's: this connection's RESETs within MaxRootTimeout
 	refused []ackcore.Outcome // reader's: the Failed{full} of INITs past the share
@@ -651,6 +654,10 @@ type ConnStats struct {
 	// connection's share; ResetsDropped the RESETs dropped past its RESET
 	// share.
 	InitsRefused, ResetsDropped uint64
+	// OrphansRefused counts its ACKs, FAILs and RESETs for unknown roots
+	// the acker refused at its orphan share (Server.OrphanShare), as of
+	// the shards' last tick.
+	OrphansRefused uint64
 }
 
 // Conns returns the authenticated connections' counters, in no order.
@@ -663,7 +670,8 @@ func (s *Server) Conns() []ConnStats {
 			continue // in the handshake, or never through it
 		}
 		cs = append(cs, ConnStats{Remote: c.tag, ClientID: c.id, Pending: c.pending.Load(), Held: c.held.Load(),
-			InitsRefused: c.initsRefused.Load(), ResetsDropped: c.resetsDropped.Load()})
+			InitsRefused: c.initsRefused.Load(), ResetsDropped: c.resetsDropped.Load(),
+			OrphansRefused: s.ak.OrphansRefused(c.slot) - c.orphansBase})
 	}
 	return cs
 }
@@ -761,6 +769,7 @@ func (s *Server) forget(c *sconn) {
 	delete(s.conns, c)
 	if c.slot >= 0 {
 		s.authed.Add(-1)
+		s.setOrphanShare()
 	}
 	if c.owner {
 		s.addOwners(-1)

@@ -49,6 +49,32 @@ func (s *Server) shareSlack() int64 {
 	return 8 * int64(s.cfg.Shards) * int64(s.cfg.RingSize)
 }
 
+// OrphanShare is the most orphans a connection's messages may have in
+// each shard now (netio rule 9): entries its ACKs, FAILs and RESETs made
+// for roots with no entry (an early ACK, racing its INIT, or a stray one).
+// It is a shard's MaxPending over the authenticated connections, at least
+// 1; with one connection, 0: no bound but the acker's. The acker refuses
+// a connection's messages that would make more (counted per connection,
+// ConnStats.OrphansRefused, and in ackcore.Stats.OrphansRefused); their
+// roots, if their INITs come later, time out and are replayed. The
+// shards count orphans per producer slot, exactly, so no slack is needed;
+// a slot's orphans stay counted after its connection closes until they
+// leave the table (at most a default timeout; RESET-made ones at most
+// MaxRootTimeout), and a connection that takes the slot meanwhile starts
+// with them.
+func (s *Server) OrphanShare() int { return s.orphanShareOf(s.authed.Load()) }
+
+func (s *Server) orphanShareOf(n int64) int {
+	if n <= 1 {
+		return 0
+	}
+	return max(s.cfg.Shard.MaxPending/int(n), 1)
+}
+
+// setOrphanShare hands the share for the authenticated connections now to
+// the acker's shards, which take it at their next tick (under s.mu).
+func (s *Server) setOrphanShare() { s.ak.SetOrphanShare(s.OrphanShare()) }
+
 // ResetShare is the most RESETs a connection may send within
 // MaxRootTimeout now: half the table over the authenticated
 // connections; the server as a whole takes at most half the table's worth
