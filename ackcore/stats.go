@@ -4,7 +4,8 @@ package ackcore
 // counted once. Every well-formed message is counted once under its kind
 // (Inits, Acks, Fails, Resets), whether it was applied or refused at the
 // bound: the refused ones are counted again under FailedFull (INIT) or
-// RefusedFull (ACK, RESET). A malformed message is counted only under
+// RefusedFull (ACK, RESET), or, refused at their owner's orphan share,
+// under OrphansRefused (ACK, FAIL, RESET). A malformed message is counted only under
 // RefusedInvalid.
 type Stats struct {
 	Inits, Acks, Fails, Resets uint64 // well-formed messages, by kind (refused ones included)

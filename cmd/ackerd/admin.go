@@ -121,6 +121,7 @@ var series = []struct {
 	{"acker_fails_overflow_total", "FAILs at the bound: held in the reserve, in the overflow filter, or dropped (their roots time out).", []string{"shard", "how"}},
 	{"acker_orphans_expired_total", "Entries that never saw an INIT and expired silently.", []string{"shard"}},
 	{"acker_orphans_evicted_total", "Entries without INIT that gave way to another root at the bound.", []string{"shard"}},
+	{"acker_orphans_refused_total", "ACKs, FAILs and RESETs for unknown roots refused at their sender's orphan share.", []string{"shard"}},
 	{"acker_pending_entries", "Entries in a shard's table, with or without INIT.", []string{"shard"}},
 	{"connections", "Connections open, by state: in the handshake or authenticated.", []string{"state"}},
 	{"connections_accepted_total", "Connections accepted.", nil},
@@ -194,6 +195,7 @@ func (c *serverCollector) Collect(ch chan<- prometheus.Metric) {
 		counter("acker_fails_overflow_total", st.FailsDropped, sh, "dropped")
 		counter("acker_orphans_expired_total", st.Orphans, sh)
 		counter("acker_orphans_evicted_total", st.OrphansEvicted, sh)
+		counter("acker_orphans_refused_total", st.OrphansRefused, sh)
 		gauge("acker_pending_entries", float64(st.Pending), sh)
 	}
 	st := srv.Stats()
