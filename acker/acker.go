@@ -72,7 +72,7 @@ func New(cfg Config) (*Acker, error) {
 	if err != nil {
 		return nil, err
 	}
-	recvOf, err := Spec{Tasks: cfg.Tasks, Receivers: cfg.Receivers, ReceiverOf: cfg.ReceiverOf}.ReceiverTable()
+	_, recvOf, err := cfg.spec().Check()
 	if err != nil {
 		return nil, err
 	}

@@ -376,3 +376,29 @@ func TestBacklogNegativeWording(t *testing.T) {
 		t.Errorf("Backlog -1: %v, want %q", err, want)
 	}
 }
+
+// TestSpecCheck: the one check of a port's shape names the value out of
+// range, fills Receivers, and tables each task's inbox.
+func TestSpecCheck(t *testing.T) {
+	for _, tc := range []struct {
+		spec acker.Spec
+		want string // "" for valid
+	}{
+		{acker.Spec{Producers: 1, Tasks: 3}, ""},
+		{acker.Spec{Producers: 0, Tasks: 3}, "Producers 0 out of range [1, 4096]"},
+		{acker.Spec{Producers: 4097, Tasks: 3}, "Producers 4097 out of range [1, 4096]"},
+		{acker.Spec{Producers: 1, Tasks: 0}, "Tasks 0 out of range"},
+		{acker.Spec{Producers: 1, Tasks: 2, Receivers: 3}, "Receivers 3 out of range [1, Tasks 2]"},
+		{acker.Spec{Producers: 1, Tasks: 2, Receivers: 2, ReceiverOf: func(int) int { return 2 }}, "ReceiverOf(0) = 2, out of range"},
+	} {
+		s, of, err := tc.spec.Check()
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%+v: %v", tc.spec, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%+v: error %v, want one naming %q", tc.spec, err, tc.want)
+		case tc.want == "" && (s.Receivers != s.Tasks || len(of) != s.Tasks || of[2] != 2):
+			t.Errorf("%+v: filled %+v, table %v", tc.spec, s, of)
+		}
+	}
+}

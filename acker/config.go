@@ -186,15 +186,12 @@ func (c *Config) fill() (Footprint, error) {
 	if c.MaxBytes == 0 {
 		c.MaxBytes = DefaultMaxBytes
 	}
+	if _, _, err := c.spec().Check(); err != nil {
+		return Footprint{}, err
+	}
 	switch {
 	case c.Shards < 1 || c.Shards > MaxShards:
 		return Footprint{}, fmt.Errorf("acker: Shards %d out of range [1, %d]", c.Shards, MaxShards)
-	case c.Producers < 1 || c.Producers > MaxProducers:
-		return Footprint{}, fmt.Errorf("acker: Producers %d out of range [1, %d]", c.Producers, MaxProducers)
-	case c.Tasks < 1 || c.Tasks > ackcore.MaxTask+1:
-		return Footprint{}, fmt.Errorf("acker: Tasks %d out of range [1, %d]", c.Tasks, ackcore.MaxTask+1)
-	case c.Receivers < 1 || c.Receivers > c.Tasks:
-		return Footprint{}, fmt.Errorf("acker: Receivers %d out of range [1, Tasks %d] (0: Tasks)", c.Receivers, c.Tasks)
 	case c.RingSize < 2 || c.RingSize&(c.RingSize-1) != 0 || c.RingSize > MaxRing:
 		return Footprint{}, fmt.Errorf("acker: RingSize %d is not a power of two in [2, %d] (%s a ring, %s for %d shards × %d producers)",
 			c.RingSize, MaxRing, bytesize.Of(sat(mul(int64(c.RingSize), msgBytes), ringOverhead)),
@@ -266,4 +263,9 @@ func sat(a, b int64) int64 {
 		return s
 	}
 	return 1<<63 - 1
+}
+
+// spec is the port shape c describes.
+func (c *Config) spec() Spec {
+	return Spec{Producers: c.Producers, Tasks: c.Tasks, Receivers: c.Receivers, ReceiverOf: c.ReceiverOf}
 }

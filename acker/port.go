@@ -66,29 +66,37 @@ type Spec struct {
 	ReceiverOf func(task int) int
 }
 
-// ReceiverTable maps each task in [0, Tasks) to its inbox, calling
-// ReceiverOf once per task (nil: task mod Receivers; Receivers 0: Tasks),
-// with an error naming a task mapped out of range.
-func (s Spec) ReceiverTable() ([]uint32, error) {
-	n := s.Receivers
-	if n == 0 {
-		n = s.Tasks
+// Check is the one validation of a port's shape, for an in-process acker
+// (Config), a remote one's client (netio) and the benchmark pipes alike:
+// Producers in [1, MaxProducers], Tasks in [1, MaxTask+1], Receivers in
+// [1, Tasks] (0 means Tasks), and ReceiverOf mapping every task into
+// range, called once per task. It returns the shape with its defaults
+// filled and the table of each task's inbox, or an error naming the first
+// value out of range.
+func (s Spec) Check() (Spec, []uint32, error) {
+	if s.Receivers == 0 {
+		s.Receivers = s.Tasks
 	}
-	if s.Tasks < 1 || n < 1 {
-		return nil, fmt.Errorf("acker: Spec with %d tasks and %d receivers", s.Tasks, s.Receivers)
+	switch {
+	case s.Producers < 1 || s.Producers > MaxProducers:
+		return s, nil, fmt.Errorf("acker: Producers %d out of range [1, %d]", s.Producers, MaxProducers)
+	case s.Tasks < 1 || s.Tasks > ackcore.MaxTask+1:
+		return s, nil, fmt.Errorf("acker: Tasks %d out of range [1, %d]", s.Tasks, ackcore.MaxTask+1)
+	case s.Receivers < 1 || s.Receivers > s.Tasks:
+		return s, nil, fmt.Errorf("acker: Receivers %d out of range [1, Tasks %d] (0: Tasks)", s.Receivers, s.Tasks)
 	}
 	of := make([]uint32, s.Tasks)
 	for t := range of {
-		r := t % n
+		r := t % s.Receivers
 		if s.ReceiverOf != nil {
 			r = s.ReceiverOf(t)
 		}
-		if r < 0 || r >= n {
-			return nil, fmt.Errorf("acker: ReceiverOf(%d) = %d, out of range [0, Receivers %d)", t, r, n)
+		if r < 0 || r >= s.Receivers {
+			return s, nil, fmt.Errorf("acker: ReceiverOf(%d) = %d, out of range [0, Receivers %d)", t, r, s.Receivers)
 		}
 		of[t] = uint32(r)
 	}
-	return of, nil
+	return s, of, nil
 }
 
 // Sender returns producer i as a Sender (Port).

@@ -250,22 +250,12 @@ func Dial(cfg ClientConfig, spec acker.Spec) (*Client, error) {
 	if err := cfg.fill(); err != nil {
 		return nil, err
 	}
-	if spec.Receivers == 0 {
-		spec.Receivers = spec.Tasks
-	}
-	switch {
-	case spec.Producers < 1 || spec.Producers > 4096:
-		return nil, fmt.Errorf("netio: Producers %d out of range [1, 4096]", spec.Producers)
-	case spec.Tasks < 1 || spec.Tasks > ackcore.MaxTask+1:
-		return nil, fmt.Errorf("netio: Tasks %d out of range [1, %d]", spec.Tasks, ackcore.MaxTask+1)
-	case spec.Receivers < 1 || spec.Receivers > spec.Tasks:
-		return nil, fmt.Errorf("netio: Receivers %d out of range [1, Tasks %d]", spec.Receivers, spec.Tasks)
-	case uint64(cfg.TaskBase)+uint64(spec.Tasks) > ackcore.MaxTask+1:
-		return nil, fmt.Errorf("netio: tasks [%d, %d) exceed MaxTask %d", cfg.TaskBase, uint64(cfg.TaskBase)+uint64(spec.Tasks), ackcore.MaxTask)
-	}
-	recvOf, err := spec.ReceiverTable()
+	spec, recvOf, err := spec.Check()
 	if err != nil {
 		return nil, fmt.Errorf("netio: %w", err)
+	}
+	if uint64(cfg.TaskBase)+uint64(spec.Tasks) > ackcore.MaxTask+1 {
+		return nil, fmt.Errorf("netio: tasks [%d, %d) exceed MaxTask %d", cfg.TaskBase, uint64(cfg.TaskBase)+uint64(spec.Tasks), ackcore.MaxTask)
 	}
 	c := &Client{cfg: cfg, spec: spec, recvOf: recvOf, log: cfg.Logger, logEvery: logEvery, epoch: time.Now(),
 		stopped: make(chan struct{}), frame: cfg.FrameMsgs}

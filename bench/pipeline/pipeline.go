@@ -79,12 +79,6 @@ func (c *Config) fill() error {
 		c.Batch = acker.DefaultBatch
 	}
 	switch {
-	case c.Producers < 1:
-		return fmt.Errorf("pipeline: Producers %d below 1", c.Producers)
-	case c.Tasks < 1 || c.Tasks > ackcore.MaxTask+1:
-		return fmt.Errorf("pipeline: Tasks %d out of range [1, %d]", c.Tasks, ackcore.MaxTask+1)
-	case c.Receivers < 1 || c.Receivers > c.Tasks:
-		return fmt.Errorf("pipeline: Receivers %d out of range [1, Tasks %d]", c.Receivers, c.Tasks)
 	case c.Shards < 1:
 		return fmt.Errorf("pipeline: Shards %d below 1", c.Shards)
 	case c.Batch < 1:
@@ -109,9 +103,12 @@ func (b *base) init(name string, cfg *Config) error {
 	if err := cfg.fill(); err != nil {
 		return err
 	}
-	of, err := acker.Spec{Tasks: cfg.Tasks, Receivers: cfg.Receivers, ReceiverOf: cfg.ReceiverOf}.ReceiverTable()
+	_, of, err := acker.Spec{Producers: cfg.Producers, Tasks: cfg.Tasks, Receivers: cfg.Receivers, ReceiverOf: cfg.ReceiverOf}.Check()
+	if err != nil {
+		return fmt.Errorf("pipeline: %w", err)
+	}
 	b.name, b.recvOf, b.tasks = name, of, uint32(cfg.Tasks)
-	return err
+	return nil
 }
 
 // start runs loop on a goroutine, once.
