@@ -1,6 +1,7 @@
 package ackcore
 
 import (
+	"github.com/xorack/xorack/internal/layout"
 	"math/bits"
 	"unsafe"
 )
@@ -105,9 +106,6 @@ func newTable(maxPending int, k keys) table {
 	return table{e: alignedEntries(n), n: uint64(n), keys: k}
 }
 
-// cacheLine is the alignment of the slot array.
-const cacheLine = 64
-
 // alignedEntries returns n zeroed entries starting on a cache-line
 // boundary, so that every run of eight slots fills exactly three lines and
 // a probe window's slots share as few lines as their offset allows. The
@@ -115,9 +113,9 @@ const cacheLine = 64
 // a multiple of 8 bytes, and one of the first eight slots is then
 // line-aligned (24k mod 64 takes every multiple of 8).
 func alignedEntries(n int) []entry {
-	buf := make([]entry, n+cacheLine/8-1)
+	buf := make([]entry, n+layout.CacheLine/8-1)
 	k := 0
-	for uintptr(unsafe.Pointer(&buf[k]))%cacheLine != 0 {
+	for uintptr(unsafe.Pointer(&buf[k]))%layout.CacheLine != 0 {
 		k++
 	}
 	return buf[k : k+n : k+n]

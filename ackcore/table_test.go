@@ -2,6 +2,7 @@ package ackcore
 
 import (
 	"fmt"
+	"github.com/xorack/xorack/internal/layout"
 	"math/rand/v2"
 	"runtime"
 	"testing"
@@ -116,7 +117,7 @@ func TestTableAligned(t *testing.T) {
 			if len(e) != n || cap(e) != n {
 				t.Fatalf("alignedEntries(%d): len %d cap %d", n, len(e), cap(e))
 			}
-			if a := uintptr(unsafe.Pointer(&e[0])) % cacheLine; a != 0 {
+			if a := uintptr(unsafe.Pointer(&e[0])) % layout.CacheLine; a != 0 {
 				t.Fatalf("alignedEntries(%d) starts %d bytes into a line", n, a)
 			}
 			keep = append(keep, e)
@@ -127,7 +128,7 @@ func TestTableAligned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a := uintptr(unsafe.Pointer(&sh.t.e[0])) % cacheLine; a != 0 {
+	if a := uintptr(unsafe.Pointer(&sh.t.e[0])) % layout.CacheLine; a != 0 {
 		t.Fatalf("a shard's table starts %d bytes into a line", a)
 	}
 }

@@ -1,14 +1,10 @@
 package acker
 
 import (
+	"github.com/xorack/xorack/internal/layout"
 	"sync"
 	"sync/atomic"
 )
-
-// cacheLineSize is the coherence unit of the CPUs the acker is tuned for
-// (64 bytes on amd64 and arm64); fields written by different goroutines sit
-// on different lines.
-const cacheLineSize = 64
 
 // gate is one shard's hold-back flags: held[r] is 1 while the shard holds
 // Backlog or more outcomes for receiver r, and producers then keep new
@@ -23,7 +19,7 @@ const cacheLineSize = 64
 // for good.
 type gate struct {
 	n    atomic.Int32 // receivers held back; written by the executor
-	_    [cacheLineSize - 4]byte
+	_    [layout.CacheLine - 4]byte
 	held []atomic.Uint32 // by receiver; immutable slice, elements written by the executor
 
 	waiters atomic.Int32 // producers parked or about to park

@@ -1,6 +1,7 @@
 package acker
 
 import (
+	"github.com/xorack/xorack/internal/layout"
 	"sync/atomic"
 	"time"
 
@@ -32,18 +33,18 @@ type Receiver struct {
 	// delivered.
 	buf     []ackcore.Outcome
 	next, n int
-	_       [cacheLineSize]byte
+	_       [layout.CacheLine]byte
 
 	// Written by the goroutine that takes, read by Stats.
 	lastTake atomic.Int64  // ns since Acker.epoch of its last take
 	taken    atomic.Uint64 // outcomes taken from the rings
-	_        [cacheLineSize - 16]byte
+	_        [layout.CacheLine - 16]byte
 
 	// holders is the number of shards holding outcomes for this receiver
 	// beyond its full rings: written by the executors when theirs becomes
 	// non-empty or empty, read after each take.
 	holders atomic.Int32
-	_       [cacheLineSize - 4]byte
+	_       [layout.CacheLine - 4]byte
 }
 
 // rest appends what a panicking Run callback left undelivered.

@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/xorack/xorack/internal/layout"
 	"hash/fnv"
 	"io"
 	"log/slog"
@@ -217,26 +218,22 @@ type Client struct {
 	dropped, conns atomic.Uint64
 }
 
-// cacheLine pads counters that different goroutines write apart, so
-// that a sender's counting does not bounce the line a reader counts on.
-const cacheLine = 64
-
 // sendCounts are one sender's counters: written by its goroutine (an
 // atomic add on a line no other goroutine writes is cheap), summed by
 // Stats.
 type sendCounts struct {
-	_     [cacheLine]byte
+	_     [layout.CacheLine]byte
 	kinds [4]atomic.Uint64 // messages sent by kind, index Kind&3 (RESET 0)
 	sent  atomic.Uint64    // messages handed to a connection
-	_     [cacheLine - 40]byte
+	_     [layout.CacheLine - 40]byte
 }
 
 // outCounts count delivered outcomes: one set per host (its reader and
 // its loss), one for the senders' local failures; summed by Stats.
 type outCounts struct {
-	_                                                        [cacheLine]byte
+	_                                                        [layout.CacheLine]byte
 	completed, explicit, timeout, full, stopped, lost, stale atomic.Uint64
-	_                                                        [cacheLine - 56]byte
+	_                                                        [layout.CacheLine - 56]byte
 }
 
 // Dial opens a remote acker for spec on the hosts of cfg. It connects to

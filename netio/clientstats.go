@@ -2,6 +2,7 @@ package netio
 
 import (
 	"cmp"
+	"github.com/xorack/xorack/internal/layout"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -14,10 +15,10 @@ import (
 // ioCounts are a host's frame and byte counters: the reader's pair added
 // once per read batch, bytesOut once per write, on a line of their own.
 type ioCounts struct {
-	_                 [cacheLine]byte
+	_                 [layout.CacheLine]byte
 	framesIn, bytesIn atomic.Uint64 // written by the reader
 	bytesOut          atomic.Uint64 // written by the writer
-	_                 [cacheLine - 24]byte
+	_                 [layout.CacheLine - 24]byte
 }
 
 // HostStats is what a client knows of one host (Client.Hosts).

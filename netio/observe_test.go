@@ -1,6 +1,7 @@
 package netio
 
 import (
+	"github.com/xorack/xorack/internal/layout"
 	"log/slog"
 	"testing"
 	"time"
@@ -82,13 +83,13 @@ func TestServerObservers(t *testing.T) {
 func TestServerCounterLines(t *testing.T) {
 	var s Server
 	lines := map[string]uintptr{
-		"readers": unsafe.Offsetof(s.msgs) / cacheLine, "router": unsafe.Offsetof(s.outcomes) / cacheLine,
-		"writers": unsafe.Offsetof(s.bytesOut) / cacheLine,
+		"readers": unsafe.Offsetof(s.msgs) / layout.CacheLine, "router": unsafe.Offsetof(s.outcomes) / layout.CacheLine,
+		"writers": unsafe.Offsetof(s.bytesOut) / layout.CacheLine,
 	}
-	if lines["readers"] != (unsafe.Offsetof(s.bytesIn)+7)/cacheLine || lines["router"] != (unsafe.Offsetof(s.framesOut)+7)/cacheLine ||
+	if lines["readers"] != (unsafe.Offsetof(s.bytesIn)+7)/layout.CacheLine || lines["router"] != (unsafe.Offsetof(s.framesOut)+7)/layout.CacheLine ||
 		lines["readers"] == lines["router"] || lines["router"] == lines["writers"] ||
-		unsafe.Offsetof(s.msgs)/cacheLine == (unsafe.Offsetof(s.hsCause)+unsafe.Sizeof(s.hsCause)-1)/cacheLine ||
-		(unsafe.Offsetof(s.bytesOut)+8)%cacheLine != 0 && unsafe.Sizeof(s) < unsafe.Offsetof(s.bytesOut)+cacheLine {
+		unsafe.Offsetof(s.msgs)/layout.CacheLine == (unsafe.Offsetof(s.hsCause)+unsafe.Sizeof(s.hsCause)-1)/layout.CacheLine ||
+		(unsafe.Offsetof(s.bytesOut)+8)%layout.CacheLine != 0 && unsafe.Sizeof(s) < unsafe.Offsetof(s.bytesOut)+layout.CacheLine {
 		t.Fatalf("counter lines %v", lines)
 	}
 }

@@ -21,7 +21,7 @@
 //
 // # Layout
 //
-// An SPSC is four 64-byte lines (cacheLineSize; 64 is the coherence unit of
+// An SPSC is four 64-byte lines (layout.CacheLine; 64 is the coherence unit of
 // the amd64 and arm64 cores this project targets). The struct is 256 bytes,
 // a multiple of 64, so the allocator places it on a line boundary; a test
 // checks that too. Offsets are for 64-bit platforms; TestLayout asserts

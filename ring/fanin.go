@@ -2,6 +2,7 @@ package ring
 
 import (
 	"fmt"
+	"github.com/xorack/xorack/internal/layout"
 	"sync/atomic"
 	"time"
 )
@@ -26,14 +27,14 @@ type FanIn[T any] struct {
 	batch int
 	idle  Idle
 	next  int // ring the next pass starts at
-	_     [cacheLineSize - 24 - 8 - 16 - 8]byte
+	_     [layout.CacheLine - 24 - 8 - 16 - 8]byte
 
 	// Line 1: read by every producer after each publish, written when the
 	// consumer parks, on Close, or by Interrupt.
 	park      parker
 	closed    atomic.Bool
 	interrupt atomic.Bool
-	_         [cacheLineSize - 16 - 4 - 4]byte
+	_         [layout.CacheLine - 16 - 4 - 4]byte
 }
 
 // NewFanIn returns a FanIn over producers rings of capacity elements each

@@ -2,18 +2,12 @@ package ring
 
 import (
 	"fmt"
+	"github.com/xorack/xorack/internal/layout"
 	"math/bits"
 	"sync/atomic"
 
 	"github.com/xorack/xorack/internal/invariants"
 )
-
-// cacheLineSize is the coherence unit of the amd64 and arm64 cores this
-// project targets (64 bytes on Zen, Intel Core and Xeon, Neoverse). Fields written by
-// different goroutines sit at least this far apart so that a store by one
-// side never invalidates a line the other side is using; TestLayout checks
-// the distances.
-const cacheLineSize = 64
 
 // SPSC is a bounded single-producer single-consumer ring of T.
 //
@@ -24,34 +18,34 @@ const cacheLineSize = 64
 // layout and the ownership rules. An SPSC must not be copied.
 type SPSC[T any] struct {
 	// Line 0: immutable after New, read by both sides.
-	buf       []T                                       // len(buf) is the capacity, a power of two
-	mask      uint64                                    // len(buf) - 1
-	idle      Idle                                      // normalized
-	cons      *parker                                   // parks the consumer: &consPark, or a FanIn's shared parker
-	zeroSlots bool                                      // T holds pointers: clear slots when the consumer lets go
-	_         [cacheLineSize - 24 - 8 - 16 - 8 - 1]byte // the fields above, sized for 64-bit
+	buf       []T                                          // len(buf) is the capacity, a power of two
+	mask      uint64                                       // len(buf) - 1
+	idle      Idle                                         // normalized
+	cons      *parker                                      // parks the consumer: &consPark, or a FanIn's shared parker
+	zeroSlots bool                                         // T holds pointers: clear slots when the consumer lets go
+	_         [layout.CacheLine - 24 - 8 - 16 - 8 - 1]byte // the fields above, sized for 64-bit
 
 	// Line 1: the producer's line. tail is written by the producer only
 	// (and sealed once by Close) and read atomically by the consumer; the
 	// rest is producer-private.
-	tail      atomic.Uint64            // count of elements ever published; sealed (bit 63) once closed
-	headCache uint64                   // the producer's last view of head
-	reserved  int                      // length of the last Reserve span (invariants only)
-	_         [cacheLineSize - 24]byte // three 8-byte fields
+	tail      atomic.Uint64               // count of elements ever published; sealed (bit 63) once closed
+	headCache uint64                      // the producer's last view of head
+	reserved  int                         // length of the last Reserve span (invariants only)
+	_         [layout.CacheLine - 24]byte // three 8-byte fields
 
 	// Line 2: the consumer's line. head is written by the consumer only and
 	// read atomically by the producer; the rest is consumer-private.
-	head      atomic.Uint64            // count of elements ever released
-	tailCache uint64                   // the consumer's last view of tail
-	peeked    int                      // length of the last Peek span (invariants only)
-	_         [cacheLineSize - 24]byte // three 8-byte fields
+	head      atomic.Uint64               // count of elements ever released
+	tailCache uint64                      // the consumer's last view of tail
+	peeked    int                         // length of the last Peek span (invariants only)
+	_         [layout.CacheLine - 24]byte // three 8-byte fields
 
 	// Line 3: cold. Written only when a side parks or on Close; read by
 	// the other side once per publish or release.
 	prodPark parker // parks the producer
 	consPark parker // parks the consumer of a standalone ring
 	closed   atomic.Bool
-	_        [cacheLineSize - 16 - 16 - 4]byte // two parkers and a 4-byte Bool
+	_        [layout.CacheLine - 16 - 16 - 4]byte // two parkers and a 4-byte Bool
 }
 
 // New returns an empty ring that holds capacity elements and waits with

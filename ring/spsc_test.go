@@ -2,6 +2,7 @@ package ring
 
 import (
 	"fmt"
+	"github.com/xorack/xorack/internal/layout"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -53,8 +54,8 @@ func scale(n, div int) int {
 
 func TestLayout(t *testing.T) {
 	var r SPSC[item]
-	if got := unsafe.Sizeof(r); got%cacheLineSize != 0 {
-		t.Errorf("Sizeof(SPSC) = %d, not a multiple of cacheLineSize %d", got, cacheLineSize)
+	if got := unsafe.Sizeof(r); got%layout.CacheLine != 0 {
+		t.Errorf("Sizeof(SPSC) = %d, not a multiple of layout.CacheLine %d", got, layout.CacheLine)
 	}
 	lines := []struct {
 		name string
@@ -66,8 +67,8 @@ func TestLayout(t *testing.T) {
 		{"prodPark", unsafe.Offsetof(r.prodPark)},
 	}
 	for i, l := range lines {
-		if l.off != uintptr(i)*cacheLineSize {
-			t.Errorf("%s at offset %d, want %d", l.name, l.off, i*cacheLineSize)
+		if l.off != uintptr(i)*layout.CacheLine {
+			t.Errorf("%s at offset %d, want %d", l.name, l.off, i*layout.CacheLine)
 		}
 	}
 	// The offsets drawn in the doc.go box.
@@ -87,7 +88,7 @@ func TestLayout(t *testing.T) {
 		{"closed", unsafe.Offsetof(r.closed), 224},
 		{"Sizeof", unsafe.Sizeof(r), 256},
 	} {
-		if cacheLineSize == 64 && f.got != f.want {
+		if layout.CacheLine == 64 && f.got != f.want {
 			t.Errorf("%s at %d, doc.go draws it at %d", f.name, f.got, f.want)
 		}
 	}
@@ -107,7 +108,7 @@ func TestLayout(t *testing.T) {
 		{"consPark", unsafe.Offsetof(r.consPark), unsafe.Sizeof(r.consPark), 3},
 		{"closed", unsafe.Offsetof(r.closed), unsafe.Sizeof(r.closed), 3},
 	} {
-		if f.off/cacheLineSize != f.line || (f.off+f.size-1)/cacheLineSize != f.line {
+		if f.off/layout.CacheLine != f.line || (f.off+f.size-1)/layout.CacheLine != f.line {
 			t.Errorf("%s at [%d,%d) is not on line %d", f.name, f.off, f.off+f.size, f.line)
 		}
 	}
@@ -115,25 +116,25 @@ func TestLayout(t *testing.T) {
 	// 64-byte boundaries; the padding relies on that.
 	for range 8 {
 		p := New[item](4)
-		if a := uintptr(unsafe.Pointer(p)) % cacheLineSize; a != 0 {
+		if a := uintptr(unsafe.Pointer(p)) % layout.CacheLine; a != 0 {
 			t.Fatalf("New returned %p, %d bytes past a cache line", p, a)
 		}
 	}
 
 	var f FanIn[item]
-	if got := unsafe.Sizeof(f); got%cacheLineSize != 0 {
-		t.Errorf("Sizeof(FanIn) = %d, not a multiple of cacheLineSize", got)
+	if got := unsafe.Sizeof(f); got%layout.CacheLine != 0 {
+		t.Errorf("Sizeof(FanIn) = %d, not a multiple of layout.CacheLine", got)
 	}
-	if off := unsafe.Offsetof(f.park); off != cacheLineSize {
-		t.Errorf("FanIn.park at offset %d, want %d", off, cacheLineSize)
+	if off := unsafe.Offsetof(f.park); off != layout.CacheLine {
+		t.Errorf("FanIn.park at offset %d, want %d", off, layout.CacheLine)
 	}
-	if off := unsafe.Offsetof(f.closed); off/cacheLineSize != 1 {
+	if off := unsafe.Offsetof(f.closed); off/layout.CacheLine != 1 {
 		t.Errorf("FanIn.closed at offset %d, not on the parker's line", off)
 	}
-	if off := unsafe.Offsetof(f.interrupt); off/cacheLineSize != 1 {
+	if off := unsafe.Offsetof(f.interrupt); off/layout.CacheLine != 1 {
 		t.Errorf("FanIn.interrupt at offset %d, not on the parker's line", off)
 	}
-	if off := unsafe.Offsetof(f.next); off/cacheLineSize != 0 {
+	if off := unsafe.Offsetof(f.next); off/layout.CacheLine != 0 {
 		t.Errorf("FanIn.next at offset %d, shares a line with park", off)
 	}
 	if unsafe.Sizeof(item{}) != 32 {
