@@ -240,19 +240,30 @@ func (t *Topology) Metrics() Metrics {
 		cm.TimeoutsHeld = c.timeoutsHeld.Load()
 		m.Components = append(m.Components, cm)
 	}
+	if st, ok := t.AckerStats(); ok {
+		m.Acker = &st
+	}
+	return m
+}
+
+// AckerStats returns Metrics().Acker alone: the acker's counters while
+// the topology runs (where its port has them), the final ones after Stop;
+// false where there are none. It reads no component's counters or
+// histograms, so a monitor may poll it often (Metrics allocates and
+// merges a latency histogram per component per call).
+func (t *Topology) AckerStats() (ackcore.Stats, bool) {
 	t.mu.Lock()
 	if t.ackerFinal != nil {
 		st := *t.ackerFinal
-		m.Acker = &st
+		t.mu.Unlock()
+		return st, true
 	}
 	port := t.port
 	t.mu.Unlock()
-	if m.Acker == nil && port != nil {
-		if st, ok := portStats(port); ok {
-			m.Acker = &st
-		}
+	if port == nil {
+		return ackcore.Stats{}, false
 	}
-	return m
+	return portStats(port)
 }
 
 var statsType = reflect.TypeFor[ackcore.Stats]()

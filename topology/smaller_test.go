@@ -112,3 +112,28 @@ func TestMetricsAckerOnNetio(t *testing.T) {
 	}
 	l.check(t, n, false)
 }
+
+// TestAckerStats: AckerStats is Metrics().Acker alone: there while the
+// topology runs, the final counters after Stop; with Ackers = 0 none.
+func TestAckerStats(t *testing.T) {
+	for _, ackers := range []int{0, 1} {
+		l := newLedger()
+		const n = 500
+		b := NewBuilder()
+		b.Spout("ids", newIDSpout(l, n)).Output("id")
+		b.Bolt("sink", func() Bolt { return nopBolt{} }).Input("ids", Shuffle())
+		cfg := testConfig()
+		cfg.Ackers = ackers
+		top := start(t, b, cfg)
+		waitDone(t, top, 30*time.Second)
+		if _, ok := top.AckerStats(); ok != (ackers > 0) {
+			t.Errorf("ackers=%d: AckerStats ok %v while running", ackers, ok)
+		}
+		stop(t, top)
+		final, ok := top.AckerStats()
+		if m := top.Metrics().Acker; ok != (ackers > 0) || ok != (m != nil) || ok && (final != *m || final.Completed != n) {
+			t.Errorf("ackers=%d: AckerStats %+v %v after Stop, Metrics().Acker %+v", ackers, final, ok, m)
+		}
+		l.check(t, n, false)
+	}
+}
