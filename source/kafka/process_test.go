@@ -18,7 +18,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/xorack/xorack/source/brokertest"
+	"github.com/xorack/xorack/source/kafka/kafkatest"
 	"github.com/xorack/xorack/topology"
 )
 
@@ -137,7 +137,7 @@ func replayAcrossKills(t *testing.T, bin string, seed uint64, metaBytes int) []k
 	const interval = 100 * time.Millisecond
 	n := size(20_000, 5_000) // per partition
 	kills := size(4, 2)
-	c := startClusterWith(t, brokertest.KafkaConfig{Topics: []string{topic}, Partitions: parts, MinSessionTimeout: 100 * time.Millisecond})
+	c := startClusterWith(t, kafkatest.Config{Topics: []string{topic}, Partitions: parts, MinSessionTimeout: 100 * time.Millisecond})
 	c.produce(t, topic, parts, n)
 	ledger := filepath.Join(t.TempDir(), "ledger")
 
@@ -363,7 +363,7 @@ func TestSeveralProcessesOneGroup(t *testing.T) {
 	const topic, group, parts = "t", "g", 6
 	n := size(6_000, 2_000) // per partition
 	bin := buildWorker(t)
-	c := startClusterWith(t, brokertest.KafkaConfig{Topics: []string{topic}, Partitions: parts, MinSessionTimeout: 100 * time.Millisecond})
+	c := startClusterWith(t, kafkatest.Config{Topics: []string{topic}, Partitions: parts, MinSessionTimeout: 100 * time.Millisecond})
 	c.produce(t, topic, parts, n)
 	ledger := filepath.Join(t.TempDir(), "ledger")
 	rec := recordCommits(c, ledger)
