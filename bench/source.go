@@ -10,14 +10,14 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/xorack/xorack/source/brokertest"
 	"github.com/xorack/xorack/source/kafka"
+	"github.com/xorack/xorack/source/kafka/kafkatest"
 	"github.com/xorack/xorack/topology"
 )
 
 // The source level: the topology level's word count fed by the Kafka
 // spout (package source/kafka) from a Kafka cluster in the process
-// (kfake, package source/brokertest), with acking ("kafka-acked": one
+// (kfake, package source/kafka/kafkatest), with acking ("kafka-acked": one
 // acker shard, or Config.Shards; the spout commits offsets only past
 // sentences whose words were all counted) and at most once
 // ("kafka-unacked": 0 ackers; the spout marks each record done as it
@@ -52,7 +52,7 @@ type srcTopic struct {
 
 // loadTopic creates a topic of n sentences (the corpus cycled), spread
 // over srcPartitions partitions.
-func loadTopic(k *brokertest.Kafka, corpus *wcCorpus, name string, n int) (srcTopic, error) {
+func loadTopic(k *kafkatest.Cluster, corpus *wcCorpus, name string, n int) (srcTopic, error) {
 	if err := k.Cluster().CreateTopic(name, srcPartitions, nil); err != nil {
 		return srcTopic{}, fmt.Errorf("bench: creating topic %q: %w", name, err)
 	}
@@ -83,7 +83,7 @@ func loadTopic(k *brokertest.Kafka, corpus *wcCorpus, name string, n int) (srcTo
 
 // runSource runs the word count over every record of topic as consumer
 // group group.
-func runSource(k *brokertest.Kafka, corpus *wcCorpus, topic srcTopic, group string, acked bool, shards int, pin bool, seed uint64) (wcResult, error) {
+func runSource(k *kafkatest.Cluster, corpus *wcCorpus, topic srcTopic, group string, acked bool, shards int, pin bool, seed uint64) (wcResult, error) {
 	sp, err := kafka.New(kafka.Config{
 		Brokers: k.Addrs(), Topics: []string{topic.name}, Group: group,
 		Values: func(r *kgo.Record) []any { return []any{string(r.Value)} },
@@ -129,7 +129,7 @@ func runSource(k *brokertest.Kafka, corpus *wcCorpus, topic srcTopic, group stri
 
 // checkCommitted reads the group's committed offsets back from the broker
 // and checks they are the topic's end offsets.
-func checkCommitted(ctx context.Context, k *brokertest.Kafka, group string, topic srcTopic) error {
+func checkCommitted(ctx context.Context, k *kafkatest.Cluster, group string, topic srcTopic) error {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Addrs()...))
 	if err != nil {
 		return err
@@ -159,7 +159,7 @@ func (rn *runner) sourceLevel() ([]Row, error) {
 		return nil, nil
 	}
 	corpus := newWCCorpus()
-	k, err := brokertest.StartKafka(brokertest.KafkaConfig{})
+	k, err := kafkatest.Start(kafkatest.Config{})
 	if err != nil {
 		return nil, err
 	}

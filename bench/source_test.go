@@ -3,7 +3,7 @@ package bench
 import (
 	"testing"
 
-	"github.com/xorack/xorack/source/brokertest"
+	"github.com/xorack/xorack/source/kafka/kafkatest"
 )
 
 func TestSourceLevel(t *testing.T) {
@@ -43,7 +43,7 @@ func BenchmarkSource(b *testing.B) {
 	for _, impl := range sourceImpls {
 		b.Run("impl="+impl, func(b *testing.B) {
 			b.ReportAllocs()
-			kc, err := brokertest.StartKafka(brokertest.KafkaConfig{})
+			kc, err := kafkatest.Start(kafkatest.Config{})
 			if err != nil {
 				b.Fatal(err)
 			}

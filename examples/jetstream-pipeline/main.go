@@ -30,8 +30,8 @@ import (
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
-	"github.com/xorack/xorack/source/brokertest"
 	"github.com/xorack/xorack/source/jetstream"
+	"github.com/xorack/xorack/source/jetstream/jstest"
 	"github.com/xorack/xorack/topology"
 )
 
@@ -70,7 +70,7 @@ func pipeline(url string, n int, fail float64, deadline time.Duration, out io.Wr
 			return err
 		}
 		defer os.RemoveAll(dir)
-		srv, err := brokertest.StartNATS(brokertest.NATSConfig{StoreDir: dir})
+		srv, err := jstest.Start(jstest.Config{StoreDir: dir})
 		if err != nil {
 			return err
 		}

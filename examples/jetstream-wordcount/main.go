@@ -40,8 +40,8 @@ import (
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
-	"github.com/xorack/xorack/source/brokertest"
 	"github.com/xorack/xorack/source/jetstream"
+	"github.com/xorack/xorack/source/jetstream/jstest"
 	"github.com/xorack/xorack/topology"
 )
 
@@ -109,7 +109,7 @@ func wordcount(o options, out io.Writer) error {
 			return err
 		}
 		defer os.RemoveAll(dir)
-		srv, err := brokertest.StartNATS(brokertest.NATSConfig{StoreDir: dir})
+		srv, err := jstest.Start(jstest.Config{StoreDir: dir})
 		if err != nil {
 			return err
 		}

@@ -11,7 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
-	"github.com/xorack/xorack/source/brokertest"
+	"github.com/xorack/xorack/source/jetstream/jstest"
 )
 
 func TestRun(t *testing.T) {
@@ -43,7 +43,7 @@ func TestRun(t *testing.T) {
 // TestRunAgainstServer points -nats at a server of its own, twice: the
 // second run appends to the stream and reads only what it loaded.
 func TestRunAgainstServer(t *testing.T) {
-	srv, err := brokertest.StartNATS(brokertest.NATSConfig{StoreDir: t.TempDir()})
+	srv, err := jstest.Start(jstest.Config{StoreDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +62,7 @@ func TestRunAgainstServer(t *testing.T) {
 // running totals count everything again.
 func TestIdempotentSinkReplay(t *testing.T) {
 	const n = 1000
-	srv, err := brokertest.StartNATS(brokertest.NATSConfig{StoreDir: t.TempDir()})
+	srv, err := jstest.Start(jstest.Config{StoreDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,8 +31,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/xorack/xorack/source/brokertest"
 	"github.com/xorack/xorack/source/kafka"
+	"github.com/xorack/xorack/source/kafka/kafkatest"
 	"github.com/xorack/xorack/topology"
 )
 
@@ -54,7 +54,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if *sentences < 1 || *fail < 0 || *fail >= 1 || *partitions < 1 || *partitions > brokertest.MaxPartitions {
+	if *sentences < 1 || *fail < 0 || *fail >= 1 || *partitions < 1 || *partitions > kafkatest.MaxPartitions {
 		fmt.Fprintln(stderr, "kafka-pipeline: want -sentences >= 1, -fail in [0, 1), -partitions in [1, 1024]")
 		return 2
 	}
@@ -70,7 +70,7 @@ func pipeline(brokers string, n int, partitions int32, fail float64, deadline ti
 	defer cancel()
 	addrs := strings.Split(brokers, ",")
 	if brokers == "" {
-		k, err := brokertest.StartKafka(brokertest.KafkaConfig{Topics: []string{inTopic, outTopic}, Partitions: partitions})
+		k, err := kafkatest.Start(kafkatest.Config{Topics: []string{inTopic, outTopic}, Partitions: partitions})
 		if err != nil {
 			return err
 		}

@@ -36,8 +36,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/xorack/xorack/source/brokertest"
 	"github.com/xorack/xorack/source/kafka"
+	"github.com/xorack/xorack/source/kafka/kafkatest"
 	"github.com/xorack/xorack/topology"
 )
 
@@ -82,8 +82,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if o.sentences < 1 || o.partitions < 1 || o.partitions > brokertest.MaxPartitions || o.fail < 0 || o.fail >= 1 || o.attempts < 1 {
-		fmt.Fprintf(stderr, "kafka-wordcount: want -sentences >= 1, -partitions in [1, %d], -fail in [0, 1), -attempts >= 1\n", brokertest.MaxPartitions)
+	if o.sentences < 1 || o.partitions < 1 || o.partitions > kafkatest.MaxPartitions || o.fail < 0 || o.fail >= 1 || o.attempts < 1 {
+		fmt.Fprintf(stderr, "kafka-wordcount: want -sentences >= 1, -partitions in [1, %d], -fail in [0, 1), -attempts >= 1\n", kafkatest.MaxPartitions)
 		return 2
 	}
 	run := time.Now().UnixNano()
@@ -106,7 +106,7 @@ func wordcountMain(o options, out, logw io.Writer) error {
 	var addrs []string
 	where := "a Kafka cluster in the process (kfake)"
 	if o.brokers == "" {
-		k, err := brokertest.StartKafka(brokertest.KafkaConfig{})
+		k, err := kafkatest.Start(kafkatest.Config{})
 		if err != nil {
 			return err
 		}

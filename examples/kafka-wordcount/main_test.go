@@ -12,7 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/xorack/xorack/source/brokertest"
+	"github.com/xorack/xorack/source/kafka/kafkatest"
 )
 
 func TestRun(t *testing.T) {
@@ -40,7 +40,7 @@ func TestRun(t *testing.T) {
 // move, every replayed write is a no-op, and a plain counter doubles.
 func TestReplayChangesNothing(t *testing.T) {
 	const topic, n = "sentences", 800
-	k, err := brokertest.StartKafka(brokertest.KafkaConfig{Topics: []string{topic}, Partitions: 3})
+	k, err := kafkatest.Start(kafkatest.Config{Topics: []string{topic}, Partitions: 3})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,8 +13,8 @@ import (
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
-	"github.com/xorack/xorack/source/brokertest"
 	"github.com/xorack/xorack/source/jetstream"
+	"github.com/xorack/xorack/source/jetstream/jstest"
 	"github.com/xorack/xorack/topology"
 )
 
@@ -25,7 +25,7 @@ func server() (js natsjs.JetStream, stop func()) {
 	if err != nil {
 		panic(err)
 	}
-	srv, err := brokertest.StartNATS(brokertest.NATSConfig{StoreDir: dir})
+	srv, err := jstest.Start(jstest.Config{StoreDir: dir})
 	if err != nil {
 		panic(err)
 	}

@@ -15,7 +15,7 @@ import (
 	natsjs "github.com/nats-io/nats.go/jetstream"
 	"go.uber.org/goleak"
 
-	"github.com/xorack/xorack/source/brokertest"
+	"github.com/xorack/xorack/source/jetstream/jstest"
 	"github.com/xorack/xorack/topology"
 )
 
@@ -29,7 +29,7 @@ const testTimeout = 30 * time.Second
 // monitor of every ack reply sent to the server.
 type env struct {
 	t   *testing.T
-	srv *brokertest.NATS
+	srv *jstest.Server
 	nc  *nats.Conn
 	js  natsjs.JetStream
 	mon *monitor
@@ -37,7 +37,7 @@ type env struct {
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	srv, err := brokertest.StartNATS(brokertest.NATSConfig{StoreDir: t.TempDir()})
+	srv, err := jstest.Start(jstest.Config{StoreDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -13,9 +15,16 @@ import (
 	"github.com/xorack/xorack/topology"
 )
 
-// DefaultPublishTimeout bounds one message's publish, from the bolt's call
-// to the stream's PubAck; past it the input fails.
-const DefaultPublishTimeout = 5 * time.Second
+// Defaults for SinkConfig's zero fields.
+const (
+	// DefaultPublishTimeout bounds one message's publish, from the bolt's
+	// call (the wait for room under MaxInFlightBytes included) to the
+	// stream's PubAck; past it the input fails.
+	DefaultPublishTimeout = 5 * time.Second
+	// DefaultSinkMaxInFlightBytes bounds the bytes published and not yet
+	// PubAcked, across the sink's tasks: 16 MiB, as the Kafka sink's.
+	DefaultSinkMaxInFlightBytes = 16 << 20
+)
 
 // SinkConfig configures a Sink. JetStream, Subject, Data and MsgID are
 // required.
@@ -37,6 +46,12 @@ type SinkConfig struct {
 	MsgID func(*topology.Tuple) string
 	// PublishTimeout bounds each publish; default DefaultPublishTimeout.
 	PublishTimeout time.Duration
+	// MaxInFlightBytes bounds the bytes (subject and data) of the
+	// messages published and not yet PubAcked, across the sink's tasks;
+	// default DefaultSinkMaxInFlightBytes. A task whose message does not
+	// fit waits for room (first come, first served) within its
+	// PublishTimeout; a message larger than the bound fails its input.
+	MaxInFlightBytes int
 }
 
 // Sink is a JetStream publisher as a topology bolt: each input tuple
@@ -49,10 +64,14 @@ type SinkConfig struct {
 // b.Bolt("out", sink.Bolt).
 //
 // Each task waits in Execute for its message's PubAck (the collector acks
-// only there); give the bolt several executors for more in flight.
+// only there); give the bolt several executors for more in flight, up to
+// SinkConfig.MaxInFlightBytes: past it a task waits in Execute for room,
+// so the bolt's input backs up to the spout's pending bound rather than
+// into memory.
 type Sink struct {
-	cfg   SinkConfig
-	stats struct{ published, duplicates, failed atomic.Uint64 }
+	cfg      SinkConfig
+	inFlight budget
+	stats    struct{ published, duplicates, failed atomic.Uint64 }
 }
 
 // PublishError is the failure a Sink gives an input whose message the
@@ -84,11 +103,18 @@ func NewSink(cfg SinkConfig) (*Sink, error) {
 		return nil, errors.New("jetstream: SinkConfig.Subject, Data and MsgID must all be set")
 	case cfg.PublishTimeout < 0:
 		return nil, fmt.Errorf("jetstream: SinkConfig.PublishTimeout %v is negative", cfg.PublishTimeout)
+	case cfg.MaxInFlightBytes < 0:
+		return nil, fmt.Errorf("jetstream: SinkConfig.MaxInFlightBytes %d is negative", cfg.MaxInFlightBytes)
 	}
 	if cfg.PublishTimeout == 0 {
 		cfg.PublishTimeout = DefaultPublishTimeout
 	}
-	return &Sink{cfg: cfg}, nil
+	if cfg.MaxInFlightBytes == 0 {
+		cfg.MaxInFlightBytes = DefaultSinkMaxInFlightBytes
+	}
+	s := &Sink{cfg: cfg}
+	s.inFlight.free = int64(cfg.MaxInFlightBytes)
+	return s, nil
 }
 
 // Bolt returns a bolt task of the sink: pass it to Builder.Bolt.
@@ -108,8 +134,19 @@ func (b sinkBolt) Execute(t *topology.Tuple, c *topology.BoltCollector) {
 	}
 	m := &nats.Msg{Subject: s.cfg.Subject(t), Data: data}
 	id := s.cfg.MsgID(t)
+	n := int64(len(m.Subject) + len(m.Data))
+	if n > int64(s.cfg.MaxInFlightBytes) {
+		s.stats.failed.Add(1)
+		_ = c.Fail(t, &PublishError{Subject: m.Subject, MsgID: id,
+			Err: fmt.Errorf("message of %d bytes, over SinkConfig.MaxInFlightBytes %d", n, s.cfg.MaxInFlightBytes)})
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.PublishTimeout)
-	ack, err := s.cfg.JetStream.PublishMsg(ctx, m, natsjs.WithMsgID(id))
+	var ack *natsjs.PubAck
+	if err = s.inFlight.take(ctx, n); err == nil {
+		ack, err = s.cfg.JetStream.PublishMsg(ctx, m, natsjs.WithMsgID(id))
+		s.inFlight.give(n)
+	}
 	cancel()
 	if err != nil {
 		s.stats.failed.Add(1)
@@ -127,4 +164,63 @@ func (b sinkBolt) Execute(t *topology.Tuple, c *topology.BoltCollector) {
 // Stats returns the sink's counters; any goroutine.
 func (s *Sink) Stats() SinkStats {
 	return SinkStats{Published: s.stats.published.Load(), Duplicates: s.stats.duplicates.Load(), Failed: s.stats.failed.Load()}
+}
+
+// budget is a count of bytes shared by a sink's tasks: take waits, first
+// come first served, until n bytes are free or ctx is done; give returns
+// them.
+type budget struct {
+	mu      sync.Mutex
+	free    int64
+	waiters []*budgetWaiter
+}
+
+type budgetWaiter struct {
+	n     int64
+	ready chan struct{} // closed once the bytes are the waiter's
+}
+
+func (b *budget) take(ctx context.Context, n int64) error {
+	b.mu.Lock()
+	if len(b.waiters) == 0 && b.free >= n {
+		b.free -= n
+		b.mu.Unlock()
+		return nil
+	}
+	w := &budgetWaiter{n: n, ready: make(chan struct{})}
+	b.waiters = append(b.waiters, w)
+	b.mu.Unlock()
+	select {
+	case <-w.ready:
+		return nil
+	case <-ctx.Done():
+	}
+	b.mu.Lock()
+	select {
+	case <-w.ready: // granted while ctx ended: hand the bytes on
+		b.free += n
+	default:
+		i := slices.Index(b.waiters, w)
+		b.waiters = slices.Delete(b.waiters, i, i+1)
+	}
+	b.grant()
+	b.mu.Unlock()
+	return fmt.Errorf("waiting for room under SinkConfig.MaxInFlightBytes: %w", ctx.Err())
+}
+
+func (b *budget) give(n int64) {
+	b.mu.Lock()
+	b.free += n
+	b.grant()
+	b.mu.Unlock()
+}
+
+// grant hands free bytes to the waiters in order. Called with mu held.
+func (b *budget) grant() {
+	for len(b.waiters) > 0 && b.free >= b.waiters[0].n {
+		w := b.waiters[0]
+		b.waiters = b.waiters[1:]
+		b.free -= w.n
+		close(w.ready)
+	}
 }

@@ -30,9 +30,10 @@ const (
 	// DefaultCommitInterval is how often done offsets are committed: one
 	// request for all of a spout's partitions, carrying their done sets. A
 	// crash replays the records in flight plus those done since the last
-	// commit, so the interval bounds the exposure: at 100 ms,
-	// TestReplayBoundAcrossProcesses measured 186-662 records replayed per
-	// SIGKILL against 1,703-4,578 with the floor alone (BENCHMARKS.md,
+	// commit, so the interval bounds the exposure: at 100 ms, with a
+	// record stuck in a 10 s backoff, TestReplayBoundAcrossProcesses
+	// measured 98-758 records replayed per SIGKILL against 1,139-2,225
+	// with the done set off (CommitMetadataBytes -1; BENCHMARKS.md,
 	// "Replays per kill"), ten requests a second per spout.
 	DefaultCommitInterval = 100 * time.Millisecond
 	// DefaultCommitTimeout bounds one commit request, the revocation
@@ -84,9 +85,12 @@ type Config struct {
 	// commit carries in its metadata: the records done above the
 	// committed offset, which the next owner skips instead of replaying
 	// (offsets.AppendDone). Keep it at or below the brokers'
-	// offset.metadata.max.bytes. -1 commits the offset alone. A set that
-	// does not fit covers what fits; the rest is replayed, as with the
-	// offset alone (Stats.DoneSetTruncated).
+	// offset.metadata.max.bytes. 0 is DefaultCommitMetadataBytes. -1
+	// turns the done set off: commits carry the offset alone and the
+	// metadata read back at assignment is ignored, so a crash replays
+	// everything at or above the committed floor (the spout's behaviour
+	// before the done set). A set that does not fit covers what fits; the
+	// rest is replayed, as with the offset alone (Stats.DoneSetTruncated).
 	CommitMetadataBytes int
 
 	// DeadLetterTopic, if set, receives each record whose last attempt

@@ -13,8 +13,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/xorack/xorack/source/brokertest"
 	"github.com/xorack/xorack/source/kafka"
+	"github.com/xorack/xorack/source/kafka/kafkatest"
 	"github.com/xorack/xorack/topology"
 )
 
@@ -72,7 +72,7 @@ func splitRecord(t *topology.Tuple, c *topology.BasicCollector) error {
 // words were all counted; the run ends when the group has committed every
 // partition to its end.
 func Example() {
-	k, err := brokertest.StartKafka(brokertest.KafkaConfig{Topics: []string{"sentences"}, Partitions: 2})
+	k, err := kafkatest.Start(kafkatest.Config{Topics: []string{"sentences"}, Partitions: 2})
 	if err != nil {
 		panic(err)
 	}
@@ -114,7 +114,7 @@ func Example() {
 // to the dead-letter topic, with headers naming where it came from and
 // why, and then counts as done: its partition's commit moves past it.
 func Example_deadLetter() {
-	k, err := brokertest.StartKafka(brokertest.KafkaConfig{Topics: []string{"orders", "orders-dlq"}})
+	k, err := kafkatest.Start(kafkatest.Config{Topics: []string{"orders", "orders-dlq"}})
 	if err != nil {
 		panic(err)
 	}
@@ -174,7 +174,7 @@ func Example_deadLetter() {
 // sink bolt, each input acked once the broker has its record; the spout
 // commits a partition only past records whose words are all written.
 func ExampleSink() {
-	k, err := brokertest.StartKafka(brokertest.KafkaConfig{Topics: []string{"sentences", "words"}})
+	k, err := kafkatest.Start(kafkatest.Config{Topics: []string{"sentences", "words"}})
 	if err != nil {
 		panic(err)
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/xorack/xorack/source/brokertest"
+	"github.com/xorack/xorack/source/kafka/kafkatest"
 	"github.com/xorack/xorack/topology"
 )
 
@@ -36,18 +36,18 @@ func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard
 
 // cluster is an in-process Kafka cluster and a plain client to it.
 type cluster struct {
-	k  *brokertest.Kafka
+	k  *kafkatest.Cluster
 	cl *kgo.Client
 }
 
 func startCluster(t *testing.T, partitions int32, topics ...string) *cluster {
 	t.Helper()
-	return startClusterWith(t, brokertest.KafkaConfig{Topics: topics, Partitions: partitions})
+	return startClusterWith(t, kafkatest.Config{Topics: topics, Partitions: partitions})
 }
 
-func startClusterWith(t *testing.T, cfg brokertest.KafkaConfig) *cluster {
+func startClusterWith(t *testing.T, cfg kafkatest.Config) *cluster {
 	t.Helper()
-	k, err := brokertest.StartKafka(cfg)
+	k, err := kafkatest.Start(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package kafka
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -17,7 +18,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/xorack/xorack/source/brokertest"
+	"github.com/xorack/xorack/source/kafka/kafkatest"
 	"github.com/xorack/xorack/topology"
 )
 
@@ -80,35 +81,80 @@ func fileSize(path string) int64 {
 	return fi.Size()
 }
 
+// stuckBackoff is the stuck record's retry backoff in the process tests.
+// Every killed worker lives well under it (killed after a few thousand
+// records at about 8,000 a second), so each kill finds the record still
+// waiting and its partition's floor pinned; only the final worker waits it
+// out, once per arm.
+const stuckBackoff = 10 * time.Second
+
+// replayCompareEnv, set to anything, makes TestReplayBoundAcrossProcesses
+// run a second arm with the done set off (Config.CommitMetadataBytes -1:
+// the floor alone, the spout's behaviour before the done set) on the same
+// kill schedule, and log both arms' measured replays per kill side by side
+// (BENCHMARKS.md, "Replays per kill"). Off by default: it doubles the
+// test's time.
+const replayCompareEnv = "XORACK_REPLAY_COMPARE"
+
+// killFigure is one kill's replays, measured from the ledger.
+type killFigure struct {
+	replayed  int64 // records processed after the kill that were done before it
+	floorOnly int64 // records done at or above the committed floors (what the floor alone replays)
+}
+
 // Rule 18 across real processes: the worker (internal/crashworker, a
 // separate OS process) is SIGKILLed at random points and restarted against
-// the in-process cluster, with one record stuck in retry backoff pinning
-// its partition's floor the whole time. (a) Nothing is lost; (b) no commit
-// the broker received was ahead of a record not yet processed; (c) the
-// records processed again after each kill are at most the spout's pending
-// bound (in flight) plus the records completed since the last commit the
-// broker had. The floor alone would have replayed everything after the
-// stuck record (logged beside it).
+// the in-process cluster, with one record stuck in a 10 s retry backoff
+// pinning its partition's floor at every kill (the test checks that the
+// record was not yet processed at any kill). (a) Nothing is lost; (b) no
+// commit the broker received was ahead of a record not yet processed; (c)
+// the records processed again after each kill are at most the spout's
+// pending bound (in flight) plus the records completed since the last
+// commit the broker had. With XORACK_REPLAY_COMPARE set, a second arm runs
+// the same schedule with the done set off and its replays are measured,
+// not modelled.
 func TestReplayBoundAcrossProcesses(t *testing.T) {
-	const topic, group, parts, stuckOff = "t", "g", 4, 10
+	seed := uint64(time.Now().UnixNano())
+	bin := buildWorker(t)
+	var on, off []killFigure
+	t.Run("done-set", func(t *testing.T) { on = replayAcrossKills(t, bin, seed, 0) })
+	if os.Getenv(replayCompareEnv) == "" {
+		return
+	}
+	t.Run("floor-only", func(t *testing.T) { off = replayAcrossKills(t, bin, seed, -1) })
+	for k := range min(len(on), len(off)) {
+		t.Logf("kill %d: replayed %d with the done set, %d with the floor alone (both measured; the floor arm had %d done at or above its floors)",
+			k+1, on[k].replayed, off[k].replayed, off[k].floorOnly)
+	}
+}
+
+// replayAcrossKills runs one arm of TestReplayBoundAcrossProcesses with
+// the workers' Config.CommitMetadataBytes at metaBytes (0: the default
+// done set budget; -1: the floor alone) and returns each kill's figures.
+// The kill schedule comes from seed, so two arms share it.
+func replayAcrossKills(t *testing.T, bin string, seed uint64, metaBytes int) []killFigure {
+	const topic, group, parts, stuckPart, stuckOff = "t", "g", 4, 0, 10
 	const interval = 100 * time.Millisecond
 	n := size(20_000, 5_000) // per partition
 	kills := size(4, 2)
-	bin := buildWorker(t)
-	c := startClusterWith(t, brokertest.KafkaConfig{Topics: []string{topic}, Partitions: parts, MinSessionTimeout: 100 * time.Millisecond})
+	c := startClusterWith(t, kafkatest.Config{Topics: []string{topic}, Partitions: parts, MinSessionTimeout: 100 * time.Millisecond})
 	c.produce(t, topic, parts, n)
 	ledger := filepath.Join(t.TempDir(), "ledger")
 
 	rec := recordCommits(c, ledger)
 	mu, commits := &rec.mu, &rec.commits
 	start := func() *exec.Cmd {
-		return startWorker(t, bin, c, topic, group, ledger, interval, "-stuck-partition", "0", "-stuck-offset", strconv.Itoa(stuckOff))
+		return startWorker(t, bin, c, topic, group, ledger, interval, "-backoff", stuckBackoff.String(),
+			"-metadata-bytes", strconv.Itoa(metaBytes),
+			"-stuck-partition", strconv.Itoa(stuckPart), "-stuck-offset", strconv.Itoa(stuckOff))
 	}
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 5))
+	rng := rand.New(rand.NewPCG(seed, 5))
 	const lineBytes = 24 // "p offset unixnano\n", about
 	var killAt []time.Time
+	var lived []time.Duration
 	for k := range kills {
 		from := fileSize(ledger)
+		began := time.Now()
 		cmd := start()
 		// A random moment: after a random share of the records left.
 		grow := int64(n*parts/(kills+2)/4+rng.IntN(n*parts/(kills+2)/2)) * lineBytes
@@ -123,9 +169,10 @@ func TestReplayBoundAcrossProcesses(t *testing.T) {
 			return fileSize(ledger) >= from+grow && nc >= want
 		})
 		killAt = append(killAt, time.Now())
+		lived = append(lived, time.Since(began))
 		_ = cmd.Process.Kill() // SIGKILL
 		_ = cmd.Wait()
-		t.Logf("kill %d after %d bytes of ledger", k+1, fileSize(ledger)-from)
+		t.Logf("kill %d after %d bytes of ledger, %v after the worker started", k+1, fileSize(ledger)-from, lived[k].Round(time.Millisecond))
 	}
 	final := start()
 	waitCommittedTo(t, c, group, topic, parts, n)
@@ -133,10 +180,20 @@ func TestReplayBoundAcrossProcesses(t *testing.T) {
 
 	lines := readLedger(t, ledger)
 	checkLedger(t, lines, rec.all(), parts, n)
+	// Every kill found the stuck record in its backoff: not yet processed
+	// (it is in the ledger only once its retry succeeds) and its
+	// partition's committed floor at or below it.
+	for _, l := range lines {
+		if l.p == stuckPart && l.off == stuckOff && l.at.Before(killAt[len(killAt)-1]) {
+			t.Fatalf("the stuck record %d/%d was processed at %v, before the last kill at %v: a kill came after its %v backoff, and the floor was not pinned",
+				stuckPart, stuckOff, l.at.Format(time.StampMilli), killAt[len(killAt)-1].Format(time.StampMilli), stuckBackoff)
+		}
+	}
 	// (c) replays per kill.
 	done := map[[2]int64]bool{}
 	li := 0
 	pending := int64(topology.DefaultMaxSpoutPending)
+	var figs []killFigure
 	for k, at := range killAt {
 		// The last commit the broker had before the kill.
 		var last time.Time
@@ -146,6 +203,9 @@ func TestReplayBoundAcrossProcesses(t *testing.T) {
 				last = cm.at
 				floor[cm.partition] = max(floor[cm.partition], cm.offset)
 			}
+		}
+		if floor[stuckPart] > stuckOff {
+			t.Fatalf("kill %d: partition %d committed to %d, past the stuck record %d", k+1, stuckPart, floor[stuckPart], stuckOff)
 		}
 		var since, aboveFloor int64
 		for ; li < len(lines) && lines[li].at.Before(at); li++ {
@@ -170,12 +230,19 @@ func TestReplayBoundAcrossProcesses(t *testing.T) {
 				replayed++
 			}
 		}
-		bound := pending + since
-		t.Logf("kill %d: replayed %d; bound %d (in flight %d + %d completed since the last commit); the floor alone: %d", k+1, replayed, bound, pending, since, aboveFloor)
+		figs = append(figs, killFigure{replayed, aboveFloor})
+		bound, of := pending+since, fmt.Sprintf("in flight %d + %d completed since the last commit", pending, since)
+		if metaBytes < 0 {
+			// The floor alone: everything done at or above the floors
+			// replays, plus what was in flight.
+			bound, of = pending+aboveFloor, fmt.Sprintf("in flight %d + %d done at or above the floors", pending, aboveFloor)
+		}
+		t.Logf("kill %d: replayed %d; bound %d (%s); %d completed since the last commit, %d done at or above the floors", k+1, replayed, bound, of, since, aboveFloor)
 		if replayed > bound {
 			t.Errorf("kill %d: %d records replayed, over the bound %d", k+1, replayed, bound)
 		}
 	}
+	return figs
 }
 
 // commitRecorder records every offset commit the cluster receives, with
@@ -214,7 +281,7 @@ func (r *commitRecorder) all() []sizedCommit {
 func startWorker(t *testing.T, bin string, c *cluster, topic, group, ledger string, interval time.Duration, args ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"-brokers", c.k.Addrs()[0], "-topic", topic, "-group", group,
-		"-ledger", ledger, "-interval", interval.String(), "-backoff", "3s", "-throttle", "4"}, args...)...)
+		"-ledger", ledger, "-interval", interval.String(), "-throttle", "4"}, args...)...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -296,7 +363,7 @@ func TestSeveralProcessesOneGroup(t *testing.T) {
 	const topic, group, parts = "t", "g", 6
 	n := size(6_000, 2_000) // per partition
 	bin := buildWorker(t)
-	c := startClusterWith(t, brokertest.KafkaConfig{Topics: []string{topic}, Partitions: parts, MinSessionTimeout: 100 * time.Millisecond})
+	c := startClusterWith(t, kafkatest.Config{Topics: []string{topic}, Partitions: parts, MinSessionTimeout: 100 * time.Millisecond})
 	c.produce(t, topic, parts, n)
 	ledger := filepath.Join(t.TempDir(), "ledger")
 	rec := recordCommits(c, ledger)

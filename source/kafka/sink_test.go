@@ -1,14 +1,18 @@
 package kafka
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/xorack/xorack/topology"
 )
@@ -129,4 +133,161 @@ func TestSinkFailsWithTheBrokersError(t *testing.T) {
 
 func contextWithTimeout() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), testTimeout)
+}
+
+// inFlightMeter counts the bytes of records the sink's client holds
+// (admitted into its buffer, HookProduceRecordPartitioned, and not yet
+// finished, HookProduceRecordUnbuffered) and their peak: the bytes
+// produced and not yet acknowledged, as the client itself moves them.
+type inFlightMeter struct {
+	mu            sync.Mutex
+	held          map[*kgo.Record]int64
+	finished      map[*kgo.Record]bool
+	bytes, peak   int64
+	records, acks int
+	acked         map[string]bool // values the broker acknowledged
+}
+
+func newInFlightMeter() *inFlightMeter {
+	return &inFlightMeter{held: map[*kgo.Record]int64{}, finished: map[*kgo.Record]bool{}, acked: map[string]bool{}}
+}
+
+func (m *inFlightMeter) OnProduceRecordPartitioned(r *kgo.Record, _ int32) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.finished[r] {
+		return
+	}
+	n := int64(len(r.Key) + len(r.Value))
+	m.held[r] = n
+	m.bytes += n
+	m.records++
+	m.peak = max(m.peak, m.bytes)
+}
+
+func (m *inFlightMeter) OnProduceRecordUnbuffered(r *kgo.Record, err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if n, ok := m.held[r]; ok {
+		delete(m.held, r)
+		m.bytes -= n
+		m.records--
+	} else {
+		m.finished[r] = true
+	}
+	if err == nil {
+		m.acked[string(r.Value)] = true
+	}
+}
+
+func (m *inFlightMeter) state() (bytes, peak int64, records int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.bytes, m.peak, m.records
+}
+
+// The sink's in-flight bytes stay within MaxInFlightBytes while many
+// records go through 16 executors, each of which could hold a record: the
+// bound admits 4. First the broker holds every produce request (a kfake
+// control function sleeping until the test opens the gate): the client
+// admits 4 records, the other 12 executors wait in Execute rather than
+// buffer, and no input is acked, none of its records being acknowledged.
+// Then the gate opens and 2,000 records go through, the peak still at most
+// the bound; every input is acked (the spout completes and commits all of
+// them) and every record is in the output topic.
+func TestSinkBoundsInFlightBytes(t *testing.T) {
+	const recBytes, fit, executors = 1000, 4, 16
+	const bound = fit*recBytes + recBytes/2
+	n := size(2000, 500)
+	c := startCluster(t, 1, "in", "out")
+	c.produce(t, "in", 1, n)
+	kc := c.k.Cluster()
+	gate := make(chan struct{})
+	kc.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		kc.KeepControl()
+		select {
+		case <-gate:
+		default:
+			kc.SleepControl(func() { <-gate })
+		}
+		return nil, nil, false
+	})
+	var opened sync.Once
+	open := func() { opened.Do(func() { close(gate) }) }
+
+	meter := newInFlightMeter()
+	var valued atomic.Int64
+	sink, err := NewSink(SinkConfig{Brokers: c.k.Addrs(), Topic: "out", MaxInFlightBytes: bound,
+		Value: func(tu *topology.Tuple) ([]byte, error) {
+			valued.Add(1)
+			v := fmt.Appendf(nil, "in@%d ", tu.Value(0).(*kgo.Record).Offset)
+			return append(v, bytes.Repeat([]byte("."), recBytes-len(v))...), nil
+		},
+		Opts: []kgo.Opt{kgo.WithHooks(meter)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := New(Config{Brokers: c.k.Addrs(), Topics: []string{"in"}, Group: "g", Logger: quietLogger(), CommitInterval: 10 * time.Millisecond,
+		Opts: fastGroup})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := topology.DefaultConfig()
+	cfg.Retry = topology.RetryPolicy{MaxAttempts: 1}
+	b := topology.NewBuilder()
+	b.Spout("records", func() topology.Spout { return sp }).Output(RecordField)
+	b.Bolt("out", sink.Bolt).Executors(executors).Input("records", topology.Shuffle())
+	top, err := b.Build(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := top.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := contextWithTimeout()
+	defer cancel()
+	defer top.Stop(ctx)
+	defer open() // before the stop, on a failure
+
+	// Gate shut: every executor has its record, the bound admits fit.
+	waitFor(t, "every executor producing, the bound's worth admitted", func() bool {
+		held, _, recs := meter.state()
+		if held > bound {
+			t.Fatalf("gate shut: %d records, %d bytes admitted, over MaxInFlightBytes %d", recs, held, bound)
+		}
+		return valued.Load() == executors && recs == fit
+	})
+	if st := sp.Stats(); st.Completed != 0 || sink.Stats().Produced != 0 {
+		t.Fatalf("with no record acknowledged: spout %d completed, sink %d produced", st.Completed, sink.Stats().Produced)
+	}
+	held, _, _ := meter.state()
+	t.Logf("gate shut: %d executors in Execute, %d bytes admitted (bound %d), the rest waiting", valued.Load(), held, bound)
+	open()
+	waitFor(t, "every record done", func() bool { return sp.Stats().Completed == uint64(n) })
+	c.waitCaughtUp(t, "g", "in")
+	if err := top.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := sink.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_, peak, _ := meter.state()
+	if peak > bound {
+		t.Fatalf("%d bytes in flight at the peak, over MaxInFlightBytes %d", peak, bound)
+	}
+	if peak < fit*recBytes {
+		t.Fatalf("peak %d bytes in flight: the bound (%d) was never pressed", peak, bound)
+	}
+	out := readTopic(t, c, "out")
+	seen := map[string]bool{}
+	for _, r := range out {
+		seen[string(r.Value)] = true
+	}
+	meter.mu.Lock()
+	acked := len(meter.acked)
+	meter.mu.Unlock()
+	if st := sink.Stats(); st.Produced != uint64(n) || st.Failed != 0 || len(seen) != n || acked != n {
+		t.Fatalf("sink %+v, %d distinct records in the output, %d acknowledged; want %d", st, len(seen), acked, n)
+	}
+	t.Logf("%d records of %d bytes through %d executors: peak %d bytes in flight, bound %d", n, recBytes, executors, peak, bound)
 }

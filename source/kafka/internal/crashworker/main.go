@@ -5,7 +5,9 @@
 // process against an in-process kfake, SIGKILL it and start it again. One
 // record (-stuck-partition, -stuck-offset) fails its first attempt in
 // every process, so the engine's backoff (-backoff) pins its partition's
-// floor while the records after it complete. SIGTERM stops it cleanly.
+// floor while the records after it complete. -metadata-bytes is the spout's
+// Config.CommitMetadataBytes: -1 commits the floor alone (no done set), the
+// "before" of the tests' comparison. SIGTERM stops it cleanly.
 package main
 
 import (
@@ -37,10 +39,11 @@ func main() {
 	interval := flag.Duration("interval", kafka.DefaultCommitInterval, "commit interval")
 	stuckPart := flag.Int("stuck-partition", -1, "partition of the stuck record (-1: none)")
 	stuckOff := flag.Int64("stuck-offset", -1, "offset of the stuck record")
-	backoff := flag.Duration("backoff", 3*time.Second, "retry backoff (the stuck record waits this long)")
+	backoff := flag.Duration("backoff", 10*time.Second, "retry backoff (the stuck record waits this long)")
+	metaBytes := flag.Int("metadata-bytes", 0, "Config.CommitMetadataBytes: 0 the default budget, -1 the floor alone (no done set)")
 	flag.IntVar(&throttle, "throttle", 0, "sleep 1ms every this many records per executor (0: never): a worker slower than fetching")
 	flag.Parse()
-	if err := run(*brokers, *topic, *group, *instance, *ledger, *interval, int32(*stuckPart), *stuckOff, *backoff); err != nil {
+	if err := run(*brokers, *topic, *group, *instance, *ledger, *interval, int32(*stuckPart), *stuckOff, *backoff, *metaBytes); err != nil {
 		fmt.Fprintln(os.Stderr, "crashworker:", err)
 		os.Exit(1)
 	}
@@ -48,7 +51,7 @@ func main() {
 
 var throttle int
 
-func run(brokers, topic, group, instance, ledger string, interval time.Duration, stuckPart int32, stuckOff int64, backoff time.Duration) error {
+func run(brokers, topic, group, instance, ledger string, interval time.Duration, stuckPart int32, stuckOff int64, backoff time.Duration, metaBytes int) error {
 	f, err := os.OpenFile(ledger, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return err
@@ -63,7 +66,7 @@ func run(brokers, topic, group, instance, ledger string, interval time.Duration,
 		opts = append(opts, kgo.InstanceID(instance))
 	}
 	sp, err := kafka.New(kafka.Config{Brokers: strings.Split(brokers, ","), Topics: []string{topic}, Group: group,
-		CommitInterval: interval, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Opts: opts})
+		CommitInterval: interval, CommitMetadataBytes: metaBytes, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Opts: opts})
 	if err != nil {
 		return err
 	}

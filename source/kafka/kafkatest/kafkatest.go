@@ -1,4 +1,4 @@
-package brokertest
+package kafkatest
 
 import (
 	"fmt"
@@ -7,15 +7,15 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 )
 
-// MaxKafkaBrokers bounds KafkaConfig.Brokers: a test cluster, not a fleet.
-const MaxKafkaBrokers = 16
+// MaxBrokers bounds Config.Brokers: a test cluster, not a fleet.
+const MaxBrokers = 16
 
-// MaxPartitions bounds KafkaConfig.Partitions.
+// MaxPartitions bounds Config.Partitions.
 const MaxPartitions = 1024
 
-// KafkaConfig configures StartKafka. The zero value is one broker and no
+// Config configures Start. The zero value is one broker and no
 // topics.
-type KafkaConfig struct {
+type Config struct {
 	// Brokers is the number of brokers, 1 when zero.
 	Brokers int
 	// Topics are created at start, each with Partitions partitions.
@@ -28,29 +28,29 @@ type KafkaConfig struct {
 	MinSessionTimeout time.Duration
 }
 
-// Kafka is a Kafka cluster running in the process (franz-go's kfake).
-type Kafka struct {
+// Cluster is a Kafka cluster running in the process (franz-go's kfake).
+type Cluster struct {
 	cluster *kfake.Cluster
 }
 
-// StartKafka starts a Kafka cluster on loopback and returns when its
+// Start starts a Kafka cluster on loopback and returns when its
 // brokers listen.
-func StartKafka(cfg KafkaConfig) (*Kafka, error) {
+func Start(cfg Config) (*Cluster, error) {
 	if cfg.Brokers == 0 {
 		cfg.Brokers = 1
 	}
 	if cfg.Partitions == 0 {
 		cfg.Partitions = 1
 	}
-	if cfg.Brokers < 1 || cfg.Brokers > MaxKafkaBrokers {
-		return nil, fmt.Errorf("brokertest: %d Kafka brokers, want 1 to %d", cfg.Brokers, MaxKafkaBrokers)
+	if cfg.Brokers < 1 || cfg.Brokers > MaxBrokers {
+		return nil, fmt.Errorf("kafkatest: %d Kafka brokers, want 1 to %d", cfg.Brokers, MaxBrokers)
 	}
 	if cfg.Partitions < 1 || cfg.Partitions > MaxPartitions {
-		return nil, fmt.Errorf("brokertest: %d partitions per topic, want 1 to %d", cfg.Partitions, MaxPartitions)
+		return nil, fmt.Errorf("kafkatest: %d partitions per topic, want 1 to %d", cfg.Partitions, MaxPartitions)
 	}
 	for _, t := range cfg.Topics {
 		if t == "" {
-			return nil, fmt.Errorf("brokertest: empty topic name in %q", cfg.Topics)
+			return nil, fmt.Errorf("kafkatest: empty topic name in %q", cfg.Topics)
 		}
 	}
 	opts := []kfake.Opt{kfake.NumBrokers(cfg.Brokers)}
@@ -62,18 +62,18 @@ func StartKafka(cfg KafkaConfig) (*Kafka, error) {
 	}
 	c, err := kfake.NewCluster(opts...)
 	if err != nil {
-		return nil, fmt.Errorf("brokertest: starting the Kafka cluster: %w", err)
+		return nil, fmt.Errorf("kafkatest: starting the Kafka cluster: %w", err)
 	}
-	return &Kafka{cluster: c}, nil
+	return &Cluster{cluster: c}, nil
 }
 
 // Addrs returns the brokers' host:port addresses, all on 127.0.0.1: the
 // seed brokers for a client.
-func (k *Kafka) Addrs() []string { return k.cluster.ListenAddrs() }
+func (k *Cluster) Addrs() []string { return k.cluster.ListenAddrs() }
 
 // Cluster returns the kfake cluster, for what a test needs beyond a
 // broker's address (kfake's request hooks and fault injection).
-func (k *Kafka) Cluster() *kfake.Cluster { return k.cluster }
+func (k *Cluster) Cluster() *kfake.Cluster { return k.cluster }
 
 // Close stops the cluster; its data is gone.
-func (k *Kafka) Close() { k.cluster.Close() }
+func (k *Cluster) Close() { k.cluster.Close() }

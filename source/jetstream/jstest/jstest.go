@@ -1,4 +1,4 @@
-package brokertest
+package jstest
 
 import (
 	"errors"
@@ -8,7 +8,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 )
 
-// readyTimeout bounds how long StartNATS waits for the server to accept
+// readyTimeout bounds how long Start waits for the server to accept
 // connections. Starting takes milliseconds; the bound is for a machine
 // busy with other work.
 const readyTimeout = 10 * time.Second
@@ -20,8 +20,8 @@ const (
 	defaultMaxMemory = 256 << 20
 )
 
-// NATSConfig configures StartNATS.
-type NATSConfig struct {
+// Config configures Start.
+type Config struct {
 	// StoreDir is JetStream's file store; required. In a test,
 	// t.TempDir().
 	StoreDir string
@@ -30,16 +30,16 @@ type NATSConfig struct {
 	MaxStore, MaxMemory int64
 }
 
-// NATS is a NATS server with JetStream running in the process.
-type NATS struct {
+// Server is a NATS server with JetStream running in the process.
+type Server struct {
 	server *server.Server
 }
 
-// StartNATS starts a nats-server with JetStream on loopback and returns
+// Start starts a nats-server with JetStream on loopback and returns
 // when it accepts connections.
-func StartNATS(cfg NATSConfig) (*NATS, error) {
+func Start(cfg Config) (*Server, error) {
 	if cfg.StoreDir == "" {
-		return nil, errors.New("brokertest: NATSConfig.StoreDir is empty; JetStream needs a directory (t.TempDir() in a test)")
+		return nil, errors.New("jstest: Config.StoreDir is empty; JetStream needs a directory (t.TempDir() in a test)")
 	}
 	if cfg.MaxStore == 0 {
 		cfg.MaxStore = defaultMaxStore
@@ -48,10 +48,10 @@ func StartNATS(cfg NATSConfig) (*NATS, error) {
 		cfg.MaxMemory = defaultMaxMemory
 	}
 	if cfg.MaxStore < 0 || cfg.MaxMemory < 0 {
-		return nil, fmt.Errorf("brokertest: negative JetStream limits: MaxStore %d, MaxMemory %d", cfg.MaxStore, cfg.MaxMemory)
+		return nil, fmt.Errorf("jstest: negative JetStream limits: MaxStore %d, MaxMemory %d", cfg.MaxStore, cfg.MaxMemory)
 	}
 	s, err := server.NewServer(&server.Options{
-		ServerName:         "brokertest",
+		ServerName:         "jstest",
 		Host:               "127.0.0.1",
 		Port:               server.RANDOM_PORT,
 		NoSigs:             true,
@@ -62,31 +62,31 @@ func StartNATS(cfg NATSConfig) (*NATS, error) {
 		JetStreamMaxMemory: cfg.MaxMemory,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("brokertest: configuring nats-server: %w", err)
+		return nil, fmt.Errorf("jstest: configuring nats-server: %w", err)
 	}
 	s.Start()
 	if !s.ReadyForConnections(readyTimeout) {
 		s.Shutdown()
 		s.WaitForShutdown()
-		return nil, fmt.Errorf("brokertest: nats-server not accepting connections after %v", readyTimeout)
+		return nil, fmt.Errorf("jstest: nats-server not accepting connections after %v", readyTimeout)
 	}
 	if !s.JetStreamEnabled() {
 		s.Shutdown()
 		s.WaitForShutdown()
-		return nil, fmt.Errorf("brokertest: nats-server started without JetStream (store %q)", cfg.StoreDir)
+		return nil, fmt.Errorf("jstest: nats-server started without JetStream (store %q)", cfg.StoreDir)
 	}
-	return &NATS{server: s}, nil
+	return &Server{server: s}, nil
 }
 
 // URL returns the client URL, nats://127.0.0.1:port.
-func (n *NATS) URL() string { return n.server.ClientURL() }
+func (n *Server) URL() string { return n.server.ClientURL() }
 
 // Server returns the embedded server, for what a test needs beyond its URL.
-func (n *NATS) Server() *server.Server { return n.server }
+func (n *Server) Server() *server.Server { return n.server }
 
 // Close shuts the server down and waits until it has stopped. The store
 // directory is left to its owner.
-func (n *NATS) Close() {
+func (n *Server) Close() {
 	n.server.Shutdown()
 	n.server.WaitForShutdown()
 }

@@ -1,4 +1,4 @@
-package brokertest
+package kafkatest
 
 import (
 	"context"
@@ -23,16 +23,16 @@ const testTimeout = 60 * time.Second
 func checkLoopback(t *testing.T, hostports ...string) {
 	t.Helper()
 	for _, hp := range hostports {
-		host, _, err := net.SplitHostPort(strings.TrimPrefix(hp, "nats://"))
+		host, _, err := net.SplitHostPort(hp)
 		if err != nil || host != "127.0.0.1" {
 			t.Fatalf("broker address %q is not on 127.0.0.1 (%v)", hp, err)
 		}
 	}
 }
 
-func startKafka(t *testing.T, cfg KafkaConfig) *Kafka {
+func startCluster(t *testing.T, cfg Config) *Cluster {
 	t.Helper()
-	k, err := StartKafka(cfg)
+	k, err := Start(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func startKafka(t *testing.T, cfg KafkaConfig) *Kafka {
 	return k
 }
 
-func newClient(t *testing.T, k *Kafka, opts ...kgo.Opt) *kgo.Client {
+func newClient(t *testing.T, k *Cluster, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
 	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(k.Addrs()...)}, opts...)...)
 	if err != nil {
@@ -137,11 +137,11 @@ func fetchCommitted(ctx context.Context, t *testing.T, cl *kgo.Client, group, to
 	return got
 }
 
-// TestKafkaGroupCommit produces records, consumes them as a group member,
+// TestGroupCommit produces records, consumes them as a group member,
 // marks them done in an offset tracker per partition with one record held
 // back, commits what the trackers offer, reads the commit back from the
 // broker, and checks that a new member of the group resumes exactly there.
-func TestKafkaGroupCommit(t *testing.T) {
+func TestGroupCommit(t *testing.T) {
 	const (
 		topic      = "words"
 		group      = "wordcount"
@@ -151,7 +151,7 @@ func TestKafkaGroupCommit(t *testing.T) {
 	)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	k := startKafka(t, KafkaConfig{Topics: []string{topic}, Partitions: partitions})
+	k := startCluster(t, Config{Topics: []string{topic}, Partitions: partitions})
 	prod := newClient(t, k, kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	produce(ctx, t, prod, topic, partitions, 0, perPart)
 
@@ -227,24 +227,24 @@ func TestKafkaGroupCommit(t *testing.T) {
 	}
 }
 
-func TestKafkaConfigErrors(t *testing.T) {
+func TestConfigErrors(t *testing.T) {
 	for _, c := range []struct {
-		cfg  KafkaConfig
+		cfg  Config
 		want string
 	}{
-		{KafkaConfig{Brokers: -1}, "-1 Kafka brokers"},
-		{KafkaConfig{Brokers: MaxKafkaBrokers + 1}, "17 Kafka brokers"},
-		{KafkaConfig{Partitions: -2}, "-2 partitions"},
-		{KafkaConfig{Topics: []string{"a", ""}}, `empty topic name in ["a" ""]`},
+		{Config{Brokers: -1}, "-1 Kafka brokers"},
+		{Config{Brokers: MaxBrokers + 1}, "17 Kafka brokers"},
+		{Config{Partitions: -2}, "-2 partitions"},
+		{Config{Topics: []string{"a", ""}}, `empty topic name in ["a" ""]`},
 	} {
-		k, err := StartKafka(c.cfg)
+		k, err := Start(c.cfg)
 		if err == nil {
 			k.Close()
-			t.Errorf("StartKafka(%+v) started", c.cfg)
+			t.Errorf("Start(%+v) started", c.cfg)
 			continue
 		}
-		if !strings.Contains(err.Error(), "brokertest: "+c.want) {
-			t.Errorf("StartKafka(%+v): %v, want %q", c.cfg, err, c.want)
+		if !strings.Contains(err.Error(), "kafkatest: "+c.want) {
+			t.Errorf("Start(%+v): %v, want %q", c.cfg, err, c.want)
 		}
 	}
 }

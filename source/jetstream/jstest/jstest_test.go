@@ -1,8 +1,9 @@
-package brokertest
+package jstest
 
 import (
 	"context"
 	"errors"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -11,9 +12,21 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-func startNATS(t *testing.T) *NATS {
+// testTimeout bounds each server test; a hung server fails it rather than
+// the whole run.
+const testTimeout = 60 * time.Second
+
+func checkLoopback(t *testing.T, url string) {
 	t.Helper()
-	n, err := StartNATS(NATSConfig{StoreDir: t.TempDir()})
+	host, _, err := net.SplitHostPort(strings.TrimPrefix(url, "nats://"))
+	if err != nil || host != "127.0.0.1" {
+		t.Fatalf("server address %q is not on 127.0.0.1 (%v)", url, err)
+	}
+}
+
+func startServer(t *testing.T) *Server {
+	t.Helper()
+	n, err := Start(Config{StoreDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -22,9 +35,9 @@ func startNATS(t *testing.T) *NATS {
 	return n
 }
 
-func connectJetStream(t *testing.T, n *NATS) jetstream.JetStream {
+func connectJetStream(t *testing.T, n *Server) jetstream.JetStream {
 	t.Helper()
-	nc, err := nats.Connect(n.URL(), nats.Name("brokertest"))
+	nc, err := nats.Connect(n.URL(), nats.Name("jstest"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +75,7 @@ func TestJetStreamAckKinds(t *testing.T) {
 	)
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
-	js := connectJetStream(t, startNATS(t))
+	js := connectJetStream(t, startServer(t))
 	if _, err := js.CreateStream(ctx, jetstream.StreamConfig{
 		Name: "WORDS", Subjects: []string{"words.>"}, Storage: jetstream.FileStorage,
 	}); err != nil {
@@ -160,22 +173,22 @@ func TestJetStreamAckKinds(t *testing.T) {
 	}
 }
 
-func TestNATSConfigErrors(t *testing.T) {
+func TestConfigErrors(t *testing.T) {
 	for _, c := range []struct {
-		cfg  NATSConfig
+		cfg  Config
 		want string
 	}{
-		{NATSConfig{}, "StoreDir is empty"},
-		{NATSConfig{StoreDir: t.TempDir(), MaxStore: -1}, "MaxStore -1"},
+		{Config{}, "StoreDir is empty"},
+		{Config{StoreDir: t.TempDir(), MaxStore: -1}, "MaxStore -1"},
 	} {
-		n, err := StartNATS(c.cfg)
+		n, err := Start(c.cfg)
 		if err == nil {
 			n.Close()
-			t.Errorf("StartNATS(%+v) started", c.cfg)
+			t.Errorf("Start(%+v) started", c.cfg)
 			continue
 		}
 		if !strings.Contains(err.Error(), c.want) {
-			t.Errorf("StartNATS(%+v): %v, want %q", c.cfg, err, c.want)
+			t.Errorf("Start(%+v): %v, want %q", c.cfg, err, c.want)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package brokertest_test
+package jstest_test
 
 import (
 	"context"
@@ -8,44 +8,19 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
-	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/xorack/xorack/source/brokertest"
+	"github.com/xorack/xorack/source/jetstream/jstest"
 )
-
-// A Kafka cluster in the process: a franz-go client produces to it and
-// consumes from it over loopback, as it would from a remote cluster.
-func ExampleStartKafka() {
-	k, err := brokertest.StartKafka(brokertest.KafkaConfig{Topics: []string{"sentences"}})
-	if err != nil {
-		panic(err)
-	}
-	defer k.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-
-	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Addrs()...), kgo.ConsumeTopics("sentences"))
-	if err != nil {
-		panic(err)
-	}
-	defer cl.Close()
-	if err := cl.ProduceSync(ctx, &kgo.Record{Topic: "sentences", Value: []byte("the cow jumped over the moon")}).FirstErr(); err != nil {
-		panic(err)
-	}
-	r := cl.PollFetches(ctx).Records()[0]
-	fmt.Printf("%s/%d@%d: %s\n", r.Topic, r.Partition, r.Offset, r.Value)
-	// Output: sentences/0@0: the cow jumped over the moon
-}
 
 // A NATS server with JetStream in the process: a stream, a durable pull
 // consumer with explicit acks, one message fetched and acked.
-func ExampleStartNATS() {
-	dir, err := os.MkdirTemp("", "brokertest-example")
+func ExampleStart() {
+	dir, err := os.MkdirTemp("", "jstest-example")
 	if err != nil {
 		panic(err)
 	}
 	defer os.RemoveAll(dir)
-	n, err := brokertest.StartNATS(brokertest.NATSConfig{StoreDir: dir})
+	n, err := jstest.Start(jstest.Config{StoreDir: dir})
 	if err != nil {
 		panic(err)
 	}
