@@ -39,8 +39,8 @@
 //
 // # Concurrency
 //
-// Detect, Plan, a Planner's Take, ParseCPUList and FormatCPUList are safe to call from any
-// goroutine. A Topology and an Assignment are values; their slices are not
+// Detect, Plan, a Planner's Take, ParseCPUList and FormatCPUList are safe
+// to call from any goroutine. A Topology and an Assignment are values; their slices are not
 // modified after they are returned, so they may be shared for reading.
 //
 // Pin acts on the calling goroutine and its thread only, and its unpin
