@@ -84,18 +84,23 @@
 //
 // With a fail or drop rate a root leaves entries behind: the acks after a
 // FAIL create orphans (docs/semantics.md, rule 7) and a dropped root waits for its
-// timeout. Replaying the same root ids would run into them, so fault runs
-// rewrite each message as it is replayed: generation g of slot i's tree
-// gets root id root_i ^ salt(g), where salt is even (odd roots stay odd,
-// never 0) and g is known from the cycle number and the head flag. Whether
-// a tree is failed, dropped or left alone, and which of its messages
-// (never the INIT) becomes a FAIL or vanishes, follows from a hash of its
-// salted root, so the messages of a tree agree without state, and the
-// counts of injected fails and drops are taken at each tree's INIT. The
-// rewriting costs a few ns per message; at core level a fault run rewrites
-// blocks of 16 batches outside the timed calls and times only Apply and
-// Expire (Row.Timing "acker-calls"). Limit has no FAIL or timeouts and is
-// left out of fault runs.
+// timeout. Replaying the same root ids would run into them, so in fault
+// runs a faulted tree gets its own root id: generation g of slot i's tree
+// has the key root_i ^ salt(g), where salt is even (odd roots stay odd,
+// never 0) and g is known from the cycle number and the head flag.
+// Whether a tree is failed, dropped or left alone, and which of its
+// messages (never the INIT) becomes a FAIL or vanishes, follows from a
+// hash of its key, decided once per tree as a producer enters a cycle
+// (one hash per slot and cycle, not per message). A failed or dropped
+// tree's messages carry its key as root id; a tree left alone keeps
+// root_i, which no earlier generation still holds (they completed before
+// its INIT). The counts of injected fails and drops are taken at each
+// tree's INIT. A cycle is replayed as a copy of the share's messages with
+// only the faulted trees' positions, marked in a bitset per cycle,
+// rewritten: about a memory copy per message. At core level a fault run
+// rewrites blocks of 16 batches outside the timed calls and times only
+// Apply and Expire (Row.Timing "acker-calls"). Limit has no FAIL or
+// timeouts and is left out of fault runs.
 //
 // # Time
 //

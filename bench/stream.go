@@ -94,6 +94,12 @@ type share struct {
 	initsBefore  []uint64 // initsBefore[r]: INITs in rounds < r; initsBefore[k] per cycle
 	prefixInits  uint64
 	cycleOfWhole int // messages in the whole stream's cycle, for timeouts
+
+	// For fault mode: the share is producer p of n (it owns the slots
+	// with slot mod n == p, local index slot/n), roots the whole stream's
+	// roots by slot.
+	p, n  int
+	roots []uint64
 }
 
 // shares splits s among n producers.
@@ -101,7 +107,7 @@ func (s *stream) shares(n int) []*share {
 	k := s.K
 	out := make([]*share, n)
 	for p := range out {
-		sh := &share{k: k, cycleOfWhole: len(s.Cycle)}
+		sh := &share{k: k, cycleOfWhole: len(s.Cycle), p: p, n: n, roots: s.Roots}
 		if n == 1 {
 			sh.prefix, sh.pmeta, sh.cycle, sh.cmeta = s.Prefix, s.pmeta, s.Cycle, s.cmeta
 		} else {
@@ -155,25 +161,26 @@ func (sh *share) roundOf(pos int) int {
 
 // Fault injection. A root with fails or drops leaves entries behind (the
 // orphans of the acks after a FAIL; a dropped root's entry until it times
-// out), so such a stream cannot replay the same root ids: a later
-// generation of the tree would meet them. Each generation of a slot's tree
-// therefore gets its own root id, root ^ salt(generation), drawn as the
-// cycle is replayed; the edge values do not change (the XOR of a tree's
-// messages does not depend on its root id). Generation g of slot i is
-// the tree whose INIT is in cycle g-1's head part (the prefix is cycle -1).
-//
-// Whether a tree is failed, dropped or left alone, and which message
-// (never its INIT) is failed or dropped, follows from a hash of its
-// salted root, so every message of the tree agrees without any state.
+// out), so a faulted tree cannot keep its slot's root id: a later
+// generation of the tree would meet them. Generation g of slot i is the
+// tree whose INIT is in cycle g-1's head part (the prefix is cycle -1);
+// its key is root_i ^ salt(g). Whether the tree is failed, dropped or left
+// alone, and which message (never its INIT) is failed or dropped, follows
+// from a hash of its key, decided once per tree when the cursor enters a
+// cycle. A faulted tree's messages carry the key as their root id; a tree
+// left alone keeps root_i, which its slot's earlier generations (all
+// complete before its INIT, in causal order in one share) no longer hold.
+// The edge values do not change (the XOR of a tree's messages does not
+// depend on its root id). So a cycle is replayed as a copy of the share's
+// memory with only the faulted trees' positions, marked in a bitset,
+// rewritten.
 
-// faultGen rewrites a share's messages for a run with fails and drops.
+// faultGen holds a run's fault parameters.
 type faultGen struct {
-	k       uint64
-	failT   uint64 // u < failT: the tree fails (u: 53-bit hash)
-	injT    uint64 // failT <= u < injT: the tree drops one ACK
-	seed    uint64
-	saltFor int64     // the generation salts[0] is for
-	salts   [2]uint64 // salts for generations saltFor and saltFor+1
+	k     uint64
+	failT uint64 // u < failT: the tree fails (u: 53-bit hash)
+	injT  uint64 // failT <= u < injT: the tree drops one ACK
+	seed  uint64
 }
 
 const unit53 = 1 << 53
@@ -182,7 +189,6 @@ func newFaultGen(k int, fail, drop float64, seed uint64) *faultGen {
 	g := &faultGen{k: uint64(k), seed: splitmix.Mix64(seed ^ 0x6a09e667f3bcc909)}
 	g.failT = uint64(fail * unit53)
 	g.injT = uint64((fail + drop) * unit53)
-	g.setCycle(-1)
 	return g
 }
 
@@ -190,11 +196,6 @@ func newFaultGen(k int, fail, drop float64, seed uint64) *faultGen {
 // stay odd and never become 0.
 func (g *faultGen) salt(gen int64) uint64 {
 	return splitmix.Mix64(g.seed^uint64(gen)*0x9e3779b97f4a7c15) &^ 1
-}
-
-func (g *faultGen) setCycle(c int64) {
-	g.saltFor = c
-	g.salts = [2]uint64{g.salt(c), g.salt(c + 1)}
 }
 
 // fate of a tree: 0 none, 1 fail, 2 drop; and the message it hits.
@@ -206,8 +207,8 @@ const (
 	fateDrop
 )
 
-func (g *faultGen) fateOf(root uint64) (fate, uint16) {
-	h := splitmix.Mix64(root ^ g.seed)
+func (g *faultGen) fateOf(key uint64) (fate, uint16) {
+	h := splitmix.Mix64(key ^ g.seed)
 	u := h >> 11
 	if u >= g.injT {
 		return fateNone, 0
@@ -219,25 +220,112 @@ func (g *faultGen) fateOf(root uint64) (fate, uint16) {
 	return fateDrop, victim
 }
 
+// tfate packs a tree's fate: 0 none, else victim | dropBit for a drop.
+type tfate uint16
+
+const dropBit tfate = 1 << 15
+
+// faultState is a cursor's per-tree fault bookkeeping for one cycle.
+type faultState struct {
+	g      *faultGen
+	cyc    int64      // the cycle the tables are for (-1: the prefix)
+	valid  bool       // tables computed at all
+	salts  [2]uint64  // salt of generation cyc (non-head) and cyc+1 (head)
+	tab    [2][]tfate // by local slot: fates of generation cyc, cyc+1
+	bitsOK bool       // marks computed for cyc
+	marks  []uint64   // bit per cycle position: a faulted tree's message
+	posOf  []int32    // cycle position of (local slot, round): ls*k + r
+}
+
+func newFaultState(sh *share, g *faultGen) *faultState {
+	ns := (len(sh.roots) - sh.p + sh.n - 1) / sh.n
+	fs := &faultState{g: g,
+		tab:   [2][]tfate{make([]tfate, ns), make([]tfate, ns)},
+		marks: make([]uint64, (len(sh.cycle)+63)/64),
+		posOf: make([]int32, ns*sh.k),
+	}
+	for pos, md := range sh.cmeta {
+		fs.posOf[int(md.slot)/sh.n*sh.k+sh.roundOf(pos)] = int32(pos)
+	}
+	return fs
+}
+
+// fill computes generation gen's fates into t.
+func (fs *faultState) fill(sh *share, t []tfate, gen int64) {
+	salt := fs.g.salt(gen)
+	for ls := range t {
+		f, v := fs.g.fateOf(sh.roots[sh.p+ls*sh.n] ^ salt)
+		switch f {
+		case fateNone:
+			t[ls] = 0
+		case fateFail:
+			t[ls] = tfate(v)
+		default:
+			t[ls] = tfate(v) | dropBit
+		}
+	}
+}
+
+// enter makes the tables describe cycle cyc (generations cyc, cyc+1).
+// Consecutive cycles reuse the head table as the next non-head one.
+func (fs *faultState) enter(sh *share, cyc int64) {
+	if fs.valid && fs.cyc == cyc {
+		return
+	}
+	if fs.valid && fs.cyc+1 == cyc {
+		fs.tab[0], fs.tab[1] = fs.tab[1], fs.tab[0]
+	} else {
+		fs.fill(sh, fs.tab[0], cyc)
+	}
+	fs.fill(sh, fs.tab[1], cyc+1)
+	fs.cyc, fs.valid, fs.bitsOK = cyc, true, false
+	fs.salts = [2]uint64{fs.g.salt(cyc), fs.g.salt(cyc + 1)}
+}
+
+// mark sets the bits of the faulted trees' positions in cycle fs.cyc: a
+// slot's non-head tree holds rounds below its phase, its head tree the
+// rest.
+func (fs *faultState) mark(sh *share) {
+	clear(fs.marks)
+	k := sh.k
+	for ls := range fs.tab[0] {
+		ph := (sh.p + ls*sh.n) % k
+		from, to := 0, k
+		if fs.tab[0][ls] == 0 {
+			from = ph
+		}
+		if fs.tab[1][ls] == 0 {
+			to = ph
+		}
+		for r := from; r < to; r++ {
+			pos := fs.posOf[ls*k+r]
+			fs.marks[pos>>6] |= 1 << (pos & 63)
+		}
+	}
+	fs.bitsOK = true
+}
+
 // cursor walks a share: the prefix once, then the cycle forever. It owns
-// the position, the fault generator and the counts of what it emitted.
+// the position, the fault state and the counts of what it emitted.
 // One goroutine at a time.
 type cursor struct {
 	sh  *share
 	cyc int64 // cycles completed since the prefix
 	pos int   // next cycle position
-	fg  *faultGen
+	fs  *faultState
 
 	buf  []ackcore.Msg // fault mode: rewritten messages
 	mbuf []meta
+	drop []int // fault mode: buf indices dropped in the current block
 
 	// Trees injected with a fail or a drop, counted at their INIT.
 	injFail, injDrop uint64
 }
 
 func newCursor(sh *share, fg *faultGen, batch int) *cursor {
-	c := &cursor{sh: sh, fg: fg}
+	c := &cursor{sh: sh}
 	if fg != nil {
+		c.fs = newFaultState(sh, fg)
 		c.buf = make([]ackcore.Msg, 0, batch)
 		c.mbuf = make([]meta, 0, batch)
 	}
@@ -249,7 +337,7 @@ func (c *cursor) prefix(batch int, fn func([]ackcore.Msg, []meta)) {
 	p, pm := c.sh.prefix, c.sh.pmeta
 	for i := 0; i < len(p); i += batch {
 		end := min(i+batch, len(p))
-		if c.fg == nil {
+		if c.fs == nil {
 			fn(p[i:end], pm[i:end])
 			continue
 		}
@@ -273,10 +361,83 @@ func (c *cursor) next(n int, toRound bool) ([]ackcore.Msg, []meta) {
 		c.pos = 0
 		c.cyc++
 	}
-	if c.fg == nil {
+	if c.fs == nil {
 		return sh.cycle[from:end], sh.cmeta[from:end]
 	}
-	return c.rewrite(sh.cycle[from:end], sh.cmeta[from:end], cyc, -1)
+	return c.block(from, end, cyc)
+}
+
+// block is cycle cyc's positions [from, end) in fault mode: a copy of the
+// share's messages with the marked positions rewritten.
+func (c *cursor) block(from, end int, cyc int64) ([]ackcore.Msg, []meta) {
+	sh, fs := c.sh, c.fs
+	fs.enter(sh, cyc)
+	if !fs.bitsOK {
+		fs.mark(sh)
+	}
+	c.buf = append(c.buf[:0], sh.cycle[from:end]...)
+	c.drop = c.drop[:0]
+	for w := from >> 6; w<<6 < end; w++ {
+		bw := fs.marks[w]
+		if lo := from - w<<6; lo > 0 {
+			bw &^= 1<<lo - 1
+		}
+		if hi := end - w<<6; hi < 64 {
+			bw &= 1<<hi - 1
+		}
+		for bw != 0 {
+			pos := w<<6 + bits.TrailingZeros64(bw)
+			bw &= bw - 1
+			if c.fault(&c.buf[pos-from], sh.cmeta[pos]) {
+				c.drop = append(c.drop, pos-from)
+			}
+		}
+	}
+	if len(c.drop) == 0 {
+		return c.buf, sh.cmeta[from:end]
+	}
+	md := sh.cmeta[from:end]
+	c.mbuf = c.mbuf[:0]
+	out, di := 0, 0
+	for i := range c.buf {
+		if di < len(c.drop) && c.drop[di] == i {
+			di++
+			continue
+		}
+		c.buf[out] = c.buf[i]
+		c.mbuf = append(c.mbuf, md[i])
+		out++
+	}
+	return c.buf[:out], c.mbuf
+}
+
+// fault rewrites *m, a message of a tree whose fate may be set, and
+// reports whether it is dropped. The tables must be for m's cycle.
+func (c *cursor) fault(m *ackcore.Msg, d meta) bool {
+	fs := c.fs
+	h := 0
+	if d.head {
+		h = 1
+	}
+	f := fs.tab[h][int(d.slot)/c.sh.n]
+	if f == 0 {
+		return false
+	}
+	m.Root ^= fs.salts[h]
+	if d.j == 0 {
+		if f&dropBit != 0 {
+			c.injDrop++
+		} else {
+			c.injFail++
+		}
+	}
+	if d.j == uint16(f&^dropBit) {
+		if f&dropBit != 0 {
+			return true
+		}
+		*m = ackcore.Msg{Root: m.Root, Kind: ackcore.Fail}
+	}
+	return false
 }
 
 // round is the round the cursor's next position belongs to: the last r
@@ -297,48 +458,21 @@ func (c *cursor) atRound() bool {
 	return false
 }
 
-// rewrite applies the fault generator to msgs of cycle cyc. With minJ >= 0
-// it also keeps only messages whose j exceeds minJ (the drain).
+// rewrite applies the fault state to msgs of cycle cyc (-1: the prefix)
+// message by message, for the prefix and the drain. With minJ >= 0 it
+// also keeps only messages whose j exceeds minJ (the drain).
 func (c *cursor) rewrite(msgs []ackcore.Msg, md []meta, cyc int64, minJ int) ([]ackcore.Msg, []meta) {
 	c.buf, c.mbuf = c.buf[:0], c.mbuf[:0]
-	g := c.fg
-	if g == nil {
-		for i, m := range msgs {
-			if int(md[i].j) > minJ {
-				c.buf = append(c.buf, m)
-				c.mbuf = append(c.mbuf, md[i])
-			}
-		}
-		return c.buf, c.mbuf
-	}
-	if g.saltFor != cyc {
-		g.setCycle(cyc)
+	if c.fs != nil {
+		c.fs.enter(c.sh, cyc)
 	}
 	for i, m := range msgs {
 		d := md[i]
 		if int(d.j) <= minJ {
 			continue
 		}
-		gen := 0
-		if d.head {
-			gen = 1
-		}
-		m.Root ^= g.salts[gen]
-		f, victim := g.fateOf(m.Root)
-		if f != fateNone {
-			if d.j == 0 {
-				if f == fateFail {
-					c.injFail++
-				} else {
-					c.injDrop++
-				}
-			}
-			if d.j == victim {
-				if f == fateDrop {
-					continue
-				}
-				m = ackcore.Msg{Root: m.Root, Kind: ackcore.Fail}
-			}
+		if c.fs != nil && c.fault(&m, d) {
+			continue
 		}
 		c.buf = append(c.buf, m)
 		c.mbuf = append(c.mbuf, d)

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -135,5 +136,78 @@ func TestFaultRates(t *testing.T) {
 	}
 	if fails == 0 {
 		t.Error("no FAIL emitted")
+	}
+}
+
+// TestFaultBlock checks the fault mode's block path (a copy with the
+// marked positions rewritten) against the message-by-message rewrite,
+// over several cycles of each of 3 shares, and that every tree left
+// alone keeps its slot's root while faulted ones do not.
+func TestFaultBlock(t *testing.T) {
+	st := newStream(workload.Build(workload.WordCount, 500, 3))
+	roots := make(map[uint64]bool, len(st.Roots))
+	for _, r := range st.Roots {
+		roots[r] = true
+	}
+	for p, sh := range st.shares(3) {
+		fast := newCursor(sh, newFaultGen(st.K, 0.05, 0.05, 9), 100)
+		slow := newCursor(sh, newFaultGen(st.K, 0.05, 0.05, 9), 100)
+		salted := 0
+		for i := 0; i < 4*len(sh.cycle); {
+			cyc, from := slow.cyc, slow.pos
+			m, md := fast.next(97, false)
+			end := from + 97
+			if end >= len(sh.cycle) {
+				end = len(sh.cycle)
+				slow.pos, slow.cyc = 0, slow.cyc+1
+			} else {
+				slow.pos = end
+			}
+			want, wmd := slow.rewrite(sh.cycle[from:end], sh.cmeta[from:end], cyc, -1)
+			if !slices.Equal(m, want) || !slices.Equal(md, wmd) {
+				t.Fatalf("share %d cycle %d at %d: block and rewrite differ", p, cyc, from)
+			}
+			for j := range m {
+				if !roots[m[j].Root] {
+					salted++
+				}
+			}
+			i += end - from
+		}
+		if fast.injFail != slow.injFail || fast.injDrop != slow.injDrop || fast.injFail == 0 || fast.injDrop == 0 {
+			t.Fatalf("share %d: injected %d/%d fails, %d/%d drops", p, fast.injFail, slow.injFail, fast.injDrop, slow.injDrop)
+		}
+		if salted == 0 {
+			t.Fatalf("share %d: no faulted tree's root rewritten", p)
+		}
+	}
+}
+
+// BenchmarkCursor is what a producer spends per message replaying a
+// window of 10,000 word-count trees in batches of 256, without faults
+// and in fault mode (fails after fan-out); ns/op is per message.
+func BenchmarkCursor(b *testing.B) {
+	st := newStream(workload.Build(workload.WordCount, 10000, 1))
+	for _, fail := range []float64{0, 0.05} {
+		b.Run(fmt.Sprintf("fail=%g", fail), func(b *testing.B) {
+			sh := st.shares(1)[0]
+			var fg *faultGen
+			if fail > 0 {
+				fg = newFaultGen(st.K, fail, 0, 1)
+			}
+			cur := newCursor(sh, fg, 256)
+			var sum uint64
+			b.ResetTimer()
+			for n := 0; n < b.N; {
+				m, _ := cur.next(256, false)
+				for i := range m {
+					sum += m[i].Root
+				}
+				n += len(m)
+			}
+			if sum == 1 {
+				b.Log(sum)
+			}
+		})
 	}
 }
