@@ -47,7 +47,7 @@
 //	doc.go           this overview
 //	config.go        Config, its defaults, Validate and the memory bound (Bytes)
 //	shard.go         the Shard type, NewShard, accessors, StopAll
-//	msg.go           messages, outcomes, Acker
+//	msg.go           messages, outcomes, Interface
 //	table.go         the slot layout and every Robin Hood operation: lookup,
 //	                 insert, delete with backward shift
 //	hash.go          the keyed hash
