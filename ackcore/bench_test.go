@@ -37,16 +37,16 @@ func stream(shape workload.Shape, p int) *workload.Stream {
 
 type benchImpl struct {
 	name string
-	make func(cfg ackcore.Config) (ackcore.Acker, error)
+	make func(cfg ackcore.Config) (ackcore.Interface, error)
 }
 
 var benchImpls = []benchImpl{
-	{"xorack", func(cfg ackcore.Config) (ackcore.Acker, error) { return ackcore.NewShard(cfg) }},
-	{"xorack-fold", func(cfg ackcore.Config) (ackcore.Acker, error) {
+	{"xorack", func(cfg ackcore.Config) (ackcore.Interface, error) { return ackcore.NewShard(cfg) }},
+	{"xorack-fold", func(cfg ackcore.Config) (ackcore.Interface, error) {
 		cfg.Fold = ackcore.FoldOn
 		return ackcore.NewShard(cfg)
 	}},
-	{"gomap", func(cfg ackcore.Config) (ackcore.Acker, error) {
+	{"gomap", func(cfg ackcore.Config) (ackcore.Interface, error) {
 		return baseline.NewGoMap(baseline.FromShardConfig(cfg))
 	}},
 }

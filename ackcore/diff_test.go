@@ -9,7 +9,7 @@ import (
 )
 
 func shardFactory(fold ackcore.FoldMode) acktest.Factory {
-	return func(c ackcore.Config) (ackcore.Acker, error) { c.Fold = fold; return ackcore.NewShard(c) }
+	return func(c ackcore.Config) (ackcore.Interface, error) { c.Fold = fold; return ackcore.NewShard(c) }
 }
 
 // TestShardMatchesModel feeds random trees and DAGs with shuffles,
@@ -34,7 +34,7 @@ func TestShardMatchesModel(t *testing.T) {
 	// chunk ahead, ackRunHS reading them), on the small tables of the
 	// standard cases.
 	t.Run("fold=0/prefetch", func(t *testing.T) {
-		acktest.RunCases(t, 20, func(c ackcore.Config) (ackcore.Acker, error) {
+		acktest.RunCases(t, 20, func(c ackcore.Config) (ackcore.Interface, error) {
 			s, err := ackcore.NewShard(c)
 			if err == nil {
 				s.ForcePrefetch()
@@ -115,7 +115,7 @@ func TestShardMatchesModelOwners(t *testing.T) {
 				for s := range seeds {
 					sc := c.Scenario
 					sc.Seed = uint64(s + 1)
-					acktest.Run(t, sc, func(cfg ackcore.Config) (ackcore.Acker, error) {
+					acktest.Run(t, sc, func(cfg ackcore.Config) (ackcore.Interface, error) {
 						cfg.Fold = mode.fold
 						sh, err := ackcore.NewShard(cfg)
 						if err == nil {

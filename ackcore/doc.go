@@ -42,6 +42,27 @@
 // moves (a saturated distance is recomputed), and there are no
 // tombstones, so the table never slows down with churn.
 //
+// # Files
+//
+//	doc.go           this overview
+//	config.go        Config, its defaults, Validate and the memory bound (Bytes)
+//	shard.go         the Shard type, NewShard, accessors, StopAll
+//	msg.go           messages, outcomes, Interface
+//	table.go         the slot layout and every Robin Hood operation: lookup,
+//	                 insert, delete with backward shift
+//	hash.go          the keyed hash
+//	rules.go         the contract's rules on the slow path (step, cur, store)
+//	apply.go         the Apply pipeline: chunks, prefetch, the fast path in Go
+//	ackrun.go        the fast path in assembly (ackrun_amd64.s), its glue
+//	fold.go          folding a chunk by root
+//	due.go           the shard's time, deadlines and latencies, Expire
+//	near.go          the near wheel, the pass and the due lists behind Expire
+//	timing.go        per-root start and timeout (timing kinds), side.go kind 3
+//	progress.go      ProgressTimeout
+//	orphans.go       orphans at the bound; owners.go their owners' shares
+//	failfilter.go    FAILs at the bound
+//	clock.go         clocks; stats.go counters; check.go invariants, OldestPending
+//
 // # Timeouts
 //
 // Every slot stores its deadline. Only entries whose deadline is near are
@@ -112,10 +133,27 @@
 // insert): together nearly all traffic, per-root timeouts and RESET roots
 // included. It stops at anything else (a FAIL, a RESET, a near timer, the
 // side table, a full table, no room in out, a shift that would cross a
-// running pass), and that message goes through step, the one place the
-// contract's rules live, with the probe ackRun already did; then the loop
-// resumes. Elsewhere the same fast path runs in Go (fastPath, with the
-// four keys compared without branches), and the tests run both.
+// running pass), and that message goes through step with the probe ackRun
+// already did; then the loop resumes. Elsewhere the same fast path runs in
+// Go (fastPath, with the four keys compared without branches), and the
+// tests run both.
+//
+// # Where the rules live
+//
+// The contract's rules (docs/semantics.md) are implemented in full once,
+// on the slow path: step (rules.go) says what an INIT, ACK, FAIL or RESET
+// does to a root's entry, loaded into a cur, and when the root completes
+// or fails; store writes the cur back. The fast paths repeat the common
+// cases for speed, not by calling step: the ACK rule (XOR the val in) and
+// completion (val 0 after INIT: Completed with its latency, entry
+// removed), and the INIT of a new root with the default timeout (ackRun
+// also with its own timeout, at a 1 ms tick), in three places: fastPath,
+// the completing ACK inline in applyChunk (both apply.go), and ackRun
+// (ackrun_amd64.s, glue in ackrun.go). Folding (fold.go) calls step per message. The copies are
+// held to step by the differential tests (diff_test.go: the assembly
+// loop, the portable loop, prefetching and folding, each against the
+// model in ackcore/acktest, outcome by outcome and counter by counter)
+// and by FuzzShard, which runs both loops.
 //
 // For tables larger than L2, Apply works in chunks of up to 64 messages
 // (starting at 8 and doubling): it hashes chunk k+1 and prefetches its

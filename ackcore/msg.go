@@ -205,10 +205,10 @@ func (m *Msg) InvalidOutcome() Outcome {
 	return Outcome{Root: m.Root, Task: task, Kind: Refused, Reason: ReasonInvalid}
 }
 
-// Acker is the single-writer acker interface: Shard implements it, and so do
-// the baselines it is measured against, so that tests and benchmarks drive
-// them all the same way. One goroutine at a time may call its methods.
-type Acker interface {
+// Interface is the single-writer acker interface: Shard implements it, and
+// so do the baselines it is measured against, so that tests and benchmarks
+// drive them all the same way. One goroutine at a time may call its methods.
+type Interface interface {
 	// Apply applies msgs in order, appending their outcomes to out.
 	Apply(msgs []Msg, out []Outcome) []Outcome
 	// Expire appends the outcomes of roots whose deadline has passed, at
@@ -218,4 +218,4 @@ type Acker interface {
 	Stats() Stats
 }
 
-var _ Acker = (*Shard)(nil)
+var _ Interface = (*Shard)(nil)

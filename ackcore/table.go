@@ -169,3 +169,105 @@ func dist(j, h, n uint64) uint64 {
 	}
 	return j + n - h
 }
+
+// dropEntry removes the entry in slot with what it keeps elsewhere: its
+// near timer, its ext or side-map timing.
+func (s *Shard) dropEntry(slot int) {
+	e := &s.t.e[slot]
+	if e.word()&flagNear != 0 {
+		s.freeNear(uint32(e.meta))
+	}
+	s.dropTiming(e)
+	s.removeSlot(slot)
+}
+
+// moveSide moves what the arrays beside the slots (ext, prog) hold for
+// slot from to slot to, with the entry.
+func (s *Shard) moveSide(to, from uint64) {
+	if s.ext != nil {
+		s.ext[to] = s.ext[from]
+	}
+	if s.prog != nil {
+		s.prog[to] = s.prog[from]
+	}
+}
+
+// removeSlot empties slot i and restores Robin Hood order: the entries
+// after the hole move back one slot each, up to an empty slot or an entry
+// in its home slot. ext moves with them.
+func (s *Shard) removeSlot(i int) {
+	t := &s.t
+	es, n := t.e, t.n
+	side := s.ext != nil || s.prog != nil // arrays beside the slots, moved with them
+	hole := uint64(i)
+	for {
+		j := hole + 1
+		if j == n {
+			j = 0
+		}
+		e := &es[j]
+		d := e.storedDist()
+		if e.key == 0 || d == 0 {
+			break
+		}
+		es[hole] = *e
+		if side {
+			s.moveSide(hole, j)
+		}
+		if d < distSat || t.distAt(hole) < distSat {
+			es[hole].meta -= distOne
+		}
+		if int(j) == s.scan {
+			s.rescan(&es[hole]) // moved behind a running pass
+		}
+		hole = j
+	}
+	es[hole] = entry{}
+	t.count--
+}
+
+// shiftUp moves the entries in slots p up to z-1 (going round the end)
+// one slot forward, into the empty slot z, adding one to each distance.
+// ext moves with them.
+func (s *Shard) shiftUp(p, z uint64) {
+	es := s.t.e
+	side := s.ext != nil || s.prog != nil // arrays beside the slots, moved with them
+	for q := z; q != p; {
+		pq := q - 1
+		if q == 0 {
+			pq = uint64(len(es)) - 1
+		}
+		es[q] = es[pq]
+		if side {
+			s.moveSide(q, pq)
+		}
+		if es[q].storedDist() < distSat {
+			es[q].meta += distOne
+		}
+		q = pq
+	}
+}
+
+// insertSlot inserts root, absent, whose probe ended at the empty slot z,
+// and returns its slot: the first slot from home whose entry is homed
+// later (a shorter distance than root would have there), after shifting
+// the entries from there up to z forward by one. Shard.fastPath writes the
+// same steps out inline.
+func (s *Shard) insertSlot(root, z uint64) uint64 {
+	t := &s.t
+	es, n := t.e, t.n
+	p := t.home(root)
+	d := uint64(0)
+	for ; p != z && t.distAt(p) >= d; d++ {
+		if p++; p == n {
+			p = 0
+		}
+	}
+	s.shiftUp(p, z)
+	if p > z && s.scan > 0 {
+		s.rescan(&es[0]) // moved round the end, behind a running pass
+	}
+	es[p] = entry{key: root, meta: min(d, distSat) << (32 + distShift)}
+	t.count++
+	return p
+}

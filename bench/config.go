@@ -17,7 +17,7 @@ type Level string
 
 const (
 	// LevelCore applies messages straight to one single-writer acker
-	// (ackcore.Acker) on one pinned goroutine: no rings, no other threads.
+	// (ackcore.Interface) on one pinned goroutine: no rings, no other threads.
 	LevelCore Level = "core"
 	// LevelPipeline runs producers -> SPSC rings -> sharded executors ->
 	// outcome rings -> spouts (acker.Acker), beside the same shape

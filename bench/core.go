@@ -39,7 +39,7 @@ func (rn *runner) warmCap() time.Duration {
 // coreRun is one impl's state through a core-level run.
 type coreRun struct {
 	impl   coreImpl
-	a      ackcore.Acker
+	a      ackcore.Interface
 	clk    benchClock
 	cur    *cursor
 	out    []ackcore.Outcome

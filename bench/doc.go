@@ -12,7 +12,7 @@
 //
 // # Levels
 //
-// core: messages go straight into one single-writer ackcore.Acker (the
+// core: messages go straight into one single-writer ackcore.Interface (the
 // xorack shard, and gomap, mutexmap, xsync, storm, limit from
 // bench/baseline) on one goroutine, pinned to the CPU it starts on and
 // counted by package perf. All impls of a window are built and warmed first, then

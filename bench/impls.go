@@ -16,7 +16,7 @@ const GoMapName = "gomap"
 // coreImpl is one single-writer acker measured at core level.
 type coreImpl struct {
 	name string
-	make func(ackcore.Config) (ackcore.Acker, error)
+	make func(ackcore.Config) (ackcore.Interface, error)
 	// exact: the semantics of docs/semantics.md, counters included, so its
 	// Stats must agree with the outcomes the harness saw.
 	exact bool
@@ -35,25 +35,25 @@ type coreImpl struct {
 // coreImpls is the core level's registry, in run (and table) order. Tests
 // add to it.
 var coreImpls = []coreImpl{
-	{name: Reference, make: func(c ackcore.Config) (ackcore.Acker, error) { return ackcore.NewShard(c) },
+	{name: Reference, make: func(c ackcore.Config) (ackcore.Interface, error) { return ackcore.NewShard(c) },
 		exact: true, faults: true, evicts: true, latency: latencyTick, dflt: true},
-	{name: "xorack-fold", make: func(c ackcore.Config) (ackcore.Acker, error) {
+	{name: "xorack-fold", make: func(c ackcore.Config) (ackcore.Interface, error) {
 		c.Fold = ackcore.FoldOn
 		return ackcore.NewShard(c)
 	}, exact: true, faults: true, evicts: true, latency: latencyTick},
-	{name: GoMapName, make: func(c ackcore.Config) (ackcore.Acker, error) {
+	{name: GoMapName, make: func(c ackcore.Config) (ackcore.Interface, error) {
 		return baseline.NewGoMap(baseline.FromShardConfig(c))
 	}, exact: true, faults: true, evicts: true, latency: latencyTick, dflt: true},
-	{name: "mutexmap", make: func(c ackcore.Config) (ackcore.Acker, error) {
+	{name: "mutexmap", make: func(c ackcore.Config) (ackcore.Interface, error) {
 		return baseline.NewMutexMap(baseline.FromShardConfig(c))
 	}, exact: true, faults: true, evicts: true, latency: latencyTick, dflt: true},
-	{name: "xsync", make: func(c ackcore.Config) (ackcore.Acker, error) {
+	{name: "xsync", make: func(c ackcore.Config) (ackcore.Interface, error) {
 		return baseline.NewXsyncMap(baseline.FromShardConfig(c))
 	}, exact: true, faults: true, latency: latencyTick, dflt: true},
-	{name: "storm", make: func(c ackcore.Config) (ackcore.Acker, error) {
+	{name: "storm", make: func(c ackcore.Config) (ackcore.Interface, error) {
 		return baseline.NewStorm(baseline.FromShardConfig(c), baseline.StormOptions{})
 	}, faults: true, latency: "acker Latency field: creation to completion, clock resolution", dflt: true},
-	{name: "limit", make: func(c ackcore.Config) (ackcore.Acker, error) {
+	{name: "limit", make: func(c ackcore.Config) (ackcore.Interface, error) {
 		return baseline.NewLimit(baseline.FromShardConfig(c))
 	}, dflt: true},
 }

@@ -156,13 +156,13 @@ func TestRunFailAfterFanOut(t *testing.T) {
 // lossy wraps an acker and loses its n-th Completed outcome: the harness
 // must notice.
 type lossy struct {
-	ackcore.Acker
+	ackcore.Interface
 	n, seen int
 }
 
 func (l *lossy) Apply(msgs []ackcore.Msg, out []ackcore.Outcome) []ackcore.Outcome {
 	start := len(out)
-	out = l.Acker.Apply(msgs, out)
+	out = l.Interface.Apply(msgs, out)
 	for i := start; i < len(out); i++ {
 		if out[i].Kind != ackcore.Completed {
 			continue
@@ -197,9 +197,9 @@ func (p lossyPipe) Inbox(i int) acker.Inbox { return &lossyInbox{Inbox: p.Pipe.I
 func TestVerificationCatchesLoss(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	coreImpls = append(coreImpls, coreImpl{name: "lossy", exact: true, faults: true, latency: latencyTick,
-		make: func(c ackcore.Config) (ackcore.Acker, error) {
+		make: func(c ackcore.Config) (ackcore.Interface, error) {
 			s, err := ackcore.NewShard(c)
-			return &lossy{Acker: s, n: 100}, err
+			return &lossy{Interface: s, n: 100}, err
 		}})
 	pipeImpls = append(pipeImpls, pipeImpl{name: "lossypipe", make: func(pc pipeline.Config) (pipeline.Pipe, error) {
 		p, err := pipeline.NewChanShard(pc)

@@ -38,7 +38,7 @@ const expireRoom = 7
 // Factory makes the acker under test. The harness fills cfg.MaxPending,
 // Timeout, Tick, Clock and Seed; the factory may set anything else (a
 // shard's Fold mode) and must honour the first four.
-type Factory func(cfg ackcore.Config) (ackcore.Acker, error)
+type Factory func(cfg ackcore.Config) (ackcore.Interface, error)
 
 // Verifier is implemented by ackers with an invariant checker; Run calls it
 // every 16 steps and at the end.
@@ -247,7 +247,7 @@ func Run(t testing.TB, sc Scenario, newAcker Factory) {
 
 type runner struct {
 	t        testing.TB
-	a        ackcore.Acker
+	a        ackcore.Interface
 	m        *model.Model
 	clock    *ackcore.FakeClock
 	once     bool           // no duplicated messages: every root ends at most once

@@ -1,4 +1,4 @@
-// Package acktest is the differential test harness every ackcore.Acker is
+// Package acktest is the differential test harness every ackcore.Interface is
 // held to: it feeds one generated message stream, in random batches and
 // under one fake clock, to the acker under test and to the reference model
 // (ackcore/acktest/model), and fails on the first difference in outcomes,
@@ -7,7 +7,7 @@
 // The harness knows ackers only through a Factory, so the fast shard and
 // the baselines run the very same scenarios:
 //
-//	acktest.Run(t, sc, func(cfg ackcore.Config) (ackcore.Acker, error) {
+//	acktest.Run(t, sc, func(cfg ackcore.Config) (ackcore.Interface, error) {
 //		return ackcore.NewShard(cfg)
 //	})
 //
@@ -23,7 +23,7 @@
 // # Concurrency
 //
 // Run drives its acker from the calling goroutine only: it tests the
-// single-writer contract of ackcore.Acker. Concurrent ackers need their
+// single-writer contract of ackcore.Interface. Concurrent ackers need their
 // own hammer tests.
 //
 // # Invariants

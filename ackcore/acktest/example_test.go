@@ -21,7 +21,7 @@ func (exampleTB) Fatalf(format string, args ...any) { panic(fmt.Sprintf(format, 
 // lossy stream with a fixed seed, then prints the shard's counters.
 func ExampleRun() {
 	var shard *ackcore.Shard
-	newShard := func(cfg ackcore.Config) (ackcore.Acker, error) {
+	newShard := func(cfg ackcore.Config) (ackcore.Interface, error) {
 		s, err := ackcore.NewShard(cfg)
 		shard = s
 		return s, err

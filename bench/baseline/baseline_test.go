@@ -15,20 +15,22 @@ import (
 // impl is one baseline with a constructor taking a Config.
 type impl struct {
 	name string
-	make func(baseline.Config) (ackcore.Acker, error)
+	make func(baseline.Config) (ackcore.Interface, error)
 	// exact: matches the model. zeroAlloc: allocates nothing once warm.
 	exact, zeroAlloc bool
 }
 
 var impls = []impl{
-	{"gomap", func(c baseline.Config) (ackcore.Acker, error) { return baseline.NewGoMap(c) }, true, true},
-	{"mutexmap", func(c baseline.Config) (ackcore.Acker, error) { return baseline.NewMutexMap(c) }, true, true},
-	{"xsyncmap", func(c baseline.Config) (ackcore.Acker, error) { return baseline.NewXsyncMap(c) }, true, false},
-	{"storm", func(c baseline.Config) (ackcore.Acker, error) { return baseline.NewStorm(c, baseline.StormOptions{}) }, false, true},
-	{"limit", func(c baseline.Config) (ackcore.Acker, error) { return baseline.NewLimit(c) }, false, true},
+	{"gomap", func(c baseline.Config) (ackcore.Interface, error) { return baseline.NewGoMap(c) }, true, true},
+	{"mutexmap", func(c baseline.Config) (ackcore.Interface, error) { return baseline.NewMutexMap(c) }, true, true},
+	{"xsyncmap", func(c baseline.Config) (ackcore.Interface, error) { return baseline.NewXsyncMap(c) }, true, false},
+	{"storm", func(c baseline.Config) (ackcore.Interface, error) {
+		return baseline.NewStorm(c, baseline.StormOptions{})
+	}, false, true},
+	{"limit", func(c baseline.Config) (ackcore.Interface, error) { return baseline.NewLimit(c) }, false, true},
 }
 
-func mustMake(t testing.TB, b impl, c baseline.Config) ackcore.Acker {
+func mustMake(t testing.TB, b impl, c baseline.Config) ackcore.Interface {
 	t.Helper()
 	a, err := b.make(c)
 	if err != nil {
@@ -38,7 +40,7 @@ func mustMake(t testing.TB, b impl, c baseline.Config) ackcore.Acker {
 }
 
 // applyAll applies msgs in batches of batch messages, reusing out.
-func applyAll(a ackcore.Acker, msgs []ackcore.Msg, batch int, out []ackcore.Outcome) []ackcore.Outcome {
+func applyAll(a ackcore.Interface, msgs []ackcore.Msg, batch int, out []ackcore.Outcome) []ackcore.Outcome {
 	for len(msgs) > 0 {
 		n := min(batch, len(msgs))
 		out = a.Apply(msgs[:n], out[:0])

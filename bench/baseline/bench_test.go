@@ -19,7 +19,7 @@ import (
 //	go test -run=^$ -bench=Baselines -benchtime=100ms ./bench/baseline/
 func BenchmarkBaselines(b *testing.B) {
 	const batch = 64
-	all := append([]impl{{name: "shard", make: func(c baseline.Config) (ackcore.Acker, error) {
+	all := append([]impl{{name: "shard", make: func(c baseline.Config) (ackcore.Interface, error) {
 		return ackcore.NewShard(ackcore.Config{MaxPending: c.MaxPending, Timeout: c.Timeout, Clock: c.Clock})
 	}}}, impls...)
 	for _, pending := range []int{10_000, 100_000} {

@@ -10,7 +10,7 @@ import (
 
 // factory adapts a baseline to the shared harness.
 func (b impl) factory() acktest.Factory {
-	return func(c ackcore.Config) (ackcore.Acker, error) { return b.make(baseline.FromShardConfig(c)) }
+	return func(c ackcore.Config) (ackcore.Interface, error) { return b.make(baseline.FromShardConfig(c)) }
 }
 
 // TestMatchesModel runs the shard's differential scenarios against each

@@ -1,5 +1,5 @@
 // Package baseline holds the ackers xorack measures itself against, each a
-// separate, straightforward implementation behind ackcore.Acker and
+// separate, straightforward implementation behind ackcore.Interface and
 // configured like the shard (MaxPending, Timeout, Tick, Clock):
 //
 //   - GoMap: the acker a good Go programmer writes with the built-in map,

@@ -49,7 +49,7 @@ type GoMap struct {
 	stats ackcore.Stats
 }
 
-var _ ackcore.Acker = (*GoMap)(nil)
+var _ ackcore.Interface = (*GoMap)(nil)
 
 // NewGoMap makes a GoMap. The map, the handle pool and the wheel are sized
 // for cfg.MaxPending up front, as the shard's table is, so that a warmed-up

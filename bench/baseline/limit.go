@@ -53,7 +53,7 @@ type Limit struct {
 	completed, refusedFull, refusedInvalid uint64
 }
 
-var _ ackcore.Acker = (*Limit)(nil)
+var _ ackcore.Interface = (*Limit)(nil)
 
 // NewLimit makes a Limit with room for cfg.MaxPending roots; Timeout, Tick
 // and Clock are checked like the others' and otherwise unused.

@@ -17,7 +17,7 @@ type MutexMap struct {
 	g  GoMap // guarded by mu
 }
 
-var _ ackcore.Acker = (*MutexMap)(nil)
+var _ ackcore.Interface = (*MutexMap)(nil)
 
 // NewMutexMap makes a MutexMap; see NewGoMap.
 func NewMutexMap(cfg Config) (*MutexMap, error) {

@@ -9,7 +9,7 @@ import (
 
 // Storm is a Go port of the algorithm of Apache Storm 2.x's acker bolt
 // (org.apache.storm.daemon.Acker over org.apache.storm.utils.RotatingMap),
-// the reference every user knows, behind the ackcore.Acker interface. It
+// the reference every user knows, behind the ackcore.Interface interface. It
 // keeps Storm's structure and costs: a rotating map of Go maps searched
 // newest first, a put that deletes the key from every older bucket, and
 // expiry by dropping the oldest bucket whole. It does NOT meet our
@@ -57,7 +57,7 @@ type Storm struct {
 	droppedInit uint64
 }
 
-var _ ackcore.Acker = (*Storm)(nil)
+var _ ackcore.Interface = (*Storm)(nil)
 
 // StormOptions shape Storm's rotating map. The zero value is Storm 2.x's
 // acker: 3 buckets (Acker.TIMEOUT_BUCKET_NUM) rotated once per message

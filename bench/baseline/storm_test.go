@@ -29,7 +29,7 @@ func ack(root, val uint64) ackcore.Msg { return ackcore.Msg{Root: root, Kind: ac
 func fail(root uint64) ackcore.Msg     { return ackcore.Msg{Root: root, Kind: ackcore.Fail} }
 func reset(root uint64) ackcore.Msg    { return ackcore.Msg{Root: root, Kind: ackcore.Reset} }
 
-func expireNone(t *testing.T, a ackcore.Acker) {
+func expireNone(t *testing.T, a ackcore.Interface) {
 	t.Helper()
 	out, more := a.Expire(make([]ackcore.Outcome, 0, 8))
 	if len(out) != 0 || more {

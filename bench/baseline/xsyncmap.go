@@ -55,7 +55,7 @@ type XsyncMap struct {
 	orphans, refusedFull, refusedInvalid                 atomic.Uint64
 }
 
-var _ ackcore.Acker = (*XsyncMap)(nil)
+var _ ackcore.Interface = (*XsyncMap)(nil)
 
 // NewXsyncMap makes an XsyncMap, presizing the map (grow-only) and the
 // timers for cfg.MaxPending.

@@ -1,0 +1,179 @@
+package ackcore
+
+import (
+	"cmp"
+	"fmt"
+	"time"
+
+	"github.com/xorack/xorack/internal/bytesize"
+	"github.com/xorack/xorack/timerwheel"
+)
+
+// Defaults, as in Apache Storm (TOPOLOGY_MESSAGE_TIMEOUT_SECS = 30) and the
+// wheel's design tick.
+const (
+	DefaultTimeout = 30 * time.Second
+	DefaultTick    = time.Millisecond
+)
+
+// FoldMode says whether Apply groups a batch's messages by root first.
+type FoldMode uint8
+
+const (
+	// FoldOff applies messages one by one, one table probe each.
+	FoldOff FoldMode = iota
+	// FoldOn groups each chunk of up to foldChunk messages by root and
+	// probes the table once per root. It pays when batches repeat roots
+	// (fan-out acks arriving together) and the table is larger than cache.
+	FoldOn
+)
+
+// Config configures a Shard.
+type Config struct {
+	// MaxPending bounds the entries pending at once, with or without INIT
+	// (rule 10 of docs/semantics.md). Required. The table is allocated for
+	// it up front.
+	MaxPending int
+	// Timeout is the default per-root timeout; 0 means DefaultTimeout.
+	Timeout time.Duration
+	// Tick is the timer resolution; 0 means DefaultTick.
+	Tick time.Duration
+	// Clock is the time source; nil means a new MonotonicClock.
+	Clock Clock
+	// Fold selects batch folding.
+	Fold FoldMode
+	// MaxBytes is the memory budget: NewShard refuses a configuration whose
+	// worst case (Bytes) exceeds it, before allocating anything. 0 means
+	// DefaultMaxBytes.
+	MaxBytes int64
+	// ProgressTimeout makes a root's timeout count from its last progress
+	// (its INIT or any ACK of it) instead of from its INIT, so that a tree
+	// that is making progress behind a slow bolt does not time out, while
+	// one with a tuple stuck still times out one timeout after its last
+	// ACK. Progress keeps a root alive for at most ProgressCap after its
+	// INIT. It costs one 32-bit store per ACK and 4 bytes a slot (see
+	// progress.go); off by default.
+	ProgressTimeout bool
+	// ProgressCap is the longest progress keeps a root alive after its
+	// INIT; 0 means DefaultProgressCap times Timeout (Storm's and the
+	// engine's RESET cap), at most MaxTimeout. Only with ProgressTimeout.
+	ProgressCap time.Duration
+	// Owners is the number of senders the shard tells apart (owners.go):
+	// the embedder's producers, named per batch by SetOwner. 0 means 1; at
+	// most MaxOwners.
+	Owners int
+	// OrphanShare is the most orphans (entries made by an ACK, FAIL or
+	// RESET for a root with no entry) one owner may have in the table; the
+	// owner's next such message is refused (Stats.OrphansRefused). 0, the
+	// default, means no bound but the table's (SetOrphanShare changes it).
+	OrphanShare int
+	// Seed fixes the table's hash keys, for reproducible tests and
+	// benchmarks. 0, the default, draws secret keys from crypto/rand: keep
+	// it so wherever root ids may come from outside, since roots chosen
+	// with the keys known can all share one home slot (see hash.go).
+	Seed uint64
+}
+
+// MaxPendingLimit is the largest MaxPending a shard accepts: near-wheel
+// timer handles (at most one per entry) are 32-bit. The memory budget
+// (Config.MaxBytes) is usually the tighter limit.
+const MaxPendingLimit = timerwheel.MaxCapacity / maxLoadDen * maxLoadNum
+
+// MinTick is the finest Tick a shard accepts: the longest timeout,
+// MaxTimeout, must stay within the timer wheel's reach (MaxDelay ticks),
+// and a deadline stored as a 32-bit tick must be recovered exactly.
+const MinTick = 100 * time.Microsecond
+
+// DefaultMaxBytes is the memory budget of a shard whose Config.MaxBytes is
+// 0: 1 GiB, enough for MaxPending 6.9 million at the worst case
+// Config.Bytes counts (155 bytes a root); on the common paths such a shard
+// holds about 250 MB.
+const DefaultMaxBytes = 1 << 30
+
+// Validate checks c, with an error naming the bad value. NewShard calls it;
+// an embedder that builds shards later (the sharded acker) calls it first.
+// It allocates nothing: a configuration whose memory bound (Bytes) exceeds
+// its budget (MaxBytes) is refused with both figures before anything is
+// allocated.
+func (c *Config) Validate() error {
+	if c.MaxPending <= 0 || c.MaxPending > MaxPendingLimit {
+		return fmt.Errorf("ackcore: MaxPending %d out of range [1, %d]", c.MaxPending, MaxPendingLimit)
+	}
+	if c.Timeout < 0 || c.Timeout > MaxTimeout {
+		return fmt.Errorf("ackcore: Timeout %v out of range [0, %v]", c.Timeout, MaxTimeout)
+	}
+	if c.Tick < 0 || c.Tick > time.Second {
+		return fmt.Errorf("ackcore: Tick %v out of range [0, 1s]", c.Tick)
+	}
+	if c.Tick > 0 && c.Tick < MinTick {
+		return fmt.Errorf("ackcore: Tick %v below %v", c.Tick, MinTick)
+	}
+	if tick, to := c.Tick, c.Timeout; tick > 0 && to > 0 && to%tick != 0 || tick == 0 && to%DefaultTick != 0 {
+		if tick == 0 {
+			return fmt.Errorf("ackcore: Timeout %v is not a whole number of ticks (Tick %v, the default)", to, DefaultTick)
+		}
+		return fmt.Errorf("ackcore: Timeout %v is not a whole number of ticks (Tick %v)", to, tick)
+	}
+	if c.Fold > FoldOn {
+		return fmt.Errorf("ackcore: unknown Fold mode %d", c.Fold)
+	}
+	if c.Owners < 0 || c.Owners > MaxOwners {
+		return fmt.Errorf("ackcore: Owners %d out of range [0, %d]", c.Owners, MaxOwners)
+	}
+	if c.OrphanShare < 0 {
+		return fmt.Errorf("ackcore: OrphanShare %d is negative", c.OrphanShare)
+	}
+	if c.MaxBytes < 0 {
+		return fmt.Errorf("ackcore: MaxBytes %d is negative", c.MaxBytes)
+	}
+	if c.ProgressCap != 0 && !c.ProgressTimeout {
+		return fmt.Errorf("ackcore: ProgressCap %v without ProgressTimeout", c.ProgressCap)
+	}
+	if c.ProgressCap < 0 || c.ProgressCap > MaxTimeout {
+		return fmt.Errorf("ackcore: ProgressCap %v out of range [0, %v]", c.ProgressCap, MaxTimeout)
+	}
+	if tick := cmp.Or(c.Tick, DefaultTick); c.ProgressCap%tick != 0 {
+		return fmt.Errorf("ackcore: ProgressCap %v is not a whole number of ticks (Tick %v)", c.ProgressCap, tick)
+	}
+	if b, budget := c.Bytes(), c.maxBytes(); b > budget {
+		return fmt.Errorf("ackcore: MaxPending %d needs up to %s, %s of it for the table (allocated up front), over the memory budget MaxBytes %s", c.MaxPending, bytesize.Of(b), bytesize.Of(c.tableBytes()), bytesize.Of(budget))
+	}
+	return nil
+}
+
+func (c *Config) maxBytes() int64 {
+	if c.MaxBytes == 0 {
+		return DefaultMaxBytes
+	}
+	return c.MaxBytes
+}
+
+// tableBytes is the slot array NewShard allocates up front for c.
+func (c *Config) tableBytes() int64 {
+	return int64(tableSlots(c.MaxPending)) * entryBytes
+}
+
+// Bytes is the most memory a shard with configuration c can hold, checked
+// against MaxBytes before anything is allocated: the slot array (24 bytes
+// a slot, 1.5 slots per pending root, allocated up front) and the ext
+// array (2 bytes a slot); for every entry it may hold (MaxPending and the
+// FAIL reserve), at worst, a near-wheel timer (24 bytes), two due-list
+// records (8 bytes each, 9 with their chunk), a side-table record (24
+// bytes, 72 at the table's lowest load) and two places in the orphan FIFO
+// (8 bytes each, orphans.go); the FAIL filter; 12 bytes per owner
+// (owners.go); and 64 KiB for
+// the fixed parts (wheel sentinels, due-list buckets, spare chunks). On
+// the common paths (default or in-slot timing, deadlines far away) a shard
+// holds about 36 bytes per pending root, 39 with per-root timeouts or
+// RESETs; TableBytes says what it holds.
+func (c *Config) Bytes() int64 {
+	entries := int64(c.MaxPending + failReserveFor(c.MaxPending))
+	slots := int64(tableSlots(c.MaxPending))
+	const perEntry = timerwheel.NodeBytes + 8 + 4 + 2*9 + 3*sideRecBytes + 2*8
+	const fixed = 64 << 10
+	b := slots*(entryBytes+2) + entries*perEntry + int64(filterBits(c.MaxPending))/4 + ownerBytes(c.Owners) + fixed
+	if c.ProgressTimeout {
+		b += slots * 4 // progress.go
+	}
+	return b
+}
