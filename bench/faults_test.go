@@ -39,3 +39,22 @@ func TestFaultsLevel(t *testing.T) {
 		t.Errorf("table: %v\n%s", err, sb.String())
 	}
 }
+
+// TestPairedRatio: the floor is judged on the median of rep-by-rep
+// ratios, so one slow rep of either row does not decide it.
+func TestPairedRatio(t *testing.T) {
+	for _, tc := range []struct {
+		gp, base []float64
+		want     float64
+	}{
+		{[]float64{80, 40, 90}, []float64{100, 50, 100}, 0.8},  // rep 2 slow in both rows
+		{[]float64{80, 85}, []float64{100, 100}, 0.825},        // even count: the middle two
+		{[]float64{80, 80, 80}, []float64{100, 0, 100}, 0.8},   // a rep with no baseline left out
+		{[]float64{80}, nil, 0},                                // no baseline
+		{[]float64{10, 90, 95}, []float64{100, 100, 100}, 0.9}, // one slow rep of the row
+	} {
+		if got := pairedRatio(tc.gp, tc.base); got < tc.want-1e-9 || got > tc.want+1e-9 {
+			t.Errorf("pairedRatio(%v, %v) = %v, want %v", tc.gp, tc.base, got, tc.want)
+		}
+	}
+}
