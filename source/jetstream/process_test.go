@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"syscall"
 	"testing"
@@ -25,7 +24,7 @@ func TestSeveralProcessesOneConsumer(t *testing.T) {
 	}
 	e, _ := newStream(t, n, time.Second, 0)
 	bin := filepath.Join(t.TempDir(), "crashworker")
-	if out, err := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "./internal/crashworker").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-o", bin, "./internal/crashworker").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	ledger := filepath.Join(t.TempDir(), "ledger")

@@ -109,7 +109,6 @@ type gatedJetStream struct {
 	bytes, peak int64
 	calls       int
 	acked       map[string]bool // data the stream acknowledged
-	over        error
 }
 
 func (g *gatedJetStream) PublishMsg(ctx context.Context, m *nats.Msg, opts ...natsjs.PublishOpt) (*natsjs.PubAck, error) {

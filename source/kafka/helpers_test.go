@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -332,8 +331,6 @@ func (s *Spout) owned() []int32 {
 	}
 	return ps
 }
-
-func itoa(i int64) string { return strconv.FormatInt(i, 10) }
 
 // abandon is a crash: the client goes away without a commit, and every
 // callback after it does nothing.

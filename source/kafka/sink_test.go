@@ -140,12 +140,12 @@ func contextWithTimeout() (context.Context, context.CancelFunc) {
 // finished, HookProduceRecordUnbuffered) and their peak: the bytes
 // produced and not yet acknowledged, as the client itself moves them.
 type inFlightMeter struct {
-	mu            sync.Mutex
-	held          map[*kgo.Record]int64
-	finished      map[*kgo.Record]bool
-	bytes, peak   int64
-	records, acks int
-	acked         map[string]bool // values the broker acknowledged
+	mu          sync.Mutex
+	held        map[*kgo.Record]int64
+	finished    map[*kgo.Record]bool
+	bytes, peak int64
+	records     int
+	acked       map[string]bool // values the broker acknowledged
 }
 
 func newInFlightMeter() *inFlightMeter {
