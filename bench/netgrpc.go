@@ -73,10 +73,11 @@ type grpcPipe struct {
 func newGRPCPipe(pc pipeline.Config) (pipeline.Pipe, error) {
 	// netio.NewServer's acker: its shards, default ring and batch, and
 	// idle; one receiver per stream here, one router there.
+	idle := netio.DefaultIdle()
 	ak, err := acker.New(acker.Config{
 		Shards: pc.Shards, Producers: pc.Producers, Tasks: pc.Producers,
 		Shard: ackcore.Config{MaxPending: pc.MaxPending, Timeout: pc.Timeout, Clock: pc.Clock},
-		Idle:  &netio.DefaultIdle,
+		Idle:  &idle,
 	})
 	if err != nil {
 		return nil, err
