@@ -115,7 +115,7 @@ func (gp *grpcPipe) Start() error {
 		if err := st.SendMsg(&hello); err != nil {
 			return err
 		}
-		s := &grpcSender{st: st, batch: gp.pc.Batch, in: netInbox{wake: make(chan struct{}, 1)}}
+		s := &grpcSender{st: st, batch: gp.pc.Batch, in: acker.NewQueue(0)}
 		gp.sends = append(gp.sends, s)
 		gp.wg.Add(1)
 		go func() {
@@ -190,7 +190,7 @@ func (gp *grpcPipe) serve(ss grpc.ServerStream) error {
 
 func (gp *grpcPipe) Sender(p int) acker.Sender { return gp.sends[p] }
 
-func (gp *grpcPipe) Inbox(p int) acker.Inbox { return &gp.sends[p].in }
+func (gp *grpcPipe) Inbox(p int) acker.Inbox { return gp.sends[p].in }
 
 func (gp *grpcPipe) Stats() ackcore.Stats { return gp.ak.Stats() }
 
@@ -217,7 +217,7 @@ type grpcSender struct {
 	st    grpc.ClientStream
 	batch int
 	msgs  []ackcore.Msg
-	in    netInbox
+	in    *acker.Queue
 }
 
 func (s *grpcSender) Send(m ackcore.Msg) error {
@@ -259,7 +259,7 @@ func (s *grpcSender) send(msgs []ackcore.Msg) error {
 
 // read takes outcome batches off the stream until it ends.
 func (s *grpcSender) read() {
-	defer s.in.close()
+	defer s.in.Close()
 	var b []byte
 	var outs []ackcore.Outcome
 	for {
@@ -270,6 +270,6 @@ func (s *grpcSender) read() {
 		if outs, err = netio.DecodeOutcomes(outs[:0], b); err != nil {
 			return
 		}
-		s.in.put(outs)
+		s.in.Put(outs, false)
 	}
 }

@@ -254,8 +254,7 @@ func Dial(cfg ClientConfig, spec acker.Spec) (*Client, error) {
 		stopped: make(chan struct{}), frame: cfg.FrameMsgs}
 	c.slotCond = sync.NewCond(&c.slotMu)
 	for r := 0; r < spec.Receivers; r++ {
-		ib := &Receiver{c: c, wake: make(chan struct{}, 1), max: cfg.MaxPending}
-		ib.cond = sync.NewCond(&ib.mu)
+		ib := &Receiver{q: acker.NewQueue(cfg.MaxPending)}
 		c.inbox = append(c.inbox, ib)
 	}
 	empty := []*host{}

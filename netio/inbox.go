@@ -1,13 +1,15 @@
 package netio
 
 import (
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/acker"
 )
 
+// failLocal reports roots in flight as failed with reason, straight to
+// their inboxes (their slots are already taken).
 func (c *Client) failLocal(inits []initRec, reason ackcore.Reason) {
 	c.fail(inits, reason, &c.local, true)
 }
@@ -90,113 +92,36 @@ func (c *Client) deliverWait(outs []ackcore.Outcome, oc *outCounts, wait bool) {
 	}
 }
 
-// Receiver is one outcome inbox (acker.Inbox). Hosts' readers put into it;
-// one goroutine takes from it. It holds at most MaxPending outcomes (a
-// reader waits for room), more only for a batch that came at once, or
-// once Stop began (then at most the roots still in flight, each failed
-// once). A put
-// wakes the consumer only when it waits (sleeping), so a consumer that
-// polls costs the readers no channel operation.
+// Receiver is one outcome inbox (acker.Inbox): an acker.Queue of at most
+// MaxPending outcomes. Hosts' readers put into it (a reader waits for
+// room), more only for a batch that came at once, or once Stop began
+// (then at most the roots still in flight, each failed once); one
+// goroutine takes from it. A put wakes the consumer only when it waits,
+// so a consumer that polls costs the readers no channel operation.
 type Receiver struct {
-	c        *Client
-	n        atomic.Int64 // len(q), read without the lock by Poll
-	mu       sync.Mutex
-	cond     *sync.Cond        // readers waiting for room
-	q        []ackcore.Outcome // guarded by mu
-	max      int
-	waits    int         // guarded by mu: goroutines waiting on cond
-	sleeping bool        // guarded by mu: the consumer waits on wake
-	closed   atomic.Bool // Stop ended: nothing more is put
-	wake     chan struct{}
+	q *acker.Queue
 }
 
-func (ib *Receiver) put(outs []ackcore.Outcome, wait bool) {
-	ib.mu.Lock()
-	for wait && len(ib.q) >= ib.max && !ib.c.closed.Load() { // once Stop began, puts never wait
-		ib.waits++
-		ib.cond.Wait()
-		ib.waits--
-	}
-	ib.q = append(ib.q, outs...)
-	ib.n.Store(int64(len(ib.q)))
-	wake := ib.sleeping
-	ib.sleeping = false
-	ib.mu.Unlock()
-	if wake {
-		ib.signal()
-	}
-}
-
-func (ib *Receiver) signal() {
-	select {
-	case ib.wake <- struct{}{}:
-	default:
-	}
-}
+func (ib *Receiver) put(outs []ackcore.Outcome, wait bool) { ib.q.Put(outs, wait) }
 
 // stopping wakes the readers waiting for room: Stop began (the client is
 // closed), so puts no longer wait, and Stop never waits on a consumer
 // that stopped reading.
-func (ib *Receiver) stopping() {
-	ib.mu.Lock()
-	ib.cond.Broadcast()
-	ib.mu.Unlock()
-}
+func (ib *Receiver) stopping() { ib.q.Stopping() }
 
 // close marks the end of the outcomes: Wait returns false once the
 // consumer took what is left.
-func (ib *Receiver) close() {
-	ib.mu.Lock()
-	ib.closed.Store(true)
-	ib.mu.Unlock()
-	ib.signal()
-}
+func (ib *Receiver) close() { ib.q.Close() }
 
 // Poll appends the outcomes available now to dst, without waiting.
-func (ib *Receiver) Poll(dst []ackcore.Outcome) []ackcore.Outcome {
-	if ib.n.Load() == 0 {
-		return dst
-	}
-	ib.mu.Lock()
-	dst = append(dst, ib.q...)
-	ib.q = ib.q[:0]
-	ib.n.Store(0)
-	if ib.waits > 0 {
-		ib.cond.Broadcast()
-	}
-	ib.mu.Unlock()
-	return dst
-}
+func (ib *Receiver) Poll(dst []ackcore.Outcome) []ackcore.Outcome { return ib.q.Poll(dst) }
 
 // Wait appends at least one outcome to dst, waiting for it; ok is false
 // once the client has stopped and every outcome was taken.
-func (ib *Receiver) Wait(dst []ackcore.Outcome) ([]ackcore.Outcome, bool) {
-	return ib.WaitUntil(dst, nil)
-}
+func (ib *Receiver) Wait(dst []ackcore.Outcome) ([]ackcore.Outcome, bool) { return ib.q.Wait(dst) }
 
 // WaitUntil is Wait that also returns, with what it has (possibly
 // nothing), when wake fires.
 func (ib *Receiver) WaitUntil(dst []ackcore.Outcome, wake <-chan time.Time) ([]ackcore.Outcome, bool) {
-	for {
-		n := len(dst)
-		if dst = ib.Poll(dst); len(dst) > n {
-			return dst, true
-		}
-		ib.mu.Lock()
-		if len(ib.q) > 0 {
-			ib.mu.Unlock()
-			continue
-		}
-		if ib.closed.Load() {
-			ib.mu.Unlock()
-			return dst, false
-		}
-		ib.sleeping = true
-		ib.mu.Unlock()
-		select {
-		case <-ib.wake:
-		case <-wake:
-			return ib.Poll(dst), true
-		}
-	}
+	return ib.q.WaitUntil(dst, wake)
 }

@@ -44,6 +44,3 @@ func (c *Client) setLive() {
 	}
 	c.live.Store(&up)
 }
-
-// initRec is a staged or queued INIT: root, local task, and, once the
-// writer took it, its send time (ms since the client's epoch; 0 before).

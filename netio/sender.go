@@ -8,6 +8,8 @@ import (
 	"github.com/xorack/xorack/acker"
 )
 
+// initRec is a staged or queued INIT: root, local task, and, once the
+// writer took it, its send time (ms since the client's epoch; 0 before).
 type initRec struct {
 	root uint64
 	task uint32
@@ -249,6 +251,3 @@ func (s *Producer) handOver(h *host) {
 	}
 	st.buf, st.n, st.inits = st.buf[:0], 0, st.inits[:0]
 }
-
-// failLocal reports roots in flight as failed with reason, straight to
-// their inboxes (their slots are already taken).
