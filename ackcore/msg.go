@@ -154,8 +154,9 @@ const (
 	faultTimeout       // a timeout above MaxTimeout
 )
 
-// maxTimeoutMs is the largest TimeoutMs a well-formed message carries.
-const maxTimeoutMs = uint32(MaxTimeout / time.Millisecond)
+// MaxTimeoutMs is the largest TimeoutMs a well-formed message carries:
+// MaxTimeout in the unit of Msg.TimeoutMs.
+const MaxTimeoutMs = uint32(MaxTimeout / time.Millisecond)
 
 // fault is the one definition of a well-formed message: Valid, Validate,
 // the shard and every baseline acker go through it.
@@ -167,7 +168,7 @@ func (m *Msg) fault() fault {
 		return faultKind
 	case m.Kind == Init && m.Task > MaxTask:
 		return faultTask
-	case m.TimeoutMs > maxTimeoutMs:
+	case m.TimeoutMs > MaxTimeoutMs:
 		return faultTimeout
 	}
 	return faultNone

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"sync"
 	"time"
 
 	"github.com/xorack/xorack/ackcore"
@@ -195,67 +194,4 @@ func (np *netioPipe) Stop() ackcore.Stats {
 	_ = np.srv.Shutdown(ctx)
 	<-np.served
 	return np.srv.Stats().Acker
-}
-
-// netInbox is a mutex-guarded outcome queue (an acker.Inbox), filled by
-// a connection's reading goroutine and polled by its producer (the grpc
-// client side).
-type netInbox struct {
-	mu     sync.Mutex
-	q      []ackcore.Outcome
-	closed bool
-	wake   chan struct{} // made by the owner; one token at most
-}
-
-func (ib *netInbox) put(outs []ackcore.Outcome) {
-	ib.mu.Lock()
-	ib.q = append(ib.q, outs...)
-	ib.mu.Unlock()
-	ib.signal()
-}
-
-func (ib *netInbox) close() {
-	ib.mu.Lock()
-	ib.closed = true
-	ib.mu.Unlock()
-	ib.signal()
-}
-
-func (ib *netInbox) signal() {
-	select {
-	case ib.wake <- struct{}{}:
-	default:
-	}
-}
-
-func (ib *netInbox) Poll(dst []ackcore.Outcome) []ackcore.Outcome {
-	ib.mu.Lock()
-	dst = append(dst, ib.q...)
-	ib.q = ib.q[:0]
-	ib.mu.Unlock()
-	return dst
-}
-
-func (ib *netInbox) Wait(dst []ackcore.Outcome) ([]ackcore.Outcome, bool) {
-	return ib.WaitUntil(dst, nil)
-}
-
-func (ib *netInbox) WaitUntil(dst []ackcore.Outcome, wake <-chan time.Time) ([]ackcore.Outcome, bool) {
-	for {
-		n := len(dst)
-		if dst = ib.Poll(dst); len(dst) > n {
-			return dst, true
-		}
-		ib.mu.Lock()
-		done := ib.closed && len(ib.q) == 0
-		ib.mu.Unlock()
-		if done {
-			return dst, false
-		}
-		select {
-		case <-ib.wake:
-		case <-wake:
-			return ib.Poll(dst), true
-		}
-	}
 }

@@ -73,10 +73,11 @@ type grpcPipe struct {
 func newGRPCPipe(pc pipeline.Config) (pipeline.Pipe, error) {
 	// netio.NewServer's acker: its shards, default ring and batch, and
 	// idle; one receiver per stream here, one router there.
+	idle := netio.DefaultIdle()
 	ak, err := acker.New(acker.Config{
 		Shards: pc.Shards, Producers: pc.Producers, Tasks: pc.Producers,
 		Shard: ackcore.Config{MaxPending: pc.MaxPending, Timeout: pc.Timeout, Clock: pc.Clock},
-		Idle:  &netio.DefaultIdle,
+		Idle:  &idle,
 	})
 	if err != nil {
 		return nil, err
@@ -114,7 +115,7 @@ func (gp *grpcPipe) Start() error {
 		if err := st.SendMsg(&hello); err != nil {
 			return err
 		}
-		s := &grpcSender{st: st, batch: gp.pc.Batch, in: netInbox{wake: make(chan struct{}, 1)}}
+		s := &grpcSender{st: st, batch: gp.pc.Batch, in: acker.NewQueue(0)}
 		gp.sends = append(gp.sends, s)
 		gp.wg.Add(1)
 		go func() {
@@ -189,7 +190,7 @@ func (gp *grpcPipe) serve(ss grpc.ServerStream) error {
 
 func (gp *grpcPipe) Sender(p int) acker.Sender { return gp.sends[p] }
 
-func (gp *grpcPipe) Inbox(p int) acker.Inbox { return &gp.sends[p].in }
+func (gp *grpcPipe) Inbox(p int) acker.Inbox { return gp.sends[p].in }
 
 func (gp *grpcPipe) Stats() ackcore.Stats { return gp.ak.Stats() }
 
@@ -216,7 +217,7 @@ type grpcSender struct {
 	st    grpc.ClientStream
 	batch int
 	msgs  []ackcore.Msg
-	in    netInbox
+	in    *acker.Queue
 }
 
 func (s *grpcSender) Send(m ackcore.Msg) error {
@@ -258,7 +259,7 @@ func (s *grpcSender) send(msgs []ackcore.Msg) error {
 
 // read takes outcome batches off the stream until it ends.
 func (s *grpcSender) read() {
-	defer s.in.close()
+	defer s.in.Close()
 	var b []byte
 	var outs []ackcore.Outcome
 	for {
@@ -269,6 +270,6 @@ func (s *grpcSender) read() {
 		if outs, err = netio.DecodeOutcomes(outs[:0], b); err != nil {
 			return
 		}
-		s.in.put(outs)
+		s.in.Put(outs, false)
 	}
 }

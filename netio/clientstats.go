@@ -2,10 +2,11 @@ package netio
 
 import (
 	"cmp"
-	"github.com/xorack/xorack/internal/layout"
 	"slices"
 	"sync/atomic"
 	"time"
+
+	"github.com/xorack/xorack/internal/layout"
 )
 
 // This file holds what a client says of its hosts: the counterpart of

@@ -18,7 +18,7 @@ import (
 // and closes c.
 func closeWith(c net.Conn, code uint16, reason string) {
 	_ = c.SetWriteDeadline(time.Now().Add(closeWriteTimeout))
-	_, _ = c.Write(AppendClose(nil, code, reason))
+	_, _ = c.Write(appendClose(nil, code, reason))
 	c.Close()
 }
 
@@ -40,7 +40,7 @@ func (c *sconn) reject(code uint16, reason string) {
 		return
 	}
 	_ = c.raw.SetWriteDeadline(time.Now().Add(closeWriteTimeout))
-	_, _ = c.nc.Write(AppendClose(nil, code, reason))
+	_, _ = c.nc.Write(appendClose(nil, code, reason))
 }
 
 // closeError carries the close code a connection ends with, and the
@@ -59,7 +59,7 @@ func codeOf(err error) uint16 {
 	if errors.As(err, &ce) {
 		return ce.code
 	}
-	return CloseNormal
+	return closeNormal
 }
 
 func reasonOf(err error) string {
@@ -74,7 +74,7 @@ func reasonOf(err error) string {
 }
 
 // closeAfterTimeout, after a write of buf timed out with w bytes written,
-// writes the rest of the frame it stopped in and a close frame (CloseSlow,
+// writes the rest of the frame it stopped in and a close frame (closeSlow,
 // or closeMsg when fin: buf then ends with it), best effort within
 // closeWriteTimeout: a client that starts reading again finds its stream
 // whole and the reason. Not over TLS, whose connection a timed-out write
@@ -96,7 +96,7 @@ func (c *sconn) closeAfterTimeout(buf []byte, w int, err error, fin bool, closeM
 		cm := c.closeMsg
 		c.mu.Unlock()
 		if cm == nil {
-			cm = AppendClose(nil, CloseSlow, fmt.Sprintf("netio: client took no bytes for %v (write timeout)", c.s.cfg.WriteTimeout))
+			cm = appendClose(nil, closeSlow, fmt.Sprintf("netio: client took no bytes for %v (write timeout)", c.s.cfg.WriteTimeout))
 		}
 		tail = append(tail, cm...)
 	}

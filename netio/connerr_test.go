@@ -47,8 +47,8 @@ func TestDialErrorSaysWhy(t *testing.T) {
 			if err != nil {
 				return
 			}
-			ch := AppendChallenge(nil, &Challenge{MaxFrame: DefaultMaxFrame, Tasks: 64})
-			ch[offVersion] = Version + 1
+			ch := appendChallenge(nil, &challengeBody{MaxFrame: DefaultMaxFrame, Tasks: 64})
+			ch[offVersion] = protoVersion + 1
 			_, _ = c.Write(ch)
 			c.Close()
 		}

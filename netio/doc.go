@@ -26,7 +26,7 @@
 //
 // offLength, offVersion, offType, offReserved and HeaderSize name these
 // offsets. length counts the whole frame. A reader checks it against its
-// limit (HandshakeMaxFrame before authentication, MaxFrame after) as soon
+// limit (handshakeMaxFrame before authentication, MaxFrame after) as soon
 // as the first 4 bytes are in, before it allocates or reads further: an
 // oversized prefix is refused with "netio: frame length 9437184 exceeds
 // limit 1048576" and the connection closed. Every frame carries the
@@ -87,9 +87,9 @@
 // timeout.
 //
 // close (either way): code u16 | reason length u16 | reason (at most
-// MaxReason bytes), then the sender closes. Codes: CloseNormal,
-// CloseShutdown, CloseAuth, CloseProtocol, CloseTaskOwned, CloseSlow,
-// CloseReplaced, CloseIdle, CloseOverloaded.
+// maxReason bytes), then the sender closes. Codes: closeNormal,
+// closeShutdown, closeAuth, closeProtocol, closeTaskOwned, closeSlow,
+// closeReplaced, closeIdle, closeOverloaded.
 //
 // testdata/ holds a golden vector of every frame type (hex, the header on
 // the first line, then a record a line); TestGolden checks both
@@ -99,11 +99,11 @@
 //
 // Server. Each accepted connection joins the handshake budget (a list of
 // at most MaxHandshakes connections, oldest first; a new one that finds
-// it full drops the oldest, which says CloseOverloaded) and its goroutine
+// it full drops the oldest, which says closeOverloaded) and its goroutine
 // runs the handshake with HandshakeTimeout. Only an authenticated
 // connection takes one of MaxConns producer slots (claim; none free:
-// CloseOverloaded); a slot is one acker producer (SPSC rings into every
-// shard). The goroutine then reads the socket into one reused buffer (FrameReader, 64 KiB
+// closeOverloaded); a slot is one acker producer (SPSC rings into every
+// shard). The goroutine then reads the socket into one reused buffer (frameReader, 64 KiB
 // reads) and parses frames in place; it decodes each msgs frame into a
 // reused []ackcore.Msg (one pass, fields straight to their slots), checks
 // that every INIT names a task this connection owns, and hands the batch
@@ -157,9 +157,34 @@
 // with ReasonLost at once, and reconnects with exponential backoff and
 // jitter.
 //
+// # Layout
+//
+// The package's files, one idea each:
+//
+//   - wire.go: the wire format in one place: frame types, sizes and
+//     offsets, the record codecs, the handshake bodies. It is over 600
+//     lines because every byte of the protocol is kept together, so a
+//     reader checks the encoders against the decoders in one file.
+//   - framereader.go: frameReader, frames read in place from a stream.
+//   - handshake.go: the server's handshake (challenge, hello, slot,
+//     tasks claimed) and the hello's HMAC.
+//   - server.go: ServerConfig, Server, accept, admission, the router.
+//   - conn.go: a server connection's life: reader, writer, slot.
+//   - share.go, closing.go, peer_*.go: the fair shares, a connection's
+//     close (code, reason, linger), the peer credential check.
+//   - client.go: ClientConfig, Client, Dial, Stats, Stop, the errors.
+//   - sender.go: Producer, the send handle.
+//   - inbox.go: Receiver, the outcome inbox, and delivery to it.
+//   - host.go: a host's dial, handshake, serve, read and write. It is
+//     just over 600 lines: a host's reader and writer share its pending
+//     table and outbound buffer and read best side by side.
+//   - route.go: rendezvous routing and the live host list.
+//   - pend.go: the pending table of a host's roots in flight.
+//   - clientstats.go, observe.go: counters, their logging and export.
+//
 // # Concurrency
 //
-// Server: the connection goroutine owns its FrameReader, its decode
+// Server: the connection goroutine owns its frameReader, its decode
 // buffer, its refused-INIT buffer, its RESET window and its acker
 // producer; the server's mu guards the handshake list and each
 // connection's place in it, its dropped flag and its slot (set once, by
@@ -176,7 +201,7 @@
 // router and the readers. A connection's slot returns to the pool only
 // when both its reader and its writer have exited.
 //
-// Client: a Sender belongs to one goroutine; an Inbox has one consumer
+// Client: a Producer belongs to one goroutine; a Receiver has one consumer
 // and many producers (the hosts' readers) and guards its queue with a
 // mutex, its length also kept in an atomic that Poll reads to skip the
 // lock when empty. A host's mu guards its outbound buffer, its queue of
@@ -214,7 +239,7 @@
 //     INITs, the router's batch, two outbound buffers of at most
 //     outBound bytes: 11.8 MiB at the defaults, 6-8.5 MiB measured for a
 //     connection that never reads) and MaxHandshakes x (a challenge and
-//     HandshakeMaxFrame read), a connection that exceeds its outcome
+//     handshakeMaxFrame read), a connection that exceeds its outcome
 //     bound or stalls its socket past WriteTimeout being closed; nothing
 //     keeps a closed connection reachable (the router clears its batch
 //     of touched connections, not only its length: TestMemoryComesBack).

@@ -334,7 +334,7 @@ func TestStopUnread(t *testing.T) {
 		t.Fatal(err)
 	}
 	ib := c.Receiver(0)
-	waitFor(t, 5*time.Second, "64 outcomes in the inbox", func() bool { return ib.n.Load() == 64 })
+	waitFor(t, 5*time.Second, "64 outcomes in the inbox", func() bool { return ib.q.Len() == 64 })
 	for i := 65; i <= 128; i++ { // pending: the last ACK withheld
 		if err := p.SendBatch(tree(rng, uint64(i), 0, 3)[:3]); err != nil {
 			t.Fatal(err)

@@ -37,23 +37,13 @@ func Example() {
 	// Output: 42 completed 0
 }
 
-// ParseFrame refuses an oversized length prefix from its first four
-// bytes, naming the value.
-func ExampleParseFrame() {
-	hdr := []byte{0x00, 0x00, 0x90, 0x00, netio.Version, netio.TypeMsgs, 0, 0} // 9 MiB
-	_, _, err := netio.ParseFrame(hdr, netio.DefaultMaxFrame)
-	fmt.Println(err)
-	// Output: netio: frame length 9437184 exceeds limit 1048576
-}
-
 // AppendMsgs encodes a batch into a reused buffer: 8 bytes of header and
 // 24 per message.
 func ExampleAppendMsgs() {
 	buf := make([]byte, 0, 4096)
 	buf = netio.AppendMsgs(buf[:0], []ackcore.Msg{{Root: 1, Kind: ackcore.Init, Task: 3, Val: 7}, {Root: 1, Kind: ackcore.Ack, Val: 7}})
-	f, n, _ := netio.ParseFrame(buf, netio.DefaultMaxFrame)
-	msgs, _ := netio.DecodeMsgs(nil, f.Body)
-	fmt.Println(n, len(msgs), msgs[0].Kind, msgs[0].Task, msgs[1].Kind)
+	msgs, _ := netio.DecodeMsgs(nil, buf[netio.HeaderSize:])
+	fmt.Println(len(buf), len(msgs), msgs[0].Kind, msgs[0].Task, msgs[1].Kind)
 	// Output: 56 2 INIT 3 ACK
 }
 

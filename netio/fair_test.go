@@ -61,8 +61,8 @@ func (rc *rawConn) closeFrame(t testing.TB) (code uint16, reason string, ok bool
 			}
 			return code, reason, ok
 		}
-		if f.Type == TypeClose {
-			code, reason, _ = DecodeClose(f.Body)
+		if f.Type == typeClose {
+			code, reason, _ = decodeClose(f.Body)
 			ok = true
 		}
 	}
@@ -146,13 +146,13 @@ func TestRootTimeoutCap(t *testing.T) {
 	s := startServer(t, nil) // Timeout 10s: cap 40s
 	for _, kind := range []ackcore.Kind{ackcore.Reset, ackcore.Init} {
 		rc := rawDial(t, s.addr)
-		rc.login(t, 1, TaskRange{1, 1})
+		rc.login(t, 1, taskRange{1, 1})
 		m := ackcore.Msg{Root: 5, Kind: kind, TimeoutMs: 86_400_000}
 		if kind == ackcore.Init {
 			m.Task = 1
 		}
 		_, _ = rc.Write(AppendMsgs(nil, []ackcore.Msg{{Root: 4, Kind: ackcore.Ack, Val: 1}, m}))
-		wantClose(t, rc, CloseProtocol, "asks for a timeout of 86400000 ms, past the server's cap of 40000 ms")
+		wantClose(t, rc, closeProtocol, "asks for a timeout of 86400000 ms, past the server's cap of 40000 ms")
 		rc.Close()
 	}
 	if st := s.Stats(); st.Msgs != 0 {
@@ -172,7 +172,7 @@ func TestRootTimeoutCap(t *testing.T) {
 func TestResetFlood(t *testing.T) {
 	s := startServer(t, func(c *ServerConfig) { c.Shard.MaxPending = 1024 })
 	rc := rawDial(t, s.addr)
-	rc.login(t, 1, TaskRange{1, 1})
+	rc.login(t, 1, taskRange{1, 1})
 	var b []ackcore.Msg
 	for i := range 1100 {
 		b = append(b, ackcore.Msg{Root: uint64(i + 1), Kind: ackcore.Reset, TimeoutMs: 40_000})
@@ -195,7 +195,7 @@ func TestResetFlood(t *testing.T) {
 	// Again, reconnecting: a new connection's RESET share is fresh, the
 	// server's is not, and it is spent.
 	rc = rawDial(t, s.addr)
-	rc.login(t, 1, TaskRange{1, 1})
+	rc.login(t, 1, taskRange{1, 1})
 	for i := range b {
 		b[i].Root += 1 << 32
 	}
@@ -256,7 +256,7 @@ func TestAckFlood(t *testing.T) {
 		n = 200_000
 	}
 	rng := rand.New(rand.NewPCG(1, 1))
-	msgs := make([]ackcore.Msg, MaxMsgsPerFrame(DefaultMaxFrame))
+	msgs := make([]ackcore.Msg, maxMsgsPerFrame(DefaultMaxFrame))
 	for sent := 0; sent < n; sent += len(msgs) {
 		for i := range msgs {
 			msgs[i] = ackcore.Msg{Root: rng.Uint64() | 1, Kind: ackcore.Ack, Val: 1}
@@ -435,11 +435,11 @@ func TestCloseReasons(t *testing.T) {
 		s := startServer(t, func(c *ServerConfig) { c.MaxConns = 1 })
 		a := rawDial(t, s.addr)
 		defer a.Close()
-		a.login(t, 1, TaskRange{1, 1})
+		a.login(t, 1, taskRange{1, 1})
 		b := rawDial(t, s.addr)
 		defer b.Close()
-		_, _ = b.Write(b.hello(testSecret, 2, TaskRange{2, 1}))
-		wantClose(t, b, CloseOverloaded, "server at its connection limit (MaxConns 1)")
+		_, _ = b.Write(b.hello(testSecret, 2, taskRange{2, 1}))
+		wantClose(t, b, closeOverloaded, "server at its connection limit (MaxConns 1)")
 	})
 	t.Run("dropped in the handshake", func(t *testing.T) {
 		s := startServer(t, func(c *ServerConfig) { c.MaxHandshakes = 1 })
@@ -447,35 +447,35 @@ func TestCloseReasons(t *testing.T) {
 		defer a.Close()
 		b := rawDial(t, s.addr) // a is the oldest: dropped
 		defer b.Close()
-		wantClose(t, a, CloseOverloaded, "dropped in the handshake for a newer connection (MaxHandshakes 1)")
-		b.login(t, 2, TaskRange{2, 1})
+		wantClose(t, a, closeOverloaded, "dropped in the handshake for a newer connection (MaxHandshakes 1)")
+		b.login(t, 2, taskRange{2, 1})
 	})
 	t.Run("replaced", func(t *testing.T) {
 		s := startServer(t, nil)
 		a := rawDial(t, s.addr)
 		defer a.Close()
-		a.login(t, 7, TaskRange{3, 1})
+		a.login(t, 7, taskRange{3, 1})
 		b := rawDial(t, s.addr)
 		defer b.Close()
-		b.login(t, 7, TaskRange{3, 1})
-		wantClose(t, a, CloseReplaced, "replaced by a newer connection of client 0x7")
+		b.login(t, 7, taskRange{3, 1})
+		wantClose(t, a, closeReplaced, "replaced by a newer connection of client 0x7")
 	})
 	t.Run("protocol error in the handshake", func(t *testing.T) {
 		s := startServer(t, nil)
 		a := rawDial(t, s.addr)
 		defer a.Close()
-		_, _ = a.Write(hdr(9437184, Version, TypeHello, 0))
-		wantClose(t, a, CloseProtocol, "frame length 9437184 exceeds limit 65536")
+		_, _ = a.Write(hdr(9437184, protoVersion, typeHello, 0))
+		wantClose(t, a, closeProtocol, "frame length 9437184 exceeds limit 65536")
 		b := rawDial(t, s.addr)
 		defer b.Close()
-		_, _ = b.Write(AppendHeartbeat(nil))
-		wantClose(t, b, CloseProtocol, "expected hello")
+		_, _ = b.Write(appendHeartbeat(nil))
+		wantClose(t, b, closeProtocol, "expected hello")
 	})
 	t.Run("slow", func(t *testing.T) {
 		s := startServer(t, func(c *ServerConfig) { c.WriteTimeout = 200 * time.Millisecond; c.MaxConnPending = 1 << 14 })
 		a := rawDial(t, s.addr)
 		defer a.Close()
-		a.login(t, 1, TaskRange{1, 1})
+		a.login(t, 1, taskRange{1, 1})
 		_ = a.SetDeadline(time.Time{})
 		// Trees until the server gives up on us, from a goroutine whose
 		// writes block (no deadline: a write cut short would leave the
@@ -500,14 +500,14 @@ func TestCloseReasons(t *testing.T) {
 		// Reading now, the client finds whole frames and the reason.
 		_ = a.SetReadDeadline(time.Now().Add(10 * time.Second))
 		a.fr.SetLimit(64 << 20)
-		wantClose(t, a, CloseSlow, "client took no bytes for 200ms (write timeout)")
+		wantClose(t, a, closeSlow, "client took no bytes for 200ms (write timeout)")
 		a.Close()
 		<-wrote
 	})
 	t.Run("held by backpressure, peer gone", func(t *testing.T) {
 		s := startServer(t, func(c *ServerConfig) { c.MaxConnPending = 100 })
 		a := rawDial(t, s.addr)
-		a.login(t, 1, TaskRange{1, 1})
+		a.login(t, 1, taskRange{1, 1})
 		var b []ackcore.Msg
 		for i := range 1000 { // never completed: the reader waits for room
 			b = append(b, ackcore.Msg{Root: uint64(i + 1), Kind: ackcore.Init, Task: 1, Val: 1})
@@ -573,7 +573,7 @@ func TestMemoryComesBack(t *testing.T) {
 		rc := rawDial(t, s.addr)
 		// A small receive buffer: the server's writer blocks after less.
 		_ = rc.Conn.(*net.TCPConn).SetReadBuffer(4 << 10)
-		rc.login(t, uint64(i+1), TaskRange{uint32(i), 1})
+		rc.login(t, uint64(i+1), taskRange{uint32(i), 1})
 		_ = rc.SetDeadline(time.Time{})
 		conns = append(conns, rc)
 		// Max-size frames of trees until the server stops reading (its
@@ -584,7 +584,7 @@ func TestMemoryComesBack(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(5, uint64(i)))
-			frame := make([]ackcore.Msg, 0, MaxMsgsPerFrame(DefaultMaxFrame))
+			frame := make([]ackcore.Msg, 0, maxMsgsPerFrame(DefaultMaxFrame))
 			root := uint64(i+1) << 32
 			for {
 				frame = frame[:0]
@@ -603,7 +603,7 @@ func TestMemoryComesBack(t *testing.T) {
 	waitFor(t, 60*time.Second, "every connection at its bound", func() bool {
 		k := 0
 		for _, cs := range s.Conns() {
-			if cs.Pending > int64(s.cfg.MaxConnPending-MaxMsgsPerFrame(DefaultMaxFrame)) {
+			if cs.Pending > int64(s.cfg.MaxConnPending-maxMsgsPerFrame(DefaultMaxFrame)) {
 				k++
 			}
 		}

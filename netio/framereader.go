@@ -1,10 +1,7 @@
 package netio
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
 	"errors"
-	"fmt"
 	"io"
 )
 
@@ -13,12 +10,12 @@ import (
 // system call, enough to amortise it, and what a frame of that size needs.
 const readChunk = 64 << 10
 
-// FrameReader reads frames from a stream into one buffer that it reuses.
+// frameReader reads frames from a stream into one buffer that it reuses.
 // The buffer starts at readChunk bytes and grows only for a frame whose
 // header has been read and checked against the limit, to at most that
 // frame's size plus readChunk: a peer cannot make it allocate more than
 // the limit allows. Not safe for concurrent use.
-type FrameReader struct {
+type frameReader struct {
 	r     io.Reader
 	buf   []byte
 	start int // first unparsed byte
@@ -27,22 +24,22 @@ type FrameReader struct {
 	err   error // sticky read error
 }
 
-// NewFrameReader reads frames of at most limit bytes from r.
-func NewFrameReader(r io.Reader, limit int) *FrameReader {
-	return &FrameReader{r: r, buf: make([]byte, min(readChunk, max(limit, HeaderSize)+readChunk)), limit: limit}
+// newFrameReader reads frames of at most limit bytes from r.
+func newFrameReader(r io.Reader, limit int) *frameReader {
+	return &frameReader{r: r, buf: make([]byte, min(readChunk, max(limit, HeaderSize)+readChunk)), limit: limit}
 }
 
 // SetLimit changes the frame limit (after a handshake).
-func (fr *FrameReader) SetLimit(limit int) { fr.limit = limit }
+func (fr *frameReader) SetLimit(limit int) { fr.limit = limit }
 
 // Buffered reports the bytes read but not yet returned as frames: when it
 // is 0, the next Next will block on the stream.
-func (fr *FrameReader) Buffered() int { return fr.end - fr.start }
+func (fr *frameReader) Buffered() int { return fr.end - fr.start }
 
 // Ready reports whether the next frame is wholly buffered, so that Next
 // returns it (or its error) without reading: when it is false, Next may
 // block on the stream.
-func (fr *FrameReader) Ready() bool {
+func (fr *frameReader) Ready() bool {
 	have := fr.end - fr.start
 	if have < 4 {
 		return false
@@ -53,36 +50,36 @@ func (fr *FrameReader) Ready() bool {
 }
 
 // Next returns the next frame. Its Body is valid until the next call. A
-// malformed frame returns an error naming the bad value (see ParseFrame),
+// malformed frame returns an error naming the bad value (see parseFrame),
 // after which the stream is out of step and the caller should close it;
 // io.EOF means the stream ended between frames, io.ErrUnexpectedEOF
 // inside one.
-func (fr *FrameReader) Next() (Frame, error) {
+func (fr *frameReader) Next() (wireFrame, error) {
 	for {
-		f, n, err := ParseFrame(fr.buf[fr.start:fr.end], fr.limit)
+		f, n, err := parseFrame(fr.buf[fr.start:fr.end], fr.limit)
 		if err == nil {
 			fr.start += n
 			return f, nil
 		}
-		if !errors.Is(err, ErrShort) {
-			return Frame{}, err
+		if !errors.Is(err, errShort) {
+			return wireFrame{}, err
 		}
 		if fr.err != nil {
 			if fr.err == io.EOF && fr.end > fr.start {
-				return Frame{}, io.ErrUnexpectedEOF
+				return wireFrame{}, io.ErrUnexpectedEOF
 			}
-			return Frame{}, fr.err
+			return wireFrame{}, fr.err
 		}
 		fr.fill()
 	}
 }
 
 // fill makes room and reads once.
-func (fr *FrameReader) fill() {
+func (fr *frameReader) fill() {
 	have := fr.end - fr.start
 	need := HeaderSize
 	if have >= 4 {
-		// ParseFrame checked the length against the limit already.
+		// parseFrame checked the length against the limit already.
 		need = int(uint32(fr.buf[fr.start]) | uint32(fr.buf[fr.start+1])<<8 | uint32(fr.buf[fr.start+2])<<16 | uint32(fr.buf[fr.start+3])<<24)
 	}
 	// Move the unparsed bytes to the front when the frame would not fit
@@ -105,29 +102,4 @@ func (fr *FrameReader) fill() {
 	} else if n == 0 {
 		fr.err = io.ErrNoProgress
 	}
-}
-
-// macLabel separates this protocol's MACs from any other use of the
-// secret.
-const macLabel = "xorack-netio-v1"
-
-// HelloMAC is the MAC a hello carries: HMAC-SHA256(secret, label || nonce
-// || the signed part of the hello body).
-func HelloMAC(secret []byte, nonce *[NonceSize]byte, h *Hello) [MACSize]byte {
-	m := hmac.New(sha256.New, secret)
-	m.Write([]byte(macLabel))
-	m.Write(nonce[:])
-	m.Write(appendHelloSigned(nil, h))
-	var out [MACSize]byte
-	copy(out[:], m.Sum(nil))
-	return out
-}
-
-// checkHelloMAC compares h's MAC with the expected one in constant time.
-func checkHelloMAC(secret []byte, nonce *[NonceSize]byte, h *Hello) error {
-	want := HelloMAC(secret, nonce, h)
-	if !hmac.Equal(want[:], h.MAC[:]) {
-		return fmt.Errorf("netio: client %#x: hello MAC does not match (wrong secret)", h.ClientID)
-	}
-	return nil
 }

@@ -17,8 +17,8 @@ import (
 // rawConn is a hand-driven client connection.
 type rawConn struct {
 	net.Conn
-	fr *FrameReader
-	ch Challenge
+	fr *frameReader
+	ch challengeBody
 }
 
 // rawDial connects and reads the challenge.
@@ -29,32 +29,32 @@ func rawDial(t testing.TB, addr string) *rawConn {
 		t.Fatal(err)
 	}
 	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	rc := &rawConn{Conn: c, fr: NewFrameReader(c, DefaultMaxFrame)}
+	rc := &rawConn{Conn: c, fr: newFrameReader(c, DefaultMaxFrame)}
 	f, err := rc.fr.Next()
-	if err != nil || f.Type != TypeChallenge {
+	if err != nil || f.Type != typeChallenge {
 		t.Fatalf("challenge: %v %v", f.Type, err)
 	}
-	if rc.ch, err = DecodeChallenge(f.Body); err != nil {
+	if rc.ch, err = decodeChallenge(f.Body); err != nil {
 		t.Fatal(err)
 	}
 	return rc
 }
 
 // hello returns a hello frame for tasks, signed with secret.
-func (rc *rawConn) hello(secret []byte, id uint64, tasks ...TaskRange) []byte {
-	h := Hello{ClientID: id, MaxFrame: DefaultMaxFrame, Tasks: tasks}
-	h.MAC = HelloMAC(secret, &rc.ch.Nonce, &h)
-	return AppendHello(nil, &h)
+func (rc *rawConn) hello(secret []byte, id uint64, tasks ...taskRange) []byte {
+	h := helloBody{ClientID: id, MaxFrame: DefaultMaxFrame, Tasks: tasks}
+	h.MAC = helloMAC(secret, &rc.ch.Nonce, &h)
+	return appendHello(nil, &h)
 }
 
 // login completes the handshake.
-func (rc *rawConn) login(t testing.TB, id uint64, tasks ...TaskRange) {
+func (rc *rawConn) login(t testing.TB, id uint64, tasks ...taskRange) {
 	t.Helper()
 	if _, err := rc.Write(rc.hello(testSecret, id, tasks...)); err != nil {
 		t.Fatal(err)
 	}
 	f, err := rc.fr.Next()
-	if err != nil || f.Type != TypeWelcome {
+	if err != nil || f.Type != typeWelcome {
 		t.Fatalf("welcome: type %d, %v", f.Type, err)
 	}
 }
@@ -72,8 +72,8 @@ func (rc *rawConn) closedWith(t testing.TB) string {
 			}
 			return reason
 		}
-		if f.Type == TypeClose {
-			_, reason, _ = DecodeClose(f.Body)
+		if f.Type == typeClose {
+			_, reason, _ = decodeClose(f.Body)
 		}
 	}
 }
@@ -162,7 +162,7 @@ func TestHostileClients(t *testing.T) {
 	t.Run("wrong secret then frames", func(t *testing.T) {
 		rc := rawDial(t, s.addr)
 		defer rc.Close()
-		b := rc.hello([]byte("not-the-secret-at-all"), 77, TaskRange{1, 1})
+		b := rc.hello([]byte("not-the-secret-at-all"), 77, taskRange{1, 1})
 		rng := rand.New(rand.NewPCG(1, 1))
 		for i := range 100 {
 			b = AppendMsgs(b, tree(rng, uint64(i+1), 1, 3))
@@ -179,7 +179,7 @@ func TestHostileClients(t *testing.T) {
 	t.Run("oversized prefix before the handshake", func(t *testing.T) {
 		rc := rawDial(t, s.addr)
 		defer rc.Close()
-		_, _ = rc.Write(hdr(9437184, Version, TypeHello, 0))
+		_, _ = rc.Write(hdr(9437184, protoVersion, typeHello, 0))
 		rc.closedWith(t)
 		waitFor(t, 2*time.Second, "the log", func() bool {
 			return strings.Contains(s.log.String(), "frame length 9437184 exceeds limit 65536")
@@ -191,7 +191,7 @@ func TestHostileClients(t *testing.T) {
 	authed := func(t *testing.T, id uint64, task uint32, frame []byte, want string) {
 		rc := rawDial(t, s.addr)
 		defer rc.Close()
-		rc.login(t, id, TaskRange{task, 1})
+		rc.login(t, id, taskRange{task, 1})
 		_, _ = rc.Write(frame)
 		if r := rc.closedWith(t); !strings.Contains(r, want) {
 			t.Fatalf("close reason %q, want %q", r, want)
@@ -199,7 +199,7 @@ func TestHostileClients(t *testing.T) {
 		waitFor(t, 2*time.Second, "the log", func() bool { return strings.Contains(s.log.String(), want) })
 	}
 	t.Run("oversized prefix after the handshake", func(t *testing.T) {
-		authed(t, 5, 5, hdr(9437184, Version, TypeMsgs, 0), "netio: frame length 9437184 exceeds limit 1048576")
+		authed(t, 5, 5, hdr(9437184, protoVersion, typeMsgs, 0), "netio: frame length 9437184 exceeds limit 1048576")
 	})
 	t.Run("INIT for a task not owned", func(t *testing.T) {
 		authed(t, 6, 6, AppendMsgs(nil, []ackcore.Msg{{Root: 1, Kind: ackcore.Init, Task: 7}}), "names task 7, not owned")
@@ -210,7 +210,7 @@ func TestHostileClients(t *testing.T) {
 	t.Run("task owned by another client", func(t *testing.T) {
 		rc := rawDial(t, s.addr)
 		defer rc.Close()
-		_, _ = rc.Write(rc.hello(testSecret, 99, TaskRange{0, 1})) // the good client's task
+		_, _ = rc.Write(rc.hello(testSecret, 99, taskRange{0, 1})) // the good client's task
 		if r := rc.closedWith(t); !strings.Contains(r, "claims task 0, owned by client") {
 			t.Fatalf("close reason %q", r)
 		}
@@ -218,7 +218,7 @@ func TestHostileClients(t *testing.T) {
 	t.Run("malformed table", func(t *testing.T) {
 		for i, tc := range malformedFrames() {
 			rc := rawDial(t, s.addr)
-			rc.login(t, 1000+uint64(i), TaskRange{8, 1})
+			rc.login(t, 1000+uint64(i), taskRange{8, 1})
 			_, _ = rc.Write([]byte(tc))
 			rc.closedWith(t)
 			rc.Close()
@@ -242,16 +242,16 @@ func malformedFrames() []string {
 	putU64(rec, 1)
 	putU32(rec[16:], 9<<24)
 	return []string{
-		string(hdr(9437184, Version, TypeMsgs, 0)),
-		string(hdr(7, Version, TypeHeartbeat, 0)),
-		string(hdr(8, 2, TypeHeartbeat, 0)),
-		string(hdr(8, Version, 0, 0)),
-		string(hdr(8, Version, TypeHeartbeat, 1)),
-		string(cat(hdr(8+23, Version, TypeMsgs, 0), make([]byte, 23))),
-		string(cat(hdr(8+24, Version, TypeMsgs, 0), rec)),
-		string(cat(hdr(8+24, Version, TypeMsgs, 0), make([]byte, 24))),
-		string(AppendChallenge(nil, &goldenChallenge)),
-		string(AppendWelcome(nil, &goldenWelcome)),
+		string(hdr(9437184, protoVersion, typeMsgs, 0)),
+		string(hdr(7, protoVersion, typeHeartbeat, 0)),
+		string(hdr(8, 2, typeHeartbeat, 0)),
+		string(hdr(8, protoVersion, 0, 0)),
+		string(hdr(8, protoVersion, typeHeartbeat, 1)),
+		string(cat(hdr(8+23, protoVersion, typeMsgs, 0), make([]byte, 23))),
+		string(cat(hdr(8+24, protoVersion, typeMsgs, 0), rec)),
+		string(cat(hdr(8+24, protoVersion, typeMsgs, 0), make([]byte, 24))),
+		string(appendChallenge(nil, &goldenChallenge)),
+		string(appendWelcome(nil, &goldenWelcome)),
 	}
 }
 
@@ -275,7 +275,7 @@ func TestNeverReadingClient(t *testing.T) {
 
 	rc := rawDial(t, s.addr)
 	defer rc.Close()
-	rc.login(t, 42, TaskRange{1, 1})
+	rc.login(t, 42, taskRange{1, 1})
 	_ = rc.SetDeadline(time.Time{})
 	// Write until the server stops taking bytes: its reader blocked on
 	// the pending bound, its writer on our full receive buffer.

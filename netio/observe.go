@@ -40,15 +40,15 @@ const (
 // hsCauseOf classifies a handshake's error (serve, once per failure).
 func hsCauseOf(err error) int {
 	switch codeOf(err) {
-	case CloseAuth:
+	case closeAuth:
 		return hsAuth
-	case CloseProtocol:
+	case closeProtocol:
 		return hsProtocol
-	case CloseIdle:
+	case closeIdle:
 		return hsTimeout
-	case CloseTaskOwned:
+	case closeTaskOwned:
 		return hsTaskOwned
-	case CloseOverloaded:
+	case closeOverloaded:
 		return hsOverloaded
 	}
 	var re tls.RecordHeaderError

@@ -1,13 +1,13 @@
 package netio
 
 import (
-	"github.com/xorack/xorack/internal/layout"
 	"log/slog"
 	"testing"
 	"time"
 	"unsafe"
 
 	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/internal/layout"
 )
 
 // TestServerObservers: what an admin endpoint reads of a running server

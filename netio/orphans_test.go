@@ -52,7 +52,7 @@ func TestOrphanFlood(t *testing.T) {
 		defer wg.Done()
 		_ = rc.SetDeadline(time.Now().Add(time.Minute))
 		rng := rand.New(rand.NewPCG(1, 2))
-		msgs := make([]ackcore.Msg, MaxMsgsPerFrame(DefaultMaxFrame))
+		msgs := make([]ackcore.Msg, maxMsgsPerFrame(DefaultMaxFrame))
 		var buf []byte
 		for !stop.Load() {
 			for i := range msgs {

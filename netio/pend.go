@@ -1,5 +1,7 @@
 package netio
 
+import "github.com/xorack/xorack/ackcore"
+
 // pendTable is a host's table of roots in flight on the client: root ->
 // packed value (task, INIT count, send time; see pendCount). It is a flat
 // open-addressed table with linear probing and backward-shift deletion,
@@ -21,6 +23,20 @@ type pendTable struct {
 	shift uint // 64 - log2(len(slots)): the hash's top bits index the table
 	sink  uint64
 }
+
+// A pending-table value packs the root's local task (20 bits, up to
+// ackcore.MaxTask), how many of its INITs await an outcome (12 bits: a
+// root id reused before its earlier outcome came back), and the INIT's
+// send time in ms since the client started (32 bits, for the latency of
+// a lost root).
+const (
+	pendTaskMask   = ackcore.MaxTask
+	pendCountShift = 20
+	pendMaxCount   = 1<<12 - 1
+	pendMsShift    = 32
+)
+
+func pendCount(v uint64) int { return int(v >> pendCountShift & pendMaxCount) }
 
 type pendSlot struct{ root, val uint64 }
 

@@ -9,23 +9,23 @@ import (
 	"github.com/xorack/xorack/ackcore"
 )
 
-// Version is the protocol version this package speaks; every frame
+// protoVersion is the protocol version this package speaks; every frame
 // carries it (see doc.go, "Wire format").
-const Version = 1
+const protoVersion = 1
 
-// Frame types.
+// wireFrame types.
 const (
-	TypeChallenge byte = 1 // server -> client, first frame: nonce, limits
-	TypeHello     byte = 2 // client -> server: MAC, client id, owned tasks
-	TypeWelcome   byte = 3 // server -> client: accepted
-	TypeMsgs      byte = 4 // client -> server: a batch of messages
-	TypeOutcomes  byte = 5 // server -> client: a batch of outcomes
-	TypeHeartbeat byte = 6 // either way, when idle
-	TypeClose     byte = 7 // either way: a reason, then the sender closes
-	maxType            = TypeClose
+	typeChallenge byte = 1 // server -> client, first frame: nonce, limits
+	typeHello     byte = 2 // client -> server: MAC, client id, owned tasks
+	typeWelcome   byte = 3 // server -> client: accepted
+	typeMsgs      byte = 4 // client -> server: a batch of messages
+	typeOutcomes  byte = 5 // server -> client: a batch of outcomes
+	typeHeartbeat byte = 6 // either way, when idle
+	typeClose     byte = 7 // either way: a reason, then the sender closes
+	maxType            = typeClose
 )
 
-// Frame header: 8 bytes before every body.
+// wireFrame header: 8 bytes before every body.
 //
 //	0          4         5        6          8
 //	+----------+---------+--------+----------+------------ ... ---+
@@ -43,7 +43,7 @@ const (
 	HeaderSize  = 8
 )
 
-// Message record in a TypeMsgs body: 24 bytes, the body is a whole number
+// Message record in a typeMsgs body: 24 bytes, the body is a whole number
 // of them.
 //
 //	0        8        16             20           24
@@ -61,7 +61,7 @@ const (
 	MsgSize       = 24
 )
 
-// Outcome record in a TypeOutcomes body: 24 bytes.
+// Outcome record in a typeOutcomes body: 24 bytes.
 //
 //	0        8             16       20     21       22      24
 //	+--------+-------------+--------+------+--------+-------+
@@ -80,7 +80,7 @@ const (
 
 // Handshake bodies.
 //
-// Challenge (server -> client), 40 bytes:
+// challengeBody (server -> client), 40 bytes:
 //
 //	0                    32           36          40
 //	+--------------------+------------+-----------+
@@ -95,10 +95,10 @@ const (
 	offChMaxFrame = 32
 	offChTasks    = 36
 	challengeSize = 40
-	NonceSize     = 32
+	nonceSize     = 32
 )
 
-// Hello (client -> server), 48 + 8*ranges bytes:
+// helloBody (client -> server), 48 + 8*ranges bytes:
 //
 //	0          32          40          44          48
 //	+----------+-----------+-----------+-----------+--------------------+
@@ -117,10 +117,10 @@ const (
 	offHeMaxFrame = 40
 	offHeRanges   = 44
 	helloFixed    = 48
-	MACSize       = 32
+	macSize       = 32
 )
 
-// Welcome (server -> client), 24 bytes:
+// welcomeBody (server -> client), 24 bytes:
 //
 //	0           8           12           16          24
 //	+-----------+-----------+------------+-----------+
@@ -139,7 +139,7 @@ const (
 	welcomeSize    = 24
 )
 
-// Close, 4 + n bytes: a code and up to MaxReason bytes of text.
+// Close, 4 + n bytes: a code and up to maxReason bytes of text.
 //
 //	0          2          4
 //	+----------+----------+---------------+
@@ -150,20 +150,20 @@ const (
 	offClCode  = 0
 	offClLen   = 2
 	closeFixed = 4
-	MaxReason  = 512
+	maxReason  = 512
 )
 
 // Close codes.
 const (
-	CloseNormal     uint16 = 0 // the peer is going away (client Stop)
-	CloseShutdown   uint16 = 1 // the server is shutting down; pending roots were reported
-	CloseAuth       uint16 = 2 // the handshake failed authentication
-	CloseProtocol   uint16 = 3 // a malformed or unexpected frame
-	CloseTaskOwned  uint16 = 4 // a claimed task belongs to another client
-	CloseSlow       uint16 = 5 // the client did not take its outcomes
-	CloseReplaced   uint16 = 6 // a newer connection of the same client took over
-	CloseIdle       uint16 = 7 // nothing arrived within the idle timeout
-	CloseOverloaded uint16 = 8 // the server is at its connection limit
+	closeNormal     uint16 = 0 // the peer is going away (client Stop)
+	closeShutdown   uint16 = 1 // the server is shutting down; pending roots were reported
+	closeAuth       uint16 = 2 // the handshake failed authentication
+	closeProtocol   uint16 = 3 // a malformed or unexpected frame
+	closeTaskOwned  uint16 = 4 // a claimed task belongs to another client
+	closeSlow       uint16 = 5 // the client did not take its outcomes
+	closeReplaced   uint16 = 6 // a newer connection of the same client took over
+	closeIdle       uint16 = 7 // nothing arrived within the idle timeout
+	closeOverloaded uint16 = 8 // the server is at its connection limit
 )
 
 // Limits.
@@ -172,65 +172,65 @@ const (
 	// holds 43,690 messages, far more than a batch needs, and bounds what
 	// one connection's read buffer can grow to.
 	DefaultMaxFrame = 1 << 20
-	// MinMaxFrame is the smallest frame limit a peer may declare: a
+	// minMaxFrame is the smallest frame limit a peer may declare: a
 	// handshake frame with a few task ranges fits.
-	MinMaxFrame = 4096
-	// HandshakeMaxFrame bounds frames before authentication, so that an
+	minMaxFrame = 4096
+	// handshakeMaxFrame bounds frames before authentication, so that an
 	// unauthenticated connection can make the server allocate at most
 	// this much. 64 KiB holds a hello with 8,000 task ranges.
-	HandshakeMaxFrame = 64 << 10
-	// MaxRanges is the most task ranges a hello may carry.
-	MaxRanges = (HandshakeMaxFrame - HeaderSize - helloFixed) / 8
+	handshakeMaxFrame = 64 << 10
+	// maxRanges is the most task ranges a hello may carry.
+	maxRanges = (handshakeMaxFrame - HeaderSize - helloFixed) / 8
 )
 
-// ErrShort is returned by ParseFrame when b holds no whole frame yet.
-var ErrShort = errors.New("netio: short frame")
+// errShort is returned by parseFrame when b holds no whole frame yet.
+var errShort = errors.New("netio: short frame")
 
-// Frame is one parsed frame; Body aliases the parsed bytes.
-type Frame struct {
+// wireFrame is one parsed frame; Body aliases the parsed bytes.
+type wireFrame struct {
 	Type    byte
 	Version byte
 	Body    []byte
 }
 
-// ParseFrame parses the frame at the start of b and returns it and its
+// parseFrame parses the frame at the start of b and returns it and its
 // length. It checks the length prefix against limit before anything
 // else, so a caller can read a header, learn the frame is too big and
-// refuse it without allocating for it. It returns ErrShort when b holds
+// refuse it without allocating for it. It returns errShort when b holds
 // less than the frame (or its header), and otherwise an error naming the
 // bad value: a length below the header or over limit, another version, an
 // unknown type, non-zero reserved bits, a body of the wrong size for its
 // type. It never panics.
-func ParseFrame(b []byte, limit int) (Frame, int, error) {
+func parseFrame(b []byte, limit int) (wireFrame, int, error) {
 	if len(b) < 4 {
-		return Frame{}, 0, ErrShort
+		return wireFrame{}, 0, errShort
 	}
 	n := binary.LittleEndian.Uint32(b[offLength:])
 	if uint64(n) > uint64(limit) {
-		return Frame{}, 0, fmt.Errorf("netio: frame length %d exceeds limit %d", n, limit)
+		return wireFrame{}, 0, fmt.Errorf("netio: frame length %d exceeds limit %d", n, limit)
 	}
 	if n < HeaderSize {
-		return Frame{}, 0, fmt.Errorf("netio: frame length %d below the %d-byte header", n, HeaderSize)
+		return wireFrame{}, 0, fmt.Errorf("netio: frame length %d below the %d-byte header", n, HeaderSize)
 	}
 	if len(b) < HeaderSize {
-		return Frame{}, 0, ErrShort
+		return wireFrame{}, 0, errShort
 	}
-	f := Frame{Version: b[offVersion], Type: b[offType]}
-	if f.Version != Version {
-		return Frame{}, 0, fmt.Errorf("netio: frame version %d, this side speaks %d", f.Version, Version)
+	f := wireFrame{Version: b[offVersion], Type: b[offType]}
+	if f.Version != protoVersion {
+		return wireFrame{}, 0, fmt.Errorf("netio: frame version %d, this side speaks %d", f.Version, protoVersion)
 	}
 	if f.Type == 0 || f.Type > maxType {
-		return Frame{}, 0, fmt.Errorf("netio: unknown frame type %d", f.Type)
+		return wireFrame{}, 0, fmt.Errorf("netio: unknown frame type %d", f.Type)
 	}
 	if r := binary.LittleEndian.Uint16(b[offReserved:]); r != 0 {
-		return Frame{}, 0, fmt.Errorf("netio: frame reserved bits %#x are not zero", r)
+		return wireFrame{}, 0, fmt.Errorf("netio: frame reserved bits %#x are not zero", r)
 	}
 	body := int(n) - HeaderSize
 	if err := checkBodySize(f.Type, body); err != nil {
-		return Frame{}, 0, err
+		return wireFrame{}, 0, err
 	}
 	if len(b) < int(n) {
-		return Frame{}, 0, ErrShort
+		return wireFrame{}, 0, errShort
 	}
 	f.Body = b[HeaderSize:n:n]
 	return f, int(n), nil
@@ -240,25 +240,25 @@ func ParseFrame(b []byte, limit int) (Frame, int, error) {
 func checkBodySize(t byte, n int) error {
 	want := -1
 	switch t {
-	case TypeChallenge:
+	case typeChallenge:
 		want = challengeSize
-	case TypeWelcome:
+	case typeWelcome:
 		want = welcomeSize
-	case TypeHeartbeat:
+	case typeHeartbeat:
 		want = 0
-	case TypeMsgs, TypeOutcomes:
+	case typeMsgs, typeOutcomes:
 		if n%MsgSize != 0 { // MsgSize == OutcomeSize
 			return fmt.Errorf("netio: %s body of %d bytes is not a whole number of %d-byte records", typeName(t), n, MsgSize)
 		}
 		return nil
-	case TypeHello:
+	case typeHello:
 		if n < helloFixed || (n-helloFixed)%8 != 0 {
 			return fmt.Errorf("netio: hello body of %d bytes: want %d + 8 per task range", n, helloFixed)
 		}
 		return nil
-	case TypeClose:
-		if n < closeFixed || n > closeFixed+MaxReason {
-			return fmt.Errorf("netio: close body of %d bytes out of range [%d, %d]", n, closeFixed, closeFixed+MaxReason)
+	case typeClose:
+		if n < closeFixed || n > closeFixed+maxReason {
+			return fmt.Errorf("netio: close body of %d bytes out of range [%d, %d]", n, closeFixed, closeFixed+maxReason)
 		}
 		return nil
 	}
@@ -270,19 +270,19 @@ func checkBodySize(t byte, n int) error {
 
 func typeName(t byte) string {
 	switch t {
-	case TypeChallenge:
+	case typeChallenge:
 		return "challenge"
-	case TypeHello:
+	case typeHello:
 		return "hello"
-	case TypeWelcome:
+	case typeWelcome:
 		return "welcome"
-	case TypeMsgs:
+	case typeMsgs:
 		return "msgs"
-	case TypeOutcomes:
+	case typeOutcomes:
 		return "outcomes"
-	case TypeHeartbeat:
+	case typeHeartbeat:
 		return "heartbeat"
-	case TypeClose:
+	case typeClose:
 		return "close"
 	}
 	return fmt.Sprintf("type %d", t)
@@ -291,7 +291,7 @@ func typeName(t byte) string {
 // appendHeader appends a header for a frame of n bytes in all.
 func appendHeader(b []byte, t byte, n int) []byte {
 	b = binary.LittleEndian.AppendUint32(b, uint32(n))
-	return append(b, Version, t, 0, 0)
+	return append(b, protoVersion, t, 0, 0)
 }
 
 // beginFrame appends a header whose length EndFrame fills in, and returns
@@ -306,12 +306,14 @@ func endFrame(b []byte, off int) []byte {
 	return b
 }
 
-// putMsg writes m's record at b[0:MsgSize].
-func putMsg(b []byte, m *ackcore.Msg) {
-	_ = b[MsgSize-1]
+// putMsg writes m's record at b[0:MsgSize] with task as its task field
+// (m.Task, or the client's TaskBase added to it; 0 for any kind but
+// INIT). It is the one encoder of a message record.
+func putMsg(b []byte, m *ackcore.Msg, task uint32) {
+	b = b[:MsgSize:MsgSize]
 	binary.LittleEndian.PutUint64(b[offMsgRoot:], m.Root)
 	binary.LittleEndian.PutUint64(b[offMsgVal:], m.Val)
-	binary.LittleEndian.PutUint32(b[offMsgKind:], uint32(m.Kind)<<24|m.Task&taskMask)
+	binary.LittleEndian.PutUint32(b[offMsgKind:], uint32(m.Kind)<<24|task)
 	binary.LittleEndian.PutUint32(b[offMsgTimeout:], m.TimeoutMs)
 }
 
@@ -321,21 +323,21 @@ const taskMask = 1<<24 - 1
 
 // AppendMsgs appends one msgs frame carrying msgs to b. msgs must be
 // valid (ackcore.Msg.Validate): the peer rejects the frame otherwise. The
-// caller keeps len(msgs) within its peer's frame limit (MaxMsgsPerFrame).
+// caller keeps len(msgs) within its peer's frame limit (maxMsgsPerFrame).
 func AppendMsgs(b []byte, msgs []ackcore.Msg) []byte {
 	n := HeaderSize + len(msgs)*MsgSize
-	b = appendHeader(b, TypeMsgs, n)
+	b = appendHeader(b, typeMsgs, n)
 	off := len(b)
 	b = grow(b, len(msgs)*MsgSize)
 	for i := range msgs {
-		putMsg(b[off+i*MsgSize:], &msgs[i])
+		putMsg(b[off+i*MsgSize:], &msgs[i], msgs[i].Task&taskMask)
 	}
 	return b
 }
 
-// MaxMsgsPerFrame is the most message or outcome records a frame within
+// maxMsgsPerFrame is the most message or outcome records a frame within
 // limit holds.
-func MaxMsgsPerFrame(limit int) int { return (limit - HeaderSize) / MsgSize }
+func maxMsgsPerFrame(limit int) int { return (limit - HeaderSize) / MsgSize }
 
 // grow extends b by n bytes (contents unspecified), reusing its capacity.
 func grow(b []byte, n int) []byte {
@@ -353,19 +355,20 @@ func grow(b []byte, n int) []byte {
 // than INIT), a timeout within ackcore.MaxTimeout; the first that is not
 // is named in the error, and dst is returned as it was.
 //
-// The loop reads each record's fields into registers, checks them with
-// one combined test and stores them field by field: building the Msg as a
+// The loop reads each record's fields into registers, stores them field
+// by field and checks the stored message with one combined test
+// (ackcore's Msg.Valid and the wire's rules): building the Msg as a
 // value first made the compiler assemble it on the stack with small
 // stores and copy it with 16-byte loads, which stall on store forwarding
 // (twice per record: 12 ns a message on the 2-vCPU machine, against 1-2).
 func DecodeMsgs(dst []ackcore.Msg, body []byte) ([]ackcore.Msg, error) {
-	dst, _, _, err := decodeMsgs(dst, body, nil, maxTimeoutMs)
+	dst, _, _, err := decodeMsgs(dst, body, nil, ackcore.MaxTimeoutMs)
 	return dst, err
 }
 
 // decodeMsgs is DecodeMsgs that also counts the INITs and the RESETs,
 // refuses a timeout past maxTo (a server's root timeout cap; at most
-// maxTimeoutMs) and, when owns is not nil, checks each INIT's task with it
+// ackcore.MaxTimeoutMs) and, when owns is not nil, checks each INIT's task with it
 // (a server: the task must be the connection's), in the same pass.
 func decodeMsgs(dst []ackcore.Msg, body []byte, owns func(task uint32) bool, maxTo uint32) (_ []ackcore.Msg, inits, resets int, _ error) {
 	if len(body)%MsgSize != 0 {
@@ -383,13 +386,15 @@ func decodeMsgs(dst []ackcore.Msg, body []byte, owns func(task uint32) bool, max
 		kt := binary.LittleEndian.Uint32(r[offMsgKind:])
 		to := binary.LittleEndian.Uint32(r[offMsgTimeout:])
 		kind, task := ackcore.Kind(kt>>24), kt&taskMask
-		if kind-ackcore.Init > ackcore.Reset-ackcore.Init || root == 0 || task > ackcore.MaxTask ||
-			kind != ackcore.Init && task != 0 || to > maxTo {
-			m := ackcore.Msg{Root: root, Val: val, Task: task, Kind: kind, TimeoutMs: to}
-			if to > maxTo && to <= maxTimeoutMs && m.Valid() {
+		m := &out[i]
+		m.Root, m.Val, m.Task, m.Kind, m.TimeoutMs = root, val, task, kind, to
+		// ackcore's rule (Valid), then the wire's own: a task only on an
+		// INIT, and the server's cap on the timeout.
+		if !m.Valid() || kind != ackcore.Init && task != 0 || to > maxTo {
+			if to > maxTo && m.Valid() {
 				return dst[:base], 0, 0, fmt.Errorf("netio: message %d of %d: %v root %#x asks for a timeout of %d ms, past the server's cap of %d ms", i, n, kind, root, to, maxTo)
 			}
-			return dst[:base], 0, 0, fmt.Errorf("netio: message %d of %d: %w", i, n, msgError(&m))
+			return dst[:base], 0, 0, fmt.Errorf("netio: message %d of %d: %w", i, n, msgError(m))
 		}
 		switch kind {
 		case ackcore.Init:
@@ -400,13 +405,9 @@ func decodeMsgs(dst []ackcore.Msg, body []byte, owns func(task uint32) bool, max
 		case ackcore.Reset:
 			resets++
 		}
-		m := &out[i]
-		m.Root, m.Val, m.Task, m.Kind, m.TimeoutMs = root, val, task, kind, to
 	}
 	return dst, inits, resets, nil
 }
-
-const maxTimeoutMs = uint32(ackcore.MaxTimeout / time.Millisecond)
 
 // msgError names what is wrong with a decoded record.
 func msgError(m *ackcore.Msg) error {
@@ -430,7 +431,7 @@ func growMsgs(dst []ackcore.Msg, n int) []ackcore.Msg {
 
 // AppendOutcomes appends one outcomes frame carrying outs to b.
 func AppendOutcomes(b []byte, outs []ackcore.Outcome) []byte {
-	b = appendHeader(b, TypeOutcomes, HeaderSize+len(outs)*OutcomeSize)
+	b = appendHeader(b, typeOutcomes, HeaderSize+len(outs)*OutcomeSize)
 	off := len(b)
 	b = grow(b, len(outs)*OutcomeSize)
 	for i := range outs {
@@ -499,23 +500,23 @@ func outcomeError(r []byte) error {
 		r[offOutKind], r[offOutReason], binary.LittleEndian.Uint16(r[offOutPad:]))
 }
 
-// AppendHeartbeat appends a heartbeat frame.
-func AppendHeartbeat(b []byte) []byte { return appendHeader(b, TypeHeartbeat, HeaderSize) }
+// appendHeartbeat appends a heartbeat frame.
+func appendHeartbeat(b []byte) []byte { return appendHeader(b, typeHeartbeat, HeaderSize) }
 
-// AppendClose appends a close frame with code and reason (cut to
-// MaxReason bytes).
-func AppendClose(b []byte, code uint16, reason string) []byte {
-	if len(reason) > MaxReason {
-		reason = reason[:MaxReason]
+// appendClose appends a close frame with code and reason (cut to
+// maxReason bytes).
+func appendClose(b []byte, code uint16, reason string) []byte {
+	if len(reason) > maxReason {
+		reason = reason[:maxReason]
 	}
-	b = appendHeader(b, TypeClose, HeaderSize+closeFixed+len(reason))
+	b = appendHeader(b, typeClose, HeaderSize+closeFixed+len(reason))
 	b = binary.LittleEndian.AppendUint16(b, code)
 	b = binary.LittleEndian.AppendUint16(b, uint16(len(reason)))
 	return append(b, reason...)
 }
 
-// DecodeClose parses a close body.
-func DecodeClose(body []byte) (code uint16, reason string, err error) {
+// decodeClose parses a close body.
+func decodeClose(body []byte) (code uint16, reason string, err error) {
 	r := reader{b: body}
 	code = r.u16()
 	n := int(r.u16())
@@ -529,59 +530,59 @@ func DecodeClose(body []byte) (code uint16, reason string, err error) {
 	return code, string(text), nil
 }
 
-// Challenge is the server's first frame.
-type Challenge struct {
-	Nonce    [NonceSize]byte
+// challengeBody is the server's first frame.
+type challengeBody struct {
+	Nonce    [nonceSize]byte
 	MaxFrame uint32
 	Tasks    uint32
 }
 
-// AppendChallenge appends a challenge frame.
-func AppendChallenge(b []byte, c *Challenge) []byte {
-	b = appendHeader(b, TypeChallenge, HeaderSize+challengeSize)
+// appendChallenge appends a challenge frame.
+func appendChallenge(b []byte, c *challengeBody) []byte {
+	b = appendHeader(b, typeChallenge, HeaderSize+challengeSize)
 	b = append(b, c.Nonce[:]...)
 	b = binary.LittleEndian.AppendUint32(b, c.MaxFrame)
 	return binary.LittleEndian.AppendUint32(b, c.Tasks)
 }
 
-// DecodeChallenge parses a challenge body.
-func DecodeChallenge(body []byte) (Challenge, error) {
-	var c Challenge
+// decodeChallenge parses a challenge body.
+func decodeChallenge(body []byte) (challengeBody, error) {
+	var c challengeBody
 	r := reader{b: body}
-	copy(c.Nonce[:], r.bytes(NonceSize))
+	copy(c.Nonce[:], r.bytes(nonceSize))
 	c.MaxFrame = r.u32()
 	c.Tasks = r.u32()
 	if err := r.end("challenge"); err != nil {
-		return Challenge{}, err
+		return challengeBody{}, err
 	}
-	if c.MaxFrame < MinMaxFrame {
-		return Challenge{}, fmt.Errorf("netio: challenge max frame %d below %d", c.MaxFrame, MinMaxFrame)
+	if c.MaxFrame < minMaxFrame {
+		return challengeBody{}, fmt.Errorf("netio: challenge max frame %d below %d", c.MaxFrame, minMaxFrame)
 	}
 	return c, nil
 }
 
-// TaskRange is the spout tasks [First, First+Count).
-type TaskRange struct{ First, Count uint32 }
+// taskRange is the spout tasks [First, First+Count).
+type taskRange struct{ First, Count uint32 }
 
-// Hello is the client's handshake.
-type Hello struct {
-	MAC      [MACSize]byte
+// helloBody is the client's handshake.
+type helloBody struct {
+	MAC      [macSize]byte
 	ClientID uint64
 	MaxFrame uint32
-	Tasks    []TaskRange
+	Tasks    []taskRange
 }
 
-// AppendHello appends a hello frame; its MAC is h.MAC as given (see
-// HelloMAC).
-func AppendHello(b []byte, h *Hello) []byte {
-	b, off := beginFrame(b, TypeHello)
+// appendHello appends a hello frame; its MAC is h.MAC as given (see
+// helloMAC).
+func appendHello(b []byte, h *helloBody) []byte {
+	b, off := beginFrame(b, typeHello)
 	b = append(b, h.MAC[:]...)
 	b = appendHelloSigned(b, h)
 	return endFrame(b, off)
 }
 
 // appendHelloSigned appends the part of a hello body the MAC covers.
-func appendHelloSigned(b []byte, h *Hello) []byte {
+func appendHelloSigned(b []byte, h *helloBody) []byte {
 	b = binary.LittleEndian.AppendUint64(b, h.ClientID)
 	b = binary.LittleEndian.AppendUint32(b, h.MaxFrame)
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(h.Tasks)))
@@ -592,33 +593,33 @@ func appendHelloSigned(b []byte, h *Hello) []byte {
 	return b
 }
 
-// DecodeHello parses a hello body. It checks the range count against the
+// decodeHello parses a hello body. It checks the range count against the
 // body before allocating, and every range against maxTasks (the tasks the
-// server serves); it does not check the MAC (see HelloMAC).
-func DecodeHello(body []byte, maxTasks uint32) (Hello, error) {
-	var h Hello
+// server serves); it does not check the MAC (see helloMAC).
+func decodeHello(body []byte, maxTasks uint32) (helloBody, error) {
+	var h helloBody
 	r := reader{b: body}
-	copy(h.MAC[:], r.bytes(MACSize))
+	copy(h.MAC[:], r.bytes(macSize))
 	h.ClientID = r.u64()
 	h.MaxFrame = r.u32()
 	n := r.u32()
 	if r.err != nil {
-		return Hello{}, r.err
+		return helloBody{}, r.err
 	}
 	if uint64(n)*8 != uint64(len(r.b)) {
-		return Hello{}, fmt.Errorf("netio: hello claims %d task ranges in %d bytes", n, len(r.b))
+		return helloBody{}, fmt.Errorf("netio: hello claims %d task ranges in %d bytes", n, len(r.b))
 	}
-	if n > MaxRanges {
-		return Hello{}, fmt.Errorf("netio: hello has %d task ranges, more than %d", n, MaxRanges)
+	if n > maxRanges {
+		return helloBody{}, fmt.Errorf("netio: hello has %d task ranges, more than %d", n, maxRanges)
 	}
-	if h.MaxFrame < MinMaxFrame {
-		return Hello{}, fmt.Errorf("netio: hello max frame %d below %d", h.MaxFrame, MinMaxFrame)
+	if h.MaxFrame < minMaxFrame {
+		return helloBody{}, fmt.Errorf("netio: hello max frame %d below %d", h.MaxFrame, minMaxFrame)
 	}
-	h.Tasks = make([]TaskRange, n)
+	h.Tasks = make([]taskRange, n)
 	for i := range h.Tasks {
-		t := TaskRange{First: r.u32(), Count: r.u32()}
+		t := taskRange{First: r.u32(), Count: r.u32()}
 		if t.Count == 0 || uint64(t.First)+uint64(t.Count) > uint64(maxTasks) {
-			return Hello{}, fmt.Errorf("netio: hello task range %d [%d, %d) outside the server's tasks [0, %d)",
+			return helloBody{}, fmt.Errorf("netio: hello task range %d [%d, %d) outside the server's tasks [0, %d)",
 				i, t.First, uint64(t.First)+uint64(t.Count), maxTasks)
 		}
 		h.Tasks[i] = t
@@ -626,36 +627,36 @@ func DecodeHello(body []byte, maxTasks uint32) (Hello, error) {
 	return h, r.err
 }
 
-// Welcome is the server's acceptance.
-type Welcome struct {
+// welcomeBody is the server's acceptance.
+type welcomeBody struct {
 	ServerID  uint64
 	Heartbeat time.Duration // ms resolution on the wire
 	Idle      time.Duration
 }
 
-// AppendWelcome appends a welcome frame.
-func AppendWelcome(b []byte, w *Welcome) []byte {
-	b = appendHeader(b, TypeWelcome, HeaderSize+welcomeSize)
+// appendWelcome appends a welcome frame.
+func appendWelcome(b []byte, w *welcomeBody) []byte {
+	b = appendHeader(b, typeWelcome, HeaderSize+welcomeSize)
 	b = binary.LittleEndian.AppendUint64(b, w.ServerID)
 	b = binary.LittleEndian.AppendUint32(b, uint32(w.Heartbeat/time.Millisecond))
 	b = binary.LittleEndian.AppendUint32(b, uint32(w.Idle/time.Millisecond))
 	return binary.LittleEndian.AppendUint64(b, 0)
 }
 
-// DecodeWelcome parses a welcome body.
-func DecodeWelcome(body []byte) (Welcome, error) {
+// decodeWelcome parses a welcome body.
+func decodeWelcome(body []byte) (welcomeBody, error) {
 	r := reader{b: body}
-	w := Welcome{ServerID: r.u64()}
+	w := welcomeBody{ServerID: r.u64()}
 	w.Heartbeat = time.Duration(r.u32()) * time.Millisecond
 	w.Idle = time.Duration(r.u32()) * time.Millisecond
 	if z := r.u64(); r.err == nil && z != 0 {
-		return Welcome{}, fmt.Errorf("netio: welcome reserved bytes %#x are not zero", z)
+		return welcomeBody{}, fmt.Errorf("netio: welcome reserved bytes %#x are not zero", z)
 	}
 	if err := r.end("welcome"); err != nil {
-		return Welcome{}, err
+		return welcomeBody{}, err
 	}
 	if w.Heartbeat <= 0 || w.Idle <= w.Heartbeat {
-		return Welcome{}, fmt.Errorf("netio: welcome heartbeat %v and idle timeout %v: want 0 < heartbeat < idle", w.Heartbeat, w.Idle)
+		return welcomeBody{}, fmt.Errorf("netio: welcome heartbeat %v and idle timeout %v: want 0 < heartbeat < idle", w.Heartbeat, w.Idle)
 	}
 	return w, nil
 }

@@ -32,14 +32,14 @@ var (
 		{Root: 0x2122232425262728, Latency: 42, Task: 9, Kind: ackcore.Failed, Reason: ackcore.ReasonExplicit},
 		{Root: 0x4142434445464748, Task: 1, Kind: ackcore.Failed, Reason: ackcore.ReasonStopped},
 	}
-	goldenChallenge = Challenge{Nonce: [32]byte{0: 0xaa, 31: 0xbb}, MaxFrame: DefaultMaxFrame, Tasks: 4096}
-	goldenHello     = Hello{ClientID: 0xc0ffee, MaxFrame: DefaultMaxFrame, Tasks: []TaskRange{{0, 8}, {100, 2}}}
-	goldenWelcome   = Welcome{ServerID: 0x5e5e5e5e, Heartbeat: 10 * time.Second, Idle: 30 * time.Second}
+	goldenChallenge = challengeBody{Nonce: [32]byte{0: 0xaa, 31: 0xbb}, MaxFrame: DefaultMaxFrame, Tasks: 4096}
+	goldenHello     = helloBody{ClientID: 0xc0ffee, MaxFrame: DefaultMaxFrame, Tasks: []taskRange{{0, 8}, {100, 2}}}
+	goldenWelcome   = welcomeBody{ServerID: 0x5e5e5e5e, Heartbeat: 10 * time.Second, Idle: 30 * time.Second}
 )
 
-func goldenHelloSigned() Hello {
+func goldenHelloSigned() helloBody {
 	h := goldenHello
-	h.MAC = HelloMAC([]byte("golden-secret-16bytes"), &goldenChallenge.Nonce, &h)
+	h.MAC = helloMAC([]byte("golden-secret-16bytes"), &goldenChallenge.Nonce, &h)
 	return h
 }
 
@@ -49,18 +49,18 @@ func goldenFrames() map[string][]byte {
 	return map[string][]byte{
 		"msgs":      AppendMsgs(nil, goldenMsgs),
 		"outcomes":  AppendOutcomes(nil, goldenOutcomes),
-		"challenge": AppendChallenge(nil, &goldenChallenge),
-		"hello":     AppendHello(nil, &h),
-		"welcome":   AppendWelcome(nil, &goldenWelcome),
-		"heartbeat": AppendHeartbeat(nil),
-		"close":     AppendClose(nil, CloseShutdown, "server shutting down"),
+		"challenge": appendChallenge(nil, &goldenChallenge),
+		"hello":     appendHello(nil, &h),
+		"welcome":   appendWelcome(nil, &goldenWelcome),
+		"heartbeat": appendHeartbeat(nil),
+		"close":     appendClose(nil, closeShutdown, "server shutting down"),
 	}
 }
 
 // TestGolden: the encoders produce the bytes in testdata/ (hex, 24 bytes
 // a line) and the decoders read them back to the same values. A change
 // to the wire format shows up here first; go test -run TestGolden
-// -update rewrites the files (bump Version when they change). Each file
+// -update rewrites the files (bump protoVersion when they change). Each file
 // has the 8-byte header on its first line, then 24 bytes a line.
 func TestGolden(t *testing.T) {
 	for name, got := range goldenFrames() {
@@ -93,7 +93,7 @@ func TestGolden(t *testing.T) {
 		if !bytes.Equal(got, want) {
 			t.Errorf("%s: encoder gives\n%x\nwant\n%x", name, got, want)
 		}
-		f, n, err := ParseFrame(want, DefaultMaxFrame)
+		f, n, err := parseFrame(want, DefaultMaxFrame)
 		if err != nil || n != len(want) {
 			t.Fatalf("%s: ParseFrame: %v (n %d of %d)", name, err, n, len(want))
 		}
@@ -107,19 +107,19 @@ func TestGolden(t *testing.T) {
 			back, err = DecodeOutcomes(nil, f.Body)
 			wantV = goldenOutcomes
 		case "challenge":
-			back, err = DecodeChallenge(f.Body)
+			back, err = decodeChallenge(f.Body)
 			wantV = goldenChallenge
 		case "hello":
-			back, err = DecodeHello(f.Body, 4096)
+			back, err = decodeHello(f.Body, 4096)
 			wantV = goldenHelloSigned()
 		case "welcome":
-			back, err = DecodeWelcome(f.Body)
+			back, err = decodeWelcome(f.Body)
 			wantV = goldenWelcome
 		case "heartbeat":
 			back, wantV = len(f.Body), 0
 		case "close":
-			code, reason, e := DecodeClose(f.Body)
-			back, err, wantV = [2]any{code, reason}, e, [2]any{CloseShutdown, "server shutting down"}
+			code, reason, e := decodeClose(f.Body)
+			back, err, wantV = [2]any{code, reason}, e, [2]any{closeShutdown, "server shutting down"}
 		}
 		if err != nil {
 			t.Fatalf("%s: decode: %v", name, err)
@@ -151,9 +151,9 @@ func goldenStream() []byte {
 }
 
 // readAll reads every frame of r, copying each.
-func readAll(r io.Reader, limit int) ([]Frame, error) {
-	fr := NewFrameReader(r, limit)
-	var out []Frame
+func readAll(r io.Reader, limit int) ([]wireFrame, error) {
+	fr := newFrameReader(r, limit)
+	var out []wireFrame
 	for {
 		f, err := fr.Next()
 		if err == io.EOF {
@@ -196,7 +196,7 @@ func TestFrameReaderSplits(t *testing.T) {
 		got, err := readAll(bytes.NewReader(s[:at]), DefaultMaxFrame)
 		whole := 0
 		for n := 0; n < at; {
-			f, k, e := ParseFrame(s[n:at], DefaultMaxFrame)
+			f, k, e := parseFrame(s[n:at], DefaultMaxFrame)
 			if e != nil {
 				break
 			}
@@ -239,11 +239,11 @@ func TestMalformed(t *testing.T) {
 	}
 	msgsFrame := func(recs ...[]byte) []byte {
 		body := cat(recs...)
-		return cat(hdr(uint32(HeaderSize+len(body)), Version, TypeMsgs, 0), body)
+		return cat(hdr(uint32(HeaderSize+len(body)), protoVersion, typeMsgs, 0), body)
 	}
 	outsFrame := func(recs ...[]byte) []byte {
 		body := cat(recs...)
-		return cat(hdr(uint32(HeaderSize+len(body)), Version, TypeOutcomes, 0), body)
+		return cat(hdr(uint32(HeaderSize+len(body)), protoVersion, typeOutcomes, 0), body)
 	}
 	helloBody := func(n uint32, ranges ...uint32) []byte {
 		b := make([]byte, helloFixed)
@@ -257,29 +257,29 @@ func TestMalformed(t *testing.T) {
 		return b
 	}
 	helloFrame := func(body []byte) []byte {
-		return cat(hdr(uint32(HeaderSize+len(body)), Version, TypeHello, 0), body)
+		return cat(hdr(uint32(HeaderSize+len(body)), protoVersion, typeHello, 0), body)
 	}
 	cases := []struct {
 		name, in, want string
 	}{
-		{"oversized length prefix", string(hdr(9437184, Version, TypeMsgs, 0)), "frame length 9437184 exceeds limit 1048576"},
-		{"max length prefix", string(hdr(^uint32(0), Version, TypeMsgs, 0)), "frame length 4294967295 exceeds limit"},
-		{"length below header", string(hdr(7, Version, TypeHeartbeat, 0)), "frame length 7 below the 8-byte header"},
-		{"zero length", string(hdr(0, Version, TypeHeartbeat, 0)), "frame length 0 below"},
-		{"other version", string(hdr(8, 2, TypeHeartbeat, 0)), "frame version 2, this side speaks 1"},
-		{"version zero", string(hdr(8, 0, TypeHeartbeat, 0)), "frame version 0"},
-		{"type zero", string(hdr(8, Version, 0, 0)), "unknown frame type 0"},
-		{"type past the last", string(hdr(8, Version, 8, 0)), "unknown frame type 8"},
-		{"reserved bits", string(hdr(8, Version, TypeHeartbeat, 0x100)), "reserved bits 0x100"},
-		{"heartbeat with a body", string(cat(hdr(9, Version, TypeHeartbeat, 0), []byte{0})), "heartbeat body of 1 bytes, want 0"},
-		{"msgs partial record", string(cat(hdr(8+23, Version, TypeMsgs, 0), make([]byte, 23))), "msgs body of 23 bytes is not a whole number"},
-		{"outcomes partial record", string(cat(hdr(8+25, Version, TypeOutcomes, 0), make([]byte, 25))), "outcomes body of 25 bytes"},
-		{"challenge short", string(cat(hdr(8+39, Version, TypeChallenge, 0), make([]byte, 39))), "challenge body of 39 bytes, want 40"},
-		{"welcome long", string(cat(hdr(8+25, Version, TypeWelcome, 0), make([]byte, 25))), "welcome body of 25 bytes, want 24"},
-		{"hello short", string(cat(hdr(8+40, Version, TypeHello, 0), make([]byte, 40))), "hello body of 40 bytes"},
-		{"hello odd ranges", string(cat(hdr(8+52, Version, TypeHello, 0), make([]byte, 52))), "hello body of 52 bytes"},
-		{"close short", string(cat(hdr(8+3, Version, TypeClose, 0), make([]byte, 3))), "close body of 3 bytes out of range"},
-		{"close too long", string(cat(hdr(8+4+513, Version, TypeClose, 0), make([]byte, 517))), "close body of 517 bytes out of range"},
+		{"oversized length prefix", string(hdr(9437184, protoVersion, typeMsgs, 0)), "frame length 9437184 exceeds limit 1048576"},
+		{"max length prefix", string(hdr(^uint32(0), protoVersion, typeMsgs, 0)), "frame length 4294967295 exceeds limit"},
+		{"length below header", string(hdr(7, protoVersion, typeHeartbeat, 0)), "frame length 7 below the 8-byte header"},
+		{"zero length", string(hdr(0, protoVersion, typeHeartbeat, 0)), "frame length 0 below"},
+		{"other version", string(hdr(8, 2, typeHeartbeat, 0)), "frame version 2, this side speaks 1"},
+		{"version zero", string(hdr(8, 0, typeHeartbeat, 0)), "frame version 0"},
+		{"type zero", string(hdr(8, protoVersion, 0, 0)), "unknown frame type 0"},
+		{"type past the last", string(hdr(8, protoVersion, 8, 0)), "unknown frame type 8"},
+		{"reserved bits", string(hdr(8, protoVersion, typeHeartbeat, 0x100)), "reserved bits 0x100"},
+		{"heartbeat with a body", string(cat(hdr(9, protoVersion, typeHeartbeat, 0), []byte{0})), "heartbeat body of 1 bytes, want 0"},
+		{"msgs partial record", string(cat(hdr(8+23, protoVersion, typeMsgs, 0), make([]byte, 23))), "msgs body of 23 bytes is not a whole number"},
+		{"outcomes partial record", string(cat(hdr(8+25, protoVersion, typeOutcomes, 0), make([]byte, 25))), "outcomes body of 25 bytes"},
+		{"challenge short", string(cat(hdr(8+39, protoVersion, typeChallenge, 0), make([]byte, 39))), "challenge body of 39 bytes, want 40"},
+		{"welcome long", string(cat(hdr(8+25, protoVersion, typeWelcome, 0), make([]byte, 25))), "welcome body of 25 bytes, want 24"},
+		{"hello short", string(cat(hdr(8+40, protoVersion, typeHello, 0), make([]byte, 40))), "hello body of 40 bytes"},
+		{"hello odd ranges", string(cat(hdr(8+52, protoVersion, typeHello, 0), make([]byte, 52))), "hello body of 52 bytes"},
+		{"close short", string(cat(hdr(8+3, protoVersion, typeClose, 0), make([]byte, 3))), "close body of 3 bytes out of range"},
+		{"close too long", string(cat(hdr(8+4+513, protoVersion, typeClose, 0), make([]byte, 517))), "close body of 517 bytes out of range"},
 		{"msg root zero", string(msgsFrame(rec(0, 1, 2<<24, 0))), "message 0 of 1: ackcore: ACK with root 0"},
 		{"msg kind zero", string(msgsFrame(rec(1, 1, 0, 0))), "unknown message kind 0"},
 		{"msg kind five", string(msgsFrame(rec(1, 1, 5<<24, 0))), "unknown message kind 5"},
@@ -296,8 +296,8 @@ func TestMalformed(t *testing.T) {
 		{"hello range past tasks", string(helloFrame(helloBody(1, 4000, 200))), "task range 0 [4000, 4200) outside the server's tasks [0, 4096)"},
 		{"hello empty range", string(helloFrame(helloBody(1, 5, 0))), "task range 0 [5, 5)"},
 		{"hello range wraps", string(helloFrame(helloBody(1, 0xffffffff, 2))), "outside the server's tasks"},
-		{"close length lies", string(cat(hdr(8+6, Version, TypeClose, 0), []byte{0, 0, 5, 0, 'a', 'b'})), "need 5 bytes, have 2"},
-		{"close trailing", string(cat(hdr(8+6, Version, TypeClose, 0), []byte{0, 0, 1, 0, 'a', 'b'})), "1 bytes after its 1-byte reason"},
+		{"close length lies", string(cat(hdr(8+6, protoVersion, typeClose, 0), []byte{0, 0, 5, 0, 'a', 'b'})), "need 5 bytes, have 2"},
+		{"close trailing", string(cat(hdr(8+6, protoVersion, typeClose, 0), []byte{0, 0, 1, 0, 'a', 'b'})), "1 bytes after its 1-byte reason"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -311,10 +311,10 @@ func TestMalformed(t *testing.T) {
 			if !strings.HasPrefix(err.Error(), "netio: ") {
 				t.Fatalf("error %q does not name the package", err)
 			}
-			// The same through a FrameReader, one byte at a time: the
+			// The same through a frameReader, one byte at a time: the
 			// oversized prefix is refused after 4 bytes, without
 			// reading (or allocating for) the rest.
-			fr := NewFrameReader(iotest.OneByteReader(strings.NewReader(tc.in)), DefaultMaxFrame)
+			fr := newFrameReader(iotest.OneByteReader(strings.NewReader(tc.in)), DefaultMaxFrame)
 			f, err := fr.Next()
 			if err == nil {
 				err = decodeBody(f)
@@ -328,28 +328,28 @@ func TestMalformed(t *testing.T) {
 
 // decodeAny parses one frame and decodes its body by type.
 func decodeAny(b []byte, limit int) error {
-	f, _, err := ParseFrame(b, limit)
+	f, _, err := parseFrame(b, limit)
 	if err != nil {
 		return err
 	}
 	return decodeBody(f)
 }
 
-func decodeBody(f Frame) error {
+func decodeBody(f wireFrame) error {
 	var err error
 	switch f.Type {
-	case TypeMsgs:
+	case typeMsgs:
 		_, err = DecodeMsgs(nil, f.Body)
-	case TypeOutcomes:
+	case typeOutcomes:
 		_, err = DecodeOutcomes(nil, f.Body)
-	case TypeChallenge:
-		_, err = DecodeChallenge(f.Body)
-	case TypeHello:
-		_, err = DecodeHello(f.Body, 4096)
-	case TypeWelcome:
-		_, err = DecodeWelcome(f.Body)
-	case TypeClose:
-		_, _, err = DecodeClose(f.Body)
+	case typeChallenge:
+		_, err = decodeChallenge(f.Body)
+	case typeHello:
+		_, err = decodeHello(f.Body, 4096)
+	case typeWelcome:
+		_, err = decodeWelcome(f.Body)
+	case typeClose:
+		_, _, err = decodeClose(f.Body)
 	}
 	return err
 }
@@ -378,7 +378,7 @@ func TestRoundTripRecords(t *testing.T) {
 		}
 	}
 	b := AppendMsgs([]byte("prefix"), msgs)
-	f, n, err := ParseFrame(b[6:], DefaultMaxFrame)
+	f, n, err := parseFrame(b[6:], DefaultMaxFrame)
 	if err != nil || n != len(b)-6 {
 		t.Fatal(err)
 	}
@@ -392,7 +392,7 @@ func TestRoundTripRecords(t *testing.T) {
 		outs[i] = ackcore.Outcome{Root: uint64(i + 1), Latency: time.Duration(i) * time.Microsecond, Task: uint32(i),
 			Kind: ackcore.OutcomeKind(1 + i%3), Reason: ackcore.Reason(i % 7)}
 	}
-	f, _, err = ParseFrame(AppendOutcomes(nil, outs), DefaultMaxFrame)
+	f, _, err = parseFrame(AppendOutcomes(nil, outs), DefaultMaxFrame)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -411,7 +411,7 @@ func TestEncodeAllocs(t *testing.T) {
 	n := testing.AllocsPerRun(100, func() {
 		buf = AppendMsgs(buf[:0], goldenMsgs)
 		buf = AppendOutcomes(buf, goldenOutcomes)
-		buf = AppendHeartbeat(buf)
+		buf = appendHeartbeat(buf)
 		dst, _ = DecodeMsgs(dst[:0], body)
 	})
 	if n != 0 {
@@ -420,15 +420,15 @@ func TestEncodeAllocs(t *testing.T) {
 }
 
 // FuzzDecode: no input panics the frame parser, the body decoders or the
-// FrameReader; what parses re-encodes to the same bytes.
+// frameReader; what parses re-encodes to the same bytes.
 func FuzzDecode(f *testing.F) {
 	for _, b := range goldenFrames() {
 		f.Add(b)
 	}
-	f.Add(hdr(9437184, Version, TypeMsgs, 0))
+	f.Add(hdr(9437184, protoVersion, typeMsgs, 0))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		const limit = 1 << 16
-		fr := NewFrameReader(bytes.NewReader(b), limit)
+		fr := newFrameReader(bytes.NewReader(b), limit)
 		for {
 			fr2, err := fr.Next()
 			if err != nil {
@@ -439,12 +439,12 @@ func FuzzDecode(f *testing.F) {
 			}
 			// A valid msgs or outcomes frame re-encodes to itself.
 			switch fr2.Type {
-			case TypeMsgs:
+			case typeMsgs:
 				m, _ := DecodeMsgs(nil, fr2.Body)
 				if re := AppendMsgs(nil, m); !bytes.Equal(re[HeaderSize:], fr2.Body) {
 					t.Fatalf("msgs re-encode differently")
 				}
-			case TypeOutcomes:
+			case typeOutcomes:
 				o, _ := DecodeOutcomes(nil, fr2.Body)
 				if re := AppendOutcomes(nil, o); !bytes.Equal(re[HeaderSize:], fr2.Body) {
 					t.Fatalf("outcomes re-encode differently")
@@ -462,4 +462,16 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// parseFrame refuses an oversized length prefix from its first four
+// bytes, naming the value (was ExampleParseFrame, before the frame parser
+// was unexported).
+func TestParseFrameOversized(t *testing.T) {
+	hdr := []byte{0x00, 0x00, 0x90, 0x00, protoVersion, typeMsgs, 0, 0} // 9 MiB
+	_, _, err := parseFrame(hdr, DefaultMaxFrame)
+	const want = "netio: frame length 9437184 exceeds limit 1048576"
+	if err == nil || err.Error() != want {
+		t.Fatalf("parseFrame: %v, want %q", err, want)
+	}
 }

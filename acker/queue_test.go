@@ -1,0 +1,54 @@
+package acker
+
+import (
+	"testing"
+	"time"
+
+	"github.com/xorack/xorack/ackcore"
+)
+
+// TestQueue: outcomes come out in order, a Put at the bound waits until
+// the consumer takes or Stopping, and Wait returns false once the queue
+// is closed and drained.
+func TestQueue(t *testing.T) {
+	q := NewQueue(2)
+	if got := q.Poll(nil); len(got) != 0 {
+		t.Fatalf("Poll of an empty queue: %v", got)
+	}
+	q.Put([]ackcore.Outcome{{Root: 1}, {Root: 2}}, true)
+	put := make(chan struct{})
+	go func() { q.Put([]ackcore.Outcome{{Root: 3}}, true); close(put) }()
+	select {
+	case <-put:
+		t.Fatal("a Put at the bound did not wait")
+	case <-time.After(20 * time.Millisecond):
+	}
+	got, ok := q.Wait(nil)
+	if !ok || len(got) != 2 || got[0].Root != 1 || got[1].Root != 2 {
+		t.Fatalf("Wait: %v %v", got, ok)
+	}
+	<-put
+	q.Put([]ackcore.Outcome{{Root: 4}, {Root: 5}}, true)
+	done := make(chan struct{})
+	go func() { q.Put([]ackcore.Outcome{{Root: 6}}, true); close(done) }()
+	time.Sleep(5 * time.Millisecond)
+	q.Stopping()
+	<-done
+	q.Put([]ackcore.Outcome{{Root: 7}}, true) // never waits once stopping
+	q.Close()
+	if q.Len() != 5 {
+		t.Fatalf("Len %d, want 5", q.Len())
+	}
+	got, ok = q.Wait(got[:0])
+	if !ok || len(got) != 5 {
+		t.Fatalf("Wait after Close: %v %v", got, ok)
+	}
+	if got, ok = q.Wait(got[:0]); ok || len(got) != 0 {
+		t.Fatalf("Wait on a closed, drained queue: %v %v", got, ok)
+	}
+	tick := make(chan time.Time, 1)
+	tick <- time.Now()
+	if got, ok = NewQueue(0).WaitUntil(nil, tick); !ok || len(got) != 0 {
+		t.Fatalf("WaitUntil on wake: %v %v", got, ok)
+	}
+}
