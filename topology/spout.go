@@ -27,7 +27,8 @@ type spoutExec struct {
 	done    []bool // by local task: the task called Done
 	ndone   int
 	ackTask []uint32 // by local task: its task number at the acker
-	pending []int    // by local task: roots pending
+	pending []int    // by local task: roots in flight (what the bound counts)
+	waiting []int    // by local task: roots waiting for a replay's backoff
 	bound   int      // the pending bound per task (adaptive or fixed)
 	rr      int      // the next local task to ask
 	// redeliver[i] is spouts[i] when it is a Redeliverer (one attempt per
@@ -162,10 +163,13 @@ func newSpoutExec(base executor, spouts []Spout, ackTask []uint32, cfg *Config) 
 	}
 	s.done = make([]bool, n)
 	s.pending = make([]int, n)
+	s.waiting = make([]int, n)
 	s.bound = cfg.MaxSpoutPending
 	s.m.Bound = int64(s.bound)
 	if cfg.acking() {
-		need := n * cfg.MaxSpoutPending
+		// A task holds at most MaxSpoutPending roots in flight and as
+		// many waiting for a replay (see roomFor).
+		need := 2 * n * cfg.MaxSpoutPending
 		s.slotBits = uint(bits.Len(uint(need - 1)))
 		s.mask = 1<<s.slotBits - 1
 		s.slots = make([]slot, 1<<s.slotBits)
@@ -344,11 +348,21 @@ func (s *spoutExec) roomForNew() bool {
 		return false
 	}
 	for i := range s.spouts {
-		if !s.done[i] && s.pending[i] < s.bound {
+		if !s.done[i] && s.roomFor(i) {
 			return true
 		}
 	}
 	return false
+}
+
+// roomFor reports whether task i may emit a new root: fewer than the
+// bound in flight, and fewer than MaxSpoutPending waiting for a replay.
+// A root waiting out its backoff is not in flight (the acker holds
+// nothing for it), so it does not take a slot of the window that keeps
+// the pipeline busy: at a 20% fail rate and a 10 ms backoff it would
+// otherwise hold half of a 1024-root window idle.
+func (s *spoutExec) roomFor(i int) bool {
+	return s.pending[i] < s.bound && s.waiting[i] < s.top.cfg.MaxSpoutPending
 }
 
 // callNext asks the tasks for tuples, round robin, until a round emits
@@ -362,7 +376,7 @@ func (s *spoutExec) callNext() bool {
 			if s.rr++; s.rr == len(s.spouts) {
 				s.rr = 0
 			}
-			if s.done[i] || (s.inbox != nil && s.pending[i] >= s.bound) || !s.brk.allowNew(s.now) || s.top.draining.Load() {
+			if s.done[i] || (s.inbox != nil && !s.roomFor(i)) || !s.brk.allowNew(s.now) || s.top.draining.Load() {
 				continue
 			}
 			s.coll.task = i
@@ -596,6 +610,8 @@ func (s *spoutExec) failed(idx uint32, sl *slot, f Failure) {
 		s.final(idx, sl, &f, false) // its source redelivers, or gives up
 	case int(sl.attempt) < cfg.Retry.MaxAttempts:
 		sl.state = slotWaiting
+		s.pending[sl.task]--
+		s.waiting[sl.task]++
 		sl.lastErr = f.Err
 		sl.due = s.now + int64(s.backoff(int(sl.attempt)))
 		heap.Push(&s.retryQ, idx)
@@ -673,10 +689,12 @@ func (s *spoutExec) replayDue() bool {
 	for len(s.retryQ.idx) > 0 && !s.quiet {
 		idx := s.retryQ.idx[0]
 		sl := &s.slots[idx]
-		if sl.due > s.now || !s.replayAllowed() || s.staged() && did {
+		if sl.due > s.now || !s.replayAllowed() || s.staged() && did || s.pending[sl.task] >= s.bound {
 			break
 		}
 		heap.Pop(&s.retryQ)
+		s.waiting[sl.task]--
+		s.pending[sl.task]++
 		sl.attempt++
 		sl.lastErr = nil
 		if err := s.start(idx, sl); err != nil {
@@ -700,6 +718,8 @@ func (s *spoutExec) stopEmitting() {
 	for len(s.retryQ.idx) > 0 {
 		idx := heap.Pop(&s.retryQ).(uint32)
 		sl := &s.slots[idx]
+		s.waiting[sl.task]--
+		s.pending[sl.task]++ // release takes it from pending
 		f := Failure{Reason: Stopped, Attempts: int(sl.attempt), Err: sl.lastErr}
 		s.final(idx, sl, &f, false)
 	}
@@ -807,11 +827,13 @@ func (s *spoutExec) check() {
 			inUse++
 		}
 	}
-	for _, p := range s.pending {
-		sum += p
+	waiting := 0
+	for i, p := range s.pending {
+		sum += p + s.waiting[i]
+		waiting += s.waiting[i]
 	}
-	if inUse != sum || int64(sum) != s.m.Pending || inUse+len(s.free) != len(s.slots) || len(s.retryQ.idx) > inUse {
-		panic(fmt.Sprintf("topology: spout %q: %d slots in use, pending %v (counted %d), %d free of %d, %d waiting",
-			s.comp.name, inUse, s.pending, s.m.Pending, len(s.free), len(s.slots), len(s.retryQ.idx)))
+	if inUse != sum || int64(sum) != s.m.Pending || inUse+len(s.free) != len(s.slots) || len(s.retryQ.idx) != waiting {
+		panic(fmt.Sprintf("topology: spout %q: %d slots in use, in flight %v, waiting %v (counted %d), %d free of %d, %d in the retry queue",
+			s.comp.name, inUse, s.pending, s.waiting, s.m.Pending, len(s.free), len(s.slots), len(s.retryQ.idx)))
 	}
 }
