@@ -8,6 +8,9 @@
 //     may use (sched_getaffinity) and which of them are hyper-thread
 //     siblings (sysfs). Topology.String prints it for a report.
 //   - Plan maps N executors to allowed CPUs, one per physical core first.
+//     A Planner does the same for several groups of threads in turn (an
+//     engine's executors, then its acker's shards), so that groups planned
+//     by one Planner get disjoint CPUs while allowed CPUs remain.
 //   - Pin locks a goroutine to its OS thread and that thread to one CPU.
 //
 // Only Linux has the operating-system parts. Elsewhere Detect fills the
@@ -36,8 +39,8 @@
 //
 // # Concurrency
 //
-// Detect, Plan, ParseCPUList and FormatCPUList are safe to call from any
-// goroutine. A Topology and an Assignment are values; their slices are not
+// Detect, Plan, a Planner's Take, ParseCPUList and FormatCPUList are safe
+// to call from any goroutine. A Topology and an Assignment are values; their slices are not
 // modified after they are returned, so they may be shared for reading.
 //
 // Pin acts on the calling goroutine and its thread only, and its unpin

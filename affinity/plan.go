@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Assignment maps executors to CPUs.
@@ -36,38 +37,80 @@ type Assignment struct {
 // (Detect failed or the platform is not Linux). Plan never fails: a poor
 // fit is described in Note, not refused. executors < 0 counts as 0.
 func Plan(executors int, topo Topology) Assignment {
-	executors = max(executors, 0)
-	a := Assignment{CPUs: make([]int, executors)}
-	if executors == 0 {
+	return NewPlanner(topo).Take(executors)
+}
+
+// Planner hands out CPUs to several groups of threads from one spread
+// order, the order Plan uses: each Take continues where the last one
+// stopped, so groups taken from one Planner — an engine's executors and the
+// shards of its acker — get disjoint CPUs while allowed CPUs remain, and
+// share only once every allowed CPU has a thread. Plan is one Take from a
+// fresh Planner.
+//
+// A Planner is safe for concurrent use.
+type Planner struct {
+	mu    sync.Mutex
+	topo  Topology
+	order []int
+	next  int // CPUs handed out so far (order position, not wrapped)
+}
+
+// NewPlanner returns a Planner over the allowed CPUs of topo.
+func NewPlanner(topo Topology) *Planner {
+	return &Planner{topo: topo, order: topo.spreadOrder()}
+}
+
+// Take assigns n threads to the next n CPUs of the planner's order (see
+// Plan for the order, and for what CPUs of -1 mean). Shared in the result
+// reports that one of these CPUs was handed out before, by this Take or
+// an earlier one. n < 0 counts as 0.
+func (p *Planner) Take(n int) Assignment {
+	n = max(n, 0)
+	a := Assignment{CPUs: make([]int, n)}
+	if n == 0 {
 		a.Note = "no executors"
 		return a
 	}
-	order := topo.spreadOrder()
-	if len(order) == 0 {
+	if len(p.order) == 0 {
 		for i := range a.CPUs {
 			a.CPUs[i] = -1
 		}
-		a.Note = plural(executors, "executor") + " unpinned: no allowed CPUs known"
+		a.Note = plural(n, "executor") + " unpinned: no allowed CPUs known"
 		return a
 	}
+	p.mu.Lock()
+	from := p.next
+	p.next += n
+	p.mu.Unlock()
 	for i := range a.CPUs {
-		a.CPUs[i] = order[i%len(order)]
+		a.CPUs[i] = p.order[(from+i)%len(p.order)]
 	}
 
-	used := a.CPUs[:min(executors, len(order))]
+	topo := p.topo
+	used := slices.Clone(a.CPUs)
+	slices.Sort(used)
+	used = slices.Compact(used)
 	perCore := map[int]int{}
 	for _, cpu := range used {
 		perCore[topo.coreOf(cpu)]++
 	}
-	a.Shared = executors > len(order)
+	a.Shared = from+n > len(p.order)
 	onSharedCore := 0 // executors whose physical core holds another
-	for _, n := range perCore {
-		if n > 1 {
+	for _, k := range perCore {
+		if k > 1 {
 			a.SMT = true
-			onSharedCore += n
+			onSharedCore += k
 		}
 	}
-	a.Note = a.describe(executors, len(order), len(perCore), onSharedCore, used)
+	// Used in the planner's order (the order Plan has always reported).
+	inOrder := a.CPUs[:min(n, len(p.order))]
+	if from > 0 {
+		inOrder = used
+	}
+	a.Note = a.describe(n, len(p.order), len(perCore), onSharedCore, inOrder)
+	if from > 0 {
+		a.Note += fmt.Sprintf(" (after %s handed out before)", plural(min(from, len(p.order)), "CPU"))
+	}
 	if len(topo.CPUs) == 0 {
 		a.Note += " (core layout unknown: each CPU counted as a core)"
 	}

@@ -134,3 +134,57 @@ func TestPlanExhaustive(t *testing.T) {
 		}
 	}
 }
+
+// TestPlannerDisjoint: groups taken from one Planner never share a CPU
+// while allowed CPUs remain, and the group that runs past them says Shared.
+func TestPlannerDisjoint(t *testing.T) {
+	for _, topo := range []Topology{smtTopology(8, 2), interleavedTopology(4), smtTopology(3, 1), smtTopology(1, 1)} {
+		allowed := len(topo.Allowed)
+		for _, groups := range [][]int{{1, 1}, {2, 3}, {allowed / 2, allowed - allowed/2}, {allowed, 1}, {1, allowed}, {3, 3, 3}} {
+			p := NewPlanner(topo)
+			seen := map[int]bool{}
+			total := 0
+			for g, n := range groups {
+				a := p.Take(n)
+				total += n
+				if len(a.CPUs) != n {
+					t.Fatalf("%d CPUs, groups %v: Take(%d) gave %d CPUs", allowed, groups, n, len(a.CPUs))
+				}
+				dup := false
+				for _, cpu := range a.CPUs {
+					if !slices.Contains(topo.Allowed, cpu) {
+						t.Errorf("%d CPUs, groups %v: group %d got CPU %d, not allowed", allowed, groups, g, cpu)
+					}
+					if seen[cpu] {
+						dup = true
+					}
+					seen[cpu] = true
+				}
+				if total <= allowed && dup {
+					t.Errorf("%d CPUs, groups %v: group %d (%v) shares a CPU with an earlier thread though only %d of %d are taken", allowed, groups, g, a.CPUs, total, allowed)
+				}
+				if a.Shared != (total > allowed) {
+					t.Errorf("%d CPUs, groups %v: group %d Shared = %v with %d of %d taken", allowed, groups, g, a.Shared, total, allowed)
+				}
+			}
+		}
+	}
+}
+
+// TestPlannerMatchesPlan: one Take from a fresh Planner is Plan.
+func TestPlannerMatchesPlan(t *testing.T) {
+	topo := smtTopology(4, 2)
+	for n := range 20 {
+		a, b := Plan(n, topo), NewPlanner(topo).Take(n)
+		if !slices.Equal(a.CPUs, b.CPUs) || a.Note != b.Note || a.Shared != b.Shared || a.SMT != b.SMT {
+			t.Errorf("n=%d: Plan %+v, Take %+v", n, a, b)
+		}
+	}
+	// Later groups continue the spread order: the second group of 2 on
+	// 4 cores x 2 takes cores 2 and 3, not the first cores' siblings.
+	p := NewPlanner(topo)
+	p.Take(2)
+	if got := p.Take(2).CPUs; !slices.Equal(got, []int{2, 3}) {
+		t.Errorf("second Take(2) = %v, want [2 3]", got)
+	}
+}

@@ -64,3 +64,21 @@ func ExamplePlan() {
 	// [0 1 2 3 4 5 6 7 8 9] true
 	// 10 executors on 10 CPUs (0-9) on 8 physical cores: 4 share a physical core with a hyper-thread sibling
 }
+
+func ExamplePlanner() {
+	// 4 cores, one thread each: an engine with 2 executors and an acker
+	// with 2 shards, planned from one Planner, get 4 different CPUs.
+	var topo Topology
+	for id := range 4 {
+		topo.CPUs = append(topo.CPUs, CPU{ID: id, Core: id, Siblings: []int{id}})
+		topo.Allowed = append(topo.Allowed, id)
+	}
+	p := NewPlanner(topo)
+	shards := p.Take(2)
+	executors := p.Take(2)
+	fmt.Println(shards.CPUs, executors.CPUs, executors.Shared)
+	fmt.Println(p.Take(1).Shared) // a fifth thread must share
+	// Output:
+	// [0 1] [2 3] false
+	// true
+}

@@ -11,21 +11,22 @@ import (
 	"unsafe"
 
 	"github.com/xorack/xorack/internal/invariants"
+	"github.com/xorack/xorack/internal/splitmix"
 )
 
 // item has the shape of the project's messages: 32 bytes, no pointers.
 type item struct {
-	seq  uint64 // position in its producer's stream
-	src  uint64 // producer
-	xor  uint64 // derived from seq, so a torn or stale copy is caught
-	pad_ uint64
+	seq uint64 // position in its producer's stream
+	src uint64 // producer
+	xor uint64 // derived from seq, so a torn or stale copy is caught
+	_   uint64
 }
 
 func mkItem(src, seq uint64) item {
-	return item{seq: seq, src: src, xor: seq*0x9E3779B97F4A7C15 ^ src}
+	return item{seq: seq, src: src, xor: seq*splitmix.Golden ^ src}
 }
 
-func (it item) valid() bool { return it.xor == it.seq*0x9E3779B97F4A7C15^it.src }
+func (it item) valid() bool { return it.xor == it.seq*splitmix.Golden^it.src }
 
 // watchdog fails the test if done is not closed within d. A lost wake-up
 // shows up as a hang; this turns it into a failure with a name.
@@ -161,10 +162,12 @@ func TestNewRejectsBadCapacity(t *testing.T) {
 }
 
 func TestHasPointers(t *testing.T) {
+	//lint:ignore U1000 the fields are the types' shape, read only by hasPointers
 	type flat struct {
 		a, b uint64
 		c    [4]int32
 	}
+	//lint:ignore U1000 as above
 	type nested struct {
 		f flat
 		p *int

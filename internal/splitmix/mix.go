@@ -5,7 +5,7 @@
 //
 // # Layout
 //
-// Three functions, no state.
+// One constant, four functions, no state.
 //
 // # Concurrency
 //
@@ -22,6 +22,12 @@ import (
 	"encoding/binary"
 )
 
+// Golden is 2^64 divided by the golden ratio, rounded to odd: SplitMix64's
+// increment, and the multiplier of Fibonacci hashing (consecutive integers
+// times Golden spread evenly over the 64-bit ring). The one copy of it in
+// the project.
+const Golden = 0x9e3779b97f4a7c15
+
 // Mix64 is SplitMix64's finaliser: a bijection that spreads every input
 // bit over every output bit.
 func Mix64(x uint64) uint64 {
@@ -37,9 +43,14 @@ func Mix64(x uint64) uint64 {
 // and returns its next output: a way to turn one seed into several
 // well-mixed keys.
 func Step(s *uint64) uint64 {
-	*s += 0x9e3779b97f4a7c15
+	*s += Golden
 	return Mix64(*s)
 }
+
+// Nth is the n-th output of a SplitMix64 generator seeded with 0, without
+// stepping through the first n-1: a well-mixed id for index n. Distinct n
+// give distinct outputs.
+func Nth(n uint64) uint64 { return Mix64(n * Golden) }
 
 // Seed returns 64 bits from crypto/rand, for hash keys that must stay
 // secret (a known key lets a client pick ids that collide).

@@ -30,6 +30,15 @@ func TestMix64Bijective(t *testing.T) {
 }
 
 // TestStep: the known first outputs of SplitMix64 seeded with 0.
+func TestNth(t *testing.T) {
+	var s uint64
+	for n := uint64(1); n <= 3; n++ {
+		if step, nth := Step(&s), Nth(n); step != nth {
+			t.Errorf("Nth(%d) = %#x, want the %d-th Step from 0, %#x", n, nth, n, step)
+		}
+	}
+}
+
 func TestStep(t *testing.T) {
 	var s uint64
 	want := []uint64{0xe220a8397b1dcdaf, 0x6e789e6aa1b965f4, 0x06c45d188009454f}
@@ -41,7 +50,8 @@ func TestStep(t *testing.T) {
 }
 
 func TestSeedDiffers(t *testing.T) {
-	if Seed() == Seed() && Seed() == Seed() {
-		t.Error("Seed returned the same value four times")
+	a, b, c := Seed(), Seed(), Seed()
+	if a == b && b == c {
+		t.Errorf("Seed returned %#x three times", a)
 	}
 }
