@@ -97,7 +97,8 @@ type Config struct {
 	Logger *slog.Logger
 
 	// Pin pins every executor (and the in-process acker's shards) to a
-	// CPU, planned by package affinity.
+	// CPU, all planned by one affinity.Planner, the shards first: no two
+	// share a CPU while allowed CPUs remain (Plan, and the acker's Plan).
 	Pin bool
 	// RingSize is each executor-to-executor ring's capacity (a power of
 	// two); default DefaultRingSize.

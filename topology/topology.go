@@ -33,7 +33,8 @@ type Topology struct {
 
 	seed     uint64
 	hashSeed maphash.Seed
-	dropHook func(*Tuple) bool // tests: drop tuples in transit
+	dropHook func(*Tuple) bool                 // tests: drop tuples in transit
+	detect   func() (affinity.Topology, error) // the machine Pin plans on; tests inject one
 
 	stopping atomic.Bool // spouts: stop emitting, report every pending root
 	draining atomic.Bool // spouts: stop calling Next
@@ -58,7 +59,7 @@ type Topology struct {
 
 func newTopology(cfg Config, comps []*component) (*Topology, error) {
 	t := &Topology{cfg: cfg, comps: comps, byName: map[string]*component{}, seed: cfg.Seed,
-		hashSeed: maphash.MakeSeed(), quietCh: make(chan struct{}), done: make(chan struct{})}
+		hashSeed: maphash.MakeSeed(), quietCh: make(chan struct{}), done: make(chan struct{}), detect: affinity.Detect}
 	if t.seed == 0 {
 		var b [8]byte
 		_, _ = rand.Read(b[:])
@@ -193,8 +194,23 @@ func (t *Topology) progressCap() time.Duration {
 	return min(t.cfg.ResetCap, ackcore.MaxTimeout)
 }
 
-// openPort opens the acker: Config.Port's, or an in-process acker.Acker.
-func (t *Topology) openPort() (acker.Port, error) {
+// planner is the one CPU planner of a pinned topology, nil when nothing is
+// pinned or the machine cannot be described (the reason is in Plan's Note).
+func (t *Topology) planner() *affinity.Planner {
+	if !t.cfg.Pin {
+		return nil
+	}
+	topo, err := t.detect()
+	if err != nil {
+		t.plan.Note = "unpinned: " + err.Error()
+		return nil
+	}
+	return affinity.NewPlanner(topo)
+}
+
+// openPort opens the acker: Config.Port's, or an in-process acker.Acker
+// whose shards, with Pin, take their CPUs from planner first.
+func (t *Topology) openPort(planner *affinity.Planner) (acker.Port, error) {
 	spec := t.Spec()
 	if t.cfg.Port != nil {
 		p, err := t.cfg.Port(spec)
@@ -226,7 +242,7 @@ func (t *Topology) openPort() (acker.Port, error) {
 			// RESETs (boltExec.progressAfter).
 			ProgressTimeout: t.cfg.ProgressTimeout, ProgressCap: t.progressCap()},
 		RingSize: t.cfg.AckerRingSize, OutcomeRingSize: t.cfg.AckerOutcomeRingSize,
-		Pin: t.cfg.Pin, Idle: &idle,
+		Pin: t.cfg.Pin, Planner: planner, Idle: &idle,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("topology: %w", err)
@@ -246,8 +262,12 @@ func (t *Topology) Start() error {
 		return errors.New("topology: Start called twice")
 	}
 	t.started = true
+	// One planner for every pinned thread: the acker's shards take their
+	// CPUs first, the executors the next ones, so none shares a CPU while
+	// allowed CPUs remain.
+	planner := t.planner()
 	if t.cfg.acking() {
-		p, err := t.openPort()
+		p, err := t.openPort(planner)
 		if err != nil {
 			return err
 		}
@@ -302,12 +322,8 @@ func (t *Topology) Start() error {
 			}
 		}
 	}
-	if t.cfg.Pin {
-		if topo, err := affinity.Detect(); err != nil {
-			t.plan.Note = "unpinned: " + err.Error()
-		} else {
-			t.plan = affinity.Plan(len(t.execs), topo)
-		}
+	if planner != nil {
+		t.plan = planner.Take(len(t.execs))
 	}
 	t.wgs = make([]*sync.WaitGroup, len(t.comps))
 	for _, c := range t.comps {
@@ -488,7 +504,11 @@ func (t *Topology) Stop(ctx context.Context) error {
 // queued for them when its context ended during the drain.
 const StopGrace = 5 * time.Second
 
-// Plan is the executors' CPU assignment when Config.Pin is set.
+// Plan is the executors' CPU assignment when Config.Pin is set. The
+// executors take their CPUs from the same affinity.Planner as the
+// in-process acker's shards, after them: while allowed CPUs remain, no
+// executor shares a CPU with a shard or another executor (the acker's own
+// Plan lists the shards').
 func (t *Topology) Plan() affinity.Assignment {
 	t.mu.Lock()
 	defer t.mu.Unlock()
