@@ -171,6 +171,11 @@ func (f Footprint) Total() int64 {
 	return sat(sat(sat(f.Tables, f.Rings), sat(f.OutcomeRings, f.Held)), f.Receivers)
 }
 
+// Check is New's check of c, allocating nothing: every size and count,
+// then the Footprint against MaxBytes. It returns the Footprint of c with
+// its defaults filled, or an error naming the first problem found.
+func (c Config) Check() (Footprint, error) { return c.fill() }
+
 // fill applies defaults and checks every value, then the footprint against
 // MaxBytes, without allocating anything.
 func (c *Config) fill() (Footprint, error) {

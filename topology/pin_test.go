@@ -41,7 +41,7 @@ func TestPinOnePlanner(t *testing.T) {
 			b.Spout("ids", newIDSpout(l, n)).Tasks(2).Executors(2).Output("id")
 			b.Bolt("sink", func() Bolt { return nopBolt{} }).Tasks(3).Executors(3).Input("ids", Shuffle())
 			cfg := testConfig()
-			cfg.Ackers = 2
+			cfg.Acker.Shards = 2
 			cfg.Pin = true
 			top, err := b.Build(cfg)
 			if err != nil {

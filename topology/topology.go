@@ -35,6 +35,7 @@ type Topology struct {
 	hashSeed maphash.Seed
 	dropHook func(*Tuple) bool                 // tests: drop tuples in transit
 	detect   func() (affinity.Topology, error) // the machine Pin plans on; tests inject one
+	ackerCfg acker.Config                      // the in-process acker's, checked by Build
 
 	stopping atomic.Bool // spouts: stop emitting, report every pending root
 	draining atomic.Bool // spouts: stop calling Next
@@ -185,6 +186,9 @@ func (t *Topology) Spec() acker.Spec {
 		ReceiverOf: func(task int) int { return recvOf[task] }}
 }
 
+// inProcess reports whether the topology runs an in-process acker.
+func (t *Topology) inProcess() bool { return t.cfg.acking() && t.cfg.Port == nil }
+
 // progressCap is the in-process acker's ProgressCap: ResetCap, the most a
 // tree's progress may extend it, 0 without ProgressTimeout.
 func (t *Topology) progressCap() time.Duration {
@@ -197,7 +201,7 @@ func (t *Topology) progressCap() time.Duration {
 // planner is the one CPU planner of a pinned topology, nil when nothing is
 // pinned or the machine cannot be described (the reason is in Plan's Note).
 func (t *Topology) planner() *affinity.Planner {
-	if !t.cfg.Pin {
+	if !t.cfg.Pin && !(t.inProcess() && t.ackerCfg.Pin) {
 		return nil
 	}
 	topo, err := t.detect()
@@ -206,6 +210,45 @@ func (t *Topology) planner() *affinity.Planner {
 		return nil
 	}
 	return affinity.NewPlanner(topo)
+}
+
+// ackerConfig is the in-process acker's configuration: Config.Acker with
+// the port shape, the topology's timeouts, clock and seed, and the
+// defaults the topology picks, checked as acker.New checks it.
+func (t *Topology) ackerConfig() (acker.Config, error) {
+	spec := t.Spec()
+	cfg := t.cfg.Acker
+	cfg.Producers, cfg.Tasks, cfg.Receivers, cfg.ReceiverOf = spec.Producers, spec.Tasks, spec.Receivers, spec.ReceiverOf
+	if cfg.Shard.MaxPending == 0 {
+		total := len(t.spoutOf) * t.cfg.MaxSpoutPending
+		cfg.Shard.MaxPending = min(2*total/cfg.Shards+1024, ackcore.MaxPendingLimit)
+	}
+	if cfg.Shard.Seed == 0 {
+		cfg.Shard.Seed = t.seed
+	}
+	cfg.Shard.Timeout, cfg.Shard.Clock = t.cfg.MessageTimeout, t.cfg.Clock
+	// Config.ProgressTimeout: the in-process acker moves the deadline on
+	// every ACK itself (one store); the bolts send no RESETs
+	// (boltExec.progressAfter).
+	cfg.Shard.ProgressTimeout, cfg.Shard.ProgressCap = t.cfg.ProgressTimeout, t.progressCap()
+	cfg.Pin = cfg.Pin || t.cfg.Pin
+	if cfg.Idle == nil {
+		// The acker's executors wait as the engine's do, not with the
+		// acker's own default (a spin of some 20 us, for an executor
+		// with a processor to itself): here they share the processors
+		// with the spouts and bolts, and a long spin takes their CPU
+		// (with the acker's default, acked word count trees/s fell by a
+		// quarter).
+		idle := ring.DefaultIdle()
+		if t.cfg.Idle != nil {
+			idle = *t.cfg.Idle
+		}
+		cfg.Idle = &idle
+	}
+	if _, err := cfg.Check(); err != nil {
+		return cfg, fmt.Errorf("topology: Acker: %w", err)
+	}
+	return cfg, nil
 }
 
 // openPort opens the acker: Config.Port's, or an in-process acker.Acker
@@ -219,31 +262,9 @@ func (t *Topology) openPort(planner *affinity.Planner) (acker.Port, error) {
 		}
 		return p, nil
 	}
-	perShard := t.cfg.AckerMaxPending
-	if perShard == 0 {
-		total := len(t.spoutOf) * t.cfg.MaxSpoutPending
-		perShard = min(2*total/t.cfg.Ackers+1024, ackcore.MaxPendingLimit)
-	}
-	// The acker's executors wait as the engine's do, not with the
-	// acker's own default (a spin of some 20 us, for an executor with a
-	// processor to itself): here they share the processors with the
-	// spouts and bolts, and a long spin takes their CPU (with the
-	// acker's default, acked word count trees/s fell by a quarter).
-	idle := ring.DefaultIdle()
-	if t.cfg.Idle != nil {
-		idle = *t.cfg.Idle
-	}
-	a, err := acker.New(acker.Config{
-		Shards: t.cfg.Ackers, Producers: spec.Producers, Tasks: spec.Tasks,
-		Receivers: spec.Receivers, ReceiverOf: spec.ReceiverOf,
-		Shard: ackcore.Config{MaxPending: perShard, Timeout: t.cfg.MessageTimeout, Clock: t.cfg.Clock, Seed: t.seed,
-			// Config.ProgressTimeout: the in-process acker moves the
-			// deadline on every ACK itself (one store); the bolts send no
-			// RESETs (boltExec.progressAfter).
-			ProgressTimeout: t.cfg.ProgressTimeout, ProgressCap: t.progressCap()},
-		RingSize: t.cfg.AckerRingSize, OutcomeRingSize: t.cfg.AckerOutcomeRingSize,
-		Pin: t.cfg.Pin, Planner: planner, Idle: &idle,
-	})
+	cfg := t.ackerCfg
+	cfg.Planner = planner
+	a, err := acker.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("topology: %w", err)
 	}
@@ -322,7 +343,7 @@ func (t *Topology) Start() error {
 			}
 		}
 	}
-	if planner != nil {
+	if planner != nil && t.cfg.Pin {
 		t.plan = planner.Take(len(t.execs))
 	}
 	t.wgs = make([]*sync.WaitGroup, len(t.comps))
