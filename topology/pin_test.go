@@ -85,3 +85,35 @@ func TestPinOnePlanner(t *testing.T) {
 		})
 	}
 }
+
+// TestPinAckerOnly: Acker.Pin without Config.Pin pins the shards alone,
+// from the planner's first CPUs; the executors stay unplanned.
+func TestPinAckerOnly(t *testing.T) {
+	l := newLedger()
+	const n = 100
+	b := NewBuilder()
+	b.Spout("ids", newIDSpout(l, n)).Output("id")
+	b.Bolt("sink", func() Bolt { return nopBolt{} }).Input("ids", Shuffle())
+	cfg := testConfig()
+	cfg.Acker = acker.Config{Shards: 2, Pin: true}
+	top, err := b.Build(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	top.detect = fakeCPUs(1000, 8)
+	if err := top.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitDone(t, top, 30*time.Second)
+	top.mu.Lock()
+	a := top.port.(*acker.Acker)
+	top.mu.Unlock()
+	stop(t, top)
+	l.check(t, n, false)
+	if got := a.Plan().CPUs; !slices.Equal(got, []int{1000, 1001}) {
+		t.Errorf("shards on %v, want [1000 1001]", got)
+	}
+	if got := top.Plan().CPUs; len(got) != 0 {
+		t.Errorf("executors planned on %v without Config.Pin", got)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
 	"github.com/xorack/xorack/netio"
+	"github.com/xorack/xorack/ring"
 )
 
 // TestConfigErrorsJoined: Build reports every problem of a Config, and
@@ -162,4 +163,29 @@ func TestZeroConfigIsAtLeastOnce(t *testing.T) {
 		t.Errorf("zero Config: %d complete latencies, want %d", got, n)
 	}
 	l.check(t, n, false)
+}
+
+// TestAckerIdle: the in-process acker waits as the engine does
+// (Config.Idle, else DefaultIdle) unless Acker.Idle says otherwise.
+func TestAckerIdle(t *testing.T) {
+	engine, own := ring.Idle{Spins: 7, Yields: 3}, ring.Idle{Spins: 9000, Yields: 1}
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want ring.Idle
+	}{
+		{"default", Config{}, DefaultIdle()},
+		{"engine's", Config{Idle: &engine}, engine},
+		{"acker's", Config{Idle: &engine, Acker: acker.Config{Idle: &own}}, own},
+	} {
+		b := NewBuilder()
+		b.Spout("s", func() Spout { return nopSpout{} }).Output("x")
+		top, err := b.Build(tc.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := top.ackerCfg.Idle; got == nil || *got != tc.want {
+			t.Errorf("%s: the acker's Idle %v, want %v", tc.name, got, tc.want)
+		}
+	}
 }

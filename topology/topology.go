@@ -136,11 +136,7 @@ func newTopology(cfg Config, comps []*component) (*Topology, error) {
 				ups = append(ups, from.execs...)
 			}
 		}
-		idle := ring.DefaultIdle()
-		if cfg.Idle != nil {
-			idle = *cfg.Idle
-		}
-		b.in = ring.NewFanInWithIdle[*Tuple](len(ups), cfg.RingSize, cfg.Batch, idle)
+		b.in = ring.NewFanInWithIdle[*Tuple](len(ups), cfg.RingSize, cfg.Batch, cfg.idle())
 		for k, up := range ups {
 			up.outs = append(up.outs, outLink{ring: b.in.Producer(k)})
 			for _, task := range b.tasks {
@@ -233,16 +229,9 @@ func (t *Topology) ackerConfig() (acker.Config, error) {
 	cfg.Shard.ProgressTimeout, cfg.Shard.ProgressCap = t.cfg.ProgressTimeout, t.progressCap()
 	cfg.Pin = cfg.Pin || t.cfg.Pin
 	if cfg.Idle == nil {
-		// The acker's executors wait as the engine's do, not with the
-		// acker's own default (a spin of some 20 us, for an executor
-		// with a processor to itself): here they share the processors
-		// with the spouts and bolts, and a long spin takes their CPU
-		// (with the acker's default, acked word count trees/s fell by a
-		// quarter).
-		idle := ring.DefaultIdle()
-		if t.cfg.Idle != nil {
-			idle = *t.cfg.Idle
-		}
+		// The acker's executors wait as the engine's do (DefaultIdle),
+		// not with the acker's own default.
+		idle := t.cfg.idle()
 		cfg.Idle = &idle
 	}
 	if _, err := cfg.Check(); err != nil {
