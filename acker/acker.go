@@ -131,11 +131,14 @@ func New(cfg Config) (*Acker, error) {
 	return a, nil
 }
 
-// makePlan assigns the executors' CPUs (with Pin).
+// makePlan assigns the executors' CPUs (with Pin): from Config.Planner
+// when set, else from a plan of this machine for the shards alone.
 func (a *Acker) makePlan() affinity.Assignment {
 	var plan affinity.Assignment
 	if a.cfg.Pin {
-		if topo, err := affinity.Detect(); err != nil {
+		if a.cfg.Planner != nil {
+			plan = a.cfg.Planner.Take(len(a.execs))
+		} else if topo, err := affinity.Detect(); err != nil {
 			plan.Note = "unpinned: " + err.Error()
 		} else {
 			plan = affinity.Plan(len(a.execs), topo)

@@ -8,6 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/affinity"
 	"github.com/xorack/xorack/ring"
 )
 
@@ -69,8 +70,16 @@ type Config struct {
 	// tables, rings, held outcomes); New refuses a configuration over it,
 	// naming the bytes. 0 means DefaultMaxBytes; raise it deliberately.
 	MaxBytes int64
-	// Pin pins each executor to a CPU chosen by affinity.Plan.
+	// Pin pins each executor to a CPU chosen by affinity.Plan, or by
+	// Planner when it is set.
 	Pin bool
+	// Planner, with Pin, hands the executors their CPUs: New takes
+	// Shards CPUs from it (Planner.Take), so an engine that plans its own
+	// threads from the same Planner, before or after, gets CPUs disjoint
+	// from the shards' while allowed CPUs remain. nil: New detects the
+	// machine and plans the shards alone (affinity.Plan), from the first
+	// CPU of the spread order, whatever else runs there.
+	Planner *affinity.Planner
 	// Idle is how executors, blocked producers and waiting receivers
 	// wait; nil means DefaultIdle(Shards) for the executors and
 	// ring.DefaultIdle() for producers and receivers. An engine whose own goroutines
@@ -161,6 +170,11 @@ type Footprint struct {
 func (f Footprint) Total() int64 {
 	return sat(sat(sat(f.Tables, f.Rings), sat(f.OutcomeRings, f.Held)), f.Receivers)
 }
+
+// Check is New's check of c, allocating nothing: every size and count,
+// then the Footprint against MaxBytes. It returns the Footprint of c with
+// its defaults filled, or an error naming the first problem found.
+func (c Config) Check() (Footprint, error) { return c.fill() }
 
 // fill applies defaults and checks every value, then the footprint against
 // MaxBytes, without allocating anything.

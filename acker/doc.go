@@ -8,6 +8,13 @@
 // remote acker can stand in for the in-process one: *Acker is a Port, and
 // so is the network acker's client.
 //
+// With Config.Pin each executor pins itself to a CPU. An engine that pins
+// its own threads too gives the acker its affinity.Planner
+// (Config.Planner): New takes the shards' CPUs from it and the engine
+// takes its threads' next, so none share a CPU while allowed CPUs remain
+// (package topology does so). Without a Planner the shards are planned
+// alone, from the first CPU of the machine's spread order.
+//
 // # Layout
 //
 //	producer 0 ─┬─ ring ─▶ executor 0 (shard 0) ─┬─ ring ─▶ receiver 0

@@ -32,11 +32,6 @@ func newGate(receivers int) *gate {
 	return &gate{held: make([]atomic.Uint32, receivers), ch: make(chan struct{})}
 }
 
-// holds reports whether INITs for receiver r are held back.
-func (g *gate) holds(r uint32) bool {
-	return g.n.Load() != 0 && g.held[r].Load() != 0
-}
-
 // hold starts holding back receiver r's INITs (executor only).
 func (g *gate) hold(r uint32) {
 	g.held[r].Store(1)

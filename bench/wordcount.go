@@ -25,7 +25,7 @@ type wcTopology struct {
 }
 
 // buildWordcount builds the word count on spout (emitting one sentence
-// field), with shards acker shards when acked and 0 ackers otherwise.
+// field), with shards acker shards when acked and at most once otherwise.
 func buildWordcount(spout string, newSpout func() topology.Spout, acked bool, shards int, pin bool, seed uint64) (*wcTopology, error) {
 	w := &wcTopology{spout: spout, acked: acked}
 	b := topology.NewBuilder()
@@ -36,9 +36,9 @@ func buildWordcount(spout string, newSpout func() topology.Spout, acked bool, sh
 		w.counters = append(w.counters, c)
 		return c
 	}).Input("split", topology.Fields("word"))
-	cfg := topology.Config{Pin: pin, Seed: seed}
+	cfg := topology.Config{Pin: pin, Seed: seed, AtMostOnce: !acked}
 	if acked {
-		cfg.Ackers = shards
+		cfg.Acker.Shards = shards
 	}
 	top, err := b.Build(cfg)
 	if err != nil {

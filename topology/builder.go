@@ -199,7 +199,18 @@ func (b *Builder) Build(cfg Config) (*Topology, error) {
 	if err := errors.Join(cfgErr, err); err != nil {
 		return nil, err
 	}
-	return newTopology(cfg, comps)
+	t, err := newTopology(cfg, comps)
+	if err != nil {
+		return nil, err
+	}
+	if t.inProcess() {
+		// The acker's own check needs the port shape, which needs the
+		// executors: it comes once the rest is valid.
+		if t.ackerCfg, err = t.ackerConfig(); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
 }
 
 // check validates the declarations and resolves them into components in

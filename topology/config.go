@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"reflect"
 	"time"
 
 	"github.com/xorack/xorack/ackcore"
@@ -36,13 +37,28 @@ const (
 	DefaultSpoutWait = time.Millisecond
 )
 
-// Config configures a topology. Zero fields take the defaults; note that
-// Ackers 0 means at most once, as in Storm (DefaultConfig sets 1).
+// Config configures a topology. Zero fields take the defaults: the zero
+// Config is DefaultConfig, at least once with one in-process acker shard.
+// At most once is only ever an explicit choice (AtMostOnce).
 type Config struct {
-	// Ackers is the number of acker shards. 0 means at most once: nothing
-	// is tracked, and a spout's Ack is called right after each emit with a
-	// message id.
-	Ackers int
+	// AtMostOnce turns tracking off: there is no acker (Acker and Port
+	// must be unset), nothing is tracked, and a spout's Ack is called
+	// right after each emit with a message id. Storm's 0 ackers.
+	AtMostOnce bool
+	// Acker configures the in-process acker (acker.New), every field of
+	// it: Shards (default 1), ring sizes, Backlog, Batch, MaxBytes, Seed,
+	// Idle (default: the engine's, Config.Idle), Pin (pins the shards
+	// alone; Config.Pin pins them with the executors) and Shard, whose
+	// MaxPending (per shard) defaults to twice the topology's spout pending
+	// bound (its roots, and the orphans of failed ones) spread over the
+	// shards plus 1024, and whose Seed defaults to the topology's. The
+	// topology sets the rest itself and Build refuses them set: the port
+	// shape (Producers, Tasks, Receivers, ReceiverOf) and Planner, which
+	// are the engine's, and Shard.Timeout, Shard.Clock,
+	// Shard.ProgressTimeout and Shard.ProgressCap, which come from
+	// MessageTimeout, Clock, ProgressTimeout and ResetCap. Build checks it
+	// as acker.New would. Leave it zero with Port.
+	Acker acker.Config
 	// MessageTimeout fails a root whose tree is not fully acked in time;
 	// default DefaultMessageTimeout. A whole number of milliseconds.
 	MessageTimeout time.Duration
@@ -97,7 +113,8 @@ type Config struct {
 	Logger *slog.Logger
 
 	// Pin pins every executor (and the in-process acker's shards) to a
-	// CPU, planned by package affinity.
+	// CPU, all planned by one affinity.Planner, the shards first: no two
+	// share a CPU while allowed CPUs remain (Plan, and the acker's Plan).
 	Pin bool
 	// RingSize is each executor-to-executor ring's capacity (a power of
 	// two); default DefaultRingSize.
@@ -110,14 +127,8 @@ type Config struct {
 	// SpoutWait is how long a spout executor waits when no task emitted
 	// anything; default DefaultSpoutWait.
 	SpoutWait time.Duration
-	// AckerRingSize, AckerOutcomeRingSize and AckerMaxPending configure
-	// the in-process acker (acker.Config's RingSize, OutcomeRingSize and,
-	// per shard, Shard.MaxPending); zero picks defaults: the acker's ring
-	// sizes, and a bound of twice the topology's spout pending bound
-	// (its roots, and the orphans of failed ones) spread over the shards.
-	AckerRingSize, AckerOutcomeRingSize, AckerMaxPending int
-	// Idle is how executors, the in-process acker's included, wait for
-	// work; nil means ring.DefaultIdle().
+	// Idle is how executors, the in-process acker's included (unless
+	// Acker.Idle is set), wait for work; nil means DefaultIdle().
 	Idle *ring.Idle
 	// Clock is the engine's and the in-process acker's time source; nil
 	// means a monotonic clock. Tests pass an ackcore.FakeClock.
@@ -125,14 +136,14 @@ type Config struct {
 	// Seed seeds edge and root ids and shuffles; 0 draws one at random.
 	Seed uint64
 	// Port, if set, opens the acker the engine talks to (the network
-	// acker's client, say) instead of an in-process acker.Acker. The
-	// engine calls Stop on it when it stops.
+	// acker's client, say) instead of an in-process acker.Acker (Acker
+	// must then be zero). The engine calls Stop on it when it stops.
 	Port func(acker.Spec) (acker.Port, error)
 }
 
-// DefaultConfig is the at-least-once configuration: one acker shard and
-// every other field at its default.
-func DefaultConfig() Config { return Config{Ackers: 1} }
+// DefaultConfig is the at-least-once configuration: one in-process acker
+// shard and every other field at its default. It is the zero Config.
+func DefaultConfig() Config { return Config{} }
 
 // RetryPolicy says how failed roots are replayed: attempt k+1 starts
 // Backoff*2^(k-1) (at most MaxBackoff) after attempt k failed, less a
@@ -194,17 +205,75 @@ type Adaptive struct {
 	Interval  time.Duration // default 100 ms
 }
 
-// on reports whether acking is on.
-func (c *Config) acking() bool { return c.Ackers > 0 }
+// DefaultIdle is how the engine's executors wait for work when
+// Config.Idle is nil, the in-process acker's shards, producers and
+// receivers included when Acker.Idle is nil too: ring.DefaultIdle(), a
+// spin of under a microsecond, then yields, then a park. Not the acker's
+// own default (acker.DefaultIdle, a spin of some 20 us for an executor
+// with a processor to itself): here the shards share the processors with
+// the spouts and bolts, and a long spin takes their CPU (with the
+// acker's default, acked word count trees/s fell by a quarter).
+func DefaultIdle() ring.Idle { return ring.DefaultIdle() }
+
+// idle is Config.Idle, or DefaultIdle.
+func (c *Config) idle() ring.Idle {
+	if c.Idle != nil {
+		return *c.Idle
+	}
+	return DefaultIdle()
+}
+
+// acking reports whether acking is on.
+func (c *Config) acking() bool { return !c.AtMostOnce }
+
+// fillAcker defaults and checks the acker fields (AtMostOnce, Acker,
+// Port): every problem through bad.
+func (c *Config) fillAcker(bad func(format string, args ...any)) {
+	a := &c.Acker
+	set := !reflect.ValueOf(*a).IsZero()
+	switch {
+	case c.AtMostOnce && c.Port != nil:
+		bad("topology: AtMostOnce with Port set: an at-most-once topology has no acker")
+	case c.AtMostOnce && set:
+		bad("topology: AtMostOnce with Acker set: an at-most-once topology has no acker")
+	case c.Port != nil && set:
+		bad("topology: Port and Acker both set: Acker configures the in-process acker, Port opens another")
+	}
+	if c.AtMostOnce || c.Port != nil {
+		return
+	}
+	owned := func(field string, isSet bool, why string) {
+		if isSet {
+			bad("topology: Acker.%s is set: %s; leave it zero", field, why)
+		}
+	}
+	const shape = "the topology sets it (the port shape of its executors and spout tasks)"
+	owned("Producers", a.Producers != 0, shape)
+	owned("Tasks", a.Tasks != 0, shape)
+	owned("Receivers", a.Receivers != 0, shape)
+	owned("ReceiverOf", a.ReceiverOf != nil, shape)
+	owned("Planner", a.Planner != nil, "the topology plans its executors and the shards with one planner (Config.Pin)")
+	owned("Shard.Timeout", a.Shard.Timeout != 0, "it is Config.MessageTimeout")
+	owned("Shard.Clock", a.Shard.Clock != nil, "it is Config.Clock")
+	owned("Shard.ProgressTimeout", a.Shard.ProgressTimeout, "it is Config.ProgressTimeout")
+	owned("Shard.ProgressCap", a.Shard.ProgressCap != 0, "it is Config.ResetCap, with Config.ProgressTimeout")
+	if a.Shards == 0 {
+		a.Shards = 1
+	}
+	if a.Shards < 1 || a.Shards > acker.MaxShards {
+		bad("topology: Acker.Shards %d out of range [1, %d] (0: 1; at most once is AtMostOnce)", a.Shards, acker.MaxShards)
+	}
+	if a.Shard.MaxPending < 0 || a.Shard.MaxPending > ackcore.MaxPendingLimit {
+		bad("topology: Acker.Shard.MaxPending %d out of range [0, %d]", a.Shard.MaxPending, ackcore.MaxPendingLimit)
+	}
+}
 
 // fill defaults c's zero fields and validates it, with errors naming the
 // field and value: every problem found, joined.
 func (c *Config) fill() error {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	if c.Ackers < 0 || c.Ackers > 1024 {
-		bad("topology: Ackers %d out of range [0, 1024]", c.Ackers)
-	}
+	c.fillAcker(bad)
 	if c.MessageTimeout == 0 {
 		c.MessageTimeout = DefaultMessageTimeout
 	}
@@ -307,9 +376,6 @@ func (c *Config) fill() error {
 	}
 	if c.SpoutWait < 0 {
 		bad("topology: SpoutWait %v is negative", c.SpoutWait)
-	}
-	if c.AckerMaxPending < 0 || c.AckerMaxPending > ackcore.MaxPendingLimit {
-		bad("topology: AckerMaxPending %d out of range [0, %d]", c.AckerMaxPending, ackcore.MaxPendingLimit)
 	}
 	if c.Clock == nil {
 		c.Clock = ackcore.NewMonotonicClock()

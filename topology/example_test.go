@@ -153,6 +153,7 @@ func ExamplePanicError() {
 		return topology.Basic(topology.BasicFunc(func(t *topology.Tuple, c *topology.BasicCollector) error {
 			if t.Int(0) == 1 {
 				var m map[string]int
+				//lint:ignore SA5000 the panic is the example
 				m["boom"]++ // a bug: assignment to a nil map
 			}
 			return nil

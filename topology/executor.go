@@ -1,7 +1,6 @@
 package topology
 
 import (
-	"errors"
 	"fmt"
 	"hash/maphash"
 	"io"
@@ -66,8 +65,6 @@ type route struct {
 	fields []int
 	rr     int
 }
-
-var errClosedRing = errors.New("topology: downstream ring closed")
 
 // route appends to e.targets the tasks that get a tuple of values on st
 // (direct >= 0: EmitDirect to that task).

@@ -11,6 +11,7 @@ import (
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
+	"github.com/xorack/xorack/affinity"
 )
 
 type nopSpout struct{}
@@ -103,7 +104,24 @@ func TestConfigErrors(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{Config{Ackers: -1}, "Ackers -1"},
+		{Config{Acker: acker.Config{Shards: -1}}, "Acker.Shards -1"},
+		{Config{Acker: acker.Config{Shard: ackcore.Config{MaxPending: -1}}}, "Acker.Shard.MaxPending -1"},
+		{Config{Acker: acker.Config{Producers: 3}}, "Acker.Producers is set"},
+		{Config{Acker: acker.Config{Tasks: 3}}, "Acker.Tasks is set"},
+		{Config{Acker: acker.Config{Receivers: 3}}, "Acker.Receivers is set"},
+		{Config{Acker: acker.Config{ReceiverOf: func(int) int { return 0 }}}, "Acker.ReceiverOf is set"},
+		{Config{Acker: acker.Config{Planner: affinity.NewPlanner(affinity.Topology{})}}, "Acker.Planner is set"},
+		{Config{Acker: acker.Config{Shard: ackcore.Config{Timeout: time.Second}}}, "Acker.Shard.Timeout is set"},
+		{Config{Acker: acker.Config{Shard: ackcore.Config{Clock: &ackcore.FakeClock{}}}}, "Acker.Shard.Clock is set"},
+		{Config{Acker: acker.Config{Shard: ackcore.Config{ProgressTimeout: true}}}, "Acker.Shard.ProgressTimeout is set"},
+		{Config{Acker: acker.Config{Shard: ackcore.Config{ProgressCap: time.Second}}}, "Acker.Shard.ProgressCap is set"},
+		{Config{AtMostOnce: true, Acker: acker.Config{Shards: 2}}, "AtMostOnce with Acker set"},
+		{Config{AtMostOnce: true, Port: func(acker.Spec) (acker.Port, error) { return nil, nil }}, "AtMostOnce with Port set"},
+		{Config{Acker: acker.Config{Shards: 2}, Port: func(acker.Spec) (acker.Port, error) { return nil, nil }}, "Port and Acker both set"},
+		// The acker's own check, at Build: its ring, backlog and byte bounds.
+		{Config{Acker: acker.Config{RingSize: 1000}}, "Acker: acker: RingSize 1000"},
+		{Config{Acker: acker.Config{Backlog: -1}}, "Acker: acker: Backlog -1"},
+		{Config{Acker: acker.Config{MaxBytes: 1 << 10}}, "over MaxBytes"},
 		{Config{MessageTimeout: 1500 * time.Microsecond}, "MessageTimeout 1.5ms"},
 		{Config{RingSize: 1000}, "RingSize 1000"},
 		{Config{MaxSpoutPending: -3}, "MaxSpoutPending -3"},

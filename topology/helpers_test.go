@@ -186,6 +186,6 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 
 // testConfig is a fast at-least-once config.
 func testConfig() Config {
-	return Config{Ackers: 1, MessageTimeout: 5 * time.Second, MaxSpoutPending: 256, Seed: 7,
+	return Config{MessageTimeout: 5 * time.Second, MaxSpoutPending: 256, Seed: 7,
 		Retry: RetryPolicy{MaxAttempts: 10, Backoff: time.Millisecond, MaxBackoff: 20 * time.Millisecond}}
 }

@@ -2,6 +2,7 @@ package topology
 
 import (
 	"net"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
 	"github.com/xorack/xorack/netio"
+	"github.com/xorack/xorack/ring"
 )
 
 // TestConfigErrorsJoined: Build reports every problem of a Config, and
@@ -17,8 +19,8 @@ func TestConfigErrorsJoined(t *testing.T) {
 	b := NewBuilder()
 	b.Spout("s", func() Spout { return nopSpout{} }).Output("x")
 	b.Bolt("b", func() Bolt { return nopBolt{} }).Input("nowhere", Shuffle())
-	_, err := b.Build(Config{Ackers: -1, RingSize: 1000, Retry: RetryPolicy{Jitter: 2}})
-	for _, want := range []string{"Ackers -1", "RingSize 1000", "Retry.Jitter 2", `"nowhere"`} {
+	_, err := b.Build(Config{Acker: acker.Config{Shards: -1}, RingSize: 1000, Retry: RetryPolicy{Jitter: 2}})
+	for _, want := range []string{"Acker.Shards -1", "RingSize 1000", "Retry.Jitter 2", `"nowhere"`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("err = %v, want it to contain %q", err, want)
 		}
@@ -114,7 +116,7 @@ func TestMetricsAckerOnNetio(t *testing.T) {
 }
 
 // TestAckerStats: AckerStats is Metrics().Acker alone: there while the
-// topology runs, the final counters after Stop; with Ackers = 0 none.
+// topology runs, the final counters after Stop; at most once none.
 func TestAckerStats(t *testing.T) {
 	for _, ackers := range []int{0, 1} {
 		l := newLedger()
@@ -123,7 +125,7 @@ func TestAckerStats(t *testing.T) {
 		b.Spout("ids", newIDSpout(l, n)).Output("id")
 		b.Bolt("sink", func() Bolt { return nopBolt{} }).Input("ids", Shuffle())
 		cfg := testConfig()
-		cfg.Ackers = ackers
+		cfg.AtMostOnce = ackers == 0
 		top := start(t, b, cfg)
 		waitDone(t, top, 30*time.Second)
 		if _, ok := top.AckerStats(); ok != (ackers > 0) {
@@ -135,5 +137,55 @@ func TestAckerStats(t *testing.T) {
 			t.Errorf("ackers=%d: AckerStats %+v %v after Stop, Metrics().Acker %+v", ackers, final, ok, m)
 		}
 		l.check(t, n, false)
+	}
+}
+
+// TestZeroConfigIsAtLeastOnce: the zero Config tracks every tree with one
+// in-process acker shard, as DefaultConfig does; at most once is only
+// AtMostOnce.
+func TestZeroConfigIsAtLeastOnce(t *testing.T) {
+	if !reflect.DeepEqual(DefaultConfig(), Config{}) {
+		t.Errorf("DefaultConfig() = %+v, not the zero Config", DefaultConfig())
+	}
+	l := newLedger()
+	const n = 300
+	b := NewBuilder()
+	b.Spout("ids", newIDSpout(l, n)).Output("id")
+	b.Bolt("sink", func() Bolt { return nopBolt{} }).Input("ids", Shuffle())
+	top := start(t, b, Config{})
+	waitDone(t, top, 30*time.Second)
+	stop(t, top)
+	st, ok := top.AckerStats()
+	if !ok || st.Inits != n || st.Completed != n {
+		t.Errorf("zero Config: AckerStats %+v, %v; want %d roots tracked and completed", st, ok, n)
+	}
+	if got := top.Metrics().Component("ids").Latency.TotalCount(); got != n {
+		t.Errorf("zero Config: %d complete latencies, want %d", got, n)
+	}
+	l.check(t, n, false)
+}
+
+// TestAckerIdle: the in-process acker waits as the engine does
+// (Config.Idle, else DefaultIdle) unless Acker.Idle says otherwise.
+func TestAckerIdle(t *testing.T) {
+	engine, own := ring.Idle{Spins: 7, Yields: 3}, ring.Idle{Spins: 9000, Yields: 1}
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+		want ring.Idle
+	}{
+		{"default", Config{}, DefaultIdle()},
+		{"engine's", Config{Idle: &engine}, engine},
+		{"acker's", Config{Idle: &engine, Acker: acker.Config{Idle: &own}}, own},
+	} {
+		b := NewBuilder()
+		b.Spout("s", func() Spout { return nopSpout{} }).Output("x")
+		top, err := b.Build(tc.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := top.ackerCfg.Idle; got == nil || *got != tc.want {
+			t.Errorf("%s: the acker's Idle %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }

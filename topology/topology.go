@@ -33,7 +33,9 @@ type Topology struct {
 
 	seed     uint64
 	hashSeed maphash.Seed
-	dropHook func(*Tuple) bool // tests: drop tuples in transit
+	dropHook func(*Tuple) bool                 // tests: drop tuples in transit
+	detect   func() (affinity.Topology, error) // the machine Pin plans on; tests inject one
+	ackerCfg acker.Config                      // the in-process acker's, checked by Build
 
 	stopping atomic.Bool // spouts: stop emitting, report every pending root
 	draining atomic.Bool // spouts: stop calling Next
@@ -58,7 +60,7 @@ type Topology struct {
 
 func newTopology(cfg Config, comps []*component) (*Topology, error) {
 	t := &Topology{cfg: cfg, comps: comps, byName: map[string]*component{}, seed: cfg.Seed,
-		hashSeed: maphash.MakeSeed(), quietCh: make(chan struct{}), done: make(chan struct{})}
+		hashSeed: maphash.MakeSeed(), quietCh: make(chan struct{}), done: make(chan struct{}), detect: affinity.Detect}
 	if t.seed == 0 {
 		var b [8]byte
 		_, _ = rand.Read(b[:])
@@ -134,11 +136,7 @@ func newTopology(cfg Config, comps []*component) (*Topology, error) {
 				ups = append(ups, from.execs...)
 			}
 		}
-		idle := ring.DefaultIdle()
-		if cfg.Idle != nil {
-			idle = *cfg.Idle
-		}
-		b.in = ring.NewFanInWithIdle[*Tuple](len(ups), cfg.RingSize, cfg.Batch, idle)
+		b.in = ring.NewFanInWithIdle[*Tuple](len(ups), cfg.RingSize, cfg.Batch, cfg.idle())
 		for k, up := range ups {
 			up.outs = append(up.outs, outLink{ring: b.in.Producer(k)})
 			for _, task := range b.tasks {
@@ -184,6 +182,9 @@ func (t *Topology) Spec() acker.Spec {
 		ReceiverOf: func(task int) int { return recvOf[task] }}
 }
 
+// inProcess reports whether the topology runs an in-process acker.
+func (t *Topology) inProcess() bool { return t.cfg.acking() && t.cfg.Port == nil }
+
 // progressCap is the in-process acker's ProgressCap: ResetCap, the most a
 // tree's progress may extend it, 0 without ProgressTimeout.
 func (t *Topology) progressCap() time.Duration {
@@ -193,8 +194,55 @@ func (t *Topology) progressCap() time.Duration {
 	return min(t.cfg.ResetCap, ackcore.MaxTimeout)
 }
 
-// openPort opens the acker: Config.Port's, or an in-process acker.Acker.
-func (t *Topology) openPort() (acker.Port, error) {
+// planner is the one CPU planner of a pinned topology, nil when nothing is
+// pinned or the machine cannot be described (the reason is in Plan's Note).
+func (t *Topology) planner() *affinity.Planner {
+	if !t.cfg.Pin && !(t.inProcess() && t.ackerCfg.Pin) {
+		return nil
+	}
+	topo, err := t.detect()
+	if err != nil {
+		t.plan.Note = "unpinned: " + err.Error()
+		return nil
+	}
+	return affinity.NewPlanner(topo)
+}
+
+// ackerConfig is the in-process acker's configuration: Config.Acker with
+// the port shape, the topology's timeouts, clock and seed, and the
+// defaults the topology picks, checked as acker.New checks it.
+func (t *Topology) ackerConfig() (acker.Config, error) {
+	spec := t.Spec()
+	cfg := t.cfg.Acker
+	cfg.Producers, cfg.Tasks, cfg.Receivers, cfg.ReceiverOf = spec.Producers, spec.Tasks, spec.Receivers, spec.ReceiverOf
+	if cfg.Shard.MaxPending == 0 {
+		total := len(t.spoutOf) * t.cfg.MaxSpoutPending
+		cfg.Shard.MaxPending = min(2*total/cfg.Shards+1024, ackcore.MaxPendingLimit)
+	}
+	if cfg.Shard.Seed == 0 {
+		cfg.Shard.Seed = t.seed
+	}
+	cfg.Shard.Timeout, cfg.Shard.Clock = t.cfg.MessageTimeout, t.cfg.Clock
+	// Config.ProgressTimeout: the in-process acker moves the deadline on
+	// every ACK itself (one store); the bolts send no RESETs
+	// (boltExec.progressAfter).
+	cfg.Shard.ProgressTimeout, cfg.Shard.ProgressCap = t.cfg.ProgressTimeout, t.progressCap()
+	cfg.Pin = cfg.Pin || t.cfg.Pin
+	if cfg.Idle == nil {
+		// The acker's executors wait as the engine's do (DefaultIdle),
+		// not with the acker's own default.
+		idle := t.cfg.idle()
+		cfg.Idle = &idle
+	}
+	if _, err := cfg.Check(); err != nil {
+		return cfg, fmt.Errorf("topology: Acker: %w", err)
+	}
+	return cfg, nil
+}
+
+// openPort opens the acker: Config.Port's, or an in-process acker.Acker
+// whose shards, with Pin, take their CPUs from planner first.
+func (t *Topology) openPort(planner *affinity.Planner) (acker.Port, error) {
 	spec := t.Spec()
 	if t.cfg.Port != nil {
 		p, err := t.cfg.Port(spec)
@@ -203,31 +251,9 @@ func (t *Topology) openPort() (acker.Port, error) {
 		}
 		return p, nil
 	}
-	perShard := t.cfg.AckerMaxPending
-	if perShard == 0 {
-		total := len(t.spoutOf) * t.cfg.MaxSpoutPending
-		perShard = min(2*total/t.cfg.Ackers+1024, ackcore.MaxPendingLimit)
-	}
-	// The acker's executors wait as the engine's do, not with the
-	// acker's own default (a spin of some 20 us, for an executor with a
-	// processor to itself): here they share the processors with the
-	// spouts and bolts, and a long spin takes their CPU (with the
-	// acker's default, acked word count trees/s fell by a quarter).
-	idle := ring.DefaultIdle()
-	if t.cfg.Idle != nil {
-		idle = *t.cfg.Idle
-	}
-	a, err := acker.New(acker.Config{
-		Shards: t.cfg.Ackers, Producers: spec.Producers, Tasks: spec.Tasks,
-		Receivers: spec.Receivers, ReceiverOf: spec.ReceiverOf,
-		Shard: ackcore.Config{MaxPending: perShard, Timeout: t.cfg.MessageTimeout, Clock: t.cfg.Clock, Seed: t.seed,
-			// Config.ProgressTimeout: the in-process acker moves the
-			// deadline on every ACK itself (one store); the bolts send no
-			// RESETs (boltExec.progressAfter).
-			ProgressTimeout: t.cfg.ProgressTimeout, ProgressCap: t.progressCap()},
-		RingSize: t.cfg.AckerRingSize, OutcomeRingSize: t.cfg.AckerOutcomeRingSize,
-		Pin: t.cfg.Pin, Idle: &idle,
-	})
+	cfg := t.ackerCfg
+	cfg.Planner = planner
+	a, err := acker.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("topology: %w", err)
 	}
@@ -246,8 +272,12 @@ func (t *Topology) Start() error {
 		return errors.New("topology: Start called twice")
 	}
 	t.started = true
+	// One planner for every pinned thread: the acker's shards take their
+	// CPUs first, the executors the next ones, so none shares a CPU while
+	// allowed CPUs remain.
+	planner := t.planner()
 	if t.cfg.acking() {
-		p, err := t.openPort()
+		p, err := t.openPort(planner)
 		if err != nil {
 			return err
 		}
@@ -302,12 +332,8 @@ func (t *Topology) Start() error {
 			}
 		}
 	}
-	if t.cfg.Pin {
-		if topo, err := affinity.Detect(); err != nil {
-			t.plan.Note = "unpinned: " + err.Error()
-		} else {
-			t.plan = affinity.Plan(len(t.execs), topo)
-		}
+	if planner != nil && t.cfg.Pin {
+		t.plan = planner.Take(len(t.execs))
 	}
 	t.wgs = make([]*sync.WaitGroup, len(t.comps))
 	for _, c := range t.comps {
@@ -488,7 +514,11 @@ func (t *Topology) Stop(ctx context.Context) error {
 // queued for them when its context ended during the drain.
 const StopGrace = 5 * time.Second
 
-// Plan is the executors' CPU assignment when Config.Pin is set.
+// Plan is the executors' CPU assignment when Config.Pin is set. The
+// executors take their CPUs from the same affinity.Planner as the
+// in-process acker's shards, after them: while allowed CPUs remain, no
+// executor shares a CPU with a shard or another executor (the acker's own
+// Plan lists the shards').
 func (t *Topology) Plan() affinity.Assignment {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -39,7 +39,11 @@ func TestEndToEnd(t *testing.T) {
 			b.Bolt("fan", fanout(4)).Tasks(2).Input("ids", Shuffle()).Output("id", "k")
 			b.Bolt("sink", func() Bolt { return &sink{l: l} }).Tasks(3).Executors(2).Input("fan", Fields("id"))
 			cfg := testConfig()
-			cfg.Ackers = ackers
+			if ackers == 0 {
+				cfg.AtMostOnce = true
+			} else {
+				cfg.Acker.Shards = ackers
+			}
 			top, err := b.Build(cfg)
 			if err != nil {
 				t.Fatal(err)

@@ -226,7 +226,7 @@ func countOnce(ctx context.Context, js natsjs.JetStream, o options, first, last 
 	b.Bolt("count", func() topology.Bolt { return &countBolt{sink: sink, fail: o.fail, seed: o.seed} }).Tasks(2).
 		Input("split", topology.Fields("word"))
 	top, err := b.Build(topology.Config{
-		Ackers: 1, MessageTimeout: 10 * time.Second, Seed: o.seed,
+		MessageTimeout: 10 * time.Second, Seed: o.seed, // one in-process acker shard: the zero Acker
 		Retry: topology.RetryPolicy{MaxAttempts: o.attempts, Backoff: 20 * time.Millisecond, MaxBackoff: time.Second},
 	})
 	if err != nil {

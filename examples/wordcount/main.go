@@ -179,8 +179,11 @@ func wordcount(o options, out io.Writer) error {
 	b.Bolt("count", func() topology.Bolt { return &countBolt{mu: &mu, counts: counts} }).Tasks(o.counters).
 		Input("split", topology.Fields("word"))
 	cfg := topology.Config{
-		Ackers: o.ackers, MessageTimeout: o.timeout, Seed: o.seed,
+		AtMostOnce: o.ackers == 0, MessageTimeout: o.timeout, Seed: o.seed,
 		Retry: topology.RetryPolicy{MaxAttempts: o.attempts, Backoff: 5 * time.Millisecond, MaxBackoff: 200 * time.Millisecond},
+	}
+	if o.ackers > 0 {
+		cfg.Acker.Shards = o.ackers
 	}
 	top, err := b.Build(cfg)
 	if err != nil {

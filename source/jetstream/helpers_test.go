@@ -317,7 +317,7 @@ func contains(s []string, x string) bool {
 // testTopology is the topology config of the tests: at least once, a
 // short message timeout, a retry policy without jitter.
 func testTopology() topology.Config {
-	return topology.Config{Ackers: 1, MessageTimeout: 5 * time.Second, MaxSpoutPending: 64, Seed: 11,
+	return topology.Config{MessageTimeout: 5 * time.Second, MaxSpoutPending: 64, Seed: 11,
 		Retry: topology.RetryPolicy{MaxAttempts: 5, Backoff: 20 * time.Millisecond, MaxBackoff: time.Second, Jitter: -1}}
 }
 

@@ -23,7 +23,7 @@
 // (the last attempt failed: dead-lettered to Config.DeadLetterTopic, then
 // done; or the topology stopped: not done, replayed by the next owner).
 // The committer commits what the trackers offer every CommitInterval, on
-// revocation and at Close. With topology.Config.Ackers 0 (at most once)
+// revocation and at Close. With topology.Config.AtMostOnce
 // the engine acks each record as it is emitted, so its offset is committed
 // whether or not the bolts got to it.
 //

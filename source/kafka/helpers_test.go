@@ -268,9 +268,6 @@ func startPipeline(t *testing.T, c *cluster, l *ledger, o pipeOpts) *pipeline {
 		return topology.Basic(topology.BasicFunc(func(*topology.Tuple, *topology.BasicCollector) error { return nil }))
 	}).Input("split", topology.Fields("word"))
 	tc := o.top
-	if tc.Ackers == 0 {
-		tc.Ackers = 1
-	}
 	if tc.Retry.Backoff == 0 {
 		tc.Retry.Backoff = time.Millisecond
 		tc.Retry.MaxBackoff = 5 * time.Millisecond
