@@ -466,6 +466,9 @@ func (rn *runner) pipeRow(impl pipeImpl, st *stream, shares []*share, p int, tim
 	if impl.name == "mutexmap" {
 		row.LatencySource = fmt.Sprintf("wall clock: last ACK staged to its Completed polled by the producer (Apply runs in the producer's flush), offered %.0f%% of peak", 100*c.LatencyLoad)
 	}
+	if rn.peakOnly {
+		row.LatencySource = "none: no latency run (benchPipeline)"
+	}
 
 	// Drain, then let the injected drops time out.
 	do(command{ph: phDrain}, 0)

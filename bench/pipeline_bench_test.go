@@ -99,3 +99,38 @@ func benchPipes() []benchPipe {
 	}
 	return cs
 }
+
+// countTimer counts a benchmark timer's starts and stops.
+type countTimer struct{ starts, stops int }
+
+func (t *countTimer) StartTimer() { t.starts++ }
+func (t *countTimer) StopTimer()  { t.stops++ }
+
+// TestBenchPipeline runs BenchmarkAcker's entry point for each impl on a
+// small window: the row is verified, holds the messages asked for, and
+// the timer ran once, around the peak rep, with no latency run.
+func TestBenchPipeline(t *testing.T) {
+	st := newStream(workload.Build(workload.WordCount, 2000, DefaultSeed))
+	for _, c := range []benchPipe{{"mutexmap", 1, 2}, {"chanshard", 1, 2}, {Reference, 2, 2}, {Reference, 1, 1}} {
+		var tm countTimer
+		cfg := Config{Impls: []string{c.impl}, Producers: c.producers, Shards: c.shards, Msgs: 20_000, Quick: true}
+		row, err := benchPipeline(cfg, st, st.shares(c.producers), 2000, &tm)
+		switch {
+		case err != nil:
+			t.Fatalf("%v: %v", c, err)
+		case !row.Verified:
+			t.Errorf("%v: not verified: %s", c, row.VerifyError)
+		case row.Msgs != 20_000 || row.MsgsPerSec <= 0:
+			t.Errorf("%v: %d msgs at %v msgs/s, want 20000", c, row.Msgs, row.MsgsPerSec)
+		case tm.starts != 1 || tm.stops != 1:
+			t.Errorf("%v: timer started %d and stopped %d times, want 1 each", c, tm.starts, tm.stops)
+		case row.LatencyRate != 0:
+			t.Errorf("%v: a latency run at %v msgs/s", c, row.LatencyRate)
+		case row.Shards != c.shards:
+			t.Errorf("%v: row has %d shards", c, row.Shards)
+		}
+	}
+	if _, err := benchPipeline(Config{Impls: []string{Reference, "mutexmap"}, Msgs: 10}, st, st.shares(1), 2000, &countTimer{}); err == nil {
+		t.Error("two impls: no error")
+	}
+}
