@@ -25,11 +25,12 @@
 // built the obvious ways: "mutexmap", one baseline.MutexMap that every
 // producer calls Apply on under its lock; "chanshard", one xorack shard on
 // a goroutine fed by a Go channel of message blocks, answering through a
-// channel per producer. All three are package bench/pipeline's, the same
-// code acker's BenchmarkAcker drives. Producer p replays its share of the stream's trees
-// (slot mod producers) and is spout task p: it polls its own outcomes, as
-// a Storm spout executor does. Impls run one after another (each wants
-// every core); repetitions are consecutive segments of one run.
+// channel per producer. All three are package bench/pipeline's.
+// Producer p replays its share of the stream's trees (slot mod
+// producers) and is spout task p: it polls its own outcomes, as a Storm
+// spout executor does. Impls run one after another (each wants every
+// core); repetitions are consecutive segments of one run. BenchmarkAcker
+// runs these rows as a Go benchmark (see Go benchmarks).
 //
 // topology (asked for by name; not in the default run): word count end to
 // end on the reference engine (package topology), sentence spout -> split
@@ -62,6 +63,35 @@
 // timed, loaded for latency and verified as pipeline rows are; the ratio
 // column is to the netio row of the same connection count and batch
 // (net.go, netgrpc.go).
+//
+// faults (asked for by name; not in the default run): the fault matrix,
+// word count with fan-out on the reference engine under one injected
+// fault per row (fail rates, drop, poison, slow), described in faults.go.
+//
+// # Go benchmarks
+//
+// The package's Go benchmarks run the levels' own code under go test
+// -bench, for profiling and benchstat; none is a rig of its own:
+//
+//   - BenchmarkAcker (pipeline_bench_test.go): the pipeline level, one
+//     sub-benchmark a row (impl=NAME/shards=S/producers=N): the producers,
+//     cursors and verification above (benchPipeline runs pipeRow), b.N
+//     measured messages in one rep, the timer around them alone, no
+//     latency run, on word count at P = 100,000. Per producer count
+//     mutexmap and chanshard run first and every other row reports
+//     x-mutexmap, its msgs/s over mutexmap's in the same run;
+//   - BenchmarkTopology (topology_test.go) and BenchmarkSource
+//     (source_test.go): the topology and source levels' word count, acked
+//     and unacked;
+//   - BenchmarkCursor (stream_test.go): a producer's cost per message,
+//     with and without fault mode.
+//
+// Micro benchmarks of single parts live with them (ackcore's
+// BenchmarkShard, ring, timerwheel, netio); bench/baseline's
+// BenchmarkBaselines is a sanity run of the baselines, not the comparison.
+// The pipeline rows, xorack beside its baselines:
+//
+//	go test -run '^$' -bench BenchmarkAcker ./bench/
 //
 // # Layout
 //

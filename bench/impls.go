@@ -61,8 +61,7 @@ var coreImpls = []coreImpl{
 const latencyTick = "acker Latency field: INIT to completion, 1 ms tick resolution"
 
 // pipeImpl is one concurrent acker measured at pipeline level: the
-// implementations of bench/pipeline, which acker's pipeline benchmarks
-// drive too.
+// implementations of bench/pipeline.
 type pipeImpl struct {
 	name string
 	make func(pipeline.Config) (pipeline.Pipe, error)

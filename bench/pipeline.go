@@ -322,6 +322,33 @@ func (rn *runner) pipeline(st *stream, p int) ([]Row, error) {
 	return rows, nil
 }
 
+// pipeTimer is what a pipeline row's peak reps are bracketed with in a Go
+// benchmark: its *testing.B.
+type pipeTimer interface {
+	StartTimer()
+	StopTimer()
+}
+
+// benchPipeline runs one pipeline row as a Go benchmark does
+// (BenchmarkAcker): the impl cfg.Impls[0] with cfg's Producers, Shards and
+// Msgs, in one rep, on st (window p) split into shares (st.shares of
+// cfg.Producers). It is pipeRow with t's timer running during the peak
+// rep alone and no latency run; the row is verified as every pipeline
+// row is.
+func benchPipeline(cfg Config, st *stream, shares []*share, p int, t pipeTimer) (Row, error) {
+	cfg.Levels, cfg.Reps = []Level{LevelPipeline}, 1
+	r, err := cfg.resolve()
+	if err != nil {
+		return Row{}, err
+	}
+	if len(r.Impls) != 1 || len(shares) != r.Producers {
+		return Row{}, fmt.Errorf("bench: benchPipeline wants one impl and %d shares, got %q and %d", r.Producers, r.Impls, len(shares))
+	}
+	impl, _ := findPipe(r.Impls[0])
+	rn := &runner{cfg: r, rep: &Report{}, timer: t, peakOnly: true}
+	return rn.pipeRow(impl, st, shares, p, rn.timeout(st))
+}
+
 func (rn *runner) pipeRow(impl pipeImpl, st *stream, shares []*share, p int, timeout time.Duration) (Row, error) {
 	c := rn.cfg
 	row := rn.baseRow(LevelPipeline, impl.name, st, p)
@@ -404,7 +431,13 @@ func (rn *runner) pipeRow(impl pipeImpl, st *stream, shares []*share, p int, tim
 	}
 	perDur := c.Duration / time.Duration(c.Reps)
 	for rep := 0; rep < c.Reps && runErr == nil; rep++ {
+		if rn.timer != nil {
+			rn.timer.StartTimer()
+		}
 		n, d := do(command{ph: phPeak, msgs: perMsgs}, perDur)
+		if rn.timer != nil {
+			rn.timer.StopTimer()
+		}
 		row.Msgs += n
 		row.Seconds += d.Seconds()
 		row.RepMsgsPerSec = append(row.RepMsgsPerSec, float64(n)/d.Seconds())
@@ -416,7 +449,7 @@ func (rn *runner) pipeRow(impl pipeImpl, st *stream, shares []*share, p int, tim
 	row.Timing = "wall"
 
 	// Latency at a fraction of the peak.
-	if runErr == nil && row.MsgsPerSec > 0 {
+	if runErr == nil && row.MsgsPerSec > 0 && !rn.peakOnly {
 		rate := row.MsgsPerSec * c.LatencyLoad
 		row.LatencyRate = rate
 		gc1 := readGC()
@@ -432,6 +465,9 @@ func (rn *runner) pipeRow(impl pipeImpl, st *stream, shares []*share, p int, tim
 	row.LatencySource = fmt.Sprintf("wall clock: last ACK handed to the pipe to its Completed polled by the producer, offered %.0f%% of peak", 100*c.LatencyLoad)
 	if impl.name == "mutexmap" {
 		row.LatencySource = fmt.Sprintf("wall clock: last ACK staged to its Completed polled by the producer (Apply runs in the producer's flush), offered %.0f%% of peak", 100*c.LatencyLoad)
+	}
+	if rn.peakOnly {
+		row.LatencySource = "none: no latency run (benchPipeline)"
 	}
 
 	// Drain, then let the injected drops time out.

@@ -210,6 +210,11 @@ type runner struct {
 	steps int
 	done  time.Duration // the estimated work of the steps before this one
 	total time.Duration
+
+	// For a Go benchmark (benchPipeline): timer runs during a pipeline
+	// row's peak reps only, and peakOnly skips the latency run.
+	timer    pipeTimer
+	peakOnly bool
 }
 
 // progress reports the start of a step of estimated work w (stepCost).

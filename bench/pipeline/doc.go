@@ -1,7 +1,7 @@
 // Package pipeline is the concurrent acker under test at pipeline level
-// and the baselines it is measured against, built once and driven by both
-// rigs: acker's BenchmarkAcker and BenchmarkAckerLatency, and ackbench's
-// pipeline level (package bench).
+// and the baselines it is measured against, built once and driven by one
+// rig: ackbench's pipeline level (package bench), which BenchmarkAcker in
+// package bench runs as a Go benchmark.
 //
 //   - xorack: acker.Acker: producers -> SPSC rings -> shard executors ->
 //     outcome rings -> receivers.
