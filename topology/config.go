@@ -78,9 +78,11 @@ type Config struct {
 	// default, as in Storm: a timeout that only progress can stretch
 	// hides a slow topology from the operator who tuned it.
 	ProgressTimeout bool
-	// MaxSpoutPending bounds each spout task's pending roots (counting
-	// those waiting for a retry); default DefaultMaxSpoutPending. It
-	// bounds the values the engine keeps.
+	// MaxSpoutPending bounds each spout task's roots in flight; default
+	// DefaultMaxSpoutPending. Roots waiting out a replay's backoff are
+	// not in flight and do not count, up to as many again: a task is not
+	// asked for a new message while MaxSpoutPending of its roots wait.
+	// The values the engine keeps are bounded by twice MaxSpoutPending.
 	MaxSpoutPending int
 	// Adaptive, when its TargetP99 is set, varies each spout executor's
 	// pending bound between Adaptive.Min and MaxSpoutPending to hold the

@@ -416,7 +416,7 @@ func TestFaultShutdownMidRun(t *testing.T) {
 		gate <- struct{}{}
 	}
 	waitFor(t, 20*time.Second, "the first inputs to complete", func() bool { return sp().Completed >= 40 })
-	waitFor(t, 20*time.Second, "a full pending window", func() bool { return sp().Pending == 200 })
+	waitFor(t, 20*time.Second, "a full window in flight", func() bool { m := sp(); return m.Pending-m.Waiting == 200 })
 	emitted := int(sp().Emitted)
 	// Stop drains until its context ends: end it while the bolt is held,
 	// so what is pending then is reported stopped.
@@ -458,4 +458,41 @@ func start(t *testing.T, b *Builder, cfg Config) *Topology {
 		t.Fatal(err)
 	}
 	return top
+}
+
+// holdBolt fails the first attempts of ids below fail at once and
+// leaves every other input unacked (in flight until the stop).
+type holdBolt struct {
+	fail int
+}
+
+func (h holdBolt) Execute(t *Tuple, c *BoltCollector) {
+	if t.Int(0) < h.fail && t.Attempt() == 1 {
+		c.Fail(t, errors.New("first attempt"))
+	}
+}
+
+// TestWaitingDoesNotHoldTheWindow: roots waiting out a long backoff do not
+// count against MaxSpoutPending, so a full window stays in flight beside
+// them (with waiting roots counted, 5 waiting would leave room for 5).
+func TestWaitingDoesNotHoldTheWindow(t *testing.T) {
+	l := newLedger()
+	b := NewBuilder()
+	b.Spout("ids", newIDSpout(l, 1000)).Output("id")
+	b.Bolt("hold", func() Bolt { return holdBolt{fail: 5} }).Input("ids", Shuffle())
+	cfg := testConfig()
+	cfg.MaxSpoutPending = 10
+	cfg.Retry.Backoff, cfg.Retry.MaxBackoff = time.Hour, time.Hour
+	top := start(t, b, cfg)
+	sp := func() *ComponentMetrics { return top.Metrics().Component("ids") }
+	waitFor(t, 20*time.Second, "5 waiting and a full window in flight", func() bool {
+		m := sp()
+		return m.Waiting == 5 && m.Pending-m.Waiting == 10
+	})
+	if m := sp(); m.Emitted != 15 {
+		t.Errorf("emitted %d with 10 in flight and 5 waiting, want 15", m.Emitted)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Millisecond)
+	defer cancel()
+	_ = top.Stop(ctx)
 }

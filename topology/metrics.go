@@ -37,6 +37,7 @@ type counters struct {
 	BreakerOpens uint64                 // spouts: times the breaker opened
 
 	Pending     int64 // spouts: roots pending now, in flight or waiting for a retry
+	Waiting     int64 // spouts: of those, roots waiting out a retry's backoff (not counted against Bound)
 	PendingHigh int64 // spouts: the most pending at once, per task
 	Bound       int64 // spouts: the pending bound per task now
 	BreakerOpen int64 // spouts: 1 while the breaker is open or probing
@@ -65,6 +66,7 @@ func (c *counters) add(o *counters) {
 	c.Stale += o.Stale
 	c.BreakerOpens += o.BreakerOpens
 	c.Pending += o.Pending
+	c.Waiting += o.Waiting
 	c.PendingHigh = max(c.PendingHigh, o.PendingHigh)
 	c.Bound += o.Bound
 	c.BreakerOpen += o.BreakerOpen
@@ -136,6 +138,7 @@ type ComponentMetrics struct {
 	BreakerOpens    uint64
 	BreakerOpen     int // executors whose breaker is open or probing now
 	Pending         int // roots pending now (in flight or waiting for a retry)
+	Waiting         int // of those, roots waiting out a retry's backoff: the bound counts the others
 	PendingHigh     int // the most roots one task had pending at once
 	Bound           int // the pending bound per task now, summed over executors
 	// Latency is the complete latency of completed roots (emit to
@@ -184,7 +187,7 @@ func (c *ComponentMetrics) set(m *counters) {
 	c.Busy = time.Duration(m.BusyNs)
 	c.Replayed, c.DeadLettered, c.FailedFinal, c.Stale = m.Replayed, m.DeadLettered, m.FailedFinal, m.Stale
 	c.BreakerOpens, c.BreakerOpen = m.BreakerOpens, int(m.BreakerOpen)
-	c.Pending, c.PendingHigh, c.Bound = int(m.Pending), int(m.PendingHigh), int(m.Bound)
+	c.Pending, c.Waiting, c.PendingHigh, c.Bound = int(m.Pending), int(m.Waiting), int(m.PendingHigh), int(m.Bound)
 }
 
 // Latency histogram range: 1 µs to one hour at 3 significant digits

@@ -112,6 +112,8 @@ var metrics = []metric{
 		func(c *topology.ComponentMetrics) float64 { return float64(c.PendingHigh) }, true, false},
 	{"roots_pending", "Roots pending, in flight or waiting for a replay.", prometheus.GaugeValue,
 		func(c *topology.ComponentMetrics) float64 { return float64(c.Pending) }, true, false},
+	{"roots_waiting", "Of the roots pending, those waiting out a replay's backoff (the pending bound counts the others).", prometheus.GaugeValue,
+		func(c *topology.ComponentMetrics) float64 { return float64(c.Waiting) }, true, false},
 	{"pending_bound", "The pending bound per task, summed over executors.", prometheus.GaugeValue,
 		func(c *topology.ComponentMetrics) float64 { return float64(c.Bound) }, true, false},
 	{"breaker_open", "Executors whose breaker is open or probing.", prometheus.GaugeValue,
