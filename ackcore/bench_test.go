@@ -10,9 +10,8 @@ import (
 	"time"
 
 	"github.com/xorack/xorack/ackcore"
-	"github.com/xorack/xorack/bench"
-	"github.com/xorack/xorack/bench/baseline"
-	"github.com/xorack/xorack/bench/workload"
+	"github.com/xorack/xorack/ackcore/acktest/workload"
+	"github.com/xorack/xorack/internal/splitmix"
 )
 
 // benchBatch is the batch the benchmark hands Apply: what a shard loop
@@ -46,14 +45,13 @@ var benchImpls = []benchImpl{
 		cfg.Fold = ackcore.FoldOn
 		return ackcore.NewShard(cfg)
 	}},
-	{"gomap", func(cfg ackcore.Config) (ackcore.Interface, error) {
-		return baseline.NewGoMap(baseline.FromShardConfig(cfg))
-	}},
 }
 
 // BenchmarkShard replays a steady stream with P roots pending through one
-// single-writer acker: xorack's shard (folding off and on) beside a Go map
-// acker of identical semantics, in the same run. ns/op is per message.
+// single-writer acker: xorack's shard with folding off and on, in the same
+// run (the side-by-side with a Go map acker of identical semantics is
+// ackbench's core level: go run ./cmd/ackbench -level core). ns/op is per
+// message.
 // B/root is the heap the acker holds (table, timers, everything) divided
 // by the roots pending, measured after warm-up.
 func BenchmarkShard(b *testing.B) {
@@ -73,7 +71,7 @@ func BenchmarkShard(b *testing.B) {
 }
 
 func benchAcker(b *testing.B, impl benchImpl, st *workload.Stream) {
-	before := bench.HeapInUse()
+	before := heapInUse()
 	a, err := impl.make(ackcore.Config{MaxPending: st.MaxPending()})
 	if err != nil {
 		b.Fatal(err)
@@ -89,7 +87,7 @@ func benchAcker(b *testing.B, impl benchImpl, st *workload.Stream) {
 		out = a.Apply(st.Cycle[i:i+benchBatch], out[:0])
 	}
 	pending := a.Stats().Pending
-	bytes := float64(bench.HeapInUse() - before)
+	bytes := float64(heapInUse() - before)
 	pos := half
 	cyc := st.Cycle
 	b.ReportAllocs()
@@ -136,7 +134,7 @@ func timeoutStream(st *workload.Stream, mode string) *workload.Stream {
 			c := append([]ackcore.Msg(nil), msgs...)
 			for i := range c {
 				if c[i].Kind == ackcore.Init {
-					c[i].TimeoutMs = 1000 + uint32(splitmix64(c[i].Root)%59_001)
+					c[i].TimeoutMs = 1000 + uint32(splitmix.Nth(c[i].Root)%59_001)
 				}
 			}
 			return c
@@ -242,7 +240,7 @@ func BenchmarkMassExpiry(b *testing.B) {
 					b.StopTimer()
 					base := uint64(op) * uint64(p)
 					for i := range inits {
-						r := splitmix64(base+uint64(i)+1) | 1
+						r := splitmix.Nth(base+uint64(i)+1) | 1
 						inits[i] = ackcore.Msg{Root: r, Kind: ackcore.Init, Task: uint32(i % 16), Val: r}
 						acks[i] = ackcore.Msg{Root: r, Kind: ackcore.Ack, Val: r}
 					}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/internal/invariants"
+	"github.com/xorack/xorack/internal/splitmix"
 )
 
 // waveSize is the number of roots the expiry tests time out together:
@@ -27,7 +28,7 @@ func initWave(t testing.TB, s *ackcore.Shard, n int, timeoutMs uint32) {
 	t.Helper()
 	msgs := make([]ackcore.Msg, 0, 256)
 	for r := 1; r <= n; r++ {
-		msgs = append(msgs, ackcore.Msg{Root: splitmix64(uint64(r)) | 1, Kind: ackcore.Init, Task: uint32(r % 7), Val: 1, TimeoutMs: timeoutMs})
+		msgs = append(msgs, ackcore.Msg{Root: splitmix.Nth(uint64(r)) | 1, Kind: ackcore.Init, Task: uint32(r % 7), Val: 1, TimeoutMs: timeoutMs})
 		if len(msgs) == cap(msgs) || r == n {
 			if out := s.Apply(msgs, nil); len(out) != 0 {
 				t.Fatalf("INIT wave: %v", out[0])

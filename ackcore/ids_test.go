@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/xorack/xorack/ackcore"
-	"github.com/xorack/xorack/bench/workload"
+	"github.com/xorack/xorack/ackcore/acktest/workload"
 	"github.com/xorack/xorack/internal/invariants"
 	"github.com/xorack/xorack/internal/splitmix"
 )
@@ -24,16 +24,12 @@ type idPattern struct {
 // an epoch above a 22-bit sequence, 1000 roots per millisecond) and source
 // offsets above a partition number (4 partitions).
 var idPatterns = []idPattern{
-	{"random", func(n uint64) uint64 { return splitmix64(n) | 1 }},
+	{"random", func(n uint64) uint64 { return splitmix.Nth(n) | 1 }},
 	{"sequential", func(n uint64) uint64 { return n }},
 	{"shifted", func(n uint64) uint64 { return n << 16 }},
 	{"snowflake", func(n uint64) uint64 { return (1_700_000_000_000+n/1000)<<22 | n%1000 }},
 	{"partitioned", func(n uint64) uint64 { return (n/4+1)<<16 | n%4 }},
 }
-
-// splitmix64 is a random-looking id per n: SplitMix64's output for the
-// n-th step from 0.
-func splitmix64(n uint64) uint64 { return splitmix.Mix64(n * 0x9e3779b97f4a7c15) }
 
 // TestStructuredIDsScatter fills a table to its bound with each id pattern,
 // under the default (secret, random) keys and under fixed seeds: the mean

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/xorack/xorack/ackcore"
-	"github.com/xorack/xorack/bench/workload"
+	"github.com/xorack/xorack/ackcore/acktest/workload"
 )
 
 // Level is how much of the system a run puts between the workload and the

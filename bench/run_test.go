@@ -14,9 +14,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/ackcore/acktest/workload"
 	"github.com/xorack/xorack/acker"
 	"github.com/xorack/xorack/bench/pipeline"
-	"github.com/xorack/xorack/bench/workload"
 	"github.com/xorack/xorack/internal/invariants"
 )
 

@@ -8,8 +8,8 @@ import (
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/ackcore/acktest"
+	"github.com/xorack/xorack/ackcore/acktest/workload"
 	"github.com/xorack/xorack/bench/baseline"
-	"github.com/xorack/xorack/bench/workload"
 )
 
 // impl is one baseline with a constructor taking a Config.

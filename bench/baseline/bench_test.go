@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/ackcore/acktest/workload"
 	"github.com/xorack/xorack/bench/baseline"
-	"github.com/xorack/xorack/bench/workload"
 )
 
 // BenchmarkBaselines is a quick sanity run, not the comparison (that is
