@@ -287,7 +287,7 @@ func TestOldestPendingNoInit(t *testing.T) {
 	}
 }
 
-// TestFailAtBound: the case. With MaxPending 1 and root 1 pending,
+// TestFailAtBound: a FAIL at the bound. With MaxPending 1 and root 1 pending,
 // a FAIL for root 2 must not be lost: once root 1 is done, root 2's INIT
 // and ACK must end in Failed{explicit}, never Completed. Past the reserve,
 // FAILs are held in the filter and still win.

@@ -252,7 +252,7 @@ func TestNoAllocs(t *testing.T) {
 }
 
 // TestFoldAtBound: folding must not change what happens at the bound. The
-// two batches of the issue that first showed it: with MaxPending 1 and
+// two batches that first showed it: with MaxPending 1 and
 // root A pending, a batch whose other root needs an entry, around A's
 // completion, must give the same outcomes and pending count folded and
 // not.

@@ -14,7 +14,7 @@ import (
 )
 
 // CheckFloor is the least xorack core msgs/s may be, as a multiple of the
-// Go-map baseline's measured in the same run (issue 4's floor).
+// Go-map baseline's measured in the same run.
 const CheckFloor = 2.0
 
 // Check returns why rep fails the performance gate, one line per reason,

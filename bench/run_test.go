@@ -26,7 +26,7 @@ func tiny(levels ...Level) Config {
 	return Config{Levels: levels, Pending: []int{500}, Msgs: 6000, Reps: 2, Batch: 64, NoPin: true}
 }
 
-// rowKeys are the JSON keys every row must carry (issue 4's list first).
+// rowKeys are the JSON keys every row must carry (the core figures first).
 var rowKeys = []string{"level", "impl", "shape", "pending", "msgs_per_sec", "bytes_per_root", "p50_ns", "p99_ns", "verified",
 	"trees_per_sec", "ratio_to_xorack", "p999_ns", "max_ns", "gc_cycles", "gc_pause_ns", "counters_per_msg", "roots", "completed"}
 

@@ -16,7 +16,7 @@ import (
 )
 
 // The hostile-client suite, part two: each attack beside a well-behaved
-// client, whose trees must all complete (issue 18). Everything runs in
+// client, whose trees must all complete. Everything runs in
 // process over real TCP on 127.0.0.1, bounded in count, and stops by
 // itself.
 
@@ -168,7 +168,7 @@ func TestRootTimeoutCap(t *testing.T) {
 // never INITed, against MaxPending 1,024, and disconnects. Its RESET
 // share (half the table: it is alone) takes 512 of them, the rest are
 // dropped and counted; a second client's trees then all complete. With
-// the 24-hour timeout of the issue's repro, see TestRootTimeoutCap.
+// a 24-hour timeout, see TestRootTimeoutCap.
 func TestResetFlood(t *testing.T) {
 	s := startServer(t, func(c *ServerConfig) { c.Shard.MaxPending = 1024 })
 	rc := rawDial(t, s.addr)
@@ -213,39 +213,14 @@ func TestResetFlood(t *testing.T) {
 	}
 }
 
-// orphansGiveWay probes the acker: whether an INIT finds room at the
-// bound by evicting an entry that ACKs for an unknown root made (the
-// acker faults issue, 16; netio relies on it for ACKs, which it cannot
-// tell apart from ACKs for live roots).
-func orphansGiveWay() bool {
-	sh, err := ackcore.NewShard(ackcore.Config{MaxPending: 16})
-	if err != nil {
-		panic(err)
-	}
-	var msgs []ackcore.Msg
-	for i := range 64 {
-		msgs = append(msgs, ackcore.Msg{Root: uint64(1000 + i), Kind: ackcore.Ack, Val: 1})
-	}
-	msgs = append(msgs, ackcore.Msg{Root: 1, Kind: ackcore.Init, Val: 1})
-	for _, o := range sh.Apply(msgs, nil) {
-		if o.Root == 1 && o.Reason == ackcore.ReasonFull {
-			return false
-		}
-	}
-	return true
-}
-
 // TestAckFlood: a connection owning no task sends 1.1 million ACKs for
 // random roots; a second client's trees then all complete. An ACK for an
 // unknown root makes an entry in the acker; that entry gives way to an
-// INIT at the bound, the acker's rule (issue 16), which netio does not
+// INIT at the bound, the acker's rule, which netio does not
 // duplicate.
 func TestAckFlood(t *testing.T) {
 	if invariants.Enabled {
 		t.Skip("tables of tens of thousands of roots or more: the invariant checks (O(table) an Apply) take minutes; the differential tests run them")
-	}
-	if !orphansGiveWay() {
-		t.Skip("needs the acker's orphan eviction (issue 16), not on this branch yet")
 	}
 	s := startServer(t, func(c *ServerConfig) { c.Shard.MaxPending = 1 << 14 })
 	rc := rawDial(t, s.addr)
@@ -274,7 +249,7 @@ func TestAckFlood(t *testing.T) {
 // table over the 21 connections owning tasks), the INITs past it are
 // answered Failed{full}, counted on each flooder's connection, the table
 // never fills, and the steady client completes every tree it completed
-// without the flood: 100 %, against the issue's floor of 90 %.
+// without the flood: 100 %, against a floor of 90 %.
 func TestFairShare(t *testing.T) {
 	if invariants.Enabled {
 		t.Skip("tables of tens of thousands of roots or more: the invariant checks (O(table) an Apply) take minutes; the differential tests run them")
@@ -631,8 +606,8 @@ func TestMemoryComesBack(t *testing.T) {
 // TestStopRace: senders sending trees while the client stops at a
 // moment of the iteration's choosing: every INIT a Send accepted gets
 // exactly one outcome (the server's, or Failed{stopped}, or
-// Failed{acker lost}), none is lost without a word (the acker faults
-// issue's rule 3, the netio client's part).
+// Failed{acker lost}), none is lost without a word (the netio client's
+// part of the rule that Stop loses nothing silently).
 func TestStopRace(t *testing.T) {
 	s := startServer(t, nil)
 	iters := 40

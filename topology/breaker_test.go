@@ -8,7 +8,7 @@ import (
 )
 
 // pacedSpout emits ids [0, poison) at once, then one id of the rest per
-// every: the workload (the pacing is the workload's shape, not a
+// every: the poison workload (the pacing is the workload's shape, not a
 // synchronisation).
 type pacedSpout struct {
 	l         *ledger
