@@ -96,7 +96,7 @@ type Config struct {
 // ring.DefaultSpins (512, under a microsecond) the executor parked
 // between a producer's batches: the pipeline level at P=100k ran 22-24M
 // msgs/s with a p50 latency of 33-38 us, against 53-56M and 3.5 us with
-// 16,384 (BENCHMARKS.md).
+// 16,384 (measured when the spin was chosen; see this line's git history).
 const DefaultSpins = 16384
 
 // DefaultIdle is how the executors of an acker of shards executors wait

@@ -118,7 +118,8 @@
 // (milliseconds). On 2 vCPUs, one producer polling its receiver saw its
 // roots complete in 6.7-7.7 µs at the median against 16-92 µs with 16
 // spout goroutines, and at the 99th percentile in 0.12-0.35 ms against
-// 2.3-4.8 ms (old BenchmarkAckerLatency, BENCHMARKS.md). Plan's Note says,
+// 2.3-4.8 ms (a latency benchmark since folded into ackbench's pipeline
+// level; the figures are in this file's git history). Plan's Note says,
 // from New on, when executors and producers alone outnumber GOMAXPROCS
 // ("oversubscribed: ..."). Stop reports the roots still pending to their
 // receivers and waits for them to be taken: call it from a goroutine other
