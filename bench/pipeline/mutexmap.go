@@ -2,8 +2,6 @@ package pipeline
 
 import (
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/xorack/xorack/ackcore"
@@ -23,31 +21,18 @@ type mutexPipe struct {
 	base
 	mm    *baseline.MutexMap
 	batch int
-	inbox []mutexInbox
+	inbox []*acker.Queue // the outcome inbox netio's client uses too
 	send  []*mutexSender
 	tick  time.Duration
 
-	quit    chan struct{} // closed by Stop: the expirer exits
-	done    chan struct{} // closed by the expirer
-	stopped chan struct{} // closed once Stop is done: inboxes drain and end
-}
-
-// mutexInbox holds one receiver's outcomes. n is read without the lock on
-// every poll, to skip an empty inbox.
-type mutexInbox struct {
-	mu      sync.Mutex
-	q       []ackcore.Outcome // guarded by mu
-	n       atomic.Int64      // len(q); written under mu
-	waiting atomic.Bool       // its reader is about to wait on sig
-	sig     chan struct{}     // capacity 1: outcomes arrived
-	p       *mutexPipe
-	_       [padBytes]byte
+	quit chan struct{} // closed by Stop: the expirer exits
+	done chan struct{} // closed by the expirer
 }
 
 // NewMutexMap is the "mutex-guarded map shared by producers" design: every
 // sender applies its batches to one baseline.MutexMap under its lock.
 func NewMutexMap(cfg Config) (Pipe, error) {
-	mp := &mutexPipe{tick: ackcore.DefaultTick, quit: make(chan struct{}), done: make(chan struct{}), stopped: make(chan struct{})}
+	mp := &mutexPipe{tick: ackcore.DefaultTick, quit: make(chan struct{}), done: make(chan struct{})}
 	if err := mp.init("mutexmap", &cfg); err != nil {
 		return nil, err
 	}
@@ -55,10 +40,9 @@ func NewMutexMap(cfg Config) (Pipe, error) {
 	if mp.mm, err = baseline.NewMutexMap(baseline.Config{MaxPending: cfg.MaxPending * cfg.Shards, Timeout: cfg.Timeout, Clock: cfg.Clock}); err != nil {
 		return nil, err
 	}
-	mp.batch, mp.inbox = cfg.Batch, make([]mutexInbox, cfg.Receivers)
+	mp.batch, mp.inbox = cfg.Batch, make([]*acker.Queue, cfg.Receivers)
 	for i := range mp.inbox {
-		mp.inbox[i].sig = make(chan struct{}, 1)
-		mp.inbox[i].p = mp
+		mp.inbox[i] = acker.NewQueue(0)
 	}
 	for range cfg.Producers {
 		mp.send = append(mp.send, &mutexSender{mp: mp, staged: make([]ackcore.Msg, 0, mp.batch), out: make([]ackcore.Outcome, 0, mp.batch)})
@@ -86,38 +70,24 @@ func (mp *mutexPipe) expirer() {
 	}
 }
 
-// deliver hands out to the inboxes, taking each inbox's lock once per run
-// of outcomes for it.
+// deliver hands out to the inboxes, one Put (one lock) per run of
+// outcomes for the same inbox.
 func (mp *mutexPipe) deliver(out []ackcore.Outcome) {
-	var in *mutexInbox
-	for _, o := range out {
-		if o.Task >= mp.tasks {
-			continue // refused, no task: counted, not delivered
+	start, cur := 0, -1
+	for i, o := range out {
+		r := -1 // refused, no task: counted, not delivered
+		if o.Task < mp.tasks {
+			r = int(mp.recvOf[o.Task])
 		}
-		if next := &mp.inbox[mp.recvOf[o.Task]]; next != in {
-			if in != nil {
-				in.publish()
+		if r != cur {
+			if cur >= 0 {
+				mp.inbox[cur].Put(out[start:i], false)
 			}
-			in = next
-			in.mu.Lock()
+			cur, start = r, i
 		}
-		in.q = append(in.q, o)
 	}
-	if in != nil {
-		in.publish()
-	}
-}
-
-// publish ends a run of appends: it updates n, unlocks, and wakes a
-// waiting reader.
-func (in *mutexInbox) publish() {
-	in.n.Store(int64(len(in.q)))
-	in.mu.Unlock()
-	if in.waiting.Load() {
-		select {
-		case in.sig <- struct{}{}:
-		default:
-		}
+	if cur >= 0 {
+		mp.inbox[cur].Put(out[start:], false)
 	}
 }
 
@@ -130,7 +100,9 @@ func (mp *mutexPipe) Stop() ackcore.Stats {
 		if mp.started.Load() {
 			<-mp.done
 		}
-		close(mp.stopped)
+		for _, q := range mp.inbox {
+			q.Close() // Wait says false once its outcomes are taken
+		}
 	})
 	return mp.mm.Stats()
 }
@@ -139,7 +111,7 @@ func (mp *mutexPipe) Placement() ([]int, string) { return nil, "" }
 
 func (mp *mutexPipe) Sender(i int) acker.Sender { return mp.send[i] }
 
-func (mp *mutexPipe) Inbox(r int) acker.Inbox { return &mp.inbox[r] }
+func (mp *mutexPipe) Inbox(r int) acker.Inbox { return mp.inbox[r] }
 
 type mutexSender struct {
 	mp     *mutexPipe
@@ -180,46 +152,5 @@ func (s *mutexSender) apply() {
 		s.out = s.mp.mm.Apply(s.staged, s.out[:0])
 		s.staged = s.staged[:0]
 		s.mp.deliver(s.out)
-	}
-}
-
-func (in *mutexInbox) Poll(dst []ackcore.Outcome) []ackcore.Outcome {
-	if in.n.Load() > 0 {
-		in.mu.Lock()
-		dst = append(dst, in.q...)
-		in.q = in.q[:0]
-		in.n.Store(0)
-		in.mu.Unlock()
-	}
-	return dst
-}
-
-func (in *mutexInbox) Wait(dst []ackcore.Outcome) ([]ackcore.Outcome, bool) {
-	return in.WaitUntil(dst, nil)
-}
-
-func (in *mutexInbox) WaitUntil(dst []ackcore.Outcome, wake <-chan time.Time) ([]ackcore.Outcome, bool) {
-	for {
-		n := len(dst)
-		if dst = in.Poll(dst); len(dst) > n {
-			return dst, true
-		}
-		select {
-		case <-in.p.stopped:
-			dst = in.Poll(dst)
-			return dst, len(dst) > n
-		default:
-		}
-		in.waiting.Store(true)
-		if in.n.Load() == 0 {
-			select {
-			case <-in.sig:
-			case <-in.p.stopped:
-			case <-wake:
-				in.waiting.Store(false)
-				return in.Poll(dst), true
-			}
-		}
-		in.waiting.Store(false)
 	}
 }
