@@ -1,6 +1,7 @@
 package ackcore_test
 
 import (
+	"github.com/xorack/xorack/internal/splitmix"
 	"strings"
 	"testing"
 	"time"
@@ -124,7 +125,7 @@ func TestBound(t *testing.T) {
 	s, _ := newShard(t, bound, ackcore.FoldOff)
 	var msgs []ackcore.Msg
 	for r := uint64(1); r <= bound+10; r++ {
-		msgs = append(msgs, init1(r, uint32(r%5), r*0x9e3779b97f4a7c15))
+		msgs = append(msgs, init1(r, uint32(r%5), r*splitmix.Golden))
 	}
 	out := s.Apply(msgs, nil)
 	if len(out) != 10 {
@@ -141,7 +142,7 @@ func TestBound(t *testing.T) {
 	// Every accepted root still completes.
 	msgs = msgs[:0]
 	for r := uint64(1); r <= bound; r++ {
-		msgs = append(msgs, ack(r, r*0x9e3779b97f4a7c15))
+		msgs = append(msgs, ack(r, r*splitmix.Golden))
 	}
 	out = s.Apply(msgs, out[:0])
 	if len(out) != bound {

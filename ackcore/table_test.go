@@ -3,6 +3,7 @@ package ackcore
 import (
 	"fmt"
 	"github.com/xorack/xorack/internal/layout"
+	"github.com/xorack/xorack/internal/splitmix"
 	"math/rand/v2"
 	"runtime"
 	"testing"
@@ -178,7 +179,7 @@ func timeoutTiers(t *testing.T, bound, live, ops int, doomed float64) {
 		for range rng.IntN(ops) {
 			switch r := rng.IntN(20); {
 			case r < 9 && len(deadline) < live:
-				root := next * 0x9e3779b97f4a7c15
+				root := next * splitmix.Golden
 				next++
 				msgs = append(msgs, Msg{Root: root, Kind: Init, Task: 1, Val: 7})
 				deadline[root] = tick + timeoutTicks

@@ -3,6 +3,7 @@ package acker
 import (
 	"errors"
 	"fmt"
+	"github.com/xorack/xorack/internal/splitmix"
 	"runtime"
 	"slices"
 	"sync"
@@ -100,7 +101,7 @@ func New(cfg Config) (*Acker, error) {
 		scfg := cfg.Shard
 		scfg.Clock = &e.coarse
 		if scfg.Seed != 0 {
-			scfg.Seed += uint64(i) * 0x9e3779b97f4a7c15 // shards hash differently
+			scfg.Seed += uint64(i) * splitmix.Golden // shards hash differently
 		}
 		e.coarse.now = e.clock.Now()
 		sh, err := ackcore.NewShard(scfg)

@@ -1,6 +1,7 @@
 package acker_test
 
 import (
+	"github.com/xorack/xorack/internal/splitmix"
 	"math/rand/v2"
 	"runtime"
 	"sync/atomic"
@@ -62,7 +63,7 @@ func TestOrphanStorm(t *testing.T) {
 	for base := 0; base < roots; base += window {
 		var edges [window][4]uint64
 		for i := range window {
-			root := uint64(base+i+1) * 0x9e3779b97f4a7c15
+			root := uint64(base+i+1) * splitmix.Golden
 			val := uint64(0)
 			for k := range 4 {
 				edges[i][k] = rng.Uint64() | 1
@@ -76,7 +77,7 @@ func TestOrphanStorm(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i := range window {
-			root := uint64(base+i+1) * 0x9e3779b97f4a7c15
+			root := uint64(base+i+1) * splitmix.Golden
 			if rng.IntN(20) == 0 {
 				fails++
 				if err := bolt.Send(ackcore.Msg{Root: root, Kind: ackcore.Fail}); err != nil {

@@ -1,6 +1,7 @@
 package acker_test
 
 import (
+	"github.com/xorack/xorack/internal/splitmix"
 	"math/rand/v2"
 	"runtime"
 	"sync/atomic"
@@ -80,7 +81,7 @@ func TestOrphanShareFlood(t *testing.T) {
 	for base := 0; base < roots; base += window {
 		var inits []ackcore.Msg
 		for i := range window {
-			root := uint64(base+i+1) * 0x9e3779b97f4a7c15
+			root := uint64(base+i+1) * splitmix.Golden
 			e1, e2 := rng.Uint64()|1, rng.Uint64()|1
 			// The bolt's ACK of the first edge races ahead of the INIT.
 			if err := bolt.Send(ackcore.Msg{Root: root, Kind: ackcore.Ack, Val: e1}); err != nil {

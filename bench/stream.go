@@ -195,7 +195,7 @@ func newFaultGen(k int, fail, drop float64, seed uint64) *faultGen {
 // salt is generation g's root salt. Even, so that the stream's odd roots
 // stay odd and never become 0.
 func (g *faultGen) salt(gen int64) uint64 {
-	return splitmix.Mix64(g.seed^uint64(gen)*0x9e3779b97f4a7c15) &^ 1
+	return splitmix.Mix64(g.seed^uint64(gen)*splitmix.Golden) &^ 1
 }
 
 // fate of a tree: 0 none, 1 fail, 2 drop; and the message it hits.

@@ -1,6 +1,7 @@
 package netio
 
 import (
+	"github.com/xorack/xorack/internal/splitmix"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -101,7 +102,7 @@ func TestKillOneOfTwo(t *testing.T) {
 		}
 	}
 	for i := 1; i <= n; i++ {
-		msgs := tree(rng, uint64(i)*0x9e3779b97f4a7c15|1, 0, 6)
+		msgs := tree(rng, uint64(i)*splitmix.Golden|1, 0, 6)
 		if err := p.SendBatch(msgs[:4]); err != nil {
 			t.Fatal(err)
 		}
@@ -156,7 +157,7 @@ func TestKillOneOfTwo(t *testing.T) {
 	var lost, done int
 	both := []*host{c.hosts[0], c.hosts[1]}
 	for i := 1; i <= n; i++ {
-		root := uint64(i)*0x9e3779b97f4a7c15 | 1
+		root := uint64(i)*splitmix.Golden | 1
 		os := got[root]
 		if len(os) != 1 {
 			t.Fatalf("root %d: %d outcomes %v", i, len(os), os)

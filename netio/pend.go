@@ -1,6 +1,10 @@
 package netio
 
-import "github.com/xorack/xorack/ackcore"
+import (
+	"github.com/xorack/xorack/ackcore"
+
+	"github.com/xorack/xorack/internal/splitmix"
+)
 
 // pendTable is a host's table of roots in flight on the client: root ->
 // packed value (task, INIT count, send time; see pendCount). It is a flat
@@ -45,7 +49,7 @@ const pendMinSlots = 256
 
 // home is root's first slot: Fibonacci hashing, whose top bits spread
 // sequential roots (a counter) as well as random ones.
-func (t *pendTable) home(root uint64) uint64 { return root * 0x9e3779b97f4a7c15 >> t.shift }
+func (t *pendTable) home(root uint64) uint64 { return root * splitmix.Golden >> t.shift }
 
 // slot returns the slot holding root, or, when root is absent, the empty
 // slot where it would go (root field 0) — after growing the table if one

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"flag"
+	"github.com/xorack/xorack/internal/splitmix"
 	"io"
 	"os"
 	"path/filepath"
@@ -372,7 +373,7 @@ func TestRoundTripRecords(t *testing.T) {
 	msgs := make([]ackcore.Msg, 1000)
 	for i := range msgs {
 		k := ackcore.Kind(1 + i%4)
-		msgs[i] = ackcore.Msg{Root: uint64(i)*0x9e3779b97f4a7c15 | 1, Val: uint64(i) << 40, Kind: k, TimeoutMs: uint32(i % 3 * 1000)}
+		msgs[i] = ackcore.Msg{Root: uint64(i)*splitmix.Golden | 1, Val: uint64(i) << 40, Kind: k, TimeoutMs: uint32(i % 3 * 1000)}
 		if k == ackcore.Init {
 			msgs[i].Task = uint32(i) & ackcore.MaxTask
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/xorack/xorack/internal/splitmix"
 	"hash/maphash"
 	"io"
 	"sync"
@@ -81,7 +82,7 @@ func newTopology(cfg Config, comps []*component) (*Topology, error) {
 		for i := range c.nexec {
 			lo, hi := i*c.ntasks/c.nexec, (i+1)*c.ntasks/c.nexec
 			base := executor{top: t, comp: c, index: i, id: len(t.execs), tasks: c.tasks[lo:hi], batch: cfg.Batch, pub: &pubBox{}}
-			base.gen.s = t.seed ^ uint64(base.id+1)*0x9e3779b97f4a7c15
+			base.gen.s = t.seed ^ uint64(base.id+1)*splitmix.Golden
 			base.linkOf = make([]int32, ntasks)
 			for k := range base.linkOf {
 				base.linkOf[k] = -1

@@ -2,6 +2,7 @@ package acktest
 
 import (
 	"fmt"
+	"github.com/xorack/xorack/internal/splitmix"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -168,7 +169,7 @@ func Run(t testing.TB, sc Scenario, newAcker Factory) {
 			t.Logf("scenario: %v", sc)
 		}
 	}()
-	rng := rand.New(rand.NewPCG(sc.Seed, sc.Seed^0x9e3779b97f4a7c15))
+	rng := rand.New(rand.NewPCG(sc.Seed, sc.Seed^splitmix.Golden))
 	gen := sc.Gen
 	if gen == (treegen.Options{}) {
 		gen = DefaultGen(sc.Roots)

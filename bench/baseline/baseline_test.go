@@ -1,6 +1,7 @@
 package baseline_test
 
 import (
+	"github.com/xorack/xorack/internal/splitmix"
 	"strings"
 	"testing"
 	"time"
@@ -117,7 +118,7 @@ func TestBound(t *testing.T) {
 		a := mustMake(t, b, baseline.Config{MaxPending: bound, Clock: &ackcore.FakeClock{}})
 		var msgs []ackcore.Msg
 		for r := uint64(1); r <= bound+5; r++ {
-			msgs = append(msgs, ackcore.Msg{Root: r, Kind: ackcore.Init, Task: 3, Val: r * 0x9e3779b97f4a7c15})
+			msgs = append(msgs, ackcore.Msg{Root: r, Kind: ackcore.Init, Task: 3, Val: r * splitmix.Golden})
 		}
 		out := a.Apply(msgs, nil)
 		if len(out) != 5 {
@@ -148,7 +149,7 @@ func TestBound(t *testing.T) {
 		// Every accepted root still completes, and room comes back.
 		msgs = msgs[:0]
 		for r := uint64(1); r <= bound; r++ {
-			msgs = append(msgs, ackcore.Msg{Root: r, Kind: ackcore.Ack, Val: r * 0x9e3779b97f4a7c15})
+			msgs = append(msgs, ackcore.Msg{Root: r, Kind: ackcore.Ack, Val: r * splitmix.Golden})
 		}
 		if out = a.Apply(msgs, out[:0]); len(out) != bound {
 			t.Fatalf("%s: %d completions, want %d", b.name, len(out), bound)

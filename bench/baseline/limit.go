@@ -2,6 +2,7 @@ package baseline
 
 import (
 	"fmt"
+	"github.com/xorack/xorack/internal/splitmix"
 	"math/bits"
 
 	"github.com/xorack/xorack/ackcore"
@@ -20,7 +21,7 @@ type limitSlot struct {
 // fibMul is 2^64 divided by the golden ratio: multiplying by it and keeping
 // the top bits (Fibonacci hashing) spreads any root ids, sequential ones
 // included, over the table with one multiply.
-const fibMul = 0x9e3779b97f4a7c15
+const fibMul = splitmix.Golden
 
 // Limit is NOT an acker. It is the "how close to the memory system" row of
 // the comparison: the least work any acker must do per message, a flat

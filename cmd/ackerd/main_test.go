@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/xorack/xorack/internal/splitmix"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -158,7 +159,7 @@ func scenario(c *netio.Client, n, window int, kill func()) (done, lost int, last
 		}
 	}
 	var open [][]ackcore.Msg
-	rootOf := func(i int) uint64 { return uint64(i)*0x9e3779b97f4a7c15 | 1 }
+	rootOf := func(i int) uint64 { return uint64(i)*splitmix.Golden | 1 }
 	for i := 1; i <= n; i++ {
 		edges := [4]uint64{rng.Uint64() | 1, rng.Uint64() | 1, rng.Uint64() | 1, rng.Uint64() | 1}
 		r := rootOf(i)
