@@ -54,11 +54,16 @@
 // in their high bits and carry the slot's index in their low bits, so an
 // outcome finds its slot with a mask, no map; the acker routes and places
 // roots by a keyed hash (docs/semantics.md, rule 12), so the structured low
-// bits cost nothing. Slots are allocated once, Config.MaxSpoutPending per
-// task rounded up to a power of two: the values kept for replays are
-// bounded by the pending bound. A failed root keeps its slot while it
-// waits for its replay (a heap by due time) and gets a fresh root id for
-// each attempt, so acks from an earlier attempt cannot touch a later one.
+// bits cost nothing. Slots are allocated once, twice Config.MaxSpoutPending
+// per task rounded up to a power of two: MaxSpoutPending roots in flight
+// and as many waiting for a replay. A failed root keeps its slot while it
+// waits for its replay (a heap by due time), outside the in-flight bound,
+// and gets a fresh root id for each attempt, so acks from an earlier
+// attempt cannot touch a later one.
+//
+// spout.go (about 840 lines) is the spout executor whole: its slots,
+// replays, breaker and outcome handling share one goroutine's state, and
+// split apart they would each need the others' fields.
 //
 // # Concurrency
 //

@@ -75,6 +75,10 @@
 // offsets missing for any reason are never waited for: contiguity is over
 // the records fetched (STORM-2505).
 //
+// spout.go (about 780 lines) keeps the consumer's life together: fetch,
+// per-partition buffers, assignment and revocation, and the commit loop
+// all act on the same partition table under the same lock.
+//
 // # Concurrency
 //
 // Four kinds of goroutine touch a Spout:
