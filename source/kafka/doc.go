@@ -77,7 +77,7 @@
 //
 // spout.go (about 780 lines) keeps the consumer's life together: fetch,
 // per-partition buffers, assignment and revocation, and the commit loop
-// all act on the same partition table under the same lock.
+// all act on the same table of partitions.
 //
 // # Concurrency
 //
