@@ -73,7 +73,7 @@ func New(cfg Config) (*Acker, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, recvOf, err := cfg.spec().Check()
+	_, recvOf, err := cfg.Spec.Check()
 	if err != nil {
 		return nil, err
 	}

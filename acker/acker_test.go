@@ -95,7 +95,7 @@ func runSharded(t *testing.T, shards, producers, receivers int, recvOf func(int)
 	// deadline and only the roots the model says time out must.
 	clock := &ackcore.FakeClock{}
 	cfg := acker.Config{
-		Shards: shards, Producers: producers, Tasks: tasks, RingSize: 64, OutcomeRingSize: 16, Batch: 32,
+		Shards: shards, Spec: acker.Spec{Producers: producers, Tasks: tasks}, RingSize: 64, OutcomeRingSize: 16, Batch: 32,
 		Shard: ackcore.Config{MaxPending: 1 << 16, Timeout: timeout, Clock: clock},
 	}
 	if receivers == 0 {
@@ -221,7 +221,7 @@ func runSharded(t *testing.T, shards, producers, receivers int, recvOf func(int)
 // Failed{stopped}, and sends after Stop fail with ErrClosed.
 func TestShardedStopReportsPending(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	a, err := acker.New(acker.Config{Shards: 2, Producers: 1, Tasks: 1, Shard: ackcore.Config{MaxPending: 100}})
+	a, err := acker.New(acker.Config{Shards: 2, Spec: acker.Spec{Producers: 1, Tasks: 1}, Shard: ackcore.Config{MaxPending: 100}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +265,7 @@ func TestShardedOversubscribed(t *testing.T) {
 		shards, producers int
 		warn              bool
 	}{{1, 1, false}, {1, 2, true}, {2, 1, true}} {
-		a, err := acker.New(acker.Config{Shards: c.shards, Producers: c.producers, Tasks: 1, Shard: ackcore.Config{MaxPending: 10}})
+		a, err := acker.New(acker.Config{Shards: c.shards, Spec: acker.Spec{Producers: c.producers, Tasks: 1}, Shard: ackcore.Config{MaxPending: 10}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -283,24 +283,23 @@ func TestShardedOversubscribed(t *testing.T) {
 
 func TestShardedConfigErrors(t *testing.T) {
 	for _, c := range []acker.Config{
-		{Producers: 1, Tasks: 1, Shards: -1, Shard: ackcore.Config{MaxPending: 1}},
-		{Producers: 0, Tasks: 1, Shard: ackcore.Config{MaxPending: 1}},
-		{Producers: 1, Tasks: 0, Shard: ackcore.Config{MaxPending: 1}},
-		{Producers: 1, Tasks: 1, RingSize: 1000, Shard: ackcore.Config{MaxPending: 1}},
-		{Producers: 1, Tasks: 1, Shard: ackcore.Config{MaxPending: 0}},
-		{Producers: 1, Tasks: 2, Receivers: 3, Shard: ackcore.Config{MaxPending: 1}},
-		{Producers: 1, Tasks: 2, Receivers: -1, Shard: ackcore.Config{MaxPending: 1}},
+		{Spec: acker.Spec{Producers: 1, Tasks: 1}, Shards: -1, Shard: ackcore.Config{MaxPending: 1}},
+		{Spec: acker.Spec{Producers: 0, Tasks: 1}, Shard: ackcore.Config{MaxPending: 1}},
+		{Spec: acker.Spec{Producers: 1, Tasks: 0}, Shard: ackcore.Config{MaxPending: 1}},
+		{Spec: acker.Spec{Producers: 1, Tasks: 1}, RingSize: 1000, Shard: ackcore.Config{MaxPending: 1}},
+		{Spec: acker.Spec{Producers: 1, Tasks: 1}, Shard: ackcore.Config{MaxPending: 0}},
+		{Spec: acker.Spec{Producers: 1, Tasks: 2, Receivers: 3}, Shard: ackcore.Config{MaxPending: 1}},
+		{Spec: acker.Spec{Producers: 1, Tasks: 2, Receivers: -1}, Shard: ackcore.Config{MaxPending: 1}},
 	} {
 		if _, err := acker.New(c); err == nil {
 			t.Errorf("New(%+v) accepted", c)
 		}
 	}
-	_, err := acker.New(acker.Config{Producers: 1, Tasks: 4, Receivers: 2, Shard: ackcore.Config{MaxPending: 1},
-		ReceiverOf: func(t int) int { return t - 1 }})
+	_, err := acker.New(acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 4, Receivers: 2, ReceiverOf: func(t int) int { return t - 1 }}, Shard: ackcore.Config{MaxPending: 1}})
 	if err == nil || !strings.Contains(err.Error(), "ReceiverOf(0) = -1") {
 		t.Errorf("ReceiverOf out of range: %v", err)
 	}
-	a, _ := acker.New(acker.Config{Producers: 1, Tasks: 2, Shard: ackcore.Config{MaxPending: 1}})
+	a, _ := acker.New(acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 2}, Shard: ackcore.Config{MaxPending: 1}})
 	if err := a.Producer(0).Send(ackcore.Msg{Root: 1, Kind: ackcore.Init, Task: 2, Val: 1}); err == nil {
 		t.Error("INIT for task 2 of 2 accepted")
 	}
@@ -312,7 +311,7 @@ func TestShardedConfigErrors(t *testing.T) {
 func TestShardedSendBatch(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	for _, shards := range []int{1, 2} {
-		a, err := acker.New(acker.Config{Shards: shards, Producers: 1, Tasks: 2, RingSize: 64, Shard: ackcore.Config{MaxPending: 1000}})
+		a, err := acker.New(acker.Config{Shards: shards, Spec: acker.Spec{Producers: 1, Tasks: 2}, RingSize: 64, Shard: ackcore.Config{MaxPending: 1000}})
 		if err != nil {
 			t.Fatal(err)
 		}

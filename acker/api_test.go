@@ -19,7 +19,7 @@ import (
 // 0 complete at once).
 func startWith(t *testing.T, n int) *acker.Acker {
 	t.Helper()
-	a, err := acker.New(acker.Config{Shards: 2, Producers: 1, Tasks: 1, Shard: ackcore.Config{MaxPending: 1024}})
+	a, err := acker.New(acker.Config{Shards: 2, Spec: acker.Spec{Producers: 1, Tasks: 1}, Shard: ackcore.Config{MaxPending: 1024}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,14 +129,14 @@ func TestConfigBytes(t *testing.T) {
 		cfg  acker.Config
 		want []string
 	}{
-		{acker.Config{Producers: 1, Tasks: 1, Shard: sh, RingSize: 1 << 40}, []string{"RingSize 1099511627776", "bytes"}},
-		{acker.Config{Producers: 1, Tasks: 1, Shard: sh, OutcomeRingSize: 1 << 62}, []string{"OutcomeRingSize 4611686018427387904", "bytes"}},
-		{acker.Config{Producers: 4096, Shards: 1024, Tasks: 1, Shard: sh}, []string{"1024 shards", "4096 producers", "bytes", "MaxBytes"}},
-		{acker.Config{Producers: 1, Shards: 64, Tasks: 1, Shard: ackcore.Config{MaxPending: 1 << 27}}, []string{"MaxPending 134217728", "bytes", "MaxBytes"}},
-		{acker.Config{Producers: 1, Tasks: 1, Shard: sh, Backlog: 1 << 40}, []string{"Backlog 1099511627776", "bytes"}},
-		{acker.Config{Producers: 1, Tasks: 1, Shard: sh, MaxBytes: 1 << 19}, []string{"MaxBytes 524288"}},
-		{acker.Config{Producers: 1, Tasks: 1, Shard: sh, Batch: 8192}, []string{"Batch 8192"}},
-		{acker.Config{Producers: 1, Tasks: 1, Shard: ackcore.Config{MaxPending: -1}}, []string{"MaxPending -1"}},
+		{acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 1}, Shard: sh, RingSize: 1 << 40}, []string{"RingSize 1099511627776", "bytes"}},
+		{acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 1}, Shard: sh, OutcomeRingSize: 1 << 62}, []string{"OutcomeRingSize 4611686018427387904", "bytes"}},
+		{acker.Config{Spec: acker.Spec{Producers: 4096, Tasks: 1}, Shards: 1024, Shard: sh}, []string{"1024 shards", "4096 producers", "bytes", "MaxBytes"}},
+		{acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 1}, Shards: 64, Shard: ackcore.Config{MaxPending: 1 << 27}}, []string{"MaxPending 134217728", "bytes", "MaxBytes"}},
+		{acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 1}, Shard: sh, Backlog: 1 << 40}, []string{"Backlog 1099511627776", "bytes"}},
+		{acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 1}, Shard: sh, MaxBytes: 1 << 19}, []string{"MaxBytes 524288"}},
+		{acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 1}, Shard: sh, Batch: 8192}, []string{"Batch 8192"}},
+		{acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 1}, Shard: ackcore.Config{MaxPending: -1}}, []string{"MaxPending -1"}},
 	} {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
@@ -158,7 +158,7 @@ func TestConfigBytes(t *testing.T) {
 	}
 	// At the bound: a budget that fits is accepted, and Footprint says
 	// what New checked.
-	cfg := acker.Config{Producers: 2, Shards: 2, Tasks: 2, Shard: sh}
+	cfg := acker.Config{Spec: acker.Spec{Producers: 2, Tasks: 2}, Shards: 2, Shard: sh}
 	a, err := acker.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -185,7 +185,7 @@ func TestConfigBytes(t *testing.T) {
 // TestHandleRange: an index out of range is a programmer error: it panics
 // with a message naming the index and the range.
 func TestHandleRange(t *testing.T) {
-	a, err := acker.New(acker.Config{Producers: 2, Tasks: 3, Receivers: 2, Shard: ackcore.Config{MaxPending: 16}})
+	a, err := acker.New(acker.Config{Spec: acker.Spec{Producers: 2, Tasks: 3, Receivers: 2}, Shard: ackcore.Config{MaxPending: 16}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,7 +220,7 @@ func TestHandleRange(t *testing.T) {
 func TestPlanAnyTime(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
-	a, err := acker.New(acker.Config{Shards: 2, Producers: 2, Tasks: 1, Pin: true, Shard: ackcore.Config{MaxPending: 16}})
+	a, err := acker.New(acker.Config{Shards: 2, Spec: acker.Spec{Producers: 2, Tasks: 1}, Pin: true, Shard: ackcore.Config{MaxPending: 16}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,8 +269,7 @@ func TestPlanAnyTime(t *testing.T) {
 func TestOldestPending(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	clock := &ackcore.FakeClock{}
-	a, err := acker.New(acker.Config{Shards: 3, Producers: 1, Tasks: 1,
-		Shard: ackcore.Config{MaxPending: 1024, Timeout: time.Hour, Clock: clock}})
+	a, err := acker.New(acker.Config{Shards: 3, Spec: acker.Spec{Producers: 1, Tasks: 1}, Shard: ackcore.Config{MaxPending: 1024, Timeout: time.Hour, Clock: clock}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,7 +330,7 @@ func TestOldestPending(t *testing.T) {
 // (AllocsPerRun counts every goroutine's allocations).
 func TestHotPathAllocs(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	a, err := acker.New(acker.Config{Producers: 1, Tasks: 2, Shard: ackcore.Config{MaxPending: 4096}})
+	a, err := acker.New(acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 2}, Shard: ackcore.Config{MaxPending: 4096}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +369,7 @@ func TestHotPathAllocs(t *testing.T) {
 // TestBacklogNegativeWording: a negative Backlog is named with its range
 // and default, not as an overflowed byte count.
 func TestBacklogNegativeWording(t *testing.T) {
-	_, err := acker.New(acker.Config{Producers: 1, Tasks: 1, Shard: ackcore.Config{MaxPending: 1024}, Backlog: -1})
+	_, err := acker.New(acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 1}, Shard: ackcore.Config{MaxPending: 1024}, Backlog: -1})
 	want := "acker: Backlog -1 out of range [1, 16777216] (0: DefaultBacklog 4096)"
 	if err == nil || err.Error() != want {
 		t.Errorf("Backlog -1: %v, want %q", err, want)

@@ -33,8 +33,7 @@ func TestStuckReceiver(t *testing.T) {
 		samples                  = 32
 	)
 	roots := msgs / 2 // an INIT and the ACK that completes it
-	a, err := acker.New(acker.Config{Shards: shards, Producers: producers, Tasks: tasks,
-		RingSize: ringSize, OutcomeRingSize: 256, Backlog: backlog, Shard: ackcore.Config{MaxPending: maxPending}})
+	a, err := acker.New(acker.Config{Shards: shards, Spec: acker.Spec{Producers: producers, Tasks: tasks}, RingSize: ringSize, OutcomeRingSize: 256, Backlog: backlog, Shard: ackcore.Config{MaxPending: maxPending}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +205,7 @@ func TestStuckReceiver(t *testing.T) {
 func TestHeldBackSend(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	const roots = 2000
-	a, err := acker.New(acker.Config{Producers: 2, Tasks: 2, RingSize: 64, OutcomeRingSize: 16, Backlog: 32,
+	a, err := acker.New(acker.Config{Spec: acker.Spec{Producers: 2, Tasks: 2}, RingSize: 64, OutcomeRingSize: 16, Backlog: 32,
 		Shard: ackcore.Config{MaxPending: 4096}})
 	if err != nil {
 		t.Fatal(err)
@@ -315,7 +314,7 @@ func TestSpoutPollsWhileHeldBack(t *testing.T) {
 	if testing.Short() {
 		roots = 20_000
 	}
-	a, err := acker.New(acker.Config{Shards: 2, Producers: 1, Tasks: 1, RingSize: 64, OutcomeRingSize: 16, Backlog: 8,
+	a, err := acker.New(acker.Config{Shards: 2, Spec: acker.Spec{Producers: 1, Tasks: 1}, RingSize: 64, OutcomeRingSize: 16, Backlog: 8,
 		Shard: ackcore.Config{MaxPending: 1 << 16}})
 	if err != nil {
 		t.Fatal(err)
@@ -397,7 +396,7 @@ func TestSpoutPollsWhileHeldBack(t *testing.T) {
 // returns ErrClosed when the acker stops, and Stop delivers what was held.
 func TestStopReleasesHeldSend(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	a, err := acker.New(acker.Config{Producers: 1, Tasks: 1, OutcomeRingSize: 16, Backlog: 16,
+	a, err := acker.New(acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 1}, OutcomeRingSize: 16, Backlog: 16,
 		Shard: ackcore.Config{MaxPending: 4096}})
 	if err != nil {
 		t.Fatal(err)

@@ -19,24 +19,19 @@ type Config struct {
 	// Shards is the number of shards, each run by one executor goroutine
 	// (pinned to a CPU when Pin is set). Default 1, at most MaxShards.
 	Shards int
-	// Producers is the number of producer handles: each is used by one
-	// goroutine (a spout or bolt executor of the embedding engine) and has
-	// one SPSC ring into every shard. Required, at most MaxProducers.
-	Producers int
-	// Tasks is the number of spout tasks; task t's outcomes arrive at
-	// TaskReceiver(t). INITs must name a task below it. Required.
-	Tasks int
-	// Receivers is the number of outcome receivers, each with one ring
-	// from every shard and polled by one goroutine; task t's outcomes go
-	// to receiver ReceiverOf(t), which TaskReceiver(t) returns. Default Tasks:
-	// one receiver per task. An engine whose executors each run several
-	// spout tasks (as Storm's do) gives each executor one receiver: the
-	// shards then publish one span per executor per pass, not one per
-	// task, and the executor polls one handle.
-	Receivers int
-	// ReceiverOf maps a task to its receiver in [0, Receivers); nil means
-	// task mod Receivers. It is called once per task by New.
-	ReceiverOf func(task int) int
+	// Spec is the port's shape: Producers (required, at most
+	// MaxProducers: each producer handle is used by one goroutine, a
+	// spout or bolt executor of the embedding engine, and has one SPSC
+	// ring into every shard), Tasks (the spout tasks; required; INITs must
+	// name a task below it, and task t's outcomes arrive at
+	// TaskReceiver(t)), Receivers (default Tasks: one receiver per task;
+	// each has one ring from every shard and is polled by one goroutine;
+	// an engine whose executors each run several spout tasks, as Storm's
+	// do, gives each executor one receiver: the shards then publish one
+	// span per executor per pass, not one per task) and ReceiverOf (task
+	// to receiver; nil: task mod Receivers; called once per task by New).
+	// Spec.Check validates it, here as for a remote acker.
+	Spec
 	// Shard configures each shard; MaxPending is per shard. Its Clock is
 	// the source the executors sample once per pass (nil: monotonic). Its
 	// Owners is set to Producers: each producer is an owner of the
@@ -200,7 +195,7 @@ func (c *Config) fill() (Footprint, error) {
 	if c.MaxBytes == 0 {
 		c.MaxBytes = DefaultMaxBytes
 	}
-	if _, _, err := c.spec().Check(); err != nil {
+	if _, _, err := c.Spec.Check(); err != nil {
 		return Footprint{}, err
 	}
 	switch {
@@ -277,9 +272,4 @@ func sat(a, b int64) int64 {
 		return s
 	}
 	return 1<<63 - 1
-}
-
-// spec is the port shape c describes.
-func (c *Config) spec() Spec {
-	return Spec{Producers: c.Producers, Tasks: c.Tasks, Receivers: c.Receivers, ReceiverOf: c.ReceiverOf}
 }

@@ -12,7 +12,7 @@ import (
 // A spout task emits a root with two edges; a bolt acks both; the
 // spout's receiver gets the root's outcome.
 func Example() {
-	a, err := acker.New(acker.Config{Shards: 2, Producers: 1, Tasks: 1, Shard: ackcore.Config{MaxPending: 1024}})
+	a, err := acker.New(acker.Config{Shards: 2, Spec: acker.Spec{Producers: 1, Tasks: 1}, Shard: ackcore.Config{MaxPending: 1024}})
 	if err != nil {
 		panic(err)
 	}
@@ -40,7 +40,7 @@ func Example() {
 // back its INITs (its receiver fell Backlog behind) waits for exactly
 // those polls, so a blocking Send here could wait forever.
 func ExampleProducer_TrySend() {
-	a, err := acker.New(acker.Config{Producers: 1, Tasks: 1, OutcomeRingSize: 16, Backlog: 8,
+	a, err := acker.New(acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 1}, OutcomeRingSize: 16, Backlog: 8,
 		Shard: ackcore.Config{MaxPending: 1024}})
 	if err != nil {
 		panic(err)
@@ -79,9 +79,9 @@ func ExampleProducer_TrySend() {
 
 // New checks every size against a memory budget before allocating.
 func ExampleNew_budget() {
-	_, err := acker.New(acker.Config{Shards: 1024, Producers: 4096, Tasks: 1, Shard: ackcore.Config{MaxPending: 1024}})
+	_, err := acker.New(acker.Config{Shards: 1024, Spec: acker.Spec{Producers: 4096, Tasks: 1}, Shard: ackcore.Config{MaxPending: 1024}})
 	fmt.Println(err != nil)
-	a, err := acker.New(acker.Config{Shards: 2, Producers: 2, Tasks: 4, Shard: ackcore.Config{MaxPending: 1 << 16}})
+	a, err := acker.New(acker.Config{Shards: 2, Spec: acker.Spec{Producers: 2, Tasks: 4}, Shard: ackcore.Config{MaxPending: 1 << 16}})
 	if err != nil {
 		panic(err)
 	}
@@ -95,7 +95,7 @@ func ExampleNew_budget() {
 
 // ReceiverStats names a spout that stopped taking its outcomes.
 func ExampleAcker_ReceiverStats() {
-	a, err := acker.New(acker.Config{Producers: 1, Tasks: 2, OutcomeRingSize: 16, Backlog: 16,
+	a, err := acker.New(acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 2}, OutcomeRingSize: 16, Backlog: 16,
 		Shard: ackcore.Config{MaxPending: 1024}})
 	if err != nil {
 		panic(err)
@@ -125,7 +125,7 @@ func ExampleAcker_ReceiverStats() {
 // A producer whose staged messages were still unpublished when the acker
 // stopped is told how many: none is lost without a word.
 func ExampleNotAppliedError() {
-	a, err := acker.New(acker.Config{Producers: 1, Tasks: 1, Batch: 64, Shard: ackcore.Config{MaxPending: 100}})
+	a, err := acker.New(acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 1}, Batch: 64, Shard: ackcore.Config{MaxPending: 100}})
 	if err != nil {
 		panic(err)
 	}

@@ -32,7 +32,7 @@ func TestExpiryInterleaves(t *testing.T) {
 	}
 	defer goleak.VerifyNone(t)
 	const wave = 300_000
-	a, err := acker.New(acker.Config{Producers: 1, Tasks: 2, Receivers: 1, Backlog: wave + 16,
+	a, err := acker.New(acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 2, Receivers: 1}, Backlog: wave + 16,
 		Shard: ackcore.Config{MaxPending: wave + 16, Timeout: 500 * time.Millisecond, Tick: 100 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)

@@ -32,8 +32,7 @@ func TestOrphanStorm(t *testing.T) {
 	base0, peak := ms.HeapAlloc, uint64(0)
 	clock := &ackcore.FakeClock{}
 	a, err := acker.New(acker.Config{
-		Producers: 2, Tasks: 1,
-		Shard: ackcore.Config{MaxPending: bound, Timeout: 30 * time.Second, Clock: clock},
+		Spec: acker.Spec{Producers: 2, Tasks: 1}, Shard: ackcore.Config{MaxPending: bound, Timeout: 30 * time.Second, Clock: clock},
 	})
 	if err != nil {
 		t.Fatal(err)

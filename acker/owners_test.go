@@ -32,8 +32,7 @@ func TestOrphanShareFlood(t *testing.T) {
 	}
 	clock := &ackcore.FakeClock{}
 	a, err := acker.New(acker.Config{
-		Producers: 3, Tasks: 1,
-		Shard: ackcore.Config{MaxPending: bound, Timeout: 30 * time.Second, Clock: clock, OrphanShare: share},
+		Spec: acker.Spec{Producers: 3, Tasks: 1}, Shard: ackcore.Config{MaxPending: bound, Timeout: 30 * time.Second, Clock: clock, OrphanShare: share},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -17,7 +17,7 @@ func TestPlanner(t *testing.T) {
 	topo := affinity.Topology{Allowed: []int{1000, 1001, 1002, 1003, 1004, 1005, 1006, 1007}}
 	pl := affinity.NewPlanner(topo)
 	before := pl.Take(2)
-	a, err := acker.New(acker.Config{Shards: 3, Producers: 1, Tasks: 1, Pin: true, Planner: pl,
+	a, err := acker.New(acker.Config{Shards: 3, Spec: acker.Spec{Producers: 1, Tasks: 1}, Pin: true, Planner: pl,
 		Shard: ackcore.Config{MaxPending: 16}})
 	if err != nil {
 		t.Fatal(err)
@@ -37,7 +37,7 @@ func TestPlanner(t *testing.T) {
 
 	// Without Pin the Planner is not used.
 	pl = affinity.NewPlanner(topo)
-	if _, err := acker.New(acker.Config{Shards: 3, Producers: 1, Tasks: 1, Planner: pl,
+	if _, err := acker.New(acker.Config{Shards: 3, Spec: acker.Spec{Producers: 1, Tasks: 1}, Planner: pl,
 		Shard: ackcore.Config{MaxPending: 16}}); err != nil {
 		t.Fatal(err)
 	}

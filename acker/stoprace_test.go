@@ -21,7 +21,7 @@ import (
 func stopRaceRound(t *testing.T, producers, batch int, delay time.Duration, trySend bool) {
 	t.Helper()
 	a, err := acker.New(acker.Config{
-		Shards: 2, Producers: producers, Tasks: 1, Batch: batch, RingSize: 64,
+		Shards: 2, Spec: acker.Spec{Producers: producers, Tasks: 1}, Batch: batch, RingSize: 64,
 		Shard: ackcore.Config{MaxPending: 1 << 16},
 	})
 	if err != nil {

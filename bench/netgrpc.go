@@ -75,9 +75,8 @@ func newGRPCPipe(pc pipeline.Config) (pipeline.Pipe, error) {
 	// idle; one receiver per stream here, one router there.
 	idle := netio.DefaultIdle()
 	ak, err := acker.New(acker.Config{
-		Shards: pc.Shards, Producers: pc.Producers, Tasks: pc.Producers,
-		Shard: ackcore.Config{MaxPending: pc.MaxPending, Timeout: pc.Timeout, Clock: pc.Clock},
-		Idle:  &idle,
+		Shards: pc.Shards, Spec: acker.Spec{Producers: pc.Producers, Tasks: pc.Producers}, Shard: ackcore.Config{MaxPending: pc.MaxPending, Timeout: pc.Timeout, Clock: pc.Clock},
+		Idle: &idle,
 	})
 	if err != nil {
 		return nil, err

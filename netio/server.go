@@ -296,8 +296,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	}
 	routers := 1
 	ak, err := acker.New(acker.Config{
-		Shards: cfg.Shards, Producers: cfg.MaxConns, Tasks: cfg.Tasks, Receivers: routers,
-		Shard: cfg.Shard, RingSize: cfg.RingSize, Pin: cfg.Pin, Idle: cfg.Idle, MaxBytes: cfg.MaxBytes,
+		Shards: cfg.Shards, Spec: acker.Spec{Producers: cfg.MaxConns, Tasks: cfg.Tasks, Receivers: routers}, Shard: cfg.Shard, RingSize: cfg.RingSize, Pin: cfg.Pin, Idle: cfg.Idle, MaxBytes: cfg.MaxBytes,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("netio: %w", err)

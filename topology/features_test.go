@@ -106,10 +106,10 @@ func TestConfigErrors(t *testing.T) {
 	}{
 		{Config{Acker: acker.Config{Shards: -1}}, "Acker.Shards -1"},
 		{Config{Acker: acker.Config{Shard: ackcore.Config{MaxPending: -1}}}, "Acker.Shard.MaxPending -1"},
-		{Config{Acker: acker.Config{Producers: 3}}, "Acker.Producers is set"},
-		{Config{Acker: acker.Config{Tasks: 3}}, "Acker.Tasks is set"},
-		{Config{Acker: acker.Config{Receivers: 3}}, "Acker.Receivers is set"},
-		{Config{Acker: acker.Config{ReceiverOf: func(int) int { return 0 }}}, "Acker.ReceiverOf is set"},
+		{Config{Acker: acker.Config{Spec: acker.Spec{Producers: 3}}}, "Acker.Producers is set"},
+		{Config{Acker: acker.Config{Spec: acker.Spec{Tasks: 3}}}, "Acker.Tasks is set"},
+		{Config{Acker: acker.Config{Spec: acker.Spec{Receivers: 3}}}, "Acker.Receivers is set"},
+		{Config{Acker: acker.Config{Spec: acker.Spec{ReceiverOf: func(int) int { return 0 }}}}, "Acker.ReceiverOf is set"},
 		{Config{Acker: acker.Config{Planner: affinity.NewPlanner(affinity.Topology{})}}, "Acker.Planner is set"},
 		{Config{Acker: acker.Config{Shard: ackcore.Config{Timeout: time.Second}}}, "Acker.Shard.Timeout is set"},
 		{Config{Acker: acker.Config{Shard: ackcore.Config{Clock: &ackcore.FakeClock{}}}}, "Acker.Shard.Clock is set"},
@@ -447,8 +447,7 @@ func TestPort(t *testing.T) {
 	cfg := testConfig()
 	cfg.Port = func(s acker.Spec) (acker.Port, error) {
 		opened.Add(1)
-		a, err := acker.New(acker.Config{Shards: 2, Producers: s.Producers, Tasks: s.Tasks, Receivers: s.Receivers,
-			ReceiverOf: s.ReceiverOf, Shard: ackcore.Config{MaxPending: 1 << 12, Timeout: time.Hour}})
+		a, err := acker.New(acker.Config{Shards: 2, Spec: acker.Spec{Producers: s.Producers, Tasks: s.Tasks, Receivers: s.Receivers, ReceiverOf: s.ReceiverOf}, Shard: ackcore.Config{MaxPending: 1 << 12, Timeout: time.Hour}})
 		if err != nil {
 			return nil, err
 		}

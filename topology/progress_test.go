@@ -98,8 +98,7 @@ func TestProgressTimeout(t *testing.T) {
 		cfg.DeadLetter = l.deadLetter
 		if mode == "port" {
 			cfg.Port = func(spec acker.Spec) (acker.Port, error) {
-				a, err := acker.New(acker.Config{Producers: spec.Producers, Tasks: spec.Tasks, Receivers: spec.Receivers, ReceiverOf: spec.ReceiverOf,
-					Shard: ackcore.Config{MaxPending: 1024, Timeout: cfg.MessageTimeout, Clock: clock}})
+				a, err := acker.New(acker.Config{Spec: acker.Spec{Producers: spec.Producers, Tasks: spec.Tasks, Receivers: spec.Receivers, ReceiverOf: spec.ReceiverOf}, Shard: ackcore.Config{MaxPending: 1024, Timeout: cfg.MessageTimeout, Clock: clock}})
 				if err == nil {
 					err = a.Start()
 				}

@@ -153,8 +153,7 @@ func NewXorack(cfg Config) (Pipe, error) {
 		return nil, err
 	}
 	a, err := acker.New(acker.Config{
-		Shards: cfg.Shards, Producers: cfg.Producers, Tasks: cfg.Tasks, Receivers: cfg.Receivers, ReceiverOf: cfg.ReceiverOf,
-		Batch: min(cfg.Batch, acker.DefaultRingSize), OutcomeRingSize: cfg.OutcomeRingSize, Pin: cfg.Pin, Idle: cfg.Idle,
+		Shards: cfg.Shards, Spec: acker.Spec{Producers: cfg.Producers, Tasks: cfg.Tasks, Receivers: cfg.Receivers, ReceiverOf: cfg.ReceiverOf}, Batch: min(cfg.Batch, acker.DefaultRingSize), OutcomeRingSize: cfg.OutcomeRingSize, Pin: cfg.Pin, Idle: cfg.Idle,
 		Shard: ackcore.Config{MaxPending: cfg.MaxPending, Timeout: cfg.Timeout, Clock: cfg.Clock},
 	})
 	if err != nil {
