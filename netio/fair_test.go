@@ -2,6 +2,7 @@ package netio
 
 import (
 	"github.com/xorack/xorack/internal/invariants"
+	"github.com/xorack/xorack/internal/race"
 	"math/rand/v2"
 	"net"
 	"runtime"
@@ -509,6 +510,9 @@ func TestCloseReasons(t *testing.T) {
 func TestMemoryComesBack(t *testing.T) {
 	if invariants.Enabled {
 		t.Skip("tables of tens of thousands of roots or more: the invariant checks (O(table) an Apply) take minutes; the differential tests run them")
+	}
+	if race.Enabled {
+		t.Skip("the race detector shadows the heap it weighs (a connection measured 8.2 MiB against its 7.3 MiB formula under -race)")
 	}
 	n := 100
 	if testing.Short() {
