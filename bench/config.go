@@ -24,11 +24,11 @@ const (
 	// built on a mutex-guarded map and on a Go channel.
 	LevelPipeline Level = "pipeline"
 	// LevelTopology runs word count end to end on the reference engine
-	// (package topology), with acking and with 0 ackers (topology.go).
+	// (package topology), with acking and with AtMostOnce (topology.go).
 	LevelTopology Level = "topology"
 	// LevelSource runs the topology level's word count fed by the Kafka
 	// spout (package source/kafka) from an in-process Kafka cluster, with
-	// acking and with 0 ackers (source.go).
+	// acking and with AtMostOnce (source.go).
 	LevelSource Level = "source"
 	// LevelNet puts the acker behind loopback TCP connections, one per
 	// producer: package netio's client and server, beside gRPC streams

@@ -35,7 +35,7 @@
 // topology (asked for by name; not in the default run): word count end to
 // end on the reference engine (package topology), sentence spout -> split
 // bolt -> count bolt, with one acker shard ("acked", or Config.Shards) and
-// with 0 ackers ("unacked", at most once), interleaved rep by rep. It
+// with AtMostOnce ("unacked", no acking), interleaved rep by rep. It
 // makes its own sentences and runs once, not per shape and window; a rep
 // emits a fixed number of sentences, sized from a warm-up run, timed from
 // Start to Stop, and verified word by word (topology.go).
@@ -44,7 +44,7 @@
 // level's word count fed by the Kafka spout (package source/kafka) from a
 // Kafka cluster in the process (kfake), acked ("kafka-acked": the spout
 // commits only past sentences whose words were all counted) and at most
-// once ("kafka-unacked": 0 ackers), interleaved rep by rep. The topic is
+// once ("kafka-unacked": AtMostOnce), interleaved rep by rep. The topic is
 // loaded once; each rep reads all of it as a fresh consumer group, timed
 // from Start (the group join included) until every record is done and
 // Stop has returned (the final commit included), and is verified word by

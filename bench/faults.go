@@ -480,12 +480,5 @@ func pairedRatio(gp, base []float64) float64 {
 			rs = append(rs, gp[k]/base[k])
 		}
 	}
-	if len(rs) == 0 {
-		return 0
-	}
-	slices.Sort(rs)
-	if len(rs)%2 == 0 {
-		return (rs[len(rs)/2-1] + rs[len(rs)/2]) / 2
-	}
-	return rs[len(rs)/2]
+	return median(rs)
 }

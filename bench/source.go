@@ -20,7 +20,7 @@ import (
 // (kfake, package source/kafka/kafkatest), with acking ("kafka-acked": one
 // acker shard, or Config.Shards; the spout commits offsets only past
 // sentences whose words were all counted) and at most once
-// ("kafka-unacked": 0 ackers; the spout marks each record done as it
+// ("kafka-unacked": AtMostOnce; the spout marks each record done as it
 // emits it), interleaved rep by rep. The topic is loaded once; each rep
 // reads it from the start as a fresh consumer group, and is timed from
 // Start (which joins the group) until the spout has every record done and

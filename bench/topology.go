@@ -14,7 +14,7 @@ import (
 // (package topology), a sentence spout -> split bolt -> count bolt
 // (fields grouping on the word), with acking (impl "acked": one INIT per
 // sentence, one ACK per tuple, the acker on Shards shards) and without
-// (impl "unacked": 0 ackers, at most once), interleaved rep by rep in one
+// (impl "unacked": AtMostOnce, no acking), interleaved rep by rep in one
 // run. A rep emits a fixed number of sentences and is timed from Start to
 // Stop's return: Stop returns once every tuple is processed (acked: after
 // every sentence completed; unacked: after the bolts drained their

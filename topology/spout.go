@@ -612,7 +612,6 @@ func (s *spoutExec) failed(idx uint32, sl *slot, f Failure) {
 		sl.state = slotWaiting
 		s.pending[sl.task]--
 		s.waiting[sl.task]++
-		s.m.Waiting++
 		sl.lastErr = f.Err
 		sl.due = s.now + int64(s.backoff(int(sl.attempt)))
 		heap.Push(&s.retryQ, idx)
@@ -695,7 +694,6 @@ func (s *spoutExec) replayDue() bool {
 		}
 		heap.Pop(&s.retryQ)
 		s.waiting[sl.task]--
-		s.m.Waiting--
 		s.pending[sl.task]++
 		sl.attempt++
 		sl.lastErr = nil
@@ -721,7 +719,6 @@ func (s *spoutExec) stopEmitting() {
 		idx := heap.Pop(&s.retryQ).(uint32)
 		sl := &s.slots[idx]
 		s.waiting[sl.task]--
-		s.m.Waiting--
 		s.pending[sl.task]++ // release takes it from pending
 		f := Failure{Reason: Stopped, Attempts: int(sl.attempt), Err: sl.lastErr}
 		s.final(idx, sl, &f, false)
@@ -780,6 +777,7 @@ func (s *spoutExec) control() {
 
 func (s *spoutExec) publish() {
 	s.lastPub = s.now
+	s.m.Waiting = int64(len(s.retryQ.idx)) // every waiting root is in the retry queue
 	s.pub.Lock()
 	s.pub.m = s.m
 	s.pubHist.Merge(s.hist)
@@ -835,7 +833,7 @@ func (s *spoutExec) check() {
 		sum += p + s.waiting[i]
 		waiting += s.waiting[i]
 	}
-	if inUse != sum || int64(sum) != s.m.Pending || inUse+len(s.free) != len(s.slots) || len(s.retryQ.idx) != waiting || int64(waiting) != s.m.Waiting {
+	if inUse != sum || int64(sum) != s.m.Pending || inUse+len(s.free) != len(s.slots) || len(s.retryQ.idx) != waiting {
 		panic(fmt.Sprintf("topology: spout %q: %d slots in use, in flight %v, waiting %v (counted %d), %d free of %d, %d in the retry queue",
 			s.comp.name, inUse, s.pending, s.waiting, s.m.Pending, len(s.free), len(s.slots), len(s.retryQ.idx)))
 	}
