@@ -140,6 +140,46 @@ func (pr *producer) sendAll(msgs []ackcore.Msg) error {
 	return nil
 }
 
+// sendNext sends the cursor's next up to n messages and returns how many
+// it sent: straight from the share's memory, one Send each, with only a
+// faulted tree's messages rewritten on their way (cursor.span), so that
+// fault mode costs the producer no copy of its batch. Batched producers
+// hand over a copy (sendAll).
+func (pr *producer) sendNext(n int) (int, error) {
+	if pr.batched {
+		msgs, _ := pr.cur.next(n, false)
+		return len(msgs), pr.sendAll(msgs)
+	}
+	msgs, from, _ := pr.cur.span(n, false)
+	sent := 0
+	if pr.cur.fs == nil {
+		for _, m := range msgs {
+			if m.Kind == ackcore.Init {
+				m.Task = pr.task
+			}
+			if err := pr.s.Send(m); err != nil {
+				return sent, err
+			}
+			sent++
+		}
+	} else {
+		for i, m := range msgs {
+			if !pr.cur.emit(&m, from+i) {
+				continue
+			}
+			if m.Kind == ackcore.Init {
+				m.Task = pr.task
+			}
+			if err := pr.s.Send(m); err != nil {
+				return sent, err
+			}
+			sent++
+		}
+	}
+	pr.clk.advance(sent)
+	return sent, nil
+}
+
 // spoutTasker is a pipe whose producer p names its spout task otherwise
 // than p: a netio client per producer owns one task, its task 0.
 type spoutTasker interface{ SpoutTask(p int) uint32 }
@@ -160,9 +200,9 @@ func (pr *producer) warmUp() result {
 	})
 	t0 := time.Now()
 	for n := 0; err == nil && n < len(pr.cur.sh.cycle)/2 && time.Since(t0) < pr.warm; {
-		msgs, _ := pr.cur.next(pr.batch, false)
-		err = pr.sendAll(msgs)
-		n += len(msgs)
+		var k int
+		k, err = pr.sendNext(pr.batch)
+		n += k
 		pr.poll()
 	}
 	if err == nil {
@@ -178,11 +218,11 @@ func (pr *producer) peak(msgs int64) result {
 		if msgs > 0 {
 			want = int(min(int64(want), msgs-sent))
 		}
-		batch, _ := pr.cur.next(want, false)
-		if err := pr.sendAll(batch); err != nil {
+		k, err := pr.sendNext(want)
+		sent += int64(k)
+		if err != nil {
 			return result{sent: sent, err: err}
 		}
-		sent += int64(len(batch))
 		pr.poll()
 	}
 	return result{sent: sent, err: pr.s.Flush()}

@@ -140,9 +140,11 @@ func TestFaultRates(t *testing.T) {
 }
 
 // TestFaultBlock checks the fault mode's block path (a copy with the
-// marked positions rewritten) against the message-by-message rewrite,
-// over several cycles of each of 3 shares, and that every tree left
-// alone keeps its slot's root while faulted ones do not.
+// marked positions rewritten) and its span path (the share's memory, each
+// message passed through emit, as a producer sends it) against the
+// message-by-message rewrite, over several cycles of each of 3 shares,
+// and that every tree left alone keeps its slot's root while faulted ones
+// do not.
 func TestFaultBlock(t *testing.T) {
 	st := newStream(workload.Build(workload.WordCount, 500, 3))
 	roots := make(map[uint64]bool, len(st.Roots))
@@ -152,6 +154,8 @@ func TestFaultBlock(t *testing.T) {
 	for p, sh := range st.shares(3) {
 		fast := newCursor(sh, newFaultGen(st.K, 0.05, 0.05, 9), 100)
 		slow := newCursor(sh, newFaultGen(st.K, 0.05, 0.05, 9), 100)
+		spans := newCursor(sh, newFaultGen(st.K, 0.05, 0.05, 9), 100)
+		var sent []ackcore.Msg
 		salted := 0
 		for i := 0; i < 4*len(sh.cycle); {
 			cyc, from := slow.cyc, slow.pos
@@ -167,6 +171,19 @@ func TestFaultBlock(t *testing.T) {
 			if !slices.Equal(m, want) || !slices.Equal(md, wmd) {
 				t.Fatalf("share %d cycle %d at %d: block and rewrite differ", p, cyc, from)
 			}
+			span, at, scyc := spans.span(97, false)
+			if at != from || scyc != cyc || len(span) != end-from {
+				t.Fatalf("share %d: span at %d of cycle %d (%d messages), want %d of %d (%d)", p, at, scyc, len(span), from, cyc, end-from)
+			}
+			sent = sent[:0]
+			for j, msg := range span {
+				if spans.emit(&msg, at+j) {
+					sent = append(sent, msg)
+				}
+			}
+			if !slices.Equal(sent, want) {
+				t.Fatalf("share %d cycle %d at %d: span and rewrite differ", p, cyc, from)
+			}
 			for j := range m {
 				if !roots[m[j].Root] {
 					salted++
@@ -177,6 +194,9 @@ func TestFaultBlock(t *testing.T) {
 		if fast.injFail != slow.injFail || fast.injDrop != slow.injDrop || fast.injFail == 0 || fast.injDrop == 0 {
 			t.Fatalf("share %d: injected %d/%d fails, %d/%d drops", p, fast.injFail, slow.injFail, fast.injDrop, slow.injDrop)
 		}
+		if spans.injFail != slow.injFail || spans.injDrop != slow.injDrop {
+			t.Fatalf("share %d: spans injected %d/%d fails, %d/%d drops", p, spans.injFail, slow.injFail, spans.injDrop, slow.injDrop)
+		}
 		if salted == 0 {
 			t.Fatalf("share %d: no faulted tree's root rewritten", p)
 		}
@@ -185,29 +205,44 @@ func TestFaultBlock(t *testing.T) {
 
 // BenchmarkCursor is what a producer spends per message replaying a
 // window of 10,000 word-count trees in batches of 256, without faults
-// and in fault mode (fails after fan-out); ns/op is per message.
+// and in fault mode (fails after fan-out): path=span is the pipeline
+// producer's (the share's memory, faulted messages rewritten one by one
+// on their way, as sendNext sends them), path=block the core runner's
+// and the batched producer's (a rewritten copy); ns/op is per message.
 func BenchmarkCursor(b *testing.B) {
 	st := newStream(workload.Build(workload.WordCount, 10000, 1))
-	for _, fail := range []float64{0, 0.05} {
-		b.Run(fmt.Sprintf("fail=%g", fail), func(b *testing.B) {
-			sh := st.shares(1)[0]
-			var fg *faultGen
-			if fail > 0 {
-				fg = newFaultGen(st.K, fail, 0, 1)
-			}
-			cur := newCursor(sh, fg, 256)
-			var sum uint64
-			b.ResetTimer()
-			for n := 0; n < b.N; {
-				m, _ := cur.next(256, false)
-				for i := range m {
-					sum += m[i].Root
+	for _, path := range []string{"span", "block"} {
+		for _, fail := range []float64{0, 0.05} {
+			b.Run(fmt.Sprintf("path=%s/fail=%g", path, fail), func(b *testing.B) {
+				sh := st.shares(1)[0]
+				var fg *faultGen
+				if fail > 0 {
+					fg = newFaultGen(st.K, fail, 0, 1)
 				}
-				n += len(m)
-			}
-			if sum == 1 {
-				b.Log(sum)
-			}
-		})
+				cur := newCursor(sh, fg, 256)
+				var sum uint64
+				b.ResetTimer()
+				for n := 0; n < b.N; {
+					if path == "block" {
+						m, _ := cur.next(256, false)
+						for i := range m {
+							sum += m[i].Root
+						}
+						n += len(m)
+						continue
+					}
+					m, from, _ := cur.span(256, false)
+					for i, msg := range m {
+						if fg == nil || cur.emit(&msg, from+i) {
+							sum += msg.Root
+						}
+					}
+					n += len(m)
+				}
+				if sum == 1 {
+					b.Log(sum)
+				}
+			})
+		}
 	}
 }
