@@ -163,17 +163,26 @@ func (pr *producer) sendNext(n int) (int, error) {
 			sent++
 		}
 	} else {
-		for i, m := range msgs {
-			if !pr.cur.emit(&m, from+i) {
-				continue
+		// The marks a word at a time: a faulted tree's message is one bit
+		// in a local word, tested with a shift per message.
+		marks := pr.cur.fs.marks
+		for i := 0; i < len(msgs); {
+			pos := from + i
+			w := marks[pos>>6] >> (pos & 63)
+			end := min(i+64-pos&63, len(msgs))
+			for ; i < end; i, w = i+1, w>>1 {
+				m := msgs[i]
+				if w&1 != 0 && !pr.cur.faultAt(&m, from+i) {
+					continue
+				}
+				if m.Kind == ackcore.Init {
+					m.Task = pr.task
+				}
+				if err := pr.s.Send(m); err != nil {
+					return sent, err
+				}
+				sent++
 			}
-			if m.Kind == ackcore.Init {
-				m.Task = pr.task
-			}
-			if err := pr.s.Send(m); err != nil {
-				return sent, err
-			}
-			sent++
 		}
 	}
 	pr.clk.advance(sent)
