@@ -97,6 +97,7 @@ probed: // R9 = &es[slot], DX = slot: the root, or the first empty slot
 	JNZ  store
 	BTQ  $63, 16(R9) // val reaches 0 with INIT seen: completes the root
 	JCS  complete
+	JMP  hit // val reaches 0 without INIT: left to step (a drain ends)
 
 store:
 	MOVQ AX, 8(R9)

@@ -41,7 +41,7 @@
 // root (one message ahead), probe the
 // four slots from the root's home at once (AVX2: two VPCMPEQQ against the
 // root and 0), slot by slot beyond them, then
-//   - an ACK to an entry it does not complete: val ^= msg.Val;
+//   - an ACK to an entry whose val it does not bring to 0: val ^= msg.Val;
 //   - an ACK that completes a root of timing kind 0, 1 or 2 (start =
 //     deadline - default, - X, - default - X; timing.go) without a near
 //     timer, with room in out: append Completed, backward-shift the run

@@ -91,7 +91,7 @@ func (s *Shard) applyChunk(chunk []Msg, hs *[prefetchChunk]uint64, out []Outcome
 		m := &chunk[i]
 		if e := &s.t.e[slot]; m.Kind == Ack && e.key != 0 && e.word()&(flagInit|kindMask|flagNear) == flagInit {
 			// The ACK that completes a root with the default timeout and
-			// no near timer (fastPath stops at completing ACKs only): what
+			// no near timer (fastPath stops at ACKs that bring val to 0): what
 			// step and store would do, without loading a cur.
 			s.stats.Acks++
 			s.stats.Completed++
@@ -172,9 +172,9 @@ func (s *Shard) fastPath(chunk []Msg, hs *[prefetchChunk]uint64, i int) (next in
 				break
 			}
 			nv := e.val ^ m.Val
-			if nv == 0 && e.meta&(uint64(flagInit)<<32) != 0 {
+			if nv == 0 {
 				slot = j
-				break // completes the root
+				break // completes the root, or ends a drain (step)
 			}
 			e.val = nv
 			if p := s.prog; p != nil { // ProgressTimeout: one store per ACK (read here: no register held for it)

@@ -53,8 +53,8 @@ const orphanInitial = 1024
 // tag in the rest: 19 bits with one owner, 7 at the most owners
 // (MaxOwners).
 const (
-	tagShift = 1
-	tagBits  = 19 // tag and owner together
+	tagShift = 2
+	tagBits  = 18 // tag and owner together
 )
 
 // orphanFIFO is a ring of roots, oldest at head.

@@ -157,6 +157,11 @@ func (s *Shard) step(c *cur, m *Msg, out []Outcome) []Outcome {
 		}
 		c.val ^= m.Val
 		c.progressed = true
+		if c.val == 0 && c.word&(flagInit|flagTomb) == flagTomb { // a drain's last ACK
+			s.kill(c)
+			s.stats.OrphansDrained++
+			return out
+		}
 		if c.val == 0 && c.word&flagInit != 0 {
 			s.loadTiming(c)
 			lat := s.latency(c.start)
@@ -186,6 +191,13 @@ func (s *Shard) step(c *cur, m *Msg, out []Outcome) []Outcome {
 			s.begin(c, s.nowStart(), s.defNs)
 			return out
 		}
+		if c.word&(flagInit|flagTomb) == flagTomb { // another FAIL of a failed tree: its val drains too
+			if c.val ^= m.Val; c.val == 0 {
+				s.kill(c)
+				s.stats.OrphansDrained++
+			}
+			return out
+		}
 		if c.word&flagInit == 0 {
 			c.word |= flagFailed
 			return out
@@ -193,8 +205,18 @@ func (s *Shard) step(c *cur, m *Msg, out []Outcome) []Outcome {
 		s.loadTiming(c)
 		lat := s.latency(c.start)
 		task := c.word & taskMask
-		s.kill(c)
 		s.stats.FailedExplicit++
+		// A FAIL that carries the failed tuple's ack val leaves what the
+		// tree still owes as a drain: an orphan that the tree's last ACK
+		// removes (rule 3 of docs/semantics.md). Without a val, with
+		// nothing owed, or with its owner at its orphan share, the entry
+		// goes.
+		if c.val ^= m.Val; m.Val == 0 || c.val == 0 || s.ownerFull() {
+			s.kill(c)
+		} else {
+			c.word = flagTomb
+			s.begin(c, s.nowStart(), s.defNs)
+		}
 		return append(out, Outcome{Root: m.Root, Task: task, Kind: Failed, Reason: ReasonExplicit, Latency: lat})
 
 	default: // Reset
@@ -236,7 +258,7 @@ func (s *Shard) store(c *cur) {
 	if isOrphan && (!wasOrphan || c.made) {
 		s.orphans++
 		s.ownerOrphans[s.owner]++
-		c.word = c.word&flagFailed | uint32(s.owner)<<s.ownerShift
+		c.word = c.word&(flagFailed|flagTomb) | uint32(s.owner)<<s.ownerShift
 		if s.deferOrphans {
 			s.fs.orphans = append(s.fs.orphans, deferredOrphan{c.root, int16(c.madeIdx)}) // tagged when the chunk is done (fold.go)
 		} else {

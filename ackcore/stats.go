@@ -38,6 +38,11 @@ type Stats struct {
 	// OrphanShare of orphans in the table (owners.go); they are counted
 	// under their kind too, and not under RefusedFull.
 	OrphansRefused uint64
+	// OrphansDrained counts drains removed by their tree's last ACK: the
+	// orphans a FAIL that carried the failed tuple's ack val left (rule 3
+	// of docs/semantics.md). A drain that expires first is counted under
+	// Orphans, one evicted under OrphansEvicted.
+	OrphansDrained uint64
 
 	Pending int // entries now in the table, with or without INIT
 }
@@ -61,6 +66,7 @@ func (s *Stats) Add(o Stats) {
 	s.FailsDropped += o.FailsDropped
 	s.OrphansEvicted += o.OrphansEvicted
 	s.OrphansRefused += o.OrphansRefused
+	s.OrphansDrained += o.OrphansDrained
 	s.Pending += o.Pending
 }
 

@@ -36,6 +36,7 @@ const (
 	flagInit   uint32 = 1 << 31
 	flagNear   uint32 = 1 << 30
 	flagFailed uint32 = 1 // without flagInit only: a FAIL arrived before the INIT (sticky)
+	flagTomb   uint32 = 2 // without flagInit only: a drain, what a failed tree still owes (rules.go)
 	taskMask   uint32 = MaxTask
 
 	kindShift        = 28

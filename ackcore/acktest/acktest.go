@@ -89,6 +89,11 @@ type Scenario struct {
 	// from [0, Owners), and OrphanShare bounds each owner's orphans
 	// (ackcore.Config.Owners and OrphanShare; see Owned).
 	Owners, OrphanShare int
+	// Drains makes failing tuples fail after their fan-out, their FAILs
+	// carrying the ack val (treegen's FailAfterFanout), at three times
+	// the default gen's fail rate: every failed tree leaves a drain for
+	// its children's ACKs to empty (rule 3 of docs/semantics.md).
+	Drains bool
 }
 
 // Case is a named scenario.
@@ -112,6 +117,11 @@ func Cases() []Case {
 		// few orphans: early ACKs and stray ones refused at the share.
 		{"owners", Scenario{Roots: 300, MaxPending: 64, Window: 200, Drop: 0.03, Dup: 0.02, MaxBatch: 16, JumpProb: 0.05, Owners: 3, OrphanShare: 20}},
 		{"owners-tight", Scenario{Roots: 200, MaxPending: 12, Window: 100, Drop: 0.02, MaxBatch: 8, JumpProb: 0.05, Owners: 5, OrphanShare: 4}},
+		// Fails after fan-out whose FAILs carry their ack val: drains,
+		// emptied by late ACKs, evicted at a tight bound, refused at a
+		// small orphan share.
+		{"drains", Scenario{Roots: 300, MaxPending: 4096, Window: 100, Dup: 0.01, Drop: 0.01, MaxBatch: 32, JumpProb: 0.02, Drains: true}},
+		{"drains-tight", Scenario{Roots: 300, MaxPending: 24, Window: 150, Drop: 0.02, MaxBatch: 16, JumpProb: 0.05, Owners: 3, OrphanShare: 6, Drains: true}},
 	}
 }
 
@@ -132,6 +142,8 @@ func FuzzScenario(seed uint64, roots, bound, faults uint8) Scenario {
 		MaxBatch: 1 + int(faults%64), JumpProb: float64(faults%32) / 300,
 		// Seeds with bit 2 set: owners (1 to 8), each allowed 1 to 16 orphans.
 		Owners: int(seed>>2&1) * (1 + int(seed>>3&7)), OrphanShare: int(seed>>2&1) * (1 + int(seed>>6&15)),
+		// Seeds with bit 10 set: fails after fan-out, leaving drains.
+		Drains: seed>>10&1 != 0,
 	}
 }
 
@@ -173,6 +185,9 @@ func Run(t testing.TB, sc Scenario, newAcker Factory) {
 	gen := sc.Gen
 	if gen == (treegen.Options{}) {
 		gen = DefaultGen(sc.Roots)
+	}
+	if sc.Drains {
+		gen.FailAfterFanout, gen.FailProb = true, 3*gen.FailProb
 	}
 	evs, _ := treegen.Generate(rng, gen)
 	evs, _ = treegen.Faults(rng, evs, sc.Window, sc.Dup, sc.Drop)
@@ -333,6 +348,9 @@ func (sc Scenario) String() string {
 	}
 	if sc.Owners > 1 {
 		str += fmt.Sprintf(" owners=%d orphanShare=%d", sc.Owners, sc.OrphanShare)
+	}
+	if sc.Drains {
+		str += " drains"
 	}
 	return str
 }

@@ -77,4 +77,27 @@ func ExampleCases() {
 	// tiny-bound: seed=1 roots=100 maxPending=1 window=20 dup=0 drop=0 maxBatch=4 jump=0.05
 	// owners: seed=1 roots=300 maxPending=64 window=200 dup=0.02 drop=0.03 maxBatch=16 jump=0.05 owners=3 orphanShare=20
 	// owners-tight: seed=1 roots=200 maxPending=12 window=100 dup=0 drop=0.02 maxBatch=8 jump=0.05 owners=5 orphanShare=4
+	// drains: seed=1 roots=300 maxPending=4096 window=100 dup=0.01 drop=0.01 maxBatch=32 jump=0.02 drains
+	// drains-tight: seed=1 roots=300 maxPending=24 window=150 dup=0 drop=0.02 maxBatch=16 jump=0.05 owners=3 orphanShare=6 drains
+}
+
+// ExampleScenario_drains holds the shard to the model on fails after
+// fan-out whose FAILs carry the failed tuple's ack val: each failed tree
+// leaves a drain, which its children's late ACKs empty, so the table
+// holds nothing of it once they are in (a drain whose tree outlives the
+// scenario's 20 ms timeout expires as an orphan instead).
+func ExampleScenario_drains() {
+	var shard *ackcore.Shard
+	newShard := func(cfg ackcore.Config) (ackcore.Interface, error) {
+		s, err := ackcore.NewShard(cfg)
+		shard = s
+		return s, err
+	}
+	sc := acktest.Scenario{Seed: 1, Roots: 300, MaxPending: 4096, Window: 20, MaxBatch: 256, Drains: true}
+	acktest.Run(exampleTB{}, sc, newShard)
+
+	st := shard.Stats()
+	fmt.Println("failed:", st.FailedExplicit, "drained:", st.OrphansDrained, "expired:", st.Orphans, "pending:", st.Pending)
+	// Output:
+	// failed: 164 drained: 104 expired: 141 pending: 0
 }

@@ -24,6 +24,7 @@ type root struct {
 	init     bool
 	task     uint32
 	failed   bool
+	drain    bool          // without INIT: what a failed tree still owes (rule 3)
 	timeout  time.Duration // this root's timeout
 	deadline time.Duration // restart + timeout
 	initAt   time.Duration
@@ -185,7 +186,8 @@ func (m *Model) Stats() ackcore.Stats {
 func (m *Model) Pending(r uint64) bool { _, ok := m.roots[r]; return ok }
 
 // Apply applies one message at time now. ids are the edge ids the message
-// toggles (INIT, ACK); their XOR is msg.Val.
+// toggles (INIT, ACK, and a FAIL that carries the failed tuple's ack val);
+// their XOR is msg.Val.
 func (m *Model) Apply(now time.Duration, msg ackcore.Msg, ids []uint64) (ackcore.Outcome, bool) {
 	if !msg.Valid() {
 		m.stats.RefusedInvalid++
@@ -249,7 +251,7 @@ func (m *Model) Apply(now time.Duration, msg ackcore.Msg, ids []uint64) (ackcore
 			}
 		}
 		toggle(r.ids, ids)
-		r.init, r.task, r.initAt, r.progress = true, msg.Task, now, now
+		r.init, r.drain, r.task, r.initAt, r.progress = true, false, msg.Task, now, now
 		r.deadline = now + r.timeout
 		if r.failed {
 			delete(m.roots, msg.Root)
@@ -271,6 +273,11 @@ func (m *Model) Apply(now time.Duration, msg ackcore.Msg, ids []uint64) (ackcore
 		}
 		toggle(r.ids, ids)
 		r.progress = now
+		if r.drain && len(r.ids) == 0 {
+			delete(m.roots, msg.Root)
+			m.stats.OrphansDrained++
+			return ackcore.Outcome{}, false
+		}
 		if r.init && len(r.ids) == 0 {
 			delete(m.roots, msg.Root)
 			m.stats.Completed++
@@ -290,13 +297,35 @@ func (m *Model) Apply(now time.Duration, msg ackcore.Msg, ids []uint64) (ackcore
 			}
 			r = newRoot(m.timeout)
 		}
+		if r.drain { // another FAIL of a failed tree: its ids drain too
+			if toggle(r.ids, ids); len(r.ids) == 0 {
+				delete(m.roots, msg.Root)
+				m.stats.OrphansDrained++
+			}
+			return ackcore.Outcome{}, false
+		}
 		if !r.init {
 			r.failed = true
 			return ackcore.Outcome{}, false
 		}
-		delete(m.roots, msg.Root)
 		m.stats.FailedExplicit++
-		return ackcore.Outcome{Root: msg.Root, Task: r.task, Kind: ackcore.Failed, Reason: ackcore.ReasonExplicit, Latency: now - r.initAt}, true
+		o := ackcore.Outcome{Root: msg.Root, Task: r.task, Kind: ackcore.Failed, Reason: ackcore.ReasonExplicit, Latency: now - r.initAt}
+		// A FAIL carrying the failed tuple's ids leaves what the tree still
+		// owes as a drain: an entry without INIT, made now, which the
+		// tree's last ACK removes.
+		toggle(r.ids, ids)
+		if len(ids) == 0 || len(r.ids) == 0 || m.orphanShare > 0 && m.ownerOrphans(m.owner) >= m.orphanShare {
+			delete(m.roots, msg.Root)
+			return o, true
+		}
+		// A new entry: the orphan queue's older places for this root (an
+		// early ACK made it) are stale, as the shard's tags make them.
+		d := &root{ids: r.ids, drain: true, timeout: m.timeout, deadline: now + m.timeout, madeAt: now, owner: m.owner}
+		m.roots[msg.Root] = d
+		if m.evict {
+			m.orphanQ = append(m.orphanQ, orphan{msg.Root, d})
+		}
+		return o, true
 	case ackcore.Reset:
 		m.stats.Resets++
 		if r == nil {

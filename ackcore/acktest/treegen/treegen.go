@@ -26,6 +26,12 @@ type Options struct {
 	MaxDepth   int     // tree depth below the spout tuples
 	JoinProb   float64 // a child also anchored to a second pending tuple (maybe of another root)
 	FailProb   float64 // a tuple fails instead of acking
+	// FailAfterFanout: a failing tuple first anchors its children, which
+	// go on (their ACKs come after its FAIL), and its FAIL carries the
+	// ack val its ACK would have carried, with those ids (a drain: rule 3
+	// of docs/semantics.md). Without it a failing tuple emits nothing
+	// and its FAIL carries no val.
+	FailAfterFanout bool
 	ResetProb  float64 // a RESET is sent for a root when one of its tuples is processed
 	CustomProb float64 // an INIT or RESET carries its own timeout
 	MaxTimeout uint32  // largest custom timeout, ms (>= 1)
@@ -61,7 +67,8 @@ func Generate(rng *rand.Rand, o Options) ([]Event, []uint64) {
 				evs = append(evs, Event{Msg: ackcore.Msg{Root: r, Kind: ackcore.Reset, TimeoutMs: custom(rng, o)}})
 			}
 		}
-		if rng.Float64() < o.FailProb {
+		fail := rng.Float64() < o.FailProb
+		if fail && !o.FailAfterFanout {
 			for _, r := range sortedRoots(t.ids) {
 				evs = append(evs, Event{Msg: ackcore.Msg{Root: r, Kind: ackcore.Fail}})
 			}
@@ -84,9 +91,13 @@ func Generate(rng *rand.Rand, o Options) ([]Event, []uint64) {
 				queue = append(queue, child)
 			}
 		}
+		kind := ackcore.Ack
+		if fail {
+			kind = ackcore.Fail // after fan-out, carrying its ack val
+		}
 		for _, r := range sortedRoots(t.ids) {
 			ids := append(append([]uint64(nil), t.ids[r]...), t.created[r]...)
-			evs = append(evs, Event{Msg: ackcore.Msg{Root: r, Kind: ackcore.Ack, Val: xor(ids)}, IDs: ids})
+			evs = append(evs, Event{Msg: ackcore.Msg{Root: r, Kind: kind, Val: xor(ids)}, IDs: ids})
 		}
 	}
 	for n := 0; n < o.Roots; n++ {
