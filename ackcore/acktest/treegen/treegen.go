@@ -21,21 +21,21 @@ type Event struct {
 
 // Options shape the generated topology.
 type Options struct {
-	Roots      int     // roots (spout emits) to generate
-	MaxFanout  int     // children per tuple: 0..MaxFanout
-	MaxDepth   int     // tree depth below the spout tuples
-	JoinProb   float64 // a child also anchored to a second pending tuple (maybe of another root)
-	FailProb   float64 // a tuple fails instead of acking
+	Roots     int     // roots (spout emits) to generate
+	MaxFanout int     // children per tuple: 0..MaxFanout
+	MaxDepth  int     // tree depth below the spout tuples
+	JoinProb  float64 // a child also anchored to a second pending tuple (maybe of another root)
+	FailProb  float64 // a tuple fails instead of acking
 	// FailAfterFanout: a failing tuple first anchors its children, which
 	// go on (their ACKs come after its FAIL), and its FAIL carries the
 	// ack val its ACK would have carried, with those ids (a drain: rule 3
 	// of docs/semantics.md). Without it a failing tuple emits nothing
 	// and its FAIL carries no val.
 	FailAfterFanout bool
-	ResetProb  float64 // a RESET is sent for a root when one of its tuples is processed
-	CustomProb float64 // an INIT or RESET carries its own timeout
-	MaxTimeout uint32  // largest custom timeout, ms (>= 1)
-	Tasks      uint32  // spout tasks 0..Tasks-1
+	ResetProb       float64 // a RESET is sent for a root when one of its tuples is processed
+	CustomProb      float64 // an INIT or RESET carries its own timeout
+	MaxTimeout      uint32  // largest custom timeout, ms (>= 1)
+	Tasks           uint32  // spout tasks 0..Tasks-1
 }
 
 type tuple struct {
