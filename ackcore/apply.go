@@ -116,7 +116,7 @@ func (s *Shard) fastInit() bool { return s.defDeadline >= s.limit && !s.fails.ac
 // applyRun and ackrun_amd64.s). It applies chunk[i:] for as long as each
 // message is one of the two
 // kinds that make nearly all traffic and touch nothing but their slot: an
-// ACK to an existing entry that does not complete it (writes one val), and
+// ACK to an existing entry that does not bring its val to 0 (writes one val), and
 // an INIT of a new root with the default timeout (TimeoutMs 0 or equal to
 // the default), far from due (writes one slot). It returns the index of the first message it did not apply
 // (len(chunk) if none) and the slot where that message's probe ended. It

@@ -20,8 +20,9 @@
 //
 //	word: 31 init | 30 near | 29..28 timing kind | 27..25 X high bits |
 //	      24..20 probe distance (saturating at 31) | 19..0 task
-//	      (without init, bit 0 says a FAIL came first, bits 19..1 hold
-//	      the orphan's owner, in the top bits.Len(Owners-1), and its tag)
+//	      (without init, bit 0 says a FAIL came first, bit 1 marks a
+//	      drain, bits 19..2 hold the orphan's owner, in the top
+//	      bits.Len(Owners-1), and its tag)
 //
 // A root hashes to a home slot by a keyed hash (hash.go: a folded 128-bit
 // multiply, then a multiply, with three secret keys from crypto/rand), and
@@ -117,7 +118,13 @@
 // of the same id (orphans.go). Each orphan also keeps its owner there,
 // the producer whose message made it (SetOwner, once per batch), and an
 // owner with Config.OrphanShare orphans in the table has its next ACK,
-// FAIL or RESET for an unknown root refused (owners.go).
+// FAIL or RESET for an unknown root refused (owners.go). A FAIL that
+// carries the failed tuple's ack val turns its root's entry into a drain
+// in place, an orphan owing the tree's tuples still in flight, which the
+// last of their ACKs removes (rules.go; rule 3 of docs/semantics.md): the
+// late ACKs of a failed tree then XOR into an entry that is already there
+// and leave nothing behind. The fast paths stop at every ACK that brings
+// a val to 0, so that step sees a drain's last one.
 //
 // # Batches
 //
@@ -199,8 +206,8 @@
 // far entry due before the limit it was compared with is on a due list;
 // entries of timing kinds 1 and 2 have the ext array and are counted, the
 // side table holds exactly the kind-3 roots; an entry without INIT has no
-// task bits but the FAIL flag, its owner (one of Owners) and its orphan
-// tag; the orphan count is the number of entries without INIT, each
+// task bits but the FAIL and drain flags, its owner (one of Owners) and
+// its orphan tag; the orphan count is the number of entries without INIT, each
 // owner's count the number of those it owns, and the orphan FIFO holds at least that
 // many roots, within its bound.
 package ackcore

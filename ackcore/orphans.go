@@ -24,7 +24,7 @@ package ackcore
 // expired, it was evicted) leaves its root in the FIFO: stale, skipped
 // when it reaches the front. So that a stale root whose root id becomes
 // an orphan again is not taken for the new one, each queued root carries
-// a tag, its place in the FIFO's order mod 2^19, which the orphan's entry
+// a tag, its place in the FIFO's order mod 2^18, which the orphan's entry
 // keeps in the task bits it has no use for (table.go): a queued root is
 // live while its entry has no INIT and the same tag. The shard keeps the
 // exact count of orphans, and when the FIFO is full it drops its stale
@@ -39,7 +39,7 @@ package ackcore
 // still at its initial size.
 //
 // Two queued roots of one root id 2^b places apart would share a tag (b =
-// 19 - bits.Len(Owners-1): 19 with one owner, 12 with 128, 7 at
+// 18 - bits.Len(Owners-1): 18 with one owner, 11 with 128, 6 at
 // MaxOwners); the
 // older, if still queued, then looks live and evicts the newer orphan
 // early: a replay at worst, never a loss.
@@ -47,11 +47,11 @@ package ackcore
 // orphanInitial is the FIFO's first size (8 KiB).
 const orphanInitial = 1024
 
-// Orphan tags and owners: bits 19..1 of an orphan's task word (bit 0 is
-// flagFailed) hold the owner, the producer whose message made the orphan
-// (owners.go), in the top ownerBits = bits.Len(Owners-1) of them, and the
-// tag in the rest: 19 bits with one owner, 7 at the most owners
-// (MaxOwners).
+// Orphan tags and owners: bits 19..2 of an orphan's task word (bit 0 is
+// flagFailed, bit 1 flagTomb) hold the owner, the producer whose message
+// made the orphan (owners.go), in the top ownerBits = bits.Len(Owners-1)
+// of them, and the tag in the rest: 18 bits with one owner, 6 at the
+// most owners (MaxOwners).
 const (
 	tagShift = 2
 	tagBits  = 18 // tag and owner together
@@ -63,7 +63,7 @@ type orphanFIFO struct {
 	head int    // index of the oldest root
 	n    int    // roots held, live or stale
 	seq  uint64 // the place in order of the root at head (roots ever popped)
-	mask uint32 // the tag's bits in the word (19 - ownerBits of them, from bit 1)
+	mask uint32 // the tag's bits in the word (18 - ownerBits of them, from bit 2)
 }
 
 // tagOf is the tag of place seq.

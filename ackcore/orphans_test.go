@@ -233,3 +233,89 @@ func TestFailFlood(t *testing.T) {
 // orphanInitialBytes is the orphan FIFO's initial ring, which a shard keeps
 // once it has had an orphan.
 const orphanInitialBytes = 8 << 10
+
+// TestDrain: a FAIL that carries the failed tuple's ack val reports the
+// root Failed and leaves a drain owing the tree's tuples still in flight;
+// their ACKs empty it, the last removes it silently. A FAIL without a val
+// removes the entry, and the same late ACKs then make an orphan. Each in
+// one Apply per message and in one batch (the fast paths must stop at a
+// drain's last ACK).
+func TestDrain(t *testing.T) {
+	const e1, e2, c1, c2 = 0x11, 0x22, 0x33, 0x44 // edge ids
+	// The spout emitted e1 and e2; the bolt of e1 anchored c1 and acked;
+	// the bolt of e2 anchored c2 and failed e2; c1 and c2 are acked later.
+	withVal := []ackcore.Msg{init1(7, 3, e1^e2), ack(7, e1^c1), {Root: 7, Kind: ackcore.Fail, Val: e2 ^ c2}, ack(7, c1), ack(7, c2)}
+	bare := []ackcore.Msg{init1(8, 3, e1^e2), ack(8, e1^c1), fail(8), ack(8, c1), ack(8, c2)}
+	for _, fold := range []ackcore.FoldMode{ackcore.FoldOff, ackcore.FoldOn} {
+		for _, batch := range []bool{false, true} {
+			s, _ := newShard(t, 100, fold)
+			var out []ackcore.Outcome
+			pending := []int{1, 1, 1, 1, 0} // after each message
+			for i, m := range withVal {
+				if !batch {
+					out = s.Apply([]ackcore.Msg{m}, out)
+					if got := s.Stats().Pending; got != pending[i] {
+						t.Fatalf("fold %d: after message %d (%v): %d pending, want %d", fold, i, m.Kind, got, pending[i])
+					}
+				}
+			}
+			if batch {
+				out = s.Apply(withVal, out)
+			}
+			st := s.Stats()
+			if len(out) != 1 || out[0].Kind != ackcore.Failed || out[0].Reason != ackcore.ReasonExplicit || out[0].Task != 3 {
+				t.Fatalf("fold %d batch %v: outcomes %+v, want one Failed{explicit} for task 3", fold, batch, out)
+			}
+			if st.Pending != 0 || st.OrphansDrained != 1 || st.FailedExplicit != 1 || st.Acks != 3 || st.Fails != 1 {
+				t.Fatalf("fold %d batch %v: after the drain's last ACK: %+v", fold, batch, st)
+			}
+			// Without a val the FAIL removes the entry, and c1's ACK makes
+			// an orphan that c2's cannot end.
+			out = s.Apply(bare, out[:0])
+			if st := s.Stats(); len(out) != 1 || out[0].Kind != ackcore.Failed || st.Pending != 1 || st.OrphansDrained != 1 {
+				t.Fatalf("fold %d batch %v: a FAIL without a val: %+v, %+v", fold, batch, out, st)
+			}
+		}
+	}
+}
+
+// TestDrainGivesWay: drains are orphans: at the bound INITs evict them,
+// oldest first, and a sender at its orphan share gets none (its FAIL
+// removes the entry as a FAIL without a val does).
+func TestDrainGivesWay(t *testing.T) {
+	const bound = 50
+	s, _ := newShard(t, bound, ackcore.FoldOff)
+	var msgs []ackcore.Msg
+	for r := uint64(1); r <= bound; r++ {
+		msgs = append(msgs, init1(r, 1, 3), ackcore.Msg{Root: r, Kind: ackcore.Fail, Val: 1}) // 2 still owed
+	}
+	if out := s.Apply(msgs, nil); len(out) != bound {
+		t.Fatalf("%d outcomes for %d FAILs", len(out), bound)
+	}
+	if st := s.Stats(); st.Pending != bound || st.OrphansDrained != 0 {
+		t.Fatalf("after %d FAILs with a val: %+v", bound, st)
+	}
+	// The table is at its bound, all drains: new INITs evict the oldest.
+	none(t, s.Apply([]ackcore.Msg{init1(101, 1, 5), init1(102, 1, 5)}, nil))
+	if st := s.Stats(); st.OrphansEvicted != 2 || st.FailedFull != 0 || st.Pending != bound {
+		t.Fatalf("INITs at a bound of drains: %+v", st)
+	}
+	// Roots 1 and 2 went first: their last ACKs now make orphans (taking
+	// the places of drains 3 and 4); root 5's drains as it should.
+	none(t, s.Apply([]ackcore.Msg{ack(1, 2), ack(2, 2), ack(5, 2)}, nil))
+	if st := s.Stats(); st.OrphansDrained != 1 || st.OrphansEvicted != 4 {
+		t.Fatalf("late ACKs of evicted and live drains: %+v", st)
+	}
+
+	// An orphan share of 1: the first FAIL with a val leaves a drain, the
+	// second (its owner is at its share) removes its entry.
+	s2, err := ackcore.NewShard(ackcore.Config{MaxPending: 100, Clock: &ackcore.FakeClock{}, Owners: 2, OrphanShare: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2.SetOwner(1)
+	s2.Apply([]ackcore.Msg{init1(1, 1, 3), init1(2, 1, 3), {Root: 1, Kind: ackcore.Fail, Val: 1}, {Root: 2, Kind: ackcore.Fail, Val: 1}}, nil)
+	if st := s2.Stats(); st.Pending != 1 || s2.OwnerStats(1).Orphans != 1 {
+		t.Fatalf("a sender at its share: %+v, owner %+v", st, s2.OwnerStats(1))
+	}
+}

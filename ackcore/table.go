@@ -27,8 +27,9 @@ const (
 //	bits 27..25  xhi        bits 18..16 of the timing extension X (timing.go)
 //	bits 24..20  dist       probe distance from home, saturating at distSat
 //	bits 19..0   task       with flagInit: the spout task; without:
-//	                        the orphan's owner and tag (bits 19..1,
-//	                        owners.go, orphans.go) and flagFailed (bit 0)
+//	                        the orphan's owner and tag (bits 19..2,
+//	                        owners.go, orphans.go), flagTomb (bit 1: a
+//	                        drain, rules.go) and flagFailed (bit 0)
 //
 // The low 32 bits: the deadline tick modulo 2^32 (recovered by expand), or
 // with flagNear the near-wheel handle.
