@@ -123,9 +123,16 @@ type Config struct {
 	// hands its connection NetBatch messages at a time (SendBatch, then
 	// Flush); empty means DefaultNetBatch.
 	NetBatch []int `json:"net_batch"`
-	// FailRate is the fraction of roots a bolt fails explicitly (one of
-	// the root's ACKs becomes a FAIL; its later acks become orphans).
+	// FailRate is the fraction of roots a bolt fails explicitly: one of
+	// the root's ACKs, never its INIT's, becomes a FAIL, and the tree's
+	// later ACKs still come (a fail after fan-out). The FAIL carries the
+	// ACK's val, so the acker keeps a drain that those ACKs empty (rule 3
+	// of docs/semantics.md), unless FailBare.
 	FailRate float64 `json:"fail_rate"`
+	// FailBare makes the FAILs carry no val, as Storm's do: a failed
+	// tree's later ACKs then make orphans, which time out or give way at
+	// the bound.
+	FailBare bool `json:"fail_bare,omitempty"`
 	// DropRate is the fraction of roots that lose one ACK on the way, so
 	// they time out.
 	DropRate float64 `json:"drop_rate"`

@@ -165,6 +165,7 @@ func (rn *runner) coreSetup(impl coreImpl, st *stream, sh *share, maxPending int
 	var fg *faultGen
 	if cr.faults {
 		fg = newFaultGen(st.K, c.FailRate, c.DropRate, c.Seed)
+		fg.bare = c.FailBare
 	} else if impl.latency != "" {
 		cr.hist = newHist()
 	}
@@ -311,7 +312,7 @@ func (cr *coreRun) finish(row *Row, timeout time.Duration) {
 	row.Roots, row.InjectedFail, row.InjectedDrop = exp.roots, exp.injFail, exp.injDrop
 	row.Completed, row.FailedExplicit = cr.got.completed(), cr.got.explicit()
 	row.FailedTimeout = cr.got.timedOut() + chk.silentTimeouts
-	row.OrphansEvicted, row.FailsDropped = st.OrphansEvicted, st.FailsDropped
+	row.OrphansEvicted, row.OrphansDrained, row.FailsDropped = st.OrphansEvicted, st.OrphansDrained, st.FailsDropped
 	row.Verified = err == nil
 	if err != nil {
 		row.VerifyError = detail(err)

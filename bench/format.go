@@ -218,9 +218,13 @@ func describe(c Config) string {
 		}
 		net = fmt.Sprintf("; net conns %s, producer batches %s", strings.Join(cs, ","), strings.Join(bs, ","))
 	}
-	return fmt.Sprintf("levels %s; shapes %s; P %s; producers %d, shards %d; fail %g, drop %g; %s per row in %d reps; batch %d%s; seed %d",
+	bare := ""
+	if c.FailBare {
+		bare = " (bare FAILs)"
+	}
+	return fmt.Sprintf("levels %s; shapes %s; P %s; producers %d, shards %d; fail %g%s, drop %g; %s per row in %d reps; batch %d%s; seed %d",
 		strings.Join(lv, ","), strings.Join(c.Shapes, ","), strings.Join(ps, ","), c.Producers, c.Shards,
-		c.FailRate, c.DropRate, per, c.Reps, c.Batch, net, c.Seed)
+		c.FailRate, bare, c.DropRate, per, c.Reps, c.Batch, net, c.Seed)
 }
 
 // si renders a rate with an SI suffix: 52.1M, 830k.

@@ -418,6 +418,7 @@ func (rn *runner) pipeRow(impl pipeImpl, st *stream, shares []*share, p int, tim
 		var fg *faultGen
 		if c.faults() {
 			fg = newFaultGen(st.K, c.FailRate, c.DropRate, c.Seed)
+			fg.bare = c.FailBare
 		}
 		prods[i] = &producer{id: i, cur: newCursor(shares[i], fg, c.Batch), clk: clk, batch: c.Batch, k: st.K,
 			warm: rn.warmCap(), base: base, cmds: make(chan command), res: make(chan result, 1),
@@ -552,7 +553,7 @@ func (rn *runner) pipeRow(impl pipeImpl, st *stream, shares []*share, p int, tim
 	row.TimeoutNs, row.Clock = int64(timeout), clk.kind()
 	row.Roots, row.InjectedFail, row.InjectedDrop = exp.roots, exp.injFail, exp.injDrop
 	row.Completed, row.FailedExplicit, row.FailedTimeout = got.completed(), got.explicit(), got.timedOut()
-	row.OrphansEvicted, row.FailsDropped = final.OrphansEvicted, final.FailsDropped
+	row.OrphansEvicted, row.OrphansDrained, row.FailsDropped = final.OrphansEvicted, final.OrphansDrained, final.FailsDropped
 	row.Verified = err == nil
 	if err != nil {
 		row.VerifyError = detail(err)

@@ -67,6 +67,7 @@ type Row struct {
 	Conns     int     `json:"conns,omitempty"`     // net only: loopback connections, one producer each
 	Batch     int     `json:"batch,omitempty"`     // net only: messages a producer hands over at once (SendBatch, Flush)
 	FailRate  float64 `json:"fail_rate"`
+	FailBare  bool    `json:"fail_bare,omitempty"` // FAILs without a val (Config.FailBare)
 	DropRate  float64 `json:"drop_rate"`
 
 	// Throughput: the median of the repetitions.
@@ -122,6 +123,7 @@ type Row struct {
 	// budget (docs/semantics.md, rules 10 and 3); 0 for ackers without
 	// them.
 	OrphansEvicted uint64 `json:"orphans_evicted"`
+	OrphansDrained uint64 `json:"orphans_drained"` // drains their trees' last ACKs emptied (fail runs without FailBare)
 	FailsDropped   uint64 `json:"fails_dropped"`
 	Verified       bool   `json:"verified"`
 	VerifyError    string `json:"verify_error,omitempty"` // what did not match, when not Verified
@@ -141,6 +143,9 @@ func (r *Row) Name() string {
 	}
 	if r.FailRate > 0 || r.DropRate > 0 {
 		s += fmt.Sprintf("/fail=%g/drop=%g", r.FailRate, r.DropRate)
+		if r.FailBare {
+			s += "/bare"
+		}
 	}
 	if r.FaultStats != nil {
 		s += "/fault=" + r.Fault
@@ -341,7 +346,7 @@ func (rn *runner) streamLevels() error {
 // baseRow fills the fields every row of a (level, stream) shares.
 func (rn *runner) baseRow(l Level, impl string, st *stream, p int) Row {
 	c := rn.cfg
-	r := Row{Level: l, Impl: impl, Shape: st.Shape.Name, Pending: p, FailRate: c.FailRate, DropRate: c.DropRate}
+	r := Row{Level: l, Impl: impl, Shape: st.Shape.Name, Pending: p, FailRate: c.FailRate, FailBare: c.FailBare && c.FailRate > 0, DropRate: c.DropRate}
 	if l == LevelPipeline {
 		r.Producers, r.Shards = c.Producers, c.Shards
 		if impl != Reference {

@@ -181,6 +181,7 @@ type faultGen struct {
 	failT uint64 // u < failT: the tree fails (u: 53-bit hash)
 	injT  uint64 // failT <= u < injT: the tree drops one ACK
 	seed  uint64
+	bare  bool // FAILs carry no val (Config.FailBare)
 }
 
 const unit53 = 1 << 53
@@ -463,7 +464,11 @@ func (c *cursor) fault(m *ackcore.Msg, d meta) bool {
 		if f&dropBit != 0 {
 			return true
 		}
-		*m = ackcore.Msg{Root: m.Root, Kind: ackcore.Fail}
+		val := m.Val // the failed tuple's ack val: the tree's later ACKs empty the drain it leaves
+		if c.fs.g.bare {
+			val = 0
+		}
+		*m = ackcore.Msg{Root: m.Root, Kind: ackcore.Fail, Val: val}
 	}
 	return false
 }
