@@ -17,15 +17,27 @@ import (
 // Go-map baseline's measured in the same run.
 const CheckFloor = 2.0
 
+// FaultFloor is the least a core or pipeline xorack row with fails after
+// fan-out (at most FaultFloorRate of the roots, no drops) may run, as a
+// multiple of its fault-free twin's msgs/s (Row.FaultFreeRatio).
+const (
+	FaultFloor     = 0.8
+	FaultFloorRate = 0.05
+)
+
 // Check returns why rep fails the performance gate, one line per reason,
 // or nothing: any row that failed verification; at core level, any
-// (shape, window) where xorack's msgs/s is below floor times gomap's,
-// or where either row is missing.
+// (shape, window) where xorack's fault-free msgs/s is below floor times
+// gomap's, or where either row is missing; and any xorack fault row that
+// FaultFloor holds whose msgs/s is below FaultFloor times its twin's.
 func Check(rep *Report, floor float64) []string {
 	var bad []string
 	for _, r := range rep.Rows {
 		if !r.Verified {
 			bad = append(bad, fmt.Sprintf("verification failed: %s: %s", r.Name(), r.VerifyError))
+		}
+		if r.Impl == Reference && r.FaultFreeRatio > 0 && r.DropRate == 0 && r.FailRate <= FaultFloorRate && r.FaultFreeRatio < FaultFloor {
+			bad = append(bad, fmt.Sprintf("%s: %.2fx its fault-free twin's msgs/s (floor %.1fx)", r.Name(), r.FaultFreeRatio, FaultFloor))
 		}
 	}
 	type key struct {
@@ -36,8 +48,8 @@ func Check(rep *Report, floor float64) []string {
 	xo, gm := map[key]*Row{}, map[key]*Row{}
 	for i := range rep.Rows {
 		r := &rep.Rows[i]
-		if r.Level != LevelCore {
-			continue
+		if r.Level != LevelCore || r.FailRate > 0 || r.DropRate > 0 {
+			continue // the gomap gate compares fault-free rows
 		}
 		k := key{r.Shape, r.Pending}
 		if !slices.Contains(keys, k) {
@@ -111,7 +123,11 @@ func WriteTable(w io.Writer, rep *Report) error {
 	}
 	fmt.Fprintf(&sb, "config:  %s\n\n", describe(c))
 	tw := tabwriter.NewWriter(&sb, 0, 0, 2, ' ', tabwriter.AlignRight)
+	twins := slices.ContainsFunc(rep.Rows, func(r Row) bool { return r.FaultFreeRatio > 0 })
 	head := []string{"level", "impl", "shape", "P", "msgs/s", "vs xorack", "trees/s", "B/pending", "p50", "p99"}
+	if twins {
+		head = slices.Insert(head, 6, "vs fault-free")
+	}
 	for _, tc := range tableCounters {
 		head = append(head, tc.head)
 	}
@@ -130,8 +146,18 @@ func WriteTable(w io.Writer, rep *Report) error {
 		if r.Batch > 0 {
 			level += fmt.Sprintf(":b%d", r.Batch) // producer batch
 		}
+		if r.FailRate > 0 || r.DropRate > 0 {
+			level += fmt.Sprintf(":f%g", r.FailRate+r.DropRate) // a fault row
+		}
 		cells := []string{level, r.Impl, r.Shape, fmt.Sprint(r.Pending), si(r.MsgsPerSec), ratio,
 			si(r.TreesPerSec), fmt.Sprintf("%.1f", r.BytesPerRoot), dur(r.P50Ns), dur(r.P99Ns)}
+		if twins {
+			ff := ""
+			if r.FaultFreeRatio > 0 {
+				ff = fmt.Sprintf("%.2fx", r.FaultFreeRatio)
+			}
+			cells = slices.Insert(cells, 6, ff)
+		}
 		for _, tc := range tableCounters {
 			cells = append(cells, counter(r.CountersPerMsg[tc.e.Unit()]))
 		}
@@ -166,6 +192,9 @@ func notes(rep *Report) []string {
 		}
 	}
 	add(fmt.Sprintf("msgs/s is the median of %d interleaved repetitions; vs xorack divides by the xorack row of the same level and window", rep.Config.Reps))
+	if slices.ContainsFunc(rep.Rows, func(r Row) bool { return r.FaultFreeRatio > 0 }) {
+		add("a level suffixed :fX is a fault row (fails plus drops, X of the roots); vs fault-free divides its msgs/s by its fault-free twin's, the same impl, level and window run just before it in this process")
+	}
 	for _, r := range rep.Rows {
 		if r.LatencySource != "" {
 			add(fmt.Sprintf("%s latency (%s): %s", r.Level, r.Impl, r.LatencySource))

@@ -122,11 +122,15 @@ type Row struct {
 	// entries that gave way at the bound and of FAILs past the filter's
 	// budget (docs/semantics.md, rules 10 and 3); 0 for ackers without
 	// them.
-	OrphansEvicted uint64 `json:"orphans_evicted"`
-	OrphansDrained uint64 `json:"orphans_drained"` // drains their trees' last ACKs emptied (fail runs without FailBare)
-	FailsDropped   uint64 `json:"fails_dropped"`
-	Verified       bool   `json:"verified"`
-	VerifyError    string `json:"verify_error,omitempty"` // what did not match, when not Verified
+	// FaultFreeRatio, on a core or pipeline row of a run with fails or
+	// drops, is its msgs/s over that of its fault-free twin: the same
+	// impl, level and window run fault-free just before it (twinned).
+	FaultFreeRatio float64 `json:"fault_free_ratio,omitempty"`
+	OrphansEvicted uint64  `json:"orphans_evicted"`
+	OrphansDrained uint64  `json:"orphans_drained"` // drains their trees' last ACKs emptied (fail runs without FailBare)
+	FailsDropped   uint64  `json:"fails_dropped"`
+	Verified       bool    `json:"verified"`
+	VerifyError    string  `json:"verify_error,omitempty"` // what did not match, when not Verified
 
 	*FaultStats // the faults level's figures, inlined; nil elsewhere
 }
@@ -187,20 +191,22 @@ func Run(cfg Config) (*Report, error) {
 // net level, the netio row with as many connections and the same batch).
 func fillRatios(rows []Row) {
 	type key struct {
-		l     Level
-		shape string
-		p     int
-		conns int
-		batch int
+		l          Level
+		shape      string
+		p          int
+		conns      int
+		batch      int
+		fail, drop float64 // a fault row and its fault-free twin (twinned) are apart
 	}
+	keyOf := func(r *Row) key { return key{r.Level, r.Shape, r.Pending, r.Conns, r.Batch, r.FailRate, r.DropRate} }
 	ref := map[key]float64{}
-	for _, r := range rows {
-		if r.Impl == Reference || r.Level == LevelNet && r.Impl == "netio" {
-			ref[key{r.Level, r.Shape, r.Pending, r.Conns, r.Batch}] = r.MsgsPerSec
+	for i := range rows {
+		if r := &rows[i]; r.Impl == Reference || r.Level == LevelNet && r.Impl == "netio" {
+			ref[keyOf(r)] = r.MsgsPerSec
 		}
 	}
 	for i := range rows {
-		if x, ok := ref[key{rows[i].Level, rows[i].Shape, rows[i].Pending, rows[i].Conns, rows[i].Batch}]; ok && x > 0 {
+		if x, ok := ref[keyOf(&rows[i])]; ok && x > 0 {
 			v := rows[i].MsgsPerSec / x
 			rows[i].RatioToXorack = &v
 		}
@@ -265,12 +271,16 @@ func (rn *runner) plan() (steps int, total time.Duration) {
 	for range c.shapes {
 		for _, p := range c.Pending {
 			add(1, time.Duration(p)*costBuild)
-			if k := len(c.impls[LevelCore]); k > 0 {
+			twins := 1
+			if c.faults() {
+				twins = 2 // each row beside its fault-free twin (twinned)
+			}
+			if k := twins * len(c.impls[LevelCore]); k > 0 {
 				add(k, time.Duration(p)*costSetup)
 				add(c.Reps*k, rep)
 				add(k, time.Duration(p)*costDrain)
 			}
-			add(len(c.impls[LevelPipeline]), rn.rowCost(p))
+			add(twins*len(c.impls[LevelPipeline]), rn.rowCost(p))
 			add(len(c.impls[LevelNet])*len(c.Conns)*len(c.NetBatch), rn.rowCost(p))
 		}
 	}
@@ -327,9 +337,9 @@ func (rn *runner) streamLevels() error {
 				var err error
 				switch l {
 				case LevelCore:
-					rows, err = rn.core(st, p)
+					rows, err = rn.twinned(func(rn *runner) ([]Row, error) { return rn.core(st, p) })
 				case LevelPipeline:
-					rows, err = rn.pipeline(st, p)
+					rows, err = rn.twinned(func(rn *runner) ([]Row, error) { return rn.pipeline(st, p) })
 				case LevelNet:
 					rows, err = rn.net(st, p)
 				}
@@ -341,6 +351,35 @@ func (rn *runner) streamLevels() error {
 		}
 	}
 	return nil
+}
+
+// twinned runs a core or pipeline level's rows; in a run with fails or
+// drops it runs them fault-free first, in the same process just before,
+// the fault-free twins, and gives each fault row its msgs/s over its
+// twin's (Row.FaultFreeRatio): the fault rows' floor is judged on that
+// ratio, against a baseline measured beside them.
+func (rn *runner) twinned(level func(*runner) ([]Row, error)) ([]Row, error) {
+	if !rn.cfg.faults() {
+		return level(rn)
+	}
+	twin := *rn
+	cfg := *rn.cfg
+	cfg.FailRate, cfg.DropRate, cfg.FailBare = 0, 0, false
+	twin.cfg = &cfg
+	base, err := level(&twin)
+	rn.step, rn.done = twin.step, twin.done
+	if err != nil {
+		return base, err
+	}
+	rows, err := level(rn)
+	for i := range rows {
+		for _, b := range base {
+			if b.Impl == rows[i].Impl && b.MsgsPerSec > 0 {
+				rows[i].FaultFreeRatio = rows[i].MsgsPerSec / b.MsgsPerSec
+			}
+		}
+	}
+	return append(base, rows...), err
 }
 
 // baseRow fills the fields every row of a (level, stream) shares.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"runtime"
 	"slices"
 	"strconv"
@@ -119,6 +120,9 @@ func TestRunFaults(t *testing.T) {
 		checkRows(t, rep, LevelPipeline, "xorack", "mutexmap", "chanshard")
 	}
 	for _, r := range rep.Rows {
+		if r.FaultFreeRatio == 0 {
+			continue // a fault-free twin (TestFaultTwins)
+		}
 		if r.InjectedFail == 0 || r.InjectedDrop == 0 {
 			t.Errorf("%s: injected %d fails, %d drops", r.Name(), r.InjectedFail, r.InjectedDrop)
 		}
@@ -149,6 +153,9 @@ func TestRunFailAfterFanOut(t *testing.T) {
 		cfg.FailRate, cfg.FailBare, cfg.Timeout, cfg.Msgs = 0.05, bare, 30*time.Second, 200_000
 		rep := runOK(t, cfg)
 		for _, r := range rep.Rows {
+			if r.FaultFreeRatio == 0 {
+				continue // a fault-free twin (TestFaultTwins)
+			}
 			gaveWay := r.OrphansEvicted > 0 && r.OrphansDrained == 0
 			if !bare {
 				gaveWay = r.OrphansEvicted == 0 && r.OrphansDrained > r.InjectedFail/2
@@ -456,5 +463,51 @@ func TestCoreLoopAllocs(t *testing.T) {
 		if n := testing.AllocsPerRun(50, step); n != 0 {
 			t.Errorf("faults %v: %v allocations per block", faults, n)
 		}
+	}
+}
+
+// TestFaultTwins: a run with fails gives each core and pipeline row a
+// fault-free twin, run just before it, and each fault row its msgs/s over
+// its twin's; the ratios to xorack keep the two apart; and Check holds a
+// xorack fault row to FaultFloor of its twin (a hand-set ratio below it
+// fails the gate, the measured rows' verdict is left to the benchmark).
+func TestFaultTwins(t *testing.T) {
+	cfg := tiny(LevelCore, LevelPipeline)
+	cfg.Impls = []string{"xorack", "gomap", "mutexmap"}
+	cfg.FailRate = 0.05
+	rep := runOK(t, cfg)
+	type key struct {
+		l    Level
+		impl string
+	}
+	twins, faults := map[key]Row{}, map[key]Row{}
+	for _, r := range rep.Rows {
+		k := key{r.Level, r.Impl}
+		switch {
+		case r.FailRate == 0 && r.FaultFreeRatio == 0:
+			twins[k] = r
+		case r.FailRate == 0.05 && r.FaultFreeRatio > 0:
+			faults[k] = r
+			if tw, ok := twins[k]; !ok || math.Abs(r.FaultFreeRatio-r.MsgsPerSec/tw.MsgsPerSec) > 1e-9 {
+				t.Errorf("%s: fault-free ratio %v, twin %+v (want it before its fault row)", r.Name(), r.FaultFreeRatio, tw)
+			}
+			if r.RatioToXorack == nil || r.Impl == Reference && *r.RatioToXorack != 1 {
+				t.Errorf("%s: ratio to xorack %v, want it against the xorack fault row", r.Name(), r.RatioToXorack)
+			}
+		default:
+			t.Errorf("%s: fail rate %v, fault-free ratio %v", r.Name(), r.FailRate, r.FaultFreeRatio)
+		}
+	}
+	// core: xorack, gomap, mutexmap; pipeline: xorack, mutexmap.
+	if len(twins) != 5 || len(faults) != 5 {
+		t.Fatalf("%d twins and %d fault rows, want 5 of each", len(twins), len(faults))
+	}
+	slow := &Report{Rows: []Row{{Level: LevelPipeline, Impl: Reference, FailRate: 0.05, FaultFreeRatio: 0.79, Verified: true}}}
+	if bad := Check(slow, CheckFloor); !slices.ContainsFunc(bad, func(s string) bool { return strings.Contains(s, "fault-free twin") }) {
+		t.Errorf("Check of a fault row at 0.79x its twin: %q", bad)
+	}
+	slow.Rows[0].FaultFreeRatio = 0.81
+	if bad := Check(slow, CheckFloor); slices.ContainsFunc(bad, func(s string) bool { return strings.Contains(s, "fault-free twin") }) {
+		t.Errorf("Check of a fault row at 0.81x its twin: %q", bad)
 	}
 }
