@@ -92,3 +92,29 @@ func ExampleStats_orphansEvicted() {
 	// Output:
 	// INIT refused: false pending: 2 orphans evicted: 1
 }
+
+// A bolt that fails its input after anchoring children to it sends the
+// FAIL with the val its ACK would have carried: the root is reported
+// Failed at once, and what the tree still owes stays as a drain, which the
+// children's late ACKs empty. Nothing of the tree is left behind; a FAIL
+// without a val would have left the late ACKs an orphan to wait out its
+// timeout.
+func ExampleStats_orphansDrained() {
+	s, err := ackcore.NewShard(ackcore.Config{MaxPending: 1000})
+	if err != nil {
+		panic(err)
+	}
+	const e1, c1, c2 = 0x11, 0x33, 0x44 // edge ids
+	out := s.Apply([]ackcore.Msg{
+		{Root: 7, Kind: ackcore.Init, Task: 2, Val: e1},  // the spout emitted e1
+		{Root: 7, Kind: ackcore.Fail, Val: e1 ^ c1 ^ c2}, // its bolt anchored c1 and c2 to it, then failed it
+		{Root: 7, Kind: ackcore.Ack, Val: c1},            // c1 is done
+	}, nil)
+	fmt.Println(out[0].Kind, out[0].Reason, "task", out[0].Task, "pending:", s.Stats().Pending)
+	s.Apply([]ackcore.Msg{{Root: 7, Kind: ackcore.Ack, Val: c2}}, nil) // the last of the tree
+	st := s.Stats()
+	fmt.Println("pending:", st.Pending, "drained:", st.OrphansDrained)
+	// Output:
+	// failed explicit task 2 pending: 1
+	// pending: 0 drained: 1
+}

@@ -47,7 +47,10 @@
 // (offMsgRoot, offMsgVal, offMsgKind, offMsgTimeout, MsgSize.) kind is
 // ackcore.Kind (INIT 1, ACK 2, FAIL 3, RESET 4), task the topology-wide
 // spout task of an INIT (0 on other kinds), timeout the root's own
-// timeout (0: the server's default). A record that is not a valid
+// timeout (0: the server's default). A FAIL's val, when not 0, is the
+// failed tuple's ack val: the tree's late ACKs then empty a drain
+// (docs/semantics.md, rule 3), which counts against the sending
+// connection's orphan share like any orphan it makes. A record that is not a valid
 // message (root 0, unknown kind, task past ackcore.MaxTask, a task on a
 // non-INIT, a timeout past ackcore.MaxTimeout) is a protocol error.
 //

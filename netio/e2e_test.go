@@ -364,3 +364,57 @@ func TestStopUnread(t *testing.T) {
 		t.Fatalf("Wait after the last outcome: %v %v, want nothing and false", buf, ok)
 	}
 }
+
+// TestDrainOverTheWire: a FAIL frame's val reaches the shard: trees failed
+// with the val of the ACK each FAIL replaces report Failed once, and their
+// later ACKs empty the drains the FAILs left, so that the server's shard
+// holds nothing of them (OrphansDrained counts every one, Orphans none);
+// the same FAILs without a val leave those ACKs orphans instead.
+func TestDrainOverTheWire(t *testing.T) {
+	for _, withVal := range []bool{true, false} {
+		s := startServer(t, nil)
+		c, err := Dial(clientCfg(s.addr), acker.Spec{Producers: 1, Tasks: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rng := rand.New(rand.NewPCG(3, 4))
+		p := c.Sender(0)
+		const n = 2000
+		for i := 1; i <= n; i++ {
+			msgs := tree(rng, uint64(i), 0, 4)
+			if i%10 == 0 {
+				val := msgs[2].Val // the failed tuple's ack val; ACKs 3 and 4 still come
+				if !withVal {
+					val = 0
+				}
+				msgs[2] = ackcore.Msg{Root: uint64(i), Kind: ackcore.Fail, Val: val}
+			}
+			if err := p.SendBatch(msgs); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := p.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		got := collect(t, c.Inbox(0), n, 10*time.Second)
+		failed := 0
+		for _, os := range got {
+			if len(os) == 1 && os[0].Kind == ackcore.Failed {
+				failed++
+			}
+		}
+		c.Stop()
+		s.Close()
+		<-s.done
+		st := s.Stats().Acker
+		if failed != n/10 || st.FailedExplicit != n/10 {
+			t.Fatalf("val %v: %d roots failed, acker %+v", withVal, failed, st)
+		}
+		if withVal && (st.OrphansDrained != n/10 || st.Orphans != 0 || st.Pending != 0) {
+			t.Fatalf("FAILs with their val: acker %+v, want %d drained and nothing left", st, n/10)
+		}
+		if !withVal && st.OrphansDrained != 0 {
+			t.Fatalf("FAILs without a val: acker %+v, want no drains", st)
+		}
+	}
+}
