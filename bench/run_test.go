@@ -115,9 +115,10 @@ func TestRunFaults(t *testing.T) {
 	cfg := tiny(levels...)
 	cfg.FailRate, cfg.DropRate, cfg.Msgs = 0.03, 0.03, 30000
 	rep := runOK(t, cfg)
-	checkRows(t, rep, LevelCore, "xorack", "gomap", "mutexmap", "xsync", "storm")
+	// Each row beside its fault-free twin, run first (TestFaultTwins).
+	checkRows(t, rep, LevelCore, "xorack", "gomap", "mutexmap", "xsync", "storm", "xorack", "gomap", "mutexmap", "xsync", "storm")
 	if !testing.Short() {
-		checkRows(t, rep, LevelPipeline, "xorack", "mutexmap", "chanshard")
+		checkRows(t, rep, LevelPipeline, "xorack", "mutexmap", "chanshard", "xorack", "mutexmap", "chanshard")
 	}
 	for _, r := range rep.Rows {
 		if r.FaultFreeRatio == 0 {
