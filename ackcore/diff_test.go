@@ -73,6 +73,8 @@ func FuzzShard(f *testing.F) {
 	f.Add(uint64(1), uint8(50), uint8(8), uint8(0), false)
 	f.Add(uint64(2), uint8(200), uint8(3), uint8(40), true)
 	f.Add(uint64(3), uint8(30), uint8(1), uint8(90), false)
+	f.Add(uint64(1<<10|4|1), uint8(120), uint8(12), uint8(30), true) // drains, owners, the portable loop
+	f.Add(uint64(1<<10|2), uint8(150), uint8(40), uint8(20), false)  // drains, progress timeouts
 	f.Fuzz(func(t *testing.T, seed uint64, roots, bound, faults uint8, fold bool) {
 		if seed&1 == 1 { // odd seeds: the portable loop instead of ackRun
 			defer ackcore.SetAckRun(false)()
