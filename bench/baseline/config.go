@@ -70,12 +70,15 @@ func refuseFull(root uint64) ackcore.Outcome {
 }
 
 // The entry's 32-bit word in GoMap and XsyncMap, as in the shard's table:
-// task id in the low 28 bits (ackcore.MaxTask), flags above.
+// task id in the low 20 bits (ackcore.MaxTask), flags above.
 const (
 	flagInit   uint32 = 1 << 31 // an INIT was seen: the task is known
 	flagFailed uint32 = 1 << 30 // a FAIL arrived before the INIT (sticky)
 	flagCustom uint32 = 1 << 29 // GoMap: start or timeout live in the custom map
-	taskMask   uint32 = ackcore.MaxTask
+	// flagDrain: without flagInit only, a drain (rule 3): what a tree a FAIL
+	// carrying its val failed still owes, removed when its val reaches 0.
+	flagDrain uint32 = 1 << 28
+	taskMask  uint32 = ackcore.MaxTask
 )
 
 // ticks converts clock readings to wheel ticks with the shard's rules:

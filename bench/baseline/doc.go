@@ -5,11 +5,14 @@
 //   - GoMap: the acker a good Go programmer writes with the built-in map,
 //     map[uint64]entry keyed by root, timeouts on the project's timer wheel
 //     (handles from a free list that maps handle -> root). Semantics
-//     identical to ackcore.Shard and ackcore/acktest/model, counters included.
+//     identical to ackcore.Shard and ackcore/acktest/model, counters
+//     included, drains too: a FAIL carrying a val leaves what its failed
+//     tree still owes as an orphan its last ACK removes (rule 3 of
+//     docs/semantics.md, Stats.OrphansDrained).
 //   - MutexMap: GoMap behind a sync.Mutex, for many producer goroutines
 //     calling Apply themselves.
-//   - XsyncMap: the same semantics on xsync's concurrent MapOf, one
-//     Compute per message, timers behind a mutex.
+//   - XsyncMap: the same semantics (drains included) on xsync's
+//     concurrent MapOf, one Compute per message, timers behind a mutex.
 //   - Storm: a port of Apache Storm 2.x's acker algorithm (a RotatingMap
 //     of 3 Go maps rotated once per timeout). Its own semantics: see the
 //     type's doc for where it differs from docs/semantics.md.
@@ -17,8 +20,9 @@
 //     insert and delete every acker must do: the memory system's limit.
 //
 // The differential test (diff_test.go, on ackcore/acktest) holds GoMap,
-// MutexMap and XsyncMap to the model message by message; Storm and Limit
-// have tests of their own.
+// MutexMap and XsyncMap to the model message by message, and
+// drains_test.go walks them through the drain rule case by case; Storm
+// and Limit have tests of their own.
 //
 // # Layout
 //
@@ -52,7 +56,7 @@
 // entry holds a distinct handle that maps back to its root and has a
 // timer; the free handles are exactly the others; the number of entries is
 // at most MaxPending; flags are consistent (failed-before-INIT never with
-// INIT). Limit's Verify checks its probe invariant. The differential test
+// INIT; a drain has neither, and owes a val not 0). Limit's Verify checks its probe invariant. The differential test
 // calls Verify every 16 steps.
 //
 // # Allocation

@@ -15,7 +15,7 @@ import (
 // comparison measures the hash map, not a fatter entry.
 type entry struct {
 	val  uint64 // ack val
-	word uint32 // task | flags (flagInit, flagFailed, flagCustom)
+	word uint32 // task (or orphan tag) | flags (flagInit, flagFailed, flagCustom, flagDrain)
 	h    uint32 // timer handle: index into roots and into the wheel
 }
 
@@ -30,7 +30,11 @@ type custom struct {
 // map[uint64]entry keyed by root, timeouts on the project's timer wheel
 // with handles from a free list, the clock read once per Apply or Expire.
 // Its semantics are exactly the shard's and the model's (the differential
-// test checks it message by message). Not safe for concurrent use: see MutexMap.
+// test checks it message by message). It keeps drains as rule 3 of
+// docs/semantics.md says: a FAIL carrying a val leaves what its failed tree
+// still owes as an orphan (flagDrain) that the tree's last ACK removes
+// (Stats.OrphansDrained); GoMap has no owners, so no orphan share stops
+// one. Not safe for concurrent use: see MutexMap.
 type GoMap struct {
 	m      map[uint64]entry  // pending roots
 	custom map[uint64]custom // roots with flagCustom; rare (RESET, per-root timeouts)
@@ -40,7 +44,7 @@ type GoMap struct {
 	ticks
 
 	maxPending int
-	orphans    int        // entries without INIT
+	orphans    int        // entries without INIT, drains included
 	oq         orphanFIFO // their roots, oldest first (gomap_orphans.go)
 	// Per-call time, set at the top of Apply and Expire.
 	nowNs   int64
@@ -123,8 +127,12 @@ func (g *GoMap) apply(m *ackcore.Msg, out []ackcore.Outcome) []ackcore.Outcome {
 			return out
 		}
 		e.val ^= m.Val
-		if e.val != 0 || e.word&flagInit == 0 {
+		if e.val != 0 || e.word&(flagInit|flagDrain) == 0 {
 			g.m[root] = e // Go maps have no in-place update of a struct value
+			return out
+		}
+		if e.word&flagInit == 0 { // a drain's last ACK
+			g.endDrain(root, e)
 			return out
 		}
 		d, _ := g.w.Deadline(e.h)
@@ -161,7 +169,7 @@ func (g *GoMap) apply(m *ackcore.Msg, out []ackcore.Outcome) []ackcore.Outcome {
 			to = g.custom[root].timeout // a timeout a RESET set before the INIT
 		}
 		e.val ^= m.Val
-		e.word = e.word&^taskMask | flagInit | m.Task
+		e.word = e.word&^(taskMask|flagDrain) | flagInit | m.Task
 		if to != g.defNs || e.word&flagCustom != 0 {
 			e.word |= flagCustom
 			g.custom[root] = custom{start: g.startTick(g.nowNs), timeout: to}
@@ -190,6 +198,14 @@ func (g *GoMap) apply(m *ackcore.Msg, out []ackcore.Outcome) []ackcore.Outcome {
 			g.insertOrphan(root, entry{word: flagFailed}, g.defNs)
 			return out
 		}
+		if e.word&flagDrain != 0 { // another FAIL of a failed tree: its val drains too
+			if e.val ^= m.Val; e.val == 0 {
+				g.endDrain(root, e)
+			} else {
+				g.m[root] = e
+			}
+			return out
+		}
 		if e.word&flagInit == 0 {
 			e.word |= flagFailed // remembered until the INIT (rule 3) or expiry (rule 6)
 			g.m[root] = e
@@ -197,9 +213,17 @@ func (g *GoMap) apply(m *ackcore.Msg, out []ackcore.Outcome) []ackcore.Outcome {
 		}
 		d, _ := g.w.Deadline(e.h)
 		lat := g.latency(g.nowNs, g.start(root, e, d))
-		g.remove(root, e)
+		task := e.word & taskMask
 		g.stats.FailedExplicit++
-		return append(out, ackcore.Outcome{Root: root, Task: e.word & taskMask, Kind: ackcore.Failed, Reason: ackcore.ReasonExplicit, Latency: lat})
+		// A FAIL that carries the failed tuple's ack val leaves what the
+		// tree still owes as a drain (rule 3); without a val, or with
+		// nothing owed, the entry goes.
+		if e.val ^= m.Val; m.Val == 0 || e.val == 0 {
+			g.remove(root, e)
+		} else {
+			g.makeDrain(root, e)
+		}
+		return append(out, ackcore.Outcome{Root: root, Task: task, Kind: ackcore.Failed, Reason: ackcore.ReasonExplicit, Latency: lat})
 
 	default: // Reset
 		g.stats.Resets++
@@ -345,6 +369,12 @@ func (g *GoMap) Verify() error {
 		}
 		if e.word&flagFailed != 0 && e.word&flagInit != 0 {
 			return fmt.Errorf("baseline: GoMap: root %#x both failed-before-INIT and INIT", root)
+		}
+		if e.word&flagDrain != 0 && e.word&(flagInit|flagFailed) != 0 {
+			return fmt.Errorf("baseline: GoMap: root %#x a drain with INIT or failed-before-INIT", root)
+		}
+		if e.word&flagDrain != 0 && e.val == 0 {
+			return fmt.Errorf("baseline: GoMap: root %#x a drain with nothing owed", root)
 		}
 		if e.word&flagCustom != 0 {
 			customs++

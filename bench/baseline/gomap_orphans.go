@@ -7,7 +7,10 @@ package baseline
 // root is never taken for a later orphan of the same id. An INIT, ACK or
 // RESET that needs a new entry at the bound evicts the oldest live
 // orphans until there is room, when there are enough; an evicted orphan's
-// FAIL is dropped (GoMap has no FAIL filter: Stats.FailsDropped). The FIFO
+// FAIL is dropped (GoMap has no FAIL filter: Stats.FailsDropped). A drain
+// (rule 3: what a failed tree still owes) is queued as the newest orphan
+// when its FAIL makes it, under a new tag, and gives way like any other.
+// The FIFO
 // drops its stale roots when they are at least half of it, so it holds at
 // most about twice the orphans.
 
@@ -68,6 +71,29 @@ func (g *GoMap) makeRoom() bool {
 		g.stats.OrphansEvicted++
 	}
 	return len(g.m) < g.maxPending
+}
+
+// makeDrain turns root's entry e, whose INIT was seen and which a FAIL
+// carrying a val has just failed with val still owed, into a drain (rule
+// 3): a new entry without INIT or task, made now with the default timeout,
+// queued as the newest orphan under a new tag, so that the FIFO's older
+// places for root (an early ACK made the entry before its INIT) are stale
+// and cannot evict it.
+func (g *GoMap) makeDrain(root uint64, e entry) {
+	if e.word&flagCustom != 0 {
+		delete(g.custom, root)
+	}
+	e.word = flagDrain | g.addOrphan(root)
+	g.m[root] = e
+	g.arm(e.h, g.deadlineAfter(g.nowNs, g.defNs), true)
+}
+
+// endDrain removes root's drain e, whose val the last ACK or FAIL of its
+// tree brought to 0: silently, counted in Stats.OrphansDrained.
+func (g *GoMap) endDrain(root uint64, e entry) {
+	g.remove(root, e)
+	g.orphans--
+	g.stats.OrphansDrained++
 }
 
 // insertOrphan adds root's entry e, made without INIT, queued as an orphan.

@@ -12,6 +12,7 @@ import (
 // and Verify each take the lock for the whole call, so any number of
 // goroutines may call them at once; per-message cost is GoMap's plus one
 // lock round trip per batch (and the contention the benchmarks measure).
+// Its semantics are GoMap's, drains (rule 3 of docs/semantics.md) included.
 type MutexMap struct {
 	mu sync.Mutex
 	g  GoMap // guarded by mu

@@ -20,7 +20,7 @@ type xentry struct {
 	val     uint64
 	start   uint64 // the INIT's start tick (ticks.startTick)
 	timeout int64  // the root's timeout, ns
-	word    uint32 // task | flags (flagInit, flagFailed)
+	word    uint32 // task | flags (flagInit, flagFailed, flagDrain)
 	h       uint32 // timer handle: index into roots and into the wheel
 }
 
@@ -28,9 +28,13 @@ type xentry struct {
 // concurrent hash map: each message is one Compute, the map's per-root
 // read-modify-write under the root's bucket lock. Timers are GoMap's wheel
 // and handle pool behind one mutex, taken only to arm, re-arm or stop a
-// timer (creation, INIT, RESET, completion, expiry), never for the ACK that
-// merely XORs. Apply, Expire and Stats are safe for concurrent use; used
-// from one goroutine its outcomes and counters are exactly the model's.
+// timer (creation, INIT, RESET, a FAIL leaving a drain, removal, expiry),
+// never for the ACK that merely XORs. Apply, Expire and Stats are safe for concurrent use; used
+// from one goroutine its outcomes and counters are exactly the model's. It
+// keeps drains as rule 3 of docs/semantics.md says: a FAIL carrying a val
+// leaves what its failed tree still owes as an orphan (flagDrain, re-armed
+// with the default timeout) that the tree's last ACK removes
+// (Stats.OrphansDrained); it has no owners, so no orphan share stops one.
 //
 // Lock order: a bucket lock (inside Compute), then mu. Expire takes the
 // next due timer under mu alone, lets go, and only then Computes on its
@@ -52,7 +56,7 @@ type XsyncMap struct {
 	// Counters, added once per Apply or Expire call from its local tally.
 	inits, acks, fails, resets                           atomic.Uint64
 	completed, failedExplicit, failedTimeout, failedFull atomic.Uint64
-	orphans, refusedFull, refusedInvalid                 atomic.Uint64
+	orphans, refusedFull, refusedInvalid, orphansDrained atomic.Uint64
 }
 
 var _ ackcore.Interface = (*XsyncMap)(nil)
@@ -104,7 +108,8 @@ func (x *XsyncMap) Stats() ackcore.Stats {
 		Completed: x.completed.Load(), FailedExplicit: x.failedExplicit.Load(),
 		FailedTimeout: x.failedTimeout.Load(), FailedFull: x.failedFull.Load(),
 		Orphans: x.orphans.Load(), RefusedFull: x.refusedFull.Load(), RefusedInvalid: x.refusedInvalid.Load(),
-		Pending: int(x.pending.Load()),
+		OrphansDrained: x.orphansDrained.Load(),
+		Pending:        int(x.pending.Load()),
 	}
 }
 
@@ -118,6 +123,7 @@ func (x *XsyncMap) add(s *ackcore.Stats) {
 		{&s.Completed, &x.completed}, {&s.FailedExplicit, &x.failedExplicit},
 		{&s.FailedTimeout, &x.failedTimeout}, {&s.FailedFull, &x.failedFull},
 		{&s.Orphans, &x.orphans}, {&s.RefusedFull, &x.refusedFull}, {&s.RefusedInvalid, &x.refusedInvalid},
+		{&s.OrphansDrained, &x.orphansDrained},
 	} {
 		if *c.n != 0 {
 			c.a.Add(*c.n)
@@ -180,13 +186,17 @@ func (c *xcall) step(e xentry, loaded bool) (xentry, bool) {
 			return x.create(m.Root, xentry{val: m.Val, timeout: x.defNs}, c.nowNs), keep
 		}
 		e.val ^= m.Val
-		if e.val == 0 && e.word&flagInit != 0 {
-			x.release(e.h)
-			c.stats.Completed++
-			c.emit(ackcore.Outcome{Root: m.Root, Task: e.word & taskMask, Kind: ackcore.Completed, Latency: x.latency(c.nowNs, e.start)})
+		if e.val != 0 || e.word&(flagInit|flagDrain) == 0 {
+			return e, keep
+		}
+		x.release(e.h)
+		if e.word&flagInit == 0 { // a drain's last ACK
+			c.stats.OrphansDrained++
 			return e, del
 		}
-		return e, keep
+		c.stats.Completed++
+		c.emit(ackcore.Outcome{Root: m.Root, Task: e.word & taskMask, Kind: ackcore.Completed, Latency: x.latency(c.nowNs, e.start)})
+		return e, del
 
 	case ackcore.Init:
 		c.stats.Inits++
@@ -205,7 +215,7 @@ func (c *xcall) step(e xentry, loaded bool) (xentry, bool) {
 			return x.create(m.Root, e, c.nowNs), keep
 		}
 		e.val ^= m.Val
-		e.word = e.word&^taskMask | flagInit | m.Task
+		e.word = e.word&^(taskMask|flagDrain) | flagInit | m.Task
 		e.start = x.startTick(c.nowNs)
 		e.timeout = msgTimeout(m, e.timeout)
 		switch {
@@ -233,14 +243,31 @@ func (c *xcall) step(e xentry, loaded bool) (xentry, bool) {
 			}
 			return x.create(m.Root, xentry{word: flagFailed, timeout: x.defNs}, c.nowNs), keep
 		}
+		if e.word&flagDrain != 0 { // another FAIL of a failed tree: its val drains too
+			if e.val ^= m.Val; e.val != 0 {
+				return e, keep
+			}
+			x.release(e.h)
+			c.stats.OrphansDrained++
+			return e, del
+		}
 		if e.word&flagInit == 0 {
 			e.word |= flagFailed
 			return e, keep
 		}
-		x.release(e.h)
 		c.stats.FailedExplicit++
 		c.emit(ackcore.Outcome{Root: m.Root, Task: e.word & taskMask, Kind: ackcore.Failed, Reason: ackcore.ReasonExplicit, Latency: x.latency(c.nowNs, e.start)})
-		return e, del
+		// A FAIL that carries the failed tuple's ack val leaves what the
+		// tree still owes as a drain (rule 3): an entry without INIT or
+		// task, as if made now. Without a val, or with nothing owed, the
+		// entry goes.
+		if e.val ^= m.Val; m.Val == 0 || e.val == 0 {
+			x.release(e.h)
+			return e, del
+		}
+		e = xentry{val: e.val, timeout: x.defNs, word: flagDrain, h: e.h}
+		x.rearm(e.h, x.deadlineAfter(c.nowNs, e.timeout))
+		return e, keep
 
 	default: // Reset
 		c.stats.Resets++
@@ -385,6 +412,8 @@ func (x *XsyncMap) Verify() error {
 			err = fmt.Errorf("baseline: XsyncMap: root %#x has no timer", root)
 		case e.word&flagFailed != 0 && e.word&flagInit != 0:
 			err = fmt.Errorf("baseline: XsyncMap: root %#x both failed-before-INIT and INIT", root)
+		case e.word&flagDrain != 0 && (e.word&(flagInit|flagFailed) != 0 || e.val == 0):
+			err = fmt.Errorf("baseline: XsyncMap: root %#x a drain with INIT, failed-before-INIT or nothing owed", root)
 		}
 		return err == nil
 	})
