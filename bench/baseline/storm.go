@@ -32,6 +32,9 @@ import (
 //   - FAIL vs ack (rule 3): when an entry with a known task has val 0 and
 //     failed set (FAIL before INIT, then every ack), Storm checks val first
 //     and reports Completed; we report Failed.
+//   - Drains (rule 3): a FAIL removes its root's entry whatever its val,
+//     as Storm's does; the failed tree's late ACKs then make new entries
+//     that live until they are dropped.
 //   - Latency runs from the entry's creation (Storm's AckObject start
 //     time), which may be an ACK or FAIL that came before the INIT.
 //   - Bound (rule 10): Storm has none. This port adds MaxPending so that it
