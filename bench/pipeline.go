@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"sync/atomic"
@@ -350,25 +351,103 @@ func (pr *producer) waitFor(done func() bool) result {
 	return result{}
 }
 
-// pipeline runs the pipeline level for one stream: each impl in turn.
+// pipeline runs the pipeline level for one stream: each impl in turn. In
+// a run with fails or drops each row runs beside its fault-free twin,
+// both pipes built, their peak reps taking turns (turns): rep k of the
+// twin, then rep k of the row; the row's FaultFreeRatio is the median of
+// the reps' paired ratios, so a slow minute of this shared machine slows
+// a pair's two reps alike. The twins are listed first.
 func (rn *runner) pipeline(st *stream, p int) ([]Row, error) {
 	c := rn.cfg
 	if len(c.impls[LevelPipeline]) == 0 {
 		return nil, nil
 	}
 	shares := st.shares(c.Producers)
-	timeout := rn.timeout(st)
-	var rows []Row
+	var twins, rows []Row
 	for _, name := range c.impls[LevelPipeline] {
 		impl, _ := findPipe(name)
 		rn.progress(rn.rowCost(p), "pipeline %s P=%d: %s", st.Shape.Name, p, name)
-		row, err := rn.pipeRow(impl, st, shares, p, timeout)
-		if err != nil {
-			return rows, err
+		if !c.faults() {
+			row, err := rn.pipeRow(impl, st, shares, p, rn.timeout(st))
+			if err != nil {
+				return rows, err
+			}
+			rows = append(rows, row)
+			continue
 		}
-		rows = append(rows, row)
+		rn.progress(rn.rowCost(p), "pipeline %s P=%d: %s, fault-free twin", st.Shape.Name, p, name)
+		t := newTurns()
+		twin := rn.faultFree()
+		twin.turns, twin.side = t, 0
+		fault := *rn
+		fault.turns, fault.side = t, 1
+		var base Row
+		var baseErr error
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			base, baseErr = twin.pipeRow(impl, st, shares, p, twin.timeout(st))
+		}()
+		row, err := fault.pipeRow(impl, st, shares, p, fault.timeout(st))
+		<-done
+		if err = errors.Join(baseErr, err); err != nil {
+			return append(twins, rows...), err
+		}
+		row.FaultFreeRatio = pairedRatio(row.RepMsgsPerSec, base.RepMsgsPerSec)
+		twins, rows = append(twins, base), append(rows, row)
 	}
-	return rows, nil
+	return append(twins, rows...), nil
+}
+
+// turns alternates two pipeline rows, a fault row and its fault-free twin
+// (pipeline), on one machine: one side runs at a time, and they hand over
+// before each peak rep and after the last, so that rep k of the row and
+// rep k of its twin run one after the other while the idle pipe waits.
+// A nil *turns is one side alone. The side holding the turn is the only
+// one to call its methods.
+type turns struct {
+	ch   [2]chan struct{} // holds the turn's token for side i
+	done [2]atomic.Bool
+}
+
+func newTurns() *turns {
+	t := &turns{ch: [2]chan struct{}{make(chan struct{}, 1), make(chan struct{}, 1)}}
+	t.ch[0] <- struct{}{} // the twin builds its pipe first
+	return t
+}
+
+// take waits for side's turn.
+func (t *turns) take(side int) {
+	if t != nil {
+		<-t.ch[side]
+	}
+}
+
+// give hands the turn to the other side, or back to side's own once the
+// other has finished.
+func (t *turns) give(side int) {
+	if t == nil {
+		return
+	}
+	if t.done[1-side].Load() {
+		t.ch[side] <- struct{}{}
+	} else {
+		t.ch[1-side] <- struct{}{}
+	}
+}
+
+// pass lets the other side run once, then takes the turn back.
+func (t *turns) pass(side int) {
+	t.give(side)
+	t.take(side)
+}
+
+// finish ends side's row: the other runs on alone.
+func (t *turns) finish(side int) {
+	if t != nil {
+		t.done[side].Store(true)
+		t.give(side)
+	}
 }
 
 // pipeTimer is what a pipeline row's peak reps are bracketed with in a Go
@@ -399,6 +478,8 @@ func benchPipeline(cfg Config, st *stream, shares []*share, p int, t pipeTimer) 
 }
 
 func (rn *runner) pipeRow(impl pipeImpl, st *stream, shares []*share, p int, timeout time.Duration) (Row, error) {
+	rn.turns.take(rn.side) // with a twin (twinned): its turn and this one's alternate
+	defer rn.turns.finish(rn.side)
 	c := rn.cfg
 	row := rn.baseRow(LevelPipeline, impl.name, st, p)
 	var clk benchClock
@@ -474,17 +555,21 @@ func (rn *runner) pipeRow(impl pipeImpl, st *stream, shares []*share, p int, tim
 	row.MaxPending = maxPending
 
 	var gc gcSum
-	gc0, cpu0 := readGC(), processCPU()
-	var perMsgs int64 // per producer and repetition; 0: run for perDur
+	var cpu time.Duration // over the peak reps alone (a twin's run between them)
+	var perMsgs int64     // per producer and repetition; 0: run for perDur
 	if c.Msgs > 0 {
 		perMsgs = max(c.Msgs/int64(c.Reps)/int64(c.Producers), 1)
 	}
 	perDur := c.Duration / time.Duration(c.Reps)
 	for rep := 0; rep < c.Reps && runErr == nil; rep++ {
+		rn.turns.pass(rn.side) // the twin's rep, if any, then this one
 		if rn.timer != nil {
 			rn.timer.StartTimer()
 		}
+		gc0, cpu0 := readGC(), processCPU()
 		n, d := do(command{ph: phPeak, msgs: perMsgs}, perDur)
+		cpu += processCPU() - cpu0
+		gc.add(gc0, readGC())
 		if rn.timer != nil {
 			rn.timer.StopTimer()
 		}
@@ -492,8 +577,7 @@ func (rn *runner) pipeRow(impl pipeImpl, st *stream, shares []*share, p int, tim
 		row.Seconds += d.Seconds()
 		row.RepMsgsPerSec = append(row.RepMsgsPerSec, float64(n)/d.Seconds())
 	}
-	cpu := processCPU() - cpu0
-	gc.add(gc0, readGC())
+	rn.turns.pass(rn.side)
 	row.MsgsPerSec = median(row.RepMsgsPerSec)
 	row.TreesPerSec = row.MsgsPerSec / float64(st.K)
 	row.Timing = "wall"

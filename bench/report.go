@@ -226,6 +226,11 @@ type runner struct {
 	// row's peak reps only, and peakOnly skips the latency run.
 	timer    pipeTimer
 	peakOnly bool
+
+	// A pipeline row run beside its twin (pipeline) takes turns with it
+	// on side 0 (the fault-free twin) or 1.
+	turns *turns
+	side  int
 }
 
 // progress reports the start of a step of estimated work w (stepCost).
@@ -339,7 +344,7 @@ func (rn *runner) streamLevels() error {
 				case LevelCore:
 					rows, err = rn.twinned(func(rn *runner) ([]Row, error) { return rn.core(st, p) })
 				case LevelPipeline:
-					rows, err = rn.twinned(func(rn *runner) ([]Row, error) { return rn.pipeline(st, p) })
+					rows, err = rn.pipeline(st, p) // twinned there, rep by rep
 				case LevelNet:
 					rows, err = rn.net(st, p)
 				}
@@ -353,20 +358,18 @@ func (rn *runner) streamLevels() error {
 	return nil
 }
 
-// twinned runs a core or pipeline level's rows; in a run with fails or
-// drops it runs them fault-free first, in the same process just before,
-// the fault-free twins, and gives each fault row its msgs/s over its
-// twin's (Row.FaultFreeRatio): the fault rows' floor is judged on that
-// ratio, against a baseline measured beside them.
+// twinned runs the core level's rows; in a run with fails or drops it
+// runs them fault-free first, in the same process just before, the
+// fault-free twins, and gives each fault row its msgs/s over its twin's
+// (Row.FaultFreeRatio): the fault rows' floor is judged on that ratio,
+// against a baseline measured beside them. (The pipeline level pairs its
+// rows rep by rep: pipeline.)
 func (rn *runner) twinned(level func(*runner) ([]Row, error)) ([]Row, error) {
 	if !rn.cfg.faults() {
 		return level(rn)
 	}
-	twin := *rn
-	cfg := *rn.cfg
-	cfg.FailRate, cfg.DropRate, cfg.FailBare = 0, 0, false
-	twin.cfg = &cfg
-	base, err := level(&twin)
+	twin := rn.faultFree()
+	base, err := level(twin)
 	rn.step, rn.done = twin.step, twin.done
 	if err != nil {
 		return base, err
@@ -380,6 +383,16 @@ func (rn *runner) twinned(level func(*runner) ([]Row, error)) ([]Row, error) {
 		}
 	}
 	return append(base, rows...), err
+}
+
+// faultFree is a copy of rn whose configuration has no fails or drops:
+// a fault run's twin.
+func (rn *runner) faultFree() *runner {
+	twin := *rn
+	cfg := *rn.cfg
+	cfg.FailRate, cfg.DropRate, cfg.FailBare = 0, 0, false
+	twin.cfg = &cfg
+	return &twin
 }
 
 // baseRow fills the fields every row of a (level, stream) shares.

@@ -468,10 +468,13 @@ func TestCoreLoopAllocs(t *testing.T) {
 }
 
 // TestFaultTwins: a run with fails gives each core and pipeline row a
-// fault-free twin, run just before it, and each fault row its msgs/s over
-// its twin's; the ratios to xorack keep the two apart; and Check holds a
-// xorack fault row to FaultFloor of its twin (a hand-set ratio below it
-// fails the gate, the measured rows' verdict is left to the benchmark).
+// fault-free twin, listed before it, and each fault row its msgs/s over
+// its twin's: at core level the ratio of the rows' medians (the twin ran
+// just before), at pipeline level the median of the reps' paired ratios
+// (the two rows' reps took turns); the ratios to xorack keep the two
+// apart; and Check holds a xorack fault row to FaultFloor of its twin (a
+// hand-set ratio below it fails the gate, the measured rows' verdict is
+// left to the benchmark).
 func TestFaultTwins(t *testing.T) {
 	cfg := tiny(LevelCore, LevelPipeline)
 	cfg.Impls = []string{"xorack", "gomap", "mutexmap"}
@@ -489,7 +492,12 @@ func TestFaultTwins(t *testing.T) {
 			twins[k] = r
 		case r.FailRate == 0.05 && r.FaultFreeRatio > 0:
 			faults[k] = r
-			if tw, ok := twins[k]; !ok || math.Abs(r.FaultFreeRatio-r.MsgsPerSec/tw.MsgsPerSec) > 1e-9 {
+			tw, ok := twins[k]
+			want := r.MsgsPerSec / tw.MsgsPerSec
+			if r.Level == LevelPipeline {
+				want = pairedRatio(r.RepMsgsPerSec, tw.RepMsgsPerSec)
+			}
+			if !ok || len(r.RepMsgsPerSec) != cfg.Reps || len(tw.RepMsgsPerSec) != cfg.Reps || math.Abs(r.FaultFreeRatio-want) > 1e-9 {
 				t.Errorf("%s: fault-free ratio %v, twin %+v (want it before its fault row)", r.Name(), r.FaultFreeRatio, tw)
 			}
 			if r.RatioToXorack == nil || r.Impl == Reference && *r.RatioToXorack != 1 {
