@@ -127,7 +127,7 @@ func (rn *runner) coreOn(st *stream, p int) ([]Row, error) {
 	var runs []*coreRun
 	for _, name := range c.impls[LevelCore] {
 		impl, _ := findCore(name)
-		maxPending := st.MaxPending() + rn.faultHeadroom(st, timeout, impl.evicts)
+		maxPending := st.MaxPending() + rn.faultHeadroom(st, timeout, impl.evicts, impl.drains)
 		rn.progress(time.Duration(p)*costSetup, "core %s P=%d: %s setup", st.Shape.Name, p, name)
 		cr, err := rn.coreSetup(impl, st, sh, maxPending, timeout)
 		if err != nil {

@@ -25,6 +25,9 @@ type coreImpl struct {
 	// evicts: its orphans give way at the bound (docs/semantics.md, rule
 	// 10), so a fault run needs no room for them (faultHeadroom).
 	evicts bool
+	// drains: a FAIL with a val leaves a drain that its tree's last ACK
+	// empties (rule 3), so a failed tree leaves nothing behind.
+	drains bool
 	// latency says where the Latency of its Completed outcomes comes from;
 	// "" when it reports none.
 	latency string
@@ -36,20 +39,20 @@ type coreImpl struct {
 // add to it.
 var coreImpls = []coreImpl{
 	{name: Reference, make: func(c ackcore.Config) (ackcore.Interface, error) { return ackcore.NewShard(c) },
-		exact: true, faults: true, evicts: true, latency: latencyTick, dflt: true},
+		exact: true, faults: true, evicts: true, drains: true, latency: latencyTick, dflt: true},
 	{name: "xorack-fold", make: func(c ackcore.Config) (ackcore.Interface, error) {
 		c.Fold = ackcore.FoldOn
 		return ackcore.NewShard(c)
-	}, exact: true, faults: true, evicts: true, latency: latencyTick},
+	}, exact: true, faults: true, evicts: true, drains: true, latency: latencyTick},
 	{name: GoMapName, make: func(c ackcore.Config) (ackcore.Interface, error) {
 		return baseline.NewGoMap(baseline.FromShardConfig(c))
-	}, exact: true, faults: true, evicts: true, latency: latencyTick, dflt: true},
+	}, exact: true, faults: true, evicts: true, drains: true, latency: latencyTick, dflt: true},
 	{name: "mutexmap", make: func(c ackcore.Config) (ackcore.Interface, error) {
 		return baseline.NewMutexMap(baseline.FromShardConfig(c))
-	}, exact: true, faults: true, evicts: true, latency: latencyTick, dflt: true},
+	}, exact: true, faults: true, evicts: true, drains: true, latency: latencyTick, dflt: true},
 	{name: "xsync", make: func(c ackcore.Config) (ackcore.Interface, error) {
 		return baseline.NewXsyncMap(baseline.FromShardConfig(c))
-	}, exact: true, faults: true, latency: latencyTick, dflt: true},
+	}, exact: true, faults: true, drains: true, latency: latencyTick, dflt: true},
 	{name: "storm", make: func(c ackcore.Config) (ackcore.Interface, error) {
 		return baseline.NewStorm(baseline.FromShardConfig(c), baseline.StormOptions{})
 	}, faults: true, latency: "acker Latency field: creation to completion, clock resolution", dflt: true},

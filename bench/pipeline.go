@@ -492,7 +492,7 @@ func (rn *runner) pipeRow(impl pipeImpl, st *stream, shares []*share, p int, tim
 	// spread evenly), so the bound is the slots, spread over the shards
 	// with 5% for the hash's unevenness, and 256 more where 5% of a small
 	// window is only a few roots.
-	maxPending := (st.Slots+rn.faultHeadroom(st, timeout, true))*105/100/row.Shards + 256 // every pipe's orphans give way
+	maxPending := (st.Slots+rn.faultHeadroom(st, timeout, true, true))*105/100/row.Shards + 256 // every pipe's orphans give way
 	base := time.Now()
 	prods := make([]*producer, c.Producers)
 	for i := range prods {

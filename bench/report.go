@@ -413,8 +413,12 @@ func (rn *runner) timeout(st *stream) time.Duration {
 	if rn.cfg.Timeout > 0 {
 		return rn.cfg.Timeout
 	}
-	if rn.cfg.faults() {
-		// Stream time: a tree lives at most one cycle; 4 cycles of margin.
+	if rn.cfg.faults() && (rn.cfg.DropRate > 0 || rn.cfg.FailBare) {
+		// Stream time: a tree lives at most one cycle; 4 cycles of margin,
+		// so that what dropped ACKs and bare FAILs leave times out in the
+		// run. A run with fails alone, whose trees leave drains that their
+		// late ACKs empty, keeps the fault-free timeout (in stream time):
+		// the fault row differs from its twin in the fails alone.
 		return roundUpMs(time.Duration(4 * st.cycleMsgs() * streamNsPerMsg))
 	}
 	// Real time: a tree lives one cycle of its acker's own time; at a
@@ -434,18 +438,20 @@ func roundUpMs(d time.Duration) time.Duration {
 // that covers a failed tree's entry living on as an orphan after its
 // fail, and 1024 covers small windows, where rates are lumpy. An acker
 // whose orphans give way at the bound (docs/semantics.md, rule 10: xorack
-// and GoMap) needs none for its failed trees: it runs the fault-free
+// and GoMap) needs none for its failed trees, nor does one that keeps
+// drains (rule 3) when the FAILs carry their val: it runs the fault-free
 // bound, plus the roots waiting for their timeout after a dropped ACK,
 // which are live roots (a spout's max pending would count them too).
-func (rn *runner) faultHeadroom(st *stream, timeout time.Duration, evicts bool) int {
+func (rn *runner) faultHeadroom(st *stream, timeout time.Duration, evicts, drains bool) int {
 	if !rn.cfg.faults() {
 		return 0
 	}
-	rate := rn.cfg.FailRate + rn.cfg.DropRate
-	if evicts {
-		if rate = rn.cfg.DropRate; rate == 0 {
-			return 0
-		}
+	rate := rn.cfg.DropRate
+	if !evicts && (rn.cfg.FailBare || !drains) {
+		rate += rn.cfg.FailRate
+	}
+	if rate == 0 {
+		return 0
 	}
 	cycleNs := float64(st.cycleMsgs() * streamNsPerMsg)
 	cycles := 3*float64(timeout)/cycleNs + 2

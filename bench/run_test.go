@@ -447,7 +447,7 @@ func TestCoreLoopAllocs(t *testing.T) {
 		}
 		impl, _ := findCore(Reference)
 		timeout := rn.timeout(st)
-		cr, err := rn.coreSetup(impl, st, st.shares(1)[0], st.MaxPending()+rn.faultHeadroom(st, timeout, impl.evicts), timeout)
+		cr, err := rn.coreSetup(impl, st, st.shares(1)[0], st.MaxPending()+rn.faultHeadroom(st, timeout, impl.evicts, impl.drains), timeout)
 		if err != nil {
 			t.Fatal(err)
 		}
