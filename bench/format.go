@@ -146,8 +146,8 @@ func WriteTable(w io.Writer, rep *Report) error {
 		if r.Batch > 0 {
 			level += fmt.Sprintf(":b%d", r.Batch) // producer batch
 		}
-		if r.FailRate > 0 || r.DropRate > 0 {
-			level += fmt.Sprintf(":f%g", r.FailRate+r.DropRate) // a fault row
+		if (r.FailRate > 0 || r.DropRate > 0) && r.FaultStats == nil {
+			level += fmt.Sprintf(":f%g", r.FailRate+r.DropRate) // a core or pipeline fault row, beside its twin
 		}
 		cells := []string{level, r.Impl, r.Shape, fmt.Sprint(r.Pending), si(r.MsgsPerSec), ratio,
 			si(r.TreesPerSec), fmt.Sprintf("%.1f", r.BytesPerRoot), dur(r.P50Ns), dur(r.P99Ns)}
