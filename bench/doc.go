@@ -113,8 +113,9 @@
 // # Faults
 //
 // With a fail or drop rate a root leaves entries behind: the acks after a
-// FAIL create orphans (docs/semantics.md, rule 7) and a dropped root waits for its
-// timeout. Replaying the same root ids would run into them, so in fault
+// FAIL empty the drain it left (docs/semantics.md, rule 3: a FAIL carries
+// the val of the ACK it replaces), or with Config.FailBare create orphans
+// (rule 7), and a dropped root waits for its timeout. Replaying the same root ids would run into them, so in fault
 // runs a faulted tree gets its own root id: generation g of slot i's tree
 // has the key root_i ^ salt(g), where salt is even (odd roots stay odd,
 // never 0) and g is known from the cycle number and the head flag.
@@ -125,12 +126,21 @@
 // tree's messages carry its key as root id; a tree left alone keeps
 // root_i, which no earlier generation still holds (they completed before
 // its INIT). The counts of injected fails and drops are taken at each
-// tree's INIT. A cycle is replayed as a copy of the share's messages with
-// only the faulted trees' positions, marked in a bitset per cycle,
-// rewritten: about a memory copy per message. At core level a fault run
-// rewrites blocks of 16 batches outside the timed calls and times only
-// Apply and Expire (Row.Timing "acker-calls"). Limit has no FAIL or
-// timeouts and is left out of fault runs.
+// tree's INIT. The faulted trees' positions are marked in a bitset per
+// cycle; a pipeline producer sends a cycle straight from the share's
+// memory and rewrites only the marked messages on their way (cursor.span),
+// while the core runner and the batched producers take a rewritten copy
+// (cursor.block). At core level a fault run rewrites blocks of 16 batches
+// outside the timed calls and times only Apply and Expire (Row.Timing
+// "acker-calls"). Limit has no FAIL or timeouts and is left out of fault
+// runs.
+//
+// Every core and pipeline fault row stands beside its fault-free twin,
+// the same impl, level and window with no faults, in the same process
+// (Row.FaultFreeRatio): at core level the twins run just before the
+// fault rows; at pipeline level a row and its twin are built side by
+// side and take turns rep by rep (turns), and the ratio is the median of
+// the reps' paired ratios. Check holds xorack's to FaultFloor.
 //
 // # Time
 //
@@ -142,11 +152,14 @@
 // messages a second is slower than any acker here), so nothing times out.
 //
 // Fault runs give the acker a stream clock: 100 ns per message emitted,
-// whatever the acker's speed. The default timeout is 4 cycles of stream
-// time, so timeouts happen during the run, a correct root never times
-// out, and the entries faults leave behind stay bounded for every impl
-// (MaxPending gets room for them: faultHeadroom). At the end the clock
-// skips 4 timeouts ahead and the acker expires what is left.
+// whatever the acker's speed. With drops or bare FAILs the default
+// timeout is 4 cycles of stream time, so timeouts happen during the run,
+// a correct root never times out, and the entries faults leave behind
+// stay bounded for every impl (MaxPending gets room for them:
+// faultHeadroom). With fails alone, whose drains leave nothing behind, it
+// is the fault-free runs' (in stream time), so that a fault row differs
+// from its twin in the fails alone. At the end the clock skips 4
+// timeouts ahead and the acker expires what is left.
 //
 // Latency: at core level the acker's own Latency field (INIT to
 // completion, 1 ms tick resolution for xorack and the wheel-based
