@@ -279,10 +279,22 @@ func (s *Shard) expireSlot(slot int, deadline uint64, out []Outcome) []Outcome {
 			return out
 		}
 	}
+	return s.endEntry(slot, deadline, ReasonTimeout, out)
+}
+
+// endEntry removes the entry in slot, whose deadline is deadline, for
+// reason (ReasonTimeout: expired; ReasonStopped: StopAll): Failed{reason}
+// with its latency if it saw INIT, else counted as an orphan.
+func (s *Shard) endEntry(slot int, deadline uint64, reason Reason, out []Outcome) []Outcome {
+	e := &s.t.e[slot]
 	if w := e.word(); w&flagInit != 0 {
 		start, _ := s.startTimeout(slot, e, deadline)
-		s.stats.FailedTimeout++
-		out = append(out, Outcome{Root: e.key, Task: w & taskMask, Kind: Failed, Reason: ReasonTimeout, Latency: s.latency(start)})
+		if reason == ReasonTimeout {
+			s.stats.FailedTimeout++
+		} else {
+			s.stats.FailedStopped++
+		}
+		out = append(out, Outcome{Root: e.key, Task: w & taskMask, Kind: Failed, Reason: reason, Latency: s.latency(start)})
 	} else {
 		s.stats.Orphans++
 		s.orphanGone(w)

@@ -82,6 +82,24 @@ func (s *Shard) kill(c *cur) {
 	c.resched = false
 }
 
+// orphanRoom makes c, for an ACK or RESET of a root with no entry, a new
+// entry without INIT (rule 7), when its owner is within its orphan share
+// and the table has room, an orphan giving way at the bound if need be
+// (rule 10). When it reports false, refuseNew answers the message.
+func (s *Shard) orphanRoom(c *cur) bool {
+	return !s.ownerFull() && (s.create(c, s.maxPending) || s.makeRoom(c))
+}
+
+// refuseNew answers m, an ACK or RESET for which orphanRoom found no
+// room: Refused{full}, counted at its owner's share or at the bound.
+func (s *Shard) refuseNew(m *Msg, out []Outcome) []Outcome {
+	if s.ownerFull() {
+		return s.refuseOrphan(m, out)
+	}
+	s.stats.RefusedFull++
+	return append(out, Outcome{Root: m.Root, Task: NoTask, Kind: Refused, Reason: ReasonFull})
+}
+
 // msgTimeout is the timeout m asks for in ns, 0 for none.
 func msgTimeout(m *Msg) int64 { return int64(m.TimeoutMs) * int64(time.Millisecond) }
 
@@ -144,12 +162,8 @@ func (s *Shard) step(c *cur, m *Msg, out []Outcome) []Outcome {
 	case Ack:
 		s.stats.Acks++
 		if !c.live {
-			if s.ownerFull() {
-				return s.refuseOrphan(m, out)
-			}
-			if !s.create(c, s.maxPending) && !s.makeRoom(c) {
-				s.stats.RefusedFull++
-				return append(out, Outcome{Root: m.Root, Task: NoTask, Kind: Refused, Reason: ReasonFull})
+			if !s.orphanRoom(c) {
+				return s.refuseNew(m, out)
 			}
 			c.val, c.word = m.Val, 0
 			s.begin(c, s.nowStart(), s.defNs)
@@ -223,12 +237,8 @@ func (s *Shard) step(c *cur, m *Msg, out []Outcome) []Outcome {
 		s.stats.Resets++
 		to := msgTimeout(m)
 		if !c.live {
-			if s.ownerFull() {
-				return s.refuseOrphan(m, out)
-			}
-			if !s.create(c, s.maxPending) && !s.makeRoom(c) {
-				s.stats.RefusedFull++
-				return append(out, Outcome{Root: m.Root, Task: NoTask, Kind: Refused, Reason: ReasonFull})
+			if !s.orphanRoom(c) {
+				return s.refuseNew(m, out)
 			}
 			if to == 0 {
 				to = s.defNs

@@ -127,16 +127,7 @@ func (s *Shard) StopAll(out []Outcome) []Outcome {
 	s.setNow()
 	for slot := range s.t.e {
 		for s.t.e[slot].key != 0 { // a remove may shift another entry into slot
-			e := &s.t.e[slot]
-			if w := e.word(); w&flagInit != 0 {
-				start, _ := s.startTimeout(slot, e, s.deadlineOf(e))
-				s.stats.FailedStopped++
-				out = append(out, Outcome{Root: e.key, Task: w & taskMask, Kind: Failed, Reason: ReasonStopped, Latency: s.latency(start)})
-			} else {
-				s.stats.Orphans++
-				s.orphanGone(w)
-			}
-			s.dropEntry(slot)
+			out = s.endEntry(slot, s.deadlineOf(&s.t.e[slot]), ReasonStopped, out)
 		}
 	}
 	if invariants.Enabled {

@@ -164,8 +164,7 @@ func (rn *runner) coreSetup(impl coreImpl, st *stream, sh *share, maxPending int
 		out: make([]ackcore.Outcome, 0, max(c.Batch, 1024))}
 	var fg *faultGen
 	if cr.faults {
-		fg = newFaultGen(st.K, c.FailRate, c.DropRate, c.Seed)
-		fg.bare = c.FailBare
+		fg = c.faultGen(st.K)
 	} else if impl.latency != "" {
 		cr.hist = newHist()
 	}

@@ -147,14 +147,24 @@ func (pr *producer) sendAll(msgs []ackcore.Msg) error {
 // fault mode costs the producer no copy of its batch. Batched producers
 // hand over a copy (sendAll).
 func (pr *producer) sendNext(n int) (int, error) {
-	if pr.batched {
-		msgs, _ := pr.cur.next(n, false)
+	if pr.batched || pr.cur.fs == nil {
+		msgs, _ := pr.cur.next(n, false) // without faults, the share's own memory
 		return len(msgs), pr.sendAll(msgs)
 	}
 	msgs, from, _ := pr.cur.span(n, false)
 	sent := 0
-	if pr.cur.fs == nil {
-		for _, m := range msgs {
+	// The marks a word at a time: a faulted tree's message is one bit in
+	// a local word, tested with a shift per message.
+	marks := pr.cur.fs.marks
+	for i := 0; i < len(msgs); {
+		pos := from + i
+		w := marks[pos>>6] >> (pos & 63)
+		end := min(i+64-pos&63, len(msgs))
+		for ; i < end; i, w = i+1, w>>1 {
+			m := msgs[i]
+			if w&1 != 0 && !pr.cur.faultAt(&m, from+i) {
+				continue
+			}
 			if m.Kind == ackcore.Init {
 				m.Task = pr.task
 			}
@@ -162,28 +172,6 @@ func (pr *producer) sendNext(n int) (int, error) {
 				return sent, err
 			}
 			sent++
-		}
-	} else {
-		// The marks a word at a time: a faulted tree's message is one bit
-		// in a local word, tested with a shift per message.
-		marks := pr.cur.fs.marks
-		for i := 0; i < len(msgs); {
-			pos := from + i
-			w := marks[pos>>6] >> (pos & 63)
-			end := min(i+64-pos&63, len(msgs))
-			for ; i < end; i, w = i+1, w>>1 {
-				m := msgs[i]
-				if w&1 != 0 && !pr.cur.faultAt(&m, from+i) {
-					continue
-				}
-				if m.Kind == ackcore.Init {
-					m.Task = pr.task
-				}
-				if err := pr.s.Send(m); err != nil {
-					return sent, err
-				}
-				sent++
-			}
 		}
 	}
 	pr.clk.advance(sent)
@@ -496,12 +484,7 @@ func (rn *runner) pipeRow(impl pipeImpl, st *stream, shares []*share, p int, tim
 	base := time.Now()
 	prods := make([]*producer, c.Producers)
 	for i := range prods {
-		var fg *faultGen
-		if c.faults() {
-			fg = newFaultGen(st.K, c.FailRate, c.DropRate, c.Seed)
-			fg.bare = c.FailBare
-		}
-		prods[i] = &producer{id: i, cur: newCursor(shares[i], fg, c.Batch), clk: clk, batch: c.Batch, k: st.K,
+		prods[i] = &producer{id: i, cur: newCursor(shares[i], c.faultGen(st.K), c.Batch), clk: clk, batch: c.Batch, k: st.K,
 			warm: rn.warmCap(), base: base, cmds: make(chan command), res: make(chan result, 1),
 			out: make([]ackcore.Outcome, 0, 1024), hist: newHist()}
 	}

@@ -193,6 +193,17 @@ func newFaultGen(k int, fail, drop float64, seed uint64) *faultGen {
 	return g
 }
 
+// faultGen is the run's fault generator for trees of k messages, nil
+// without fails or drops.
+func (c *resolved) faultGen(k int) *faultGen {
+	if !c.faults() {
+		return nil
+	}
+	g := newFaultGen(k, c.FailRate, c.DropRate, c.Seed)
+	g.bare = c.FailBare
+	return g
+}
+
 // salt is generation g's root salt. Even, so that the stream's odd roots
 // stay odd and never become 0.
 func (g *faultGen) salt(gen int64) uint64 {
@@ -361,8 +372,8 @@ func (c *cursor) next(n int, toRound bool) ([]ackcore.Msg, []meta) {
 // span is next without the copy: the share's own memory (read-only) for
 // the next up to n positions, from (the first one's cycle position) and
 // cyc (their cycle). In fault mode it readies the fault state for cyc,
-// and the caller passes each message through emit, before it asks for
-// the next span: a producer sends a span's messages straight from the
+// and the caller passes each marked message through faultAt, before it
+// asks for the next span: a producer sends a span's messages straight from the
 // share, and only the faulted trees' messages, about one in twenty at a
 // 5% fail rate, are rewritten on their way.
 func (c *cursor) span(n int, toRound bool) (msgs []ackcore.Msg, from int, cyc int64) {
@@ -386,15 +397,10 @@ func (c *cursor) span(n int, toRound bool) (msgs []ackcore.Msg, from int, cyc in
 	return sh.cycle[from:end], from, cyc
 }
 
-// emit rewrites *m, the message at cycle position pos of the last span,
-// if its tree is faulted, and reports whether it is sent (false: the ACK
-// a dropped tree loses).
-func (c *cursor) emit(m *ackcore.Msg, pos int) bool {
-	return c.fs.marks[pos>>6]&(1<<(pos&63)) == 0 || c.faultAt(m, pos) // inlined up to faultAt
-}
-
-// faultAt is emit's rewrite of a marked position, kept out of line so
-// that emit inlines.
+// faultAt rewrites *m, the message at marked cycle position pos of the
+// last span (fault), and reports whether it is sent (false: the ACK a
+// dropped tree loses). Out of line: a producer's loop over a span calls it
+// for the marked messages alone (sendNext).
 //
 //go:noinline
 func (c *cursor) faultAt(m *ackcore.Msg, pos int) bool { return !c.fault(m, c.sh.cmeta[pos]) }

@@ -140,11 +140,11 @@ func TestFaultRates(t *testing.T) {
 }
 
 // TestFaultBlock checks the fault mode's block path (a copy with the
-// marked positions rewritten) and its span path (the share's memory, each
-// message passed through emit, as a producer sends it) against the
-// message-by-message rewrite, over several cycles of each of 3 shares,
-// and that every tree left alone keeps its slot's root while faulted ones
-// do not.
+// marked positions rewritten) and the pipeline producer's path (sendNext:
+// the share's memory, the marked messages rewritten on their way, into a
+// recording Sender) against the message-by-message rewrite, over several
+// cycles of each of 3 shares, and that every tree left alone keeps its
+// slot's root while faulted ones do not.
 func TestFaultBlock(t *testing.T) {
 	st := newStream(workload.Build(workload.WordCount, 500, 3))
 	roots := make(map[uint64]bool, len(st.Roots))
@@ -155,7 +155,8 @@ func TestFaultBlock(t *testing.T) {
 		fast := newCursor(sh, newFaultGen(st.K, 0.05, 0.05, 9), 100)
 		slow := newCursor(sh, newFaultGen(st.K, 0.05, 0.05, 9), 100)
 		spans := newCursor(sh, newFaultGen(st.K, 0.05, 0.05, 9), 100)
-		var sent []ackcore.Msg
+		rec := &recorder{}
+		pr := &producer{cur: spans, s: sender{Sender: rec}, clk: &streamClock{}}
 		salted := 0
 		for i := 0; i < 4*len(sh.cycle); {
 			cyc, from := slow.cyc, slow.pos
@@ -171,18 +172,17 @@ func TestFaultBlock(t *testing.T) {
 			if !slices.Equal(m, want) || !slices.Equal(md, wmd) {
 				t.Fatalf("share %d cycle %d at %d: block and rewrite differ", p, cyc, from)
 			}
-			span, at, scyc := spans.span(97, false)
-			if at != from || scyc != cyc || len(span) != end-from {
-				t.Fatalf("share %d: span at %d of cycle %d (%d messages), want %d of %d (%d)", p, at, scyc, len(span), from, cyc, end-from)
+			rec.msgs = rec.msgs[:0]
+			if n, err := pr.sendNext(97); err != nil || n != len(want) {
+				t.Fatalf("share %d cycle %d at %d: sendNext sent %d (%v), want %d", p, cyc, from, n, err, len(want))
 			}
-			sent = sent[:0]
-			for j, msg := range span {
-				if spans.emit(&msg, at+j) {
-					sent = append(sent, msg)
+			for j := range want {
+				if want[j].Kind == ackcore.Init {
+					want[j].Task = pr.task // the producer names its spout task
 				}
 			}
-			if !slices.Equal(sent, want) {
-				t.Fatalf("share %d cycle %d at %d: span and rewrite differ", p, cyc, from)
+			if !slices.Equal(rec.msgs, want) {
+				t.Fatalf("share %d cycle %d at %d: sendNext and rewrite differ", p, cyc, from)
 			}
 			for j := range m {
 				if !roots[m[j].Root] {
@@ -203,15 +203,32 @@ func TestFaultBlock(t *testing.T) {
 	}
 }
 
+// recorder is an acker.Sender that keeps what it is sent.
+type recorder struct{ msgs []ackcore.Msg }
+
+func (r *recorder) Send(m ackcore.Msg) error            { r.msgs = append(r.msgs, m); return nil }
+func (r *recorder) SendBatch(ms []ackcore.Msg) error    { r.msgs = append(r.msgs, ms...); return nil }
+func (r *recorder) TrySend(m ackcore.Msg) (bool, error) { return true, r.Send(m) }
+func (r *recorder) Flush() error                        { return nil }
+
+// discard is an acker.Sender that keeps nothing.
+type discard struct{}
+
+func (discard) Send(ackcore.Msg) error            { return nil }
+func (discard) SendBatch([]ackcore.Msg) error     { return nil }
+func (discard) TrySend(ackcore.Msg) (bool, error) { return true, nil }
+func (discard) Flush() error                      { return nil }
+
 // BenchmarkCursor is what a producer spends per message replaying a
 // window of 10,000 word-count trees in batches of 256, without faults
-// and in fault mode (fails after fan-out): path=span is the pipeline
-// producer's (the share's memory, faulted messages rewritten one by one
-// on their way, as sendNext sends them), path=block the core runner's
-// and the batched producer's (a rewritten copy); ns/op is per message.
+// and in fault mode (fails after fan-out): path=send is the pipeline
+// producer's sendNext (the share's memory, faulted messages rewritten one
+// by one on their way) into a Sender that discards them, path=block the
+// core runner's and the batched producer's rewritten copy; ns/op is per
+// message.
 func BenchmarkCursor(b *testing.B) {
 	st := newStream(workload.Build(workload.WordCount, 10000, 1))
-	for _, path := range []string{"span", "block"} {
+	for _, path := range []string{"send", "block"} {
 		for _, fail := range []float64{0, 0.05} {
 			b.Run(fmt.Sprintf("path=%s/fail=%g", path, fail), func(b *testing.B) {
 				sh := st.shares(1)[0]
@@ -220,6 +237,7 @@ func BenchmarkCursor(b *testing.B) {
 					fg = newFaultGen(st.K, fail, 0, 1)
 				}
 				cur := newCursor(sh, fg, 256)
+				pr := &producer{cur: cur, s: sender{Sender: discard{}}, clk: &streamClock{}}
 				var sum uint64
 				b.ResetTimer()
 				for n := 0; n < b.N; {
@@ -231,13 +249,11 @@ func BenchmarkCursor(b *testing.B) {
 						n += len(m)
 						continue
 					}
-					m, from, _ := cur.span(256, false)
-					for i, msg := range m {
-						if fg == nil || cur.emit(&msg, from+i) {
-							sum += msg.Root
-						}
+					k, err := pr.sendNext(256)
+					if err != nil {
+						b.Fatal(err)
 					}
-					n += len(m)
+					n += k
 				}
 				if sum == 1 {
 					b.Log(sum)

@@ -267,16 +267,9 @@ func (h *host) connect() (net.Conn, *frameReader, welcomeBody, error) {
 		nc = t
 	}
 	fr := newFrameReader(nc, handshakeMaxFrame)
-	f, err := fr.Next()
+	f, err := handshakeFrame(fr, typeChallenge, "challenge", "connection refused")
 	if err != nil {
-		return fail(fmt.Errorf("reading challenge: %w", unprefixed(err)))
-	}
-	if f.Type == typeClose {
-		code, reason, _ := decodeClose(f.Body)
-		return fail(&refusedError{code: code, text: fmt.Sprintf("%s (connection refused, code %s)", reason, closeCodeName(code))})
-	}
-	if f.Type != typeChallenge {
-		return fail(fmt.Errorf("sent %s, want challenge", typeName(f.Type)))
+		return fail(err)
 	}
 	ch, err := decodeChallenge(f.Body)
 	if err != nil {
@@ -295,16 +288,8 @@ func (h *host) connect() (net.Conn, *frameReader, welcomeBody, error) {
 	if _, err := nc.Write(appendHello(nil, &hello)); err != nil {
 		return fail(fmt.Errorf("writing hello: %w", err))
 	}
-	f, err = fr.Next()
-	if err != nil {
-		return fail(fmt.Errorf("reading welcome: %w", unprefixed(err)))
-	}
-	if f.Type == typeClose {
-		code, reason, _ := decodeClose(f.Body)
-		return fail(&refusedError{code: code, text: fmt.Sprintf("%s (handshake refused, code %s)", reason, closeCodeName(code))})
-	}
-	if f.Type != typeWelcome {
-		return fail(fmt.Errorf("sent %s, want welcome", typeName(f.Type)))
+	if f, err = handshakeFrame(fr, typeWelcome, "welcome", "handshake refused"); err != nil {
+		return fail(err)
 	}
 	w, err := decodeWelcome(f.Body)
 	if err != nil {
@@ -618,4 +603,23 @@ func (h *host) writer(conn net.Conn, gen uint64, wake, rdone chan struct{}, hb t
 			return
 		}
 	}
+}
+
+// handshakeFrame reads the server's next handshake frame, which must be of
+// type want (named what): a close frame is the server's refusal, with its
+// code and reason, said as refused ("connection refused", "handshake
+// refused"); any other type is a protocol error.
+func handshakeFrame(fr *frameReader, want uint8, what, refused string) (wireFrame, error) {
+	f, err := fr.Next()
+	if err != nil {
+		return f, fmt.Errorf("reading %s: %w", what, unprefixed(err))
+	}
+	if f.Type == typeClose {
+		code, reason, _ := decodeClose(f.Body)
+		return f, &refusedError{code: code, text: fmt.Sprintf("%s (%s, code %s)", reason, refused, closeCodeName(code))}
+	}
+	if f.Type != want {
+		return f, fmt.Errorf("sent %s, want %s", typeName(f.Type), what)
+	}
+	return f, nil
 }
