@@ -160,8 +160,8 @@ func (c *Config) tableBytes() int64 {
 // FAIL reserve), at worst, a near-wheel timer (24 bytes), two due-list
 // records (8 bytes each, 9 with their chunk), a side-table record (24
 // bytes, 72 at the table's lowest load) and two places in the orphan FIFO
-// (8 bytes each, orphans.go); the FAIL filter; 12 bytes per owner
-// (owners.go); and 64 KiB for
+// (8 bytes each, orphans.go); the FAIL filter; 12 bytes per owner, on
+// lines of their own (owners.go); and 64 KiB for
 // the fixed parts (wheel sentinels, due-list buckets, spare chunks). On
 // the common paths (default or in-slot timing, deadlines far away) a shard
 // holds about 36 bytes per pending root, 39 with per-root timeouts or

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+
+	"github.com/xorack/xorack/internal/layout"
 )
 
 // Orphans per owner (docs/semantics.md, rule 10 and netio rule 9). Every
@@ -30,7 +32,11 @@ import (
 // default) an owner's orphans are bounded by the table alone, as before.
 //
 // Memory: 12 bytes per owner (a 32-bit count, a 64-bit refusal counter),
-// nothing per root: the owner rides in bits the orphan entry had spare.
+// each array on cache lines of its own (under 1 KiB for both with the
+// padding; the allocator would otherwise pack a one-owner count beside
+// some other goroutine's data, and every orphan's count would miss:
+// layout.Own), nothing per root: the owner rides in bits the orphan
+// entry had spare.
 
 // MaxOwners is the most owners a shard tells apart (acker.MaxProducers).
 const MaxOwners = 1 << 12
@@ -48,8 +54,8 @@ func (s *Shard) initOwners(cfg Config) {
 	ob := bits.Len(uint(owners - 1))
 	s.ownerShift = uint8(tagShift + tagBits - ob)
 	s.orphanQ.mask = (1<<(tagBits-ob) - 1) << tagShift
-	s.ownerOrphans = make([]int32, owners)
-	s.ownerRefused = make([]uint64, owners)
+	s.ownerOrphans = layout.Own[int32](owners) // written with every orphan: on lines of its own
+	s.ownerRefused = layout.Own[uint64](owners)
 	s.SetOrphanShare(cfg.OrphanShare)
 }
 
@@ -105,4 +111,7 @@ func (s *Shard) refuseOrphan(m *Msg, out []Outcome) []Outcome {
 }
 
 // ownerBytes is what the per-owner counters take for owners owners.
-func ownerBytes(owners int) int64 { return 12 * int64(max(owners, 1)) }
+func ownerBytes(owners int) int64 {
+	owners = max(owners, 1)
+	return int64(layout.OwnBytes[int32](owners) + layout.OwnBytes[uint64](owners))
+}

@@ -46,7 +46,9 @@ type coreRun struct {
 	got    tally
 	hist   *hdrhistogram.Histogram // nil: no latency to report
 	batch  int
-	faults bool
+	faults bool          // fails or drops injected
+	stream bool          // on a streamClock, timed in the acker's calls: a fault run or its twin
+	stage  []ackcore.Msg // a twin's copy of its next block
 
 	batches int
 	reps    []float64
@@ -160,17 +162,17 @@ func (rn *runner) coreOn(st *stream, p int) ([]Row, error) {
 // it.
 func (rn *runner) coreSetup(impl coreImpl, st *stream, sh *share, maxPending int, timeout time.Duration) (*coreRun, error) {
 	c := rn.cfg
-	cr := &coreRun{impl: impl, batch: c.Batch, faults: c.faults(), maxPending: maxPending,
+	cr := &coreRun{impl: impl, batch: c.Batch, faults: c.faults(), stream: rn.streamTime(), maxPending: maxPending,
 		out: make([]ackcore.Outcome, 0, max(c.Batch, 1024))}
 	var fg *faultGen
 	if cr.faults {
 		fg = c.faultGen(st.K)
-	} else if impl.latency != "" {
-		cr.hist = newHist()
+	} else if impl.latency != "" && !cr.stream {
+		cr.hist = newHist() // a latency in stream time is no latency: twins report none
 	}
 	cr.cur = newCursor(sh, fg, c.Batch*genBlock)
 	before := int64(HeapInUse())
-	if cr.faults {
+	if cr.stream {
 		cr.clk = &streamClock{}
 	} else {
 		cr.clk = &activeClock{}
@@ -206,7 +208,7 @@ func (cr *coreRun) rep(msgs int64, d time.Duration, g *perf.Group) {
 		s0, _ = g.Read()
 	}
 	var n, ns int64
-	if !cr.faults {
+	if !cr.stream {
 		if g != nil {
 			g.Start()
 		}
@@ -231,6 +233,13 @@ func (cr *coreRun) rep(msgs int64, d time.Duration, g *perf.Group) {
 				want = int(min(int64(want), msgs-n))
 			}
 			block, _ := cr.cur.next(want, false) // rewritten outside the timed calls
+			if cr.cur.fs == nil {
+				// A twin's block is copied as a fault row's is rewritten,
+				// outside the timed calls, so that both apply from memory
+				// just written.
+				cr.stage = append(cr.stage[:0], block...)
+				block = cr.stage
+			}
 			if g != nil {
 				g.Start()
 			}
@@ -291,7 +300,7 @@ func (cr *coreRun) finish(row *Row, timeout time.Duration) {
 	row.MsgsPerSec = median(cr.reps)
 	row.TreesPerSec = row.MsgsPerSec / float64(cr.cur.sh.k)
 	row.Timing = "wall"
-	if cr.faults {
+	if cr.stream {
 		row.Timing = "acker-calls"
 	}
 	row.BytesPerRoot, row.PendingWeighed, row.MaxPending = cr.bytes, cr.weighed, cr.maxPending
@@ -300,8 +309,8 @@ func (cr *coreRun) finish(row *Row, timeout time.Duration) {
 	switch {
 	case cr.hist != nil:
 		row.LatencySource = cr.impl.latency + fmt.Sprintf("; 1 batch in %d sampled", sampleEvery)
-	case cr.faults:
-		row.LatencySource = "n/a: fault runs use a stream clock at core level"
+	case cr.stream:
+		row.LatencySource = "n/a: fault runs and their twins use a stream clock at core level"
 	default:
 		row.LatencySource = "n/a: this impl reports no latency"
 	}

@@ -115,32 +115,38 @@
 // With a fail or drop rate a root leaves entries behind: the acks after a
 // FAIL empty the drain it left (docs/semantics.md, rule 3: a FAIL carries
 // the val of the ACK it replaces), or with Config.FailBare create orphans
-// (rule 7), and a dropped root waits for its timeout. Replaying the same root ids would run into them, so in fault
-// runs a faulted tree gets its own root id: generation g of slot i's tree
-// has the key root_i ^ salt(g), where salt is even (odd roots stay odd,
-// never 0) and g is known from the cycle number and the head flag.
-// Whether a tree is failed, dropped or left alone, and which of its
-// messages (never the INIT) becomes a FAIL or vanishes, follows from a
-// hash of its key, decided once per tree as a producer enters a cycle
-// (one hash per slot and cycle, not per message). A failed or dropped
-// tree's messages carry its key as root id; a tree left alone keeps
-// root_i, which no earlier generation still holds (they completed before
-// its INIT). The counts of injected fails and drops are taken at each
-// tree's INIT. The faulted trees' positions are marked in a bitset per
-// cycle; a pipeline producer sends a cycle straight from the share's
-// memory and rewrites only the marked messages on their way (cursor.span),
-// while the core runner and the batched producers take a rewritten copy
-// (cursor.block). At core level a fault run rewrites blocks of 16 batches
-// outside the timed calls and times only Apply and Expire (Row.Timing
-// "acker-calls"). Limit has no FAIL or timeouts and is left out of fault
-// runs.
+// (rule 7), and a dropped root waits for its timeout. Replaying the same
+// root ids would run into them, so in fault runs a faulted tree gets its
+// own root id: generation g of slot i's tree has the key root_i ^
+// salt(g), where salt is even (odd roots stay odd, never 0) and g is
+// known from the cycle number and the head flag. Whether a slot's trees
+// are failed, dropped or left alone, and which of their messages (never
+// the INIT) becomes a FAIL or vanishes, follows from a hash of the slot,
+// drawn once: the same trees of the stream are faulted in every
+// generation, each under a root id the acker has never seen. A failed or
+// dropped tree's messages carry its key as root id; a tree left alone
+// keeps root_i, which no earlier generation still holds (they completed
+// before its INIT). The counts of injected fails and drops are taken at
+// each tree's INIT. What happens to each cycle position is a byte (its
+// act), computed once with the fates, so that entering a cycle costs
+// only its two salts; a pipeline producer sends a cycle straight from the
+// share's memory and rewrites only the faulted messages on their way
+// (cursor.span), while the core runner and the batched producers take a
+// rewritten copy (cursor.block). At core level a fault run rewrites
+// blocks of 16 batches outside the timed calls and times only Apply and
+// Expire (Row.Timing "acker-calls"). Limit has no FAIL or timeouts and is
+// left out of fault runs.
 //
 // Every core and pipeline fault row stands beside its fault-free twin,
 // the same impl, level and window with no faults, in the same process
 // (Row.FaultFreeRatio): at core level the twins run just before the
 // fault rows; at pipeline level a row and its twin are built side by
 // side and take turns rep by rep (turns), and the ratio is the median of
-// the reps' paired ratios. Check holds xorack's to FaultFloor.
+// the reps' paired ratios. A twin differs from its row in the faults
+// alone: the same stream clock, timeout and bound (runner.faultFree),
+// and at core level the same timing, its blocks copied outside the
+// timed calls as the fault row's are rewritten. Check holds xorack's to
+// FaultFloor.
 //
 // # Time
 //
@@ -151,20 +157,23 @@
 // µs per message of the cycle if longer (a tree lives one cycle; 1 M
 // messages a second is slower than any acker here), so nothing times out.
 //
-// Fault runs give the acker a stream clock: 100 ns per message emitted,
-// whatever the acker's speed. With drops or bare FAILs the default
-// timeout is 4 cycles of stream time, so timeouts happen during the run,
-// a correct root never times out, and the entries faults leave behind
-// stay bounded for every impl (MaxPending gets room for them:
-// faultHeadroom). With fails alone, whose drains leave nothing behind, it
-// is the fault-free runs' (in stream time), so that a fault row differs
-// from its twin in the fails alone. At the end the clock skips 4
-// timeouts ahead and the acker expires what is left.
+// Fault runs, and their twins, give the acker a stream clock: 100 ns per
+// message emitted, whatever the acker's speed. With drops or bare FAILs
+// the default timeout is 4 cycles of stream time, so timeouts happen
+// during the run, a correct root never times out, and the entries faults
+// leave behind stay bounded for every impl (MaxPending gets room for
+// them: faultHeadroom). With fails alone, whose drains leave nothing
+// behind, it is the fault-free runs' (in stream time). A twin runs on its
+// fault row's clock, timeout and bound, so the two differ in the faults
+// alone (on the wall clock, a twin ran its timer wheel's passes several
+// times less often than its row, at 40 M msgs/s). At the end of a fault
+// run the clock skips 4 timeouts ahead and the acker expires what is
+// left.
 //
 // Latency: at core level the acker's own Latency field (INIT to
 // completion, 1 ms tick resolution for xorack and the wheel-based
 // baselines, clock resolution for storm), sampled one batch in 16, and
-// n/a in fault runs (stream time). At pipeline level, a second run offers
+// n/a in fault runs and their twins (stream time). At pipeline level, a second run offers
 // LatencyLoad (half) of the measured peak, paced in quanta of 64 messages
 // flushed at once, and each producer times every root from handing its
 // last ACK to the pipe to polling its Completed from the spout ring

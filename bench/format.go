@@ -207,10 +207,10 @@ func notes(rep *Report) []string {
 	}
 	for _, r := range rep.Rows {
 		if r.Timing == "acker-calls" {
-			add("core fault runs time only the acker's Apply and Expire calls, not the generator that salts roots between them")
+			add("core fault runs and their twins time only the acker's Apply and Expire calls, not the generator that salts roots between them")
 		}
 		if r.Clock == "stream" {
-			add(fmt.Sprintf("fault runs: acker clock advances %d ns per message emitted; timeout %v of stream time", streamNsPerMsg, time.Duration(r.TimeoutNs)))
+			add(fmt.Sprintf("fault runs and their twins: acker clock advances %d ns per message emitted; timeout %v of stream time", streamNsPerMsg, time.Duration(r.TimeoutNs)))
 		}
 	}
 	for _, n := range rep.Notes {

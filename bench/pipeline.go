@@ -144,38 +144,53 @@ func (pr *producer) sendAll(msgs []ackcore.Msg) error {
 // sendNext sends the cursor's next up to n messages and returns how many
 // it sent: straight from the share's memory, one Send each, with only a
 // faulted tree's messages rewritten on their way (cursor.span), so that
-// fault mode costs the producer no copy of its batch. Batched producers
-// hand over a copy (sendAll).
+// fault mode costs the producer no copy of its batch, and a message left
+// alone one byte's test (its act). Batched producers hand over a copy
+// (sendAll).
 func (pr *producer) sendNext(n int) (int, error) {
 	if pr.batched || pr.cur.fs == nil {
 		msgs, _ := pr.cur.next(n, false) // without faults, the share's own memory
 		return len(msgs), pr.sendAll(msgs)
 	}
 	msgs, from, _ := pr.cur.span(n, false)
+	acts := pr.cur.fs.acts[from : from+len(msgs)]
 	sent := 0
-	// The marks a word at a time: a faulted tree's message is one bit in
-	// a local word, tested with a shift per message.
-	marks := pr.cur.fs.marks
-	for i := 0; i < len(msgs); {
-		pos := from + i
-		w := marks[pos>>6] >> (pos & 63)
-		end := min(i+64-pos&63, len(msgs))
-		for ; i < end; i, w = i+1, w>>1 {
-			m := msgs[i]
-			if w&1 != 0 && !pr.cur.faultAt(&m, from+i) {
-				continue
-			}
-			if m.Kind == ackcore.Init {
-				m.Task = pr.task
-			}
-			if err := pr.s.Send(m); err != nil {
+	for i, m := range msgs {
+		if a := acts[i]; a != 0 {
+			ok, err := pr.sendHit(m, a)
+			if err != nil {
 				return sent, err
 			}
-			sent++
+			if ok {
+				sent++
+			}
+			continue
 		}
+		if m.Kind == ackcore.Init {
+			m.Task = pr.task
+		}
+		if err := pr.s.Send(m); err != nil {
+			return sent, err
+		}
+		sent++
 	}
 	pr.clk.advance(sent)
 	return sent, nil
+}
+
+// sendHit sends m, a message whose act a is set, rewritten (cursor.hit),
+// unless a drops it, and reports whether it sent it. Out of line, so
+// that sendNext's loop for the messages left alone is sendAll's.
+//
+//go:noinline
+func (pr *producer) sendHit(m ackcore.Msg, a act) (bool, error) {
+	if !pr.cur.hit(&m, a) {
+		return false, nil
+	}
+	if m.Kind == ackcore.Init {
+		m.Task = pr.task
+	}
+	return true, pr.s.Send(m)
 }
 
 // spoutTasker is a pipe whose producer p names its spout task otherwise
@@ -471,7 +486,7 @@ func (rn *runner) pipeRow(impl pipeImpl, st *stream, shares []*share, p int, tim
 	c := rn.cfg
 	row := rn.baseRow(LevelPipeline, impl.name, st, p)
 	var clk benchClock
-	if c.faults() {
+	if rn.streamTime() {
 		clk = &streamClock{}
 	} else {
 		clk = newWallClock()

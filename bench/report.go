@@ -231,6 +231,10 @@ type runner struct {
 	// on side 0 (the fault-free twin) or 1.
 	turns *turns
 	side  int
+
+	// twinOf is the fault run a fault-free twin is run beside (faultFree),
+	// nil otherwise.
+	twinOf *runner
 }
 
 // progress reports the start of a step of estimated work w (stepCost).
@@ -386,14 +390,21 @@ func (rn *runner) twinned(level func(*runner) ([]Row, error)) ([]Row, error) {
 }
 
 // faultFree is a copy of rn whose configuration has no fails or drops:
-// a fault run's twin.
+// a fault run's twin. It differs from rn in the faults alone: its acker
+// runs on rn's clock (stream time), timeout and bound, so that the ratio
+// of the two rows is what the faults cost, not what a clock ticking at
+// another pace costs the timer wheel's passes.
 func (rn *runner) faultFree() *runner {
 	twin := *rn
 	cfg := *rn.cfg
 	cfg.FailRate, cfg.DropRate, cfg.FailBare = 0, 0, false
-	twin.cfg = &cfg
+	twin.cfg, twin.twinOf = &cfg, rn
 	return &twin
 }
+
+// streamTime reports whether rn's ackers run on a streamClock: in a run
+// with fails or drops, and in its fault-free twins.
+func (rn *runner) streamTime() bool { return rn.cfg.faults() || rn.twinOf != nil }
 
 // baseRow fills the fields every row of a (level, stream) shares.
 func (rn *runner) baseRow(l Level, impl string, st *stream, p int) Row {
@@ -410,6 +421,9 @@ func (rn *runner) baseRow(l Level, impl string, st *stream, p int) Row {
 
 // timeout is the acker timeout for a stream (see doc.go, "Time").
 func (rn *runner) timeout(st *stream) time.Duration {
+	if rn.twinOf != nil {
+		return rn.twinOf.timeout(st)
+	}
 	if rn.cfg.Timeout > 0 {
 		return rn.cfg.Timeout
 	}
@@ -443,6 +457,9 @@ func roundUpMs(d time.Duration) time.Duration {
 // bound, plus the roots waiting for their timeout after a dropped ACK,
 // which are live roots (a spout's max pending would count them too).
 func (rn *runner) faultHeadroom(st *stream, timeout time.Duration, evicts, drains bool) int {
+	if rn.twinOf != nil {
+		return rn.twinOf.faultHeadroom(st, timeout, evicts, drains)
+	}
 	if !rn.cfg.faults() {
 		return 0
 	}

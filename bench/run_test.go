@@ -478,7 +478,7 @@ func TestCoreLoopAllocs(t *testing.T) {
 func TestFaultTwins(t *testing.T) {
 	cfg := tiny(LevelCore, LevelPipeline)
 	cfg.Impls = []string{"xorack", "gomap", "mutexmap"}
-	cfg.FailRate = 0.05
+	cfg.FailRate, cfg.DropRate = 0.05, 0.01
 	rep := runOK(t, cfg)
 	type key struct {
 		l    Level
@@ -502,6 +502,12 @@ func TestFaultTwins(t *testing.T) {
 			}
 			if r.RatioToXorack == nil || r.Impl == Reference && *r.RatioToXorack != 1 {
 				t.Errorf("%s: ratio to xorack %v, want it against the xorack fault row", r.Name(), r.RatioToXorack)
+			}
+			// The twin differs in the faults alone: the same clock, timing,
+			// timeout and bound (the drops' headroom included).
+			if tw.Clock != "stream" || tw.Clock != r.Clock || tw.Timing != r.Timing || tw.TimeoutNs != r.TimeoutNs || tw.MaxPending != r.MaxPending {
+				t.Errorf("%s: twin on clock %q, timing %q, timeout %v, bound %d; fault row on %q, %q, %v, %d", r.Name(),
+					tw.Clock, tw.Timing, tw.TimeoutNs, tw.MaxPending, r.Clock, r.Timing, r.TimeoutNs, r.MaxPending)
 			}
 		default:
 			t.Errorf("%s: fail rate %v, fault-free ratio %v", r.Name(), r.FailRate, r.FaultFreeRatio)

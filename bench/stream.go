@@ -160,26 +160,29 @@ func (sh *share) roundOf(pos int) int {
 }
 
 // Fault injection. A root with fails or drops leaves entries behind (the
-// orphans of the acks after a FAIL; a dropped root's entry until it times
-// out), so a faulted tree cannot keep its slot's root id: a later
+// drain or orphans of the acks after a FAIL; a dropped root's entry until
+// it times out), so a faulted tree cannot keep its slot's root id: a later
 // generation of the tree would meet them. Generation g of slot i is the
 // tree whose INIT is in cycle g-1's head part (the prefix is cycle -1);
-// its key is root_i ^ salt(g). Whether the tree is failed, dropped or left
-// alone, and which message (never its INIT) is failed or dropped, follows
-// from a hash of its key, decided once per tree when the cursor enters a
-// cycle. A faulted tree's messages carry the key as their root id; a tree
-// left alone keeps root_i, which its slot's earlier generations (all
-// complete before its INIT, in causal order in one share) no longer hold.
-// The edge values do not change (the XOR of a tree's messages does not
-// depend on its root id). So a cycle is replayed as a copy of the share's
-// memory with only the faulted trees' positions, marked in a bitset,
-// rewritten.
+// its key is root_i ^ salt(g). Which slots are faulted, whether each fails
+// or drops, and which of its messages (never the INIT), follows from a
+// hash of the slot, drawn once: the same trees of the stream fail in
+// every generation, each under its generation's new root id, so that the
+// acker meets roots it has never seen, as it would in a stream that
+// drew them afresh. A faulted tree's messages carry the key as their root
+// id; a tree left alone keeps root_i, which its slot's earlier
+// generations (all complete before its INIT, in causal order in one
+// share) no longer hold. The edge values do not change (the XOR of a
+// tree's messages does not depend on its root id). So a cycle is replayed
+// from the share's memory with only the faulted trees' messages
+// rewritten, each as its act (a byte per cycle position, computed once)
+// says, under the salts of the cycle's two generations.
 
 // faultGen holds a run's fault parameters.
 type faultGen struct {
 	k     uint64
-	failT uint64 // u < failT: the tree fails (u: 53-bit hash)
-	injT  uint64 // failT <= u < injT: the tree drops one ACK
+	failT uint64 // u < failT: the slot's trees fail (u: 53-bit hash)
+	injT  uint64 // failT <= u < injT: they drop one ACK
 	seed  uint64
 	bare  bool // FAILs carry no val (Config.FailBare)
 }
@@ -191,6 +194,20 @@ func newFaultGen(k int, fail, drop float64, seed uint64) *faultGen {
 	g.failT = uint64(fail * unit53)
 	g.injT = uint64((fail + drop) * unit53)
 	return g
+}
+
+// fateOf is the fate of the trees of slot (the whole stream's slot index).
+func (g *faultGen) fateOf(slot int) tfate {
+	h := splitmix.Mix64(g.seed ^ uint64(slot)*splitmix.Golden)
+	u := h >> 11
+	if u >= g.injT {
+		return 0
+	}
+	f := tfate(1 + splitmix.Mix64(h)%(g.k-1))
+	if u >= g.failT {
+		f |= dropBit
+	}
+	return f
 }
 
 // faultGen is the run's fault generator for trees of k messages, nil
@@ -210,111 +227,92 @@ func (g *faultGen) salt(gen int64) uint64 {
 	return splitmix.Mix64(g.seed^uint64(gen)*splitmix.Golden) &^ 1
 }
 
-// fate of a tree: 0 none, 1 fail, 2 drop; and the message it hits.
-type fate uint8
-
-const (
-	fateNone fate = iota
-	fateFail
-	fateDrop
-)
-
-func (g *faultGen) fateOf(key uint64) (fate, uint16) {
-	h := splitmix.Mix64(key ^ g.seed)
-	u := h >> 11
-	if u >= g.injT {
-		return fateNone, 0
-	}
-	victim := uint16(1 + splitmix.Mix64(h)%(g.k-1))
-	if u < g.failT {
-		return fateFail, victim
-	}
-	return fateDrop, victim
-}
-
 // tfate packs a tree's fate: 0 none, else victim | dropBit for a drop.
 type tfate uint16
 
 const dropBit tfate = 1 << 15
 
-// faultState is a cursor's per-tree fault bookkeeping for one cycle.
+// act is what fault mode does to one cycle position's message, 0 for a
+// message left alone (newFaultState computes them), so that sending a
+// span costs one byte's test per message and a few instructions per
+// faulted one.
+type act = byte
+
+const (
+	actSalt1   act = 1 << iota // the salt of generation cyc+1 (head), not cyc's
+	actRoot                    // the root takes its generation's salt (every act but a drop)
+	actFail                    // the message becomes the tree's FAIL
+	actDrop                    // the message is dropped
+	actInjFail                 // the INIT of a tree injected with a fail (counted)
+	actInjDrop                 // the INIT of a tree injected with a drop
+)
+
+// actOf is the act for message j of a tree of fate f, of generation cyc
+// (h 0) or cyc+1 (h 1).
+func actOf(f tfate, h, j int) act {
+	if f == 0 {
+		return 0
+	}
+	a := actRoot | act(h)*actSalt1
+	switch victim := int(f &^ dropBit); {
+	case j == 0 && f&dropBit != 0:
+		a |= actInjDrop
+	case j == 0:
+		a |= actInjFail
+	case j == victim && f&dropBit != 0:
+		return actDrop
+	case j == victim:
+		a |= actFail
+	}
+	return a
+}
+
+// faultState is a cursor's fault bookkeeping: the slots' fates and the
+// positions' acts, fixed, and the salts of the cycle being replayed.
 type faultState struct {
-	g      *faultGen
-	cyc    int64      // the cycle the tables are for (-1: the prefix)
-	valid  bool       // tables computed at all
-	salts  [2]uint64  // salt of generation cyc (non-head) and cyc+1 (head)
-	tab    [2][]tfate // by local slot: fates of generation cyc, cyc+1
-	bitsOK bool       // marks computed for cyc
-	marks  []uint64   // bit per cycle position: a faulted tree's message
-	posOf  []int32    // cycle position of (local slot, round): ls*k + r
+	g     *faultGen
+	tab   []tfate     // by local slot: its trees' fate
+	acts  []act       // by cycle position: its act
+	cyc   int64       // the cycle the salts are for (-1: the prefix)
+	valid bool        // salts computed at all
+	salts [2]uint64   // salt of generation cyc (non-head) and cyc+1 (head)
+	xr    [256]uint64 // by act: what the root is XORed with (a salt, or 0)
 }
 
 func newFaultState(sh *share, g *faultGen) *faultState {
 	ns := (len(sh.roots) - sh.p + sh.n - 1) / sh.n
-	fs := &faultState{g: g,
-		tab:   [2][]tfate{make([]tfate, ns), make([]tfate, ns)},
-		marks: make([]uint64, (len(sh.cycle)+63)/64),
-		posOf: make([]int32, ns*sh.k),
+	fs := &faultState{g: g, tab: make([]tfate, ns), acts: make([]act, len(sh.cycle))}
+	for ls := range fs.tab {
+		fs.tab[ls] = g.fateOf(sh.p + ls*sh.n)
 	}
 	for pos, md := range sh.cmeta {
-		fs.posOf[int(md.slot)/sh.n*sh.k+sh.roundOf(pos)] = int32(pos)
+		fs.acts[pos] = fs.actAt(md, sh.n)
 	}
 	return fs
 }
 
-// fill computes generation gen's fates into t.
-func (fs *faultState) fill(sh *share, t []tfate, gen int64) {
-	salt := fs.g.salt(gen)
-	for ls := range t {
-		f, v := fs.g.fateOf(sh.roots[sh.p+ls*sh.n] ^ salt)
-		switch f {
-		case fateNone:
-			t[ls] = 0
-		case fateFail:
-			t[ls] = tfate(v)
-		default:
-			t[ls] = tfate(v) | dropBit
-		}
+// actAt is the act of a position of meta d in a share of n.
+func (fs *faultState) actAt(d meta, n int) act {
+	h := 0
+	if d.head {
+		h = 1
 	}
+	return actOf(fs.tab[int(d.slot)/n], h, int(d.j))
 }
 
-// enter makes the tables describe cycle cyc (generations cyc, cyc+1).
-// Consecutive cycles reuse the head table as the next non-head one.
-func (fs *faultState) enter(sh *share, cyc int64) {
+// enter readies the salts of cycle cyc (generations cyc, cyc+1).
+func (fs *faultState) enter(cyc int64) {
 	if fs.valid && fs.cyc == cyc {
 		return
 	}
-	if fs.valid && fs.cyc+1 == cyc {
-		fs.tab[0], fs.tab[1] = fs.tab[1], fs.tab[0]
-	} else {
-		fs.fill(sh, fs.tab[0], cyc)
-	}
-	fs.fill(sh, fs.tab[1], cyc+1)
-	fs.cyc, fs.valid, fs.bitsOK = cyc, true, false
+	fs.cyc, fs.valid = cyc, true
 	fs.salts = [2]uint64{fs.g.salt(cyc), fs.g.salt(cyc + 1)}
-}
-
-// mark sets the bits of the faulted trees' positions in cycle fs.cyc: a
-// slot's non-head tree holds rounds below its phase, its head tree the
-// rest.
-func (fs *faultState) mark(sh *share) {
-	clear(fs.marks)
-	k := sh.k
-	for ls := range fs.tab[0] {
-		ph := (sh.p + ls*sh.n) % k
-		from, to := 0, k
-		if fs.tab[0][ls] == 0 {
-			from = ph
-		}
-		if fs.tab[1][ls] == 0 {
-			to = ph
-		}
-		for r := from; r < to; r++ {
-			pos := fs.posOf[ls*k+r]
-			fs.marks[pos>>6] |= 1 << (pos & 63)
+	for a := range fs.xr {
+		fs.xr[a] = 0
+		if act(a)&actRoot != 0 {
+			fs.xr[a] = fs.salts[act(a)&actSalt1]
 		}
 	}
-	fs.bitsOK = true
 }
 
 // cursor walks a share: the prefix once, then the cycle forever. It owns
@@ -361,21 +359,22 @@ func (c *cursor) prefix(batch int, fn func([]ackcore.Msg, []meta)) {
 // crossing the cycle's end (nor, with toRound, the next round boundary).
 // Without faults it returns the share's own memory: read-only.
 func (c *cursor) next(n int, toRound bool) ([]ackcore.Msg, []meta) {
-	msgs, from, cyc := c.span(n, toRound)
+	msgs, from, _ := c.span(n, toRound)
 	end := from + len(msgs)
 	if c.fs == nil {
 		return msgs, c.sh.cmeta[from:end]
 	}
-	return c.block(from, end, cyc)
+	return c.block(from, end)
 }
 
 // span is next without the copy: the share's own memory (read-only) for
 // the next up to n positions, from (the first one's cycle position) and
 // cyc (their cycle). In fault mode it readies the fault state for cyc,
-// and the caller passes each marked message through faultAt, before it
-// asks for the next span: a producer sends a span's messages straight from the
-// share, and only the faulted trees' messages, about one in twenty at a
-// 5% fail rate, are rewritten on their way.
+// and the caller passes each message whose act (fs.acts[from+i]) is set
+// through hit before it asks for the next span: a producer sends a span's
+// messages straight from the share, and only the faulted trees'
+// messages, about one in twenty at a 5% fail rate, are rewritten on
+// their way.
 func (c *cursor) span(n int, toRound bool) (msgs []ackcore.Msg, from int, cyc int64) {
 	sh := c.sh
 	end := min(c.pos+n, len(sh.cycle))
@@ -389,49 +388,47 @@ func (c *cursor) span(n int, toRound bool) (msgs []ackcore.Msg, from int, cyc in
 		c.cyc++
 	}
 	if c.fs != nil {
-		c.fs.enter(sh, cyc)
-		if !c.fs.bitsOK {
-			c.fs.mark(sh)
-		}
+		c.fs.enter(cyc)
 	}
 	return sh.cycle[from:end], from, cyc
 }
 
-// faultAt rewrites *m, the message at marked cycle position pos of the
-// last span (fault), and reports whether it is sent (false: the ACK a
-// dropped tree loses). Out of line: a producer's loop over a span calls it
-// for the marked messages alone (sendNext).
-//
-//go:noinline
-func (c *cursor) faultAt(m *ackcore.Msg, pos int) bool { return !c.fault(m, c.sh.cmeta[pos]) }
+// hit applies a, the act of a message of the last span's cycle, to *m
+// and reports whether m is sent (false: the ACK a dropped tree loses).
+func (c *cursor) hit(m *ackcore.Msg, a act) bool {
+	m.Root ^= c.fs.xr[a]
+	switch {
+	case a&actDrop != 0:
+		return false
+	case a&actFail != 0:
+		val := m.Val // the failed tuple's ack val: the tree's later ACKs empty the drain it leaves
+		if c.fs.g.bare {
+			val = 0
+		}
+		*m = ackcore.Msg{Root: m.Root, Kind: ackcore.Fail, Val: val}
+	case a&actInjFail != 0:
+		c.injFail++
+	case a&actInjDrop != 0:
+		c.injDrop++
+	}
+	return true
+}
 
 // block is cycle cyc's positions [from, end) in fault mode, just taken by
-// span: a copy of the share's messages with the marked positions
+// span: a copy of the share's messages with the faulted positions
 // rewritten.
-func (c *cursor) block(from, end int, cyc int64) ([]ackcore.Msg, []meta) {
-	sh, fs := c.sh, c.fs // span readied fs for cyc
-	c.buf = append(c.buf[:0], sh.cycle[from:end]...)
+func (c *cursor) block(from, end int) ([]ackcore.Msg, []meta) {
+	c.buf = append(c.buf[:0], c.sh.cycle[from:end]...)
 	c.drop = c.drop[:0]
-	for w := from >> 6; w<<6 < end; w++ {
-		bw := fs.marks[w]
-		if lo := from - w<<6; lo > 0 {
-			bw &^= 1<<lo - 1
-		}
-		if hi := end - w<<6; hi < 64 {
-			bw &= 1<<hi - 1
-		}
-		for bw != 0 {
-			pos := w<<6 + bits.TrailingZeros64(bw)
-			bw &= bw - 1
-			if c.fault(&c.buf[pos-from], sh.cmeta[pos]) {
-				c.drop = append(c.drop, pos-from)
-			}
+	for i, a := range c.fs.acts[from:end] {
+		if !c.hit(&c.buf[i], a) {
+			c.drop = append(c.drop, i)
 		}
 	}
+	md := c.sh.cmeta[from:end]
 	if len(c.drop) == 0 {
-		return c.buf, sh.cmeta[from:end]
+		return c.buf, md
 	}
-	md := sh.cmeta[from:end]
 	c.mbuf = c.mbuf[:0]
 	out, di := 0, 0
 	for i := range c.buf {
@@ -447,36 +444,11 @@ func (c *cursor) block(from, end int, cyc int64) ([]ackcore.Msg, []meta) {
 }
 
 // fault rewrites *m, a message of a tree whose fate may be set, and
-// reports whether it is dropped. The tables must be for m's cycle.
+// reports whether it is dropped, by the act its meta gives (rewrite: the
+// prefix's positions have none in acts). The salts must be for m's cycle
+// (enter).
 func (c *cursor) fault(m *ackcore.Msg, d meta) bool {
-	fs := c.fs
-	h := 0
-	if d.head {
-		h = 1
-	}
-	f := fs.tab[h][int(d.slot)/c.sh.n]
-	if f == 0 {
-		return false
-	}
-	m.Root ^= fs.salts[h]
-	if d.j == 0 {
-		if f&dropBit != 0 {
-			c.injDrop++
-		} else {
-			c.injFail++
-		}
-	}
-	if d.j == uint16(f&^dropBit) {
-		if f&dropBit != 0 {
-			return true
-		}
-		val := m.Val // the failed tuple's ack val: the tree's later ACKs empty the drain it leaves
-		if c.fs.g.bare {
-			val = 0
-		}
-		*m = ackcore.Msg{Root: m.Root, Kind: ackcore.Fail, Val: val}
-	}
-	return false
+	return !c.hit(m, c.fs.actAt(d, c.sh.n))
 }
 
 // round is the round the cursor's next position belongs to: the last r
@@ -503,7 +475,7 @@ func (c *cursor) atRound() bool {
 func (c *cursor) rewrite(msgs []ackcore.Msg, md []meta, cyc int64, minJ int) ([]ackcore.Msg, []meta) {
 	c.buf, c.mbuf = c.buf[:0], c.mbuf[:0]
 	if c.fs != nil {
-		c.fs.enter(c.sh, cyc)
+		c.fs.enter(cyc)
 	}
 	for i, m := range msgs {
 		d := md[i]

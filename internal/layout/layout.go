@@ -1,9 +1,10 @@
-// Package layout holds the cache-line size the project pads to, and a
-// check for the tests that hold padded structs to it.
+// Package layout holds the cache-line size the project pads to, a check
+// for the tests that hold padded structs to it, and arrays on lines of
+// their own.
 //
 // # Layout
 //
-// One constant and one function.
+// One constant and three functions: Apart, Own and OwnBytes.
 //
 // # Concurrency
 //
@@ -11,7 +12,7 @@
 // on one 64-byte line make every write of one a miss for the other (false
 // sharing). A struct padded for it keeps each group of fields that one
 // thread writes on lines of its own; Apart checks that the compiler laid
-// it out so.
+// it out so. A small heap array is padded by allocating it so (Own).
 //
 // # Invariants
 //
@@ -20,7 +21,10 @@
 // effective, never wrong).
 package layout
 
-import "fmt"
+import (
+	"fmt"
+	"unsafe"
+)
 
 // CacheLine is the size, in bytes, the project pads hot structs to.
 const CacheLine = 64
@@ -38,4 +42,36 @@ func Apart(name string, offs ...uintptr) error {
 		}
 	}
 	return nil
+}
+
+// Own returns n zeroed Ts on cache lines of their own: the slice starts a
+// line (when the size of T lets some element of a fresh array start one,
+// as every size dividing CacheLine, or a multiple of 8, does), and the
+// rest of its last line is unused, so that no other allocation, written
+// by another thread, shares a line with it. A small array of counters one
+// goroutine writes in its hot loop needs this: the allocator packs tiny
+// objects together.
+func Own[T any](n int) []T {
+	buf := make([]T, ownLen[T](n))
+	pad := len(buf) - CacheLine - n
+	for k := 0; k < CacheLine; k++ {
+		if uintptr(unsafe.Pointer(&buf[k]))%CacheLine == 0 {
+			return buf[k : k+n : k+n]
+		}
+	}
+	return buf[pad : pad+n : pad+n]
+}
+
+// OwnBytes is the memory Own[T](n) allocates.
+func OwnBytes[T any](n int) int {
+	var z T
+	return ownLen[T](n) * int(unsafe.Sizeof(z))
+}
+
+// ownLen is the length of Own's array: room to reach a line's start, n,
+// and a line's worth after.
+func ownLen[T any](n int) int {
+	var z T
+	size := max(int(unsafe.Sizeof(z)), 1)
+	return CacheLine + n + (CacheLine+size-1)/size
 }
