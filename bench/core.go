@@ -126,36 +126,61 @@ func (rn *runner) coreOn(st *stream, p int) ([]Row, error) {
 
 	timeout := rn.timeout(st)
 	sh := st.shares(1)[0]
-	var runs []*coreRun
+	// In a run with fails or drops each impl runs beside its fault-free
+	// twin (faultFree), the two set up together and their reps taking
+	// turns, the twin's just before the row's, so that a slow minute of
+	// this shared machine slows a pair's two reps alike.
+	sides := []*runner{rn}
+	if c.faults() {
+		sides = []*runner{rn.faultFree(), rn}
+	}
+	var runs []*coreRun // per impl, one per side in turn
+	var of []*runner    // the side of each run
 	for _, name := range c.impls[LevelCore] {
 		impl, _ := findCore(name)
-		maxPending := st.MaxPending() + rn.faultHeadroom(st, timeout, impl.evicts, impl.drains)
-		rn.progress(time.Duration(p)*costSetup, "core %s P=%d: %s setup", st.Shape.Name, p, name)
-		cr, err := rn.coreSetup(impl, st, sh, maxPending, timeout)
-		if err != nil {
-			return nil, err
+		for _, side := range sides {
+			maxPending := st.MaxPending() + side.faultHeadroom(st, timeout, impl.evicts, impl.drains)
+			what := name
+			if side != rn {
+				what += ", fault-free twin"
+			}
+			rn.progress(time.Duration(p)*costSetup, "core %s P=%d: %s setup", st.Shape.Name, p, what)
+			cr, err := side.coreSetup(impl, st, sh, maxPending, timeout)
+			if err != nil {
+				return nil, err
+			}
+			runs, of = append(runs, cr), append(of, side)
 		}
-		runs = append(runs, cr)
 	}
 	perMsgs := c.Msgs / int64(c.Reps)
 	perDur := c.Duration / time.Duration(c.Reps)
+	n := len(sides)
 	for rep := 0; rep < c.Reps; rep++ {
-		for i := range runs {
-			cr := runs[(i+rep)%len(runs)] // rotate who goes first
-			rn.progress(rn.repCost(), "core %s P=%d: %s rep %d/%d", st.Shape.Name, p, cr.impl.name, rep+1, c.Reps)
-			cr.rep(perMsgs, perDur, g)
+		for i := 0; i < len(runs); i += n {
+			first := (i + rep*n) % len(runs) // rotate which impl goes first; a twin stays just before its row
+			for _, cr := range runs[first : first+n] {
+				rn.progress(rn.repCost(), "core %s P=%d: %s rep %d/%d", st.Shape.Name, p, cr.impl.name, rep+1, c.Reps)
+				cr.rep(perMsgs, perDur, g)
+			}
 		}
 	}
-	var rows []Row
+	var twins, rows []Row
 	for i, cr := range runs {
 		rn.progress(time.Duration(p)*costDrain, "core %s P=%d: %s drain and verify", st.Shape.Name, p, cr.impl.name)
-		row := rn.baseRow(LevelCore, cr.impl.name, st, p)
+		row := of[i].baseRow(LevelCore, cr.impl.name, st, p)
 		cr.finish(&row, timeout)
 		row.CounterScope = scope
-		rows = append(rows, row)
 		runs[i] = nil // let its memory go before the next one is weighed elsewhere
+		if n == 2 && of[i] != rn {
+			twins = append(twins, row)
+			continue
+		}
+		if n == 2 {
+			row.FaultFreeRatio = pairedRatio(row.RepMsgsPerSec, twins[len(twins)-1].RepMsgsPerSec)
+		}
+		rows = append(rows, row)
 	}
-	return rows, nil
+	return append(twins, rows...), nil
 }
 
 // coreSetup builds impl's acker, applies the prefix, warms it up and weighs

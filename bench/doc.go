@@ -139,10 +139,10 @@
 //
 // Every core and pipeline fault row stands beside its fault-free twin,
 // the same impl, level and window with no faults, in the same process
-// (Row.FaultFreeRatio): at core level the twins run just before the
-// fault rows; at pipeline level a row and its twin are built side by
-// side and take turns rep by rep (turns), and the ratio is the median of
-// the reps' paired ratios. A twin differs from its row in the faults
+// (Row.FaultFreeRatio): a row and its twin are set up side by side and
+// take turns rep by rep, the twin's rep just before the row's (at core
+// level in the impls' rotation, at pipeline level through turns), and
+// the ratio is the median of the reps' paired ratios. A twin differs from its row in the faults
 // alone: the same stream clock, timeout and bound (runner.faultFree),
 // and at core level the same timing, its blocks copied outside the
 // timed calls as the fault row's are rewritten. Check holds xorack's to

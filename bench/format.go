@@ -193,7 +193,7 @@ func notes(rep *Report) []string {
 	}
 	add(fmt.Sprintf("msgs/s is the median of %d interleaved repetitions; vs xorack divides by the xorack row of the same level and window", rep.Config.Reps))
 	if slices.ContainsFunc(rep.Rows, func(r Row) bool { return r.FaultFreeRatio > 0 }) {
-		add("a level suffixed :fX is a fault row (fails plus drops, X of the roots); vs fault-free divides its msgs/s by its fault-free twin's, the same impl, level and window run just before it in this process")
+		add("a level suffixed :fX is a fault row (fails plus drops, X of the roots); vs fault-free is its msgs/s over its fault-free twin's, the same impl, level and window run beside it in this process (the median of their paired reps)")
 	}
 	for _, r := range rep.Rows {
 		if r.LatencySource != "" {

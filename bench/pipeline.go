@@ -481,7 +481,7 @@ func benchPipeline(cfg Config, st *stream, shares []*share, p int, t pipeTimer) 
 }
 
 func (rn *runner) pipeRow(impl pipeImpl, st *stream, shares []*share, p int, timeout time.Duration) (Row, error) {
-	rn.turns.take(rn.side) // with a twin (twinned): its turn and this one's alternate
+	rn.turns.take(rn.side) // with a twin (pipeline): its turn and this one's alternate
 	defer rn.turns.finish(rn.side)
 	c := rn.cfg
 	row := rn.baseRow(LevelPipeline, impl.name, st, p)

@@ -123,8 +123,9 @@ type Row struct {
 	// budget (docs/semantics.md, rules 10 and 3); 0 for ackers without
 	// them.
 	// FaultFreeRatio, on a core or pipeline row of a run with fails or
-	// drops, is its msgs/s over that of its fault-free twin: the same
-	// impl, level and window run fault-free just before it (twinned).
+	// drops, is its msgs/s over that of its fault-free twin, the same
+	// impl, level and window run fault-free beside it: the median of the
+	// ratios of their reps, which take turns (core, pipeline).
 	FaultFreeRatio float64 `json:"fault_free_ratio,omitempty"`
 	OrphansEvicted uint64  `json:"orphans_evicted"`
 	OrphansDrained uint64  `json:"orphans_drained"` // drains their trees' last ACKs emptied (fail runs without FailBare)
@@ -196,7 +197,7 @@ func fillRatios(rows []Row) {
 		p          int
 		conns      int
 		batch      int
-		fail, drop float64 // a fault row and its fault-free twin (twinned) are apart
+		fail, drop float64 // a fault row and its fault-free twin are apart
 	}
 	keyOf := func(r *Row) key { return key{r.Level, r.Shape, r.Pending, r.Conns, r.Batch, r.FailRate, r.DropRate} }
 	ref := map[key]float64{}
@@ -282,7 +283,7 @@ func (rn *runner) plan() (steps int, total time.Duration) {
 			add(1, time.Duration(p)*costBuild)
 			twins := 1
 			if c.faults() {
-				twins = 2 // each row beside its fault-free twin (twinned)
+				twins = 2 // each row beside its fault-free twin
 			}
 			if k := twins * len(c.impls[LevelCore]); k > 0 {
 				add(k, time.Duration(p)*costSetup)
@@ -346,9 +347,9 @@ func (rn *runner) streamLevels() error {
 				var err error
 				switch l {
 				case LevelCore:
-					rows, err = rn.twinned(func(rn *runner) ([]Row, error) { return rn.core(st, p) })
+					rows, err = rn.core(st, p) // with faults, each row beside its twin, rep by rep
 				case LevelPipeline:
-					rows, err = rn.pipeline(st, p) // twinned there, rep by rep
+					rows, err = rn.pipeline(st, p) // likewise
 				case LevelNet:
 					rows, err = rn.net(st, p)
 				}
@@ -360,33 +361,6 @@ func (rn *runner) streamLevels() error {
 		}
 	}
 	return nil
-}
-
-// twinned runs the core level's rows; in a run with fails or drops it
-// runs them fault-free first, in the same process just before, the
-// fault-free twins, and gives each fault row its msgs/s over its twin's
-// (Row.FaultFreeRatio): the fault rows' floor is judged on that ratio,
-// against a baseline measured beside them. (The pipeline level pairs its
-// rows rep by rep: pipeline.)
-func (rn *runner) twinned(level func(*runner) ([]Row, error)) ([]Row, error) {
-	if !rn.cfg.faults() {
-		return level(rn)
-	}
-	twin := rn.faultFree()
-	base, err := level(twin)
-	rn.step, rn.done = twin.step, twin.done
-	if err != nil {
-		return base, err
-	}
-	rows, err := level(rn)
-	for i := range rows {
-		for _, b := range base {
-			if b.Impl == rows[i].Impl && b.MsgsPerSec > 0 {
-				rows[i].FaultFreeRatio = rows[i].MsgsPerSec / b.MsgsPerSec
-			}
-		}
-	}
-	return append(base, rows...), err
 }
 
 // faultFree is a copy of rn whose configuration has no fails or drops:
