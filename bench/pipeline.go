@@ -465,8 +465,9 @@ type pipeTimer interface {
 // Msgs, in one rep, on st (window p) split into shares (st.shares of
 // cfg.Producers). It is pipeRow with t's timer running during the peak
 // rep alone and no latency run; the row is verified as every pipeline
-// row is.
-func benchPipeline(cfg Config, st *stream, shares []*share, p int, t pipeTimer) (Row, error) {
+// row is. With twin, cfg must have fails or drops, and the row is its
+// fault-free twin (runner.faultFree: the same clock, timeout and bound).
+func benchPipeline(cfg Config, st *stream, shares []*share, p int, t pipeTimer, twin bool) (Row, error) {
 	cfg.Levels, cfg.Reps = []Level{LevelPipeline}, 1
 	r, err := cfg.resolve()
 	if err != nil {
@@ -475,8 +476,14 @@ func benchPipeline(cfg Config, st *stream, shares []*share, p int, t pipeTimer) 
 	if len(r.Impls) != 1 || len(shares) != r.Producers {
 		return Row{}, fmt.Errorf("bench: benchPipeline wants one impl and %d shares, got %q and %d", r.Producers, r.Impls, len(shares))
 	}
+	if twin && !r.faults() {
+		return Row{}, errors.New("bench: benchPipeline: a twin of a run without fails or drops")
+	}
 	impl, _ := findPipe(r.Impls[0])
 	rn := &runner{cfg: r, rep: &Report{}, timer: t, peakOnly: true}
+	if twin {
+		rn = rn.faultFree()
+	}
 	return rn.pipeRow(impl, st, shares, p, rn.timeout(st))
 }
 

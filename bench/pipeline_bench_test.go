@@ -34,7 +34,7 @@ func BenchmarkAcker(b *testing.B) {
 			b.ResetTimer()
 			b.ReportAllocs()
 			cfg := Config{Impls: []string{c.impl}, Producers: c.producers, Shards: c.shards, Msgs: int64(b.N), Quick: true}
-			row, err := benchPipeline(cfg, st, sh, benchPending, b)
+			row, err := benchPipeline(cfg, st, sh, benchPending, b, false)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -49,6 +49,50 @@ func BenchmarkAcker(b *testing.B) {
 				b.ReportMetric(row.MsgsPerSec/x, "x-mutexmap")
 			}
 		})
+	}
+}
+
+// BenchmarkAckerFaults is BenchmarkAcker's row under faults: 5% of the
+// roots failed after their fan-out (the FAIL carrying its tuple's val,
+// the later ACKs emptying the drain it leaves), one producer, one shard,
+// beside its fault-free twin run first on the same clock, timeout and
+// bound (as ackbench -fail pairs them, but one after the other, not rep
+// by rep), at P = 10k and 100k. x-fault-free is the fault row's msgs/s
+// over its twin's of the same run; every row is verified.
+func BenchmarkAckerFaults(b *testing.B) {
+	for _, p := range []int{10_000, benchPending} {
+		st := benchStream()
+		if p != benchPending {
+			st = newStream(workload.Build(workload.WordCount, p, DefaultSeed))
+		}
+		sh := st.shares(1)
+		for _, impl := range []string{"mutexmap", Reference} {
+			var base float64
+			for _, twin := range []bool{true, false} {
+				fail := "0.05"
+				if twin {
+					fail = "0"
+				}
+				b.Run(fmt.Sprintf("impl=%s/P=%d/fail=%s", impl, p, fail), func(b *testing.B) {
+					b.StopTimer()
+					b.ResetTimer()
+					cfg := Config{Impls: []string{impl}, Producers: 1, Shards: 1, Msgs: int64(b.N), Quick: true, FailRate: 0.05}
+					row, err := benchPipeline(cfg, st, sh, p, b, twin)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if !row.Verified {
+						b.Fatalf("not verified: %s", row.VerifyError)
+					}
+					b.ReportMetric(row.MsgsPerSec, "msgs/s")
+					if twin {
+						base = row.MsgsPerSec
+					} else if base > 0 {
+						b.ReportMetric(row.MsgsPerSec/base, "x-fault-free")
+					}
+				})
+			}
+		}
 	}
 }
 
@@ -114,7 +158,7 @@ func TestBenchPipeline(t *testing.T) {
 	for _, c := range []benchPipe{{"mutexmap", 1, 2}, {"chanshard", 1, 2}, {Reference, 2, 2}, {Reference, 1, 1}} {
 		var tm countTimer
 		cfg := Config{Impls: []string{c.impl}, Producers: c.producers, Shards: c.shards, Msgs: 20_000, Quick: true}
-		row, err := benchPipeline(cfg, st, st.shares(c.producers), 2000, &tm)
+		row, err := benchPipeline(cfg, st, st.shares(c.producers), 2000, &tm, false)
 		switch {
 		case err != nil:
 			t.Fatalf("%v: %v", c, err)
@@ -130,7 +174,18 @@ func TestBenchPipeline(t *testing.T) {
 			t.Errorf("%v: row has %d shards", c, row.Shards)
 		}
 	}
-	if _, err := benchPipeline(Config{Impls: []string{Reference, "mutexmap"}, Msgs: 10}, st, st.shares(1), 2000, &countTimer{}); err == nil {
+	if _, err := benchPipeline(Config{Impls: []string{Reference, "mutexmap"}, Msgs: 10}, st, st.shares(1), 2000, &countTimer{}, false); err == nil {
 		t.Error("two impls: no error")
+	}
+	if _, err := benchPipeline(Config{Impls: []string{Reference}, Msgs: 10}, st, st.shares(1), 2000, &countTimer{}, true); err == nil {
+		t.Error("a twin without faults: no error")
+	}
+	// BenchmarkAckerFaults' pair: the twin runs on its fault row's clock.
+	cfg := Config{Impls: []string{Reference}, Msgs: 20_000, Quick: true, FailRate: 0.05}
+	tw, err := benchPipeline(cfg, st, st.shares(1), 2000, &countTimer{}, true)
+	row, err2 := benchPipeline(cfg, st, st.shares(1), 2000, &countTimer{}, false)
+	if err != nil || err2 != nil || !tw.Verified || !row.Verified || tw.FailRate != 0 || row.FailRate != 0.05 ||
+		tw.Clock != "stream" || tw.Clock != row.Clock || tw.TimeoutNs != row.TimeoutNs || tw.MaxPending != row.MaxPending || row.InjectedFail == 0 {
+		t.Errorf("twin %+v (%v), fault row %+v (%v)", tw, err, row, err2)
 	}
 }
