@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -147,7 +148,7 @@ func WriteTable(w io.Writer, rep *Report) error {
 			level += fmt.Sprintf(":b%d", r.Batch) // producer batch
 		}
 		if (r.FailRate > 0 || r.DropRate > 0) && r.FaultStats == nil {
-			level += fmt.Sprintf(":f%g", r.FailRate+r.DropRate) // a core or pipeline fault row, beside its twin
+			level += ":f" + strconv.FormatFloat(r.FailRate+r.DropRate, 'g', 6, 64) // a core or pipeline fault row, beside its twin (6 digits: 0.05+0.01 reads 0.06)
 		}
 		cells := []string{level, r.Impl, r.Shape, fmt.Sprint(r.Pending), si(r.MsgsPerSec), ratio,
 			si(r.TreesPerSec), fmt.Sprintf("%.1f", r.BytesPerRoot), dur(r.P50Ns), dur(r.P99Ns)}

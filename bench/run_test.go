@@ -396,6 +396,23 @@ func TestBenchfmt(t *testing.T) {
 	}
 }
 
+// TestFaultLevelLabel checks a fault row's level label: its fails and
+// drops together, as short as they were given (0.05 + 0.01 is 0.06, not
+// the float sum's 17 digits).
+func TestFaultLevelLabel(t *testing.T) {
+	rep := synthetic(60e6, 20e6)
+	r := rep.Rows[0]
+	r.FailRate, r.DropRate, r.FaultFreeRatio = 0.05, 0.01, 0.9
+	rep.Rows = append(rep.Rows, r)
+	var buf bytes.Buffer
+	if err := WriteTable(&buf, rep); err != nil {
+		t.Fatal(err)
+	}
+	if s := buf.String(); !strings.Contains(s, string(r.Level)+":f0.06 ") || strings.Contains(s, "0.0600000") {
+		t.Errorf("table lacks the level %q:\n%s", string(r.Level)+":f0.06", s)
+	}
+}
+
 func TestTableAndHTML(t *testing.T) {
 	rep := synthetic(60e6, 20e6)
 	var buf bytes.Buffer
