@@ -171,7 +171,7 @@ func (rn *runner) coreOn(st *stream, p int) ([]Row, error) {
 		cr.finish(&row, timeout)
 		row.CounterScope = scope
 		runs[i] = nil // let its memory go before the next one is weighed elsewhere
-		if n == 2 && of[i] != rn {
+		if of[i] != rn {
 			twins = append(twins, row)
 			continue
 		}

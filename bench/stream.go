@@ -236,7 +236,7 @@ const dropBit tfate = 1 << 15
 // message left alone (newFaultState computes them), so that sending a
 // span costs one byte's test per message and a few instructions per
 // faulted one.
-type act = byte
+type act uint8
 
 const (
 	actSalt1   act = 1 << iota // the salt of generation cyc+1 (head), not cyc's
@@ -271,17 +271,15 @@ func actOf(f tfate, h, j int) act {
 // positions' acts, fixed, and the salts of the cycle being replayed.
 type faultState struct {
 	g     *faultGen
-	tab   []tfate     // by local slot: its trees' fate
-	acts  []act       // by cycle position: its act
-	cyc   int64       // the cycle the salts are for (-1: the prefix)
-	valid bool        // salts computed at all
-	salts [2]uint64   // salt of generation cyc (non-head) and cyc+1 (head)
-	xr    [256]uint64 // by act: what the root is XORed with (a salt, or 0)
+	tab   []tfate   // by local slot: its trees' fate
+	acts  []act     // by cycle position: its act
+	cyc   int64     // the cycle the salts are for (-1: the prefix; -2: none yet)
+	salts [2]uint64 // salt of generation cyc (non-head) and cyc+1 (head)
 }
 
 func newFaultState(sh *share, g *faultGen) *faultState {
 	ns := (len(sh.roots) - sh.p + sh.n - 1) / sh.n
-	fs := &faultState{g: g, tab: make([]tfate, ns), acts: make([]act, len(sh.cycle))}
+	fs := &faultState{g: g, tab: make([]tfate, ns), acts: make([]act, len(sh.cycle)), cyc: -2}
 	for ls := range fs.tab {
 		fs.tab[ls] = g.fateOf(sh.p + ls*sh.n)
 	}
@@ -302,17 +300,11 @@ func (fs *faultState) actAt(d meta, n int) act {
 
 // enter readies the salts of cycle cyc (generations cyc, cyc+1).
 func (fs *faultState) enter(cyc int64) {
-	if fs.valid && fs.cyc == cyc {
+	if fs.cyc == cyc {
 		return
 	}
-	fs.cyc, fs.valid = cyc, true
+	fs.cyc = cyc
 	fs.salts = [2]uint64{fs.g.salt(cyc), fs.g.salt(cyc + 1)}
-	for a := range fs.xr {
-		fs.xr[a] = 0
-		if act(a)&actRoot != 0 {
-			fs.xr[a] = fs.salts[act(a)&actSalt1]
-		}
-	}
 }
 
 // cursor walks a share: the prefix once, then the cycle forever. It owns
@@ -396,7 +388,9 @@ func (c *cursor) span(n int, toRound bool) (msgs []ackcore.Msg, from int, cyc in
 // hit applies a, the act of a message of the last span's cycle, to *m
 // and reports whether m is sent (false: the ACK a dropped tree loses).
 func (c *cursor) hit(m *ackcore.Msg, a act) bool {
-	m.Root ^= c.fs.xr[a]
+	if a&actRoot != 0 {
+		m.Root ^= c.fs.salts[a&actSalt1]
+	}
 	switch {
 	case a&actDrop != 0:
 		return false
@@ -421,7 +415,7 @@ func (c *cursor) block(from, end int) ([]ackcore.Msg, []meta) {
 	c.buf = append(c.buf[:0], c.sh.cycle[from:end]...)
 	c.drop = c.drop[:0]
 	for i, a := range c.fs.acts[from:end] {
-		if !c.hit(&c.buf[i], a) {
+		if a != 0 && !c.hit(&c.buf[i], a) {
 			c.drop = append(c.drop, i)
 		}
 	}

@@ -48,15 +48,8 @@ func TestPinOnePlanner(t *testing.T) {
 				t.Fatal(err)
 			}
 			top.detect = fakeCPUs(1000, tc.cpus)
-			if err := top.Start(); err != nil {
-				t.Fatal(err)
-			}
-			waitDone(t, top, 30*time.Second)
-			top.mu.Lock()
-			a := top.port.(*acker.Acker)
-			top.mu.Unlock()
+			a := runPinned(t, top)
 			shards, execs := a.Plan(), top.Plan()
-			stop(t, top)
 			l.check(t, n, false)
 
 			if len(shards.CPUs) != 2 || len(execs.CPUs) != 5 {
@@ -101,6 +94,20 @@ func TestPinAckerOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	top.detect = fakeCPUs(1000, 8)
+	a := runPinned(t, top)
+	l.check(t, n, false)
+	if got := a.Plan().CPUs; !slices.Equal(got, []int{1000, 1001}) {
+		t.Errorf("shards on %v, want [1000 1001]", got)
+	}
+	if got := top.Plan().CPUs; len(got) != 0 {
+		t.Errorf("executors planned on %v without Config.Pin", got)
+	}
+}
+
+// runPinned starts top, waits for its spout to finish, stops it, and
+// returns its acker (whose Plan, like top's, outlives the stop).
+func runPinned(t *testing.T, top *Topology) *acker.Acker {
+	t.Helper()
 	if err := top.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -109,11 +116,5 @@ func TestPinAckerOnly(t *testing.T) {
 	a := top.port.(*acker.Acker)
 	top.mu.Unlock()
 	stop(t, top)
-	l.check(t, n, false)
-	if got := a.Plan().CPUs; !slices.Equal(got, []int{1000, 1001}) {
-		t.Errorf("shards on %v, want [1000 1001]", got)
-	}
-	if got := top.Plan().CPUs; len(got) != 0 {
-		t.Errorf("executors planned on %v without Config.Pin", got)
-	}
+	return a
 }
