@@ -181,12 +181,17 @@ const DefaultMaxAttempts = 5
 
 // Breaker is the retry-storm breaker of each spout executor: when, over
 // the last Window, at least MinOutcomes first attempts ended and at least
-// FailureRate of them failed, it opens: the executor neither emits nor
-// replays for OpenFor (doubling on each consecutive opening, up to
-// MaxOpenFor), then lets Probes roots through; if they all complete it
-// closes, if one fails it opens again. Replays' outcomes are not counted
-// (a message that always fails counts once), and the probes are new
-// messages, or a replay when the spout has no new one to give.
+// FailureRate of them failed (the first attempts still in flight that
+// were emitted no later than a failed one, to a tenth of the window,
+// count as not failed), it opens: for
+// OpenFor the executor starts no new message, holding those Next emits,
+// then lets Probes of them through; if they all complete it closes, if
+// one fails it opens again for twice as long (up to MaxOpenFor).
+// Replays wait while it holds new messages, and go at their own backoff
+// when the spout has none to give: a replay's outcome is never counted
+// and never reopens it, and one that completes closes it. Next is called
+// while it is open (until a task holds MaxSpoutPending new messages), so
+// untracked streams keep flowing. docs/semantics.md has the rules.
 type Breaker struct {
 	FailureRate float64       // in (0, 1]; 0 turns the breaker off
 	Window      time.Duration // default 1 s
