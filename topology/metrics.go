@@ -26,7 +26,7 @@ type counters struct {
 	ResetsCapped uint64 // bolts: RESETs not sent, the root's ResetCap reached
 	AckerErrors  uint64 // messages the acker refused (it had stopped)
 	Panics       uint64 // panics recovered from the component's code
-	BusyNs       uint64 // bolts: estimated ns in Execute (sampled latencies x ExecSampleEvery)
+	BusyNs       uint64 // bolts: ns executing batches of inputs (two clock reads a batch)
 
 	Completed     uint64                 // spouts: roots completed (at most once: Acks right after emit)
 	FailedBy      [numReasons + 1]uint64 // spouts: failed attempts by Reason
@@ -155,9 +155,10 @@ type ComponentMetrics struct {
 	Latency *hdrhistogram.Histogram
 	// ExecuteLatency is the bolt's Execute time in nanoseconds, one
 	// Execute in ExecSampleEvery timed, on the engine clock; nil for
-	// spouts. Busy is the time its executors spent in Execute, estimated
-	// from those samples (each stands for ExecSampleEvery): Busy over
-	// wall time and Executors is the capacity Storm's UI shows.
+	// spouts. Busy is the time its executors spent executing batches of
+	// inputs, measured per batch on the engine clock (never more than the
+	// clock's time per executor): Busy over wall time and Executors is
+	// the capacity Storm's UI shows.
 	ExecuteLatency *hdrhistogram.Histogram
 	Busy           time.Duration
 }

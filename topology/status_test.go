@@ -188,3 +188,46 @@ func idsInto(t *testing.T, spout func() Spout, clock *ackcore.FakeClock, name st
 	}
 	return top, top.StatusHandler()
 }
+
+// preemptedBolt takes no engine time on its inputs but one: every
+// ExecSampleEvery-th input (the one the executor times) takes d, as an
+// Execute preempted while it was timed does.
+type preemptedBolt struct {
+	clock *ackcore.FakeClock
+	d     time.Duration
+	n     int
+}
+
+func (b *preemptedBolt) Execute(t *Tuple, c *BoltCollector) {
+	if b.n++; b.n%ExecSampleEvery == 0 {
+		b.clock.Add(b.d)
+	}
+	_ = c.Ack(t)
+}
+
+// TestStatusCapacityPreempted: one executor whose timed Execute calls
+// each took 1 ms of engine clock (a preemption) and the others none is
+// busy exactly the clock's time, and the page shows at most 100%.
+// (Before: the sampled times scaled by 64 made Busy 64x the clock's time,
+// 6400%.)
+func TestStatusCapacityPreempted(t *testing.T) {
+	const n = 64 * 100
+	l := newLedger()
+	clock := &ackcore.FakeClock{}
+	top, h := idsInto(t, newIDSpout(l, n), clock, "work", &preemptedBolt{clock: clock, d: time.Millisecond})
+	began := clock.Now()
+	top.Start()
+	waitDone(t, top, 30*time.Second)
+	elapsed := time.Duration(clock.Now() - began)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+	cells := statusCells(rec.Body.String())
+	stop(t, top)
+	w := top.Metrics().Component("work")
+	if w.Busy != 100*time.Millisecond || elapsed != 100*time.Millisecond {
+		t.Errorf("busy %v over %v of engine clock, want 100ms of 100ms", w.Busy, elapsed)
+	}
+	if got := cells["work:capacity"]; got != "100.0%" {
+		t.Errorf("capacity %q, want 100.0%%", got)
+	}
+}

@@ -100,7 +100,7 @@ var metrics = []metric{
 		func(c *topology.ComponentMetrics) float64 { return float64(c.AckerErrors) }, false, false},
 	{"timeouts_held_total", "Traced roots that timed out with an unacked tuple at, or on its way to, one of the component's tasks (about one in Config.TraceEvery of its timeouts).", prometheus.CounterValue,
 		func(c *topology.ComponentMetrics) float64 { return float64(c.TimeoutsHeld) }, false, false},
-	{"busy_seconds_total", "Time in Execute, estimated from one timed Execute in 64; its rate over the executors is the capacity.", prometheus.CounterValue,
+	{"busy_seconds_total", "Time executing batches of inputs, measured per batch; its rate over the executors is the capacity.", prometheus.CounterValue,
 		func(c *topology.ComponentMetrics) float64 { return c.Busy.Seconds() }, false, true},
 	{"executors", "Executors (goroutines) running the component.", prometheus.GaugeValue,
 		func(c *topology.ComponentMetrics) float64 { return float64(c.Executors) }, false, false},
