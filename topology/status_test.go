@@ -1,11 +1,16 @@
 package topology
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -117,14 +122,52 @@ func TestStatusPageChromium(t *testing.T) {
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-		"--user-data-dir="+t.TempDir(), "--dump-dom", srv.URL+"/").Output()
+	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+		"--user-data-dir="+t.TempDir(), "--dump-dom", srv.URL+"/")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil && len(bytes.TrimSpace(out)) == 0 {
+		// It rendered nothing: the browser could not start or died (a
+		// crash under a memory ulimit, a missing library), which says
+		// nothing of the page.
+		t.Skipf("%s could not render the page: %v; %s", bin, err, lastLines(stderr.String(), 5))
+	}
 	if err != nil {
-		t.Fatalf("%s: %v", bin, err)
+		t.Fatalf("%s: %v after writing %d bytes; %s", bin, err, len(out), lastLines(stderr.String(), 5))
 	}
 	checkCells(t, string(out), want)
 	if len(statusCells(string(out))) < 2*15 {
 		t.Errorf("the rendered page has %d cells, want 15 per component:\n%s", len(statusCells(string(out))), out)
+	}
+}
+
+// lastLines returns s's last n lines.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(lines[max(len(lines)-n, 0):], "\n")
+}
+
+// TestStatusPageChromiumCannotStart: a browser that dies before
+// rendering anything makes the test skip with its reason, not fail.
+func TestStatusPageChromiumCannotStart(t *testing.T) {
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("no sh on PATH")
+	}
+	dir := t.TempDir()
+	fake := filepath.Join(dir, "chromium")
+	script := "#!/bin/sh\necho 'Received signal 11 SEGV_MAPERR' >&2\nkill -SEGV $$\n"
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir)
+	var skipped string
+	ok := t.Run("chromium", func(t *testing.T) {
+		defer func() { skipped = fmt.Sprint(t.Skipped()) }()
+		TestStatusPageChromium(t)
+	})
+	if !ok || skipped != "true" {
+		t.Errorf("a browser that crashed: passed %v, skipped %s; want a skip", ok, skipped)
 	}
 }
 
