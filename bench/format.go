@@ -29,8 +29,10 @@ const (
 // Check returns why rep fails the performance gate, one line per reason,
 // or nothing: any row that failed verification; at core level, any
 // (shape, window) where xorack's fault-free msgs/s is below floor times
-// gomap's, or where either row is missing; and any xorack fault row that
-// FaultFloor holds whose msgs/s is below FaultFloor times its twin's.
+// gomap's, or where either row is missing; any xorack fault row that
+// FaultFloor holds whose msgs/s is below FaultFloor times its twin's; and
+// the faults level's breaker row below FaultsBreakerFloor times the mixed
+// row's goodput.
 func Check(rep *Report, floor float64) []string {
 	var bad []string
 	for _, r := range rep.Rows {
@@ -41,6 +43,7 @@ func Check(rep *Report, floor float64) []string {
 			bad = append(bad, fmt.Sprintf("%s: %.2fx its fault-free twin's msgs/s (floor %.1fx)", r.Name(), r.FaultFreeRatio, FaultFloor))
 		}
 	}
+	bad = append(bad, faultsCheck(rep)...)
 	type key struct {
 		shape string
 		p     int
