@@ -127,6 +127,10 @@ type Row struct {
 	// impl, level and window run fault-free beside it: the median of the
 	// ratios of their reps, which take turns (core, pipeline).
 	FaultFreeRatio float64 `json:"fault_free_ratio,omitempty"`
+	// BaselineRatio, on a source row fed by a broker, is its records/s
+	// over the in-memory spout's sentences/s (impl memory-acked) in the
+	// same run: the source's cost beside a fixed baseline.
+	BaselineRatio  float64 `json:"baseline_ratio,omitempty"`
 	OrphansEvicted uint64  `json:"orphans_evicted"`
 	OrphansDrained uint64  `json:"orphans_drained"` // drains their trees' last ACKs emptied (fail runs without FailBare)
 	FailsDropped   uint64  `json:"fails_dropped"`
