@@ -53,9 +53,13 @@ type sconn struct {
 	// whose outcome the router has not routed to c yet: raised by the
 	// reader (per read batch, as pending), lowered by the router (per
 	// batch). The share binds it: it is what c holds in the acker.
-	held     atomic.Int64
-	room     chan struct{} // reader waits here while pending is at the bound
-	roomWait atomic.Bool   // the reader waits (or is about to) on room
+	held atomic.Int64
+	// alloc is the room of the table c is allocated (share.go): written
+	// by its reader only, read by Conns.
+	alloc     atomic.Int64
+	drawAfter time.Time     // reader's: no draw past the base share before then (share.go)
+	room      chan struct{} // reader waits here while pending is at the bound
+	roomWait  atomic.Bool   // the reader waits (or is about to) on room
 
 	mu         sync.Mutex
 	out        []byte // guarded by mu: frames to write
@@ -75,8 +79,9 @@ type ConnStats struct {
 	ClientID uint64
 	// Pending is the roots whose INIT the server took and whose outcome
 	// it has not written yet; Held those of them in the acker (outcome
-	// not yet routed to the connection), which the share binds.
-	Pending, Held int64
+	// not yet routed to the connection), which its allocation binds;
+	// Alloc the room of the table it is allocated (see Server.Share).
+	Pending, Held, Alloc int64
 	// InitsRefused counts the INITs answered Failed{full} past the
 	// connection's share; ResetsDropped the RESETs dropped past its RESET
 	// share.
@@ -96,7 +101,7 @@ func (s *Server) Conns() []ConnStats {
 		if c.slot < 0 {
 			continue // in the handshake, or never through it
 		}
-		cs = append(cs, ConnStats{Remote: c.tag, ClientID: c.id, Pending: c.pending.Load(), Held: c.held.Load(),
+		cs = append(cs, ConnStats{Remote: c.tag, ClientID: c.id, Pending: c.pending.Load(), Held: c.held.Load(), Alloc: c.alloc.Load(),
 			InitsRefused: c.initsRefused.Load(), ResetsDropped: c.resetsDropped.Load(),
 			OrphansRefused: s.ak.OrphansRefused(c.slot) - c.orphansBase})
 	}
@@ -201,6 +206,7 @@ func (s *Server) forget(c *sconn) {
 	if c.owner {
 		s.addOwners(-1)
 	}
+	s.releaseShare(c)
 	s.mu.Unlock()
 	s.open.Add(-1)
 	c.raw.Close() // closed already, or left open by a lingering close
@@ -242,6 +248,7 @@ func (c *sconn) readLoop() error {
 				c.held.Add(taken)
 				taken = 0
 			}
+			c.giveBack()
 			base = c.pending.Load()
 			if err := p.Flush(); err != nil {
 				return err
@@ -303,7 +310,7 @@ func (c *sconn) readLoop() error {
 				c.chargeResets(resets)
 			}
 			inits := int64(n)
-			if inits > 0 && base+taken+inits > min(maxPend, s.share.Load()) {
+			if inits > 0 && base+taken+inits > min(maxPend, c.alloc.Load()) {
 				// Maybe at a bound: count exactly.
 				c.pending.Add(taken)
 				c.held.Add(taken)
@@ -334,11 +341,10 @@ func (c *sconn) readLoop() error {
 						return c.applyLast(p, c.errReplaced())
 					}
 				}
-				// Fair share: the INITs past it are answered
-				// Failed{full} here and never reach the acker.
-				if sh := s.Share(); c.held.Load()+inits > sh {
-					inits = c.refuse(max(sh-c.held.Load(), 0))
-				}
+				// Fair share: the INITs past the allocation and
+				// what the pool can add are answered Failed{full}
+				// here and never reach the acker.
+				inits = c.admitInits(inits)
 				base = c.pending.Load()
 			}
 			taken += inits
