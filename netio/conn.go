@@ -18,10 +18,11 @@ import (
 // msgs and the acker producer; the router owns rbuf; mu guards out and
 // the fields marked so; the writer goroutine owns spare.
 type sconn struct {
-	s    *Server
-	raw  net.Conn // immutable: deadlines and Close from any goroutine
-	nc   net.Conn // raw, or TLS over it: reads by the reader, writes by the writer
-	slot int      // the acker producer; -1 until claim (under s.mu) takes one
+	s        *Server
+	raw      net.Conn  // immutable: deadlines and Close from any goroutine
+	nc       net.Conn  // raw, or TLS over it: reads by the reader, writes by the writer
+	slot     int       // the acker producer; -1 until claim (under s.mu) takes one
+	accepted time.Time // immutable: when the server accepted it
 
 	preElem *list.Element // guarded by s.mu: c in s.pre, nil once authenticated or dropped
 	dropped bool          // guarded by s.mu: dropped from the handshake budget
@@ -153,7 +154,10 @@ func (c *sconn) serve() {
 		dropped := c.dropped
 		s.mu.Unlock()
 		if dropped {
-			err = &closeError{code: closeOverloaded, err: fmt.Errorf("netio: dropped in the handshake for a newer connection (MaxHandshakes %d): %w", s.cfg.MaxHandshakes, err)}
+			// Its read woke with a deadline error because it was
+			// dropped: that, not a timeout, is why.
+			err = &closeError{code: closeOverloaded, err: fmt.Errorf("netio: dropped in the handshake for a newer connection (MaxHandshakes %d), %v after it connected",
+				s.cfg.MaxHandshakes, time.Since(c.accepted).Round(time.Millisecond))}
 		}
 		s.hsCause[hsCauseOf(err)].Add(1)
 		s.log.Warn("netio: handshake failed", "remote", c.tag, "reason", err.Error())
@@ -173,10 +177,10 @@ func (c *sconn) serve() {
 		// Shutdown: keep the tasks until the final outcomes are written.
 		return
 	case err == nil || errors.Is(err, io.EOF):
-		s.log.Info("netio: client closed", "remote", c.tag, "client", c.id,
+		s.log.Info("netio: client closed", "remote", c.tag, "client", clientID(c.id),
 			"inits_refused", c.initsRefused.Load(), "resets_dropped", c.resetsDropped.Load())
 	default:
-		s.log.Warn("netio: connection closed", "remote", c.tag, "client", c.id, "reason", err.Error(),
+		s.log.Warn("netio: connection closed", "remote", c.tag, "client", clientID(c.id), "reason", err.Error(),
 			"inits_refused", c.initsRefused.Load(), "resets_dropped", c.resetsDropped.Load())
 	}
 	_ = ferr
@@ -358,7 +362,7 @@ func (c *sconn) readLoop() error {
 			if err != nil {
 				return c.protocolError(err)
 			}
-			s.log.Info("netio: client said goodbye", "remote", c.tag, "client", c.id, "code", code, "reason", reason)
+			s.log.Info("netio: client said goodbye", "remote", c.tag, "client", clientID(c.id), "code", code, "reason", reason)
 			return nil
 		default:
 			return c.protocolError(fmt.Errorf("netio: unexpected %s frame from a client", typeName(f.Type)))
@@ -397,7 +401,7 @@ func (c *sconn) awaitRoom() error {
 				return nil
 			}
 			if peerGone(c.raw) {
-				c.s.log.Info("netio: client gone while held by backpressure", "remote", c.tag, "client", c.id)
+				c.s.log.Info("netio: client gone while held by backpressure", "remote", c.tag, "client", clientID(c.id))
 				return io.EOF
 			}
 			t.Reset(peerCheckInterval)
@@ -458,7 +462,7 @@ func (c *sconn) queueOutcomes(outs []ackcore.Outcome) {
 	c.s.framesOut.Add(uint64(frames))
 	if over {
 		c.s.slow.Add(1)
-		c.s.log.Warn("netio: client not taking its outcomes", "remote", c.tag, "client", c.id)
+		c.s.log.Warn("netio: client not taking its outcomes", "remote", c.tag, "client", clientID(c.id))
 		_ = c.raw.SetWriteDeadline(time.Now().Add(closeWriteTimeout)) // a write in progress ends soon
 	}
 	if wake {
@@ -593,7 +597,7 @@ func (c *sconn) write(buf []byte, lastDeadline *time.Time, wt time.Duration) (in
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() && !c.short.Load() {
 			s.slow.Add(1)
-			s.log.Warn("netio: client not reading; closing", "remote", c.tag, "client", c.id, "write_timeout", wt)
+			s.log.Warn("netio: client not reading; closing", "remote", c.tag, "client", clientID(c.id), "write_timeout", wt)
 		}
 		c.mu.Lock()
 		c.finished = true

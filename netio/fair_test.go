@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"regexp"
 	"runtime"
 	"slices"
 	"strings"
@@ -562,6 +563,13 @@ func TestCloseReasons(t *testing.T) {
 		defer b.Close()
 		wantClose(t, a, closeOverloaded, "dropped in the handshake for a newer connection (MaxHandshakes 1)")
 		b.login(t, 2, taskRange{2, 1})
+		// The log says why, and how soon: not a handshake timeout.
+		waitFor(t, 5*time.Second, "the drop in the log", func() bool {
+			return strings.Contains(s.log.String(), "dropped in the handshake for a newer connection (MaxHandshakes 1), ")
+		})
+		if l := s.log.String(); strings.Contains(l, "no hello within") || !regexp.MustCompile(`MaxHandshakes 1\), [0-9.]+m?s after it connected`).MatchString(l) {
+			t.Errorf("the drop logged as:\n%s", l)
+		}
 	})
 	t.Run("replaced", func(t *testing.T) {
 		s := startServer(t, nil)
@@ -572,6 +580,19 @@ func TestCloseReasons(t *testing.T) {
 		defer b.Close()
 		b.login(t, 7, taskRange{3, 1})
 		wantClose(t, a, closeReplaced, "replaced by a newer connection of client 0x7")
+		// One format for client ids: hex in the close reason, the page
+		// and every log line.
+		waitFor(t, 5*time.Second, "the replacement in the log", func() bool {
+			return strings.Contains(s.log.String(), `msg="netio: connection replaced by a newer one of the same client"`)
+		})
+		for _, line := range strings.Split(s.log.String(), "\n") {
+			if strings.Contains(line, "client=") && !strings.Contains(line, "client=0x7") {
+				t.Errorf("a client id not in hex: %s", line)
+			}
+		}
+		if !strings.Contains(s.log.String(), `msg="netio: client connected" remote=`) || !strings.Contains(s.log.String(), "client=0x7 tasks=1") {
+			t.Errorf("client connected, in hex:\n%s", s.log.String())
+		}
 	})
 	t.Run("protocol error in the handshake", func(t *testing.T) {
 		s := startServer(t, nil)

@@ -394,7 +394,7 @@ func (s *Server) Serve(ln net.Listener) error {
 // server is shutting down. The producer slot is taken when the handshake
 // succeeds (claim).
 func (s *Server) admit(c net.Conn) {
-	sc := &sconn{s: s, raw: c, nc: c, slot: -1, wake: make(chan struct{}, 1), room: make(chan struct{}, 1),
+	sc := &sconn{s: s, raw: c, nc: c, slot: -1, accepted: time.Now(), wake: make(chan struct{}, 1), room: make(chan struct{}, 1),
 		done: make(chan struct{})}
 	sc.refs.Store(2) // the reader and the writer; the writer starts after the handshake
 	sc.resets.init(s.cfg.MaxRootTimeout)
