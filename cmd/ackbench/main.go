@@ -77,7 +77,7 @@ func parse(args []string, stderr io.Writer) (bench.Config, options, error) {
 	fs.StringVar(&o.cpuprofile, "cpuprofile", "", "write a CPU profile of the run to `FILE`")
 	fs.BoolVar(&o.check, "check", false, "exit 1 if xorack core msgs/s < -check-ratio x gomap's at any window, or any verification fails; with -fail up to 0.05 (no -drop), also if a core or pipeline xorack fault row is below 0.8x its fault-free twin")
 	fs.Float64Var(&o.checkRatio, "check-ratio", bench.CheckFloor, "the least xorack/gomap core msgs/s ratio -check accepts")
-	fs.BoolVar(&o.version, "version", false, "print the version (from the binary's build information) and exit")
+	fs.BoolVar(&o.version, "version", false, "print the version (module, VCS revision, its time and modified flag, Go) and exit")
 	fs.StringVar(&o.progress, "progress", "auto", "progress display: auto (a bar on a terminal, lines otherwise), bar, lines, off")
 	if err := fs.Parse(args); err != nil {
 		return cfg, o, err
@@ -190,7 +190,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if o.version {
-		fmt.Fprintf(stdout, "ackbench %s\n", buildinfo.Read())
+		fmt.Fprintln(stdout, buildinfo.Read().Line("ackbench"))
 		return 0
 	}
 	if o.cpuprofile != "" {

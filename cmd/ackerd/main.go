@@ -100,7 +100,7 @@ flags to change.
 	fs.Var(&maxBytes, "max-bytes", "the acker's memory `budget`: its shards' tables, rings and held outcomes together, each shard's table within it (like 8GiB); a configuration that could take more is refused")
 	adminAddr := fs.String("admin", DefaultAdmin, "HTTP `address` of the admin endpoint: /metrics (Prometheus), /healthz, /readyz, /pending?n=; empty turns it off")
 	withPprof := fs.Bool("pprof", false, "also serve /debug/pprof/ on the admin endpoint")
-	showVersion := fs.Bool("version", false, "print the version (module, VCS revision and time, Go) and exit")
+	showVersion := fs.Bool("version", false, "print the version (module, VCS revision, its time and modified flag, Go) and exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
