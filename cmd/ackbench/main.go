@@ -8,6 +8,13 @@
 //	go run ./cmd/ackbench -level core -pending 1M -json out.json -html out.html
 //	go run ./cmd/ackbench -fail 0.05       # each fault row beside its fault-free twin
 //
+// Before the rows and after them it spins a thread per processor to see
+// how much of the machine other work takes; past a threshold (the
+// threads lost 5% of their time, or saw 5 stalls of 1 ms or more per
+// second) the table and the JSON say "machine busy: ratios unreliable;
+// rerun on a quiet machine". Under the table each implementation is
+// defined in one line; columns n/a in every row are left out.
+//
 // It exits 1 when a run fails its own verification or, with -check, when
 // xorack's core msgs/s is below 2x the Go-map baseline at any window (or,
 // with -fail up to 0.05 and no -drop, a xorack fault row is below 0.8x its
@@ -263,6 +270,9 @@ func gate(rep *bench.Report, ratio float64, w io.Writer) int {
 	}
 	for _, b := range bad {
 		fmt.Fprintf(w, "check: FAIL: %s\n", b)
+	}
+	if rep.Busy {
+		fmt.Fprintf(w, "check: %s\n", rep.Verdict)
 	}
 	return 1
 }
