@@ -35,7 +35,7 @@ type Stalls struct {
 // spinning beside ackbench: half).
 const (
 	BusyLost    = 0.05
-	BusyOver1ms = 5.0
+	BusyOver1ms = 25.0
 )
 
 // The verdicts a report states (Report.Verdict).

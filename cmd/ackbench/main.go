@@ -10,7 +10,7 @@
 //
 // Before the rows and after them it spins a thread per processor to see
 // how much of the machine other work takes; past a threshold (the
-// threads lost 5% of their time, or saw 5 stalls of 1 ms or more per
+// threads lost 5% of their time, or saw 25 stalls of 1 ms or more per
 // second) the table and the JSON say "machine busy: ratios unreliable;
 // rerun on a quiet machine". Under the table each implementation is
 // defined in one line; columns n/a in every row are left out.
