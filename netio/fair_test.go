@@ -1,8 +1,7 @@
 package netio
 
 import (
-	"github.com/xorack/xorack/internal/invariants"
-	"github.com/xorack/xorack/internal/race"
+	"log/slog"
 	"math/rand/v2"
 	"net"
 	"runtime"
@@ -14,6 +13,8 @@ import (
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
+	"github.com/xorack/xorack/internal/invariants"
+	"github.com/xorack/xorack/internal/race"
 )
 
 // The hostile-client suite, part two: each attack beside a well-behaved
@@ -354,7 +355,10 @@ func TestFairShare(t *testing.T) {
 // TestHandshakeBudget: 2,000 idle handshakes, then one more idle
 // connection 26 times a second, while a real client dials again and
 // again: it connects every time within its dial timeout, as the oldest
-// idle handshakes are dropped for the newer connections.
+// idle handshakes are dropped for the newer connections. The client
+// keeps its id, as a restarted process configured with one does: its
+// new connection takes the task over from the one it just stopped,
+// which the server may not have seen close yet.
 func TestHandshakeBudget(t *testing.T) {
 	s := startServer(t, func(c *ServerConfig) { c.MaxConns = 8 })
 	idle, tries := 2000, 9
@@ -386,6 +390,7 @@ func TestHandshakeBudget(t *testing.T) {
 	for i := range tries {
 		cfg := clientCfg(s.addr)
 		cfg.DialTimeout = 2 * time.Second
+		cfg.ID = 0xb0d9e7
 		c, err := Dial(cfg, acker.Spec{Producers: 1, Tasks: 1})
 		if err != nil {
 			t.Fatalf("try %d: %v", i, err)
@@ -402,6 +407,59 @@ func TestHandshakeBudget(t *testing.T) {
 	<-loop
 	if st := s.Stats(); st.HandshakesDropped < uint64(idle-DefaultMaxHandshakes) {
 		t.Fatalf("%d handshakes dropped, want at least %d", st.HandshakesDropped, idle-DefaultMaxHandshakes)
+	}
+}
+
+// TestDialWaitsForTaskOwner: a client whose task is still owned by
+// another client's connection (a restarted process with a fresh id,
+// before the server saw the old one close) is refused task_owned, and
+// Dial tries again within its dial timeout: it connects once the owner
+// is gone. An owner that stays past the dial timeout fails Dial with
+// the server's reason.
+func TestDialWaitsForTaskOwner(t *testing.T) {
+	s := startServer(t, nil)
+	old := rawDial(t, s.addr)
+	defer old.Close()
+	old.login(t, 1, taskRange{0, 1})
+
+	dialed := make(chan error, 1)
+	go func() {
+		cfg := clientCfg(s.addr)
+		cfg.ID = 2
+		c, err := Dial(cfg, acker.Spec{Producers: 1, Tasks: 1})
+		if err == nil {
+			c.Stop()
+		}
+		dialed <- err
+	}()
+	waitFor(t, 5*time.Second, "a task_owned refusal", func() bool { return s.Stats().HandshakeFailures.TaskOwned >= 2 })
+	old.Close()
+	select {
+	case err := <-dialed:
+		if err != nil {
+			t.Fatalf("Dial after the owner left: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Dial did not return after the owner left")
+	}
+
+	stay := rawDial(t, s.addr)
+	defer stay.Close()
+	stay.login(t, 3, taskRange{1, 1})
+	cfg := clientCfg(s.addr)
+	cfg.ID, cfg.TaskBase, cfg.DialTimeout = 4, 1, time.Second
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	refusals := s.Stats().HandshakeFailures.TaskOwned
+	start := time.Now()
+	_, err := Dial(cfg, acker.Spec{Producers: 1, Tasks: 1})
+	if err == nil || !strings.Contains(err.Error(), "code task_owned") {
+		t.Fatalf("Dial beside a live owner: %v, want task_owned", err)
+	}
+	if d := time.Since(start); d < cfg.DialTimeout {
+		t.Errorf("Dial gave up after %v, within its dial timeout %v", d, cfg.DialTimeout)
+	}
+	if n := s.Stats().HandshakeFailures.TaskOwned - refusals; n < 2 {
+		t.Errorf("%d task_owned refusals in %v, want Dial's retries counted", n, cfg.DialTimeout)
 	}
 }
 
