@@ -26,7 +26,7 @@ import (
 func adminServer(t *testing.T, pendingRoots int) (*netio.Server, *netio.Client) {
 	t.Helper()
 	srv, err := netio.NewServer(netio.ServerConfig{Secret: []byte(secret), Tasks: 8, MaxConnPending: 1 << 20,
-		Shard: ackcore.Config{MaxPending: 1 << 20, Timeout: 20 * time.Second}})
+		Shard: ackcore.Config{MaxPending: 1 << 20, Timeout: 2 * time.Minute}}) // the pending roots outlive the test
 	if err != nil {
 		t.Fatal(err)
 	}
