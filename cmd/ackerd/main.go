@@ -103,7 +103,7 @@ flags to change.
 	withPprof := fs.Bool("pprof", false, "also serve /debug/pprof/ on the admin endpoint")
 	adminPublic := fs.Bool("admin-public", false, "allow an -admin address beyond loopback (\":9464\" is every interface): the endpoint has no authentication")
 	adminScan := fs.Duration("admin-scan", defaultScanInterval, "least time between two scans of the acker's tables for /pending and the status page (at least 250ms)")
-	showVersion := fs.Bool("version", false, "print the version (module, VCS revision and time, Go) and exit")
+	showVersion := fs.Bool("version", false, "print the version (module, VCS revision, its time and modified flag, Go) and exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
