@@ -2,11 +2,11 @@ module github.com/xorack/xorack/cmd/ackbench
 
 go 1.26.0
 
-require github.com/xorack/xorack v0.0.0-00010101000000-000000000000
+require github.com/xorack/xorack v0.0.0-20261203093748-d06afcb236d4
 
-require github.com/xorack/xorack/bench v0.0.0-00010101000000-000000000000
+require github.com/xorack/xorack/bench v0.0.0-20261203093748-d06afcb236d4
 
-require github.com/xorack/xorack/source/kafka v0.0.0-00010101000000-000000000000 // indirect
+require github.com/xorack/xorack/source/kafka v0.0.0-20261203093748-d06afcb236d4 // indirect
 
 require (
 	github.com/schollz/progressbar/v3 v3.19.1
@@ -39,7 +39,7 @@ require (
 	github.com/twmb/franz-go v1.22.3 // indirect
 	github.com/twmb/franz-go/pkg/kfake v0.0.0-20260918054303-01f206a7e32c // indirect
 	github.com/twmb/franz-go/pkg/kmsg v1.15.1 // indirect
-	github.com/xorack/xorack/source/jetstream v0.0.0-00010101000000-000000000000 // indirect
+	github.com/xorack/xorack/source/jetstream v0.0.0-20261203093748-d06afcb236d4 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/image v0.30.0 // indirect
 	golang.org/x/net v0.60.0 // indirect
@@ -51,11 +51,3 @@ require (
 	google.golang.org/grpc v1.85.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
-
-replace github.com/xorack/xorack => ../..
-
-replace github.com/xorack/xorack/bench => ../../bench
-
-replace github.com/xorack/xorack/source/kafka => ../../source/kafka
-
-replace github.com/xorack/xorack/source/jetstream => ../../source/jetstream
