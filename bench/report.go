@@ -500,8 +500,10 @@ var implDocs = map[Level]map[string]string{
 		"unacked": "the same word count at most once, no acker",
 	},
 	LevelSource: {
-		"kafka-acked":   "word count from an in-process Kafka topic, offsets committed past acked sentences",
-		"kafka-unacked": "the same at most once: each record marked done as it is emitted",
+		"kafka-acked":     "word count from an in-process Kafka topic, offsets committed past acked sentences",
+		"kafka-unacked":   "the same at most once: each record marked done as it is emitted",
+		srcBaseline:       "the same word count from the in-memory spout: the brokers' rows are divided by it",
+		"jetstream-acked": "word count from an embedded NATS JetStream stream, each message acked once its sentence is counted",
 	},
 	LevelFaults: {
 		"acked": "word count with injected fails, drops and a slow bolt, replayed until acked or dead",
