@@ -112,8 +112,9 @@
 // # Orphans at the bound
 //
 // Entries made without INIT (orphans) give way to INITs: an INIT, ACK or
-// RESET that needs a new entry at the bound evicts the oldest orphan,
-// found through a FIFO of orphan roots whose entries keep a tag in their
+// RESET that needs a new entry at the bound evicts the oldest orphan of
+// the owner holding the most (so a flood evicts its own), found through
+// a FIFO of orphan roots whose entries keep a tag in their
 // spare task bits, so that a stale root is never taken for a new orphan
 // of the same id (orphans.go). Each orphan also keeps its owner there,
 // the producer whose message made it (SetOwner, once per batch), and an

@@ -159,3 +159,125 @@ func TestOwnersValidate(t *testing.T) {
 	}()
 	s.SetOwner(2)
 }
+
+// TestOrphanShareKeepsOthers: at the bound, the orphan that gives way is
+// the flooder's own, oldest first, never another sender's while the
+// flooder holds more. Owner 0 has 600 live roots and 100 early ACKs
+// (ACKs that raced their INITs); owner 1 sends 5,000 ACKs for roots that
+// never come. All 100 early ACKs survive, and their trees complete when
+// their INITs arrive.
+func TestOrphanShareKeepsOthers(t *testing.T) {
+	for _, fold := range []ackcore.FoldMode{ackcore.FoldOff, ackcore.FoldOn} {
+		const bound, share = 1000, 500
+		clock := &ackcore.FakeClock{}
+		s, err := ackcore.NewShard(ackcore.Config{MaxPending: bound, Timeout: time.Minute, Clock: clock, Seed: 11, Fold: fold, Owners: 2, OrphanShare: share})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.SetOwner(0)
+		var msgs []ackcore.Msg
+		for r := uint64(1); r <= 600; r++ {
+			msgs = append(msgs, init1(r, 1, r))
+		}
+		for r := uint64(10_001); r <= 10_100; r++ { // early ACKs: edge r of root r
+			msgs = append(msgs, ack(r, r))
+		}
+		none(t, s.Apply(msgs, nil))
+		s.SetOwner(1)
+		msgs = msgs[:0]
+		for r := uint64(100_001); r <= 105_000; r++ {
+			msgs = append(msgs, ack(r, 1))
+		}
+		var refused int
+		for i := 0; i < len(msgs); i += 256 {
+			for _, o := range s.Apply(msgs[i:min(i+256, len(msgs))], nil) {
+				if o.Kind != ackcore.Refused {
+					t.Fatalf("fold %d: flood ACK answered %+v", fold, o)
+				}
+				refused++
+			}
+		}
+		if os := s.OwnerStats(0); os.Orphans != 100 {
+			t.Fatalf("fold %d: owner 0 keeps %d of its 100 early ACKs (%+v)", fold, os.Orphans, s.Stats())
+		}
+		st := s.Stats()
+		if st.OrphansEvicted == 0 || int(st.OrphansEvicted)+refused+s.OwnerStats(1).Orphans != 5000 {
+			t.Fatalf("fold %d: %d flood ACKs evicted, %d refused, %d held: %+v", fold, st.OrphansEvicted, refused, s.OwnerStats(1).Orphans, st)
+		}
+		// The INITs of the 100 early-ACKed roots (edges r and r+1): each
+		// adopts its orphan, and the last ACK completes it.
+		s.SetOwner(0)
+		msgs = msgs[:0]
+		for r := uint64(10_001); r <= 10_100; r++ {
+			msgs = append(msgs, init1(r, 2, r^(r+1)))
+		}
+		none(t, s.Apply(msgs, nil))
+		msgs = msgs[:0]
+		for r := uint64(10_001); r <= 10_100; r++ {
+			msgs = append(msgs, ack(r, r+1))
+		}
+		completed := 0
+		for _, o := range s.Apply(msgs, nil) {
+			if o.Kind == ackcore.Completed {
+				completed++
+			}
+		}
+		if completed != 100 {
+			t.Fatalf("fold %d: %d of the 100 early-ACKed trees completed", fold, completed)
+		}
+		if err := s.Verify(); err != nil {
+			t.Fatalf("fold %d: %v", fold, err)
+		}
+	}
+}
+
+// TestOrphanEvictionMostOver: with three owners holding orphans at the
+// bound, each eviction takes the oldest orphan of the owner holding the
+// most (the lowest such owner on a tie), so the counts level down from
+// the top: 10/20/30 orphans and 25 evictions leave 10/12/13, owners 1 and
+// 2 losing their oldest.
+func TestOrphanEvictionMostOver(t *testing.T) {
+	const bound = 100
+	s, err := ackcore.NewShard(ackcore.Config{MaxPending: bound, Seed: 12, Owners: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := []uint64{1000, 2000, 3000}
+	for o, n := range []int{10, 20, 30} { // owner 2's are the newest
+		s.SetOwner(o)
+		var msgs []ackcore.Msg
+		for i := range n {
+			msgs = append(msgs, ack(base[o]+uint64(i), 1))
+		}
+		none(t, s.Apply(msgs, nil))
+	}
+	s.SetOwner(0)
+	var msgs []ackcore.Msg
+	for r := uint64(1); r <= bound-60+25; r++ {
+		msgs = append(msgs, init1(r, 1, r))
+	}
+	none(t, s.Apply(msgs, nil))
+	for o, want := range []int{10, 12, 13} {
+		if n := s.OwnerStats(o).Orphans; n != want {
+			t.Fatalf("owner %d has %d orphans, want %d", o, n, want)
+		}
+	}
+	// Owner 2's first 17 went, 3017 on are kept: an ACK to a kept orphan
+	// finds its entry, one to an evicted root needs a new one, and at the
+	// bound that evicts again.
+	evicted := s.Stats().OrphansEvicted
+	s.SetOwner(2)
+	for _, c := range []struct {
+		root uint64
+		more uint64
+	}{{3017, 0}, {2008, 0}, {3016, 1}, {2007, 1}} {
+		none(t, s.Apply([]ackcore.Msg{ack(c.root, 1)}, nil))
+		if n := s.Stats().OrphansEvicted; n-evicted != c.more {
+			t.Fatalf("ACK to orphan %d: %d evictions, want %d", c.root, n-evicted, c.more)
+		}
+		evicted = s.Stats().OrphansEvicted
+	}
+	if err := s.Verify(); err != nil {
+		t.Fatal(err)
+	}
+}
