@@ -106,8 +106,8 @@ var tableCounters = []struct {
 
 // stallLine describes st in one line.
 func stallLine(st Stalls) string {
-	return fmt.Sprintf("%d threads spinning %.2f s each lost the CPU for >=10µs %.0f/s, >=100µs %.0f/s, >=1ms %.1f/s per thread, longest %s (no latency percentile beats these)",
-		st.Threads, st.Seconds, st.Over10us, st.Over100us, st.Over1ms, dur(&st.MaxNs))
+	return fmt.Sprintf("%d threads spinning %.2f s each lost the CPU for >=10µs %.0f/s, >=100µs %.0f/s, >=1ms %.1f/s per thread, longest %s, %.0f%% of their time (no latency percentile beats these)",
+		st.Threads, st.Seconds, st.Over10us, st.Over100us, st.Over1ms, dur(&st.MaxNs), 100*st.Lost)
 }
 
 // WriteTable writes rep as an aligned text table with a header describing
@@ -122,6 +122,12 @@ func WriteTable(w io.Writer, rep *Report) error {
 	if rep.Stalls.Threads > 0 {
 		fmt.Fprintf(&sb, "stalls:  %s\n", stallLine(rep.Stalls))
 	}
+	if rep.StallsEnd.Threads > 0 {
+		fmt.Fprintf(&sb, "  after: %s\n", stallLine(rep.StallsEnd))
+	}
+	if rep.Verdict != "" {
+		fmt.Fprintf(&sb, "verdict: %s\n", rep.Verdict)
+	}
 	fmt.Fprintf(&sb, "config:  %s\n\n", describe(c))
 	tw := tabwriter.NewWriter(&sb, 0, 0, 2, ' ', tabwriter.AlignRight)
 	twins := slices.ContainsFunc(rep.Rows, func(r Row) bool { return r.FaultFreeRatio > 0 })
@@ -133,7 +139,7 @@ func WriteTable(w io.Writer, rep *Report) error {
 		head = append(head, tc.head)
 	}
 	head = append(head, "GCs", "verified")
-	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
+	table := [][]string{head}
 	for i := range rep.Rows {
 		r := &rep.Rows[i]
 		ratio := perf.NA
@@ -167,10 +173,16 @@ func WriteTable(w io.Writer, rep *Report) error {
 			ok = "NO"
 		}
 		cells = append(cells, fmt.Sprint(r.GCCycles), ok)
+		table = append(table, cells)
+	}
+	for _, cells := range dropNA(table) {
 		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	for _, l := range implLines(rep.Rows) {
+		fmt.Fprintf(&sb, "  %s\n", l)
 	}
 	sb.WriteString("\n")
 	if ft := faultsTable(rep.Rows); len(ft) > 0 {
@@ -179,8 +191,37 @@ func WriteTable(w io.Writer, rep *Report) error {
 	for _, n := range notes(rep) {
 		fmt.Fprintf(&sb, "- %s\n", n)
 	}
+	if rep.Busy {
+		fmt.Fprintf(&sb, "\n%s\n", strings.ToUpper(VerdictBusy[:1])+VerdictBusy[1:])
+	}
 	_, err := io.WriteString(w, sb.String())
 	return err
+}
+
+// dropNA returns table (a header row, then rows) without the columns that
+// are n/a in every row.
+func dropNA(table [][]string) [][]string {
+	if len(table) < 2 {
+		return table
+	}
+	var keep []int
+	for c := range table[0] {
+		for _, row := range table[1:] {
+			if c < len(row) && row[c] != perf.NA {
+				keep = append(keep, c)
+				break
+			}
+		}
+	}
+	out := make([][]string, len(table))
+	for i, row := range table {
+		for _, c := range keep {
+			if c < len(row) {
+				out[i] = append(out[i], row[c])
+			}
+		}
+	}
+	return out
 }
 
 // notes explains the table's columns from what the rows say about

@@ -2,9 +2,9 @@ module github.com/xorack/xorack/bench
 
 go 1.26.0
 
-require github.com/xorack/xorack v0.0.0-00010101000000-000000000000
+require github.com/xorack/xorack v0.0.0-20261203093748-d06afcb236d4
 
-require github.com/xorack/xorack/source/kafka v0.0.0-00010101000000-000000000000
+require github.com/xorack/xorack/source/kafka v0.0.0-20261203093748-d06afcb236d4
 
 require (
 	github.com/HdrHistogram/hdrhistogram-go v1.4.0
@@ -36,9 +36,3 @@ require (
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
-
-replace github.com/xorack/xorack => ..
-
-replace github.com/xorack/xorack/source/kafka => ../source/kafka
-
-replace github.com/xorack/xorack/source/jetstream => ../source/jetstream

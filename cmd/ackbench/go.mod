@@ -2,11 +2,11 @@ module github.com/xorack/xorack/cmd/ackbench
 
 go 1.26.0
 
-require github.com/xorack/xorack v0.0.0-00010101000000-000000000000
+require github.com/xorack/xorack v0.0.0-20261203093748-d06afcb236d4
 
-require github.com/xorack/xorack/bench v0.0.0-00010101000000-000000000000
+require github.com/xorack/xorack/bench v0.0.0-20261203093748-d06afcb236d4
 
-require github.com/xorack/xorack/source/kafka v0.0.0-00010101000000-000000000000 // indirect
+require github.com/xorack/xorack/source/kafka v0.0.0-20261203093748-d06afcb236d4 // indirect
 
 require (
 	github.com/schollz/progressbar/v3 v3.19.1
@@ -40,11 +40,3 @@ require (
 	google.golang.org/grpc v1.85.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
-
-replace github.com/xorack/xorack => ../..
-
-replace github.com/xorack/xorack/bench => ../../bench
-
-replace github.com/xorack/xorack/source/kafka => ../../source/kafka
-
-replace github.com/xorack/xorack/source/jetstream => ../../source/jetstream
