@@ -158,16 +158,17 @@ func (s *Shard) verify() error {
 	// places the FIFO can hold share a tag (otherwise queueOrphan may
 	// drop a live root early, as orphans.go says).
 	if most := 2 * (s.maxPending + s.failReserve); most <= int(s.orphanQ.mask>>tagShift)+1 {
-		live := map[uint64]bool{}
+		// No two places share a tag, so a root's entry matches one place
+		// at most: the live places are distinct orphans.
+		live := 0
 		f := &s.orphanQ
-		for i := range f.n {
-			r := f.q[(f.head+i)%len(f.q)]
-			if _, ok := s.orphanSlot(r, f.tagOf(f.seq+uint64(i))); ok {
-				live[r] = true
+		for i := range uint64(f.n) {
+			if _, ok := s.orphanSlot(f.at(i)); ok {
+				live++
 			}
 		}
-		if len(live) < s.orphans {
-			return fmt.Errorf("ackcore: %d orphans, %d queued with their tags: some cannot give way", s.orphans, len(live))
+		if live < s.orphans {
+			return fmt.Errorf("ackcore: %d orphans, %d queued with their tags: some cannot give way", s.orphans, live)
 		}
 	}
 	if ext != s.extCount {
