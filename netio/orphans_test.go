@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/xorack/xorack/ackcore"
-	"github.com/xorack/xorack/acker"
 	"github.com/xorack/xorack/internal/invariants"
 )
 
@@ -27,23 +26,10 @@ func TestOrphanFlood(t *testing.T) {
 		t.Skip("tables of thousands of roots flooded by millions of messages: the invariant checks (O(table) an Apply) take minutes; the differential tests run them")
 	}
 	const bound = 1 << 12
-	s := startServer(t, func(c *ServerConfig) { c.Shard.MaxPending = bound })
-
-	// The second client connects first: with one connection there is no
-	// share but the acker's bound.
-	cfg := clientCfg(s.addr)
-	cfg.ID = 2
-	c, err := Dial(cfg, acker.Spec{Producers: 1, Tasks: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Stop()
+	s, c, rc := floodPair(t, bound)
 
 	// The flooder: frames of unknown-root ACKs, FAILs and RESETs, for as
 	// long as the trees run.
-	rc := rawDial(t, s.addr)
-	defer rc.Close()
-	rc.login(t, 1)
 	var stop atomic.Bool
 	var wg sync.WaitGroup
 	var flooded atomic.Int64
