@@ -24,7 +24,11 @@ import (
 // (one outcome) or reported by an error as not applied: accepted =
 // outcomes + reported, exactly. Stop names exactly the producers whose
 // calls reported messages not applied (their spans were open at the seal).
-func stopRaceRound(t *testing.T, producers, batch int, delay time.Duration, trySend bool) {
+//
+// The receiver takes with Run, or (waitUntil) with WaitUntil on a wake
+// channel that always fires, so that it gives up waiting as often as it
+// can: each time the last outcomes may land just as it does.
+func stopRaceRound(t *testing.T, producers, batch int, delay time.Duration, trySend, waitUntil bool) {
 	t.Helper()
 	a, err := acker.New(acker.Config{
 		Shards: 2, Spec: acker.Spec{Producers: producers, Tasks: 1}, Batch: batch, RingSize: 64,
@@ -39,13 +43,27 @@ func stopRaceRound(t *testing.T, producers, batch int, delay time.Duration, tryS
 	var outcomes atomic.Int64
 	recvDone := make(chan struct{})
 	go func() {
-		a.TaskReceiver(0).Run(func(o ackcore.Outcome) {
+		defer close(recvDone)
+		see := func(o ackcore.Outcome) {
 			if o.Kind != ackcore.Failed || o.Reason != ackcore.ReasonStopped {
 				t.Errorf("outcome %+v, want Failed{stopped}", o)
 			}
 			outcomes.Add(1)
-		})
-		close(recvDone)
+		}
+		rc := a.TaskReceiver(0)
+		if !waitUntil {
+			rc.Run(see)
+			return
+		}
+		fired := make(chan time.Time)
+		close(fired)
+		var buf []ackcore.Outcome
+		for ok := true; ok; {
+			buf, ok = rc.WaitUntil(buf[:0], fired)
+			for _, o := range buf {
+				see(o)
+			}
+		}
 	}()
 	accepted := make([]int64, producers)
 	reported := make([]int64, producers)
@@ -104,8 +122,8 @@ func stopRaceRound(t *testing.T, producers, batch int, delay time.Duration, tryS
 	}
 	got := outcomes.Load()
 	if got+rep != acc || int64(st.FailedStopped) != got {
-		t.Fatalf("producers %d batch %d delay %v trySend %v: accepted %d, outcomes %d + reported %d = %d (stats: INITs %d, FailedStopped %d)",
-			producers, batch, delay, trySend, acc, got, rep, got+rep, st.Inits, st.FailedStopped)
+		t.Fatalf("producers %d batch %d delay %v trySend %v waitUntil %v: accepted %d, outcomes %d + reported %d = %d (stats: INITs %d, FailedStopped %d)",
+			producers, batch, delay, trySend, waitUntil, acc, got, rep, got+rep, st.Inits, st.FailedStopped)
 	}
 	var named []int
 	var se *acker.StopError
@@ -157,7 +175,8 @@ func busyLoops(t *testing.T, n int, limit time.Duration) {
 }
 
 // TestStopRaceSend: Stop at random moments while 6 producers send, with
-// Batch 1 and 64, Send and TrySend, beside two busy processes that take
+// Batch 1 and 64, Send and TrySend, the receiver taking with Run and with
+// WaitUntil, beside two busy processes that take
 // the CPUs from the acker's goroutines at any instant: nothing accepted is
 // lost without a word, and no goroutine is left behind. 3,000 rounds (300
 // with -short), fewer if they pass the time bound (a minute, 15 s with
@@ -169,13 +188,15 @@ func TestStopRaceSend(t *testing.T) {
 		rounds, bound = 300, 15*time.Second
 	}
 	busyLoops(t, 2, bound+30*time.Second)
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("delays drawn with seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 2))
 	start := time.Now()
 	i := 0
 	for ; i < rounds && time.Since(start) < bound; i++ {
 		batch := []int{1, 64}[i%2]
 		delay := time.Duration(rng.IntN(2000)) * time.Microsecond
-		stopRaceRound(t, 6, batch, delay, i%4 >= 2)
+		stopRaceRound(t, 6, batch, delay, i%4 >= 2, i%8 >= 4)
 	}
 	t.Logf("%d rounds in %v beside 2 busy processes", i, time.Since(start).Round(time.Millisecond))
 }

@@ -127,6 +127,7 @@ type Spout struct {
 	stats         Stats
 	meta          []byte              // the done set being encoded, reused
 	ids           map[[16]byte]string // topic id to name, for OffsetFetch v10+
+	idsByName     map[string][16]byte // topic name to id, for OffsetCommit v10+
 	lastTruncLog  time.Time           // the last log of a done set that did not fit
 	lastConnLog   time.Time           // the last log of a broker connection error
 }
@@ -159,12 +160,13 @@ type Stats struct {
 	Paused   int    // gauge: partitions paused now
 	HeldBack int    // gauge: partitions whose fetching waits while their buffer drains (others are served first)
 
-	Assigned        uint64 // partitions assigned
-	Revoked         uint64 // partitions revoked (their done offsets committed first)
-	Lost            uint64 // partitions lost (no commit possible)
-	StartRaised     uint64 // assignments started at the spout's own committed offset, above the group's
-	DroppedInFlight uint64 // records in flight when their partition was revoked or lost
-	FetchErrors     uint64 // fetch errors reported by the client
+	Assigned          uint64 // partitions assigned
+	Revoked           uint64 // partitions revoked (their done offsets committed first)
+	RevokeUncommitted uint64 // done records of revoked partitions their revocation commit did not cover (the next owner replays them; logged)
+	Lost              uint64 // partitions lost (no commit possible)
+	StartRaised       uint64 // assignments started at the spout's own committed offset, above the group's
+	DroppedInFlight   uint64 // records in flight when their partition was revoked or lost
+	FetchErrors       uint64 // fetch errors reported by the client
 
 	ConnectErrors   uint64 // connections to a broker that failed (refused, timed out, TLS, SASL)
 	Disconnects     uint64 // broker connections that closed
