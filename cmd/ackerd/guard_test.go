@@ -18,6 +18,7 @@ import (
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
+	"github.com/xorack/xorack/internal/race"
 	"github.com/xorack/xorack/netio"
 )
 
@@ -46,7 +47,7 @@ func adminServer(t *testing.T, pendingRoots int) (*netio.Server, *netio.Client) 
 		_ = p.Send(ackcore.Msg{Root: uint64(i+1) << 32, Kind: ackcore.Init, Val: 1})
 	}
 	_ = p.Flush()
-	poll(t, 5*time.Second, "the roots to be pending", func() bool { return srv.Stats().Acker.Pending >= pendingRoots })
+	poll(t, 30*time.Second, "the roots to be pending", func() bool { return srv.Stats().Acker.Pending >= pendingRoots })
 	return srv, c
 }
 
@@ -133,7 +134,11 @@ func TestAdminScansFromSnapshot(t *testing.T) {
 // A machine so busy that the quiet rounds alone differ fourfold cannot
 // weigh a 5% cost: the test says so and skips the floor.
 func TestAdminCostsTheAckerNothing(t *testing.T) {
-	srv, c := adminServer(t, 300000) // a table to scan: milliseconds on the executor
+	pending := 300000 // a table to scan: milliseconds on the executor
+	if race.Enabled {
+		pending = 30000
+	}
+	srv, c := adminServer(t, pending)
 	web := httptest.NewServer(adminHandler(srv, adminOptions{ScanInterval: defaultScanInterval, Loopback: true}))
 	defer web.Close()
 	d := 500 * time.Millisecond
