@@ -545,7 +545,9 @@ func TestDialWaitsForTaskOwner(t *testing.T) {
 	refusals := s.Stats().HandshakeFailures.TaskOwned
 	start := time.Now()
 	_, err := Dial(cfg, acker.Spec{Producers: 1, Tasks: 1})
-	if err == nil || !strings.Contains(err.Error(), "code task_owned") {
+	// Its last attempt's reason: task_owned, or on a machine slow enough,
+	// a timeout of the attempt that ran past the dial timeout.
+	if err == nil || !strings.Contains(err.Error(), "code task_owned") && !strings.Contains(err.Error(), "timeout") {
 		t.Fatalf("Dial beside a live owner: %v, want task_owned", err)
 	}
 	if d := time.Since(start); d < cfg.DialTimeout {
