@@ -2,6 +2,7 @@ package netio
 
 import (
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"net"
 	"regexp"
@@ -831,6 +832,44 @@ func TestStopRace(t *testing.T) {
 			if n := int64(len(got)); n != accepted[p].Load() {
 				t.Fatalf("iteration %d, sender %d: %d INITs accepted, %d outcomes", it, p, accepted[p].Load(), n)
 			}
+		}
+	}
+}
+
+// TestSharesOff: ShareSlack at the table's size turns the shares off: a
+// connection's allocation binds nothing (its INITs take the reader's
+// fast path), and two connections may hold what the acker takes.
+func TestSharesOff(t *testing.T) {
+	const bound = 1 << 12
+	s := startServer(t, func(c *ServerConfig) { c.Shard.MaxPending = bound; c.ShareSlack = bound })
+	if sh := s.Share(); sh < math.MaxInt64/4 {
+		t.Fatalf("Share %d with the shares off", sh)
+	}
+	for i := range 2 {
+		cfg := clientCfg(s.addr)
+		cfg.TaskBase, cfg.ID = uint32(i), uint64(i+1)
+		c, err := Dial(cfg, acker.Spec{Producers: 1, Tasks: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Stop()
+		p := c.Sender(0)
+		for r := range 3 * bound / 4 {
+			_ = p.Send(ackcore.Msg{Root: uint64(r+1)<<8 | uint64(i), Kind: ackcore.Init, Val: 1})
+		}
+		_ = p.Flush()
+	}
+	// Every INIT held or refused by the acker at its bound.
+	waitFor(t, 5*time.Second, "the INITs to be taken", func() bool {
+		st := s.Stats()
+		return st.Acker.Inits >= 3*bound/2 && int64(st.Acker.Pending)+int64(st.Acker.FailedFull) >= 3*bound/2
+	})
+	if st := s.Stats(); st.InitsRefused != 0 || st.Acker.FailedFull == 0 {
+		t.Errorf("shares off: %d refused by the server, %d by the acker, want 0 and the acker's bound", st.InitsRefused, st.Acker.FailedFull)
+	}
+	for _, cs := range s.Conns() {
+		if cs.Alloc < math.MaxInt64/4 {
+			t.Errorf("client %#x: Alloc %d with the shares off", cs.ClientID, cs.Alloc)
 		}
 	}
 }

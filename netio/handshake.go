@@ -126,6 +126,7 @@ func (c *sconn) claim() error {
 	if n > 0 {
 		c.owner = true
 		s.addOwners(1)
+		c.ownsTasks()
 	}
 	for _, r := range c.tasks {
 		for t := r.First; t < r.First+r.Count; t++ {

@@ -99,6 +99,15 @@ func (s *Server) spread() int64 {
 	return int64(s.cfg.Shards) * 4 * int64(math.Sqrt(float64(s.cfg.Shard.MaxPending)))
 }
 
+// ownsTasks marks c, which owns a task, as drawing on the table (claim, on
+// c's reader goroutine): it starts with nothing allocated, and draws as
+// its INITs come; with the shares off, its allocation binds nothing.
+func (c *sconn) ownsTasks() {
+	if c.s.sharesOff {
+		c.alloc.Store(math.MaxInt64 / 2)
+	}
+}
+
 // draw takes up to want from the pool, keeping keep there, and returns
 // what it took.
 func (s *Server) draw(want, keep int64) int64 {
