@@ -29,8 +29,10 @@ const (
 // Check returns why rep fails the performance gate, one line per reason,
 // or nothing: any row that failed verification; at core level, any
 // (shape, window) where xorack's fault-free msgs/s is below floor times
-// gomap's, or where either row is missing; and any xorack fault row that
-// FaultFloor holds whose msgs/s is below FaultFloor times its twin's.
+// gomap's, or where either row is missing; any xorack fault row that
+// FaultFloor holds whose msgs/s is below FaultFloor times its twin's; and
+// a source-level kafka-acked row below SourceFloor times the in-memory
+// spout's records/s of the same run.
 func Check(rep *Report, floor float64) []string {
 	var bad []string
 	for _, r := range rep.Rows {
@@ -39,6 +41,9 @@ func Check(rep *Report, floor float64) []string {
 		}
 		if r.Impl == Reference && r.FaultFreeRatio > 0 && r.DropRate == 0 && r.FailRate <= FaultFloorRate && r.FaultFreeRatio < FaultFloor {
 			bad = append(bad, fmt.Sprintf("%s: %.2fx its fault-free twin's msgs/s (floor %.1fx)", r.Name(), r.FaultFreeRatio, FaultFloor))
+		}
+		if r.Level == LevelSource && r.Impl == "kafka-acked" && r.BaselineRatio > 0 && r.BaselineRatio < SourceFloor {
+			bad = append(bad, fmt.Sprintf("%s: %.2fx the in-memory spout's records/s in the same run (floor %.1fx)", r.Name(), r.BaselineRatio, SourceFloor))
 		}
 	}
 	type key struct {

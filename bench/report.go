@@ -134,6 +134,10 @@ type Row struct {
 	// impl, level and window run fault-free beside it: the median of the
 	// ratios of their reps, which take turns (core, pipeline).
 	FaultFreeRatio float64 `json:"fault_free_ratio,omitempty"`
+	// BaselineRatio, on a source row fed by a broker, is its records/s
+	// over the in-memory spout's sentences/s (impl memory-acked) in the
+	// same run: the source's cost beside a fixed baseline.
+	BaselineRatio  float64 `json:"baseline_ratio,omitempty"`
 	OrphansEvicted uint64  `json:"orphans_evicted"`
 	OrphansDrained uint64  `json:"orphans_drained"` // drains their trees' last ACKs emptied (fail runs without FailBare)
 	FailsDropped   uint64  `json:"fails_dropped"`
@@ -496,8 +500,10 @@ var implDocs = map[Level]map[string]string{
 		"unacked": "the same word count at most once, no acker",
 	},
 	LevelSource: {
-		"kafka-acked":   "word count from an in-process Kafka topic, offsets committed past acked sentences",
-		"kafka-unacked": "the same at most once: each record marked done as it is emitted",
+		"kafka-acked":     "word count from an in-process Kafka topic, offsets committed past acked sentences",
+		"kafka-unacked":   "the same at most once: each record marked done as it is emitted",
+		srcBaseline:       "the same word count from the in-memory spout: the brokers' rows are divided by it",
+		"jetstream-acked": "word count from an embedded NATS JetStream stream, each message acked once its sentence is counted",
 	},
 	LevelFaults: {
 		"acked": "word count with injected fails, drops and a slow bolt, replayed until acked or dead",

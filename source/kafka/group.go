@@ -44,6 +44,7 @@ func (s *Spout) onAssigned(_ context.Context, _ *kgo.Client, assigned map[string
 				continue
 			}
 			p.owned = true
+			p.dryAt, p.caughtUp, p.fed = time.Now(), false, false
 			s.active = append(s.active, p)
 			s.stats.Assigned++
 		}
@@ -320,6 +321,7 @@ func (s *Spout) release(cl *kgo.Client, p *partition) {
 		cl.ResumeFetchPartitions(map[string][]int32{p.topic: {p.partition}})
 	}
 	p.clearBuf()
+	p.dryAt = time.Time{}
 	p.skip = offsets.DoneSet{}
 	s.stats.DroppedInFlight += uint64(p.tr.Pending())
 	p.tr.Revoke()
