@@ -262,6 +262,9 @@ func notes(rep *Report) []string {
 			add(fmt.Sprintf("fault runs and their twins: acker clock advances %d ns per message emitted; timeout %v of stream time", streamNsPerMsg, time.Duration(r.TimeoutNs)))
 		}
 	}
+	for _, n := range netSummary(rep.Rows) {
+		add(n)
+	}
 	for _, n := range rep.Notes {
 		add(n)
 	}
