@@ -30,6 +30,11 @@ import (
 // share one home, and a run of k such roots costs O(k) per message. The
 // default keys come from crypto/rand, per shard; Config.Seed (tests,
 // benchmarks) derives them from a fixed number instead.
+//
+// The same hash, under keys of its own, routes roots to shards (package
+// acker, through Hash): one function for every place a root id is spread,
+// so that what holds for the table's homes (structured ids scatter under
+// every key) holds for the shards too.
 
 // keys are the three words mix is keyed with.
 type keys struct{ k1, k2, k3 uint64 }
@@ -57,4 +62,24 @@ func newKeys(seed uint64) keys {
 	k.k2 |= 1
 	k.k3 |= 1
 	return k
+}
+
+// Hash is the keyed root hash (mix), for spreading roots outside a shard's
+// table: package acker routes roots to shards with it. Immutable after
+// NewHash; safe for concurrent use.
+type Hash struct{ k keys }
+
+// NewHash returns the hash keyed from seed as a shard's table is (seed 0:
+// keys from crypto/rand). Two users of one seed hash alike: give each its
+// own (acker derives the router's seed from its Seed, not the shards').
+func NewHash(seed uint64) Hash { return Hash{newKeys(seed)} }
+
+// Sum is root's 64-bit hash.
+func (h *Hash) Sum(root uint64) uint64 { return mix(root, &h.k) }
+
+// Range maps root to [0, n): the high word of Sum(root) × n (Lemire's fast
+// range reduction, as the table finds a home: no division, any n).
+func (h *Hash) Range(root, n uint64) uint64 {
+	r, _ := bits.Mul64(mix(root, &h.k), n)
+	return r
 }

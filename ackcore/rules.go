@@ -225,10 +225,15 @@ func (s *Shard) step(c *cur, m *Msg, out []Outcome) []Outcome {
 		// removes (rule 3 of docs/semantics.md). Without a val, with
 		// nothing owed, or with its owner at its orphan share, the entry
 		// goes.
+		// The drain is a new entry, as if the tree's entry had ended and
+		// an orphan begun: made now (so that store counts it against the
+		// current owner and queues it, in a folded chunk at this message's
+		// place, whatever the group did before it).
 		if c.val ^= m.Val; m.Val == 0 || c.val == 0 || s.ownerFull() {
 			s.kill(c)
 		} else {
 			c.word = flagTomb
+			c.made, c.madeIdx = true, s.msgIdx
 			s.begin(c, s.nowStart(), s.defNs)
 		}
 		return append(out, Outcome{Root: m.Root, Task: task, Kind: Failed, Reason: ReasonExplicit, Latency: lat})

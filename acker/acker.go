@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/xorack/xorack/internal/splitmix"
+	"log/slog"
 	"runtime"
 	"slices"
 	"sync"
@@ -31,12 +32,20 @@ type Acker struct {
 	recvOf    []uint32    // recvOf[t]: task t's receiver
 	epoch     time.Time   // New's time: receivers' take times count from it
 
-	mu       sync.Mutex // guards plan, started, stopped
+	mu       sync.Mutex // guards plan, started, stopped, stopDone
 	plan     affinity.Assignment
 	baseNote string // the CPU assignment's own note, immutable after New
 	started  bool
 	stopped  bool
 	wg       sync.WaitGroup
+	log      *slog.Logger // Config.Logger or slog.Default(); immutable after New
+
+	// running is set by Start, once; producers look at it on their first
+	// send. stopDone is closed when the first Stop returns, stopErr
+	// (written before) is its error.
+	running  atomic.Bool
+	stopDone chan struct{}
+	stopErr  error
 
 	oldMu sync.Mutex // serialises OldestPending
 
@@ -88,7 +97,10 @@ func New(cfg Config) (*Acker, error) {
 	if cfg.Idle != nil {
 		idle, execIdle = *cfg.Idle, *cfg.Idle
 	}
-	a := &Acker{cfg: cfg, foot: foot, recvOf: recvOf, epoch: time.Now()}
+	a := &Acker{cfg: cfg, foot: foot, recvOf: recvOf, epoch: time.Now(), log: cfg.Logger}
+	if a.log == nil {
+		a.log = slog.Default()
+	}
 	a.orphanShare.Store(int64(cfg.Shard.OrphanShare))
 	a.recvs = make([]*Receiver, cfg.Receivers)
 	for r := range a.recvs {
@@ -118,8 +130,9 @@ func New(cfg Config) (*Acker, error) {
 	route := newRouter(cfg.Seed, cfg.Shards)
 	a.producers = make([]*Producer, cfg.Producers)
 	for p := range a.producers {
-		pr := &Producer{tasks: uint32(cfg.Tasks), route: route, batch: cfg.Batch, recvOf: recvOf, idle: idle,
-			spans: make([][]ackcore.Msg, cfg.Shards), fill: make([]int, cfg.Shards)}
+		pr := &Producer{tasks: uint32(cfg.Tasks), route: route, batch: cfg.Batch, recvOf: recvOf, idle: idle, id: p,
+			running: &a.running, spans: make([][]ackcore.Msg, cfg.Shards), fill: make([]int, cfg.Shards),
+			done: make([]uint64, cfg.Shards), open: make([]atomic.Uint64, cfg.Shards)}
 		for _, e := range a.execs {
 			pr.rings = append(pr.rings, e.in.Producer(p))
 			pr.gates = append(pr.gates, e.gate)
@@ -253,6 +266,7 @@ func (a *Acker) Start() error {
 		return errors.New("acker: Start called twice, or after Stop")
 	}
 	a.started = true
+	a.running.Store(true)
 	a.plan.Note = joinNote(a.baseNote, a.oversubscribed()) // GOMAXPROCS may have changed since New
 	full := len(a.execs)+len(a.producers) >= runtime.GOMAXPROCS(0)
 	for i, e := range a.execs {
@@ -272,35 +286,6 @@ func (a *Acker) Start() error {
 		}()
 	}
 	return nil
-}
-
-// Stop stops the acker gracefully. Call it after the producers' last
-// Flush: a Flush racing with Stop may find the rings closed (and say so).
-// Producers' further sends fail with ErrClosed (a Send waiting for a
-// held-back receiver returns it too), every message already sent is
-// applied, every root still pending with an INIT is reported
-// Failed{stopped} to its receiver (so it can be replayed), and the
-// executors exit. Stop waits for the receivers to take those outcomes, so
-// something must keep taking from them while it runs: call Stop from a
-// goroutine other than the ones that poll, and have those poll until Wait
-// returns false. Stop returns the final exact counters.
-func (a *Acker) Stop() ackcore.Stats {
-	a.mu.Lock()
-	if a.stopped {
-		a.mu.Unlock()
-		return a.Stats()
-	}
-	a.stopped = true
-	a.mu.Unlock()
-	for _, e := range a.execs {
-		e.in.Close()
-		e.gate.close()
-	}
-	a.wg.Wait()
-	for _, r := range a.recvs {
-		r.in.Close()
-	}
-	return a.Stats()
 }
 
 // Stats aggregates the shards' counters. While running, each shard's part

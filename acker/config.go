@@ -3,8 +3,10 @@ package acker
 import (
 	"fmt"
 	"github.com/xorack/xorack/internal/bytesize"
+	"log/slog"
 	"math/bits"
 	"runtime"
+	"time"
 	"unsafe"
 
 	"github.com/xorack/xorack/ackcore"
@@ -81,6 +83,14 @@ type Config struct {
 	// outnumber the processors passes a shorter one (ring.DefaultIdle):
 	// a spinning executor takes their CPU.
 	Idle *ring.Idle
+	// StopTimeout is how long Stop waits for the receivers to take the
+	// outcomes of the roots it reports before it drops the rest and logs
+	// which receivers lost how many (StopContext takes its deadline from
+	// its context instead). 0 means DefaultStopTimeout.
+	StopTimeout time.Duration
+	// Logger gets Stop's lines: the receivers it waits for, every second,
+	// and its error. nil means slog.Default().
+	Logger *slog.Logger
 }
 
 // DefaultSpins is DefaultIdle's spin count. A look at the rings costs
@@ -195,6 +205,9 @@ func (c *Config) fill() (Footprint, error) {
 	if c.MaxBytes == 0 {
 		c.MaxBytes = DefaultMaxBytes
 	}
+	if c.StopTimeout == 0 {
+		c.StopTimeout = DefaultStopTimeout
+	}
 	if _, _, err := c.Spec.Check(); err != nil {
 		return Footprint{}, err
 	}
@@ -218,6 +231,8 @@ func (c *Config) fill() (Footprint, error) {
 		return Footprint{}, fmt.Errorf("acker: Batch %d out of range [1, RingSize %d]", c.Batch, c.RingSize)
 	case c.MaxBytes < 0:
 		return Footprint{}, fmt.Errorf("acker: MaxBytes %d is negative (0: DefaultMaxBytes)", c.MaxBytes)
+	case c.StopTimeout < 0:
+		return Footprint{}, fmt.Errorf("acker: StopTimeout %v is negative (0: DefaultStopTimeout %v)", c.StopTimeout, DefaultStopTimeout)
 	}
 	c.Shard.Owners = c.Producers // each producer owns its orphans (Shard, ackcore.Config.Owners)
 	if err := c.Shard.Validate(); err != nil {

@@ -1,8 +1,35 @@
-// Package acker is xorack's sharded, concurrent acker: N single-writer
-// ackcore.Shards, each owned by one executor goroutine (pinned to a CPU
-// when asked), fed by SPSC rings from the goroutines that emit and ack,
-// reporting outcomes into SPSC rings read by the spout executors. No locks
-// and no shared writes on the message path.
+// Package acker is xorack's embeddable at-least-once acker (Apache
+// Storm's XOR acker), sharded and concurrent. A spout announces each root
+// with the XOR of the edge ids it emitted; bolts ack edges; the root's
+// receiver learns whether its tree completed or failed.
+//
+//	a, err := acker.New(acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 1},
+//		Shard: ackcore.Config{MaxPending: 1 << 16}})
+//	if err != nil {
+//		return err
+//	}
+//	a.Start()
+//	p := a.Producer(0) // one per goroutine that emits or acks
+//	root, e1, e2 := acker.EdgeID(), acker.EdgeID(), acker.EdgeID()
+//	p.Send(ackcore.Msg{Root: root, Kind: ackcore.Init, Val: e1 ^ e2}) // the spout emitted two tuples
+//	p.Send(ackcore.Msg{Root: root, Kind: ackcore.Ack, Val: e1})        // a bolt acked each
+//	p.Send(ackcore.Msg{Root: root, Kind: ackcore.Ack, Val: e2})
+//	p.Flush()                          // Send stages, Flush publishes
+//	outs, _ := a.Receiver(0).Wait(nil) // outs[0]: Completed, or Failed{reason}
+//	// On Failed, replay the message: a replay is a new root (a fresh EdgeID).
+//	st, err := a.StopContext(ctx) // its error names whatever it could not deliver
+//
+// Every call that cannot do its part says so: Send before Start, after
+// Stop or with a malformed message returns an error; messages staged and
+// never flushed are named by Stop and counted by the producer's next call
+// (NotAppliedError); Stop waits for the receivers at most until its
+// deadline, then names the receivers that did not take their outcomes
+// (StopError). The design follows.
+//
+// N single-writer ackcore.Shards, each owned by one executor goroutine
+// (pinned to a CPU when asked), are fed by SPSC rings from the goroutines
+// that emit and ack, and report outcomes into SPSC rings read by the spout
+// executors. No locks and no shared writes on the message path.
 //
 // An engine talks to it through Port (Sender, Inbox, Stop), so that a
 // remote acker can stand in for the in-process one: *Acker is a Port, and
@@ -21,11 +48,13 @@
 //	producer 1 ─┼─ ring ─▶ executor 1 (shard 1) ─┼─ ring ─▶ receiver 1
 //	   ...      └─ ...                           └─ held queue (per receiver, when its ring is full)
 //
-// Routing. Each root belongs to one shard: a keyed hash of the root
-// (the 128-bit product of root^k1 and k2, its halves XORed, then reduced
-// to [0, Shards) by a multiply), with keys drawn from crypto/rand in New
-// unless Config.Seed sets them. Structured ids (counters, i<<16,
-// timestamps, offset<<16|partition) spread as evenly as random ones, and
+// Routing. Each root belongs to one shard: the shard tables' own keyed
+// hash (ackcore.Hash: the 128-bit product of root^k1 and k2, its halves
+// XORed, times k3), under keys of the router's own, reduced to [0,
+// Shards) by a multiply, with keys drawn from crypto/rand in New unless
+// Config.Seed sets them. Structured ids (counters, i<<16, timestamps,
+// offset<<16|partition) spread as evenly as random ones (the fullest of
+// 2 to 64 shards within 1.2x the mean under every seed tried), and
 // without the keys no one can choose ids that land on one shard.
 //
 // Messages. Producer p owns one SPSC ring into every shard (RingSize
@@ -88,8 +117,8 @@
 //
 // A Producer belongs to one goroutine, and so does a Receiver (the
 // goroutine that takes from it); the executors own their shards. Stats,
-// ReceiverStats, OldestPending, Plan, Footprint and Stop may be called from
-// any goroutine.
+// ReceiverStats, OldestPending, Plan, Footprint, Stop and StopContext may
+// be called from any goroutine.
 //
 // Who writes what. Ring indices: as in package ring (the producer its
 // tail, the consumer its head). A shard's hold-back flags (gate) and its
@@ -122,8 +151,24 @@
 // level; the figures are in this file's git history). Plan's Note says,
 // from New on, when executors and producers alone outnumber GOMAXPROCS
 // ("oversubscribed: ..."). Stop reports the roots still pending to their
-// receivers and waits for them to be taken: call it from a goroutine other
-// than the pollers, and poll until Wait returns false.
+// receivers and waits for them to be taken (until StopContext's deadline,
+// or Config.StopTimeout for Stop, logging every second who holds how
+// many): call it from a goroutine other than the pollers, and poll until
+// Wait returns false.
+//
+// Stopping. Stop seals every producer ring (a publish either lands before
+// the seal and is applied, or is refused and the producer counts it) and
+// the executors drain their rings to empty. A producer reserves a span
+// once per Batch messages and, only then, writes open[s] (the count it has
+// published into shard s, plus one) before it looks for the seal; Stop,
+// once the executors exit, finds a span still unpublished where shard s
+// applied exactly that count of the producer's messages, and names the
+// producer (UnflushedProducer). The count of staged messages stays with
+// the producer (publishing it per message would cost every Send an atomic
+// store): its next call returns it in a NotAppliedError. So every message
+// a send accepted is applied (one outcome, for an INIT) or reported by its
+// producer, exactly (TestStopRaceSend holds accepted = outcomes + reported
+// over thousands of rounds beside two busy processes).
 //
 // Scaling. A producer stages into one span per shard, so with S shards a
 // producer that flushes every k messages publishes up to S spans of about
@@ -166,7 +211,11 @@
 //     state (TestHotPathAllocs).
 //   - Out-of-range handles (Producer(i), Receiver(r), TaskReceiver(t),
 //     ReceiverOf(t)) are programmer errors: they panic, naming the index
-//     and the range. Everything from a configuration returns an error.
+//     and the range. Everything from a configuration returns an error, and
+//     so does every malformed message, at the call.
+//   - Every message a send accepted is applied or reported not applied
+//     by its producer (NotAppliedError); every outcome is delivered or
+//     counted dropped (StopError, ReceiverStats.Dropped).
 //
 // The contract the shards keep (completion, timeouts, failures, the
 // pending bound) is in docs/semantics.md.

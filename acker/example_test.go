@@ -1,9 +1,11 @@
 package acker_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"runtime"
+	"time"
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
@@ -122,8 +124,9 @@ func ExampleAcker_ReceiverStats() {
 	// held back: true backlog ≥ 32: true taken: 0
 }
 
-// A producer whose staged messages were still unpublished when the acker
-// stopped is told how many: none is lost without a word.
+// A producer that sent without a Flush is named by Stop, and its next
+// call says how many of its messages were not applied: none is lost
+// without a word.
 func ExampleNotAppliedError() {
 	a, err := acker.New(acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 1}, Batch: 64, Shard: ackcore.Config{MaxPending: 100}})
 	if err != nil {
@@ -137,10 +140,72 @@ func ExampleNotAppliedError() {
 		_ = p.Send(ackcore.Msg{Root: r, Kind: ackcore.Init, Val: r}) // staged: Batch 64 not reached
 	}
 	go a.TaskReceiver(0).Run(func(ackcore.Outcome) {})
-	a.Stop()
+	_, err = a.StopContext(context.Background())
+	fmt.Println(err)
 	err = p.Flush()
 	var na *acker.NotAppliedError
 	fmt.Println(errors.As(err, &na), na.N, errors.Is(err, acker.ErrClosed))
 	// Output:
+	// acker: Stop: staged, never flushed, not applied: producer 0 in shards [0] (each one's next call says how many)
 	// true 3 true
+}
+
+// StopContext gives up on a receiver nobody polls at its deadline, and
+// names it with the outcomes it lost.
+func ExampleAcker_StopContext() {
+	a, err := acker.New(acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 1}, OutcomeRingSize: 16,
+		Shard: ackcore.Config{MaxPending: 1024}})
+	if err != nil {
+		panic(err)
+	}
+	if err := a.Start(); err != nil {
+		panic(err)
+	}
+	p := a.Producer(0)
+	for r := uint64(1); r <= 100; r++ {
+		_ = p.Send(ackcore.Msg{Root: r, Kind: ackcore.Init, Val: r}) // pending until Stop
+	}
+	_ = p.Flush() // published: Stop applies them all before it reports them
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	st, err := a.StopContext(ctx) // nobody polls receiver 0
+	fmt.Println(st.FailedStopped, errors.Is(err, context.DeadlineExceeded))
+	fmt.Println(err)
+	// Output:
+	// 100 true
+	// acker: Stop: context deadline exceeded: outcomes not taken: receiver 0 dropped 84 (16 left in its rings)
+}
+
+// EdgeID makes the ids of roots and edges: random, never 0. A replay is a
+// new root, with a new id.
+func ExampleEdgeID() {
+	a, err := acker.New(acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 1}, Shard: ackcore.Config{MaxPending: 1024}})
+	if err != nil {
+		panic(err)
+	}
+	if err := a.Start(); err != nil {
+		panic(err)
+	}
+	p, in := a.Producer(0), a.Receiver(0)
+	emit := func() uint64 { // a spout emits one tuple; a bolt fails it
+		root, edge := acker.EdgeID(), acker.EdgeID()
+		_ = p.Send(ackcore.Msg{Root: root, Kind: ackcore.Init, Val: edge})
+		_ = p.Send(ackcore.Msg{Root: root, Kind: ackcore.Fail})
+		_ = p.Flush()
+		return root
+	}
+	first := emit()
+	outs, _ := in.Wait(nil)
+	fmt.Println(outs[0].Kind, outs[0].Reason)
+	replay := emit() // the replay: a fresh root id
+	fmt.Println(replay != first && replay != 0)
+	outs, _ = in.Wait(outs[:0])
+	fmt.Println(outs[0].Root == replay)
+	_, err = a.StopContext(context.Background())
+	fmt.Println(err)
+	// Output:
+	// failed explicit
+	// true
+	// true
+	// <nil>
 }

@@ -81,6 +81,14 @@ type executor struct {
 	refused     []atomic.Uint64
 	lastRefused uint64
 
+	// applied[p] is the messages of producer p drained from its ring;
+	// dropped[r] is the outcomes for receiver r dropped because its ring
+	// was closed (Stop past its deadline). Written by the executor, read
+	// after it exits (Stop, after Acker.wg.Wait) or, dropped, atomically
+	// by ReceiverStats.
+	applied []uint64
+	dropped []atomic.Int64
+
 	reqs chan oldestReq // OldestPending requests, served at ticks
 	done chan struct{}  // closed when run returns
 
@@ -111,6 +119,8 @@ func newExecutor(i int, cfg *Config, recvOf []uint32, idle ring.Idle) *executor 
 		backlog: cfg.Backlog,
 		gate:    newGate(r),
 		heldN:   make([]atomic.Int64, r),
+		applied: make([]uint64, cfg.Producers),
+		dropped: make([]atomic.Int64, r),
 		holders: make([]*atomic.Int32, r),
 		reqs:    make(chan oldestReq),
 		refused: make([]atomic.Uint64, cfg.Producers),
@@ -146,6 +156,7 @@ func (e *executor) run(cpu int, pinErr func(error)) {
 		if stale {
 			e.coarse.now, stale = e.clock.Now(), false
 		}
+		e.applied[p] += uint64(len(items))
 		e.shard.SetOwner(p) // orphans count against their producer (ackcore.Shard.SetOwner)
 		e.out = e.shard.Apply(items, e.out)
 		if len(e.out) >= routeChunk {
@@ -353,7 +364,8 @@ func (e *executor) flushHeld() {
 
 // flushHeldWait moves every held outcome into its receiver's ring, waiting
 // for each receiver to make room (Stop). A receiver whose ring is closed
-// takes nothing more: its outcomes are dropped.
+// (Stop's deadline passed) takes nothing more: its outcomes are dropped,
+// counted in dropped.
 func (e *executor) flushHeldWait() {
 	for _, r := range e.waiting {
 		q, ring := &e.q[r], e.outs[r]
@@ -362,6 +374,7 @@ func (e *executor) flushHeldWait() {
 			k := ring.PushBatch(f)
 			if k == 0 {
 				if !ring.Push(f[0]) {
+					e.dropped[r].Add(int64(q.n))
 					for q.n > 0 { // closed: nobody will read
 						q.pop(len(q.front()), &e.pool)
 					}

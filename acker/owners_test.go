@@ -4,6 +4,7 @@ import (
 	"github.com/xorack/xorack/internal/splitmix"
 	"math/rand/v2"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -55,27 +56,53 @@ func TestOrphanShareFlood(t *testing.T) {
 	spout, bolt, flood := a.Producer(0), a.Producer(1), a.Producer(2)
 	stop := make(chan struct{})
 	flooded := make(chan int)
+	// The flood sends and flushes batches of 256 under floodMu, counting
+	// its ACKs (floodAcks), so that the test can pause it between batches
+	// and know how many ACKs the shard has been sent.
+	var floodMu sync.Mutex
+	floodAcks := 0
 	go func() {
 		n := 0
 		rng := rand.New(rand.NewPCG(5, 6))
 		for {
 			select {
 			case <-stop:
-				flood.Flush()
 				flooded <- n
 				return
 			default:
 			}
+			floodMu.Lock()
 			for range 256 {
 				kind := []ackcore.Kind{ackcore.Ack, ackcore.Fail, ackcore.Reset}[rng.IntN(3)]
 				if err := flood.Send(ackcore.Msg{Root: rng.Uint64() | 1, Kind: kind, Val: rng.Uint64() | 1}); err != nil {
 					t.Error(err)
 				}
+				if kind == ackcore.Ack {
+					floodAcks++
+				}
 				n++
 			}
-			flood.Flush()
+			if err := flood.Flush(); err != nil {
+				t.Error(err)
+			}
+			floodMu.Unlock()
 		}
 	}()
+	// earlyApplied waits until the shard has applied every ACK sent so
+	// far (Stats, published at ticks, counts refused ones too), the flood
+	// paused meanwhile: the bolt's early ACKs are then in the shard before
+	// their INITs are sent.
+	acks := 0 // the bolt's and the spout's
+	earlyApplied := func() {
+		floodMu.Lock()
+		defer floodMu.Unlock()
+		want := uint64(acks + floodAcks)
+		for deadline := time.Now().Add(5 * time.Second); a.Stats().Acks < want; runtime.Gosched() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d of %d ACKs applied in 5 s", a.Stats().Acks, want)
+			}
+		}
+	}
 	rng := rand.New(rand.NewPCG(7, 8))
 	for base := 0; base < roots; base += window {
 		var inits []ackcore.Msg
@@ -91,10 +118,12 @@ func TestOrphanShareFlood(t *testing.T) {
 		if err := bolt.Flush(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(50 * time.Microsecond) // the early ACKs reach the shard first, mostly
+		acks += window
+		earlyApplied()
 		if err := spout.SendBatch(inits); err != nil {
 			t.Fatal(err)
 		}
+		acks += window
 		if err := spout.Flush(); err != nil {
 			t.Fatal(err)
 		}

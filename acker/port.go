@@ -19,10 +19,11 @@ type Port interface {
 	Inbox(r int) Inbox
 	// Stop stops the acker: sends fail from now on, and every root still
 	// pending with an INIT is reported Failed to its inbox. Stop may wait
-	// for the inboxes to take those outcomes (*Acker does; a remote
-	// acker's client need not), so call it from a goroutine other than
-	// their readers; either way an inbox's Wait says ok=false only once
-	// its last outcome was taken. It returns the final counters.
+	// for the inboxes to take those outcomes (*Acker does, at most
+	// Config.StopTimeout; a remote acker's client need not), so call it
+	// from a goroutine other than their readers; either way an inbox's
+	// Wait says ok=false only once its last outcome was taken. It returns
+	// the final counters.
 	Stop() ackcore.Stats
 }
 

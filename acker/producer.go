@@ -1,12 +1,19 @@
 package acker
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
+	"sync/atomic"
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/ring"
 )
+
+// ErrNotStarted is returned by a producer's Send, TrySend and SendBatch
+// before Start: nothing would take the message, and a Send would
+// eventually wait for a ring that never drains.
+var ErrNotStarted = errors.New("acker: send before Start (call Acker.Start first)")
 
 // Producer sends messages to the shards. It stages messages in place in
 // each shard's ring and publishes a shard's staged span when it fills
@@ -16,6 +23,7 @@ type Producer struct {
 	rings  []*ring.SPSC[ackcore.Msg] // rings[s]: this producer's ring into shard s
 	spans  [][]ackcore.Msg           // reserved, partly filled span per shard
 	fill   []int                     // messages staged in spans[s]
+	done   []uint64                  // messages published into shard s (committed before the seal)
 	gates  []*gate                   // gates[s]: shard s's hold-back flags
 	recvOf []uint32                  // task -> receiver, shared and immutable
 	route  router
@@ -23,6 +31,18 @@ type Producer struct {
 	batch  int
 	idle   ring.Idle
 	lost   int // staged messages found unpublishable (rings closed), not yet reported by Flush
+	id     int
+	// started: this producer has seen running set (Start ran); running
+	// is the Acker's, set once by Start.
+	started bool
+	running *atomic.Bool
+
+	// open[s] is done[s]+1 as of the producer's last span reserved in
+	// shard s: written by the producer once per span (not per message),
+	// read and cleared by Stop, which finds the span unpublished when
+	// shard s applied exactly open[s]-1 of this producer's messages (see
+	// openSpan).
+	open []atomic.Uint64
 }
 
 // Send stages m for its shard. It waits (with the idle strategy) while
@@ -37,23 +57,31 @@ type Producer struct {
 // no (see the package doc, "Concurrency").
 //
 // Staged messages are published when a span fills or on Flush; call Flush
-// before waiting for outcomes. Send returns ErrClosed once the acker
-// stops, and an error naming the value for an INIT whose task the acker
-// does not have; other malformed messages are refused by the shard
-// (Refused{invalid}, counted).
+// before waiting for outcomes, and before Stop (Stop names a producer that
+// left messages staged, and its next call says how many were not
+// applied). Send returns ErrNotStarted before Start, ErrClosed once the
+// acker stops, and, sending nothing, an error naming the value for a
+// malformed message (ackcore.Msg.Validate: root 0, an unknown kind, a task
+// or timeout out of range) or an INIT whose task the acker does not have.
 func (p *Producer) Send(m ackcore.Msg) error {
 	_, err := p.stage(m, true)
 	return err
 }
 
-// SendBatch is Send for each of msgs in order. It checks every INIT's task
-// first and stages nothing if one is out of range (the error names it);
-// with one shard and no receiver held back it copies runs of messages into
-// the ring span at once.
+// SendBatch is Send for each of msgs in order. It checks every message
+// first and stages nothing if one is malformed or names a task out of
+// range (the error names its index and value); with one shard and no
+// receiver held back it copies runs of messages into the ring span at
+// once.
 func (p *Producer) SendBatch(msgs []ackcore.Msg) error {
 	for i := range msgs {
-		if m := &msgs[i]; m.Kind == ackcore.Init && m.Task >= p.tasks {
-			return fmt.Errorf("acker: message %d: INIT root %#x names task %d, acker has %d tasks", i, m.Root, m.Task, p.tasks)
+		if err := p.check(&msgs[i]); err != nil {
+			return fmt.Errorf("acker: producer %d: message %d: %w", p.id, i, err)
+		}
+	}
+	if !p.started {
+		if err := p.start(0); err != nil {
+			return err
 		}
 	}
 	if p.route.n > 1 {
@@ -71,11 +99,8 @@ func (p *Producer) SendBatch(msgs []ackcore.Msg) error {
 			return p.stageAll(msgs)
 		}
 		if p.fill[0] == len(p.spans[0]) {
-			if p.fill[0] > 0 && !r.Commit(p.fill[0]) {
-				p.lost += p.fill[0]
-			}
-			p.spans[0], p.fill[0] = r.ReserveWait(p.batch), 0
-			if len(p.spans[0]) == 0 {
+			p.commit(0)
+			if !p.reserve(0, true) {
 				return p.closedErr()
 			}
 		}
@@ -86,9 +111,10 @@ func (p *Producer) SendBatch(msgs []ackcore.Msg) error {
 	return nil
 }
 
+// stageAll places each of msgs, checked already, with Send's waits.
 func (p *Producer) stageAll(msgs []ackcore.Msg) error {
 	for i := range msgs {
-		if _, err := p.stage(msgs[i], true); err != nil {
+		if _, err := p.place(msgs[i], true); err != nil {
 			return err
 		}
 	}
@@ -97,21 +123,59 @@ func (p *Producer) stageAll(msgs []ackcore.Msg) error {
 
 // TrySend is Send without waiting: false when m's shard ring is full, or m
 // is an INIT whose receiver that shard holds back, with m not sent. It
-// returns ErrClosed once the acker stops.
+// returns Send's errors (before Start, after Stop, a malformed message).
 func (p *Producer) TrySend(m ackcore.Msg) (bool, error) { return p.stage(m, false) }
 
-// stage puts m in its shard's span, reserving a new span (waiting for room
-// if wait) when the current one is full, after publishing it.
+// check is the producer's check of m at the call: ackcore's rule
+// (Msg.Valid, Validate naming the value), then an INIT's task against the
+// acker's tasks. The caller names the producer.
+func (p *Producer) check(m *ackcore.Msg) error {
+	if !m.Valid() {
+		return m.Validate()
+	}
+	if m.Kind == ackcore.Init && m.Task >= p.tasks {
+		return fmt.Errorf("INIT root %#x names task %d, acker has %d tasks", m.Root, m.Task, p.tasks)
+	}
+	return nil
+}
+
+// start is the first send's look at whether Start ran (then never again):
+// ErrClosed once shard s's ring is sealed (Stop, even before Start),
+// ErrNotStarted before Start.
+func (p *Producer) start(s uint64) error {
+	if p.rings[s].Closed() {
+		return p.closedErr()
+	}
+	if !p.running.Load() {
+		return ErrNotStarted
+	}
+	p.started = true
+	return nil
+}
+
+// stage checks m and places it.
 func (p *Producer) stage(m ackcore.Msg, wait bool) (bool, error) {
+	if err := p.check(&m); err != nil {
+		return false, fmt.Errorf("acker: producer %d: %w", p.id, err)
+	}
+	return p.place(m, wait)
+}
+
+// place puts m, checked, in its shard's span, reserving a new span
+// (waiting for room if wait) when the current one is full, after
+// publishing it.
+func (p *Producer) place(m ackcore.Msg, wait bool) (bool, error) {
 	s := uint64(0)
 	if p.route.n > 1 {
 		s = p.route.shard(m.Root)
 	}
+	if !p.started {
+		if err := p.start(s); err != nil {
+			return false, err
+		}
+	}
 	r := p.rings[s]
 	if m.Kind == ackcore.Init {
-		if m.Task >= p.tasks {
-			return false, fmt.Errorf("acker: INIT root %#x names task %d, acker has %d tasks", m.Root, m.Task, p.tasks)
-		}
 		if g := p.gates[s]; g.n.Load() != 0 {
 			if rc := p.recvOf[m.Task]; g.held[rc].Load() != 0 {
 				if !wait {
@@ -130,16 +194,8 @@ func (p *Producer) stage(m ackcore.Msg, wait bool) (bool, error) {
 		return false, p.closedErr()
 	}
 	if p.fill[s] == len(p.spans[s]) {
-		if p.fill[s] > 0 && !r.Commit(p.fill[s]) {
-			p.lost += p.fill[s] // closed since the check above: refused, reported below
-		}
-		if wait {
-			p.spans[s] = r.ReserveWait(p.batch)
-		} else {
-			p.spans[s] = r.Reserve(p.batch)
-		}
-		p.fill[s] = 0
-		if len(p.spans[s]) == 0 {
+		p.commit(int(s)) // sealed since the check above: counted in lost, reported below
+		if !p.reserve(int(s), wait) {
 			if wait || r.Closed() {
 				return false, p.closedErr()
 			}
@@ -149,6 +205,48 @@ func (p *Producer) stage(m ackcore.Msg, wait bool) (bool, error) {
 	p.spans[s][p.fill[s]] = m
 	p.fill[s]++
 	return true, nil
+}
+
+// commit publishes shard s's staged span, counting it in done[s], or in
+// lost when Stop sealed the ring first, and ends the span.
+func (p *Producer) commit(s int) {
+	if n := p.fill[s]; n > 0 {
+		if p.rings[s].Commit(n) { // the ring's seal: false when closed before this publish
+			p.done[s] += uint64(n)
+		} else {
+			p.lost += n
+		}
+	}
+	p.spans[s] = nil // a Commit ends the reservation; the next stage reserves anew
+	p.fill[s] = 0
+}
+
+// reserve reserves a new span in shard s (waiting for room if wait) and
+// reports whether it got one. Once per span, not per message, it tells
+// Stop that a span is open (open[s]), and only then looks whether the
+// ring is sealed: a span reserved while that look says open is seen by
+// Stop (which seals, then reads open), so a producer that stages in it
+// and never publishes is named. One found sealed is given up, and open
+// retracted unless Stop already took it; if Stop did, the span is kept,
+// and staging into it is as if Stop came just after.
+func (p *Producer) reserve(s int, wait bool) bool {
+	r := p.rings[s]
+	var span []ackcore.Msg
+	if wait {
+		span = r.ReserveWait(p.batch)
+	} else {
+		span = r.Reserve(p.batch)
+	}
+	if len(span) == 0 {
+		return false
+	}
+	mark := p.done[s] + 1
+	p.open[s].Store(mark)
+	if r.Closed() && p.open[s].CompareAndSwap(mark, 0) {
+		return false
+	}
+	p.spans[s] = span
+	return true
 }
 
 // awaitGate waits until g no longer holds back receiver rc, after
@@ -178,11 +276,7 @@ func (p *Producer) awaitGate(g *gate, rc uint32, r *ring.SPSC[ackcore.Msg]) bool
 func (p *Producer) publish() {
 	for s, n := range p.fill {
 		if n > 0 {
-			if !p.rings[s].Commit(n) { // the ring's seal: closed before this publish
-				p.lost += n
-			}
-			p.spans[s] = nil // a Commit ends the reservation; Send reserves anew
-			p.fill[s] = 0
+			p.commit(s)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package acker
 
 import (
+	"runtime"
 	"testing"
 	"time"
 
@@ -18,10 +19,11 @@ func TestQueue(t *testing.T) {
 	q.Put([]ackcore.Outcome{{Root: 1}, {Root: 2}}, true)
 	put := make(chan struct{})
 	go func() { q.Put([]ackcore.Outcome{{Root: 3}}, true); close(put) }()
+	awaitWaiters(t, q)
 	select {
 	case <-put:
 		t.Fatal("a Put at the bound did not wait")
-	case <-time.After(20 * time.Millisecond):
+	default:
 	}
 	got, ok := q.Wait(nil)
 	if !ok || len(got) != 2 || got[0].Root != 1 || got[1].Root != 2 {
@@ -31,7 +33,7 @@ func TestQueue(t *testing.T) {
 	q.Put([]ackcore.Outcome{{Root: 4}, {Root: 5}}, true)
 	done := make(chan struct{})
 	go func() { q.Put([]ackcore.Outcome{{Root: 6}}, true); close(done) }()
-	time.Sleep(5 * time.Millisecond)
+	awaitWaiters(t, q) // Stopping must release a Put already waiting
 	q.Stopping()
 	<-done
 	q.Put([]ackcore.Outcome{{Root: 7}}, true) // never waits once stopping
@@ -50,5 +52,23 @@ func TestQueue(t *testing.T) {
 	tick <- time.Now()
 	if got, ok = NewQueue(0).WaitUntil(nil, tick); !ok || len(got) != 0 {
 		t.Fatalf("WaitUntil on wake: %v %v", got, ok)
+	}
+}
+
+// awaitWaiters waits until a Put waits for room in q (on its cond).
+func awaitWaiters(t *testing.T, q *Queue) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		q.mu.Lock()
+		w := q.waits
+		q.mu.Unlock()
+		if w > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no Put waited for room in 30 s")
+		}
+		runtime.Gosched()
 	}
 }

@@ -98,9 +98,17 @@ func (rc *Receiver) WaitUntil(dst []ackcore.Outcome, wake <-chan time.Time) (_ [
 	if rc.next < rc.n {
 		return rc.Poll(dst), true
 	}
-	k, _ := rc.in.DrainWaitUntil(func(_ int, items []ackcore.Outcome) { dst = append(dst, items...) }, wake)
+	take := func(_ int, items []ackcore.Outcome) { dst = append(dst, items...) }
+	k, _ := rc.in.DrainWaitUntil(take, wake)
+	closed := k == 0 && rc.in.Closed()
+	if closed {
+		// Outcomes may have landed between the wait's last look and the
+		// close: Closed comes after the executors' last push, so one
+		// more drain takes them all.
+		k = rc.in.Drain(take)
+	}
 	rc.took(k)
-	return dst, k > 0 || !rc.in.Closed()
+	return dst, k > 0 || !closed
 }
 
 // Run calls fn for each outcome until the acker has stopped and every
@@ -144,6 +152,9 @@ type ReceiverStats struct {
 	// never). With a Backlog, it says how long the receiver has left its
 	// outcomes waiting, give or take the time they took to arrive.
 	SinceTake time.Duration
+	// Dropped is the outcomes Stop dropped because the receiver had not
+	// taken them by its deadline (StopError names them too).
+	Dropped int
 }
 
 // Stats describes the receiver; safe from any goroutine.
@@ -152,6 +163,7 @@ func (rc *Receiver) Stats() ReceiverStats {
 	for i, e := range rc.a.execs {
 		h := int(e.heldN[rc.id].Load())
 		st.Held += h
+		st.Dropped += int(e.dropped[rc.id].Load())
 		st.Backlog += h + rc.in.Producer(i).Len()
 		if e.gate.held[rc.id].Load() != 0 {
 			st.HeldBack++

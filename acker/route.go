@@ -1,8 +1,7 @@
 package acker
 
 import (
-	"math/bits"
-
+	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/internal/splitmix"
 )
 
@@ -10,31 +9,34 @@ import (
 // every message of a root goes to one shard). It is immutable after New
 // and shared by every producer.
 //
-// The mix is a keyed folded multiply: the 128-bit product of (root XOR k1)
-// and k2 (odd), its two halves XORed. Every output bit depends on every
-// input bit and on both keys, so the spacing of structured ids (i<<16,
-// timestamps in the high bits, a partition in the low bits) does not carry
-// over to the shards, and without the keys no one can pick ids that pile
-// onto one shard. The shard is then the high word of mix × n (Lemire's fast
-// range reduction: no division, any n). It is independent of the shards'
-// own table hashes, which have seeds of their own.
+// The hash is the shard table's own keyed hash (ackcore.Hash: a folded
+// 128-bit multiply and a multiply), under keys of its own, and the shard
+// is its fast range over n (the high word of hash × n). The same function
+// places a root in the shards and in a shard's table, so structured ids
+// (counters, i<<16, timestamps in the high bits, a partition in the low
+// bits) that scatter over a table's slots scatter over the shards too
+// (TestRouteBalanceSweep), and without the keys no one can pick ids that
+// pile onto one shard. The router's keys are independent of the shards':
+// with the same keys, the roots of one shard would fall into one part of
+// its table (both take the hash's high bits).
 type router struct {
-	k1, k2 uint64
-	n      uint64 // shards
+	h ackcore.Hash
+	n uint64 // shards
 }
 
+// routeSalt separates the router's keys from a shard's: a shard seeded
+// with Config.Shard.Seed = s and a router with Config.Seed = s get
+// different keys.
+const routeSalt = 0x726f757465 // "route"
+
 func newRouter(seed uint64, shards int) router {
-	if seed == 0 {
-		seed = splitmix.Seed()
+	if seed != 0 {
+		if seed = splitmix.Mix64(seed ^ routeSalt); seed == 0 {
+			seed = 1 // 0 would draw keys from crypto/rand
+		}
 	}
-	k1 := splitmix.Step(&seed)
-	k2 := splitmix.Step(&seed) | 1
-	return router{k1: k1, k2: k2, n: uint64(shards)}
+	return router{h: ackcore.NewHash(seed), n: uint64(shards)}
 }
 
 // shard is the shard of root, in [0, n).
-func (r router) shard(root uint64) uint64 {
-	hi, lo := bits.Mul64(root^r.k1, r.k2)
-	s, _ := bits.Mul64(hi^lo, r.n)
-	return s
-}
+func (r *router) shard(root uint64) uint64 { return r.h.Range(root, r.n) }

@@ -2,7 +2,10 @@ package acker
 
 import (
 	"math/rand/v2"
+	"slices"
 	"testing"
+
+	"github.com/xorack/xorack/ackcore"
 )
 
 // rootPatterns are the id shapes engines use: random, sequential, shifted
@@ -59,8 +62,14 @@ func TestRouteKeyed(t *testing.T) {
 	if same != 10_000 || diff > 2000 {
 		t.Fatalf("seed 42 twice: %d of 10000 agree; seeds 42 and 43: %d agree (chance: 1250)", same, diff)
 	}
-	if d1, d2 := newRouter(0, 8), newRouter(0, 8); d1.k1 == d2.k1 && d1.k2 == d2.k2 {
-		t.Fatal("two drawn seeds gave the same keys")
+	d1, d2, agree := newRouter(0, 8), newRouter(0, 8), 0
+	for i := range uint64(10_000) {
+		if d1.shard(i+1) == d2.shard(i+1) {
+			agree++
+		}
+	}
+	if agree > 2000 {
+		t.Fatalf("two drawn seeds: %d of 10000 roots routed alike (chance: 1250)", agree)
 	}
 	for _, n := range []int{1, 3, 1024} {
 		r := newRouter(0, n)
@@ -69,5 +78,83 @@ func TestRouteKeyed(t *testing.T) {
 				t.Fatalf("%d shards: root %#x to shard %d", n, i<<16, s)
 			}
 		}
+	}
+}
+
+// TestRouteBalanceSweep: sequential, shifted, Snowflake-style and
+// partition|offset ids over 2 to 64 shards under hundreds of seeds: for
+// every seed the fullest shard holds at most 1.2x the mean. 2,048 roots a
+// shard make chance alone reach about 1.1x at 64 shards (the mean plus
+// four standard deviations), so a seed over 1.2x is structure the hash
+// let through.
+func TestRouteBalanceSweep(t *testing.T) {
+	seeds := 300
+	if testing.Short() {
+		seeds = 60
+	}
+	var counts [64]int
+	for _, shards := range []int{2, 3, 5, 8, 16, 32, 64} {
+		roots := uint64(2048 * shards)
+		for _, p := range rootPatterns[1:] { // the structured ones
+			worst, worstSeed := 0.0, uint64(0)
+			for seed := range uint64(seeds) {
+				r := newRouter(seed+1, shards)
+				n := counts[:shards]
+				clear(n)
+				for i := range roots {
+					n[r.shard(p.id(i))]++
+				}
+				if ratio := float64(slices.Max(n)) / float64(roots/uint64(shards)); ratio > worst {
+					worst, worstSeed = ratio, seed+1
+				}
+			}
+			if worst > 1.2 {
+				t.Errorf("%d shards, %s ids: seed %d puts %.3fx the mean on the fullest shard", shards, p.name, worstSeed, worst)
+			}
+			t.Logf("%d shards, %s ids: worst of %d seeds %.3fx the mean", shards, p.name, seeds, worst)
+		}
+	}
+}
+
+// TestRouteApartFromTables: a router and a shard given the same seed hash
+// independently: the roots routed to one shard spread over the whole of a
+// table's hash range, not the part the shard's own high bits select.
+func TestRouteApartFromTables(t *testing.T) {
+	const seed, shards, buckets = 42, 8, 16
+	r := newRouter(seed, shards)
+	table := ackcore.NewHash(seed) // shard 0's table keys under Shard.Seed = seed
+	var n [buckets]int
+	total := 0
+	for i := range uint64(200_000) {
+		if r.shard(i+1) == 0 {
+			n[table.Range(i+1, buckets)]++
+			total++
+		}
+	}
+	for b, c := range n {
+		if ratio := float64(c) / float64(total/buckets); ratio < 0.8 || ratio > 1.2 {
+			t.Fatalf("bucket %d of shard 0's table range holds %.2fx the mean (%v)", b, ratio, n)
+		}
+	}
+}
+
+// BenchmarkRoute: the router's cost per root (a producer's stage calls it
+// once per message), over the id patterns, 8 shards.
+func BenchmarkRoute(b *testing.B) {
+	for _, p := range rootPatterns[1:] {
+		b.Run("ids="+p.name, func(b *testing.B) {
+			r := newRouter(1, 8)
+			ids := make([]uint64, 4096)
+			for i := range ids {
+				ids[i] = p.id(uint64(i))
+			}
+			var sum uint64
+			for i := 0; b.Loop(); i++ {
+				sum += r.shard(ids[i&4095])
+			}
+			if sum > uint64(b.N)*8 {
+				b.Fatal("shard out of range")
+			}
+		})
 	}
 }

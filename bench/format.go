@@ -29,8 +29,10 @@ const (
 // Check returns why rep fails the performance gate, one line per reason,
 // or nothing: any row that failed verification; at core level, any
 // (shape, window) where xorack's fault-free msgs/s is below floor times
-// gomap's, or where either row is missing; and any xorack fault row that
-// FaultFloor holds whose msgs/s is below FaultFloor times its twin's.
+// gomap's, or where either row is missing; any xorack fault row that
+// FaultFloor holds whose msgs/s is below FaultFloor times its twin's; and
+// a source-level kafka-acked row below SourceFloor times the in-memory
+// spout's records/s of the same run.
 func Check(rep *Report, floor float64) []string {
 	var bad []string
 	for _, r := range rep.Rows {
@@ -39,6 +41,9 @@ func Check(rep *Report, floor float64) []string {
 		}
 		if r.Impl == Reference && r.FaultFreeRatio > 0 && r.DropRate == 0 && r.FailRate <= FaultFloorRate && r.FaultFreeRatio < FaultFloor {
 			bad = append(bad, fmt.Sprintf("%s: %.2fx its fault-free twin's msgs/s (floor %.1fx)", r.Name(), r.FaultFreeRatio, FaultFloor))
+		}
+		if r.Level == LevelSource && r.Impl == "kafka-acked" && r.BaselineRatio > 0 && r.BaselineRatio < SourceFloor {
+			bad = append(bad, fmt.Sprintf("%s: %.2fx the in-memory spout's records/s in the same run (floor %.1fx)", r.Name(), r.BaselineRatio, SourceFloor))
 		}
 	}
 	type key struct {
@@ -106,8 +111,8 @@ var tableCounters = []struct {
 
 // stallLine describes st in one line.
 func stallLine(st Stalls) string {
-	return fmt.Sprintf("%d threads spinning %.2f s each lost the CPU for >=10µs %.0f/s, >=100µs %.0f/s, >=1ms %.1f/s per thread, longest %s (no latency percentile beats these)",
-		st.Threads, st.Seconds, st.Over10us, st.Over100us, st.Over1ms, dur(&st.MaxNs))
+	return fmt.Sprintf("%d threads spinning %.2f s each lost the CPU for >=10µs %.0f/s, >=100µs %.0f/s, >=1ms %.1f/s per thread, longest %s, %.0f%% of their time (no latency percentile beats these)",
+		st.Threads, st.Seconds, st.Over10us, st.Over100us, st.Over1ms, dur(&st.MaxNs), 100*st.Lost)
 }
 
 // WriteTable writes rep as an aligned text table with a header describing
@@ -122,6 +127,12 @@ func WriteTable(w io.Writer, rep *Report) error {
 	if rep.Stalls.Threads > 0 {
 		fmt.Fprintf(&sb, "stalls:  %s\n", stallLine(rep.Stalls))
 	}
+	if rep.StallsEnd.Threads > 0 {
+		fmt.Fprintf(&sb, "  after: %s\n", stallLine(rep.StallsEnd))
+	}
+	if rep.Verdict != "" {
+		fmt.Fprintf(&sb, "verdict: %s\n", rep.Verdict)
+	}
 	fmt.Fprintf(&sb, "config:  %s\n\n", describe(c))
 	tw := tabwriter.NewWriter(&sb, 0, 0, 2, ' ', tabwriter.AlignRight)
 	twins := slices.ContainsFunc(rep.Rows, func(r Row) bool { return r.FaultFreeRatio > 0 })
@@ -133,7 +144,7 @@ func WriteTable(w io.Writer, rep *Report) error {
 		head = append(head, tc.head)
 	}
 	head = append(head, "GCs", "verified")
-	fmt.Fprintln(tw, strings.Join(head, "\t")+"\t")
+	table := [][]string{head}
 	for i := range rep.Rows {
 		r := &rep.Rows[i]
 		ratio := perf.NA
@@ -167,10 +178,16 @@ func WriteTable(w io.Writer, rep *Report) error {
 			ok = "NO"
 		}
 		cells = append(cells, fmt.Sprint(r.GCCycles), ok)
+		table = append(table, cells)
+	}
+	for _, cells := range dropNA(table) {
 		fmt.Fprintln(tw, strings.Join(cells, "\t")+"\t")
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	for _, l := range implLines(rep.Rows) {
+		fmt.Fprintf(&sb, "  %s\n", l)
 	}
 	sb.WriteString("\n")
 	if ft := faultsTable(rep.Rows); len(ft) > 0 {
@@ -179,8 +196,37 @@ func WriteTable(w io.Writer, rep *Report) error {
 	for _, n := range notes(rep) {
 		fmt.Fprintf(&sb, "- %s\n", n)
 	}
+	if rep.Busy {
+		fmt.Fprintf(&sb, "\n%s\n", strings.ToUpper(VerdictBusy[:1])+VerdictBusy[1:])
+	}
 	_, err := io.WriteString(w, sb.String())
 	return err
+}
+
+// dropNA returns table (a header row, then rows) without the columns that
+// are n/a in every row.
+func dropNA(table [][]string) [][]string {
+	if len(table) < 2 {
+		return table
+	}
+	var keep []int
+	for c := range table[0] {
+		for _, row := range table[1:] {
+			if c < len(row) && row[c] != perf.NA {
+				keep = append(keep, c)
+				break
+			}
+		}
+	}
+	out := make([][]string, len(table))
+	for i, row := range table {
+		for _, c := range keep {
+			if c < len(row) {
+				out[i] = append(out[i], row[c])
+			}
+		}
+	}
+	return out
 }
 
 // notes explains the table's columns from what the rows say about

@@ -18,8 +18,15 @@ type Report struct {
 	Machine  Machine `json:"machine"`
 	PerfNote string  `json:"perf_note"`
 	// Stalls is the machine's own latency floor, measured before the rows
-	// with GOMAXPROCS spinning threads (StallProbe, QuickStallProbe).
-	Stalls  Stalls    `json:"stalls"`
+	// with GOMAXPROCS spinning threads (StallProbe, QuickStallProbe), and
+	// StallsEnd the same measured after them.
+	Stalls    Stalls `json:"stalls"`
+	StallsEnd Stalls `json:"stalls_end"`
+	// Busy says the stalls passed a threshold at the start or the end
+	// (Stalls.Busy), and Verdict says in words whether the ratios can be
+	// trusted: VerdictBusy or VerdictQuiet, then what was measured.
+	Busy    bool      `json:"busy"`
+	Verdict string    `json:"verdict"`
 	Notes   []string  `json:"notes"`
 	Started time.Time `json:"started"`
 	Seconds float64   `json:"seconds"`
@@ -127,6 +134,10 @@ type Row struct {
 	// impl, level and window run fault-free beside it: the median of the
 	// ratios of their reps, which take turns (core, pipeline).
 	FaultFreeRatio float64 `json:"fault_free_ratio,omitempty"`
+	// BaselineRatio, on a source row fed by a broker, is its records/s
+	// over the in-memory spout's sentences/s (impl memory-acked) in the
+	// same run: the source's cost beside a fixed baseline.
+	BaselineRatio  float64 `json:"baseline_ratio,omitempty"`
 	OrphansEvicted uint64  `json:"orphans_evicted"`
 	OrphansDrained uint64  `json:"orphans_drained"` // drains their trees' last ACKs emptied (fail runs without FailBare)
 	FailsDropped   uint64  `json:"fails_dropped"`
@@ -178,6 +189,8 @@ func Run(cfg Config) (*Report, error) {
 	rn.steps, rn.total = rn.plan()
 	err = rn.run()
 	rep.Seconds = time.Since(rep.Started).Seconds()
+	rep.StallsEnd = MeasureStalls(probe, runtime.GOMAXPROCS(0))
+	rep.Busy, rep.Verdict = verdict(rep.Stalls, rep.StallsEnd)
 	fillRatios(rep.Rows)
 	var verr []error
 	for i := range rep.Rows {
@@ -186,6 +199,17 @@ func Run(cfg Config) (*Report, error) {
 		}
 	}
 	return rep, errors.Join(append([]error{err}, verr...)...)
+}
+
+// verdict judges the stalls measured before and after the rows.
+func verdict(start, end Stalls) (bool, string) {
+	busy := start.Busy() || end.Busy()
+	v := VerdictQuiet
+	if busy {
+		v = VerdictBusy
+	}
+	return busy, fmt.Sprintf("%s (spinning threads lost %.0f%% of their time at the start, %.0f%% at the end, with %.1f and %.1f stalls of 1 ms or more per second; busy from %.0f%% or %.0f/s)",
+		v, 100*start.Lost, 100*end.Lost, start.Over1ms, end.Over1ms, 100*BusyLost, BusyOver1ms)
 }
 
 // fillRatios sets each row's ratio to the xorack row of its group (at
@@ -447,4 +471,60 @@ func (rn *runner) faultHeadroom(st *stream, timeout time.Duration, evicts, drain
 	cycleNs := float64(st.cycleMsgs() * streamNsPerMsg)
 	cycles := 3*float64(timeout)/cycleNs + 2
 	return int(2*rate*float64(st.Slots)*cycles) + 1024
+}
+
+// implDocs defines each implementation in one line, by level, for the
+// lines under ackbench's table.
+var implDocs = map[Level]map[string]string{
+	LevelCore: {
+		Reference:     "xorack's acker shard (ackcore.Shard): open-addressed table, timer wheel, one writer",
+		"xorack-fold": "the same shard folding each tree's messages before the table (Config.Fold)",
+		GoMapName:     "the acker a Go programmer writes with map[root]entry, same semantics (baseline.GoMap)",
+		"mutexmap":    "that map behind a sync.Mutex (baseline.MutexMap)",
+		"xsync":       "the same semantics on xsync's concurrent map, one Compute per message (baseline.XsyncMap)",
+		"storm":       "a port of Apache Storm's acker: 3 rotating Go maps (baseline.Storm)",
+		"limit":       "not an acker: a flat table doing only the XOR, insert and delete, the memory system's limit (baseline.Limit)",
+	},
+	LevelPipeline: {
+		Reference:   "acker.Acker: producers -> rings -> shard executors -> outcome rings -> receivers",
+		"mutexmap":  "one map under a lock every producer applies its batches to, outcomes in mutex-guarded inboxes",
+		"chanshard": "one acker shard fed by a Go channel of 64-message blocks, outcomes back by channels",
+	},
+	LevelNet: {
+		"netio":  "the acker behind loopback TCP: package netio's client and server (ackerd's)",
+		"grpc":   "the same acker behind gRPC streams carrying the same records in the same batches",
+		"inproc": "the same acker in process, no network: what the network adds",
+	},
+	LevelTopology: {
+		"acked":   "word count on package topology with acking: one INIT per sentence, one ACK per tuple",
+		"unacked": "the same word count at most once, no acker",
+	},
+	LevelSource: {
+		"kafka-acked":     "word count from an in-process Kafka topic, offsets committed past acked sentences",
+		"kafka-unacked":   "the same at most once: each record marked done as it is emitted",
+		srcBaseline:       "the same word count from the in-memory spout: the brokers' rows are divided by it",
+		"jetstream-acked": "word count from an embedded NATS JetStream stream, each message acked once its sentence is counted",
+	},
+	LevelFaults: {
+		"acked": "word count with injected fails, drops and a slow bolt, replayed until acked or dead",
+	},
+}
+
+// implLines defines each (level, impl) of rows once, in row order.
+func implLines(rows []Row) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, r := range rows {
+		k := string(r.Level) + " " + r.Impl
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		doc := implDocs[r.Level][r.Impl]
+		if doc == "" {
+			doc = "(no description)"
+		}
+		out = append(out, fmt.Sprintf("%s %s: %s", r.Level, r.Impl, doc))
+	}
+	return out
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -21,16 +22,36 @@ import (
 // acker shard, or Config.Shards; the spout commits offsets only past
 // sentences whose words were all counted) and at most once
 // ("kafka-unacked": AtMostOnce; the spout marks each record done as it
-// emits it), interleaved rep by rep. The topic is loaded once; each rep
-// reads it from the start as a fresh consumer group, and is timed from
-// Start (which joins the group) until the spout has every record done and
-// Stop has returned (the final commit and the group's leave included).
-// trees/s counts records, msgs/s tuples executed by bolts. A rep is
-// verified word by word, and by the group's committed offsets, read back
-// from the broker, equalling the end offsets.
+// emits it); beside them the same word count fed by the in-memory spout
+// of the topology level ("memory-acked", the fixed baseline) and by the
+// JetStream spout (package source/jetstream) from a NATS server in the
+// process (package source/jetstream/jstest; "jetstream-acked"), all
+// interleaved rep by rep. A topic or stream is loaded once per size; each
+// Kafka rep reads the topic from the start as a fresh consumer group, each
+// JetStream rep the stream through a fresh durable consumer. A rep is
+// timed from Start (which joins the group, or looks the consumer up) until
+// the spout has every record done and Stop has returned (the final commit
+// and the group's leave included). trees/s counts records, msgs/s tuples
+// executed by bolts. A rep is verified word by word; a Kafka rep also by
+// the group's committed offsets, read back from the broker, equalling the
+// end offsets, a JetStream rep by the consumer's ack floor at the stream's
+// last message with nothing pending.
+//
+// The level's note divides each broker's acked records/s by the in-memory
+// spout's sentences/s of the same run (Row.BaselineRatio): a regression in
+// a spout shows there even when every row of the run moved together
+// (Check fails kafka-acked below SourceFloor).
 
 // sourceImpls are the source level's implementations, in run order.
-var sourceImpls = []string{"kafka-acked", "kafka-unacked"}
+var sourceImpls = []string{"kafka-acked", "kafka-unacked", srcBaseline, "jetstream-acked"}
+
+// srcBaseline is the source level's in-memory row: the baseline the
+// brokers' rows are divided by.
+const srcBaseline = "memory-acked"
+
+// SourceFloor is the least kafka-acked/memory-acked records/s ratio Check
+// accepts on the source level.
+const SourceFloor = 0.8
 
 // Source level constants.
 const (
@@ -42,6 +63,10 @@ const (
 	// srcMaxRecords bounds a rep's records: the topic is held in memory by
 	// the in-process cluster (about 100 bytes a record with its batch).
 	srcMaxRecords = 5_000_000
+	// srcMinRecords is a rep's fewest records, so that joining the group
+	// (a few milliseconds) stays small beside the rep even in a -quick
+	// run, whose ratio CI gates.
+	srcMinRecords = 30_000
 )
 
 // srcTopic is a loaded topic: its name and record count.
@@ -118,7 +143,9 @@ func runSource(k *kafkatest.Cluster, corpus *wcCorpus, topic srcTopic, group str
 		return wcResult{}, err
 	}
 	res := w.result(corpus, topic.n)
-	if st := sp.Stats(); res.err == nil && (st.Emitted != uint64(topic.n) || st.Completed != uint64(topic.n)) {
+	st := sp.Stats()
+	res.fetch.holdBacks, res.fetch.pauses, res.fetch.commits = st.HoldBacks, st.Pauses, st.Commits
+	if res.err == nil && (st.Emitted != uint64(topic.n) || st.Completed != uint64(topic.n)) {
 		res.err = fmt.Errorf("%d records emitted, %d done, want %d", st.Emitted, st.Completed, topic.n)
 	}
 	if res.err == nil {
@@ -155,19 +182,50 @@ func checkCommitted(ctx context.Context, k *kafkatest.Cluster, group string, top
 // sourceLevel runs the source level's rows.
 func (rn *runner) sourceLevel() ([]Row, error) {
 	c := rn.cfg
-	if len(c.impls[LevelSource]) == 0 {
+	names := c.impls[LevelSource]
+	if len(names) == 0 {
 		return nil, nil
 	}
 	corpus := newWCCorpus()
-	k, err := kafkatest.Start(kafkatest.Config{})
-	if err != nil {
-		return nil, err
+	var k *kafkatest.Cluster
+	var js *jsSource
+	defer func() {
+		if k != nil {
+			k.Close()
+		}
+		if js != nil {
+			js.close()
+		}
+	}()
+	for _, name := range names {
+		var err error
+		switch {
+		case strings.HasPrefix(name, "kafka-") && k == nil:
+			k, err = kafkatest.Start(kafkatest.Config{})
+		case name == "jetstream-acked" && js == nil:
+			js, err = startJetStream()
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
-	defer k.Close()
 	topics := map[int]srcTopic{} // by records: the warm-up's, the reps'
-	return rn.wordcountLevel(wcLevel{
-		level: LevelSource, label: "source wordcount", acked: "kafka-acked", calibrate: srcCalibrate, maxN: srcMaxRecords,
+	type fetchSum struct {
+		holdBacks, pauses, commits uint64
+		secs                       float64
+	}
+	fetch := map[string]*fetchSum{}
+	rows, err := rn.wordcountLevel(wcLevel{
+		level: LevelSource, label: "source wordcount", acked: "kafka-acked", unacked: "kafka-unacked",
+		others: []string{srcBaseline, "jetstream-acked"}, calibrate: srcCalibrate, minN: srcMinRecords, maxN: srcMaxRecords,
 		run: func(name string, rep, n int) (wcResult, error) {
+			seed := c.Seed + uint64(max(rep, 0))
+			switch name {
+			case srcBaseline:
+				return runWordcount(corpus, n, true, c.Shards, !c.NoPin, seed)
+			case "jetstream-acked":
+				return js.run(corpus, n, rep, c.Shards, !c.NoPin, seed)
+			}
 			t, ok := topics[n]
 			if !ok {
 				var err error
@@ -176,10 +234,53 @@ func (rn *runner) sourceLevel() ([]Row, error) {
 				}
 				topics[n] = t
 			}
-			return runSource(k, corpus, t, fmt.Sprintf("%s-%d", name, rep), name == "kafka-acked", c.Shards, !c.NoPin, c.Seed+uint64(max(rep, 0)))
+			r, err := runSource(k, corpus, t, fmt.Sprintf("%s-%d", name, rep), name == "kafka-acked", c.Shards, !c.NoPin, seed)
+			if err == nil && rep >= 0 {
+				f := fetch[name]
+				if f == nil {
+					f = &fetchSum{}
+					fetch[name] = f
+				}
+				f.holdBacks += r.fetch.holdBacks
+				f.pauses += r.fetch.pauses
+				f.commits += r.fetch.commits
+				f.secs += r.d.Seconds()
+			}
+			return r, err
 		},
 		unit:    "records",
-		scope:   "process: CPU time of every thread (getrusage) over the reps, per tuple executed; the in-process Kafka cluster included",
+		scope:   "process: CPU time of every thread (getrusage) over the reps, per tuple executed; the in-process broker included (none for memory-acked)",
 		ratioOf: "source: kafka-acked/kafka-unacked records/s",
 	})
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range names {
+		if f := fetch[name]; f != nil && f.secs > 0 {
+			rn.rep.Notes = append(rn.rep.Notes, fmt.Sprintf("source: %s spout per second: %.1f partitions held back (their fetched records dropped and fetched again), %.1f paused at the uncommitted cap, %.1f commits",
+				name, float64(f.holdBacks)/f.secs, float64(f.pauses)/f.secs, float64(f.commits)/f.secs))
+		}
+	}
+	var base *Row
+	for i := range rows {
+		if rows[i].Impl == srcBaseline {
+			base = &rows[i]
+		}
+	}
+	if base == nil || base.TreesPerSec <= 0 {
+		return rows, nil
+	}
+	for i := range rows {
+		r := &rows[i]
+		if r.Impl == "kafka-acked" || r.Impl == "jetstream-acked" {
+			r.BaselineRatio = r.TreesPerSec / base.TreesPerSec
+			floor := ""
+			if r.Impl == "kafka-acked" {
+				floor = fmt.Sprintf(", -check floor %.1f", SourceFloor)
+			}
+			rn.rep.Notes = append(rn.rep.Notes, fmt.Sprintf("source: %s records/s / %s sentences/s = %.2f (same run%s)",
+				r.Impl, srcBaseline, r.BaselineRatio, floor))
+		}
+	}
+	return rows, nil
 }

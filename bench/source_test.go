@@ -1,6 +1,8 @@
 package bench
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/xorack/xorack/source/kafka/kafkatest"
@@ -11,8 +13,8 @@ func TestSourceLevel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Rows) != 2 {
-		t.Fatalf("%d rows, want kafka-acked and kafka-unacked", len(rep.Rows))
+	if len(rep.Rows) != len(sourceImpls) {
+		t.Fatalf("%d rows, want %v", len(rep.Rows), sourceImpls)
 	}
 	for i, impl := range sourceImpls {
 		r := rep.Rows[i]
@@ -20,9 +22,57 @@ func TestSourceLevel(t *testing.T) {
 			r.Roots != 4000 || r.Msgs != 4000*(1+wcWords) || len(r.RepMsgsPerSec) != 2 {
 			t.Errorf("row %d: %+v", i, r)
 		}
+		acked := impl != "kafka-unacked"
+		if (r.P99Ns != nil) != acked || (r.Shards == 1) != acked {
+			t.Errorf("row %s: latency %v, shards %d: want both for the acked rows only", impl, r.P99Ns != nil, r.Shards)
+		}
+		// The brokers' rows divided by the in-memory spout's, same run.
+		base := rep.Rows[slices.Index(sourceImpls, srcBaseline)].TreesPerSec
+		switch impl {
+		case "kafka-acked", "jetstream-acked":
+			if want := r.TreesPerSec / base; r.BaselineRatio != want {
+				t.Errorf("row %s: baseline ratio %v, want %v", impl, r.BaselineRatio, want)
+			}
+		default:
+			if r.BaselineRatio != 0 {
+				t.Errorf("row %s: baseline ratio %v, want none", impl, r.BaselineRatio)
+			}
+		}
 	}
-	if rep.Rows[0].P99Ns == nil || rep.Rows[1].P99Ns != nil || rep.Rows[0].Shards != 1 || rep.Rows[1].Shards != 0 {
-		t.Error("latency and shards: want them for the acked row only")
+	var notes int
+	for _, n := range rep.Notes {
+		if strings.Contains(n, "/ memory-acked sentences/s") {
+			notes++
+		}
+	}
+	if notes != 2 {
+		t.Errorf("notes %q: want kafka-acked's and jetstream-acked's ratio to memory-acked", rep.Notes)
+	}
+}
+
+// The gate fails kafka-acked below SourceFloor times the in-memory
+// spout, and only then.
+func TestCheckSourceFloor(t *testing.T) {
+	row := func(impl string, ratio float64) Row {
+		return Row{Level: LevelSource, Impl: impl, Shape: "wordcount", Verified: true, BaselineRatio: ratio}
+	}
+	core := []Row{{Level: LevelCore, Impl: Reference, Shape: "wordcount", Pending: 10_000, MsgsPerSec: 3, Verified: true},
+		{Level: LevelCore, Impl: GoMapName, Shape: "wordcount", Pending: 10_000, MsgsPerSec: 1, Verified: true}}
+	for _, tc := range []struct {
+		rows []Row
+		fail bool
+	}{
+		{[]Row{row("kafka-acked", 0.81), row("jetstream-acked", 0.3)}, false},
+		{[]Row{row("kafka-acked", 0.79)}, true},
+		{[]Row{row("kafka-acked", 0)}, false}, // no baseline in the run
+	} {
+		bad := Check(&Report{Rows: append(slices.Clone(core), tc.rows...)}, 2)
+		if fail := len(bad) > 0; fail != tc.fail {
+			t.Errorf("rows %+v: check %q, want failing %v", tc.rows, bad, tc.fail)
+		}
+		if tc.fail && (len(bad) != 1 || !strings.Contains(bad[0], "in-memory spout")) {
+			t.Errorf("check %q: want the source floor named", bad)
+		}
 	}
 }
 
@@ -40,7 +90,7 @@ func TestSourceLevelRejectsFaults(t *testing.T) {
 //	go test -run '^$' -bench BenchmarkSource -benchtime 200000x -count 5 ./bench/
 func BenchmarkSource(b *testing.B) {
 	corpus := newWCCorpus()
-	for _, impl := range sourceImpls {
+	for _, impl := range []string{"kafka-acked", "kafka-unacked"} {
 		b.Run("impl="+impl, func(b *testing.B) {
 			b.ReportAllocs()
 			kc, err := kafkatest.Start(kafkatest.Config{})

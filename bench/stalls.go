@@ -21,6 +21,32 @@ type Stalls struct {
 	Over100us float64 `json:"over_100us_per_sec"`
 	Over1ms   float64 `json:"over_1ms_per_sec"`
 	MaxNs     int64   `json:"max_ns"`
+	// Lost is the fraction of the time spun that went in gaps of 10µs or
+	// more: the share of a processor the machine took from a thread that
+	// wanted all of it.
+	Lost float64 `json:"lost_fraction"`
+}
+
+// A machine is busy, its ratios unreliable, when the spinning threads lost
+// BusyLost of their time or more, or saw BusyOver1ms gaps of 1 ms or more
+// per second per thread: a ratio of two rows measured while other work
+// took a processor now and then says more about when it did than about the
+// ackers. A quiet 2-vCPU machine loses well under 1% (another process
+// spinning beside ackbench: half).
+const (
+	BusyLost    = 0.05
+	BusyOver1ms = 25.0
+)
+
+// The verdicts a report states (Report.Verdict).
+const (
+	VerdictBusy  = "machine busy: ratios unreliable; rerun on a quiet machine"
+	VerdictQuiet = "machine quiet: stalls below the thresholds"
+)
+
+// Busy says whether s passes either threshold (BusyLost, BusyOver1ms).
+func (s Stalls) Busy() bool {
+	return s.Threads > 0 && (s.Lost >= BusyLost || s.Over1ms >= BusyOver1ms)
 }
 
 // StallProbe is how long ackbench spins to measure Stalls before its rows
@@ -38,6 +64,7 @@ type stallCount struct {
 	over  [3]int64
 	max   time.Duration
 	spent time.Duration
+	lost  time.Duration // in gaps of stallBounds[0] or more
 }
 
 // spin reads now until it reaches end, counting the gaps between reads.
@@ -49,6 +76,9 @@ func (sc *stallCount) spin(now func() time.Duration, end time.Duration) {
 		gap := t - last
 		last = t
 		sc.max = max(sc.max, gap)
+		if gap >= stallBounds[0] {
+			sc.lost += gap
+		}
 		for i, b := range stallBounds {
 			if gap >= b {
 				sc.over[i]++
@@ -84,12 +114,13 @@ func MeasureStalls(d time.Duration, threads int) Stalls {
 func summarizeStalls(counts []stallCount) Stalls {
 	s := Stalls{Threads: len(counts)}
 	var over [3]int64
-	var spent time.Duration
+	var spent, lost time.Duration
 	for _, c := range counts {
 		for i := range over {
 			over[i] += c.over[i]
 		}
 		spent += c.spent
+		lost += c.lost
 		s.MaxNs = max(s.MaxNs, int64(c.max))
 	}
 	if spent <= 0 {
@@ -98,5 +129,6 @@ func summarizeStalls(counts []stallCount) Stalls {
 	s.Seconds = spent.Seconds() / float64(len(counts))
 	rate := func(n int64) float64 { return float64(n) / spent.Seconds() }
 	s.Over10us, s.Over100us, s.Over1ms = rate(over[0]), rate(over[1]), rate(over[2])
+	s.Lost = lost.Seconds() / spent.Seconds()
 	return s
 }

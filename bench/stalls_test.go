@@ -1,7 +1,9 @@
 package bench
 
 import (
+	"bytes"
 	"math"
+	"strings"
 	"testing"
 	"time"
 )
@@ -53,5 +55,97 @@ func TestMeasureStalls(t *testing.T) {
 	}
 	if s.Over10us < s.Over100us || s.Over100us < s.Over1ms || s.Over1ms < 0 {
 		t.Errorf("rates not ordered: %+v", s)
+	}
+}
+
+// TestBusy: either threshold makes a machine busy, at the start or the
+// end of a run, and the verdict says so in its plain words.
+func TestBusy(t *testing.T) {
+	quiet := Stalls{Threads: 2, Seconds: 0.3, Over10us: 900, Over1ms: 0.5, Lost: 0.004}
+	for _, c := range []struct {
+		name       string
+		start, end Stalls
+		busy       bool
+	}{
+		{"quiet", quiet, quiet, false},
+		{"time lost at the start", Stalls{Threads: 2, Lost: BusyLost, Over1ms: 1}, quiet, true},
+		{"long stalls at the end", quiet, Stalls{Threads: 2, Lost: 0.01, Over1ms: BusyOver1ms}, true},
+		{"nothing measured", Stalls{}, Stalls{}, false},
+	} {
+		busy, v := verdict(c.start, c.end)
+		want := VerdictQuiet
+		if c.busy {
+			want = VerdictBusy
+		}
+		if busy != c.busy || !strings.HasPrefix(v, want+" (") {
+			t.Errorf("%s: busy %v, verdict %q; want %v, %q", c.name, busy, v, c.busy, want)
+		}
+	}
+	if got := (Stalls{Threads: 1, Lost: BusyLost - 0.001, Over1ms: BusyOver1ms - 0.1}).Busy(); got {
+		t.Error("busy just under both thresholds")
+	}
+}
+
+// TestStallLost: the time lost is the gaps of 10µs or more over the time
+// spun, from a scripted clock.
+func TestStallLost(t *testing.T) {
+	us := time.Microsecond
+	reads := []time.Duration{0, 5 * us, 25 * us, 30 * us, 130 * us}
+	i := 0
+	var sc stallCount
+	sc.spin(func() time.Duration { r := reads[i]; i++; return r }, 130*us)
+	if sc.lost != 120*us {
+		t.Errorf("lost %v, want 120µs (the 20µs and 100µs gaps)", sc.lost)
+	}
+	if s := summarizeStalls([]stallCount{sc}); math.Abs(s.Lost-120.0/130) > 1e-9 {
+		t.Errorf("Lost = %v, want %v", s.Lost, 120.0/130)
+	}
+}
+
+// TestTableVerdict: a busy run's table and JSON carry the verdict, the
+// columns n/a in every row are left out (here the cycles counter), and
+// each impl of the rows is defined under the table.
+func TestTableVerdict(t *testing.T) {
+	rep := synthetic(60e6, 20e6)
+	rep.StallsEnd = Stalls{Threads: 2, Seconds: 0.3, Lost: 0.5, Over1ms: 120}
+	rep.Busy, rep.Verdict = verdict(rep.Stalls, rep.StallsEnd)
+	var buf bytes.Buffer
+	if err := WriteTable(&buf, rep); err != nil {
+		t.Fatal(err)
+	}
+	s := buf.String()
+	for _, want := range []string{"verdict: " + VerdictBusy, "Machine busy: ratios unreliable; rerun on a quiet machine\n",
+		"cpu-ns/msg", "  core xorack: xorack's acker shard", "  core gomap: ", "  core storm: ", "  pipeline xorack: acker.Acker"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("table lacks %q:\n%s", want, s)
+		}
+	}
+	if strings.Contains(s, "cyc/msg") || strings.Contains(s, "no description") {
+		t.Errorf("table has the all-n/a cyc/msg column or an undefined impl:\n%s", s)
+	}
+	buf.Reset()
+	if err := WriteJSON(&buf, rep); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadJSON(&buf)
+	if err != nil || !back.Busy || !strings.HasPrefix(back.Verdict, VerdictBusy) || back.StallsEnd.Lost != 0.5 {
+		t.Errorf("JSON: busy %v verdict %q stalls_end %+v, %v", back.Busy, back.Verdict, back.StallsEnd, err)
+	}
+	quiet := synthetic(60e6, 20e6)
+	quiet.Busy, quiet.Verdict = verdict(quiet.Stalls, quiet.Stalls)
+	buf.Reset()
+	if err := WriteTable(&buf, quiet); err != nil || strings.Contains(buf.String(), "Machine busy") || !strings.Contains(buf.String(), "verdict: "+VerdictQuiet) {
+		t.Errorf("a quiet run's table: %v\n%s", err, buf.String())
+	}
+}
+
+// TestImplDocs: every implementation a level can run is defined.
+func TestImplDocs(t *testing.T) {
+	for _, l := range []Level{LevelCore, LevelPipeline, LevelNet, LevelTopology, LevelSource, LevelFaults} {
+		for _, name := range implNames(l) {
+			if implDocs[l][name] == "" {
+				t.Errorf("%s %s has no line in implDocs", l, name)
+			}
+		}
 	}
 }

@@ -110,6 +110,9 @@ type wcResult struct {
 	lat           latency
 	bound         int
 	err           error // verification
+	// fetch is a Kafka spout's fetch and commit counters over the rep
+	// (source level; zero elsewhere).
+	fetch struct{ holdBacks, pauses, commits uint64 }
 }
 
 // runWordcount runs n sentences through the word count.
@@ -144,7 +147,7 @@ func (rn *runner) topologyLevel() ([]Row, error) {
 	c := rn.cfg
 	corpus := newWCCorpus()
 	return rn.wordcountLevel(wcLevel{
-		level: LevelTopology, label: "topology wordcount", acked: "acked", calibrate: wcCalibrate,
+		level: LevelTopology, label: "topology wordcount", acked: "acked", unacked: "unacked", calibrate: wcCalibrate,
 		run: func(name string, rep, n int) (wcResult, error) {
 			return runWordcount(corpus, n, name == "acked", c.Shards, !c.NoPin, c.Seed+uint64(max(rep, 0)))
 		},

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -88,11 +89,15 @@ func (w *wcTopology) result(corpus *wcCorpus, n int) wcResult {
 
 // wcLevel describes a word-count level to wordcountLevel.
 type wcLevel struct {
-	level     Level
-	label     string // progress: "topology wordcount"
-	acked     string // the acked impl's name; the other is unacked
-	calibrate int    // sentences of the warm-up run that sizes the reps
-	maxN      int    // most sentences per rep; 0 for no bound
+	level   Level
+	label   string // progress: "topology wordcount"
+	acked   string // the acked impl's name (its latency is reported)
+	unacked string // the unacked impl's name: the note's acked/unacked ratio; "" for none
+	// others are further acked impls, run with the acker like acked.
+	others    []string
+	calibrate int // sentences of the warm-up run that sizes the reps
+	minN      int // fewest sentences per rep sized by duration (Config.Msgs wins); 0 for 1000
+	maxN      int // most sentences per rep; 0 for no bound
 	// run runs n sentences as impl name; rep is -1 for the warm-up.
 	run     func(name string, rep, n int) (wcResult, error)
 	unit    string // what a tree is, for the latency source and the note: "sentences"
@@ -121,6 +126,9 @@ func (rn *runner) wordcountLevel(l wcLevel) ([]Row, error) {
 		n = int(float64(cal.trees) / cal.d.Seconds() * perRep.Seconds())
 	}
 	n = max(n, 1000)
+	if c.Msgs == 0 {
+		n = max(n, l.minN)
+	}
 	if l.maxN > 0 {
 		n = min(n, l.maxN)
 	}
@@ -139,7 +147,7 @@ func (rn *runner) wordcountLevel(l wcLevel) ([]Row, error) {
 	for _, name := range names {
 		row := Row{Level: l.level, Impl: name, Shape: "wordcount", Pending: topology.DefaultMaxSpoutPending,
 			Shards: c.Shards, Timing: "wall", Clock: "wall", TimeoutNs: int64(topology.DefaultMessageTimeout)}
-		if name != l.acked {
+		if name != l.acked && !slices.Contains(l.others, name) {
 			row.Shards = 0
 		}
 		var treeRates []float64
@@ -168,7 +176,7 @@ func (rn *runner) wordcountLevel(l wcLevel) ([]Row, error) {
 			row.CountersPerMsg["task-clock-ns"] = &x
 		}
 		row.CounterScope = l.scope
-		if name == l.acked {
+		if name == l.acked || slices.Contains(l.others, name) {
 			mid := res[name][len(res[name])/2].lat
 			row.P50Ns, row.P99Ns, row.P999Ns, row.MaxNs, row.LatencyCount = mid.p50, mid.p99, mid.p999, mid.max, mid.count
 			row.LatencySource = fmt.Sprintf("engine clock: spout emit to Ack, at full load (a queue of up to %d pending %s), the middle rep",
@@ -180,9 +188,10 @@ func (rn *runner) wordcountLevel(l wcLevel) ([]Row, error) {
 	}
 	var acked, unacked *Row
 	for i := range rows {
-		if rows[i].Impl == l.acked {
+		switch rows[i].Impl {
+		case l.acked:
 			acked = &rows[i]
-		} else {
+		case l.unacked:
 			unacked = &rows[i]
 		}
 	}

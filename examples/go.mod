@@ -2,15 +2,15 @@ module github.com/xorack/xorack/examples
 
 go 1.26.0
 
-require github.com/xorack/xorack v0.0.0-00010101000000-000000000000
+require github.com/xorack/xorack v0.0.0-20261203093748-d06afcb236d4
 
-require github.com/xorack/xorack/source/kafka v0.0.0-00010101000000-000000000000
+require github.com/xorack/xorack/source/kafka v0.0.0-20261203093748-d06afcb236d4
 
 require (
 	github.com/nats-io/nats.go v1.55.0
 	github.com/twmb/franz-go v1.22.3
 	github.com/twmb/franz-go/pkg/kmsg v1.15.1
-	github.com/xorack/xorack/source/jetstream v0.0.0-00010101000000-000000000000
+	github.com/xorack/xorack/source/jetstream v0.0.0-20261203093748-d06afcb236d4
 )
 
 require (
@@ -30,11 +30,3 @@ require (
 	golang.org/x/sys v0.50.0 // indirect
 	golang.org/x/time v0.16.0 // indirect
 )
-
-replace github.com/xorack/xorack => ..
-
-replace github.com/xorack/xorack/bench => ../bench
-
-replace github.com/xorack/xorack/source/kafka => ../source/kafka
-
-replace github.com/xorack/xorack/source/jetstream => ../source/jetstream

@@ -64,8 +64,10 @@ type ClientConfig struct {
 	// (default 5s). Port waits up to this long for the first attempt at
 	// every host and fails if none connected; a host that refuses for
 	// lack of room (closeOverloaded: at MaxConns, or a handshake dropped
-	// for a newer one under a connection flood) is tried again every
-	// BackoffMin within that time before it counts as failed.
+	// for a newer one under a connection flood) or because another
+	// client's connection still owns a task (closeTaskOwned: the server
+	// has not yet seen an earlier process of these tasks go) is tried
+	// again every BackoffMin within that time before it counts as failed.
 	DialTimeout time.Duration
 	// WriteTimeout gives a host up when its socket takes no bytes for
 	// this long (default 10s).
@@ -338,11 +340,14 @@ type refusedError struct {
 
 func (e *refusedError) Error() string { return e.text }
 
-// busy reports whether err is a server's refusal for lack of room
-// (closeOverloaded), which a retry may get past.
+// busy reports whether err is a server's refusal a retry may get past:
+// for lack of room (closeOverloaded), or for a task still owned by a
+// connection the server has not yet seen close (closeTaskOwned: this
+// process restarted, or an earlier client of the same tasks just
+// stopped; the server takes milliseconds to notice).
 func busy(err error) bool {
 	var r *refusedError
-	return errors.As(err, &r) && r.code == closeOverloaded
+	return errors.As(err, &r) && (r.code == closeOverloaded || r.code == closeTaskOwned)
 }
 
 // closeCodeName names a close code for an error text.

@@ -18,10 +18,11 @@ import (
 // msgs and the acker producer; the router owns rbuf; mu guards out and
 // the fields marked so; the writer goroutine owns spare.
 type sconn struct {
-	s    *Server
-	raw  net.Conn // immutable: deadlines and Close from any goroutine
-	nc   net.Conn // raw, or TLS over it: reads by the reader, writes by the writer
-	slot int      // the acker producer; -1 until claim (under s.mu) takes one
+	s        *Server
+	raw      net.Conn  // immutable: deadlines and Close from any goroutine
+	nc       net.Conn  // raw, or TLS over it: reads by the reader, writes by the writer
+	slot     int       // the acker producer; -1 until claim (under s.mu) takes one
+	accepted time.Time // immutable: when the server accepted it
 
 	preElem *list.Element // guarded by s.mu: c in s.pre, nil once authenticated or dropped
 	dropped bool          // guarded by s.mu: dropped from the handshake budget
@@ -53,9 +54,13 @@ type sconn struct {
 	// whose outcome the router has not routed to c yet: raised by the
 	// reader (per read batch, as pending), lowered by the router (per
 	// batch). The share binds it: it is what c holds in the acker.
-	held     atomic.Int64
-	room     chan struct{} // reader waits here while pending is at the bound
-	roomWait atomic.Bool   // the reader waits (or is about to) on room
+	held atomic.Int64
+	// alloc is the room of the table c is allocated (share.go): written
+	// by its reader only, read by Conns.
+	alloc     atomic.Int64
+	drawAfter time.Time     // reader's: no draw past the base share before then (share.go)
+	room      chan struct{} // reader waits here while pending is at the bound
+	roomWait  atomic.Bool   // the reader waits (or is about to) on room
 
 	mu         sync.Mutex
 	out        []byte // guarded by mu: frames to write
@@ -75,8 +80,9 @@ type ConnStats struct {
 	ClientID uint64
 	// Pending is the roots whose INIT the server took and whose outcome
 	// it has not written yet; Held those of them in the acker (outcome
-	// not yet routed to the connection), which the share binds.
-	Pending, Held int64
+	// not yet routed to the connection), which its allocation binds;
+	// Alloc the room of the table it is allocated (see Server.Share).
+	Pending, Held, Alloc int64
 	// InitsRefused counts the INITs answered Failed{full} past the
 	// connection's share; ResetsDropped the RESETs dropped past its RESET
 	// share.
@@ -96,7 +102,7 @@ func (s *Server) Conns() []ConnStats {
 		if c.slot < 0 {
 			continue // in the handshake, or never through it
 		}
-		cs = append(cs, ConnStats{Remote: c.tag, ClientID: c.id, Pending: c.pending.Load(), Held: c.held.Load(),
+		cs = append(cs, ConnStats{Remote: c.tag, ClientID: c.id, Pending: c.pending.Load(), Held: c.held.Load(), Alloc: c.alloc.Load(),
 			InitsRefused: c.initsRefused.Load(), ResetsDropped: c.resetsDropped.Load(),
 			OrphansRefused: s.ak.OrphansRefused(c.slot) - c.orphansBase})
 	}
@@ -148,7 +154,10 @@ func (c *sconn) serve() {
 		dropped := c.dropped
 		s.mu.Unlock()
 		if dropped {
-			err = &closeError{code: closeOverloaded, err: fmt.Errorf("netio: dropped in the handshake for a newer connection (MaxHandshakes %d): %w", s.cfg.MaxHandshakes, err)}
+			// Its read woke with a deadline error because it was
+			// dropped: that, not a timeout, is why.
+			err = &closeError{code: closeOverloaded, err: fmt.Errorf("netio: dropped in the handshake for a newer connection (MaxHandshakes %d), %v after it connected",
+				s.cfg.MaxHandshakes, time.Since(c.accepted).Round(time.Millisecond))}
 		}
 		s.hsCause[hsCauseOf(err)].Add(1)
 		s.log.Warn("netio: handshake failed", "remote", c.tag, "reason", err.Error())
@@ -168,10 +177,10 @@ func (c *sconn) serve() {
 		// Shutdown: keep the tasks until the final outcomes are written.
 		return
 	case err == nil || errors.Is(err, io.EOF):
-		s.log.Info("netio: client closed", "remote", c.tag, "client", c.id,
+		s.log.Info("netio: client closed", "remote", c.tag, "client", clientID(c.id),
 			"inits_refused", c.initsRefused.Load(), "resets_dropped", c.resetsDropped.Load())
 	default:
-		s.log.Warn("netio: connection closed", "remote", c.tag, "client", c.id, "reason", err.Error(),
+		s.log.Warn("netio: connection closed", "remote", c.tag, "client", clientID(c.id), "reason", err.Error(),
 			"inits_refused", c.initsRefused.Load(), "resets_dropped", c.resetsDropped.Load())
 	}
 	_ = ferr
@@ -201,6 +210,7 @@ func (s *Server) forget(c *sconn) {
 	if c.owner {
 		s.addOwners(-1)
 	}
+	s.releaseShare(c)
 	s.mu.Unlock()
 	s.open.Add(-1)
 	c.raw.Close() // closed already, or left open by a lingering close
@@ -242,6 +252,7 @@ func (c *sconn) readLoop() error {
 				c.held.Add(taken)
 				taken = 0
 			}
+			c.giveBack()
 			base = c.pending.Load()
 			if err := p.Flush(); err != nil {
 				return err
@@ -303,7 +314,7 @@ func (c *sconn) readLoop() error {
 				c.chargeResets(resets)
 			}
 			inits := int64(n)
-			if inits > 0 && base+taken+inits > min(maxPend, s.share.Load()) {
+			if inits > 0 && base+taken+inits > min(maxPend, c.alloc.Load()) {
 				// Maybe at a bound: count exactly.
 				c.pending.Add(taken)
 				c.held.Add(taken)
@@ -334,11 +345,10 @@ func (c *sconn) readLoop() error {
 						return c.applyLast(p, c.errReplaced())
 					}
 				}
-				// Fair share: the INITs past it are answered
-				// Failed{full} here and never reach the acker.
-				if sh := s.Share(); c.held.Load()+inits > sh {
-					inits = c.refuse(max(sh-c.held.Load(), 0))
-				}
+				// Fair share: the INITs past the allocation and
+				// what the pool can add are answered Failed{full}
+				// here and never reach the acker.
+				inits = c.admitInits(inits)
 				base = c.pending.Load()
 			}
 			taken += inits
@@ -352,7 +362,7 @@ func (c *sconn) readLoop() error {
 			if err != nil {
 				return c.protocolError(err)
 			}
-			s.log.Info("netio: client said goodbye", "remote", c.tag, "client", c.id, "code", code, "reason", reason)
+			s.log.Info("netio: client said goodbye", "remote", c.tag, "client", clientID(c.id), "code", code, "reason", reason)
 			return nil
 		default:
 			return c.protocolError(fmt.Errorf("netio: unexpected %s frame from a client", typeName(f.Type)))
@@ -391,7 +401,7 @@ func (c *sconn) awaitRoom() error {
 				return nil
 			}
 			if peerGone(c.raw) {
-				c.s.log.Info("netio: client gone while held by backpressure", "remote", c.tag, "client", c.id)
+				c.s.log.Info("netio: client gone while held by backpressure", "remote", c.tag, "client", clientID(c.id))
 				return io.EOF
 			}
 			t.Reset(peerCheckInterval)
@@ -452,7 +462,7 @@ func (c *sconn) queueOutcomes(outs []ackcore.Outcome) {
 	c.s.framesOut.Add(uint64(frames))
 	if over {
 		c.s.slow.Add(1)
-		c.s.log.Warn("netio: client not taking its outcomes", "remote", c.tag, "client", c.id)
+		c.s.log.Warn("netio: client not taking its outcomes", "remote", c.tag, "client", clientID(c.id))
 		_ = c.raw.SetWriteDeadline(time.Now().Add(closeWriteTimeout)) // a write in progress ends soon
 	}
 	if wake {
@@ -587,7 +597,7 @@ func (c *sconn) write(buf []byte, lastDeadline *time.Time, wt time.Duration) (in
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() && !c.short.Load() {
 			s.slow.Add(1)
-			s.log.Warn("netio: client not reading; closing", "remote", c.tag, "client", c.id, "write_timeout", wt)
+			s.log.Warn("netio: client not reading; closing", "remote", c.tag, "client", clientID(c.id), "write_timeout", wt)
 		}
 		c.mu.Lock()
 		c.finished = true

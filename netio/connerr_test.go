@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
 )
 
@@ -136,5 +137,32 @@ func TestDefaultLoggerRateLimits(t *testing.T) {
 	}
 	if strings.Contains(log, s.addr) {
 		t.Fatalf("default logger logged the host that connected:\n%s", log)
+	}
+}
+
+// TestFlushAfterStop: once the client is stopped, a Flush with nothing
+// staged is no error (as the in-process acker's Producer: an engine that
+// flushes on every pass does not count a stop as an acker error); one
+// with messages staged says acker.ErrClosed and reports their INITs
+// Failed{stopped}.
+func TestFlushAfterStop(t *testing.T) {
+	s := startServer(t, nil)
+	c, err := Dial(clientCfg(s.addr), acker.Spec{Producers: 2, Tasks: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, staged := c.Sender(0), c.Sender(1)
+	if err := staged.Send(ackcore.Msg{Root: 9, Kind: ackcore.Init, Val: 1}); err != nil {
+		t.Fatal(err)
+	}
+	c.Stop()
+	if err := p.Flush(); err != nil {
+		t.Errorf("Flush of nothing after Stop: %v, want nil", err)
+	}
+	if err := staged.Flush(); !errors.Is(err, acker.ErrClosed) {
+		t.Errorf("Flush of a staged INIT after Stop: %v, want acker.ErrClosed", err)
+	}
+	if err := p.Send(ackcore.Msg{Root: 10, Kind: ackcore.Ack, Val: 1}); !errors.Is(err, acker.ErrClosed) {
+		t.Errorf("Send after Stop: %v, want acker.ErrClosed", err)
 	}
 }

@@ -116,11 +116,12 @@
 // MaxConnPending and the connection's fair share once per read batch,
 // counting exactly only near either: past MaxConnPending it waits for
 // room (backpressure, looking at the socket's state every 100 ms: a
-// peer gone is seen though nothing is read), past the share (Share:
-// Shards x MaxPending over the connections owning a task and a slack,
-// none with one such connection, kept in an atomic beside that count,
-// against the connection's held count, which the router lowers per
-// batch) it answers the INITs past it Failed{full} itself. A frame with RESETs charges them to the connection's and the
+// peer gone is seen though nothing is read), past the connection's
+// allocation of the table (share.go: its base share, Share, with what it
+// draws from the one pool of room no connection is allocated, which
+// holds the reserve ShareSlack; the allocations never sum past the
+// table), against the connection's held count, which the router lowers
+// per batch, it answers the INITs past it Failed{full} itself. A frame with RESETs charges them to the connection's and the
 // server's RESET windows (charges: nine buckets of an eighth of
 // MaxRootTimeout) and drops those past ResetShare; the decoder refuses a
 // timeout past MaxRootTimeout. The acker's outcomes come to one

@@ -79,7 +79,8 @@ func ExampleClient_Hosts() {
 	defer c.Stop()
 	c.Producer(0).Send(ackcore.Msg{Root: 7, Kind: ackcore.Init, Val: 1}) // never acked
 	c.Producer(0).Flush()
-	for len(c.OldestPending(1)) == 0 { // registered by the writer
+	deadline := time.Now().Add(5 * time.Second)
+	for len(c.OldestPending(1)) == 0 && time.Now().Before(deadline) { // registered by the writer
 		time.Sleep(time.Millisecond)
 	}
 	h := c.Hosts()[0]

@@ -1,11 +1,13 @@
 package netio
 
 import (
-	"github.com/xorack/xorack/internal/invariants"
-	"github.com/xorack/xorack/internal/race"
+	"log/slog"
+	"math"
 	"math/rand/v2"
 	"net"
+	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,6 +16,8 @@ import (
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
+	"github.com/xorack/xorack/internal/invariants"
+	"github.com/xorack/xorack/internal/race"
 )
 
 // The hostile-client suite, part two: each attack beside a well-behaved
@@ -245,27 +249,33 @@ func TestAckFlood(t *testing.T) {
 	wantAllComplete(t, s.addr, 2, 400)
 }
 
-// TestFairShare: 20 connections flood INITs that never complete while a
-// steady client runs trees. No flooder holds more than its share (the
-// table over the 21 connections owning tasks), the INITs past it are
-// answered Failed{full}, counted on each flooder's connection, the table
-// never fills, and the steady client completes every tree it completed
-// without the flood: 100 %, against a floor of 90 %.
+// TestFairShare (netio rule 10): 20 connections flood INITs at the
+// timeout cap (their roots never complete) while a steady client runs
+// trees, at the default reserve, over two shards. Whatever slack a
+// flooder draws comes out of the one pool, so the connections together
+// never hold more than the table: the acker refuses nothing, and the
+// steady client keeps at least 90% of its rate without the flood with
+// not one Failed{full}. Every INIT past a flooder's room is answered
+// Failed{full}, counted on its connection, and reaches its client.
 func TestFairShare(t *testing.T) {
 	if invariants.Enabled {
 		t.Skip("tables of tens of thousands of roots or more: the invariant checks (O(table) an Apply) take minutes; the differential tests run them")
 	}
-	// Each share has 8 x 16 roots of slack for the rings (shareSlack):
-	// the flooders' slack together leaves the steady client its room.
-	const flooders, perConn = 20, 4000
+	const flooders, perShard = 20, 10000
 	s := startServer(t, func(c *ServerConfig) {
-		c.Shard.MaxPending = (flooders + 1) * perConn
+		c.Shards = 2
+		c.Shard.MaxPending = perShard
 		c.MaxConns = flooders + 4
-		c.RingSize = 16
 	})
-	n := 4000
+	table := int64(2 * perShard)
+	// The old rule (the table over the connections and 8 rings' worth of
+	// slack each) let them hold 5x the table here.
+	if slack := int64(8 * 2 * 1024); (table/(flooders+1)+slack)*flooders < 2*table {
+		t.Fatalf("the test does not overcommit the old shares: slack %d", slack)
+	}
+	n, rounds := 200000, 3
 	if testing.Short() {
-		n = 1000
+		n = 50000
 	}
 	cfg := clientCfg(s.addr)
 	cfg.ID = 1
@@ -274,87 +284,162 @@ func TestFairShare(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer steady.Stop()
-	base, _ := treesOn(t, steady, 0, 0, n, 200) // without the flood
-
-	// The flooders connect, then flood: a connection that joins a flood
-	// finds the earlier ones holding what their share was when they took
-	// it, until those roots end (see the contract).
+	// Its rate over three rounds, after one to warm up: their median
+	// and their best.
+	var first uint64
+	rate := func() (median, best float64) {
+		var r []float64
+		for i := range rounds + 1 {
+			start := time.Now()
+			done, failed := treesOn(t, steady, first, 0, n, 200)
+			first += uint64(n)
+			if done != n {
+				t.Fatalf("the steady client completed %d of %d trees, failed %v", done, n, failed)
+			}
+			if i > 0 {
+				r = append(r, float64(n)/time.Since(start).Seconds())
+			}
+		}
+		slices.Sort(r)
+		return r[len(r)/2], r[len(r)-1]
+	}
+	// The flooders: each sends INITs at the timeout cap until refused
+	// 2,000 times, then holds what it took (its roots never complete)
+	// while the steady client runs, reading its outcomes: every refusal.
+	// They connect first: the steady client's quiet rate is beside the
+	// same connections, idle (the executors look at every connection's
+	// ring), so that the floor weighs the flood.
 	var clients []*Client
 	for i := range flooders {
 		cfg := clientCfg(s.addr)
-		cfg.TaskBase, cfg.ID, cfg.MaxPending = uint32(10+i), uint64(100+i), 4*perConn
+		// Three base shares in flight at most: past their room, and far
+		// past it together (old shares held 2.8x the table at this).
+		cfg.TaskBase, cfg.ID, cfg.MaxPending = uint32(10+i), uint64(100+i), int(3*table/(flooders+1))
 		c, err := Dial(cfg, acker.Spec{Producers: 1, Tasks: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
 		clients = append(clients, c)
 	}
+	quiet, _ := rate()
+	capMs := uint32(s.cfg.MaxRootTimeout / time.Millisecond)
 	var stop atomic.Bool
 	var wg sync.WaitGroup
-	full := make([]int, flooders)
+	full := make([]atomic.Int64, flooders)
 	for i, c := range clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			p, ib := c.Sender(0), c.Inbox(0)
 			var buf []ackcore.Outcome
-			// 5 shares' worth each: the share held, the rest refused; then
-			// it keeps its share held (its roots never complete) while
-			// the steady client runs, without spinning on refusals.
-			for root := uint64(1); !stop.Load() && root <= 5*perConn; root++ {
-				// TrySend: at the client's MaxPending, take outcomes.
-				if ok, err := p.TrySend(ackcore.Msg{Root: root<<8 | uint64(i), Kind: ackcore.Init, Val: 1}); err != nil {
-					t.Error(err)
-					return
-				} else if !ok {
-					_ = p.Flush()
-					buf, _ = ib.WaitUntil(buf[:0], time.After(time.Millisecond))
-					for _, o := range buf {
-						if o.Reason == ackcore.ReasonFull {
-							full[i]++
-						}
+			for root := uint64(1); !stop.Load(); root++ {
+				if full[i].Load() < 2000 {
+					m := ackcore.Msg{Root: root<<8 | uint64(i), Kind: ackcore.Init, Val: 1, TimeoutMs: capMs}
+					if ok, err := p.TrySend(m); err != nil {
+						t.Error(err)
+						return
+					} else if ok {
+						continue
 					}
+				}
+				_ = p.Flush()
+				buf, _ = ib.WaitUntil(buf[:0], time.After(20*time.Millisecond))
+				for _, o := range buf {
+					if o.Kind != ackcore.Failed || o.Reason != ackcore.ReasonFull {
+						t.Errorf("flooder %d: root %#x %v %v", i, o.Root, o.Kind, o.Reason)
+					}
+					full[i].Add(1)
 				}
 			}
 		}()
 	}
-	// At full pressure: every flooder has been refused, and holds its
-	// share.
-	waitFor(t, 10*time.Second, "every flooder to be refused", func() bool {
-		k := 0
+	defer func() {
+		stop.Store(true)
+		wg.Wait()
+		for _, c := range clients {
+			c.Stop()
+		}
+	}()
+	counts := func() []int64 {
+		c := make([]int64, flooders)
+		for i := range full {
+			c[i] = full[i].Load()
+		}
+		return c
+	}
+	// Full pressure: every flooder refused 2,000 times, or holding its
+	// client's MaxPending (it drew that much of the reserve first).
+	waitFor(t, 30*time.Second, "every flooder at its room", func() bool {
+		held := map[uint64]int64{}
 		for _, cs := range s.Conns() {
-			if cs.InitsRefused > 0 && cs.Held >= perConn {
-				k++
+			held[cs.ClientID] = cs.Held
+		}
+		for i, n := range counts() {
+			if n < 2000 && held[uint64(100+i)] < int64(clients[i].cfg.MaxPending) {
+				return false
 			}
 		}
-		return k == flooders
+		return true
 	})
-	done, failed := treesOn(t, steady, uint64(n), 0, n, 200)
-	conns, st := s.Conns(), s.Stats() // before the flooders leave and the share grows
-	share := s.Share()
-	stop.Store(true)
-	wg.Wait()
-	for _, c := range clients {
-		c.Stop()
+	// Beside the flood: the best round of up to five times three, against
+	// the quiet median, so that a busy machine's stretch of seconds does
+	// not pass for the flood's cost (a flood that filled the table fails
+	// the steady client's trees outright).
+	_, flooded := rate()
+	for try := 1; try < 5 && flooded < 0.9*quiet; try++ {
+		_, b := rate()
+		flooded = max(flooded, b)
 	}
-	if done < base*9/10 || done < n {
-		t.Fatalf("the steady client completed %d of %d trees during the flood (%d without it), failed %v", done, n, base, failed)
-	}
+	conns, st := s.Conns(), s.Stats()
+	var held int64
 	for _, cs := range conns {
-		if cs.ClientID >= 100 && (cs.InitsRefused == 0 || cs.Held > share) {
-			t.Errorf("flooder %#x: %d held (share %d), %d refused", cs.ClientID, cs.Held, share, cs.InitsRefused)
-		}
+		held += cs.Held
+	}
+	if held > table {
+		t.Errorf("the connections hold %d roots, past the table's %d", held, table)
 	}
 	if st.Acker.FailedFull != 0 {
-		t.Fatalf("the acker refused %d INITs: the table filled", st.Acker.FailedFull)
+		t.Errorf("the acker refused %d INITs: the table filled", st.Acker.FailedFull)
 	}
-	t.Logf("steady client: %d of %d without the flood, %d of %d with it; flooders refused %d INITs (%v per client)", base, n, done, n, st.InitsRefused, full)
+	if flooded < 0.9*quiet && !race.Enabled { // under the race detector, its own costs dominate
+		t.Errorf("the steady client ran %.0f trees/s beside the flood, %.0f without it: below 90%%", flooded, quiet)
+	}
+	// Every refusal counted on its connection came back to its client.
+	var refused map[uint64]uint64
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		refused = map[uint64]uint64{}
+		for _, cs := range s.Conns() {
+			refused[cs.ClientID] = cs.InitsRefused
+		}
+		lost := 0
+		for i := range full {
+			if uint64(full[i].Load()) != refused[uint64(100+i)] {
+				lost++
+			}
+		}
+		if lost == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("refusals: the server counted %v, the flooders got %v", refused, counts())
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	if h := steady.Hosts()[0]; h.FailedFull != 0 {
+		t.Errorf("the steady client had %d Failed{full}", h.FailedFull)
+	}
+	t.Logf("steady client: %.0f trees/s without the flood, %.0f with it (%.0f%%); the connections hold %d of %d (share %d, unallocated %d); flooders refused %d INITs (%v)",
+		quiet, flooded, 100*flooded/quiet, held, table, s.Share(), st.Unallocated, st.InitsRefused, counts())
 }
 
 // TestHandshakeBudget: 2,000 idle handshakes, then one more idle
 // connection 26 times a second, while a real client dials again and
 // again: it connects every time within its dial timeout, as the oldest
-// idle handshakes are dropped for the newer connections.
+// idle handshakes are dropped for the newer connections. The client
+// keeps its id, as a restarted process configured with one does: its
+// new connection takes the task over from the one it just stopped,
+// which the server may not have seen close yet.
 func TestHandshakeBudget(t *testing.T) {
 	s := startServer(t, func(c *ServerConfig) { c.MaxConns = 8 })
 	idle, tries := 2000, 9
@@ -386,6 +471,7 @@ func TestHandshakeBudget(t *testing.T) {
 	for i := range tries {
 		cfg := clientCfg(s.addr)
 		cfg.DialTimeout = 2 * time.Second
+		cfg.ID = 0xb0d9e7
 		c, err := Dial(cfg, acker.Spec{Producers: 1, Tasks: 1})
 		if err != nil {
 			t.Fatalf("try %d: %v", i, err)
@@ -402,6 +488,59 @@ func TestHandshakeBudget(t *testing.T) {
 	<-loop
 	if st := s.Stats(); st.HandshakesDropped < uint64(idle-DefaultMaxHandshakes) {
 		t.Fatalf("%d handshakes dropped, want at least %d", st.HandshakesDropped, idle-DefaultMaxHandshakes)
+	}
+}
+
+// TestDialWaitsForTaskOwner: a client whose task is still owned by
+// another client's connection (a restarted process with a fresh id,
+// before the server saw the old one close) is refused task_owned, and
+// Dial tries again within its dial timeout: it connects once the owner
+// is gone. An owner that stays past the dial timeout fails Dial with
+// the server's reason.
+func TestDialWaitsForTaskOwner(t *testing.T) {
+	s := startServer(t, nil)
+	old := rawDial(t, s.addr)
+	defer old.Close()
+	old.login(t, 1, taskRange{0, 1})
+
+	dialed := make(chan error, 1)
+	go func() {
+		cfg := clientCfg(s.addr)
+		cfg.ID = 2
+		c, err := Dial(cfg, acker.Spec{Producers: 1, Tasks: 1})
+		if err == nil {
+			c.Stop()
+		}
+		dialed <- err
+	}()
+	waitFor(t, 5*time.Second, "a task_owned refusal", func() bool { return s.Stats().HandshakeFailures.TaskOwned >= 2 })
+	old.Close()
+	select {
+	case err := <-dialed:
+		if err != nil {
+			t.Fatalf("Dial after the owner left: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Dial did not return after the owner left")
+	}
+
+	stay := rawDial(t, s.addr)
+	defer stay.Close()
+	stay.login(t, 3, taskRange{1, 1})
+	cfg := clientCfg(s.addr)
+	cfg.ID, cfg.TaskBase, cfg.DialTimeout = 4, 1, time.Second
+	cfg.Logger = slog.New(slog.DiscardHandler)
+	refusals := s.Stats().HandshakeFailures.TaskOwned
+	start := time.Now()
+	_, err := Dial(cfg, acker.Spec{Producers: 1, Tasks: 1})
+	if err == nil || !strings.Contains(err.Error(), "code task_owned") {
+		t.Fatalf("Dial beside a live owner: %v, want task_owned", err)
+	}
+	if d := time.Since(start); d < cfg.DialTimeout {
+		t.Errorf("Dial gave up after %v, within its dial timeout %v", d, cfg.DialTimeout)
+	}
+	if n := s.Stats().HandshakeFailures.TaskOwned - refusals; n < 2 {
+		t.Errorf("%d task_owned refusals in %v, want Dial's retries counted", n, cfg.DialTimeout)
 	}
 }
 
@@ -425,6 +564,13 @@ func TestCloseReasons(t *testing.T) {
 		defer b.Close()
 		wantClose(t, a, closeOverloaded, "dropped in the handshake for a newer connection (MaxHandshakes 1)")
 		b.login(t, 2, taskRange{2, 1})
+		// The log says why, and how soon: not a handshake timeout.
+		waitFor(t, 5*time.Second, "the drop in the log", func() bool {
+			return strings.Contains(s.log.String(), "dropped in the handshake for a newer connection (MaxHandshakes 1), ")
+		})
+		if l := s.log.String(); strings.Contains(l, "no hello within") || !regexp.MustCompile(`MaxHandshakes 1\), [0-9.]+m?s after it connected`).MatchString(l) {
+			t.Errorf("the drop logged as:\n%s", l)
+		}
 	})
 	t.Run("replaced", func(t *testing.T) {
 		s := startServer(t, nil)
@@ -435,6 +581,19 @@ func TestCloseReasons(t *testing.T) {
 		defer b.Close()
 		b.login(t, 7, taskRange{3, 1})
 		wantClose(t, a, closeReplaced, "replaced by a newer connection of client 0x7")
+		// One format for client ids: hex in the close reason, the page
+		// and every log line.
+		waitFor(t, 5*time.Second, "the replacement in the log", func() bool {
+			return strings.Contains(s.log.String(), `msg="netio: connection replaced by a newer one of the same client"`)
+		})
+		for _, line := range strings.Split(s.log.String(), "\n") {
+			if strings.Contains(line, "client=") && !strings.Contains(line, "client=0x7") {
+				t.Errorf("a client id not in hex: %s", line)
+			}
+		}
+		if !strings.Contains(s.log.String(), `msg="netio: client connected" remote=`) || !strings.Contains(s.log.String(), "client=0x7 tasks=1") {
+			t.Errorf("client connected, in hex:\n%s", s.log.String())
+		}
 	})
 	t.Run("protocol error in the handshake", func(t *testing.T) {
 		s := startServer(t, nil)
@@ -673,6 +832,44 @@ func TestStopRace(t *testing.T) {
 			if n := int64(len(got)); n != accepted[p].Load() {
 				t.Fatalf("iteration %d, sender %d: %d INITs accepted, %d outcomes", it, p, accepted[p].Load(), n)
 			}
+		}
+	}
+}
+
+// TestSharesOff: ShareSlack at the table's size turns the shares off: a
+// connection's allocation binds nothing (its INITs take the reader's
+// fast path), and two connections may hold what the acker takes.
+func TestSharesOff(t *testing.T) {
+	const bound = 1 << 12
+	s := startServer(t, func(c *ServerConfig) { c.Shard.MaxPending = bound; c.ShareSlack = bound })
+	if sh := s.Share(); sh < math.MaxInt64/4 {
+		t.Fatalf("Share %d with the shares off", sh)
+	}
+	for i := range 2 {
+		cfg := clientCfg(s.addr)
+		cfg.TaskBase, cfg.ID = uint32(i), uint64(i+1)
+		c, err := Dial(cfg, acker.Spec{Producers: 1, Tasks: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Stop()
+		p := c.Sender(0)
+		for r := range 3 * bound / 4 {
+			_ = p.Send(ackcore.Msg{Root: uint64(r+1)<<8 | uint64(i), Kind: ackcore.Init, Val: 1})
+		}
+		_ = p.Flush()
+	}
+	// Every INIT held or refused by the acker at its bound.
+	waitFor(t, 5*time.Second, "the INITs to be taken", func() bool {
+		st := s.Stats()
+		return st.Acker.Inits >= 3*bound/2 && int64(st.Acker.Pending)+int64(st.Acker.FailedFull) >= 3*bound/2
+	})
+	if st := s.Stats(); st.InitsRefused != 0 || st.Acker.FailedFull == 0 {
+		t.Errorf("shares off: %d refused by the server, %d by the acker, want 0 and the acker's bound", st.InitsRefused, st.Acker.FailedFull)
+	}
+	for _, cs := range s.Conns() {
+		if cs.Alloc < math.MaxInt64/4 {
+			t.Errorf("client %#x: Alloc %d with the shares off", cs.ClientID, cs.Alloc)
 		}
 	}
 }

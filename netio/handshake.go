@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"time"
 )
@@ -76,9 +77,15 @@ func (c *sconn) handshake() error {
 	}
 	_ = c.raw.SetDeadline(time.Time{})
 	c.fr.SetLimit(s.cfg.MaxFrame)
-	s.log.Info("netio: client connected", "remote", c.tag, "client", c.id, "tasks", len(c.tasks))
+	s.log.Info("netio: client connected", "remote", c.tag, "client", clientID(c.id), "tasks", len(c.tasks))
 	return nil
 }
+
+// clientID is a client id as the logs, the close reasons, ackerd's page
+// and /pending write it: hex ("0x5eed"), one format everywhere.
+type clientID uint64
+
+func (id clientID) LogValue() slog.Value { return slog.StringValue(fmt.Sprintf("%#x", uint64(id))) }
 
 // claim takes a producer slot for c and makes it the owner of its tasks.
 // A task owned by a connection of another client is refused; one owned by
@@ -119,6 +126,7 @@ func (c *sconn) claim() error {
 	if n > 0 {
 		c.owner = true
 		s.addOwners(1)
+		c.ownsTasks()
 	}
 	for _, r := range c.tasks {
 		for t := r.First; t < r.First+r.Count; t++ {
@@ -128,7 +136,7 @@ func (c *sconn) claim() error {
 		}
 	}
 	for _, o := range replaced {
-		s.log.Info("netio: connection replaced by a newer one of the same client", "remote", o.tag, "client", o.id)
+		s.log.Info("netio: connection replaced by a newer one of the same client", "remote", o.tag, "client", clientID(o.id))
 		o.replace() // its reader ends, its writer says closeReplaced
 	}
 	return nil

@@ -160,8 +160,9 @@ func (h *host) run(first chan<- error) {
 			h.setLastErr("cannot connect: " + err.Error())
 			if !reported && busy(err) && time.Since(dialed) < c.cfg.DialTimeout {
 				// The server was busy (at MaxConns, or it dropped this
-				// handshake for a newer one): Dial tries again within
-				// its dial timeout rather than fail at once.
+				// handshake for a newer one), or a task is still owned
+				// by a connection it has not yet seen close: Dial tries
+				// again within its dial timeout rather than fail at once.
 				select {
 				case <-time.After(c.cfg.BackoffMin):
 				case <-c.stopped:

@@ -15,7 +15,7 @@ import (
 // TestOrphanFlood (netio rule 9): a connection owning no task floods ACKs,
 // FAILs and RESETs for random roots while a second client runs trees
 // whose first ACK it sends, and the server applies, before their INITs
-// (early-ACK orphans, a few milliseconds old when their INITs come). The
+// (early-ACK orphans, two flood frames old when their INITs come). The
 // flooder's orphans are bounded per connection (Server.OrphanShare: half
 // a shard's table with two connections) and its excess is refused,
 // counted on its connection (ConnStats.OrphansRefused) and in the acker;
@@ -85,6 +85,7 @@ func TestOrphanFlood(t *testing.T) {
 	var buf []ackcore.Outcome
 	for base := 0; base < n && !t.Failed(); base += window {
 		rest := make([][]ackcore.Msg, window)
+		wrote := c.Hosts()[0].BytesOut
 		for i := range window {
 			tr := tree(rng, uint64(base+i+1)<<16|0x5eed, 0, 3)
 			if err := p.Send(tr[1]); err != nil { // the first edge's ACK, ahead of its INIT
@@ -95,7 +96,15 @@ func TestOrphanFlood(t *testing.T) {
 		if err := p.Flush(); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(3 * time.Millisecond) // the flood goes on
+		// The early ACKs written, the flood goes on for two more frames
+		// before their INITs follow.
+		waitFor(t, 5*time.Second, "the early ACKs to be written", func() bool {
+			return c.Hosts()[0].BytesOut >= wrote+uint64(HeaderSize+window*MsgSize)
+		})
+		mark := flooded.Load()
+		waitFor(t, 5*time.Second, "two more frames of the flood", func() bool {
+			return flooded.Load() >= mark+2*int64(maxMsgsPerFrame(DefaultMaxFrame))
+		})
 		for _, r := range rest {
 			if err := p.SendBatch(r); err != nil {
 				t.Fatal(err)

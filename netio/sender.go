@@ -206,10 +206,20 @@ func (s *Producer) abandon() {
 	}
 }
 
-// Flush hands every staged frame to its host's connection.
+// Flush hands every staged frame to its host's connection. Once the
+// client is stopped it returns acker.ErrClosed when it had messages to
+// hand over (their INITs are reported Failed{stopped}), and nil when it
+// had none, as the in-process acker's Producer does.
 func (s *Producer) Flush() error {
 	c := s.c
 	if c.closed.Load() {
+		staged := false
+		for i := range s.stage {
+			staged = staged || s.stage[i].n > 0
+		}
+		if !staged {
+			return nil
+		}
 		s.abandon()
 		return acker.ErrClosed
 	}

@@ -69,13 +69,15 @@ type ServerConfig struct {
 	// (backpressure), so a client that does not read holds at most this
 	// many outcomes in the server. Default 1<<16.
 	MaxConnPending int
-	// ShareSlack is how far a connection's count of roots held in the
-	// acker may run past its fair share (Server.Share) before its INITs
-	// are refused: that count runs ahead of its entries in the table by
-	// the outcomes on their way to the router. 0 means eight rings' worth,
-	// 8 × Shards × RingSize. A host whose router may lag far behind (CPU
-	// starved) and that expects no flood can raise it; the shares then
-	// bind later.
+	// ShareSlack is the reserve: the room of the acker's table kept off
+	// the connections' base shares (Server.Share), which any connection
+	// may draw on past its share, all of them together at most this
+	// much: a connection's count of roots held in the acker runs ahead
+	// of its entries in the table by the outcomes on their way to the
+	// router. 0 means eight rings' worth, 8 × Shards × RingSize; at most
+	// a quarter of the table is kept. At or above Shards × MaxPending it
+	// turns the shares off: no bound but the acker's, for a host that
+	// expects no flood.
 	ShareSlack int
 	// HandshakeTimeout bounds the handshake, TLS included (default
 	// DefaultHandshakeTimeout).
@@ -230,6 +232,10 @@ type ServerStats struct {
 	// InHandshake is the connections in the handshake now, not yet
 	// authenticated (Open counts them too).
 	InHandshake int
+	// Unallocated is the room of the acker's table no connection is
+	// allocated: the reserve the connections draw on past their share
+	// (see Server.Share).
+	Unallocated int64
 	// HandshakeFailures splits HandshakeFails by cause.
 	HandshakeFailures HandshakeFailures
 	// FramesIn and BytesIn count the frames and bytes read from
@@ -250,6 +256,16 @@ type Server struct {
 
 	total   int64  // Shards x MaxPending: immutable
 	maxToMs uint32 // MaxRootTimeout in ms: immutable
+	// The shares (share.go), immutable after NewServer: the table's room
+	// for INITs (total less the shards' spread), the reserve kept off the
+	// base shares, the least a connection draws from the pool at once,
+	// and whether the shares are off (ShareSlack at least total).
+	room, reserve, chunk int64
+	sharesOff            bool
+	// pool is the room no live connection is allocated (share.go): drawn
+	// from and given back by the readers, given back by the router for
+	// the roots of connections gone.
+	pool atomic.Int64
 
 	mu    sync.Mutex // guards lns, conns, pre, closing, ownership changes
 	lns   []net.Listener
@@ -305,7 +321,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		slots: make(chan int, cfg.MaxConns), conns: map[*sconn]struct{}{}, pre: list.New(),
 		total: int64(cfg.Shards) * int64(cfg.Shard.MaxPending), maxToMs: uint32(cfg.MaxRootTimeout / time.Millisecond)}
 	s.resets.init(cfg.MaxRootTimeout)
-	s.share.Store(s.shareOf(0))
+	s.initShares()
 	var idb [8]byte
 	_, _ = rand.Read(idb[:])
 	s.id = binary.LittleEndian.Uint64(idb[:])
@@ -378,7 +394,7 @@ func (s *Server) Serve(ln net.Listener) error {
 // server is shutting down. The producer slot is taken when the handshake
 // succeeds (claim).
 func (s *Server) admit(c net.Conn) {
-	sc := &sconn{s: s, raw: c, nc: c, slot: -1, wake: make(chan struct{}, 1), room: make(chan struct{}, 1),
+	sc := &sconn{s: s, raw: c, nc: c, slot: -1, accepted: time.Now(), wake: make(chan struct{}, 1), room: make(chan struct{}, 1),
 		done: make(chan struct{})}
 	sc.refs.Store(2) // the reader and the writer; the writer starts after the handshake
 	sc.resets.init(s.cfg.MaxRootTimeout)
@@ -448,7 +464,7 @@ func (s *Server) Stats() ServerStats {
 		ProtocolErrors: s.protoErrs.Load(), SlowClosed: s.slow.Load(), Open: s.open.Load(),
 		Msgs: s.msgs.Load(), Outcomes: s.outcomes.Load(), Unrouted: s.unrouted.Load(),
 		FramesIn: s.framesIn.Load(), BytesIn: s.bytesIn.Load(), FramesOut: s.framesOut.Load(), BytesOut: s.bytesOut.Load(),
-		HandshakeFailures: s.handshakeFailures(),
+		HandshakeFailures: s.handshakeFailures(), Unallocated: s.pool.Load(),
 	}
 	s.mu.Lock()
 	stopped := s.closing
@@ -551,6 +567,7 @@ func (s *Server) route(r *acker.Receiver) {
 	defer s.routers.Done()
 	outs := make([]ackcore.Outcome, 0, 4096)
 	var touched []*sconn
+	var unrouted int64
 	for {
 		var ok bool
 		outs, ok = r.Wait(outs[:0])
@@ -565,6 +582,7 @@ func (s *Server) route(r *acker.Receiver) {
 			}
 			if c == nil {
 				s.unrouted.Add(1)
+				unrouted++
 				continue
 			}
 			if len(c.rbuf) == 0 {
@@ -572,8 +590,13 @@ func (s *Server) route(r *acker.Receiver) {
 			}
 			c.rbuf = append(c.rbuf, *o)
 		}
+		if unrouted > 0 && !s.sharesOff {
+			// Roots of connections gone: their room returns to the pool.
+			s.pool.Add(unrouted)
+			unrouted = 0
+		}
 		for _, c := range touched {
-			c.held.Add(-int64(len(c.rbuf)))
+			s.unheld(c, int64(len(c.rbuf)))
 			c.queueOutcomes(c.rbuf)
 			s.outcomes.Add(uint64(len(c.rbuf)))
 			c.rbuf = c.rbuf[:0]

@@ -8,15 +8,44 @@ import (
 )
 
 // Fair shares of the acker's table (docs/semantics.md, netio rules 9 and
-// 10): a connection's INITs against its share of the table, its RESETs
-// against its RESET share within MaxRootTimeout.
+// 10): a connection's INITs against the room it was allocated, its
+// RESETs against its RESET share within MaxRootTimeout.
+//
+// The table's room for INITs (Shards x MaxPending, less the shards'
+// spread) is split three ways: the allocations of the live connections
+// that own a task, the roots of connections gone (until their outcomes
+// leave the acker), and the pool, the room no one is allocated. A
+// connection draws from the pool as its INITs need room (admitInits),
+// up to its base share whatever the pool has, past it only what the
+// others' bases leave (see admitInits), and gives
+// back, once per read batch, what it is allocated past a few chunks over
+// what it holds (giveBack); when it goes, its allocation returns to the
+// pool and its held roots do as their outcomes come. The pool is the one
+// reserve every connection's slack comes out of: with n connections
+// each at its base (Share), it holds the reserve (ShareSlack) and
+// nothing more, so the allocations, and the roots held within them,
+// never sum past the table however many connections flood it.
+//
+// Who writes what: c.alloc by c's reader only (forget after it ended); c.held raised by the reader, lowered by the router;
+// s.pool by any of them, atomically. Every root the server hands the
+// acker is counted in its connection's held count until its outcome
+// comes (routed: the owner's held count; unrouted: the pool), so
+//
+//	pool + sum(alloc) + (held roots of connections gone) = table room
+//
+// holds exactly (the router's count may dip below zero for a live
+// connection, see unheld, and the sum stays exact), and a connection's
+// held count never passes its allocation.
 
-// Share is a connection's fair share of the acker's table now: its
-// shards' MaxPending over the authenticated connections that own a task,
-// and the rings' worth of slack (shareSlack); with one such connection,
-// no bound but the acker's. A connection with more roots than this in
-// the acker (ConnStats.Held) has the INITs past it answered
-// Failed{full}.
+// Share is a connection's base share of the acker's table now: the
+// table's room for INITs less the reserve (ShareSlack), over the
+// authenticated connections that own a task. A connection draws up to
+// it from the pool whatever the pool has, and past it only what the pool
+// has beyond the others' bases not yet drawn (ServerStats.Unallocated is
+// the pool). A connection with more roots in the acker (ConnStats.Held)
+// than its allocation (ConnStats.Alloc) and the pool can cover has the
+// INITs past it answered Failed{full}. With the shares off (ShareSlack at least the
+// table), no bound but the acker's.
 func (s *Server) Share() int64 { return s.share.Load() }
 
 // addOwners changes the count of connections owning a task, and the
@@ -25,28 +54,172 @@ func (s *Server) addOwners(d int64) {
 	s.share.Store(s.shareOf(s.owners.Add(d)))
 }
 
-// shareOf is the share with n connections owning a task: no bound but
-// the acker's for a lone one (no one else wants room).
+// shareOf is the base share with n connections owning a task.
 func (s *Server) shareOf(n int64) int64 {
-	if n <= 1 {
+	if s.sharesOff {
 		return math.MaxInt64 / 2
 	}
-	return s.total/n + s.shareSlack()
+	return (s.room - s.reserve) / max(n, 1)
 }
 
-// shareSlack is what a connection's held count may run ahead of its
-// entries in the table: its INITs in its rings into the shards, on their
-// way in, and outcomes on their way out, in the shards' rings to the
-// router (RingSize each, per shard) and held by the executors while the
-// router catches up. Eight rings' worth: with two, the net level's four
-// connections, each keeping a quarter of a table sized 1.05x the stream,
-// had INITs refused (outcomes waiting for the router); with eight, none
-// on an idle machine (ServerConfig.ShareSlack sets it).
-func (s *Server) shareSlack() int64 {
-	if s.cfg.ShareSlack > 0 {
-		return int64(s.cfg.ShareSlack)
+// initShares sets the reserve, the room and the pool (NewServer).
+func (s *Server) initShares() {
+	r := int64(s.cfg.ShareSlack)
+	if r == 0 {
+		r = defaultSlackRings * int64(s.cfg.Shards) * int64(s.cfg.RingSize)
 	}
-	return 8 * int64(s.cfg.Shards) * int64(s.cfg.RingSize)
+	s.sharesOff = r >= s.total
+	s.reserve = min(r, s.total/4)
+	s.room = s.total - s.spread()
+	s.chunk = max(min(int64(s.cfg.Shards)*int64(s.cfg.RingSize), s.reserve/8), 1)
+	s.pool.Store(s.room)
+	s.share.Store(s.shareOf(0))
+}
+
+// defaultSlackRings is the default reserve in rings' worth per shard: a
+// connection's held count runs ahead of its entries in the table by its
+// INITs in its rings into the shards and its outcomes on their way to
+// the router (RingSize each, per shard) and held by the executors while
+// the router catches up. With two rings' worth of slack per connection,
+// the net level's four connections, each keeping a quarter of a table
+// sized 1.05x the stream, had INITs refused (outcomes waiting for the
+// router); with eight, none on an idle machine. That is now the one
+// reserve all connections draw on.
+const defaultSlackRings = 8
+
+// spread is the room kept off the shares for the shards' uneven fill:
+// roots hash to the shards at random, so with the table's room all held
+// one shard would fill first, and an INIT within its connection's share
+// find it full. Four standard deviations of a shard's count per shard
+// (its count is about binomial: sqrt(MaxPending)); none with one shard.
+func (s *Server) spread() int64 {
+	if s.cfg.Shards == 1 {
+		return 0
+	}
+	return int64(s.cfg.Shards) * 4 * int64(math.Sqrt(float64(s.cfg.Shard.MaxPending)))
+}
+
+// ownsTasks marks c, which owns a task, as drawing on the table (claim, on
+// c's reader goroutine): it starts with nothing allocated, and draws as
+// its INITs come; with the shares off, its allocation binds nothing.
+func (c *sconn) ownsTasks() {
+	if c.s.sharesOff {
+		c.alloc.Store(math.MaxInt64 / 2)
+	}
+}
+
+// draw takes up to want from the pool, keeping keep there, and returns
+// what it took.
+func (s *Server) draw(want, keep int64) int64 {
+	for {
+		p := s.pool.Load()
+		take := min(want, p-keep)
+		if take <= 0 {
+			return 0
+		}
+		if s.pool.CompareAndSwap(p, p-take) {
+			return take
+		}
+	}
+}
+
+// unmet is what the connections owning a task other than c are short of
+// their base share g: the room the pool keeps for them when c draws past
+// its own (under s.mu).
+func (s *Server) unmet(c *sconn, g int64) int64 {
+	var u int64
+	for o := range s.conns {
+		if o != c && o.owner {
+			u += max(g-o.alloc.Load(), 0)
+		}
+	}
+	return u
+}
+
+// admitInits keeps the first INITs of c.msgs that c's allocation, with
+// what it can draw from the pool, has room for, and refuses the others
+// (refuse); it returns the INITs kept. c.held is exact (the reader
+// published what it took). Up to its base share c draws whatever the
+// pool has; past it, only what the pool has beyond the other
+// connections' bases not yet drawn (unmet), and after a draw that fell
+// short not again for drawPause. So while the connections stay the
+// same, the pool keeps what they are short of their bases, and one below
+// its base always finds room (docs/semantics.md, netio rule 10).
+func (c *sconn) admitInits(inits int64) int64 {
+	s := c.s
+	if s.sharesOff {
+		return inits
+	}
+	h, a := c.held.Load(), c.alloc.Load()
+	if need := h + inits - a; need > 0 {
+		want := max(need, s.chunk)
+		g := s.share.Load()
+		took := s.draw(min(want, max(g-a, 0)), 0)
+		if over := want - took; over > 0 && time.Now().After(c.drawAfter) {
+			s.mu.Lock()
+			took += s.draw(over, s.unmet(c, g))
+			s.mu.Unlock()
+			if took < need {
+				c.drawAfter = time.Now().Add(drawPause)
+			}
+		}
+		a += took
+		c.alloc.Add(took)
+	}
+	if h+inits > a {
+		return c.refuse(max(a-h, 0))
+	}
+	return inits
+}
+
+// drawPause is how long a connection whose draw past its base share fell
+// short waits before it tries again: a flooder at its bound takes the
+// server's lock and looks at every connection at most this often.
+const drawPause = time.Millisecond
+
+// giveBack returns to the pool what c is allocated past a few chunks over
+// what it holds (the reader, once per read batch, with c.held exact).
+func (c *sconn) giveBack() {
+	s := c.s
+	if s.sharesOff {
+		return
+	}
+	h, a := c.held.Load(), c.alloc.Load()
+	if a > max(h, 0)+4*s.chunk {
+		keep := max(h, 0) + 2*s.chunk
+		c.alloc.Store(keep)
+		s.pool.Add(a - keep)
+	}
+}
+
+// releaseShare returns a connection's allocation to the pool when it is
+// gone (forget, its reader ended): all but the roots it still holds in
+// the acker, which return as their outcomes come (unheld). Its held
+// count is left at goneHeld, so that the router, which may still route
+// an outcome to it, sees it gone.
+func (s *Server) releaseShare(c *sconn) {
+	if s.sharesOff || !c.owner {
+		return
+	}
+	a, h := c.alloc.Swap(0), c.held.Swap(goneHeld)
+	s.pool.Add(a - h)
+}
+
+// goneHeld marks the held count of a connection gone: far below any
+// count a live one reaches (at most its MaxConnPending above zero, or
+// the outcomes of the roots an earlier connection of its tasks held
+// below it).
+const goneHeld = math.MinInt64 / 2
+
+// unheld lowers c's held count by the n outcomes the router routed to
+// it; those of a connection gone return to the pool. A live connection's
+// count may dip below zero: outcomes of roots an earlier connection of
+// its tasks held (taken over), or of roots whose INITs its reader has
+// not counted yet; the sum above stays exact all the same.
+func (s *Server) unheld(c *sconn, n int64) {
+	if c.held.Add(-n) < goneHeld/2 && !s.sharesOff {
+		s.pool.Add(n)
+	}
 }
 
 // OrphanShare is the most orphans a connection's messages may have in

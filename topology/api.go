@@ -8,8 +8,9 @@ import (
 )
 
 // Spout is a source of tuples. Its task's executor calls Next repeatedly,
-// while the task has room for more pending roots (Config.MaxSpoutPending)
-// and the retry-storm breaker is closed; Next emits zero or more tuples
+// while the task has room for more pending roots (Config.MaxSpoutPending;
+// while the retry-storm breaker is open, room to hold one more new
+// message: the breaker starts them later); Next emits zero or more tuples
 // through c and returns. Ack and Fail report the final outcome of each
 // tracked message (one emitted with a message id), once per message, on
 // the executor's goroutine: Ack when its tree was fully processed, Fail

@@ -74,9 +74,17 @@ type Config struct {
 	// itself (ackcore.Config.ProgressTimeout: one 32-bit store per ACK);
 	// with a Port acker, an ack of a root older than a quarter of the
 	// timeout sends a RESET for it before the ACK, and a tree that stops
-	// times out between 3/4 and 1 timeout after its last progress. Off by
-	// default, as in Storm: a timeout that only progress can stretch
-	// hides a slow topology from the operator who tuned it.
+	// times out between 3/4 and 1 timeout after its last progress.
+	// Progress is counted when the acker gets the ACK, and a bolt sends
+	// its ACKs once per pass (up to Batch inputs per input ring, and
+	// whenever it runs out of input): behind a bolt that takes 1.3 ms an
+	// input with Batch 64, a tree's progress reaches the acker up to a
+	// pass, some 85 ms, late, and a tree that progressed 75-87 ms before
+	// its deadline times out. Give a slow bolt's topology a small Batch
+	// (Batch 1 sends each ACK after its Execute), or a MessageTimeout
+	// well above a pass. Off by default, as in Storm: a timeout that only
+	// progress can stretch hides a slow topology from the operator who
+	// tuned it.
 	ProgressTimeout bool
 	// MaxSpoutPending bounds each spout task's roots in flight; default
 	// DefaultMaxSpoutPending. Roots waiting out a replay's backoff are
@@ -123,8 +131,10 @@ type Config struct {
 	RingSize int
 	// Batch is the executors' batch size; default DefaultBatch. A bolt
 	// publishes its emits and acker messages after each pass (up to Batch
-	// inputs per input ring): a bolt that takes long per input holds its
-	// earlier inputs' acks that long, so give slow bolts a small Batch.
+	// inputs per input ring) and when it runs out of input: a bolt that
+	// takes long per input holds its earlier inputs' acks that long (a
+	// tree's progress under ProgressTimeout, too), so give slow bolts a
+	// small Batch.
 	Batch int
 	// SpoutWait is how long a spout executor waits when no task emitted
 	// anything; default DefaultSpoutWait.
@@ -181,12 +191,17 @@ const DefaultMaxAttempts = 5
 
 // Breaker is the retry-storm breaker of each spout executor: when, over
 // the last Window, at least MinOutcomes first attempts ended and at least
-// FailureRate of them failed, it opens: the executor neither emits nor
-// replays for OpenFor (doubling on each consecutive opening, up to
-// MaxOpenFor), then lets Probes roots through; if they all complete it
-// closes, if one fails it opens again. Replays' outcomes are not counted
-// (a message that always fails counts once), and the probes are new
-// messages, or a replay when the spout has no new one to give.
+// FailureRate of them failed (the first attempts still in flight that
+// were emitted no later than a failed one, to a tenth of the window,
+// count as not failed), it opens: for
+// OpenFor the executor starts no new message, holding those Next emits,
+// then lets Probes of them through; if they all complete it closes, if
+// one fails it opens again for twice as long (up to MaxOpenFor).
+// Replays wait while it holds new messages, and go at their own backoff
+// when the spout has none to give: a replay's outcome is never counted
+// and never reopens it, and one that completes closes it. Next is called
+// while it is open (until a task holds MaxSpoutPending new messages), so
+// untracked streams keep flowing. docs/semantics.md has the rules.
 type Breaker struct {
 	FailureRate float64       // in (0, 1]; 0 turns the breaker off
 	Window      time.Duration // default 1 s

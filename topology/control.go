@@ -7,27 +7,58 @@ import (
 )
 
 // breaker is a spout executor's retry-storm breaker (Config.Breaker):
-// closed, open (nothing emitted or replayed until a time), or half open
-// (Probes roots let through; all completing closes it, one failing opens
+// closed, open (new messages held until a time), or half open (Probes
+// new messages let through; all completing closes it, one failing opens
 // it again for twice as long).
 //
-// It judges an outage, not a few messages that always fail: the failure
-// rate counts first attempts only (a replay's outcome is not counted, so
-// a poison message counts once however often it is replayed), and the
-// probes are new messages: replays wait while it is open or half open,
-// unless the spout has no new message to give (no task with room, or
-// none emitted one for openFor since it went half open), when the
-// oldest due replay is the probe.
+// It judges an outage, and it never holds what it cannot judge:
+//
+//   - the failure rate counts first attempts only: a replay's outcome is
+//     not counted, so a poison message counts once however often it is
+//     replayed;
+//   - a probe is a new message (one the spout emitted while the breaker
+//     held it, or emits now): while the spout can give one, replays wait
+//     for the probes to judge the outage;
+//   - when the spout cannot give one (every task done, or none emitted a
+//     new message for OpenFor while asked), the breaker has nothing to
+//     judge with: replays go at their own backoff, their failures neither
+//     count nor reopen it (a poison message's replays are dead-lettered
+//     at the breaker-off pace), and one that completes closes it (the
+//     outage is over);
+//   - a redelivery (a Redeliverer's message at attempt > 1) held by the
+//     breaker may be a probe, but its failure gives the probe back
+//     rather than reopening: it may have failed for its own reasons;
+//   - OpenFor grows only when a probe of a new message fails.
+//
+// The spout's Next is called while the breaker is open (a task holds at
+// most MaxSpoutPending new messages): its untracked tuples, a tick that
+// flushes a join, keep flowing; its tracked ones are held.
 type breaker struct {
 	cfg        Breaker
 	state      breakerState
 	until      int64 // open: when to start probing
-	halfSince  int64 // half open: since when
 	openFor    time.Duration
 	probesLeft int // half open: probes that may still start
 	probesOK   int // half open: probes completed
 	opens      uint64
+	since      int64 // open or half open since (when it left closed)
+	heldNs     int64 // the time it was open or half open before since
 	buckets    [breakerBuckets]bucket
+	// born counts first attempts by the bucket of their emit time:
+	// started, and ended (any outcome); older counts those in flight
+	// born before the ring's oldest bucket.
+	born  [bornBuckets]bornBucket
+	older int
+}
+
+// bornBuckets is how many buckets of the failure-rate window's width the
+// in-flight count by emit time keeps apart (6.4 windows); roots in flight
+// for longer are counted together.
+const bornBuckets = 64
+
+type bornBucket struct {
+	n              int64
+	started, ended int
 }
 
 type breakerState uint8
@@ -36,6 +67,23 @@ const (
 	breakerClosed breakerState = iota
 	breakerOpen
 	breakerHalfOpen
+)
+
+// probeKind says what a root started while the breaker held the spout is
+// to the breaker.
+type probeKind uint8
+
+const (
+	probeNone probeKind = iota
+	// probeNew: a new message, one of the half-open breaker's Probes.
+	probeNew
+	// probeRedelivery: a redelivered message standing in for a new one;
+	// it took a probe, and gives it back if it fails.
+	probeRedelivery
+	// probeDry: a replay started while the spout had no new message to
+	// give; its completion closes the breaker, its failure is not
+	// counted.
+	probeDry
 )
 
 // breakerBuckets splits the window, so that it slides in tenths.
@@ -48,55 +96,114 @@ type bucket struct {
 
 func (b *breaker) on() bool { return b.cfg.FailureRate > 0 }
 
-// allowNew reports whether a new root may start now.
-func (b *breaker) allowNew(int64) bool {
-	return b.state == breakerClosed || b.state == breakerHalfOpen && b.probesLeft > 0
-}
+func (b *breaker) width() int64 { return max(int64(b.cfg.Window)/breakerBuckets, 1) }
 
-// allowReplay reports whether a replay may start now; roomForNew says
-// whether the spout could be asked for a new message (a better probe).
-func (b *breaker) allowReplay(now int64, roomForNew bool) bool {
-	switch b.state {
-	case breakerClosed:
-		return true
-	case breakerHalfOpen:
-		return b.probesLeft > 0 && (!roomForNew || now-b.halfSince >= int64(b.openFor))
+// bornAt returns born's bucket, recycling an older one into older, or
+// nil when born is older than the ring.
+func (b *breaker) bornAt(born int64) *bornBucket {
+	n := born / b.width()
+	bk := &b.born[n%bornBuckets]
+	switch {
+	case bk.n == n:
+		return bk
+	case bk.n > n:
+		return nil
 	}
-	return false
+	b.older += bk.started - bk.ended
+	*bk = bornBucket{n: n}
+	return bk
 }
 
-// probing reports whether a root started now is a probe.
-func (b *breaker) probing() bool { return b.state == breakerHalfOpen }
+// started counts a first attempt emitted at now.
+func (b *breaker) started(now int64) {
+	if b.on() {
+		b.bornAt(now).started++
+	}
+}
 
-// record counts a root's outcome; first says it was the message's first
-// attempt (only those count in the failure rate).
-func (b *breaker) record(now int64, ok, probe, first bool) {
+// ended counts the end of a first attempt emitted at born.
+func (b *breaker) ended(born int64) {
 	if !b.on() {
 		return
 	}
-	switch b.state {
-	case breakerHalfOpen:
-		if !probe {
-			return // started before the breaker opened
+	if bk := b.bornAt(born); bk != nil {
+		bk.ended++
+	} else {
+		b.older--
+	}
+}
+
+// inFlightSince counts the first attempts in flight emitted no later
+// than born's bucket.
+func (b *breaker) inFlightSince(born int64) int {
+	n, sum := born/b.width(), b.older
+	for i := range b.born {
+		if bk := &b.born[i]; bk.n <= n {
+			sum += bk.started - bk.ended
 		}
-		if !ok {
-			b.open(now, min(b.openFor*2, b.cfg.MaxOpenFor))
-			return
-		}
-		if b.probesOK++; b.probesOK >= b.cfg.Probes {
-			b.state = breakerClosed
-			b.openFor = b.cfg.OpenFor
-			b.buckets = [breakerBuckets]bucket{}
-		}
+	}
+	return sum
+}
+
+// holding reports whether the breaker is open or half open.
+func (b *breaker) holding() bool { return b.state != breakerClosed }
+
+// allowNew reports whether a new message may start now.
+func (b *breaker) allowNew() bool {
+	return b.state == breakerClosed || b.state == breakerHalfOpen && b.probesLeft > 0
+}
+
+// startNew says what a new message (first reports whether it is its
+// first attempt) started now is to the breaker, and takes a probe for
+// it when half open.
+func (b *breaker) startNew(first bool) (probeKind, uint64) {
+	if b.state != breakerHalfOpen {
+		return probeNone, 0
+	}
+	b.probesLeft--
+	if first {
+		return probeNew, b.opens
+	}
+	return probeRedelivery, b.opens
+}
+
+// record counts a root's outcome: kind and gen say what it was to the
+// breaker when it started (gen: the opening it probed), first that it
+// was the message's first attempt (only those count in the failure
+// rate), born its emit time (ended was called for it).
+//
+// A failure is fast and a completion takes the whole tree, so right after
+// a burst of emits (the start, a close that lets the held messages go)
+// the outcomes come failures first. The rate therefore counts the first
+// attempts still in flight that were emitted no later than the failed
+// one (in its bucket of the window or before) as not failed: 47 fast failures of a burst of 256 whose 209 others
+// are still being processed are 18%, not 100% (which reopened a closed
+// breaker at every burst, for good). In an outage they fail too, or, when
+// it is a hang, time out oldest first, with nothing older in flight.
+func (b *breaker) record(now int64, ok bool, kind probeKind, gen uint64, first bool, born int64) {
+	if !b.on() {
 		return
-	case breakerOpen:
+	}
+	if b.state != breakerClosed {
+		switch {
+		case kind == probeNone, kind != probeDry && gen != b.opens:
+			// Started before the breaker opened, or a probe of an
+			// earlier opening: it says nothing about this one.
+		case ok && (kind == probeDry || b.probesOK+1 >= b.cfg.Probes):
+			b.close(now)
+		case ok:
+			b.probesOK++
+		case kind == probeNew && b.state == breakerHalfOpen:
+			b.open(now, min(b.openFor*2, b.cfg.MaxOpenFor))
+		case kind == probeRedelivery && b.state == breakerHalfOpen:
+			b.probesLeft++
+		}
 		return
 	}
 	if !first {
 		return
 	}
-	width := max(int64(b.cfg.Window)/breakerBuckets, 1)
-	n := now / width
+	n := now / b.width()
 	bk := &b.buckets[n%breakerBuckets]
 	if bk.n != n {
 		*bk = bucket{n: n}
@@ -113,45 +220,54 @@ func (b *breaker) record(now int64, ok, probe, first bool) {
 			failSum += c.fail
 		}
 	}
-	if total := okSum + failSum; total >= b.cfg.MinOutcomes && float64(failSum) >= b.cfg.FailureRate*float64(total) {
-		if b.openFor == 0 {
-			b.openFor = b.cfg.OpenFor
-		}
-		b.open(now, b.openFor)
+	if total := okSum + failSum; !ok && total >= b.cfg.MinOutcomes &&
+		float64(failSum) >= b.cfg.FailureRate*float64(total+b.inFlightSince(born)) {
+		b.open(now, b.cfg.OpenFor)
 	}
 }
 
 func (b *breaker) open(now int64, d time.Duration) {
+	if b.state == breakerClosed {
+		b.since = now
+	}
 	b.state = breakerOpen
 	b.openFor = d
 	b.until = now + int64(d)
 	b.opens++
 }
 
-// tick moves an open breaker to half open when its time is up, and copies
-// its state to the executor's counters.
-func (b *breaker) tick(now int64, m *counters) {
+func (b *breaker) close(now int64) {
+	b.heldNs += now - b.since
+	b.state = breakerClosed
+	b.openFor = b.cfg.OpenFor
+	b.buckets = [breakerBuckets]bucket{}
+}
+
+// tick moves an open breaker to half open when its time is up (and
+// reports that it did: the probes may start), and copies its state to
+// the executor's counters.
+func (b *breaker) tick(now int64, m *counters) bool {
+	moved := false
 	if b.state == breakerOpen && now >= b.until {
 		b.state = breakerHalfOpen
-		b.halfSince = now
 		b.probesLeft, b.probesOK = b.cfg.Probes, 0
+		moved = true
 	}
 	m.BreakerOpens = b.opens
 	m.BreakerOpen = 0
+	m.BreakerHeldNs = uint64(b.heldNs)
 	if b.state != breakerClosed {
 		m.BreakerOpen = 1
+		m.BreakerHeldNs += uint64(max(now-b.since, 0))
 	}
+	return moved
 }
 
-// nextEvent is the time until the breaker's next change, if one is
-// timed: the end of the open time, or, half open, when a replay may be
-// the probe.
+// nextEvent is the time until the breaker's next timed change: the end
+// of the open time.
 func (b *breaker) nextEvent(now int64) (time.Duration, bool) {
-	switch {
-	case b.state == breakerOpen:
+	if b.state == breakerOpen {
 		return time.Duration(max(b.until-now, 0)), true
-	case b.state == breakerHalfOpen && b.probesLeft > 0:
-		return time.Duration(max(b.halfSince+int64(b.openFor)-now, 0)), true
 	}
 	return 0, false
 }

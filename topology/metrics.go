@@ -26,18 +26,20 @@ type counters struct {
 	ResetsCapped uint64 // bolts: RESETs not sent, the root's ResetCap reached
 	AckerErrors  uint64 // messages the acker refused (it had stopped)
 	Panics       uint64 // panics recovered from the component's code
-	BusyNs       uint64 // bolts: estimated ns in Execute (sampled latencies x ExecSampleEvery)
+	BusyNs       uint64 // bolts: ns executing batches of inputs (two clock reads a batch)
 
-	Completed    uint64                 // spouts: roots completed (at most once: Acks right after emit)
-	FailedBy     [numReasons + 1]uint64 // spouts: failed attempts by Reason
-	Replayed     uint64                 // spouts: replays emitted
-	DeadLettered uint64                 // spouts: messages that failed their last attempt
-	FailedFinal  uint64                 // spouts: Fail callbacks (dead-lettered, stopped, or a Redeliverer's failed attempt)
-	Stale        uint64                 // spouts: outcomes for roots not pending (none expected)
-	BreakerOpens uint64                 // spouts: times the breaker opened
+	Completed     uint64                 // spouts: roots completed (at most once: Acks right after emit)
+	FailedBy      [numReasons + 1]uint64 // spouts: failed attempts by Reason
+	Replayed      uint64                 // spouts: replays emitted
+	DeadLettered  uint64                 // spouts: messages that failed their last attempt
+	FailedFinal   uint64                 // spouts: Fail callbacks (dead-lettered, stopped, or a Redeliverer's failed attempt)
+	Stale         uint64                 // spouts: outcomes for roots not pending (none expected)
+	BreakerOpens  uint64                 // spouts: times the breaker opened
+	BreakerHeldNs uint64                 // spouts: ns the breaker was open or half open
 
-	Pending     int64 // spouts: roots pending now, in flight or waiting for a retry
+	Pending     int64 // spouts: roots pending now: in flight, waiting for a retry, or held by the breaker
 	Waiting     int64 // spouts: of those, roots waiting out a retry's backoff (not counted against Bound)
+	Held        int64 // spouts: of those, new messages the breaker holds (emitted by Next, not started)
 	PendingHigh int64 // spouts: the most pending at once, per task
 	Bound       int64 // spouts: the pending bound per task now
 	BreakerOpen int64 // spouts: 1 while the breaker is open or probing
@@ -65,8 +67,10 @@ func (c *counters) add(o *counters) {
 	c.FailedFinal += o.FailedFinal
 	c.Stale += o.Stale
 	c.BreakerOpens += o.BreakerOpens
+	c.BreakerHeldNs += o.BreakerHeldNs
 	c.Pending += o.Pending
 	c.Waiting += o.Waiting
+	c.Held += o.Held
 	c.PendingHigh = max(c.PendingHigh, o.PendingHigh)
 	c.Bound += o.Bound
 	c.BreakerOpen += o.BreakerOpen
@@ -137,18 +141,24 @@ type ComponentMetrics struct {
 	Stale           uint64 // outcomes for roots that were not pending
 	BreakerOpens    uint64
 	BreakerOpen     int // executors whose breaker is open or probing now
-	Pending         int // roots pending now (in flight or waiting for a retry)
-	Waiting         int // of those, roots waiting out a retry's backoff: the bound counts the others
-	PendingHigh     int // the most roots one task had pending at once
-	Bound           int // the pending bound per task now, summed over executors
+	// BreakerHeld is the time the executors' breakers were open or half
+	// open (summed over executors): what the breaker cost the spout at
+	// most.
+	BreakerHeld time.Duration
+	Pending     int // roots pending now (in flight, waiting for a retry, or held by the breaker)
+	Waiting     int // of those, roots waiting out a retry's backoff: the bound counts the others
+	Held        int // of those, new messages the breaker holds: emitted by Next, not started yet
+	PendingHigh int // the most roots one task had pending at once
+	Bound       int // the pending bound per task now, summed over executors
 	// Latency is the complete latency of completed roots (emit to
 	// completion, per attempt), in microseconds; nil for bolts.
 	Latency *hdrhistogram.Histogram
 	// ExecuteLatency is the bolt's Execute time in nanoseconds, one
 	// Execute in ExecSampleEvery timed, on the engine clock; nil for
-	// spouts. Busy is the time its executors spent in Execute, estimated
-	// from those samples (each stands for ExecSampleEvery): Busy over
-	// wall time and Executors is the capacity Storm's UI shows.
+	// spouts. Busy is the time its executors spent executing batches of
+	// inputs, measured per batch on the engine clock (never more than the
+	// clock's time per executor): Busy over wall time and Executors is
+	// the capacity Storm's UI shows.
 	ExecuteLatency *hdrhistogram.Histogram
 	Busy           time.Duration
 }
@@ -186,8 +196,8 @@ func (c *ComponentMetrics) set(m *counters) {
 	c.Panics = m.Panics
 	c.Busy = time.Duration(m.BusyNs)
 	c.Replayed, c.DeadLettered, c.FailedFinal, c.Stale = m.Replayed, m.DeadLettered, m.FailedFinal, m.Stale
-	c.BreakerOpens, c.BreakerOpen = m.BreakerOpens, int(m.BreakerOpen)
-	c.Pending, c.Waiting, c.PendingHigh, c.Bound = int(m.Pending), int(m.Waiting), int(m.PendingHigh), int(m.Bound)
+	c.BreakerOpens, c.BreakerOpen, c.BreakerHeld = m.BreakerOpens, int(m.BreakerOpen), time.Duration(m.BreakerHeldNs)
+	c.Pending, c.Waiting, c.Held, c.PendingHigh, c.Bound = int(m.Pending), int(m.Waiting), int(m.Held), int(m.PendingHigh), int(m.Bound)
 }
 
 // Latency histogram range: 1 µs to one hour at 3 significant digits

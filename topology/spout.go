@@ -29,8 +29,14 @@ type spoutExec struct {
 	ackTask []uint32 // by local task: its task number at the acker
 	pending []int    // by local task: roots in flight (what the bound counts)
 	waiting []int    // by local task: roots waiting for a replay's backoff
-	bound   int      // the pending bound per task (adaptive or fixed)
-	rr      int      // the next local task to ask
+	// held[i] are task i's new messages the breaker holds (or that wait
+	// behind them), oldest first: emitted by Next, not started yet. At
+	// most MaxSpoutPending a task; nheld counts them all.
+	held    [][]heldMsg
+	nheld   int
+	lastNew int64 // when Next last emitted a new tracked message
+	bound   int   // the pending bound per task (adaptive or fixed)
+	rr      int   // the next local task to ask
 	// redeliver[i] is spouts[i] when it is a Redeliverer (one attempt per
 	// message, each failure to Fail), else nil.
 	redeliver []Redeliverer
@@ -86,9 +92,19 @@ type slot struct {
 	task    int32 // local task
 	attempt uint32
 	state   slotState
-	probe   bool // a breaker probe
+	probe   probeKind // what the root is to the breaker
+	gen     uint64    // the breaker opening it probes
 	lastErr error
 	trace   *rootTrace // this attempt's, when traced
+}
+
+// heldMsg is a new message the breaker holds: what its emit gave.
+type heldMsg struct {
+	msgID   any
+	values  []any
+	stream  *stream
+	direct  int32
+	attempt uint32
 }
 
 type slotState uint8
@@ -164,6 +180,7 @@ func newSpoutExec(base executor, spouts []Spout, ackTask []uint32, cfg *Config) 
 	s.done = make([]bool, n)
 	s.pending = make([]int, n)
 	s.waiting = make([]int, n)
+	s.held = make([][]heldMsg, n)
 	s.bound = cfg.MaxSpoutPending
 	s.m.Bound = int64(s.bound)
 	if cfg.acking() {
@@ -244,6 +261,7 @@ func (s *spoutExec) run() {
 		}
 		if !stopping {
 			did = s.replayDue() || did
+			did = s.startHeld() || did
 			did = s.sendInits() || did
 			if !s.staged() && len(s.initQ) == 0 && !s.top.draining.Load() {
 				did = s.callNext() || did
@@ -255,7 +273,7 @@ func (s *spoutExec) run() {
 				s.m.AckerErrors++
 			}
 		}
-		s.control()
+		did = s.control() || did
 		if invariants.Enabled && s.live != nil {
 			s.check()
 		}
@@ -287,9 +305,15 @@ func (s *spoutExec) idle() bool {
 	case s.canAsk():
 		wait = s.top.cfg.SpoutWait // Next emitted nothing: Storm's spout wait
 	}
-	if len(s.retryQ.idx) > 0 && s.replayAllowed() { // else the breaker's next event
+	if len(s.retryQ.idx) > 0 {
 		d := time.Duration(s.slots[s.retryQ.idx[0]].due - s.now)
-		if wait < 0 || d < wait {
+		if !s.replayAllowed() { // until the spout runs dry, else the breaker's next event
+			d = time.Duration(-1)
+			if s.nheld == 0 && s.roomForNew() {
+				d = time.Duration(max(s.lastNew+int64(s.brk.cfg.OpenFor)-s.now, 0))
+			}
+		}
+		if d >= 0 && (wait < 0 || d < wait) {
 			wait = max(d, 0)
 		}
 	}
@@ -330,29 +354,45 @@ func (s *spoutExec) canAsk() bool {
 	if s.inbox == nil {
 		return !s.quiet && !s.top.draining.Load() && s.ndone < len(s.spouts)
 	}
-	return s.brk.allowNew(s.now) && s.roomForNew()
+	return s.roomForNew()
 }
 
-// replayAllowed asks the breaker whether a replay may start now.
+// replayAllowed reports whether a replay may start now: the breaker is
+// closed, or the spout has no new message to probe with (then the
+// breaker cannot judge the replay, and does not hold it).
 func (s *spoutExec) replayAllowed() bool {
-	if s.brk.state == breakerClosed {
-		return true
-	}
-	return s.brk.allowReplay(s.now, s.roomForNew())
+	return !s.brk.holding() || s.dry()
 }
 
-// roomForNew reports whether some task could be asked for a new message
-// (the breaker aside).
+// dry reports whether the spout cannot give the breaker a new message:
+// none is held, and no task may be asked for one, or those that may
+// were asked and emitted none for OpenFor.
+func (s *spoutExec) dry() bool {
+	return s.nheld == 0 && (!s.roomForNew() || s.now-s.lastNew >= int64(s.brk.cfg.OpenFor))
+}
+
+// roomForNew reports whether some task may be asked for a new message.
 func (s *spoutExec) roomForNew() bool {
 	if s.quiet || s.top.draining.Load() {
 		return false
 	}
 	for i := range s.spouts {
-		if !s.done[i] && s.roomFor(i) {
+		if !s.done[i] && s.mayAsk(i) {
 			return true
 		}
 	}
 	return false
+}
+
+// mayAsk reports whether task i may be asked for tuples: it has room
+// for a new root or, while the breaker holds new messages, room to hold
+// one more (Next keeps being called then, so that untracked streams
+// keep flowing).
+func (s *spoutExec) mayAsk(i int) bool {
+	if s.brk.holding() {
+		return len(s.held[i]) < s.top.cfg.MaxSpoutPending
+	}
+	return s.roomFor(i)
 }
 
 // roomFor reports whether task i may emit a new root: fewer than the
@@ -363,6 +403,15 @@ func (s *spoutExec) roomForNew() bool {
 // otherwise hold half of a 1024-root window idle.
 func (s *spoutExec) roomFor(i int) bool {
 	return s.pending[i] < s.bound && s.waiting[i] < s.top.cfg.MaxSpoutPending
+}
+
+// roomToStart reports whether task i may start a message the breaker
+// held: fewer than the bound in flight, and a slot of its own (a task
+// uses at most twice MaxSpoutPending). Unlike roomFor it does not wait
+// for the replays to drain: with MaxSpoutPending of them waiting, the
+// probe that lets them go is a held message.
+func (s *spoutExec) roomToStart(i int) bool {
+	return s.pending[i] < s.bound && s.pending[i]+s.waiting[i] < 2*s.top.cfg.MaxSpoutPending
 }
 
 // callNext asks the tasks for tuples, round robin, until a round emits
@@ -376,7 +425,7 @@ func (s *spoutExec) callNext() bool {
 			if s.rr++; s.rr == len(s.spouts) {
 				s.rr = 0
 			}
-			if s.done[i] || (s.inbox != nil && !s.roomFor(i)) || !s.brk.allowNew(s.now) || s.top.draining.Load() {
+			if s.done[i] || (s.inbox != nil && !s.mayAsk(i)) || s.top.draining.Load() {
 				continue
 			}
 			s.coll.task = i
@@ -433,26 +482,82 @@ func (s *spoutExec) emit(task int, st *stream, direct int, msgID any, values []a
 		}
 		return nil
 	}
+	h := heldMsg{msgID: msgID, values: values, stream: st, direct: int32(direct), attempt: 1}
+	if r := s.redeliver[task]; r != nil {
+		h.attempt = uint32(min(max(r.Attempt(msgID), 1), math.MaxUint32))
+	}
+	if len(s.held[task]) > 0 || !s.brk.allowNew() || s.brk.holding() && !s.roomToStart(task) {
+		// The breaker holds it (or holds older ones of the task).
+		if len(s.held[task]) >= s.top.cfg.MaxSpoutPending {
+			return fmt.Errorf("topology: spout %q task %d: %d messages held by the breaker, no room for another (emit at most one tracked tuple per Next)",
+				s.comp.name, s.tasks[task], len(s.held[task]))
+		}
+		if _, err := s.route(st, values, direct); err != nil {
+			return err // refused now, as an emit that starts at once would be
+		}
+		s.held[task] = append(s.held[task], h)
+		s.nheld++
+		s.m.Held++
+	} else if err := s.startNew(task, &h); err != nil {
+		return err
+	}
+	s.lastNew = s.now
+	s.m.Pending++
+	s.m.Emitted++
+	s.emitted++
+	return nil
+}
+
+// startNew starts a new message in a free slot (its task has room).
+func (s *spoutExec) startNew(task int, h *heldMsg) error {
 	if len(s.free) == 0 {
 		return fmt.Errorf("topology: spout %q task %d: %d roots pending, no room for another (emit at most one tracked tuple per Next)",
 			s.comp.name, s.tasks[task], len(s.slots))
 	}
 	idx := s.free[len(s.free)-1]
 	sl := &s.slots[idx]
-	*sl = slot{msgID: msgID, values: values, stream: st, direct: int32(direct), task: int32(task), attempt: 1}
-	if r := s.redeliver[task]; r != nil {
-		sl.attempt = uint32(min(max(r.Attempt(msgID), 1), math.MaxUint32))
-	}
+	*sl = slot{msgID: h.msgID, values: h.values, stream: h.stream, direct: h.direct, task: int32(task), attempt: h.attempt}
+	sl.probe, sl.gen = s.brk.startNew(h.attempt == 1)
 	if err := s.start(idx, sl); err != nil {
 		*sl = slot{}
 		return err
 	}
 	s.free = s.free[:len(s.free)-1]
 	s.pending[task]++
-	s.m.Pending++
-	s.m.Emitted++
-	s.emitted++
 	return nil
+}
+
+// startHeld starts the held messages the breaker lets through, oldest
+// first in each task, while their task has room.
+func (s *spoutExec) startHeld() bool {
+	did := false
+	for i := 0; s.nheld > 0 && i < len(s.held); i++ {
+		for len(s.held[i]) > 0 && s.brk.allowNew() && s.roomToStart(i) && !(s.staged() && did) {
+			h := s.held[i][0]
+			s.held[i][0] = heldMsg{}
+			s.held[i] = s.held[i][1:]
+			s.nheld--
+			s.m.Held--
+			if err := s.startNew(i, &h); err != nil {
+				// The values were routed at the emit: as for a replay,
+				// a route that fails now is a bug, reported, not lost.
+				s.m.Pending--
+				s.m.FailedFinal++
+				s.m.DeadLettered++
+				f := Failure{Reason: Explicit, Err: err, Attempts: int(h.attempt)}
+				if s.top.cfg.DeadLetter != nil {
+					s.deadLetter(int32(i), DeadLetter{Component: s.comp.name, Task: s.tasks[i], Stream: h.stream.name, MsgID: h.msgID, Values: h.values, Failure: f})
+				}
+				s.fail(int32(i), h.msgID, &f)
+				continue
+			}
+			did = true
+		}
+		if len(s.held[i]) == 0 {
+			s.held[i] = nil // let the backing array go
+		}
+	}
+	return did
 }
 
 // start emits the slot's values as a new root (a first attempt or a
@@ -489,8 +594,8 @@ func (s *spoutExec) start(idx uint32, sl *slot) error {
 		}
 		s.push(t, false)
 	}
-	if sl.probe = s.brk.probing(); sl.probe {
-		s.brk.probesLeft--
+	if sl.attempt == 1 {
+		s.brk.started(s.now)
 	}
 	m := ackcore.Msg{Root: root, Val: val, Task: s.ackTask[sl.task], Kind: ackcore.Init}
 	if s.top.cfg.Port != nil {
@@ -542,7 +647,10 @@ func (s *spoutExec) handle(outs []ackcore.Outcome) {
 			s.m.Completed++
 			recordLatency(s.hist, lat)
 			s.adapt.record(lat)
-			s.brk.record(s.now, true, sl.probe, sl.attempt == 1)
+			if sl.attempt == 1 {
+				s.brk.ended(sl.born)
+			}
+			s.brk.record(s.now, true, sl.probe, sl.gen, sl.attempt == 1, sl.born)
 			msgID, task := sl.msgID, sl.task
 			s.release(idx)
 			s.ack(task, msgID)
@@ -560,8 +668,11 @@ func (s *spoutExec) handle(outs []ackcore.Outcome) {
 			s.attribute(&f, sl.trace)
 		}
 		s.m.FailedBy[r]++
+		if sl.attempt == 1 {
+			s.brk.ended(sl.born)
+		}
 		if r != Stopped {
-			s.brk.record(s.now, false, sl.probe, sl.attempt == 1)
+			s.brk.record(s.now, false, sl.probe, sl.gen, sl.attempt == 1, sl.born)
 		}
 		s.failed(idx, sl, f)
 	}
@@ -697,6 +808,10 @@ func (s *spoutExec) replayDue() bool {
 		s.pending[sl.task]++
 		sl.attempt++
 		sl.lastErr = nil
+		sl.probe = probeNone
+		if s.brk.holding() {
+			sl.probe = probeDry // let through because the spout ran dry
+		}
 		if err := s.start(idx, sl); err != nil {
 			// The values were routed before; a route that fails now (a
 			// field that hashed once cannot stop hashing) is a bug, but
@@ -723,6 +838,17 @@ func (s *spoutExec) stopEmitting() {
 		f := Failure{Reason: Stopped, Attempts: int(sl.attempt), Err: sl.lastErr}
 		s.final(idx, sl, &f, false)
 	}
+	for i := range s.held {
+		for _, h := range s.held[i] {
+			// Never started: no attempt was made of a new message.
+			s.m.Pending--
+			s.m.Held--
+			s.m.FailedFinal++
+			s.fail(int32(i), h.msgID, &Failure{Reason: Stopped, Attempts: int(h.attempt) - 1})
+		}
+		s.held[i] = nil
+	}
+	s.nheld = 0
 	if s.inbox != nil {
 		s.dropStaged()
 		s.sendInits()
@@ -763,9 +889,11 @@ func (s *spoutExec) checkFinished() {
 	}
 }
 
-// control runs the breaker and the adaptive bound on the clock.
-func (s *spoutExec) control() {
-	s.brk.tick(s.now, &s.m)
+// control runs the breaker and the adaptive bound on the clock; it
+// reports whether the breaker went half open (the loop goes round again
+// to start its probes).
+func (s *spoutExec) control() bool {
+	moved := s.brk.tick(s.now, &s.m)
 	if b, ok := s.adapt.tick(s.now, s.bound, s.top.cfg.MaxSpoutPending); ok {
 		s.bound = b
 		s.m.Bound = int64(b)
@@ -773,6 +901,7 @@ func (s *spoutExec) control() {
 	if s.live != nil && s.now-s.lastPub >= publishEvery {
 		s.errs.sweep(s.inFlight)
 	}
+	return moved
 }
 
 func (s *spoutExec) publish() {
@@ -833,7 +962,11 @@ func (s *spoutExec) check() {
 		sum += p + s.waiting[i]
 		waiting += s.waiting[i]
 	}
-	if inUse != sum || int64(sum) != s.m.Pending || inUse+len(s.free) != len(s.slots) || len(s.retryQ.idx) != waiting {
+	held := 0
+	for i := range s.held {
+		held += len(s.held[i])
+	}
+	if inUse != sum || int64(sum+held) != s.m.Pending || held != s.nheld || int64(held) != s.m.Held || inUse+len(s.free) != len(s.slots) || len(s.retryQ.idx) != waiting {
 		panic(fmt.Sprintf("topology: spout %q: %d slots in use, in flight %v, waiting %v (counted %d), %d free of %d, %d in the retry queue",
 			s.comp.name, inUse, s.pending, s.waiting, s.m.Pending, len(s.free), len(s.slots), len(s.retryQ.idx)))
 	}

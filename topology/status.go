@@ -101,13 +101,21 @@ func statusRowOf(c, prev *ComponentMetrics, dt time.Duration, oldest map[string]
 	row.Acked, row.Failed = fmtCount(c.Acked), fmtCount(c.Failed)
 	if dt > 0 {
 		row.ExecutedPerSec = fmt.Sprintf("%.0f", float64(c.Executed-p.Executed)/dt.Seconds())
-		row.Capacity = fmt.Sprintf("%.1f%%", 100*float64(c.Busy-p.Busy)/float64(dt)/float64(max(c.Executors, 1)))
+		row.Capacity = fmt.Sprintf("%.1f%%", capacity(c.Busy-p.Busy, dt, c.Executors))
 	}
 	if h := c.ExecuteLatency; h != nil && h.TotalCount() > 0 {
 		row.P50 = fmtDuration(time.Duration(h.ValueAtQuantile(50)))
 		row.P99 = fmtDuration(time.Duration(h.ValueAtQuantile(99)))
 	}
 	return row
+}
+
+// capacity is the percentage of the interval dt its executors were
+// busy. Busy is measured per batch, so it can pass 100% only by the part
+// of a batch that began before the interval (its time is published when
+// it ends): the figure is capped at 100%.
+func capacity(busy, dt time.Duration, executors int) float64 {
+	return min(100*float64(busy)/float64(dt)/float64(max(executors, 1)), 100)
 }
 
 // failedByReason lists a spout's failed attempts by reason, "0" for none.
@@ -197,6 +205,6 @@ th{background:#f4f4f4}
 <td data-k="{{.Name}}:name">{{.Name}}</td><td data-k="{{.Name}}:kind">{{.Kind}}</td><td data-k="{{.Name}}:executors">{{.Executors}}</td><td data-k="{{.Name}}:tasks">{{.Tasks}}</td><td data-k="{{.Name}}:executed_per_sec">{{.ExecutedPerSec}}</td><td data-k="{{.Name}}:execute_p50">{{.P50}}</td><td data-k="{{.Name}}:execute_p99">{{.P99}}</td><td data-k="{{.Name}}:capacity">{{.Capacity}}</td><td data-k="{{.Name}}:emitted">{{.Emitted}}</td><td data-k="{{.Name}}:acked">{{.Acked}}</td><td data-k="{{.Name}}:failed">{{.Failed}}</td><td data-k="{{.Name}}:pending">{{.Pending}}</td><td data-k="{{.Name}}:oldest_pending">{{.Oldest}}</td><td data-k="{{.Name}}:complete_p99">{{.CompleteP99}}</td><td data-k="{{.Name}}:timeouts_held">{{.TimeoutsHeld}}</td>
 </tr>
 {{end}}</table>
-<p>Spouts: acked is completed roots, failed is failed attempts by reason. Capacity is the time in Execute (one Execute in 64 timed) over the interval, per executor.</p>
+<p>Spouts: acked is completed roots, failed is failed attempts by reason. Capacity is the time executing inputs over the interval, per executor (at most 100%).</p>
 </body></html>
 `))

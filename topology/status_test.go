@@ -1,11 +1,16 @@
 package topology
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -117,14 +122,52 @@ func TestStatusPageChromium(t *testing.T) {
 	defer srv.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-		"--user-data-dir="+t.TempDir(), "--dump-dom", srv.URL+"/").Output()
+	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+		"--user-data-dir="+t.TempDir(), "--dump-dom", srv.URL+"/")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil && len(bytes.TrimSpace(out)) == 0 {
+		// It rendered nothing: the browser could not start or died (a
+		// crash under a memory ulimit, a missing library), which says
+		// nothing of the page.
+		t.Skipf("%s could not render the page: %v; %s", bin, err, lastLines(stderr.String(), 5))
+	}
 	if err != nil {
-		t.Fatalf("%s: %v", bin, err)
+		t.Fatalf("%s: %v after writing %d bytes; %s", bin, err, len(out), lastLines(stderr.String(), 5))
 	}
 	checkCells(t, string(out), want)
 	if len(statusCells(string(out))) < 2*15 {
 		t.Errorf("the rendered page has %d cells, want 15 per component:\n%s", len(statusCells(string(out))), out)
+	}
+}
+
+// lastLines returns s's last n lines.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(lines[max(len(lines)-n, 0):], "\n")
+}
+
+// TestStatusPageChromiumCannotStart: a browser that dies before
+// rendering anything makes the test skip with its reason, not fail.
+func TestStatusPageChromiumCannotStart(t *testing.T) {
+	if _, err := exec.LookPath("sh"); err != nil {
+		t.Skip("no sh on PATH")
+	}
+	dir := t.TempDir()
+	fake := filepath.Join(dir, "chromium")
+	script := "#!/bin/sh\necho 'Received signal 11 SEGV_MAPERR' >&2\nkill -SEGV $$\n"
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", dir)
+	var skipped string
+	ok := t.Run("chromium", func(t *testing.T) {
+		defer func() { skipped = fmt.Sprint(t.Skipped()) }()
+		TestStatusPageChromium(t)
+	})
+	if !ok || skipped != "true" {
+		t.Errorf("a browser that crashed: passed %v, skipped %s; want a skip", ok, skipped)
 	}
 }
 
@@ -187,4 +230,47 @@ func idsInto(t *testing.T, spout func() Spout, clock *ackcore.FakeClock, name st
 		t.Fatal(err)
 	}
 	return top, top.StatusHandler()
+}
+
+// preemptedBolt takes no engine time on its inputs but one: every
+// ExecSampleEvery-th input (the one the executor times) takes d, as an
+// Execute preempted while it was timed does.
+type preemptedBolt struct {
+	clock *ackcore.FakeClock
+	d     time.Duration
+	n     int
+}
+
+func (b *preemptedBolt) Execute(t *Tuple, c *BoltCollector) {
+	if b.n++; b.n%ExecSampleEvery == 0 {
+		b.clock.Add(b.d)
+	}
+	_ = c.Ack(t)
+}
+
+// TestStatusCapacityPreempted: one executor whose timed Execute calls
+// each took 1 ms of engine clock (a preemption) and the others none is
+// busy exactly the clock's time, and the page shows at most 100%.
+// (Before: the sampled times scaled by 64 made Busy 64x the clock's time,
+// 6400%.)
+func TestStatusCapacityPreempted(t *testing.T) {
+	const n = 64 * 100
+	l := newLedger()
+	clock := &ackcore.FakeClock{}
+	top, h := idsInto(t, newIDSpout(l, n), clock, "work", &preemptedBolt{clock: clock, d: time.Millisecond})
+	began := clock.Now()
+	top.Start()
+	waitDone(t, top, 30*time.Second)
+	elapsed := time.Duration(clock.Now() - began)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+	cells := statusCells(rec.Body.String())
+	stop(t, top)
+	w := top.Metrics().Component("work")
+	if w.Busy != 100*time.Millisecond || elapsed != 100*time.Millisecond {
+		t.Errorf("busy %v over %v of engine clock, want 100ms of 100ms", w.Busy, elapsed)
+	}
+	if got := cells["work:capacity"]; got != "100.0%" {
+		t.Errorf("capacity %q, want 100.0%%", got)
+	}
 }

@@ -7,6 +7,9 @@ import (
 	"net/http/pprof"
 	"runtime/debug"
 	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -17,11 +20,11 @@ import (
 )
 
 // The admin endpoint (-admin): /metrics, /healthz, /readyz, /pending and,
-// with -pprof, /debug/pprof/. Everything it serves is read at request
-// time from counters the server keeps anyway (netio.Server.Stats,
-// ShardStats, Conns, Backlog): a scrape adds no work to the message path.
-// /pending asks each shard for its oldest roots, a scan of its table at
-// its next tick (a diagnostic; n is capped at maxPendingN).
+// with -pprof, /debug/pprof/. Its counters are read at request time from
+// what the server keeps anyway (netio.Server.Stats, ShardStats, Conns,
+// Backlog); the oldest pending roots (/pending, the page) from a
+// snapshot of the shards' tables taken at most once per -admin-scan
+// interval (pendingScans), however many ask. guard.go bounds the rest.
 
 // DefaultAdmin is -admin's default: loopback only, Prometheus's port
 // range (9464 is the OpenTelemetry Prometheus exporter's).
@@ -33,13 +36,39 @@ const (
 	defaultPendingN = 20
 )
 
+// Bounds of -admin-scan: the least time between two scans of the
+// shards' tables for /pending and the page, and its default.
+const (
+	minScanInterval     = 250 * time.Millisecond
+	defaultScanInterval = time.Second
+)
+
+// adminOptions configures the admin endpoint's handler.
+type adminOptions struct {
+	Pprof bool
+	// ScanInterval is the least time between two scans of the tables
+	// (at least minScanInterval).
+	ScanInterval time.Duration
+	// Loopback: the endpoint listens on loopback only, and answers only
+	// requests that name it so (hostCheck).
+	Loopback bool
+}
+
+// adminEndpoint is the admin endpoint's handler and its scans.
+type adminEndpoint struct {
+	http.Handler
+	scans *pendingScans
+}
+
 // adminHandler serves the admin endpoint for srv.
-func adminHandler(srv *netio.Server, withPprof bool) http.Handler {
+func adminHandler(srv *netio.Server, o adminOptions) *adminEndpoint {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		newServerCollector(srv))
+	scans := newPendingScans(srv, max(o.ScanInterval, minScanInterval))
+	g := newGate(adminRate)
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.Handle("GET /metrics", g.wrap(promhttp.HandlerFor(reg, promhttp.HandlerOpts{})))
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
 		if !srv.Accepting() {
@@ -48,16 +77,59 @@ func adminHandler(srv *netio.Server, withPprof bool) http.Handler {
 		}
 		fmt.Fprintln(w, "ok")
 	})
-	mux.HandleFunc("GET /pending", func(w http.ResponseWriter, r *http.Request) { servePending(srv, w, r) })
-	mux.Handle("GET /{$}", newStatusHandler(srv, version()))
-	if withPprof {
-		mux.HandleFunc("/debug/pprof/", pprof.Index)
-		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
-		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
-		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
-		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	mux.Handle("GET /pending", g.wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { servePending(srv, scans, w, r) })))
+	mux.Handle("GET /{$}", g.wrap(newStatusHandler(srv, scans, version())))
+	if o.Pprof {
+		mux.Handle("/debug/pprof/", g.wrap(http.HandlerFunc(pprof.Index)))
+		mux.Handle("/debug/pprof/cmdline", g.wrap(http.HandlerFunc(pprof.Cmdline)))
+		mux.Handle("/debug/pprof/profile", g.wrap(capSeconds(pprof.Profile)))
+		mux.Handle("/debug/pprof/symbol", g.wrap(http.HandlerFunc(pprof.Symbol)))
+		mux.Handle("/debug/pprof/trace", g.wrap(capSeconds(pprof.Trace)))
 	}
-	return mux
+	if o.Loopback {
+		return &adminEndpoint{Handler: hostCheck(mux), scans: scans}
+	}
+	return &adminEndpoint{Handler: mux, scans: scans}
+}
+
+// pendingScans serves the oldest pending roots from a snapshot: one scan
+// of the shards' tables (OldestPending: on the executors, at their next
+// tick) at most every interval, of maxPendingN roots, whatever the
+// requests ask. A request in the meantime gets the snapshot, its ages
+// and deadlines moved on by the time since it was taken.
+type pendingScans struct {
+	srv      *netio.Server
+	interval time.Duration
+	scans    atomic.Uint64 // scans taken
+
+	mu    sync.Mutex // held across a scan: requests meanwhile wait for it
+	at    time.Time  // guarded by mu: when the snapshot was taken
+	roots []ackcore.PendingRoot
+}
+
+func newPendingScans(srv *netio.Server, interval time.Duration) *pendingScans {
+	return &pendingScans{srv: srv, interval: interval}
+}
+
+// oldest returns up to n of the snapshot's roots, oldest first, as of
+// now.
+func (p *pendingScans) oldest(n int) []ackcore.PendingRoot {
+	p.mu.Lock()
+	if p.at.IsZero() || time.Since(p.at) >= p.interval {
+		p.roots = p.srv.OldestPending(maxPendingN)
+		p.at = time.Now()
+		p.scans.Add(1)
+	}
+	roots, at := p.roots, p.at
+	p.mu.Unlock()
+	since := time.Since(at)
+	out := make([]ackcore.PendingRoot, min(n, len(roots)))
+	for i := range out {
+		out[i] = roots[i]
+		out[i].Age += since
+		out[i].Deadline -= since
+	}
+	return out
 }
 
 // pendingRoot is one /pending entry. Root and client ids are strings
@@ -73,7 +145,7 @@ type pendingRoot struct {
 	Remote          string  `json:"remote,omitempty"` // that connection's address
 }
 
-func servePending(srv *netio.Server, w http.ResponseWriter, r *http.Request) {
+func servePending(srv *netio.Server, scans *pendingScans, w http.ResponseWriter, r *http.Request) {
 	n := defaultPendingN
 	if s := r.URL.Query().Get("n"); s != "" {
 		v, err := strconv.Atoi(s)
@@ -83,7 +155,7 @@ func servePending(srv *netio.Server, w http.ResponseWriter, r *http.Request) {
 		}
 		n = v
 	}
-	roots := srv.OldestPending(n)
+	roots := scans.oldest(n)
 	out := make([]pendingRoot, 0, len(roots))
 	for _, p := range roots {
 		e := pendingRoot{Root: fmt.Sprintf("%#x", p.Root), AgeSeconds: p.Age.Seconds(), DeadlineSeconds: p.Deadline.Seconds()}

@@ -79,7 +79,7 @@ func TestAdminEndpoint(t *testing.T) {
 		t.Fatalf("outcomes %v, want root 0x51's", outs)
 	}
 
-	web := httptest.NewServer(adminHandler(srv, false))
+	web := httptest.NewServer(adminHandler(srv, adminOptions{Loopback: true}))
 	defer web.Close()
 	// The counters move a little after the outcome the client saw (the
 	// reader counts its read batch after handing it on, the writer lowers
@@ -160,6 +160,11 @@ func TestAdminEndpoint(t *testing.T) {
 			t.Errorf("status page (%d) lacks %q:\n%s", code, want, page)
 		}
 	}
+	// The first load's rates are over the time since ackerd started: a
+	// figure, not "-".
+	if n := len(regexp.MustCompile(`<tr><td class="l">[01]</td><td>\d+</td><td>\d+</td><td>\d+</td>`).FindAllString(page, -1)); n != 2 {
+		t.Errorf("status page, first load: %d of 2 shards show their INIT and ACK rates:\n%s", n, page)
+	}
 	if !regexp.MustCompile(`<td class="l">0xabc</td><td class="l">[^<]+</td><td>1</td>`).MatchString(page) {
 		t.Errorf("status page: client 0xabc should show 1 pending root:\n%s", page)
 	}
@@ -171,7 +176,7 @@ func TestAdminEndpoint(t *testing.T) {
 	if code, _ := get(t, web.URL+"/debug/pprof/"); code != 404 {
 		t.Errorf("/debug/pprof/ without -pprof: %d, want 404", code)
 	}
-	withPprof := httptest.NewServer(adminHandler(srv, true))
+	withPprof := httptest.NewServer(adminHandler(srv, adminOptions{Pprof: true, Loopback: true}))
 	defer withPprof.Close()
 	if code, body := get(t, withPprof.URL+"/debug/pprof/"); code != 200 || !strings.Contains(body, "goroutine") {
 		t.Errorf("/debug/pprof/ with -pprof: %d", code)
@@ -189,9 +194,27 @@ func TestAdminEndpoint(t *testing.T) {
 }
 
 // TestAdminFlag: ackerd -admin serves the endpoint at the address it
-// logs, with pprof under -pprof.
+// logs, with pprof under -pprof, and /readyz says 200 once the server
+// accepts (it logs "listening" before its accept loop registers the
+// listener: a probe that early sees 503, which on a busy machine the test
+// did).
 func TestAdminFlag(t *testing.T) {
 	d := startDaemon(t, nil, "127.0.0.1:0", "-admin", "127.0.0.1:0", "-pprof")
+	url := adminURL(t, d)
+	for _, path := range []string{"/healthz", "/debug/pprof/", "/metrics"} {
+		if code, _ := get(t, url+path); code != 200 {
+			t.Errorf("%s: %d", path, code)
+		}
+	}
+	poll(t, 10*time.Second, "/readyz 200", func() bool {
+		code, _ := get(t, url+"/readyz")
+		return code == 200
+	})
+}
+
+// adminURL is the admin endpoint's URL as d logs it.
+func adminURL(t *testing.T, d *daemon) string {
+	t.Helper()
 	var url string
 	poll(t, 10*time.Second, "the admin address in the log", func() bool {
 		log := d.log.String()
@@ -202,11 +225,7 @@ func TestAdminFlag(t *testing.T) {
 		url = strings.TrimSuffix(strings.Fields(log[i+len("admin="):])[0], "/")
 		return true
 	})
-	for _, path := range []string{"/healthz", "/readyz", "/debug/pprof/", "/metrics"} {
-		if code, _ := get(t, url+path); code != 200 {
-			t.Errorf("%s: %d", path, code)
-		}
-	}
+	return url
 }
 
 // TestAdminAddrInUse: an -admin address taken is an error naming it.

@@ -3,10 +3,10 @@ package main
 import (
 	"fmt"
 	"regexp"
-	"runtime"
-	"runtime/debug"
 	"strconv"
 	"strings"
+
+	"github.com/xorack/xorack/internal/buildinfo"
 )
 
 // byteSize is a flag of bytes: a whole number with an optional binary
@@ -89,40 +89,7 @@ var flagRewrites = []struct {
 
 var bytesRe = regexp.MustCompile(`(\d+) bytes`)
 
-// version is -version's line: the module's version, the VCS revision
-// and time when the build recorded them, the Go version.
-func version() string { return versionOf(debug.ReadBuildInfo()) }
-
-func versionOf(bi *debug.BuildInfo, ok bool) string {
-	var b strings.Builder
-	b.WriteString("ackerd")
-	if !ok {
-		fmt.Fprintf(&b, " (no build info) %s", runtime.Version())
-		return b.String()
-	}
-	fmt.Fprintf(&b, " %s", bi.Main.Version)
-	if bi.Main.Path != "" {
-		fmt.Fprintf(&b, " (%s)", bi.Main.Path)
-	}
-	var rev, at, dirty string
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			rev = s.Value
-		case "vcs.time":
-			at = s.Value
-		case "vcs.modified":
-			if s.Value == "true" {
-				dirty = "+modified"
-			}
-		}
-	}
-	if rev != "" {
-		fmt.Fprintf(&b, " revision %s%s", rev, dirty)
-	}
-	if at != "" {
-		fmt.Fprintf(&b, " at %s", at)
-	}
-	fmt.Fprintf(&b, " %s", bi.GoVersion)
-	return b.String()
-}
+// version is -version's line, every xorack command's format
+// (internal/buildinfo): the module and its version, the VCS revision, its
+// time and the modified flag, the Go version.
+func version() string { return buildinfo.Read().Line("ackerd") }

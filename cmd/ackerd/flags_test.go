@@ -12,10 +12,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/xorack/xorack/internal/buildinfo"
 )
 
 // TestErrorWording pins ackerd's error texts: each names the flag to
@@ -63,25 +64,15 @@ func TestMaxBytesFlag(t *testing.T) {
 	}
 }
 
+// TestVersion: -version prints the line every xorack command prints
+// (ackbench's TestHelpAndVersion holds it to the same function).
 func TestVersion(t *testing.T) {
 	var b bytes.Buffer
 	if rc := run([]string{"-version"}, &b, nil); rc != 0 {
 		t.Fatalf("-version exited %d: %s", rc, b.String())
 	}
-	out := b.String()
-	if !strings.HasPrefix(out, "ackerd ") || !strings.HasSuffix(out, " "+runtime.Version()+"\n") || strings.Count(out, "\n") != 1 {
-		t.Fatalf("-version printed %q", out)
-	}
-}
-
-func TestVersionOf(t *testing.T) {
-	bi := &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Path: "github.com/xorack/xorack", Version: "v0.3.0"},
-		Settings: []debug.BuildSetting{{Key: "vcs.revision", Value: "4d7f527"}, {Key: "vcs.time", Value: "2026-12-01T20:00:00Z"}, {Key: "vcs.modified", Value: "true"}}}
-	if got, want := versionOf(bi, true), "ackerd v0.3.0 (github.com/xorack/xorack) revision 4d7f527+modified at 2026-12-01T20:00:00Z go1.26.0"; got != want {
-		t.Errorf("versionOf = %q, want %q", got, want)
-	}
-	if got := versionOf(nil, false); got != "ackerd (no build info) "+runtime.Version() {
-		t.Errorf("without build info: %q", got)
+	if want := buildinfo.Read().Line("ackerd") + "\n"; b.String() != want || !strings.Contains(want, " "+runtime.Version()+")") {
+		t.Fatalf("-version printed %q, want %q", b.String(), want)
 	}
 }
 

@@ -14,7 +14,9 @@
 // off when empty) serves /metrics (Prometheus), /healthz, /readyz (503
 // once shutting down), /pending?n= (the oldest pending roots as JSON,
 // with the client owning each one's task) and, with -pprof,
-// /debug/pprof/; see admin.go.
+// /debug/pprof/; see admin.go. It listens on loopback unless
+// -admin-public, and costs the acker no more than a fixed budget however
+// many ask (guard.go).
 package main
 
 import (
@@ -28,7 +30,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -100,7 +101,9 @@ flags to change.
 	fs.Var(&maxBytes, "max-bytes", "the acker's memory `budget`: its shards' tables, rings and held outcomes together, each shard's table within it (like 8GiB); a configuration that could take more is refused")
 	adminAddr := fs.String("admin", DefaultAdmin, "HTTP `address` of the admin endpoint: /metrics (Prometheus), /healthz, /readyz, /pending?n=; empty turns it off")
 	withPprof := fs.Bool("pprof", false, "also serve /debug/pprof/ on the admin endpoint")
-	showVersion := fs.Bool("version", false, "print the version (module, VCS revision and time, Go) and exit")
+	adminPublic := fs.Bool("admin-public", false, "allow an -admin address beyond loopback (\":9464\" is every interface): the endpoint has no authentication")
+	adminScan := fs.Duration("admin-scan", defaultScanInterval, "least time between two scans of the acker's tables for /pending and the status page (at least 250ms)")
+	showVersion := fs.Bool("version", false, "print the version (module, VCS revision, its time and modified flag, Go) and exit")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -135,6 +138,10 @@ flags to change.
 			fmt.Fprintf(stderr, "ackerd: -%s %v: want a positive duration\n", f.name, f.v)
 			return 2
 		}
+	}
+	if *adminScan < minScanInterval {
+		fmt.Fprintf(stderr, "ackerd: -admin-scan %v: want at least %v (a scan of the tables costs the executors)\n", *adminScan, minScanInterval)
+		return 2
 	}
 	if *maxRootTimeout < 0 {
 		fmt.Fprintf(stderr, "ackerd: -max-root-timeout %v: want a positive duration\n", *maxRootTimeout)
@@ -190,10 +197,22 @@ flags to change.
 			srv.Close()
 			return 1
 		}
-		hs := &http.Server{Handler: adminHandler(srv, *withPprof), ReadHeaderTimeout: 10 * time.Second}
-		go func() { _ = hs.Serve(aln) }()
+		loopback := isLoopback(aln.Addr())
+		if !loopback && !*adminPublic {
+			fmt.Fprintf(stderr, "ackerd: -admin %s listens beyond loopback (on %s), and the admin endpoint has no authentication: use 127.0.0.1:PORT, or add -admin-public to mean it\n", *adminAddr, aln.Addr())
+			aln.Close()
+			ln.Close()
+			srv.Close()
+			return 2
+		}
+		hs := newAdminServer(adminHandler(srv, adminOptions{Pprof: *withPprof, ScanInterval: *adminScan, Loopback: loopback}))
+		go func() { _ = hs.Serve(newLimitListener(aln, maxAdminConns)) }()
 		defer hs.Close()
-		log.Info("ackerd: admin endpoint listening", "admin", "http://"+aln.Addr().String()+"/", "pprof", *withPprof)
+		if loopback {
+			log.Info("ackerd: admin endpoint listening", "admin", "http://"+aln.Addr().String()+"/", "pprof", *withPprof)
+		} else {
+			log.Warn("ackerd: admin endpoint listening beyond loopback (-admin-public): anyone who reaches it reads /metrics and /pending", "admin", "http://"+aln.Addr().String()+"/", "pprof", *withPprof)
+		}
 	}
 	if ready != nil {
 		ready <- ln.Addr().String()

@@ -14,7 +14,8 @@ import (
 // The admin endpoint's status page (GET /): what an operator reads first,
 // from the same counters /metrics exports. Plain HTML refreshed every 2 s
 // by a meta tag, no script. Rates are over the time since the page was
-// last served (the first load shows totals only).
+// last served (the first load: since ackerd started). The oldest pending
+// roots come from the scans' snapshot (pendingScans).
 
 var statusPage = template.Must(template.New("status").Parse(`<!doctype html>
 <html><head><meta charset="utf-8"><meta http-equiv="refresh" content="2">
@@ -71,6 +72,7 @@ type oldestRow struct {
 // the rates (one page, many readers: guarded by the handler's own lock).
 type statusHandler struct {
 	srv     *netio.Server
+	scans   *pendingScans
 	version string
 	start   time.Time
 	now     func() time.Time
@@ -83,9 +85,11 @@ type statusSnap struct {
 	shards []ackcore.Stats
 }
 
-func newStatusHandler(srv *netio.Server, version string) *statusHandler {
-	h := &statusHandler{srv: srv, version: version, start: time.Now(), now: time.Now, last: make(chan statusSnap, 1)}
-	h.last <- statusSnap{}
+func newStatusHandler(srv *netio.Server, scans *pendingScans, version string) *statusHandler {
+	h := &statusHandler{srv: srv, scans: scans, version: version, start: time.Now(), now: time.Now, last: make(chan statusSnap, 1)}
+	// The first load's rates are over the time since the server started
+	// (its counters were zero then).
+	h.last <- statusSnap{at: h.start, shards: make([]ackcore.Stats, srv.Shards())}
 	return h
 }
 
@@ -109,7 +113,7 @@ func (h *statusHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		v.Shards = append(v.Shards, row)
 	}
 	h.last <- cur
-	for _, p := range h.srv.OldestPending(10) {
+	for _, p := range h.scans.oldest(10) {
 		v.Oldest = append(v.Oldest, oldestRow{Root: p.Root, Task: p.Task, Age: p.Age.Round(time.Millisecond), Deadline: p.Deadline.Round(time.Millisecond)})
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")

@@ -100,4 +100,54 @@ func TestWordCountTwoDaemons(t *testing.T) {
 	if counts["sentence"] != n || counts["words"] != n || len(counts) != 6+7 {
 		t.Fatalf("word counts %v", counts)
 	}
+	// A clean stop is no acker error: the spout flushes its sender on
+	// every pass, after the client stopped too.
+	if e := top.Metrics().Component("sentences").AckerErrors; e != 0 {
+		t.Fatalf("AckerErrors %d after a clean stop", e)
+	}
 }
+
+// TestStopWithPendingNoAckerError: a topology over ackerd stopped with
+// roots still pending (its bolt never acks) reports them failed, stopped,
+// and counts no acker error: the spout's flush after the client stopped,
+// with nothing staged, is none.
+func TestStopWithPendingNoAckerError(t *testing.T) {
+	d := startDaemon(t, nil, "127.0.0.1:0")
+	const n = 100
+	var acked, failed atomic.Int64
+	b := topology.NewBuilder()
+	b.Spout("sentences", func() topology.Spout { return &wcSpout{n: n, acked: &acked, failed: &failed} }).Output("sentence")
+	b.Bolt("hold", func() topology.Bolt { return holdBolt{} }).Input("sentences", topology.Shuffle())
+	cfg := topology.DefaultConfig()
+	var client atomic.Pointer[netio.Client]
+	cfg.Port = func(spec acker.Spec) (acker.Port, error) {
+		c, err := netio.Dial(netio.ClientConfig{Hosts: []string{d.addr}, Secret: []byte(secret)}, spec)
+		client.Store(c)
+		return c, err
+	}
+	top, err := b.Build(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := top.Start(); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, 10*time.Second, "every root pending on the daemon", func() bool {
+		c := client.Load()
+		return c != nil && len(c.Hosts()) == 1 && c.Hosts()[0].Pending == n
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond) // the drain cannot finish
+	defer cancel()
+	_ = top.Stop(ctx)
+	if failed.Load() != n || acked.Load() != 0 {
+		t.Fatalf("%d failed, %d acked, want %d failed (stopped)", failed.Load(), acked.Load(), n)
+	}
+	if e := top.Metrics().Component("sentences").AckerErrors; e != 0 {
+		t.Fatalf("AckerErrors %d after a stop with %d roots pending", e, n)
+	}
+}
+
+// holdBolt takes every tuple and never acks it.
+type holdBolt struct{}
+
+func (holdBolt) Execute(*topology.Tuple, *topology.BoltCollector) {}

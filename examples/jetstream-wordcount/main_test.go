@@ -123,3 +123,35 @@ func TestIdempotentSinkReplay(t *testing.T) {
 		}
 	}
 }
+
+// TestLoadWindows loads ten windows and a few more through a client whose
+// limit on outstanding publishes is one window: load never has more in
+// flight, so no publish waits on the client's stall (which, all sentences
+// in flight at once, failed with ErrTooManyStalledMsgs on a busy machine),
+// and the sentences land in order.
+func TestLoadWindows(t *testing.T) {
+	srv, err := jstest.Start(jstest.Config{StoreDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	nc, err := nats.Connect(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := natsjs.New(nc, natsjs.WithPublishAsyncMaxPending(publishWindow))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const n = 10*publishWindow + 3
+	first, last, err := load(ctx, js, "windows", n)
+	if err != nil || first != 1 || last != n {
+		t.Fatalf("load: sequences %d-%d, %v; want 1-%d", first, last, err, n)
+	}
+	if p := js.PublishAsyncPending(); p != 0 {
+		t.Errorf("%d publishes still pending after load", p)
+	}
+}

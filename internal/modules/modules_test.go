@@ -3,6 +3,7 @@ package modules
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -105,4 +106,102 @@ func TestParse(t *testing.T) {
 			t.Errorf("requires[%s] = %v, %v; want %v", m, g, ok, ind)
 		}
 	}
+}
+
+// TestRequirable holds every module of the repository to what a dependent
+// needs: no replace directive (a dependent ignores them), and each
+// requirement of another of the repository's modules a pseudo-version of
+// a real commit (not the zero version a replace once stood behind), which
+// go.work points at the local directory, so that the workspace builds
+// what is checked out. (CI's dependent build proves the versions resolve
+// from the repository's own commits.)
+func TestRequirable(t *testing.T) {
+	root := filepath.Join("..", "..")
+	work, err := os.ReadFile(filepath.Join(root, "go.work"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dirs := map[string]string{} // module path -> directory, from go.work's use
+	for _, dir := range directives(string(work), "use") {
+		f := strings.Fields(dir)
+		b, err := os.ReadFile(filepath.Join(root, f[0], "go.mod"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dirs[modulePath(string(b))] = filepath.Clean(f[0])
+	}
+	if dirs["github.com/xorack/xorack"] != "." || len(dirs) < 6 {
+		t.Fatalf("go.work uses %v: parsed wrong", dirs)
+	}
+	replaced := map[string]string{} // "path version" -> directory
+	for _, r := range directives(string(work), "replace") {
+		from, to, ok := strings.Cut(r, "=>")
+		if !ok {
+			t.Fatalf("go.work: replace %q", r)
+		}
+		replaced[strings.Join(strings.Fields(from), " ")] = filepath.Clean(strings.TrimSpace(to))
+	}
+	needed := map[string]bool{}
+	for path, dir := range dirs {
+		gomod := filepath.Join(root, dir, "go.mod")
+		b, err := os.ReadFile(gomod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rs := directives(string(b), "replace"); len(rs) > 0 {
+			t.Errorf("%s: replace %q: a dependent ignores it; go.work keeps development local", gomod, rs)
+		}
+		for _, r := range directives(string(b), "require") {
+			f := strings.Fields(r)
+			if _, ours := dirs[f[0]]; !ours || len(f) < 2 {
+				continue
+			}
+			key := f[0] + " " + f[1]
+			needed[key] = true
+			switch {
+			case !pseudo.MatchString(f[1]) || strings.HasPrefix(f[1], "v0.0.0-00010101000000-"):
+				t.Errorf("%s (%s) requires %s: want a pseudo-version of a commit of the repository", gomod, path, key)
+			case replaced[key] != dirs[f[0]]:
+				t.Errorf("%s requires %s, which go.work does not replace by %s (it has %q)", gomod, key, dirs[f[0]], replaced)
+			}
+		}
+	}
+	for key := range replaced {
+		if !needed[key] {
+			t.Errorf("go.work replaces %s, which no go.mod requires", key)
+		}
+	}
+}
+
+var pseudo = regexp.MustCompile(`^v0\.0\.0-\d{14}-[0-9a-f]{12}$`)
+
+// directives returns the arguments of each directive of kind in a go.mod
+// or go.work, single-line or in a block, comments dropped.
+func directives(text, kind string) []string {
+	var out []string
+	block := false
+	for _, line := range strings.Split(text, "\n") {
+		if i := strings.Index(line, "//"); i >= 0 {
+			line = line[:i]
+		}
+		line = strings.TrimSpace(line)
+		switch {
+		case line == kind+" (":
+			block = true
+		case block && line == ")":
+			block = false
+		case block && line != "":
+			out = append(out, line)
+		case strings.HasPrefix(line, kind+" "):
+			out = append(out, strings.TrimSpace(strings.TrimPrefix(line, kind+" ")))
+		}
+	}
+	return out
+}
+
+func modulePath(gomod string) string {
+	if m := directives(gomod, "module"); len(m) == 1 {
+		return m[0]
+	}
+	return ""
 }

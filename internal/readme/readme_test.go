@@ -16,6 +16,10 @@ import (
 	"time"
 )
 
+// readmes are the READMEs whose commands the test runs, from the
+// repository's root: the project's, and ackerd's operating guide.
+var readmes = []string{"README.md", "cmd/ackerd/README.md"}
+
 // command is one command of the README that starts something.
 type command struct {
 	line string   // as the README has it (the variant's flags appended)
@@ -125,18 +129,21 @@ func TestCommands(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	text, err := os.ReadFile(filepath.Join(root, "README.md"))
-	if err != nil {
-		t.Fatal(err)
+	var cmds []command
+	for _, f := range readmes {
+		text, err := os.ReadFile(filepath.Join(root, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmds = append(cmds, commands(string(text))...)
 	}
-	cmds := commands(string(text))
 	var pkgs []string
 	for _, c := range cmds {
 		if !slices.Contains(pkgs, c.pkg) {
 			pkgs = append(pkgs, c.pkg)
 		}
 	}
-	// What the README must keep showing: the test would pass vacuously
+	// What the READMEs must keep showing: the test would pass vacuously
 	// if the extraction missed them.
 	for _, want := range []string{"./cmd/ackerd", "./cmd/ackbench", "./examples/wordcount", "./examples/kafka-wordcount", "./examples/jetstream-wordcount"} {
 		if !slices.Contains(pkgs, want) {
@@ -273,4 +280,80 @@ func TestExtract(t *testing.T) {
 	if got := freePort([]string{"-addr", "127.0.0.1:7070", "-shards", "2"}); !slices.Equal(got, []string{"-addr", "127.0.0.1:0", "-shards", "2", "-admin", "127.0.0.1:0"}) {
 		t.Errorf("freePort: %q", got)
 	}
+}
+
+// TestFront holds the README's front to what a newcomer needs first: its
+// first command runs the engine, its second is the test command CI runs
+// (.ci/run's "tests (the README's test command)" step, with the
+// workspace pattern spelled out), and the whole fits in 120 lines.
+func TestFront(t *testing.T) {
+	root := filepath.Join("..", "..")
+	text, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(text), "\n"); n > 120 {
+		t.Errorf("README.md has %d lines, want at most 120: deep explanations go to the package docs", n)
+	}
+	first := shCommands(string(text))
+	if len(first) < 2 || first[0] != "go run ./examples/wordcount" {
+		t.Fatalf("README's first commands are %q, want go run ./examples/wordcount, then the tests", first)
+	}
+	ci, err := os.ReadFile(filepath.Join(root, ".ci", "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := ciTestCommand(string(ci))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first[1] != want {
+		t.Errorf("README's test command is %q, CI runs %q: keep them the same", first[1], want)
+	}
+}
+
+// shCommands returns the lines of the README's sh blocks, comments and
+// blank lines dropped, in order.
+func shCommands(readme string) []string {
+	var out []string
+	inSh, inFence := false, false
+	for _, l := range strings.Split(readme, "\n") {
+		if strings.HasPrefix(l, "```") {
+			inFence = !inFence
+			inSh = inFence && strings.TrimPrefix(l, "```") == "sh"
+			continue
+		}
+		if i := strings.Index(l, "#"); i >= 0 {
+			l = l[:i]
+		}
+		if l = strings.Join(strings.Fields(l), " "); inSh && l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+var shellVar = regexp.MustCompile(`^[a-z]+$`)
+
+// ciTestCommand returns the command of .ci/run's step named "tests (the
+// README's test command)", its variables expanded from their assignments
+// in the script.
+func ciTestCommand(script string) (string, error) {
+	lines := strings.Split(script, "\n")
+	vars := map[string]string{}
+	for i, l := range lines {
+		if k, v, ok := strings.Cut(l, "="); ok && shellVar.MatchString(k) && !strings.ContainsAny(v, "$( ") {
+			vars[k] = v
+		}
+		if strings.TrimSpace(l) != `step "tests (the README's test command)"` {
+			continue
+		}
+		for _, c := range lines[i+1:] {
+			if c = strings.TrimSpace(c); c == "" || strings.HasPrefix(c, "#") {
+				continue
+			}
+			return os.Expand(c, func(k string) string { return vars[k] }), nil
+		}
+	}
+	return "", fmt.Errorf(".ci/run has no step \"tests (the README's test command)\" with a command")
 }

@@ -5,7 +5,7 @@ go 1.26.0
 require (
 	github.com/nats-io/nats-server/v2 v2.15.3
 	github.com/nats-io/nats.go v1.55.0
-	github.com/xorack/xorack v0.0.0-00010101000000-000000000000
+	github.com/xorack/xorack v0.0.0-20261203093748-d06afcb236d4
 	go.uber.org/goleak v1.3.0
 )
 
@@ -23,5 +23,3 @@ require (
 	golang.org/x/sys v0.50.0 // indirect
 	golang.org/x/time v0.16.0 // indirect
 )
-
-replace github.com/xorack/xorack => ../..

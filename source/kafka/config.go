@@ -69,9 +69,10 @@ type Config struct {
 	// at or above the committable offset). At the cap the partition's
 	// fetching pauses until its lowest record is done.
 	MaxUncommitted int
-	// MaxPollRecords is the most records one poll takes; the spout holds
-	// at most twice this many fetched records that are not yet emitted
-	// (for partitions that are not paused).
+	// MaxPollRecords is the most records one poll takes; the spout stops
+	// polling while it holds twice this many fetched records that are not
+	// yet emitted (for partitions that are not paused), unless a partition
+	// starves, and holds at most three polls' worth per partition.
 	MaxPollRecords int
 	// CommitInterval is how often done offsets are committed.
 	CommitInterval time.Duration
@@ -115,7 +116,9 @@ type Config struct {
 	Logger *slog.Logger
 
 	// Opts are further client options: TLS, SASL, balancers, session and
-	// rebalance timeouts, fetch sizes, a logger for the client. They are
+	// rebalance timeouts, fetch sizes (kgo.FetchMaxPartitionBytes is the
+	// most the spout asks for of one partition; it asks for less while
+	// partitions are held back), a logger for the client. They are
 	// applied before the options the spout relies on, which it sets
 	// itself and which win: the consumer group and topics, the partition
 	// callbacks and offset adjustment, DisableAutoCommit,

@@ -44,6 +44,7 @@ func (s *Spout) onAssigned(_ context.Context, _ *kgo.Client, assigned map[string
 				continue
 			}
 			p.owned = true
+			p.dryAt, p.caughtUp, p.fed = time.Now(), false, false
 			s.active = append(s.active, p)
 			s.stats.Assigned++
 		}
@@ -137,29 +138,43 @@ func (s *Spout) topicNames(ctx context.Context, cl *kgo.Client, ids [][16]byte) 
 	if !missing {
 		return names
 	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.CommitTimeout)
+	defer cancel()
+	if err := s.refreshTopicIDs(ctx, cl); err != nil {
+		s.log.Warn("kafka: topic ids not resolved; their done sets are not read", "group", s.cfg.Group, "err", err)
+		return names
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ids
+}
+
+// refreshTopicIDs asks the cluster's metadata for the spout's topics and
+// keeps their ids both ways: OffsetFetch and OffsetCommit v10+ name
+// topics by id. Ids change only when a topic is re-created.
+func (s *Spout) refreshTopicIDs(ctx context.Context, cl *kgo.Client) error {
 	req := kmsg.NewPtrMetadataRequest()
 	for _, t := range s.cfg.Topics {
 		rt := kmsg.NewMetadataRequestTopic()
 		rt.Topic = kmsg.StringPtr(t)
 		req.Topics = append(req.Topics, rt)
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.CommitTimeout)
-	defer cancel()
 	resp, err := req.RequestWith(ctx, cl)
 	if err != nil {
-		s.log.Warn("kafka: topic ids not resolved; their done sets are not read", "group", s.cfg.Group, "err", err)
-		return names
+		return err
 	}
-	fresh := make(map[[16]byte]string, len(resp.Topics))
+	names := make(map[[16]byte]string, len(resp.Topics))
+	ids := make(map[string][16]byte, len(resp.Topics))
 	for _, rt := range resp.Topics {
-		if rt.Topic != nil {
-			fresh[rt.TopicID] = *rt.Topic
+		if rt.Topic != nil && rt.ErrorCode == 0 {
+			names[rt.TopicID] = *rt.Topic
+			ids[*rt.Topic] = rt.TopicID
 		}
 	}
 	s.mu.Lock()
-	s.ids = fresh
+	s.ids, s.idsByName = names, ids
 	s.mu.Unlock()
-	return fresh
+	return nil
 }
 
 // adjust runs after the group's committed offsets are fetched and before
@@ -214,8 +229,11 @@ func (s *Spout) adjust(_ context.Context, offs map[string]map[int32]kgo.Offset) 
 // up, holding the rebalance until the broker has answered (or
 // CommitTimeout). Records of theirs in flight are dropped from tracking
 // without committing past them: the commit names the lowest one not done,
-// so the new owner replays them; their outcomes, when they come, are
-// stale and dropped.
+// with the done set above it, so the new owner replays only what did not
+// finish; their outcomes, when they come, are stale and dropped. Records
+// done that the commit could not cover (it failed, or the done set read
+// back at assignment was not all fetched again) are counted in
+// Stats.RevokeUncommitted and logged: the new owner replays them too.
 func (s *Spout) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[string][]int32) {
 	if s.crashed.Load() || len(revoked) == 0 {
 		return
@@ -224,15 +242,30 @@ func (s *Spout) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[strin
 	defer s.commitMu.Unlock()
 	s.mu.Lock()
 	c := commitSet{offs: map[string]map[int32]kgo.EpochOffset{}}
+	var gone []*partition
 	dropped := s.forEachOwned(revoked, func(p *partition) {
 		s.choose(&c, p)
+		gone = append(gone, p)
 		s.release(cl, p)
 		s.stats.Revoked++
 	})
 	s.check()
 	s.mu.Unlock()
-	s.log.Info("kafka: partitions revoked", "group", s.cfg.Group, "partitions", revoked, "dropped_in_flight", dropped, "committing", c.offs)
-	_ = s.send(ctx, cl, c)
+	err := s.send(ctx, cl, c)
+	s.mu.Lock()
+	var unsent uint64
+	for _, p := range gone {
+		unsent += p.tr.Stats().Done - p.sentDone
+		p.sentDone = p.tr.Stats().Done // counted once
+	}
+	s.stats.RevokeUncommitted += unsent
+	s.mu.Unlock()
+	if unsent > 0 {
+		s.log.Warn("kafka: partitions revoked with done records their commit did not cover; the next owner replays them",
+			"group", s.cfg.Group, "partitions", revoked, "uncommitted_done", unsent, "dropped_in_flight", dropped, "err", err)
+		return
+	}
+	s.log.Info("kafka: partitions revoked", "group", s.cfg.Group, "partitions", revoked, "dropped_in_flight", dropped, "committed", c.offs)
 }
 
 // onLost gives up partitions the member lost (the group fenced it: a
@@ -288,6 +321,7 @@ func (s *Spout) release(cl *kgo.Client, p *partition) {
 		cl.ResumeFetchPartitions(map[string][]int32{p.topic: {p.partition}})
 	}
 	p.clearBuf()
+	p.dryAt = time.Time{}
 	p.skip = offsets.DoneSet{}
 	s.stats.DroppedInFlight += uint64(p.tr.Pending())
 	p.tr.Revoke()
@@ -382,8 +416,22 @@ func (s *Spout) choose(c *commitSet, p *partition) {
 // per ten seconds (the counter has them all).
 const truncLogEvery = 10 * time.Second
 
-// send commits offs synchronously and tells each partition's tracker what
-// the broker accepted. Called with commitMu held.
+// send commits c synchronously, as one OffsetCommit request to the group
+// coordinator in the member's current generation, and tells each
+// partition's tracker what the broker accepted. Called with commitMu held.
+//
+// The request is built here rather than through the client's commit
+// calls, which wait while the member joins and syncs: a rebalance can
+// take seconds (the group waits for every member to rejoin), and the
+// partitions this member keeps (cooperative-sticky) would go uncommitted
+// meanwhile, so a crash then would replay them from before the rebalance.
+// The broker takes a commit in the current generation while the group
+// prepares a rebalance; it refuses one while the group completes it
+// (RebalanceInProgress) or after the generation moved (IllegalGeneration):
+// those are counted and committed again at the next interval, as any
+// commit error. A partition is committed in a generation only by the
+// member it is assigned to, so the refusal of an older generation keeps a
+// commit from landing over the new owner's.
 func (s *Spout) send(ctx context.Context, cl *kgo.Client, c commitSet) error {
 	offs := c.offs
 	if len(offs) == 0 {
@@ -391,39 +439,45 @@ func (s *Spout) send(ctx context.Context, cl *kgo.Client, c commitSet) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.CommitTimeout)
 	defer cancel()
-	if s.cfg.CommitMetadataBytes >= 0 {
-		// Every partition's metadata is the spout's: its done set, or
-		// empty (never the client's default, the member id).
-		ctx = kgo.PreCommitFnContext(ctx, func(req *kmsg.OffsetCommitRequest) error {
-			for i := range req.Topics {
-				rt := &req.Topics[i]
-				for j := range rt.Partitions {
-					m := c.meta[tp{rt.Topic, rt.Partitions[j].Partition}]
-					rt.Partitions[j].Metadata = &m
-				}
-			}
-			return nil
-		})
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Group = s.cfg.Group
+	req.MemberID, req.Generation = cl.GroupMetadata()
+	if v := cl.OptValues(kgo.InstanceID); len(v) == 2 && v[1] == true {
+		id, _ := v[0].(string)
+		req.InstanceID = &id
+	}
+	ids := s.topicIDs(ctx, cl, offs)
+	for topic, parts := range offs {
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.Topic, rt.TopicID = topic, ids[topic] // v10+ names the topic by id
+		for part, eo := range parts {
+			rp := kmsg.NewOffsetCommitRequestTopicPartition()
+			rp.Partition, rp.Offset, rp.LeaderEpoch = part, eo.Offset, -1
+			// Every partition's metadata is the spout's: its done set,
+			// or empty (never the client's default, the member id).
+			m := c.meta[tp{topic, part}]
+			rp.Metadata = &m
+			rt.Partitions = append(rt.Partitions, rp)
+		}
+		req.Topics = append(req.Topics, rt)
 	}
 	type result struct {
 		t   tp
 		err error
 	}
-	var (
-		reqErr  error
-		results []result
-	)
-	cl.CommitOffsetsSync(ctx, offs, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
-		if err != nil {
-			reqErr = err
-			return
-		}
+	var results []result
+	resp, reqErr := req.RequestWith(ctx, cl)
+	if reqErr == nil {
 		for _, rt := range resp.Topics {
+			topic := rt.Topic
+			if topic == "" {
+				topic = s.topicName(rt.TopicID)
+			}
 			for _, rp := range rt.Partitions {
-				results = append(results, result{tp{rt.Topic, rp.Partition}, kerr.ErrorForCode(rp.ErrorCode)})
+				results = append(results, result{tp{topic, rp.Partition}, kerr.ErrorForCode(rp.ErrorCode)})
 			}
 		}
-	})
+	}
 	var errs []error
 	s.mu.Lock()
 	if reqErr != nil {
@@ -436,7 +490,10 @@ func (s *Spout) send(ctx context.Context, cl *kgo.Client, c commitSet) error {
 		off := offs[r.t.topic][r.t.partition].Offset
 		if r.err != nil {
 			s.stats.CommitErrors++
-			errs = append(errs, fmt.Errorf("kafka: commit of %s/%d at %d: %w", r.t.topic, r.t.partition, off, r.err))
+			if errors.Is(r.err, kerr.UnknownTopicID) {
+				s.idsByName = nil // a topic re-created: ask again
+			}
+			errs = append(errs, fmt.Errorf("kafka: commit of %s/%d at %d (generation %d): %w", r.t.topic, r.t.partition, off, req.Generation, r.err))
 			continue
 		}
 		p := s.parts[r.t]
@@ -449,9 +506,7 @@ func (s *Spout) send(ctx context.Context, cl *kgo.Client, c commitSet) error {
 			s.stats.LateCommits++
 			continue
 		}
-		if p.owned {
-			p.sentDone = max(p.sentDone, c.marks[r.t])
-		}
+		p.sentDone = max(p.sentDone, c.marks[r.t])
 	}
 	s.mu.Unlock()
 	err := errors.Join(errs...)
@@ -459,4 +514,36 @@ func (s *Spout) send(ctx context.Context, cl *kgo.Client, c commitSet) error {
 		s.log.Warn("kafka: commit failed; the offsets are committed again later, or replayed by the next owner", "group", s.cfg.Group, "err", err)
 	}
 	return err
+}
+
+// topicIDs returns the ids of the topics in offs, asking the cluster's
+// metadata once (and again after a commit named an id the broker did not
+// know). A topic whose id is unknown gets the zero id, which a broker
+// that names topics by id refuses (counted as a commit error).
+func (s *Spout) topicIDs(ctx context.Context, cl *kgo.Client, offs map[string]map[int32]kgo.EpochOffset) map[string][16]byte {
+	s.mu.Lock()
+	ids := s.idsByName
+	s.mu.Unlock()
+	for topic := range offs {
+		if _, ok := ids[topic]; !ok {
+			_ = s.refreshTopicIDs(ctx, cl) // on failure the commit names the zero id: refused and counted
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			return s.idsByName
+		}
+	}
+	return ids
+}
+
+// topicName returns the name of the topic with id, from the ids the
+// commits were sent with; "" when unknown.
+func (s *Spout) topicName(id [16]byte) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for name, x := range s.idsByName {
+		if x == id {
+			return name
+		}
+	}
+	return ""
 }

@@ -3,6 +3,9 @@ package kafka
 import (
 	"bufio"
 	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -10,7 +13,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -47,6 +52,7 @@ type ledgerLine struct {
 	off int64
 	at  time.Time
 	end int64 // byte offset after the line
+	w   int   // the worker that wrote it (crashworker -id), -1 when untagged
 }
 
 func readLedger(t *testing.T, path string) []ledgerLine {
@@ -61,13 +67,17 @@ func readLedger(t *testing.T, path string) []ledgerLine {
 	for sc.Scan() {
 		pos += int64(len(sc.Bytes())) + 1
 		f := bytes.Fields(sc.Bytes())
-		if len(f) != 3 {
+		if len(f) != 3 && len(f) != 4 {
 			t.Fatalf("ledger line %q", sc.Bytes())
 		}
 		p, _ := strconv.Atoi(string(f[0]))
 		off, _ := strconv.ParseInt(string(f[1]), 10, 64)
 		ns, _ := strconv.ParseInt(string(f[2]), 10, 64)
-		out = append(out, ledgerLine{int32(p), off, time.Unix(0, ns), pos})
+		w := -1
+		if len(f) == 4 {
+			w, _ = strconv.Atoi(string(f[3]))
+		}
+		out = append(out, ledgerLine{int32(p), off, time.Unix(0, ns), pos, w})
 	}
 	return out
 }
@@ -380,4 +390,201 @@ func TestSeveralProcessesOneGroup(t *testing.T) {
 	lines := readLedger(t, ledger)
 	checkLedger(t, lines, rec.all(), parts, n)
 	t.Logf("%d records, %d processed (%d again after the kill)", n*parts, len(lines), len(lines)-n*parts)
+}
+
+// Commits continue through rebalances (rule 9): three worker processes in
+// one group; a fourth joins mid-run, and the broker holds one member's
+// JoinGroup (the slow member, as one that notices the rebalance late at
+// its next heartbeat) so that the others, which rejoined at once, wait in
+// the join. While they wait, one of them is SIGKILLed. The victim
+// committed the partitions it kept through the rebalance on schedule, so
+// the records it had done and that are processed again after the kill
+// are at most its in flight (the pending bound), plus what it completed
+// in the last two commit intervals (one interval, and one more for the
+// commit's round trip and the scheduling of a loaded machine), plus the
+// done records the revocations could not commit (Stats.RevokeUncommitted,
+// which each worker's log names). Before the spout committed through
+// rebalances, the victim's last commit was as old as its wait in the
+// join, and it replayed all it did since. Nothing is lost and no commit
+// is ahead of a record not processed.
+func TestCommitsContinueThroughRebalances(t *testing.T) {
+	const topic, group, parts, victim, slow = "t", "g", 6, 1, 2
+	const interval = 100 * time.Millisecond
+	n := size(12_000, 6_000) // per partition
+	bin := buildWorker(t)
+	c := startClusterWith(t, kafkatest.Config{Topics: []string{topic}, Partitions: parts, MinSessionTimeout: 100 * time.Millisecond})
+	c.produce(t, topic, parts, n)
+	dir := t.TempDir()
+	ledger := filepath.Join(dir, "ledger")
+	rec := recordCommits(c, ledger)
+	logOf := func(id int) string { return filepath.Join(dir, fmt.Sprintf("worker-%d.log", id)) }
+	start := func(id int) *exec.Cmd {
+		// The rebalance timeout outlasts the held join.
+		return startWorker(t, bin, c, topic, group, ledger, interval, "-id", strconv.Itoa(id), "-log", logOf(id), "-rebalance", "20s")
+	}
+	ws := map[int]*exec.Cmd{}
+	for id := 1; id <= 3; id++ {
+		ws[id] = start(id)
+	}
+	kc := c.k.Cluster()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	if _, err := kc.WaitGroupStable(ctx, group, 3); err != nil {
+		t.Fatalf("three members: %v", err)
+	}
+	waitFor(t, "a sixth processed", func() bool { return fileSize(ledger) >= int64(n*parts/6*26) })
+	// Who is who: the members' ids by worker.
+	memberOf := map[int]string{}
+	for _, m := range kc.GroupInfo(group).Members {
+		if id, err := strconv.Atoi(strings.TrimPrefix(m.ClientID, "crashworker-")); err == nil {
+			memberOf[id] = m.MemberID
+		}
+	}
+	if len(memberOf) != 3 {
+		t.Fatalf("members by worker: %v", memberOf)
+	}
+	// The JoinGroup requests of the rebalance, by member id; the slow
+	// member's first one is held until the gate opens.
+	var jmu sync.Mutex
+	joined := map[string]time.Time{}
+	var watch, held atomic.Bool
+	gate := make(chan struct{})
+	var openGate sync.Once
+	release := func() { openGate.Do(func() { close(gate) }) }
+	t.Cleanup(release)
+	kc.ControlKey(int16(kmsg.JoinGroup), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		kc.KeepControl()
+		r := req.(*kmsg.JoinGroupRequest)
+		if !watch.Load() || r.Group != group {
+			return nil, nil, false
+		}
+		jmu.Lock()
+		if _, ok := joined[r.MemberID]; !ok {
+			joined[r.MemberID] = time.Now()
+		}
+		jmu.Unlock()
+		if r.MemberID == memberOf[slow] && held.CompareAndSwap(false, true) {
+			kc.SleepControl(func() { <-gate })
+		}
+		return nil, nil, false
+	})
+	watch.Store(true)
+	ws[4] = start(4)
+	// The victim noticed the rebalance at its next heartbeat (100 ms)
+	// and waits in the join for the slow member. Killed a random 800 to
+	// 1,500 ms into that wait.
+	var waitFrom time.Time
+	waitFor(t, "the victim in the join", func() bool {
+		jmu.Lock()
+		defer jmu.Unlock()
+		waitFrom = joined[memberOf[victim]]
+		return !waitFrom.IsZero()
+	})
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	kill := waitFrom.Add(800*time.Millisecond + time.Duration(rng.IntN(700))*time.Millisecond)
+	waitFor(t, "the moment of the kill", func() bool { return !time.Now().Before(kill) })
+	state := "gone"
+	if g := kc.GroupInfo(group); g != nil {
+		state = g.State
+	}
+	killAt := time.Now()
+	_ = ws[victim].Process.Kill() // SIGKILL
+	_ = ws[victim].Wait()
+	delete(ws, victim)
+	release()
+	if !held.Load() {
+		t.Fatal("the slow member's join was never held")
+	}
+	t.Logf("worker %d killed %v after it joined the rebalance (group %s, the slow member's join held)", victim, killAt.Sub(waitFrom).Round(time.Millisecond), state)
+	waitCommittedTo(t, c, group, topic, parts, n)
+	// Everything is processed and committed: the survivors are killed
+	// too (a clean stop would wait in the group's next rebalance for the
+	// slow member; TestSeveralProcessesOneGroup checks clean stops).
+	for _, w := range ws {
+		_ = w.Process.Kill()
+		_ = w.Wait()
+	}
+
+	lines := readLedger(t, ledger)
+	checkLedger(t, lines, rec.all(), parts, n)
+	// The victim's replays: records it had processed before the kill
+	// that were processed again after it.
+	mine := map[[2]int64]bool{}
+	var recent int64
+	victimParts := map[int32]bool{}
+	for _, l := range lines {
+		if l.w != victim || !l.at.Before(killAt) {
+			continue
+		}
+		mine[[2]int64{int64(l.p), l.off}] = true
+		if killAt.Sub(l.at) <= 2*interval {
+			recent++
+			victimParts[l.p] = true
+		}
+	}
+	var replayed int64
+	again := map[[2]int64]bool{}
+	for _, l := range lines {
+		key := [2]int64{int64(l.p), l.off}
+		if !l.at.Before(killAt) && mine[key] && !again[key] {
+			again[key] = true
+			replayed++
+		}
+	}
+	// The revocations' uncommitted done records, from every worker's log
+	// (those of partitions the victim took over replay after the kill
+	// too, and its own revocations').
+	var uncommitted int64
+	for id := 1; id <= 4; id++ {
+		uncommitted += revokeUncommitted(t, logOf(id))
+	}
+	// How old the last commit of each partition the victim was working
+	// on was at the kill: the figure the rebalance used to inflate.
+	var oldest time.Duration
+	for p := range victimParts {
+		var last time.Time
+		for _, cm := range rec.all() {
+			if cm.partition == p && cm.at.Before(killAt) && cm.at.After(last) {
+				last = cm.at
+			}
+		}
+		oldest = max(oldest, killAt.Sub(last))
+	}
+	pending := int64(topology.DefaultMaxSpoutPending)
+	bound := pending + recent + uncommitted
+	t.Logf("worker %d: %d records processed before the kill, %d replayed; bound %d (in flight %d + %d completed in the last %v + %d the revocations did not commit); its partitions' last commits at most %v old at the kill",
+		victim, len(mine), replayed, bound, pending, recent, 2*interval, uncommitted, oldest.Round(time.Millisecond))
+	if len(mine) == 0 {
+		t.Fatalf("worker %d processed nothing before the kill", victim)
+	}
+	if replayed > bound {
+		t.Errorf("worker %d: %d records replayed after the kill, over the bound %d", victim, replayed, bound)
+	}
+}
+
+// revokeUncommitted sums the done records that revocations could not
+// commit, from a worker's JSON log (the spout's warning says how many).
+func revokeUncommitted(t *testing.T, path string) int64 {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return 0
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum int64
+	for line := range bytes.Lines(b) {
+		var e struct {
+			Msg         string `json:"msg"`
+			Uncommitted int64  `json:"uncommitted_done"`
+		}
+		if json.Unmarshal(line, &e) != nil {
+			continue // a line cut by the SIGKILL
+		}
+		if strings.HasPrefix(e.Msg, "kafka: partitions revoked with done records") {
+			sum += e.Uncommitted
+		}
+	}
+	return sum
 }

@@ -47,12 +47,21 @@ type partition struct {
 	paused      bool             // fetching paused because tr is Full
 	fetchPaused bool             // the client is told not to fetch it (paused or heldBack)
 	// held back: fetching paused because the buffer holds a poll's worth
-	// and other partitions are assigned, so that the client's fetched
-	// data of this partition (dropped by the pause and fetched again on
-	// resume) does not crowd theirs out of the polls.
+	// while another partition starves (see starveAfter), so that the
+	// client's fetched data of this partition (dropped by the pause and
+	// fetched again on resume) does not crowd theirs out of the polls.
 	heldBack bool
 	buf      []*kgo.Record // fetched and not yet emitted, from head on
 	head     int
+	// dryAt is when the buffer last ran empty (or the partition was
+	// assigned); zero while it holds records.
+	dryAt time.Time
+	// caughtUp: the last poll brought the partition's records up to the
+	// high watermark it reported: an empty buffer is no starvation.
+	caughtUp bool
+	// fed: a poll brought records of the partition since its assignment.
+	// One that has had none starves at once, not after starveAfter.
+	fed bool
 
 	// skip is the done set read back with the group's committed offset at
 	// this assignment: records in it are done already and are marked
@@ -127,8 +136,15 @@ type Spout struct {
 	stats         Stats
 	meta          []byte              // the done set being encoded, reused
 	ids           map[[16]byte]string // topic id to name, for OffsetFetch v10+
+	idsByName     map[string][16]byte // topic name to id, for OffsetCommit v10+
 	lastTruncLog  time.Time           // the last log of a done set that did not fit
 	lastConnLog   time.Time           // the last log of a broker connection error
+
+	// The client's fetch sizes (set by Open): a fetch asks for at most
+	// fetchBytes in all and partBytes of each partition, which shrinks
+	// while partitions are held back (see pollWanted).
+	fetchBytes, partBytes, maxPartBytes int32
+	lastStarve                          time.Time // the last poll for a starving partition, or the last growth of partBytes
 }
 
 // Stats are a spout's counters (since Open) and, in Partitions, the state
@@ -159,12 +175,17 @@ type Stats struct {
 	Paused   int    // gauge: partitions paused now
 	HeldBack int    // gauge: partitions whose fetching waits while their buffer drains (others are served first)
 
-	Assigned        uint64 // partitions assigned
-	Revoked         uint64 // partitions revoked (their done offsets committed first)
-	Lost            uint64 // partitions lost (no commit possible)
-	StartRaised     uint64 // assignments started at the spout's own committed offset, above the group's
-	DroppedInFlight uint64 // records in flight when their partition was revoked or lost
-	FetchErrors     uint64 // fetch errors reported by the client
+	HoldBacks   uint64 // times a partition was held back (its fetching paused while another starved)
+	HoldResumes uint64 // times a held-back partition was fetched again
+	FetchBytes  int32  // gauge: the most bytes a fetch asks for of one partition now (see Config.Opts)
+
+	Assigned          uint64 // partitions assigned
+	Revoked           uint64 // partitions revoked (their done offsets committed first)
+	RevokeUncommitted uint64 // done records of revoked partitions their revocation commit did not cover (the next owner replays them; logged)
+	Lost              uint64 // partitions lost (no commit possible)
+	StartRaised       uint64 // assignments started at the spout's own committed offset, above the group's
+	DroppedInFlight   uint64 // records in flight when their partition was revoked or lost
+	FetchErrors       uint64 // fetch errors reported by the client
 
 	ConnectErrors   uint64 // connections to a broker that failed (refused, timed out, TLS, SASL)
 	Disconnects     uint64 // broker connections that closed
@@ -240,6 +261,9 @@ func (s *Spout) Open(tc topology.TaskContext) error {
 	}
 	s.mu.Lock()
 	s.cl = cl
+	s.fetchBytes, _ = cl.OptValue(kgo.FetchMaxBytes).(int32)
+	s.maxPartBytes, _ = cl.OptValue(kgo.FetchMaxPartitionBytes).(int32)
+	s.partBytes = s.maxPartBytes
 	s.mu.Unlock()
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.pollDone, s.commitDone = make(chan struct{}), make(chan struct{})
@@ -305,6 +329,7 @@ func (s *Spout) take() *inflight {
 				// out as roots or were skipped as done).
 				p.heldBack = false
 				s.stats.HeldBack--
+				s.stats.HoldResumes++
 				s.syncFetch(p)
 			}
 			if err != nil {
@@ -333,6 +358,7 @@ func (s *Spout) take() *inflight {
 		}
 		if p.head == len(p.buf) && p.head > 0 {
 			p.clearBuf()
+			p.dryAt = time.Now()
 			s.hungry = true // a partition ran dry: poll for it
 		}
 	}
@@ -551,21 +577,90 @@ func (s *Spout) wakePoller() {
 // records while the next poll is on its way.
 func (s *Spout) maxBuffered() int { return 2 * s.cfg.MaxPollRecords }
 
-// pollWanted reports whether the poller should poll: the buffers have
-// room, or an owned partition that is fetching has an empty buffer (the
-// others are held back, so a poll brings its records). Memory stays
-// bounded: a partition is held back once it buffers a poll's worth, so
-// each holds at most two polls. Called with mu held.
-func (s *Spout) pollWanted() bool {
+// starveAfter is how long a partition with records to fetch may wait with
+// an empty buffer, while the buffers of others are full, before the poller
+// polls on for it and holds back those holding holdAt polls' worth (one
+// that has had no records since its assignment waits not at all). The
+// client returns a fetch's records partition after partition (up to a
+// megabyte of each by default), so a partition waits while the records of
+// those before it are emitted, and a hold-back drops what the client
+// fetched of the partitions held back, to fetch it again on resume.
+const starveAfter = 100 * time.Millisecond
+
+// Fetch size adaptation: each hold-back halves the bytes a fetch asks for
+// of one partition (not below minPartBytes), so that the partitions'
+// records interleave in the polls at the rate Next takes them and the
+// next starvation drops less; after
+// growEvery without a partition starving it doubles again, up to the
+// client's setting (kgo.FetchMaxPartitionBytes, a megabyte by default).
+const (
+	minPartBytes = 256 << 10
+	growEvery    = 5 * time.Second
+)
+
+// holdAt is the polls' worth of records a partition buffers before a
+// starving partition's poll holds it back. Until then the poll only takes
+// more of the client's fetch, which it returns partition after partition
+// and refetches only once it is taken: the starving partition's records
+// are usually right behind.
+const holdAt = 2
+
+// pollWanted reports whether the poller should poll now: the buffers have
+// room, or an owned partition that is fetching, is not caught up and has
+// had an empty buffer for starveAfter, in which case the partitions
+// holding holdAt polls' worth are held back first, so that the polls
+// bring the starving partition's records. Otherwise it returns how long
+// to wait before asking again (0: until woken). Memory stays bounded: a
+// poll is taken while the buffers hold fewer than two polls' worth, or
+// once every partition holding holdAt polls' worth is held back, so each
+// holds at most holdAt+1 polls. Called with mu held.
+func (s *Spout) pollWanted(now time.Time) (bool, time.Duration) {
 	if s.buffered < s.maxBuffered() {
-		return true
+		return true, 0
 	}
+	var oldest time.Time
 	for _, p := range s.active {
-		if !p.fetchPaused && p.buffered() == 0 {
-			return true
+		if p.fetchPaused || p.buffered() != 0 || p.caughtUp || p.dryAt.IsZero() {
+			continue
+		}
+		at := p.dryAt
+		if p.fed {
+			at = at.Add(starveAfter)
+		}
+		if oldest.IsZero() || at.Before(oldest) {
+			oldest = at
 		}
 	}
-	return false
+	if oldest.IsZero() {
+		return false, 0
+	}
+	if wait := oldest.Sub(now); wait > 0 {
+		return false, wait
+	}
+	held := false
+	for _, p := range s.active {
+		if !p.heldBack && !p.paused && p.buffered() >= holdAt*s.cfg.MaxPollRecords {
+			p.heldBack = true
+			s.stats.HeldBack++
+			s.stats.HoldBacks++
+			s.syncFetch(p)
+			held = true
+		}
+	}
+	s.lastStarve = now
+	if held {
+		s.resizeFetch(max(minPartBytes, s.partBytes/2))
+	}
+	return true, 0
+}
+
+// resizeFetch sets the bytes a fetch asks for of one partition, at most
+// the client's setting. Called with mu held.
+func (s *Spout) resizeFetch(b int32) {
+	if b = min(b, s.maxPartBytes); b > 0 && b != s.partBytes {
+		s.partBytes = b
+		s.cl.UpdateFetchMaxBytes(s.fetchBytes, b)
+	}
 }
 
 // poll runs on its own goroutine until Close: it polls records and puts
@@ -575,18 +670,34 @@ func (s *Spout) pollWanted() bool {
 // revocation can run.
 func (s *Spout) poll() {
 	defer close(s.pollDone)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
 	for {
 		s.mu.Lock()
-		for !s.pollWanted() {
+		for {
+			ok, wait := s.pollWanted(time.Now())
+			if ok {
+				break
+			}
 			s.pollerWaiting = true
 			s.mu.Unlock()
+			var expired <-chan time.Time
+			if wait > 0 {
+				timer.Reset(wait)
+				expired = timer.C
+			}
 			select {
 			case <-s.room:
+			case <-expired:
 			case <-s.ctx.Done():
 				return
 			}
+			timer.Stop()
 			s.mu.Lock()
+			s.pollerWaiting = false
 		}
+		s.check()
 		s.mu.Unlock()
 		fs := s.cl.PollRecords(s.ctx, s.cfg.MaxPollRecords)
 		s.mu.Lock()
@@ -642,11 +753,16 @@ func (s *Spout) distribute(fs kgo.Fetches) []error {
 		if !p.paused {
 			s.buffered += len(fp.Records)
 		}
-		if !p.heldBack && len(s.active) > 1 && p.buffered() >= s.cfg.MaxPollRecords {
-			p.heldBack = true
-			s.stats.HeldBack++
-			s.syncFetch(p)
+		if s.partBytes < s.maxPartBytes && time.Since(s.lastStarve) >= growEvery {
+			s.lastStarve = time.Now()
+			s.resizeFetch(2 * s.partBytes)
 		}
+		p.dryAt, p.fed = time.Time{}, true
+		end := fp.HighWatermark // read committed: the last stable offset, when below
+		if fp.LastStableOffset >= 0 && fp.LastStableOffset < end {
+			end = fp.LastStableOffset
+		}
+		p.caughtUp = fp.Records[len(fp.Records)-1].Offset+1 >= end
 	})
 	return errs
 }
@@ -711,6 +827,7 @@ func (s *Spout) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.stats
+	st.FetchBytes = s.partBytes
 	st.Partitions = make([]PartitionStats, 0, len(s.parts))
 	for _, p := range s.parts {
 		st.Partitions = append(st.Partitions, PartitionStats{Topic: p.topic, Partition: p.partition,

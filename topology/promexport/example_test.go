@@ -79,7 +79,7 @@ func ExampleSource() {
 	}}
 	c := promexport.New(src)
 	err := testutil.CollectAndCompare(c, strings.NewReader(`
-# HELP xorack_topology_roots_pending Roots pending, in flight or waiting for a replay.
+# HELP xorack_topology_roots_pending Roots pending: in flight, waiting for a replay, or held by the breaker.
 # TYPE xorack_topology_roots_pending gauge
 xorack_topology_roots_pending{component="reader"} 3
 `), "xorack_topology_roots_pending")

@@ -7,7 +7,12 @@
 // every process, so the engine's backoff (-backoff) pins its partition's
 // floor while the records after it complete. -metadata-bytes is the spout's
 // Config.CommitMetadataBytes: -1 commits the floor alone (no done set), the
-// "before" of the tests' comparison. SIGTERM stops it cleanly.
+// "before" of the tests' comparison. -id tags each ledger line with the
+// worker's number (a fourth field) and names the client
+// "crashworker-<id>", -log writes the spout's warnings as
+// JSON lines to a file, and -heartbeat, -session and -rebalance set the
+// group member's heartbeat interval, session and rebalance timeouts
+// (TestCommitsContinueThroughRebalances). SIGTERM stops it cleanly.
 package main
 
 import (
@@ -41,9 +46,15 @@ func main() {
 	stuckOff := flag.Int64("stuck-offset", -1, "offset of the stuck record")
 	backoff := flag.Duration("backoff", 10*time.Second, "retry backoff (the stuck record waits this long)")
 	metaBytes := flag.Int("metadata-bytes", 0, "Config.CommitMetadataBytes: 0 the default budget, -1 the floor alone (no done set)")
+	id := flag.Int("id", -1, "worker number written as each ledger line's fourth field (-1: none)")
+	logFile := flag.String("log", "", "file the spout's warnings are appended to, as JSON lines (default: discarded)")
+	heartbeat := flag.Duration("heartbeat", 100*time.Millisecond, "group heartbeat interval")
+	session := flag.Duration("session", 600*time.Millisecond, "group session timeout")
+	rebalance := flag.Duration("rebalance", 0, "group rebalance timeout (0: the client's default)")
 	flag.IntVar(&throttle, "throttle", 0, "sleep 1ms every this many records per executor (0: never): a worker slower than fetching")
 	flag.Parse()
-	if err := run(*brokers, *topic, *group, *instance, *ledger, *interval, int32(*stuckPart), *stuckOff, *backoff, *metaBytes); err != nil {
+	w := worker{id: *id, logFile: *logFile, heartbeat: *heartbeat, session: *session, rebalance: *rebalance}
+	if err := w.run(*brokers, *topic, *group, *instance, *ledger, *interval, int32(*stuckPart), *stuckOff, *backoff, *metaBytes); err != nil {
 		fmt.Fprintln(os.Stderr, "crashworker:", err)
 		os.Exit(1)
 	}
@@ -51,22 +62,45 @@ func main() {
 
 var throttle int
 
-func run(brokers, topic, group, instance, ledger string, interval time.Duration, stuckPart int32, stuckOff int64, backoff time.Duration, metaBytes int) error {
+// worker is what the flags set beyond run's arguments.
+type worker struct {
+	id                 int
+	logFile            string
+	heartbeat, session time.Duration
+	rebalance          time.Duration
+}
+
+func (w worker) run(brokers, topic, group, instance, ledger string, interval time.Duration, stuckPart int32, stuckOff int64, backoff time.Duration, metaBytes int) error {
 	f, err := os.OpenFile(ledger, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
 	var mu sync.Mutex // one write per line, whole
-	// A short session: the test's cluster allows it, so a killed
-	// worker's partitions move on in well under a second.
-	opts := []kgo.Opt{kgo.HeartbeatInterval(100 * time.Millisecond), kgo.SessionTimeout(600 * time.Millisecond),
+	// A short session by default: the test's cluster allows it, so a
+	// killed worker's partitions move on in well under a second.
+	opts := []kgo.Opt{kgo.HeartbeatInterval(w.heartbeat), kgo.SessionTimeout(w.session),
 		kgo.FetchMaxWait(50 * time.Millisecond)}
+	if w.id >= 0 {
+		opts = append(opts, kgo.ClientID("crashworker-"+strconv.Itoa(w.id)))
+	}
+	if w.rebalance > 0 {
+		opts = append(opts, kgo.RebalanceTimeout(w.rebalance))
+	}
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	if w.logFile != "" {
+		lf, err := os.OpenFile(w.logFile, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			return err
+		}
+		defer lf.Close()
+		logger = slog.New(slog.NewJSONHandler(lf, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
 	if instance != "" {
 		opts = append(opts, kgo.InstanceID(instance))
 	}
 	sp, err := kafka.New(kafka.Config{Brokers: strings.Split(brokers, ","), Topics: []string{topic}, Group: group,
-		CommitInterval: interval, CommitMetadataBytes: metaBytes, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Opts: opts})
+		CommitInterval: interval, CommitMetadataBytes: metaBytes, Logger: logger, Opts: opts})
 	if err != nil {
 		return err
 	}
@@ -87,6 +121,10 @@ func run(brokers, topic, group, instance, ledger string, interval time.Duration,
 			line = strconv.AppendInt(line, r.Offset, 10)
 			line = append(line, ' ')
 			line = strconv.AppendInt(line, time.Now().UnixNano(), 10)
+			if w.id >= 0 {
+				line = append(line, ' ')
+				line = strconv.AppendInt(line, int64(w.id), 10)
+			}
 			line = append(line, '\n')
 			mu.Lock()
 			_, err := f.Write(line)

@@ -1,0 +1,241 @@
+package acker
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/xorack/xorack/ackcore"
+)
+
+// DefaultStopTimeout is Config.StopTimeout's default: how long Stop waits
+// for the receivers to take the outcomes of the roots it reports before
+// it drops the rest and says so. Long enough for receivers that poll
+// (they take a ring's worth in microseconds), short enough that a
+// receiver nobody polls costs a shutdown seconds, not forever.
+const DefaultStopTimeout = 10 * time.Second
+
+// stopLogEvery is how often StopContext, while it waits, logs the
+// receivers holding outcomes; stopLogged is the most it names in a line
+// (the largest backlogs), so that an acker of thousands of receivers logs
+// one readable line.
+const (
+	stopLogEvery = time.Second
+	stopLogged   = 8
+)
+
+// Stop is StopContext with a deadline Config.StopTimeout from now
+// (DefaultStopTimeout unless set), for the Port interface: it returns the
+// final counters and logs StopContext's error, if any, to Config.Logger.
+func (a *Acker) Stop() ackcore.Stats {
+	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.StopTimeout)
+	defer cancel()
+	st, err := a.StopContext(ctx)
+	if err != nil {
+		a.log.Error(err.Error())
+	}
+	return st
+}
+
+// StopContext stops the acker gracefully and returns the final exact
+// counters. Call it after the producers' last Flush: a Flush racing with
+// it may find the rings closed (and say so). Producers' further sends fail
+// with ErrClosed (a Send waiting for a held-back receiver returns it too),
+// every message already published is applied, every root still pending
+// with an INIT is reported Failed{stopped} to its receiver (so it can be
+// replayed), and the executors exit.
+//
+// It waits for the receivers to take those outcomes, so something must
+// keep taking from them while it runs: call it from a goroutine other than
+// the ones that poll, and have those poll until Wait returns false. While
+// it waits it logs, every second, the receivers holding outcomes and how
+// many. When ctx is done first, it stops waiting: what the receivers'
+// rings could not take is dropped, and the error (a *StopError, which
+// wraps ctx's error) names each such receiver and how many it lost, so
+// StopContext returns soon after ctx's deadline whatever the receivers
+// do. The error also names the producers that left messages staged and
+// unpublished (a missing Flush): those were not applied. Without either,
+// the error is nil.
+//
+// A second call waits for the first (or ctx) and returns its error.
+func (a *Acker) StopContext(ctx context.Context) (ackcore.Stats, error) {
+	a.mu.Lock()
+	if a.stopped {
+		done := a.stopDone
+		a.mu.Unlock()
+		select {
+		case <-done:
+			return a.Stats(), a.stopErr
+		case <-ctx.Done():
+			return a.Stats(), fmt.Errorf("acker: Stop: %w while another Stop was waiting", ctx.Err())
+		}
+	}
+	a.stopped = true
+	a.stopDone = make(chan struct{})
+	a.mu.Unlock()
+	defer close(a.stopDone)
+	for _, e := range a.execs {
+		e.in.Close()
+		e.gate.close()
+	}
+	exited := make(chan struct{})
+	go func() {
+		a.wg.Wait()
+		close(exited)
+	}()
+	tick := time.NewTicker(stopLogEvery)
+	defer tick.Stop()
+	var late error
+wait:
+	for {
+		select {
+		case <-exited:
+			break wait
+		case <-tick.C:
+			a.logWaiting()
+		case <-ctx.Done():
+			// Past the deadline: closed rings take nothing more, so the
+			// executors drop what they hold (counting it) and exit.
+			late = ctx.Err()
+			for _, r := range a.recvs {
+				r.in.Close()
+			}
+			<-exited
+			break wait
+		}
+	}
+	for _, r := range a.recvs {
+		r.in.Close()
+	}
+	a.stopErr = a.stopError(late)
+	return a.Stats(), a.stopErr
+}
+
+// logWaiting logs the receivers that hold outcomes while Stop waits for
+// them: the stopLogged largest backlogs.
+func (a *Acker) logWaiting() {
+	type held struct {
+		r  int
+		st ReceiverStats
+	}
+	var hs []held
+	for r := range a.recvs {
+		if st := a.ReceiverStats(r); st.Backlog > 0 {
+			hs = append(hs, held{r, st})
+		}
+	}
+	if len(hs) == 0 {
+		return
+	}
+	slices.SortFunc(hs, func(x, y held) int { return y.st.Backlog - x.st.Backlog })
+	var b []byte
+	for i, h := range hs[:min(len(hs), stopLogged)] {
+		if i > 0 {
+			b = append(b, "; "...)
+		}
+		b = fmt.Appendf(b, "receiver %d holds %d outcomes (took %d, last %v ago)", h.r, h.st.Backlog, h.st.Taken, h.st.SinceTake.Round(time.Millisecond))
+	}
+	if len(hs) > stopLogged {
+		b = fmt.Appendf(b, "; %d more receivers", len(hs)-stopLogged)
+	}
+	a.log.Warn("acker: Stop is waiting for receivers to take their outcomes", "receivers", string(b))
+}
+
+// stopError is StopContext's error once the executors exited: the
+// receivers whose outcomes were dropped (late: ctx's error), the
+// producers whose staged spans were never published; nil when neither.
+func (a *Acker) stopError(late error) error {
+	e := &StopError{Err: late}
+	for r, rc := range a.recvs {
+		st := rc.Stats()
+		if st.Dropped > 0 {
+			e.Receivers = append(e.Receivers, UntakenOutcomes{Receiver: r, Dropped: st.Dropped, InRings: st.Backlog})
+		}
+	}
+	for p, pr := range a.producers {
+		var shards []int
+		for s := range pr.open {
+			// A span reserved when the producer had published done
+			// messages into s, and s applied exactly done of them: the
+			// span (at least one message) was never published.
+			if o := pr.open[s].Swap(0); o != 0 && o-1 == a.execs[s].applied[p] {
+				shards = append(shards, s)
+			}
+		}
+		if shards != nil {
+			e.Unflushed = append(e.Unflushed, UnflushedProducer{Producer: p, Shards: shards})
+		}
+	}
+	if e.Receivers == nil && e.Unflushed == nil {
+		return nil // the deadline, if it passed, cost nothing
+	}
+	return e
+}
+
+// StopError is StopContext's error: what stopping could not do, each part
+// named. It wraps the context's error when the deadline passed.
+type StopError struct {
+	// Err is the context's error when its deadline passed (or it was
+	// cancelled) before every receiver took its outcomes; nil otherwise.
+	Err error
+	// Receivers lists, by receiver, the outcomes dropped because the
+	// receiver had not taken them when ctx was done.
+	Receivers []UntakenOutcomes
+	// Unflushed lists the producers that left messages staged and never
+	// published (no Flush after their last Send): not applied.
+	Unflushed []UnflushedProducer
+}
+
+// UntakenOutcomes is one receiver's loss at Stop: Dropped outcomes its
+// rings could not take by the deadline (no outcome comes for those roots:
+// replay them from the spout's own records), and InRings outcomes still
+// in its rings, which it can take after Stop returns.
+type UntakenOutcomes struct {
+	Receiver, Dropped, InRings int
+}
+
+// UnflushedProducer is a producer that held staged, unpublished messages
+// when Stop sealed its rings into Shards: at least one, at most Batch per
+// shard, accepted by Send and not applied. Its next Send, TrySend,
+// SendBatch or Flush returns a NotAppliedError with their exact count
+// (only the producer's own goroutine knows it: counting each staged
+// message where Stop could read it would cost every Send an atomic
+// store).
+type UnflushedProducer struct {
+	Producer int
+	Shards   []int
+}
+
+func (e *StopError) Error() string {
+	var b strings.Builder
+	b.WriteString("acker: Stop")
+	if e.Err != nil {
+		fmt.Fprintf(&b, ": %v", e.Err)
+	}
+	for i, r := range e.Receivers {
+		if i == 0 {
+			b.WriteString(": outcomes not taken: ")
+		} else {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "receiver %d dropped %d (%d left in its rings)", r.Receiver, r.Dropped, r.InRings)
+	}
+	for i, u := range e.Unflushed {
+		if i == 0 {
+			b.WriteString(": staged, never flushed, not applied: ")
+		} else {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "producer %d in shards %v", u.Producer, u.Shards)
+	}
+	if e.Unflushed != nil {
+		b.WriteString(" (each one's next call says how many)")
+	}
+	return b.String()
+}
+
+// Unwrap returns Err: errors.Is(err, context.DeadlineExceeded) holds when
+// the deadline passed.
+func (e *StopError) Unwrap() error { return e.Err }

@@ -1,0 +1,252 @@
+package acker_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/acker"
+)
+
+// stuckAcker starts an acker of two tasks whose receiver 1 nobody polls,
+// with n INITs of task 1 pending (applied) and receiver 0 run to the end.
+func stuckAcker(t *testing.T, n int, cfg acker.Config) (a *acker.Acker, polled <-chan int) {
+	t.Helper()
+	cfg.Spec = acker.Spec{Producers: 1, Tasks: 2}
+	cfg.Shard = ackcore.Config{MaxPending: 1 << 15}
+	a, err := acker.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := a.Producer(0)
+	for r := uint64(1); r <= uint64(n); r++ {
+		if err := p.Send(ackcore.Msg{Root: r, Kind: ackcore.Init, Task: 1, Val: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Send(ackcore.Msg{Root: uint64(n) + 1, Kind: ackcore.Init, Task: 0, Val: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for a.Stats().Inits < uint64(n)+1 { // published at the executor's ticks
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d INITs applied in 30 s", a.Stats().Inits, n+1)
+		}
+		runtime.Gosched()
+	}
+	got := make(chan int, 1)
+	go func() {
+		k := 0
+		a.Receiver(0).Run(func(ackcore.Outcome) { k++ })
+		got <- k
+	}()
+	return a, got
+}
+
+// TestStopUnpolledReceiver: with 10,000 INITs pending for a receiver
+// nobody polls, StopContext returns soon after its deadline, logs the
+// receiver while it waits, and its error names the receiver with every
+// one of its outcomes accounted for: dropped, or left in its rings (and
+// taken from them after Stop).
+func TestStopUnpolledReceiver(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	const n, wait = 10_000, 1500 * time.Millisecond
+	var logs bytes.Buffer // written by StopContext on this goroutine
+	a, polled := stuckAcker(t, n, acker.Config{Shards: 2, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	start := time.Now()
+	st, err := a.StopContext(ctx)
+	took := time.Since(start)
+	if took < wait || took > wait+5*time.Second {
+		t.Errorf("StopContext returned after %v, deadline %v", took, wait)
+	}
+	var se *acker.StopError
+	if !errors.As(err, &se) || !errors.Is(err, context.DeadlineExceeded) || len(se.Receivers) != 1 || se.Unflushed != nil {
+		t.Fatalf("StopContext: %v", err)
+	}
+	u := se.Receivers[0]
+	if u.Receiver != 1 || u.Dropped == 0 || u.Dropped+u.InRings != n || !strings.Contains(err.Error(), "receiver 1 dropped") {
+		t.Fatalf("untaken %+v: %v", u, err)
+	}
+	if st.FailedStopped != n+1 {
+		t.Fatalf("stats %+v", st)
+	}
+	if k := <-polled; k != 1 {
+		t.Fatalf("receiver 0 took %d outcomes, want 1", k)
+	}
+	if d := a.ReceiverStats(1).Dropped; d != u.Dropped {
+		t.Fatalf("ReceiverStats.Dropped %d, error says %d", d, u.Dropped)
+	}
+	left := 0
+	a.Receiver(1).Run(func(ackcore.Outcome) { left++ })
+	if left != u.InRings {
+		t.Fatalf("receiver 1 took %d after Stop, error says %d in its rings", left, u.InRings)
+	}
+	if l := logs.String(); !strings.Contains(l, "waiting for receivers") || !strings.Contains(l, "receiver 1 holds") {
+		t.Fatalf("no waiting line naming receiver 1 in the log:\n%s", l)
+	}
+	if st2, err2 := a.StopContext(context.Background()); err2 != err || st2 != st {
+		t.Fatalf("second Stop: %v, %+v", err2, st2)
+	}
+}
+
+// TestStopDefaultDeadline: Stop (Port's, no context) gives up after
+// Config.StopTimeout and logs the error naming the receiver.
+func TestStopDefaultDeadline(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	var logs bytes.Buffer // written by StopContext on this goroutine
+	a, polled := stuckAcker(t, 10_000, acker.Config{StopTimeout: 200 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	start := time.Now()
+	st := a.Stop()
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("Stop returned after %v, StopTimeout 200ms", took)
+	}
+	<-polled
+	if st.FailedStopped != 10_001 || a.ReceiverStats(1).Dropped == 0 {
+		t.Fatalf("stats %+v, receiver 1 %+v", st, a.ReceiverStats(1))
+	}
+	if l := logs.String(); !strings.Contains(l, "level=ERROR") || !strings.Contains(l, "receiver 1 dropped") {
+		t.Fatalf("Stop logged no error naming receiver 1:\n%s", l)
+	}
+	go a.Receiver(1).Run(func(ackcore.Outcome) {})
+}
+
+// TestStopUnflushed: a producer that sent without a Flush is named by
+// Stop, with the shards its staged messages were for, and its next call
+// reports their exact count; producers that flushed, or never sent, are
+// not named.
+func TestStopUnflushed(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	a, err := acker.New(acker.Config{Shards: 4, Spec: acker.Spec{Producers: 3, Tasks: 1}, Batch: 64,
+		Shard: ackcore.Config{MaxPending: 1024}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan int)
+	go func() {
+		k := 0
+		a.Receiver(0).Run(func(ackcore.Outcome) { k++ })
+		done <- k
+	}()
+	forgot, flushed := a.Producer(1), a.Producer(2)
+	const staged = 5 // across the shards, under Batch each
+	for r := uint64(1); r <= staged; r++ {
+		if err := forgot.Send(ackcore.Msg{Root: r, Kind: ackcore.Init, Val: r}); err != nil {
+			t.Fatal(err)
+		}
+		if err := flushed.Send(ackcore.Msg{Root: r << 32, Kind: ackcore.Init, Val: r}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := flushed.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := a.StopContext(context.Background())
+	var se *acker.StopError
+	if !errors.As(err, &se) || se.Err != nil || se.Receivers != nil || len(se.Unflushed) != 1 || se.Unflushed[0].Producer != 1 {
+		t.Fatalf("StopContext: %v", err)
+	}
+	if n := len(se.Unflushed[0].Shards); n < 1 || n > staged || !strings.Contains(err.Error(), "producer 1 in shards") {
+		t.Fatalf("unflushed %+v: %v", se.Unflushed, err)
+	}
+	if k := <-done; k != staged || st.FailedStopped != staged {
+		t.Fatalf("%d outcomes, stats %+v: want the flushed producer's %d", k, st, staged)
+	}
+	var na *acker.NotAppliedError
+	if err := forgot.Flush(); !errors.As(err, &na) || na.N != staged {
+		t.Fatalf("the forgetful producer's Flush: %v, want %d not applied", err, staged)
+	}
+	if err := forgot.Flush(); err != nil {
+		t.Fatalf("a second Flush, nothing staged: %v", err)
+	}
+}
+
+// TestSendMisuse: before Start every send says so; a malformed message is
+// refused at the call, naming the value, and sends nothing; after Stop
+// sends return ErrClosed.
+func TestSendMisuse(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	a, err := acker.New(acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 2}, Shard: ackcore.Config{MaxPending: 1024}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := a.Producer(0)
+	ok := ackcore.Msg{Root: 7, Kind: ackcore.Init, Task: 1, Val: 3}
+	if err := p.Send(ok); !errors.Is(err, acker.ErrNotStarted) {
+		t.Fatalf("Send before Start: %v", err)
+	}
+	if sent, err := p.TrySend(ok); sent || !errors.Is(err, acker.ErrNotStarted) {
+		t.Fatalf("TrySend before Start: %v %v", sent, err)
+	}
+	if err := p.SendBatch([]ackcore.Msg{ok}); !errors.Is(err, acker.ErrNotStarted) {
+		t.Fatalf("SendBatch before Start: %v", err)
+	}
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		m    ackcore.Msg
+		want string
+	}{
+		{ackcore.Msg{Kind: ackcore.Ack, Val: 1}, "ACK with root 0"},
+		{ackcore.Msg{Root: 9, Val: 1}, "root 0x9: unknown message kind 0"},
+		{ackcore.Msg{Root: 9, Kind: 7}, "unknown message kind 7"},
+		{ackcore.Msg{Root: 9, Kind: ackcore.Init, Task: ackcore.MaxTask + 1}, "exceeds MaxTask"},
+		{ackcore.Msg{Root: 9, Kind: ackcore.Init, Task: 2}, "names task 2, acker has 2 tasks"},
+		{ackcore.Msg{Root: 9, Kind: ackcore.Reset, TimeoutMs: ackcore.MaxTimeoutMs + 1}, "timeout 86400001 ms"},
+	} {
+		if err := p.Send(c.m); err == nil || !strings.Contains(err.Error(), c.want) || !strings.HasPrefix(err.Error(), "acker: producer 0: ") {
+			t.Errorf("Send(%+v): %v, want an error naming %q", c.m, err, c.want)
+		}
+		if sent, err := p.TrySend(c.m); sent || err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("TrySend(%+v): %v %v", c.m, sent, err)
+		}
+		if err := p.SendBatch([]ackcore.Msg{ok, c.m}); err == nil || !strings.Contains(err.Error(), "acker: producer 0: message 1: ") || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("SendBatch(ok, %+v): %v", c.m, err)
+		}
+	}
+	if err := p.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	go a.Receiver(1).Run(func(ackcore.Outcome) {})
+	st, err := a.StopContext(context.Background())
+	if err != nil || st.Inits != 0 || st.RefusedInvalid != 0 {
+		t.Fatalf("the refused messages reached the shard: %v, %+v", err, st)
+	}
+	if err := p.Send(ok); !errors.Is(err, acker.ErrClosed) {
+		t.Fatalf("Send after Stop: %v", err)
+	}
+	if err := p.SendBatch([]ackcore.Msg{ok}); !errors.Is(err, acker.ErrClosed) {
+		t.Fatalf("SendBatch after Stop: %v", err)
+	}
+	if sent, err := p.TrySend(ok); sent || !errors.Is(err, acker.ErrClosed) {
+		t.Fatalf("TrySend after Stop: %v %v", sent, err)
+	}
+	// An acker stopped without ever starting: ErrClosed too.
+	b, err := acker.New(acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 1}, Shard: ackcore.Config{MaxPending: 16}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Stop()
+	if err := b.Producer(0).Send(ackcore.Msg{Root: 7, Kind: ackcore.Ack, Val: 3}); !errors.Is(err, acker.ErrClosed) {
+		t.Fatalf("Send after Stop without Start: %v", err)
+	}
+}
