@@ -89,8 +89,8 @@ const (
 	nearInitial = 64
 	// passSlotsPerTick sets the window: a pass over the table takes
 	// slots/passSlotsPerTick ticks at least, reading 2*passSlotsPerTick
-	// slots per tick over half the window (a million pending roots, 1.5
-	// million slots: read in 0.75 s every 1.5 s at a 1 ms tick, about 50
+	// slots per tick over half the window (a million pending roots, 1.33
+	// million slots: read in 0.67 s every 1.3 s at a 1 ms tick, about 50
 	// MB/s, some 10 to 20 µs per tick). The window also sets which
 	// per-root timeouts need a near timer from the start: those under
 	// one to two windows. 1024 keeps both small: at a million pending
