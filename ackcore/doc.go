@@ -38,13 +38,15 @@
 // like random ones.
 //
 // A lookup compares the root's tag with its home group's fifteen tags at
-// once (one vector compare in ackRun, SWAR in Go) and compares keys only
-// where a tag matches (a false match costs one key compare, about one
-// lookup in 25); it reads on to the next group only while the group's
-// overflow count says that entries homed at or before it live past it.
-// An insert takes the first empty slot from the home group on, and adds
-// one to the overflow count of each group it passed (about one insert in
-// 30 at the bound's load passes any); a delete empties the slot and its
+// once (ackRun compares the home group and the next in one 32-byte vector
+// compare; SWAR in Go) and compares keys only where a tag matches (a
+// false match costs one more key compare, a few lookups in a hundred); it
+// reads on to the next group only while the group's overflow count says
+// that entries homed at or before it live past it. An insert takes the
+// first empty slot from the home group on, and adds one to the overflow
+// count of each group it passed (on the word count at the bound's load
+// about one entry in eleven is past its home group, nearly all of those
+// in the next); a delete empties the slot and its
 // tag and takes the entry out of those counts, found from the distance it
 // stores. Entries never move: no shifts, no tombstones (the counts are
 // exact, so the table never slows down with churn), and what is indexed

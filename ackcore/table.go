@@ -15,9 +15,9 @@ const (
 	// maxLoadNum/maxLoadDen is the most slots a table fills at its bound:
 	// the slot count is MaxPending*4/3 rounded up to whole groups. At 24
 	// bytes a slot and 16 bytes of control per group (25.07 bytes a
-	// slot) that is 33.4 bytes per pending root at the bound, and homes
-	// full so rarely that about 98% of lookups read one control word and
-	// one slot.
+	// slot) that is 33.4 bytes per pending root at the bound, and about
+	// 98% of lookups find their root in the home group or the next, which
+	// ackRun compares at once.
 	maxLoadNum, maxLoadDen = 3, 4
 	// overflowSticky is an overflow count that has saturated: it is never
 	// decremented again (see table).
