@@ -2,7 +2,7 @@ package ackcore
 
 // The Apply pipeline: chunks and prefetching, the fast path (fastPath in
 // Go, ackRun in assembly: ackrun.go) and the hand-off to the rules (step,
-// rules.go) for everything else. Folding is fold.go.
+// rules.go) for everything else.
 
 import (
 	"math/bits"
@@ -23,9 +23,6 @@ const prefetchAbove = 1 << 20
 // Malformed messages are answered with Refused{invalid} and counted.
 func (s *Shard) Apply(msgs []Msg, out []Outcome) []Outcome {
 	s.setNow()
-	if s.fold == FoldOn {
-		return s.applyFolded(msgs, out)
-	}
 	// Software pipeline: hash chunk k+1 and prefetch its lines, then apply
 	// chunk k, whose lines were prefetched one chunk earlier. Chunks start
 	// small and double up to prefetchChunk, so that the first messages of a

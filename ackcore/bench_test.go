@@ -41,17 +41,12 @@ type benchImpl struct {
 
 var benchImpls = []benchImpl{
 	{"xorack", func(cfg ackcore.Config) (ackcore.Interface, error) { return ackcore.NewShard(cfg) }},
-	{"xorack-fold", func(cfg ackcore.Config) (ackcore.Interface, error) {
-		cfg.Fold = ackcore.FoldOn
-		return ackcore.NewShard(cfg)
-	}},
 }
 
 // BenchmarkShard replays a steady stream with P roots pending through one
-// single-writer acker: xorack's shard with folding off and on, in the same
-// run (the side-by-side with a Go map acker of identical semantics is
-// ackbench's core level: go run ./cmd/ackbench -level core). ns/op is per
-// message.
+// single-writer acker, xorack's shard (the side-by-side with a Go map
+// acker of identical semantics is ackbench's core level: go run
+// ./cmd/ackbench -level core). ns/op is per message.
 // B/root is the heap the acker holds (table, timers, everything) divided
 // by the roots pending, measured after warm-up.
 func BenchmarkShard(b *testing.B) {

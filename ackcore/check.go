@@ -38,8 +38,8 @@ func (s *Shard) check() {
 //     flagFailed and the orphan tag;
 //   - the orphan count is the number of entries without INIT, and the
 //     orphan FIFO holds at least that many roots, within its bound; each
-//     orphan's root is queued with the orphan's tag (or deferred to the
-//     end of a folded chunk), where tags cannot repeat in the FIFO.
+//     orphan's root is queued with the orphan's tag, where tags cannot
+//     repeat in the FIFO.
 func (s *Shard) verify() error {
 	t := &s.t
 	n, near, side, ext, orphans := 0, 0, 0, 0, 0
@@ -161,28 +161,25 @@ func (s *Shard) verify() error {
 	if orphans != s.orphans {
 		return fmt.Errorf("ackcore: %d entries without INIT, orphan count %d", orphans, s.orphans)
 	}
-	deferred := 0
-	if s.fs != nil {
-		deferred = len(s.fs.orphans) // made in a folded chunk, queued at its end
-	}
-	if s.orphanQ.n+deferred < s.orphans || s.orphanQ.n > len(s.orphanQ.q) || len(s.orphanQ.q) > max(orphanInitial, 2*(s.maxPending+s.failReserve)) {
+	if s.orphanQ.n < s.orphans || s.orphanQ.n > len(s.orphanQ.q) || len(s.orphanQ.q) > max(orphanInitial, 2*(s.maxPending+s.failReserve)) {
 		return fmt.Errorf("ackcore: orphan FIFO holds %d roots in %d places for %d orphans", s.orphanQ.n, len(s.orphanQ.q), s.orphans)
 	}
-	// Every orphan is evictable: its root is queued with its live tag
-	// (or deferred to the end of a folded chunk). Checked while no two
+	// Every orphan is evictable: its root is queued with its live tag.
+	// Checked while no two
 	// places the FIFO can hold share a tag (otherwise queueOrphan may
 	// drop a live root early, as orphans.go says).
 	if most := 2 * (s.maxPending + s.failReserve); most <= int(s.orphanQ.mask>>tagShift)+1 {
-		live := map[uint64]bool{}
+		// No two places share a tag, so a root's entry matches one place
+		// at most: the live places are distinct orphans.
+		live := 0
 		f := &s.orphanQ
-		for i := range f.n {
-			r := f.q[(f.head+i)%len(f.q)]
-			if _, ok := s.orphanSlot(r, f.tagOf(f.seq+uint64(i))); ok {
-				live[r] = true
+		for i := range uint64(f.n) {
+			if _, ok := s.orphanSlot(f.at(i)); ok {
+				live++
 			}
 		}
-		if len(live)+deferred < s.orphans {
-			return fmt.Errorf("ackcore: %d orphans, %d queued with their tags and %d deferred: some cannot give way", s.orphans, len(live), deferred)
+		if live < s.orphans {
+			return fmt.Errorf("ackcore: %d orphans, %d queued with their tags: some cannot give way", s.orphans, live)
 		}
 	}
 	if ext != s.extCount {

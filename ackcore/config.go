@@ -16,18 +16,6 @@ const (
 	DefaultTick    = time.Millisecond
 )
 
-// FoldMode says whether Apply groups a batch's messages by root first.
-type FoldMode uint8
-
-const (
-	// FoldOff applies messages one by one, one table probe each.
-	FoldOff FoldMode = iota
-	// FoldOn groups each chunk of up to foldChunk messages by root and
-	// probes the table once per root. It pays when batches repeat roots
-	// (fan-out acks arriving together) and the table is larger than cache.
-	FoldOn
-)
-
 // Config configures a Shard.
 type Config struct {
 	// MaxPending bounds the entries pending at once, with or without INIT
@@ -40,8 +28,6 @@ type Config struct {
 	Tick time.Duration
 	// Clock is the time source; nil means a new MonotonicClock.
 	Clock Clock
-	// Fold selects batch folding.
-	Fold FoldMode
 	// MaxBytes is the memory budget: NewShard refuses a configuration whose
 	// worst case (Bytes) exceeds it, before allocating anything. 0 means
 	// DefaultMaxBytes.
@@ -113,9 +99,6 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("ackcore: Timeout %v is not a whole number of ticks (Tick %v, the default)", to, DefaultTick)
 		}
 		return fmt.Errorf("ackcore: Timeout %v is not a whole number of ticks (Tick %v)", to, tick)
-	}
-	if c.Fold > FoldOn {
-		return fmt.Errorf("ackcore: unknown Fold mode %d", c.Fold)
 	}
 	if c.Owners < 0 || c.Owners > MaxOwners {
 		return fmt.Errorf("ackcore: Owners %d out of range [0, %d]", c.Owners, MaxOwners)

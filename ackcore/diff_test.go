@@ -1,71 +1,65 @@
 package ackcore_test
 
 import (
-	"fmt"
 	"testing"
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/ackcore/acktest"
 )
 
-func shardFactory(fold ackcore.FoldMode) acktest.Factory {
-	return func(c ackcore.Config) (ackcore.Interface, error) { c.Fold = fold; return ackcore.NewShard(c) }
-}
+// shardFactory makes shards, with ackRun (the assembly loop, where the
+// CPU has it) or without.
+func shardFactory(c ackcore.Config) (ackcore.Interface, error) { return ackcore.NewShard(c) }
 
 // TestShardMatchesModel feeds random trees and DAGs with shuffles,
 // duplicates, drops, fails, resets, timeouts and tight bounds to the shard
 // and to the plain model (ackcore/acktest/model), and compares every outcome,
 // every counter and the shard's invariants (ackcore/acktest).
 func TestShardMatchesModel(t *testing.T) {
-	// FoldOff runs applyRun's assembly loop where the CPU has AVX2
-	// ("asm"), and the portable loop ("go") everywhere.
-	t.Run("fold=0/go", func(t *testing.T) {
-		defer ackcore.SetAckRun(false)()
-		acktest.RunCases(t, 40, shardFactory(ackcore.FoldOff), func(acktest.Case) bool { return true })
+	// applyRun's assembly loop where the CPU has AVX2 ("asm"), and the
+	// portable loop ("go") everywhere; every case, the tight and tiny
+	// bounds included.
+	t.Run("asm", func(t *testing.T) {
+		acktest.RunCases(t, 40, shardFactory, nil)
 	})
-	for _, fold := range []ackcore.FoldMode{ackcore.FoldOff, ackcore.FoldOn} {
-		t.Run(fmt.Sprintf("fold=%d", fold), func(t *testing.T) {
-			// Every case, the tight and tiny bounds included: folding
-			// must not change results at the bound either.
-			acktest.RunCases(t, 40, shardFactory(fold), nil)
-		})
-	}
+	t.Run("go", func(t *testing.T) {
+		defer ackcore.SetAckRun(false)()
+		acktest.RunCases(t, 40, shardFactory, nil)
+	})
 	// The path of tables larger than L2 (homes hashed and prefetched a
 	// chunk ahead, ackRunHS reading them), on the small tables of the
 	// standard cases.
-	t.Run("fold=0/prefetch", func(t *testing.T) {
-		acktest.RunCases(t, 20, func(c ackcore.Config) (ackcore.Interface, error) {
-			s, err := ackcore.NewShard(c)
-			if err == nil {
-				s.ForcePrefetch()
-			}
-			return s, err
-		}, nil)
+	t.Run("prefetch", func(t *testing.T) {
+		acktest.RunCases(t, 20, prefetchFactory, nil)
 	})
-	t.Run("fold=1/go", func(t *testing.T) {
-		defer ackcore.SetAckRun(false)()
-		acktest.RunCases(t, 40, shardFactory(ackcore.FoldOn), func(c acktest.Case) bool { return c.MaxPending < 4096 })
-	})
+}
+
+// prefetchFactory makes shards that take Apply's prefetching path
+// whatever their size.
+func prefetchFactory(c ackcore.Config) (ackcore.Interface, error) {
+	s, err := ackcore.NewShard(c)
+	if err == nil {
+		s.ForcePrefetch()
+	}
+	return s, err
 }
 
 // TestShardMatchesModelProgress: the same cases with ProgressTimeout, the
 // model holding the shard to "a root times out one timeout after its last
-// progress, at most ProgressCap after its INIT", folded and not.
+// progress, at most ProgressCap after its INIT".
 func TestShardMatchesModelProgress(t *testing.T) {
 	seeds := 20
 	if testing.Short() {
 		seeds = 4
 	}
-	for _, fold := range []ackcore.FoldMode{ackcore.FoldOff, ackcore.FoldOn} {
-		for _, c := range acktest.Cases() {
-			t.Run(fmt.Sprintf("fold=%d/%s", fold, c.Name), func(t *testing.T) {
-				for s := range seeds {
-					sc := c.Scenario
-					sc.Seed, sc.Progress = uint64(s+1), true
-					acktest.Run(t, sc, shardFactory(fold))
-				}
-			})
-		}
+	for _, c := range acktest.Cases() {
+		t.Run(c.Name, func(t *testing.T) {
+			for s := range seeds {
+				sc := c.Scenario
+				sc.Seed, sc.Progress = uint64(s+1), true
+				acktest.Run(t, sc, shardFactory)
+			}
+		})
 	}
 }
 
@@ -75,23 +69,23 @@ func FuzzShard(f *testing.F) {
 	f.Add(uint64(3), uint8(30), uint8(1), uint8(90), false)
 	f.Add(uint64(1<<10|4|1), uint8(120), uint8(12), uint8(30), true) // drains, owners, the portable loop
 	f.Add(uint64(1<<10|2), uint8(150), uint8(40), uint8(20), false)  // drains, progress timeouts
-	f.Fuzz(func(t *testing.T, seed uint64, roots, bound, faults uint8, fold bool) {
+	f.Fuzz(func(t *testing.T, seed uint64, roots, bound, faults uint8, prefetch bool) {
 		if seed&1 == 1 { // odd seeds: the portable loop instead of ackRun
 			defer ackcore.SetAckRun(false)()
 		}
 		sc := acktest.FuzzScenario(seed, roots, bound, faults)
 		sc.Progress = seed&2 != 0 // seeds with bit 1: progress timeouts
-		mode := ackcore.FoldOff
-		if fold {
-			mode = ackcore.FoldOn // at the fuzzer's bound too
+		factory := shardFactory
+		if prefetch {
+			factory = prefetchFactory // homes hashed and prefetched a chunk ahead
 		}
-		acktest.Run(t, sc, shardFactory(mode))
+		acktest.Run(t, sc, factory)
 	})
 }
 
 // TestShardMatchesModelOwners: the owners cases (batches from several
 // owners, each bounded to a few orphans) against the model, with the
-// assembly loop, the portable one and folding; the shards must have
+// assembly loop and the portable one; the shards must have
 // refused some orphans at their owners' share, so that the bound is
 // exercised, not just allowed.
 func TestShardMatchesModelOwners(t *testing.T) {
@@ -101,9 +95,8 @@ func TestShardMatchesModelOwners(t *testing.T) {
 	}
 	for _, mode := range []struct {
 		name string
-		fold ackcore.FoldMode
 		asm  bool
-	}{{"fold=0", ackcore.FoldOff, true}, {"fold=0/go", ackcore.FoldOff, false}, {"fold=1", ackcore.FoldOn, true}} {
+	}{{"asm", true}, {"go", false}} {
 		for _, c := range acktest.Cases() {
 			if c.Owners < 2 {
 				continue
@@ -118,7 +111,6 @@ func TestShardMatchesModelOwners(t *testing.T) {
 					sc := c.Scenario
 					sc.Seed = uint64(s + 1)
 					acktest.Run(t, sc, func(cfg ackcore.Config) (ackcore.Interface, error) {
-						cfg.Fold = mode.fold
 						sh, err := ackcore.NewShard(cfg)
 						if err == nil {
 							shards = append(shards, sh)

@@ -66,7 +66,6 @@
 //	rules.go         the contract's rules on the slow path (step, cur, store)
 //	apply.go         the Apply pipeline: chunks, prefetch, the fast path in Go
 //	ackrun.go        the fast path in assembly (ackrun_amd64.s), its glue
-//	fold.go          folding a chunk by root
 //	due.go           the shard's time, deadlines and latencies, Expire
 //	near.go          the near wheel, the pass and the due lists behind Expire
 //	timing.go        per-root start and timeout (timing kinds), side.go kind 3
@@ -123,8 +122,9 @@
 // # Orphans at the bound
 //
 // Entries made without INIT (orphans) give way to INITs: an INIT, ACK or
-// RESET that needs a new entry at the bound evicts the oldest orphan,
-// found through a FIFO of orphan roots whose entries keep a tag in their
+// RESET that needs a new entry at the bound evicts the oldest orphan of
+// the owner holding the most (so a flood evicts its own), found through
+// a FIFO of orphan roots whose entries keep a tag in their
 // spare task bits, so that a stale root is never taken for a new orphan
 // of the same id (orphans.go). Each orphan also keeps its owner there,
 // the producer whose message made it (SetOwner, once per batch), and an
@@ -166,9 +166,9 @@
 // removed), and the INIT of a new root with the default timeout (ackRun
 // also with its own timeout, at a 1 ms tick), in three places: fastPath,
 // the completing ACK inline in applyChunk (both apply.go), and ackRun
-// (ackrun_amd64.s, glue in ackrun.go). Folding (fold.go) calls step per message. The copies are
-// held to step by the differential tests (diff_test.go: the assembly
-// loop, the portable loop, prefetching and folding, each against the
+// (ackrun_amd64.s, glue in ackrun.go). The copies are held to step by
+// the differential tests (diff_test.go: the assembly loop, the portable
+// loop and prefetching, each against the
 // model in ackcore/acktest, outcome by outcome and counter by counter)
 // and by FuzzShard, which runs both loops.
 //
@@ -177,11 +177,7 @@
 // control word and prefetches the slot its probe will most likely end at
 // (the first tag match, else the first empty slot), then applies chunk k,
 // whose lines are by then in cache, keeping a chunk's misses in flight
-// together. With Fold: FoldOn a chunk
-// is grouped by root first and each root's messages are applied to one
-// loaded entry with one probe (fold.go); a chunk that could reach the
-// bound is applied one message at a time instead, so folding never
-// changes a result.
+// together.
 //
 // # Time
 //

@@ -117,7 +117,7 @@ func TestExpireSlices(t *testing.T) {
 // TestExpireNoRoom: Expire with no room at all does nothing and says no
 // more, so `for more` ends; the roots time out at the next call with room.
 func TestExpireNoRoom(t *testing.T) {
-	s, clock := newShard(t, 100, ackcore.FoldOff)
+	s, clock := newShard(t, 100)
 	initWave(t, s, 10, 0)
 	clock.Add(time.Minute)
 	calls := 0
@@ -140,7 +140,7 @@ func TestExpireNoRoom(t *testing.T) {
 // time out exactly at their deadline, never early.
 func TestClockJump(t *testing.T) {
 	for _, days := range []time.Duration{25, 27, 30} {
-		s, clock := newShard(t, 1000, ackcore.FoldOff)
+		s, clock := newShard(t, 1000)
 		initWave(t, s, 100, 0)
 		clock.Add(days * 24 * time.Hour)
 		if got := s.ExpireAll(nil); len(got) != 100 || s.Pending() != 0 {
@@ -165,7 +165,7 @@ func TestClockJump(t *testing.T) {
 // from the start) grows the near wheel; once they are gone it is back to
 // its idle size.
 func TestNearWheelShrinks(t *testing.T) {
-	s, clock := newShard(t, 10_000, ackcore.FoldOff)
+	s, clock := newShard(t, 10_000)
 	idle := s.NearBytes()
 	initWave(t, s, 5000, 5) // 5 ms: near from the start
 	if s.NearBytes() <= idle {
@@ -193,7 +193,7 @@ func TestPerRootTimingInSlot(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, mode := range []string{"per-root", "reset", "default-ms"} {
 		t.Run(mode, func(t *testing.T) {
-			s, clock := newShard(t, int(n), ackcore.FoldOff)
+			s, clock := newShard(t, int(n))
 			base := s.TableBytes()
 			timeouts := map[uint64]time.Duration{}
 			var msgs []ackcore.Msg
@@ -270,7 +270,7 @@ func TestPerRootTimingInSlot(t *testing.T) {
 // TestOldestPendingNoInit: an entry without INIT ages from when it was
 // made, not from its last RESET.
 func TestOldestPendingNoInit(t *testing.T) {
-	s, clock := newShard(t, 100, ackcore.FoldOff)
+	s, clock := newShard(t, 100)
 	none(t, s.Apply([]ackcore.Msg{ack(99, 1)}, nil))
 	clock.Add(5 * time.Second)
 	none(t, s.Apply([]ackcore.Msg{reset(99)}, nil))
@@ -292,52 +292,50 @@ func TestOldestPendingNoInit(t *testing.T) {
 // and ACK must end in Failed{explicit}, never Completed. Past the reserve,
 // FAILs are held in the filter and still win.
 func TestFailAtBound(t *testing.T) {
-	for _, fold := range []ackcore.FoldMode{ackcore.FoldOff, ackcore.FoldOn} {
-		s, clock := newShard(t, 1, fold)
-		none(t, s.Apply([]ackcore.Msg{init1(1, 1, 5)}, nil))
-		none(t, s.Apply([]ackcore.Msg{fail(2)}, nil))
-		if st := s.Stats(); st.FailsReserved != 1 || st.RefusedFull != 0 {
-			t.Fatalf("fold=%d: FAIL at the bound: %+v", fold, st)
+	s, clock := newShard(t, 1)
+	none(t, s.Apply([]ackcore.Msg{init1(1, 1, 5)}, nil))
+	none(t, s.Apply([]ackcore.Msg{fail(2)}, nil))
+	if st := s.Stats(); st.FailsReserved != 1 || st.RefusedFull != 0 {
+		t.Fatalf("FAIL at the bound: %+v", st)
+	}
+	if o := one(t, s.Apply([]ackcore.Msg{ack(1, 5)}, nil)); o.Root != 1 || o.Kind != ackcore.Completed {
+		t.Fatalf("root 1: %+v", o)
+	}
+	out := s.Apply([]ackcore.Msg{init1(2, 3, 9), ack(2, 9)}, nil)
+	if len(out) != 1 || out[0].Root != 2 || out[0].Kind != ackcore.Failed || out[0].Reason != ackcore.ReasonExplicit || out[0].Task != 3 {
+		t.Fatalf("root 2 after its FAIL: %v", out)
+	}
+	clock.Add(31 * time.Second) // the stale ACK's orphan goes
+	s.ExpireAll(nil)
+	none(t, s.Apply([]ackcore.Msg{init1(1, 1, 5)}, nil)) // root 1 again: the table at its bound
+	// Fill the reserve, then overflow it: the overflowing FAILs are
+	// held in the filter and still fail their roots.
+	var fails []ackcore.Msg
+	r0 := uint64(1000)
+	for r := r0; r < r0+uint64(s.FailReserve())+50; r++ {
+		fails = append(fails, fail(r))
+	}
+	none(t, s.Apply(fails, nil))
+	st := s.Stats()
+	if st.FailsFiltered == 0 || st.Pending != 1+s.FailReserve() {
+		t.Fatalf("FAILs over the reserve: %+v", st)
+	}
+	for _, f := range fails {
+		o := one(t, s.Apply([]ackcore.Msg{init1(f.Root, 4, 1)}, nil))
+		if o.Kind != ackcore.Failed || o.Reason != ackcore.ReasonExplicit {
+			t.Fatalf("INIT of root %d after its FAIL: %+v", f.Root, o)
 		}
-		if o := one(t, s.Apply([]ackcore.Msg{ack(1, 5)}, nil)); o.Root != 1 || o.Kind != ackcore.Completed {
-			t.Fatalf("fold=%d: root 1: %+v", fold, o)
-		}
-		out := s.Apply([]ackcore.Msg{init1(2, 3, 9), ack(2, 9)}, nil)
-		if len(out) != 1 || out[0].Root != 2 || out[0].Kind != ackcore.Failed || out[0].Reason != ackcore.ReasonExplicit || out[0].Task != 3 {
-			t.Fatalf("fold=%d: root 2 after its FAIL: %v", fold, out)
-		}
-		clock.Add(31 * time.Second) // the stale ACK's orphan goes
-		s.ExpireAll(nil)
-		none(t, s.Apply([]ackcore.Msg{init1(1, 1, 5)}, nil)) // root 1 again: the table at its bound
-		// Fill the reserve, then overflow it: the overflowing FAILs are
-		// held in the filter and still fail their roots.
-		var fails []ackcore.Msg
-		r0 := uint64(1000)
-		for r := r0; r < r0+uint64(s.FailReserve())+50; r++ {
-			fails = append(fails, fail(r))
-		}
-		none(t, s.Apply(fails, nil))
-		st := s.Stats()
-		if st.FailsFiltered == 0 || st.Pending != 1+s.FailReserve() {
-			t.Fatalf("fold=%d: FAILs over the reserve: %+v", fold, st)
-		}
-		for _, f := range fails {
-			o := one(t, s.Apply([]ackcore.Msg{init1(f.Root, 4, 1)}, nil))
-			if o.Kind != ackcore.Failed || o.Reason != ackcore.ReasonExplicit {
-				t.Fatalf("fold=%d: INIT of root %d after its FAIL: %+v", fold, f.Root, o)
-			}
-		}
-		// The filter forgets after two timeouts at most; so do the
-		// reserve's orphans.
-		clock.Add(61 * time.Second)
-		s.ExpireAll(nil)
-		none(t, s.Apply([]ackcore.Msg{ack(1, 5)}, nil)) // root 1 timed out: a new entry, no INIT
-		clock.Add(31 * time.Second)
-		s.ExpireAll(nil)
-		none(t, s.Apply([]ackcore.Msg{init1(r0+uint64(s.FailReserve())+1, 4, 1)}, nil))
-		if err := s.Verify(); err != nil {
-			t.Fatal(err)
-		}
+	}
+	// The filter forgets after two timeouts at most; so do the
+	// reserve's orphans.
+	clock.Add(61 * time.Second)
+	s.ExpireAll(nil)
+	none(t, s.Apply([]ackcore.Msg{ack(1, 5)}, nil)) // root 1 timed out: a new entry, no INIT
+	clock.Add(31 * time.Second)
+	s.ExpireAll(nil)
+	none(t, s.Apply([]ackcore.Msg{init1(r0+uint64(s.FailReserve())+1, 4, 1)}, nil))
+	if err := s.Verify(); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -370,7 +368,7 @@ func TestMemoryBudget(t *testing.T) {
 // refused at the bound is counted under its kind and under its refusal; a
 // malformed one only under RefusedInvalid.
 func TestStatsCountRefused(t *testing.T) {
-	s, _ := newShard(t, 1, ackcore.FoldOff)
+	s, _ := newShard(t, 1)
 	s.Apply([]ackcore.Msg{init1(1, 1, 1), init1(2, 1, 1), ack(3, 1), reset(4), {Root: 0, Kind: ackcore.Ack}}, nil)
 	st := s.Stats()
 	if st.Inits != 2 || st.FailedFull != 1 || st.Acks != 1 || st.Resets != 1 || st.RefusedFull != 2 || st.RefusedInvalid != 1 {
@@ -388,7 +386,7 @@ func TestTableBytesReal(t *testing.T) {
 	const n = 100_000
 	for _, timeoutMs := range []uint32{0, 45_000, 10 * 60_000} {
 		before := heapInUse()
-		s, _ := newShard(t, n, ackcore.FoldOff)
+		s, _ := newShard(t, n)
 		initWave(t, s, n, timeoutMs)
 		held := heapInUse() - before
 		if r := float64(s.TableBytes()) / float64(held); r < 0.9 || r > 1.1 {
@@ -409,7 +407,7 @@ func heapInUse() int64 {
 // TestFailFilterLater: the overflow filter holds a FAIL for at least one
 // timeout also when it was last used long ago.
 func TestFailFilterLater(t *testing.T) {
-	s, clock := newShard(t, 1, ackcore.FoldOff)
+	s, clock := newShard(t, 1)
 	none(t, s.Apply([]ackcore.Msg{init1(1, 1, 5)}, nil))
 	var fails []ackcore.Msg
 	for r := uint64(100); r < 100+uint64(s.FailReserve())+1; r++ {

@@ -29,8 +29,7 @@ package ackcore
 // are empty.
 //
 // While the filter holds anything the fast paths leave every INIT of a new
-// root to step (so that it is checked), and folding applies messages one
-// by one (a false positive must not depend on grouping).
+// root to step (so that it is checked).
 
 // failReserveFor is the number of FAIL-only entries a shard with bound
 // maxPending keeps beyond it: 1/64 of the bound, at least 16.

@@ -5,24 +5,28 @@ package ackcore
 // is still on its way (a reordering between rings), or one whose root
 // already finished (a late ACK of a failed or timed-out tree). The second
 // kind can only expire, and while it waits it holds room a live root may
-// need. So orphans are the first to go:
+// need. So orphans are the first to go, and of them the oldest orphan of
+// the owner (owners.go) holding the most, the lowest such owner on a tie:
+// one sender's flood for unknown roots evicts its own orphans, never
+// another's while it holds more (with one owner: the oldest orphan):
 //
-//   - an INIT that finds the table at its bound evicts the oldest orphans
+//   - an INIT that finds the table at its bound evicts orphans so chosen
 //     until it has room, when there are orphans enough to make it (the
 //     count of entries with INIT never reaches the bound while orphans
 //     could give way);
 //   - an ACK or RESET for a root with no entry that finds the bound
-//     reached takes the oldest orphan's place; with no orphan to replace
-//     it is refused (Refused{full});
+//     reached takes the place of an orphan so chosen; with no orphan to
+//     replace it is refused (Refused{full});
 //   - an evicted orphan's FAIL goes to the overflow filter (failfilter.go)
 //     while the filter is within its budget; an evicted orphan whose INIT
 //     arrives later simply times out: a replay, never a loss.
 //
-// Stats.OrphansEvicted counts evictions. The oldest orphan is found
+// Stats.OrphansEvicted counts evictions. The orphan to evict is found
 // through a FIFO of the roots of entries made without INIT, in the order
-// they were made. An entry that stops being an orphan (its INIT came, it
-// expired, it was evicted) leaves its root in the FIFO: stale, skipped
-// when it reaches the front. So that a stale root whose root id becomes
+// they were made (evictOrphan walks it for the first of the chosen
+// owner's). An entry that stops being an orphan (its INIT came, it
+// expired, it was evicted) leaves its root in the FIFO: stale, skipped,
+// and dropped when it reaches the front. So that a stale root whose root id becomes
 // an orphan again is not taken for the new one, each queued root carries
 // a tag, its place in the FIFO's order mod 2^18, which the orphan's entry
 // keeps in the task bits it has no use for (table.go): a queued root is
@@ -64,6 +68,10 @@ type orphanFIFO struct {
 	n    int    // roots held, live or stale
 	seq  uint64 // the place in order of the root at head (roots ever popped)
 	mask uint32 // the tag's bits in the word (18 - ownerBits of them, from bit 2)
+	// evictOwner's orphans are at places evictSeq and after (evictOrphan);
+	// evictSeq 0 when unknown.
+	evictOwner int
+	evictSeq   uint64
 }
 
 // tagOf is the tag of place seq.
@@ -100,7 +108,7 @@ func (f *orphanFIFO) pop() (root uint64, tag uint32, ok bool) {
 
 // empty forgets every root, keeping a ring of the initial size.
 func (f *orphanFIFO) empty() {
-	f.head, f.n = 0, 0
+	f.head, f.n, f.evictSeq = 0, 0, 0
 	if len(f.q) > orphanInitial {
 		f.q = nil
 	}
@@ -133,9 +141,18 @@ func (f *orphanFIFO) keep(live func(root uint64, tag, newTag uint32) bool) {
 			w++
 		}
 	}
-	if f.n = w; w == 0 {
+	if f.n, f.evictSeq = w, 0; w == 0 { // places moved: the eviction cursor with them
 		f.empty()
 	}
+}
+
+// at returns the root i places after the head and its tag (i < f.n).
+func (f *orphanFIFO) at(i uint64) (root uint64, tag uint32) {
+	j := f.head + int(i)
+	if j >= len(f.q) {
+		j -= len(f.q)
+	}
+	return f.q[j], f.tagOf(f.seq + i)
 }
 
 func (f *orphanFIFO) bytes() int { return 8 * len(f.q) }
@@ -188,29 +205,78 @@ func (s *Shard) queueOrphan(root uint64) uint32 {
 	return f.push(root)
 }
 
-// evictOrphan removes the oldest orphan, sending its FAIL, if it holds
-// one, to the overflow filter. It reports false when there is none.
+// evictOrphan removes the oldest orphan of the owner with the most
+// orphans (rule 10: the sender most over its share gives way, oldest
+// first; among owners with as many, the lowest), sending its FAIL, if it
+// holds one, to the overflow filter. It reports false when there is none.
+//
+// The FIFO is walked from the head for the victim owner's first live
+// root; the evicted root's place goes stale where it is (popped when it
+// reaches the head), and other owners' orphans keep theirs, so each
+// owner's orphans stay in the order they were made. The place after the
+// last one evicted is remembered with its owner (f.evictOwner, evictSeq):
+// no later place before it can hold that owner's orphan (new ones are
+// pushed behind), so a flood evicting its own orphans one by one walks
+// past the others' orphans once, not once per eviction.
 func (s *Shard) evictOrphan() bool {
-	for s.orphans > 0 {
-		root, tag, ok := s.orphanQ.pop()
-		if !ok {
-			return false // only after a root left the FIFO early (queueOrphan)
+	f := &s.orphanQ
+	for f.n > 0 { // stale roots at the head go first
+		if _, live := s.orphanSlot(f.q[f.head], f.tagOf(f.seq)); live {
+			break
 		}
+		f.pop()
+	}
+	if s.orphans == 0 || f.n == 0 {
+		return false // f.n == 0 only after a root left the FIFO early (queueOrphan)
+	}
+	victim := s.victimOwner()
+	i := uint64(0)
+	if victim == f.evictOwner && f.evictSeq > f.seq {
+		i = f.evictSeq - f.seq
+	}
+	for ; i < uint64(f.n); i++ {
+		root, tag := f.at(i)
 		slot, live := s.orphanSlot(root, tag)
 		if !live {
 			continue
 		}
-		w := s.t.e[slot].word()
-		if w&flagFailed != 0 {
-			s.holdFail(root)
+		if w := s.t.e[slot].word(); s.ownerOf(w) == victim {
+			f.evictOwner, f.evictSeq = victim, f.seq+i+1
+			s.evict(root, slot, w)
+			return true
 		}
-		s.dropEntry(slot)
-		s.orphans--
-		s.ownerOrphans[s.ownerOf(w)]--
-		s.stats.OrphansEvicted++
-		return true
 	}
-	return false
+	// The victim's orphans have left the FIFO early (queueOrphan, with
+	// tags shared): the oldest orphan of any owner goes.
+	root, tag := f.at(0)
+	slot, _ := s.orphanSlot(root, tag)
+	s.evict(root, slot, s.t.e[slot].word())
+	f.pop()
+	return true
+}
+
+// evict removes root's orphan entry, in slot with word w, at the bound.
+func (s *Shard) evict(root uint64, slot int, w uint32) {
+	if w&flagFailed != 0 {
+		s.holdFail(root)
+	}
+	s.dropEntry(slot)
+	s.orphans--
+	s.ownerOrphans[s.ownerOf(w)]--
+	s.stats.OrphansEvicted++
+}
+
+// victimOwner is the owner with the most orphans, the lowest of those
+// with as many: O(Config.Owners), once per eviction at the bound (about
+// a microsecond at MaxOwners).
+func (s *Shard) victimOwner() int {
+	n, v := s.ownerOrphans, 0
+	for o := 1; o < len(n); o++ {
+		if n[o] > n[v] {
+			v = o
+		}
+	}
+	return v
 }
 
 // orphanGone is called for every orphan entry that leaves the table other

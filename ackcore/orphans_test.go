@@ -13,67 +13,65 @@ import (
 // without INIT, an ACK for an unknown root takes the oldest orphan's place,
 // and with only live roots in the table both are refused.
 func TestOrphansGiveWay(t *testing.T) {
-	for _, fold := range []ackcore.FoldMode{ackcore.FoldOff, ackcore.FoldOn} {
-		const bound = 100
-		s, _ := newShard(t, bound, fold)
-		// Half live roots, half orphans (ACKs for roots never INITed).
-		var msgs []ackcore.Msg
-		for r := uint64(1); r <= bound/2; r++ {
-			msgs = append(msgs, init1(r, 1, r))
-		}
-		for r := uint64(1001); r <= 1000+bound/2; r++ {
-			msgs = append(msgs, ack(r, r))
-		}
-		none(t, s.Apply(msgs, nil))
-		// New INITs evict the orphans, oldest first: none is refused.
-		msgs = msgs[:0]
-		for r := uint64(2001); r <= 2000+bound/2; r++ {
-			msgs = append(msgs, init1(r, 2, r))
-		}
-		none(t, s.Apply(msgs[:10], nil))
-		st := s.Stats()
-		if st.OrphansEvicted != 10 || st.FailedFull != 0 || st.Pending != bound {
-			t.Fatalf("fold %d: after 10 INITs at the bound: %+v", fold, st)
-		}
-		// The oldest went: 1001..1010 are gone (an ACK recreates 1001 in
-		// the place of the next oldest, 1011), 1011.. are there.
-		none(t, s.Apply([]ackcore.Msg{ack(1001, 5)}, nil))
-		if st := s.Stats(); st.OrphansEvicted != 11 || st.RefusedFull != 0 {
-			t.Fatalf("fold %d: ACK at the bound: %+v", fold, st)
-		}
-		// An INIT of 1012 adopts its orphan: val 1012 ^ 1012 = 0, completed.
-		if o := one(t, s.Apply([]ackcore.Msg{init1(1012, 3, 1012)}, nil)); o.Kind != ackcore.Completed || o.Task != 3 {
-			t.Fatalf("fold %d: INIT of a queued orphan: %+v", fold, o)
-		}
-		none(t, s.Apply(msgs[10:], nil))
-		// 1001 and 1013..1050 (39 orphans) made room for 40 INITs, plus
-		// the completed 1012's slot.
-		st = s.Stats()
-		if st.FailedFull != 0 || st.Pending != bound {
-			t.Fatalf("fold %d: %+v", fold, st)
-		}
-		// Only live roots now: an INIT is refused Full, and so is an ACK
-		// for an unknown root.
-		if o := one(t, s.Apply([]ackcore.Msg{init1(9999, 1, 1)}, nil)); o.Reason != ackcore.ReasonFull {
-			t.Fatalf("fold %d: INIT with only live roots: %+v", fold, o)
-		}
-		if o := one(t, s.Apply([]ackcore.Msg{ack(9998, 1)}, nil)); o.Kind != ackcore.Refused || o.Reason != ackcore.ReasonFull {
-			t.Fatalf("fold %d: ACK with only live roots: %+v", fold, o)
-		}
-		// Every live root still completes.
-		msgs = msgs[:0]
-		for r := uint64(1); r <= bound/2; r++ {
-			msgs = append(msgs, ack(r, r))
-		}
-		for r := uint64(2001); r <= 2000+bound/2; r++ {
-			msgs = append(msgs, ack(r, r))
-		}
-		if out := s.Apply(msgs, nil); len(out) != bound {
-			t.Fatalf("fold %d: %d completions of %d live roots", fold, len(out), bound)
-		}
-		if err := s.Verify(); err != nil {
-			t.Fatal(err)
-		}
+	const bound = 100
+	s, _ := newShard(t, bound)
+	// Half live roots, half orphans (ACKs for roots never INITed).
+	var msgs []ackcore.Msg
+	for r := uint64(1); r <= bound/2; r++ {
+		msgs = append(msgs, init1(r, 1, r))
+	}
+	for r := uint64(1001); r <= 1000+bound/2; r++ {
+		msgs = append(msgs, ack(r, r))
+	}
+	none(t, s.Apply(msgs, nil))
+	// New INITs evict the orphans, oldest first: none is refused.
+	msgs = msgs[:0]
+	for r := uint64(2001); r <= 2000+bound/2; r++ {
+		msgs = append(msgs, init1(r, 2, r))
+	}
+	none(t, s.Apply(msgs[:10], nil))
+	st := s.Stats()
+	if st.OrphansEvicted != 10 || st.FailedFull != 0 || st.Pending != bound {
+		t.Fatalf("after 10 INITs at the bound: %+v", st)
+	}
+	// The oldest went: 1001..1010 are gone (an ACK recreates 1001 in
+	// the place of the next oldest, 1011), 1011.. are there.
+	none(t, s.Apply([]ackcore.Msg{ack(1001, 5)}, nil))
+	if st := s.Stats(); st.OrphansEvicted != 11 || st.RefusedFull != 0 {
+		t.Fatalf("ACK at the bound: %+v", st)
+	}
+	// An INIT of 1012 adopts its orphan: val 1012 ^ 1012 = 0, completed.
+	if o := one(t, s.Apply([]ackcore.Msg{init1(1012, 3, 1012)}, nil)); o.Kind != ackcore.Completed || o.Task != 3 {
+		t.Fatalf("INIT of a queued orphan: %+v", o)
+	}
+	none(t, s.Apply(msgs[10:], nil))
+	// 1001 and 1013..1050 (39 orphans) made room for 40 INITs, plus
+	// the completed 1012's slot.
+	st = s.Stats()
+	if st.FailedFull != 0 || st.Pending != bound {
+		t.Fatalf("%+v", st)
+	}
+	// Only live roots now: an INIT is refused Full, and so is an ACK
+	// for an unknown root.
+	if o := one(t, s.Apply([]ackcore.Msg{init1(9999, 1, 1)}, nil)); o.Reason != ackcore.ReasonFull {
+		t.Fatalf("INIT with only live roots: %+v", o)
+	}
+	if o := one(t, s.Apply([]ackcore.Msg{ack(9998, 1)}, nil)); o.Kind != ackcore.Refused || o.Reason != ackcore.ReasonFull {
+		t.Fatalf("ACK with only live roots: %+v", o)
+	}
+	// Every live root still completes.
+	msgs = msgs[:0]
+	for r := uint64(1); r <= bound/2; r++ {
+		msgs = append(msgs, ack(r, r))
+	}
+	for r := uint64(2001); r <= 2000+bound/2; r++ {
+		msgs = append(msgs, ack(r, r))
+	}
+	if out := s.Apply(msgs, nil); len(out) != bound {
+		t.Fatalf("%d completions of %d live roots", len(out), bound)
+	}
+	if err := s.Verify(); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -246,35 +244,33 @@ func TestDrain(t *testing.T) {
 	// the bolt of e2 anchored c2 and failed e2; c1 and c2 are acked later.
 	withVal := []ackcore.Msg{init1(7, 3, e1^e2), ack(7, e1^c1), {Root: 7, Kind: ackcore.Fail, Val: e2 ^ c2}, ack(7, c1), ack(7, c2)}
 	bare := []ackcore.Msg{init1(8, 3, e1^e2), ack(8, e1^c1), fail(8), ack(8, c1), ack(8, c2)}
-	for _, fold := range []ackcore.FoldMode{ackcore.FoldOff, ackcore.FoldOn} {
-		for _, batch := range []bool{false, true} {
-			s, _ := newShard(t, 100, fold)
-			var out []ackcore.Outcome
-			pending := []int{1, 1, 1, 1, 0} // after each message
-			for i, m := range withVal {
-				if !batch {
-					out = s.Apply([]ackcore.Msg{m}, out)
-					if got := s.Stats().Pending; got != pending[i] {
-						t.Fatalf("fold %d: after message %d (%v): %d pending, want %d", fold, i, m.Kind, got, pending[i])
-					}
+	for _, batch := range []bool{false, true} {
+		s, _ := newShard(t, 100)
+		var out []ackcore.Outcome
+		pending := []int{1, 1, 1, 1, 0} // after each message
+		for i, m := range withVal {
+			if !batch {
+				out = s.Apply([]ackcore.Msg{m}, out)
+				if got := s.Stats().Pending; got != pending[i] {
+					t.Fatalf("after message %d (%v): %d pending, want %d", i, m.Kind, got, pending[i])
 				}
 			}
-			if batch {
-				out = s.Apply(withVal, out)
-			}
-			st := s.Stats()
-			if len(out) != 1 || out[0].Kind != ackcore.Failed || out[0].Reason != ackcore.ReasonExplicit || out[0].Task != 3 {
-				t.Fatalf("fold %d batch %v: outcomes %+v, want one Failed{explicit} for task 3", fold, batch, out)
-			}
-			if st.Pending != 0 || st.OrphansDrained != 1 || st.FailedExplicit != 1 || st.Acks != 3 || st.Fails != 1 {
-				t.Fatalf("fold %d batch %v: after the drain's last ACK: %+v", fold, batch, st)
-			}
-			// Without a val the FAIL removes the entry, and c1's ACK makes
-			// an orphan that c2's cannot end.
-			out = s.Apply(bare, out[:0])
-			if st := s.Stats(); len(out) != 1 || out[0].Kind != ackcore.Failed || st.Pending != 1 || st.OrphansDrained != 1 {
-				t.Fatalf("fold %d batch %v: a FAIL without a val: %+v, %+v", fold, batch, out, st)
-			}
+		}
+		if batch {
+			out = s.Apply(withVal, out)
+		}
+		st := s.Stats()
+		if len(out) != 1 || out[0].Kind != ackcore.Failed || out[0].Reason != ackcore.ReasonExplicit || out[0].Task != 3 {
+			t.Fatalf("batch %v: outcomes %+v, want one Failed{explicit} for task 3", batch, out)
+		}
+		if st.Pending != 0 || st.OrphansDrained != 1 || st.FailedExplicit != 1 || st.Acks != 3 || st.Fails != 1 {
+			t.Fatalf("batch %v: after the drain's last ACK: %+v", batch, st)
+		}
+		// Without a val the FAIL removes the entry, and c1's ACK makes
+		// an orphan that c2's cannot end.
+		out = s.Apply(bare, out[:0])
+		if st := s.Stats(); len(out) != 1 || out[0].Kind != ackcore.Failed || st.Pending != 1 || st.OrphansDrained != 1 {
+			t.Fatalf("batch %v: a FAIL without a val: %+v, %+v", batch, out, st)
 		}
 	}
 }
@@ -284,7 +280,7 @@ func TestDrain(t *testing.T) {
 // removes the entry as a FAIL without a val does).
 func TestDrainGivesWay(t *testing.T) {
 	const bound = 50
-	s, _ := newShard(t, bound, ackcore.FoldOff)
+	s, _ := newShard(t, bound)
 	var msgs []ackcore.Msg
 	for r := uint64(1); r <= bound; r++ {
 		msgs = append(msgs, init1(r, 1, 3), ackcore.Msg{Root: r, Kind: ackcore.Fail, Val: 1}) // 2 still owed

@@ -26,10 +26,12 @@ import (
 // RefusedFull, and a refused FAIL is neither reserved nor filtered). Such
 // a root, if its INIT comes later, misses that message's ack val (or its
 // FAIL) and times out: a replay, never a loss and never an early ack.
-// So one sender's flood of messages for unknown roots cannot take the
-// table from the others' orphans (an ACK that raced its INIT), which it
-// would otherwise evict oldest first. With no share (OrphanShare 0, the
-// default) an owner's orphans are bounded by the table alone, as before.
+// And at the bound the orphan that gives way is the oldest of the owner
+// holding the most (orphans.go, evictOrphan). So one sender's flood of
+// messages for unknown roots cannot take the table from the others'
+// orphans (an ACK that raced its INIT): it evicts its own. With no share
+// (OrphanShare 0, the default) an owner's orphans are bounded by the
+// table alone.
 //
 // Memory: 12 bytes per owner (a 32-bit count, a 64-bit refusal counter),
 // each array on cache lines of its own (under 1 KiB for both with the

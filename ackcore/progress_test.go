@@ -16,81 +16,79 @@ import (
 // slow trees time out at 1 s.
 func TestProgressTimeout(t *testing.T) {
 	for _, progress := range []bool{true, false} {
-		for _, fold := range []ackcore.FoldMode{ackcore.FoldOff, ackcore.FoldOn} {
-			clock := &ackcore.FakeClock{}
-			s, err := ackcore.NewShard(ackcore.Config{MaxPending: 1000, Timeout: time.Second, Clock: clock,
-				Fold: fold, ProgressTimeout: progress, Seed: 3})
-			if err != nil {
-				t.Fatal(err)
+		clock := &ackcore.FakeClock{}
+		s, err := ackcore.NewShard(ackcore.Config{MaxPending: 1000, Timeout: time.Second, Clock: clock,
+			ProgressTimeout: progress, Seed: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const slow, stuck, capped = 100, 200, 300 // root ids: 100 slow trees, then the stuck one, then one acked forever
+		var msgs []ackcore.Msg
+		for r := uint64(1); r <= slow; r++ {
+			msgs = append(msgs, init1(r, 1, 1<<10-1)) // ten edges: bits 0..9
+		}
+		msgs = append(msgs, init1(stuck, 1, 3), init1(capped, 1, 1<<62))
+		var out []ackcore.Outcome
+		outcomes := map[uint64]ackcore.Outcome{}
+		apply := func(m []ackcore.Msg) {
+			for _, o := range s.Apply(m, out[:0]) {
+				outcomes[o.Root] = o
 			}
-			const slow, stuck, capped = 100, 200, 300 // root ids: 100 slow trees, then the stuck one, then one acked forever
-			var msgs []ackcore.Msg
-			for r := uint64(1); r <= slow; r++ {
-				msgs = append(msgs, init1(r, 1, 1<<10-1)) // ten edges: bits 0..9
-			}
-			msgs = append(msgs, init1(stuck, 1, 3), init1(capped, 1, 1<<62))
-			var out []ackcore.Outcome
-			outcomes := map[uint64]ackcore.Outcome{}
-			apply := func(m []ackcore.Msg) {
-				for _, o := range s.Apply(m, out[:0]) {
+		}
+		expire := func() {
+			for more := true; more; {
+				var exp []ackcore.Outcome
+				exp, more = s.Expire(make([]ackcore.Outcome, 0, 64))
+				for _, o := range exp {
 					outcomes[o.Root] = o
 				}
 			}
-			expire := func() {
-				for more := true; more; {
-					var exp []ackcore.Outcome
-					exp, more = s.Expire(make([]ackcore.Outcome, 0, 64))
-					for _, o := range exp {
-						outcomes[o.Root] = o
-					}
+		}
+		apply(msgs)
+		// Every 500 ms one edge of each slow tree is acked; the stuck
+		// tree acks one of its two edges at 0.5 s; the capped one acks
+		// a value that never zeroes it.
+		for step := 1; step <= 40; step++ {
+			for range 50 {
+				clock.Add(10 * time.Millisecond)
+				expire()
+			}
+			msgs = msgs[:0]
+			if step <= 10 {
+				for r := uint64(1); r <= slow; r++ {
+					msgs = append(msgs, ack(r, 1<<(step-1)))
 				}
 			}
+			if step == 1 {
+				msgs = append(msgs, ack(stuck, 1))
+			}
+			msgs = append(msgs, ack(capped, 1))
 			apply(msgs)
-			// Every 500 ms one edge of each slow tree is acked; the stuck
-			// tree acks one of its two edges at 0.5 s; the capped one acks
-			// a value that never zeroes it.
-			for step := 1; step <= 40; step++ {
-				for range 50 {
-					clock.Add(10 * time.Millisecond)
-					expire()
-				}
-				msgs = msgs[:0]
-				if step <= 10 {
-					for r := uint64(1); r <= slow; r++ {
-						msgs = append(msgs, ack(r, 1<<(step-1)))
-					}
-				}
-				if step == 1 {
-					msgs = append(msgs, ack(stuck, 1))
-				}
-				msgs = append(msgs, ack(capped, 1))
-				apply(msgs)
+		}
+		if err := s.Verify(); err != nil {
+			t.Fatal(err)
+		}
+		if !progress {
+			if o := outcomes[1]; o.Reason != ackcore.ReasonTimeout || o.Latency < time.Second || o.Latency > time.Second+2*time.Millisecond {
+				t.Fatalf("no progress timeouts: slow tree %+v, want a timeout at 1 s", o)
 			}
-			if err := s.Verify(); err != nil {
-				t.Fatal(err)
+			continue
+		}
+		for r := uint64(1); r <= slow; r++ {
+			if o := outcomes[r]; o.Kind != ackcore.Completed || o.Latency < 5*time.Second-time.Millisecond || o.Latency > 5*time.Second+time.Millisecond {
+				t.Fatalf("slow tree %d: %+v, want Completed after 5 s", r, o)
 			}
-			if !progress {
-				if o := outcomes[1]; o.Reason != ackcore.ReasonTimeout || o.Latency < time.Second || o.Latency > time.Second+2*time.Millisecond {
-					t.Fatalf("fold %d, no progress timeouts: slow tree %+v, want a timeout at 1 s", fold, o)
-				}
-				continue
-			}
-			for r := uint64(1); r <= slow; r++ {
-				if o := outcomes[r]; o.Kind != ackcore.Completed || o.Latency < 5*time.Second-time.Millisecond || o.Latency > 5*time.Second+time.Millisecond {
-					t.Fatalf("fold %d: slow tree %d: %+v, want Completed after 5 s", fold, r, o)
-				}
-			}
-			// Stuck: last progress at 0.5 s, so timed out at 1.5 s.
-			if o := outcomes[stuck]; o.Reason != ackcore.ReasonTimeout || o.Latency < 1500*time.Millisecond || o.Latency > 1502*time.Millisecond {
-				t.Fatalf("fold %d: stuck tree %+v, want a timeout 1.5 s after its INIT", fold, o)
-			}
-			// Capped: acked every 500 ms for 20 s, but ProgressCap (10 s).
-			if o := outcomes[capped]; o.Reason != ackcore.ReasonTimeout || o.Latency < 10*time.Second || o.Latency > 10*time.Second+2*time.Millisecond {
-				t.Fatalf("fold %d: capped tree %+v, want a timeout at the 10 s cap", fold, o)
-			}
-			if s.ProgressCap() != 10*time.Second {
-				t.Fatalf("ProgressCap %v", s.ProgressCap())
-			}
+		}
+		// Stuck: last progress at 0.5 s, so timed out at 1.5 s.
+		if o := outcomes[stuck]; o.Reason != ackcore.ReasonTimeout || o.Latency < 1500*time.Millisecond || o.Latency > 1502*time.Millisecond {
+			t.Fatalf("stuck tree %+v, want a timeout 1.5 s after its INIT", o)
+		}
+		// Capped: acked every 500 ms for 20 s, but ProgressCap (10 s).
+		if o := outcomes[capped]; o.Reason != ackcore.ReasonTimeout || o.Latency < 10*time.Second || o.Latency > 10*time.Second+2*time.Millisecond {
+			t.Fatalf("capped tree %+v, want a timeout at the 10 s cap", o)
+		}
+		if s.ProgressCap() != 10*time.Second {
+			t.Fatalf("ProgressCap %v", s.ProgressCap())
 		}
 	}
 }

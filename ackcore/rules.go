@@ -9,19 +9,18 @@ import (
 	"github.com/xorack/xorack/internal/invariants"
 )
 
-// cur is one root's entry while a group of its messages is applied: loaded
-// from the table once, stepped per message, stored once.
+// cur is one root's entry while a message is applied to it: loaded from
+// the table, stepped (step), stored back (store).
 type cur struct {
 	root    uint64
 	slot    int  // the entry's slot when inTable, else the empty slot its probe ended at
-	inTable bool // the table held the entry when the group began
+	inTable bool // the table held the entry before the message
 	live    bool // the entry exists now
 	resched bool // deadline, start or timeout changed: rewrite them on store
 	timed   bool // deadline, start and timeout hold the entry's timing
-	made    bool // the entry was (re)made in this group (create)
-	madeIdx int  // folding: the index in its chunk of the message that made it
-	// progressed: an INIT or ACK reached the entry in this group (its
-	// last progress, for ProgressTimeout, is now).
+	made    bool // the entry was (re)made by this message (create, or a drain)
+	// progressed: an INIT or ACK reached the entry (its last progress,
+	// for ProgressTimeout, is now).
 	progressed bool
 	val        uint64
 	word       uint32 // flagInit | task, or flagFailed; the other bits are the table's
@@ -31,13 +30,7 @@ type cur struct {
 	timeout  int64  // ns
 }
 
-// load begins a group: one probe for root.
-func (s *Shard) load(c *cur, root uint64) {
-	slot, found := s.t.find(root)
-	s.loadAt(c, root, slot, found)
-}
-
-// loadAt begins a group for root whose probe ended at slot.
+// loadAt loads c for root, whose probe ended at slot.
 func (s *Shard) loadAt(c *cur, root uint64, slot int, found bool) {
 	*c = cur{root: root, slot: slot, inTable: found, live: found}
 	if found {
@@ -72,7 +65,7 @@ func (s *Shard) create(c *cur, bound int) bool {
 	if !c.inTable && s.t.count >= bound {
 		return false
 	}
-	c.live, c.made, c.madeIdx = true, true, s.msgIdx
+	c.live, c.made = true, true
 	return true
 }
 
@@ -226,14 +219,13 @@ func (s *Shard) step(c *cur, m *Msg, out []Outcome) []Outcome {
 		// nothing owed, or with its owner at its orphan share, the entry
 		// goes.
 		// The drain is a new entry, as if the tree's entry had ended and
-		// an orphan begun: made now (so that store counts it against the
-		// current owner and queues it, in a folded chunk at this message's
-		// place, whatever the group did before it).
+		// an orphan begun: made now (store counts it against the current
+		// owner and queues it with a new tag).
 		if c.val ^= m.Val; m.Val == 0 || c.val == 0 || s.ownerFull() {
 			s.kill(c)
 		} else {
 			c.word = flagTomb
-			c.made, c.madeIdx = true, s.msgIdx
+			c.made = true
 			s.begin(c, s.nowStart(), s.defNs)
 		}
 		return append(out, Outcome{Root: m.Root, Task: task, Kind: Failed, Reason: ReasonExplicit, Latency: lat})
@@ -261,9 +253,9 @@ func (s *Shard) step(c *cur, m *Msg, out []Outcome) []Outcome {
 	}
 }
 
-// store ends a group: it writes c back, removes it, or inserts it, and
+// store ends a message: it writes c back, removes it, or inserts it, and
 // keeps the orphan count and FIFO (orphans.go) right: an entry without
-// INIT made in this group is a new orphan, queued with a new tag.
+// INIT made by this message is a new orphan, queued with a new tag.
 func (s *Shard) store(c *cur) {
 	wasOrphan := c.inTable && s.t.e[c.slot].word()&flagInit == 0
 	isOrphan := c.live && c.word&flagInit == 0
@@ -274,11 +266,7 @@ func (s *Shard) store(c *cur) {
 		s.orphans++
 		s.ownerOrphans[s.owner]++
 		c.word = c.word&(flagFailed|flagTomb) | uint32(s.owner)<<s.ownerShift
-		if s.deferOrphans {
-			s.fs.orphans = append(s.fs.orphans, deferredOrphan{c.root, int16(c.madeIdx)}) // tagged when the chunk is done (fold.go)
-		} else {
-			c.word |= s.queueOrphan(c.root)
-		}
+		c.word |= s.queueOrphan(c.root)
 	}
 	switch {
 	case c.inTable && c.live:

@@ -17,10 +17,6 @@ type Shard struct {
 	orphanQ    orphanFIFO // roots of entries without INIT, oldest first (orphans.go)
 	orphans    int        // entries without INIT now in the table
 	progress              // last progress per slot, with ProgressTimeout (progress.go)
-	// Folding (fold.go): orphans made in a chunk are queued after it, in
-	// message order; msgIdx is the index of the message being stepped.
-	deferOrphans bool
-	msgIdx       int
 
 	tickNs      int64
 	defNs       int64  // default timeout, ns
@@ -28,7 +24,6 @@ type Shard struct {
 	defMs       uint32 // the default timeout in ms when that is whole (a TimeoutMs that asks for the default), else 0
 	maxPending  int
 	failReserve int // entries FAILs may make beyond maxPending
-	fold        FoldMode
 
 	// Per-call time, set at the top of Apply and Expire.
 	nowNs       int64
@@ -37,7 +32,6 @@ type Shard struct {
 	skewNs      int64  // how far the shard's time lags the clock's (jumps beyond maxStepTicks)
 
 	stats    Stats
-	fs       *foldScratch
 	prefetch bool                     // prefetch table lines a chunk ahead (large tables only)
 	hs       [2][prefetchChunk]uint64 // home slots of the chunk being applied and the next
 
@@ -72,7 +66,6 @@ func NewShard(cfg Config) (*Shard, error) {
 		defNs:       int64(cfg.Timeout),
 		maxPending:  cfg.MaxPending,
 		failReserve: failReserveFor(cfg.MaxPending),
-		fold:        cfg.Fold,
 	}
 	s.side.keys = &s.t.keys
 	s.initOwners(cfg)
@@ -85,9 +78,6 @@ func NewShard(cfg Config) (*Shard, error) {
 	s.fails.span = max(s.defTicks, 1)
 	s.fails.gen = s.nowTick / s.fails.span
 	s.initNear()
-	if cfg.Fold == FoldOn {
-		s.fs = new(foldScratch)
-	}
 	s.prefetch = s.t.bytes() > prefetchAbove
 	if cfg.ProgressTimeout {
 		s.initProgress(cfg)
@@ -114,8 +104,7 @@ func (s *Shard) MaxPending() int { return s.maxPending }
 // TableBytes is the memory the shard holds now: the table, the ext array
 // and side map (timing.go), the near wheel and due lists (near.go), the
 // orphan FIFO (orphans.go), the FAIL filter, the progress ticks
-// (progress.go) and the per-owner counters (owners.go). (Folding adds a fixed 5
-// KiB of scratch.)
+// (progress.go) and the per-owner counters (owners.go).
 func (s *Shard) TableBytes() int {
 	return s.t.bytes() + s.timingBytes() + s.nearBytes() + s.orphanQ.bytes() + s.fails.bytes() + s.progressBytes() + int(ownerBytes(len(s.ownerOrphans)))
 }

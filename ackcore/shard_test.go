@@ -11,10 +11,10 @@ import (
 	"github.com/xorack/xorack/internal/invariants"
 )
 
-func newShard(t testing.TB, maxPending int, fold ackcore.FoldMode) (*ackcore.Shard, *ackcore.FakeClock) {
+func newShard(t testing.TB, maxPending int) (*ackcore.Shard, *ackcore.FakeClock) {
 	t.Helper()
 	clock := &ackcore.FakeClock{}
-	s, err := ackcore.NewShard(ackcore.Config{MaxPending: maxPending, Timeout: 30 * time.Second, Clock: clock, Fold: fold, Seed: 42})
+	s, err := ackcore.NewShard(ackcore.Config{MaxPending: maxPending, Timeout: 30 * time.Second, Clock: clock, Seed: 42})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,76 +44,74 @@ func none(t *testing.T, out []ackcore.Outcome) {
 }
 
 func TestRules(t *testing.T) {
-	for _, fold := range []ackcore.FoldMode{ackcore.FoldOff, ackcore.FoldOn} {
-		s, clock := newShard(t, 100, fold)
-		// Rule 2: completion, latency from INIT.
-		none(t, s.Apply([]ackcore.Msg{init1(1, 7, 0xa^0xb)}, nil))
-		clock.Add(5 * time.Millisecond)
-		none(t, s.Apply([]ackcore.Msg{ack(1, 0xa)}, nil))
-		o := one(t, s.Apply([]ackcore.Msg{ack(1, 0xb)}, nil))
-		if o.Kind != ackcore.Completed || o.Task != 7 || o.Root != 1 {
-			t.Fatalf("completion: %+v", o)
-		}
-		if d := o.Latency - 5*time.Millisecond; d < -time.Millisecond || d > time.Millisecond {
-			t.Fatalf("latency %v, want 5ms within a tick", o.Latency)
-		}
-		// Rule 1: ACK before INIT.
-		none(t, s.Apply([]ackcore.Msg{ack(2, 0xc)}, nil))
-		if o := one(t, s.Apply([]ackcore.Msg{init1(2, 3, 0xc)}, nil)); o.Kind != ackcore.Completed || o.Task != 3 {
-			t.Fatalf("ack before init: %+v", o)
-		}
-		// Rule 3: FAIL before INIT wins when the INIT comes, even at val 0.
-		none(t, s.Apply([]ackcore.Msg{fail(3), ack(3, 0xd)}, nil))
-		if o := one(t, s.Apply([]ackcore.Msg{init1(3, 4, 0xd)}, nil)); o.Kind != ackcore.Failed || o.Reason != ackcore.ReasonExplicit || o.Task != 4 {
-			t.Fatalf("fail before init: %+v", o)
-		}
-		// Rule 3: FAIL after INIT reports at once.
-		none(t, s.Apply([]ackcore.Msg{init1(4, 1, 0xe)}, nil))
-		if o := one(t, s.Apply([]ackcore.Msg{fail(4)}, nil)); o.Kind != ackcore.Failed || o.Reason != ackcore.ReasonExplicit {
-			t.Fatalf("fail: %+v", o)
-		}
-		// Rule 4: INIT with val 0.
-		if o := one(t, s.Apply([]ackcore.Msg{init1(5, 2, 0)}, nil)); o.Kind != ackcore.Completed {
-			t.Fatalf("init 0: %+v", o)
-		}
-		if s.Pending() != 0 {
-			t.Fatalf("%d pending", s.Pending())
-		}
-		// Rule 5: timeout, RESET extends; rule 6: orphans expire silently.
-		none(t, s.Apply([]ackcore.Msg{init1(6, 9, 0xf), init1(7, 9, 0xf), ack(8, 0x1)}, nil))
-		clock.Add(20 * time.Second)
-		none(t, s.Apply([]ackcore.Msg{reset(7)}, nil))
-		clock.Add(10 * time.Second)
-		out, _ := s.Expire(make([]ackcore.Outcome, 0, 8))
-		o = one(t, out)
-		if o.Root != 6 || o.Reason != ackcore.ReasonTimeout || o.Task != 9 {
-			t.Fatalf("timeout: %+v", o)
-		}
-		if st := s.Stats(); st.Orphans != 1 || st.Pending != 1 {
-			t.Fatalf("after first expiry: %+v", st)
-		}
-		clock.Add(20 * time.Second)
-		out, _ = s.Expire(out[:0])
-		if o := one(t, out); o.Root != 7 || o.Reason != ackcore.ReasonTimeout {
-			t.Fatalf("reset root: %+v", o)
-		} else if d := o.Latency - 50*time.Second; d < -time.Millisecond || d > time.Millisecond {
-			t.Fatalf("reset root latency %v, want 50s (from its INIT)", o.Latency)
-		}
-		// Per-root timeout.
-		m := init1(9, 1, 0x5)
-		m.TimeoutMs = 100
-		none(t, s.Apply([]ackcore.Msg{m}, nil))
-		clock.Add(99 * time.Millisecond)
-		out, _ = s.Expire(out[:0])
-		none(t, out)
-		clock.Add(time.Millisecond)
-		out, _ = s.Expire(out[:0])
-		if o := one(t, out); o.Root != 9 || o.Reason != ackcore.ReasonTimeout {
-			t.Fatalf("custom timeout: %+v", o)
-		}
-		if err := s.Verify(); err != nil {
-			t.Fatal(err)
-		}
+	s, clock := newShard(t, 100)
+	// Rule 2: completion, latency from INIT.
+	none(t, s.Apply([]ackcore.Msg{init1(1, 7, 0xa^0xb)}, nil))
+	clock.Add(5 * time.Millisecond)
+	none(t, s.Apply([]ackcore.Msg{ack(1, 0xa)}, nil))
+	o := one(t, s.Apply([]ackcore.Msg{ack(1, 0xb)}, nil))
+	if o.Kind != ackcore.Completed || o.Task != 7 || o.Root != 1 {
+		t.Fatalf("completion: %+v", o)
+	}
+	if d := o.Latency - 5*time.Millisecond; d < -time.Millisecond || d > time.Millisecond {
+		t.Fatalf("latency %v, want 5ms within a tick", o.Latency)
+	}
+	// Rule 1: ACK before INIT.
+	none(t, s.Apply([]ackcore.Msg{ack(2, 0xc)}, nil))
+	if o := one(t, s.Apply([]ackcore.Msg{init1(2, 3, 0xc)}, nil)); o.Kind != ackcore.Completed || o.Task != 3 {
+		t.Fatalf("ack before init: %+v", o)
+	}
+	// Rule 3: FAIL before INIT wins when the INIT comes, even at val 0.
+	none(t, s.Apply([]ackcore.Msg{fail(3), ack(3, 0xd)}, nil))
+	if o := one(t, s.Apply([]ackcore.Msg{init1(3, 4, 0xd)}, nil)); o.Kind != ackcore.Failed || o.Reason != ackcore.ReasonExplicit || o.Task != 4 {
+		t.Fatalf("fail before init: %+v", o)
+	}
+	// Rule 3: FAIL after INIT reports at once.
+	none(t, s.Apply([]ackcore.Msg{init1(4, 1, 0xe)}, nil))
+	if o := one(t, s.Apply([]ackcore.Msg{fail(4)}, nil)); o.Kind != ackcore.Failed || o.Reason != ackcore.ReasonExplicit {
+		t.Fatalf("fail: %+v", o)
+	}
+	// Rule 4: INIT with val 0.
+	if o := one(t, s.Apply([]ackcore.Msg{init1(5, 2, 0)}, nil)); o.Kind != ackcore.Completed {
+		t.Fatalf("init 0: %+v", o)
+	}
+	if s.Pending() != 0 {
+		t.Fatalf("%d pending", s.Pending())
+	}
+	// Rule 5: timeout, RESET extends; rule 6: orphans expire silently.
+	none(t, s.Apply([]ackcore.Msg{init1(6, 9, 0xf), init1(7, 9, 0xf), ack(8, 0x1)}, nil))
+	clock.Add(20 * time.Second)
+	none(t, s.Apply([]ackcore.Msg{reset(7)}, nil))
+	clock.Add(10 * time.Second)
+	out, _ := s.Expire(make([]ackcore.Outcome, 0, 8))
+	o = one(t, out)
+	if o.Root != 6 || o.Reason != ackcore.ReasonTimeout || o.Task != 9 {
+		t.Fatalf("timeout: %+v", o)
+	}
+	if st := s.Stats(); st.Orphans != 1 || st.Pending != 1 {
+		t.Fatalf("after first expiry: %+v", st)
+	}
+	clock.Add(20 * time.Second)
+	out, _ = s.Expire(out[:0])
+	if o := one(t, out); o.Root != 7 || o.Reason != ackcore.ReasonTimeout {
+		t.Fatalf("reset root: %+v", o)
+	} else if d := o.Latency - 50*time.Second; d < -time.Millisecond || d > time.Millisecond {
+		t.Fatalf("reset root latency %v, want 50s (from its INIT)", o.Latency)
+	}
+	// Per-root timeout.
+	m := init1(9, 1, 0x5)
+	m.TimeoutMs = 100
+	none(t, s.Apply([]ackcore.Msg{m}, nil))
+	clock.Add(99 * time.Millisecond)
+	out, _ = s.Expire(out[:0])
+	none(t, out)
+	clock.Add(time.Millisecond)
+	out, _ = s.Expire(out[:0])
+	if o := one(t, out); o.Root != 9 || o.Reason != ackcore.ReasonTimeout {
+		t.Fatalf("custom timeout: %+v", o)
+	}
+	if err := s.Verify(); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -122,7 +120,7 @@ func TestRules(t *testing.T) {
 // room comes back as roots complete.
 func TestBound(t *testing.T) {
 	const bound = 1000
-	s, _ := newShard(t, bound, ackcore.FoldOff)
+	s, _ := newShard(t, bound)
 	var msgs []ackcore.Msg
 	for r := uint64(1); r <= bound+10; r++ {
 		msgs = append(msgs, init1(r, uint32(r%5), r*splitmix.Golden))
@@ -160,7 +158,7 @@ func TestBound(t *testing.T) {
 }
 
 func TestInvalid(t *testing.T) {
-	s, _ := newShard(t, 10, ackcore.FoldOn)
+	s, _ := newShard(t, 10)
 	bad := acktest.InvalidMsgs()
 	out := s.Apply(bad, nil)
 	if len(out) != len(bad) {
@@ -193,7 +191,6 @@ func TestConfigErrors(t *testing.T) {
 		{ackcore.Config{MaxPending: 1, Tick: 3 * time.Millisecond, Timeout: 10 * time.Millisecond}, "whole number of ticks"},
 		{ackcore.Config{MaxPending: 1, Timeout: 1500 * time.Microsecond}, "ackcore: Timeout 1.5ms is not a whole number of ticks (Tick 1ms, the default)"},
 		{ackcore.Config{MaxPending: 1, Tick: 2 * time.Millisecond, Timeout: 5 * time.Millisecond}, "ackcore: Timeout 5ms is not a whole number of ticks (Tick 2ms)"},
-		{ackcore.Config{MaxPending: 1, Fold: 7}, "Fold mode 7"},
 	} {
 		_, err := ackcore.NewShard(c.cfg)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
@@ -203,7 +200,7 @@ func TestConfigErrors(t *testing.T) {
 }
 
 func TestOldestPending(t *testing.T) {
-	s, clock := newShard(t, 100, ackcore.FoldOff)
+	s, clock := newShard(t, 100)
 	for r := uint64(1); r <= 20; r++ {
 		s.Apply([]ackcore.Msg{init1(r, uint32(r), 1)}, nil)
 		clock.Add(time.Second)
@@ -231,33 +228,30 @@ func TestNoAllocs(t *testing.T) {
 	if invariants.Enabled {
 		t.Skip("the invariant checks allocate")
 	}
-	for _, fold := range []ackcore.FoldMode{ackcore.FoldOff, ackcore.FoldOn} {
-		s, clock := newShard(t, 1<<12, fold)
-		msgs := make([]ackcore.Msg, 0, 64)
-		out := make([]ackcore.Outcome, 0, 128)
-		r := uint64(1)
-		allocs := testing.AllocsPerRun(200, func() {
-			msgs = msgs[:0]
-			for i := 0; i < 8; i++ {
-				r++
-				msgs = append(msgs, init1(r, 1, 3), ack(r, 1), ack(r+1000000, 5), fail(r+2000000), ack(r, 2))
-			}
-			out = s.Apply(msgs, out[:0])
-			clock.Add(40 * time.Second) // everything left expires
-			out, _ = s.Expire(out[:0])
-		})
-		if allocs != 0 {
-			t.Fatalf("fold=%d: %v allocs per batch", fold, allocs)
+	s, clock := newShard(t, 1<<12)
+	msgs := make([]ackcore.Msg, 0, 64)
+	out := make([]ackcore.Outcome, 0, 128)
+	r := uint64(1)
+	allocs := testing.AllocsPerRun(200, func() {
+		msgs = msgs[:0]
+		for i := 0; i < 8; i++ {
+			r++
+			msgs = append(msgs, init1(r, 1, 3), ack(r, 1), ack(r+1000000, 5), fail(r+2000000), ack(r, 2))
 		}
+		out = s.Apply(msgs, out[:0])
+		clock.Add(40 * time.Second) // everything left expires
+		out, _ = s.Expire(out[:0])
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocs per batch", allocs)
 	}
 }
 
-// TestFoldAtBound: folding must not change what happens at the bound. The
-// two batches that first showed it: with MaxPending 1 and
-// root A pending, a batch whose other root needs an entry, around A's
-// completion, must give the same outcomes and pending count folded and
-// not.
-func TestFoldAtBound(t *testing.T) {
+// TestBoundInOrder: within a batch, whether a message finds room at the
+// bound depends on the messages before it: with MaxPending 1 and root A
+// pending, a batch whose other root needs an entry, around A's
+// completion, is refused before A completes and has room after.
+func TestBoundInOrder(t *testing.T) {
 	const a, b = 0xa, 0xb
 	for _, c := range []struct {
 		name  string
@@ -284,21 +278,19 @@ func TestFoldAtBound(t *testing.T) {
 		},
 		left: 0,
 	}} {
-		for _, fold := range []ackcore.FoldMode{ackcore.FoldOff, ackcore.FoldOn} {
-			s, _ := newShard(t, 1, fold)
-			none(t, s.Apply([]ackcore.Msg{c.init}, nil))
-			got := s.Apply(c.batch, nil)
-			if len(got) != len(c.want) {
-				t.Fatalf("%s fold=%d: outcomes %v, want %v", c.name, fold, got, c.want)
+		s, _ := newShard(t, 1)
+		none(t, s.Apply([]ackcore.Msg{c.init}, nil))
+		got := s.Apply(c.batch, nil)
+		if len(got) != len(c.want) {
+			t.Fatalf("%s: outcomes %v, want %v", c.name, got, c.want)
+		}
+		for i := range got {
+			if g := got[i]; g.Root != c.want[i].Root || g.Kind != c.want[i].Kind || g.Reason != c.want[i].Reason || g.Task != c.want[i].Task {
+				t.Fatalf("%s: outcomes %v, want %v", c.name, got, c.want)
 			}
-			for i := range got {
-				if g := got[i]; g.Root != c.want[i].Root || g.Kind != c.want[i].Kind || g.Reason != c.want[i].Reason || g.Task != c.want[i].Task {
-					t.Fatalf("%s fold=%d: outcomes %v, want %v", c.name, fold, got, c.want)
-				}
-			}
-			if p := s.Pending(); p != c.left {
-				t.Fatalf("%s fold=%d: %d pending, want %d", c.name, fold, p, c.left)
-			}
+		}
+		if p := s.Pending(); p != c.left {
+			t.Fatalf("%s: %d pending, want %d", c.name, p, c.left)
 		}
 	}
 }

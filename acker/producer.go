@@ -75,8 +75,8 @@ func (p *Producer) Send(m ackcore.Msg) error {
 // once.
 func (p *Producer) SendBatch(msgs []ackcore.Msg) error {
 	for i := range msgs {
-		if err := p.check(&msgs[i]); err != nil {
-			return fmt.Errorf("acker: producer %d: message %d: %w", p.id, i, err)
+		if !p.valid(&msgs[i]) {
+			return p.refuse(i, &msgs[i])
 		}
 	}
 	if !p.started {
@@ -111,10 +111,10 @@ func (p *Producer) SendBatch(msgs []ackcore.Msg) error {
 	return nil
 }
 
-// stageAll places each of msgs, checked already, with Send's waits.
+// stageAll stages each of msgs with Send's waits.
 func (p *Producer) stageAll(msgs []ackcore.Msg) error {
 	for i := range msgs {
-		if _, err := p.place(msgs[i], true); err != nil {
+		if _, err := p.stage(msgs[i], true); err != nil {
 			return err
 		}
 	}
@@ -126,17 +126,24 @@ func (p *Producer) stageAll(msgs []ackcore.Msg) error {
 // returns Send's errors (before Start, after Stop, a malformed message).
 func (p *Producer) TrySend(m ackcore.Msg) (bool, error) { return p.stage(m, false) }
 
-// check is the producer's check of m at the call: ackcore's rule
-// (Msg.Valid, Validate naming the value), then an INIT's task against the
-// acker's tasks. The caller names the producer.
-func (p *Producer) check(m *ackcore.Msg) error {
-	if !m.Valid() {
-		return m.Validate()
+// valid is the producer's check of m at the call: ackcore's rule
+// (Msg.Valid), then an INIT's task against the acker's tasks. Small
+// enough to inline into every send; refuse builds the error out of line.
+func (p *Producer) valid(m *ackcore.Msg) bool {
+	return m.Valid() && (m.Kind != ackcore.Init || m.Task < p.tasks)
+}
+
+// refuse is the error of a message valid refused, naming the producer,
+// the message's index in a SendBatch (i >= 0) and the value.
+func (p *Producer) refuse(i int, m *ackcore.Msg) error {
+	err := m.Validate()
+	if err == nil {
+		err = fmt.Errorf("INIT root %#x names task %d, acker has %d tasks", m.Root, m.Task, p.tasks)
 	}
-	if m.Kind == ackcore.Init && m.Task >= p.tasks {
-		return fmt.Errorf("INIT root %#x names task %d, acker has %d tasks", m.Root, m.Task, p.tasks)
+	if i >= 0 {
+		return fmt.Errorf("acker: producer %d: message %d: %w", p.id, i, err)
 	}
-	return nil
+	return fmt.Errorf("acker: producer %d: %w", p.id, err)
 }
 
 // start is the first send's look at whether Start ran (then never again):
@@ -153,18 +160,13 @@ func (p *Producer) start(s uint64) error {
 	return nil
 }
 
-// stage checks m and places it.
-func (p *Producer) stage(m ackcore.Msg, wait bool) (bool, error) {
-	if err := p.check(&m); err != nil {
-		return false, fmt.Errorf("acker: producer %d: %w", p.id, err)
-	}
-	return p.place(m, wait)
-}
-
-// place puts m, checked, in its shard's span, reserving a new span
+// stage checks m and puts it in its shard's span, reserving a new span
 // (waiting for room if wait) when the current one is full, after
 // publishing it.
-func (p *Producer) place(m ackcore.Msg, wait bool) (bool, error) {
+func (p *Producer) stage(m ackcore.Msg, wait bool) (bool, error) {
+	if !p.valid(&m) {
+		return false, p.refuse(-1, &m)
+	}
 	s := uint64(0)
 	if p.route.n > 1 {
 		s = p.route.shard(m.Root)

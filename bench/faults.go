@@ -27,7 +27,18 @@ import (
 //     one of their words), so their trees time out and are replayed;
 //   - poison: 0.1% of the sentences fail at every attempt and are
 //     dead-lettered after the retry policy's last;
-//   - slow: the count bolt is 10x slower for one second of the rep.
+//   - slow: the count bolt is 10x slower for one second of the rep;
+//   - mixed: fail 5% and poison 0.1% together;
+//   - breaker: mixed with the retry-storm breaker on
+//     (topology.Breaker{FailureRate: 0.5}); its goodput floor, which
+//     ackbench -check gates, is 0.9 x the mixed row's (paired ratio):
+//     the breaker judges an outage and must cost a run without one
+//     little;
+//   - join: breaker, with the count bolt a tick-flushed cross-tree join:
+//     it holds its words and, on each tick of a clock spout (untracked,
+//     once a millisecond), emits one tuple anchored to each pair of them
+//     (two trees) to a sink and acks them, so a tree completes only on a
+//     tick.
 //
 // Each row reports goodput (healthy sentences acked per second while the
 // source has work: from Start to the spout's last first emit, the
@@ -42,8 +53,9 @@ import (
 // f at least 0.8 x (1-f) x the fault-free row's goodput (the best at
 // rate f is (1-f) x: a failed attempt's work is lost), judged on the
 // median of the reps' paired ratios (goodput_ratio: rep k of the row over
-// rep k of the fault-free row, which ran beside it), and the slow row had
-// no timeouts. The one change from DefaultConfig is the
+// rep k of the fault-free row, which ran beside it), the breaker row at
+// least 0.9 x the mixed row's (paired too), and the slow row had no
+// timeouts. The one change from DefaultConfig is the
 // message timeout, FaultsTimeout, so that the drop row's timeouts (and a
 // quick run) finish in seconds.
 
@@ -77,6 +89,14 @@ const (
 	// faultsFloor is the fraction of the best goodput at rate f,
 	// (1-f) x the fault-free row's, that a row must reach.
 	faultsFloor = 0.8
+	// faultsMixedFail is the mixed rows' fail rate (with the poison).
+	faultsMixedFail = 0.05
+	// FaultsBreakerFloor is the least the breaker row's goodput may be,
+	// as a multiple of the mixed row's (the same faults, the breaker
+	// off); ackbench -check fails below it.
+	FaultsBreakerFloor = 0.9
+	// faultsTick is the join row's clock: how often its join flushes.
+	faultsTick = time.Millisecond
 )
 
 // faultsFailRates are the fail rows' rates.
@@ -98,10 +118,14 @@ type FaultStats struct {
 	// the reps of all rows are interleaved, so a pair shares the machine's
 	// moment, and a stall that slows one rep does not decide the floor.
 	GoodputRatio float64 `json:"goodput_ratio"`
-	// FloorMet: the goodput floor held (fail rows), and no tree timed out
-	// behind the slow bolt (slow row); Floor says what missed.
+	// FloorMet: the goodput floor held (fail and breaker rows), and no
+	// tree timed out behind the slow bolt (slow row); Floor says what
+	// missed.
 	FloorMet bool   `json:"floor_met"`
 	Floor    string `json:"floor,omitempty"`
+	// Gated: ackbench -check fails when this row's floor is not met (the
+	// breaker row).
+	Gated bool `json:"gated,omitempty"`
 }
 
 // faultCase is one row of the matrix.
@@ -111,6 +135,9 @@ type faultCase struct {
 	drop   float64 // of sentences, one ACK lost
 	poison float64 // of sentences, failing every attempt
 	slow   bool
+	// breaker turns the retry-storm breaker on; join makes the count bolt
+	// a tick-flushed cross-tree join.
+	breaker, join bool
 }
 
 func faultCases() []faultCase {
@@ -118,9 +145,14 @@ func faultCases() []faultCase {
 	for _, f := range faultsFailRates {
 		cs = append(cs, faultCase{fault: "fail", fail: f})
 	}
+	mixed := faultCase{fault: "mixed", fail: faultsMixedFail, poison: faultsPoisonRate}
+	brk := mixed
+	brk.fault, brk.breaker = "breaker", true
+	join := brk
+	join.fault, join.join = "join", true
 	return append(cs, faultCase{fault: "drop", drop: faultsDropRate},
 		faultCase{fault: "poison", poison: faultsPoisonRate},
-		faultCase{fault: "slow", slow: true})
+		faultCase{fault: "slow", slow: true}, mixed, brk, join)
 }
 
 // chance is a uniform number in [0, 1) from a hash of its inputs.
@@ -173,10 +205,15 @@ var errInjectedFault = errors.New("bench: injected failure")
 type faultCount struct {
 	r      *faultRun
 	counts map[string]int
+	held   []*topology.Tuple // join: the words since the last tick
 }
 
 func (b *faultCount) Execute(t *topology.Tuple, c *topology.BoltCollector) {
 	r := b.r
+	if r.fc.join {
+		b.join(t, c)
+		return
+	}
 	if r.fc.slow {
 		if now := int64(time.Since(r.t0)); now >= r.slowFrom.Load() && now < r.slowUntil.Load() {
 			spin(r.slowSpin)
@@ -191,6 +228,46 @@ func (b *faultCount) Execute(t *topology.Tuple, c *topology.BoltCollector) {
 	}
 	_ = c.Ack(t)
 }
+
+// join is the join row's count bolt: it holds the words and, on a
+// tick, emits one tuple anchored to each pair of them (the last alone
+// when their number is odd) and acks them.
+func (b *faultCount) join(t *topology.Tuple, c *topology.BoltCollector) {
+	if t.Source() != "clock" {
+		b.counts[t.String(0)]++
+		b.held = append(b.held, t)
+		return
+	}
+	for i := 0; i < len(b.held); i += 2 {
+		pair := b.held[i:min(i+2, len(b.held))]
+		_ = c.EmitMulti(pair, pair[0].String(0))
+		for _, w := range pair {
+			_ = c.Ack(w)
+		}
+	}
+	clear(b.held)
+	b.held = b.held[:0]
+}
+
+// clockSpout emits an untracked tick every faultsTick until every
+// sentence ended: the clock the join row's join flushes on.
+type clockSpout struct {
+	ended func() bool
+	last  time.Time
+}
+
+func (s *clockSpout) Next(col *topology.SpoutCollector) {
+	if s.ended() {
+		col.Done()
+		return
+	}
+	if time.Since(s.last) >= faultsTick {
+		s.last = time.Now()
+		_ = col.Emit(nil, 0)
+	}
+}
+func (*clockSpout) Ack(any)                     {}
+func (*clockSpout) Fail(any, *topology.Failure) {}
 
 // firstWord reports whether w is the first word of sentence id.
 func (r *faultRun) firstWord(id int, w string) bool {
@@ -214,6 +291,7 @@ type faultSpout struct {
 	acked   []atomic.Int32
 	dead    []atomic.Int32
 	other   atomic.Int64
+	ended   atomic.Int64 // sentences with their final outcome
 	// Written on the spout's goroutine, read after Stop.
 	nAcked     int           // Ack calls so far
 	emitEnd    time.Duration // when the last first attempt was emitted, since t0
@@ -230,14 +308,20 @@ func (s *faultSpout) Next(col *topology.SpoutCollector) {
 		s.emitEnd, s.ackedByEnd = time.Since(s.r.t0), s.nAcked
 	}
 }
-func (s *faultSpout) Ack(id any) { s.acked[id.(int)].Add(1); s.nAcked++ }
+func (s *faultSpout) Ack(id any) { s.acked[id.(int)].Add(1); s.nAcked++; s.ended.Add(1) }
 func (s *faultSpout) Fail(id any, f *topology.Failure) {
+	s.ended.Add(1)
 	if f.Reason == topology.Stopped {
 		s.other.Add(1)
 		return
 	}
 	s.dead[id.(int)].Add(1)
 }
+
+// faultSink acks the join's tuples.
+type faultSink struct{}
+
+func (faultSink) Execute(t *topology.Tuple, c *topology.BoltCollector) { _ = c.Ack(t) }
 
 // faultRep is one rep's figures.
 type faultRep struct {
@@ -264,10 +348,20 @@ func runFaultRep(corpus *wcCorpus, fc faultCase, n int, seed uint64, pin bool, s
 		return sp
 	}).Output("sentence", "id")
 	b.Bolt("split", func() topology.Bolt { return faultSplit{r} }).Input("sentences", topology.Shuffle()).Output("word", "id")
-	b.Bolt("count", func() topology.Bolt { return &faultCount{r: r, counts: map[string]int{}} }).Input("split", topology.Fields("word"))
+	count := b.Bolt("count", func() topology.Bolt { return &faultCount{r: r, counts: map[string]int{}} }).Input("split", topology.Fields("word"))
+	if fc.join {
+		b.Spout("clock", func() topology.Spout {
+			return &clockSpout{ended: func() bool { return sp.ended.Load() == int64(n) }}
+		}).Output("tick")
+		count.Input("clock", topology.All()).Output("word")
+		b.Bolt("sink", func() topology.Bolt { return faultSink{} }).Input("count", topology.Shuffle())
+	}
 	cfg := topology.DefaultConfig()
 	cfg.MessageTimeout = FaultsTimeout
 	cfg.Pin, cfg.Seed = pin, seed
+	if fc.breaker {
+		cfg.Breaker = topology.Breaker{FailureRate: 0.5}
+	}
 	top, err := b.Build(cfg)
 	if err != nil {
 		return faultRep{}, err
@@ -384,7 +478,7 @@ func (rn *runner) faultsLevel() ([]Row, error) {
 	}
 	var rows []Row
 	var base float64
-	var baseReps []float64
+	var baseReps, mixedReps []float64
 	for i, fc := range cases {
 		rs := reps[i]
 		gp := make([]float64, len(rs))
@@ -424,6 +518,17 @@ func (rn *runner) faultsLevel() ([]Row, error) {
 		if fc.fault == "fail" && fc.fail == 0 {
 			base, baseReps = fs.Goodput, gp
 		}
+		if fc.fault == "mixed" {
+			mixedReps = gp
+		}
+		if fc.fault == "breaker" && len(mixedReps) > 0 {
+			fs.Gated = true
+			fs.GoodputRatio = pairedRatio(gp, mixedReps)
+			fs.GoodputFloor = FaultsBreakerFloor * median(mixedReps)
+			if fs.GoodputRatio < FaultsBreakerFloor {
+				floor = append(floor, fmt.Sprintf("goodput %.2f x the mixed row's, the breaker off (median of the reps' paired ratios), below the floor %.2f x", fs.GoodputRatio, FaultsBreakerFloor))
+			}
+		}
 		if fc.fault == "fail" && fc.fail > 0 && base > 0 {
 			fs.GoodputFloor = faultsFloor * (1 - fc.fail) * base
 			fs.GoodputRatio = pairedRatio(gp, baseReps)
@@ -451,7 +556,7 @@ func faultsTable(rows []Row) []string {
 			continue
 		}
 		if out == nil {
-			out = append(out, "faults: fault  rate  goodput/s  floor/s  paired  replays  timeouts  healthy_dead  poison_dead  acker_pending_high  floor_met  verified")
+			out = append(out, "faults: fault    rate  goodput/s  floor/s  paired  replays  timeouts  healthy_dead  poison_dead  acker_pending_high  floor_met  verified")
 		}
 		rate := r.FailRate
 		switch fs.Fault {
@@ -465,10 +570,22 @@ func faultsTable(rows []Row) []string {
 			floor = si(fs.GoodputFloor)
 			paired = fmt.Sprintf("%.2fx", fs.GoodputRatio)
 		}
-		out = append(out, fmt.Sprintf("faults: %-6s %5g  %9s  %7s  %6s  %7d  %8d  %12d  %11d  %18d  %9v  %v",
+		out = append(out, fmt.Sprintf("faults: %-7s %5g  %9s  %7s  %6s  %7d  %8d  %12d  %11d  %18d  %9v  %v",
 			fs.Fault, rate, si(fs.Goodput), floor, paired, fs.Replays, fs.Timeouts, fs.HealthyDead, fs.PoisonDead, fs.AckerPendingHigh, fs.FloorMet, r.Verified))
 	}
 	return out
+}
+
+// faultsCheck is ackbench -check's gate on the faults rows: a gated row
+// (the breaker row) whose floor was missed.
+func faultsCheck(rep *Report) []string {
+	var bad []string
+	for _, r := range rep.Rows {
+		if fs := r.FaultStats; fs != nil && fs.Gated && !fs.FloorMet {
+			bad = append(bad, fmt.Sprintf("%s: %s", r.Name(), fs.Floor))
+		}
+	}
+	return bad
 }
 
 // pairedRatio is the median over reps k of gp[k] / base[k] (reps with no

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -35,8 +36,41 @@ func TestFaultsLevel(t *testing.T) {
 		}
 	}
 	var sb strings.Builder
-	if err := WriteTable(&sb, rep); err != nil || !strings.Contains(sb.String(), "faults: fail") {
+	if err := WriteTable(&sb, rep); err != nil || !strings.Contains(sb.String(), "faults: fail") || !strings.Contains(sb.String(), "faults: breaker") {
 		t.Errorf("table: %v\n%s", err, sb.String())
+	}
+	// The breaker row is gated on the mixed row, its twin with the
+	// breaker off; the join row's trees complete on the clock's ticks.
+	for i, r := range rep.Rows {
+		fs := r.FaultStats
+		switch cases[i].fault {
+		case "breaker":
+			if !fs.Gated || fs.GoodputRatio <= 0 || fs.GoodputFloor <= 0 {
+				t.Errorf("breaker row: gated %v, paired ratio %v, floor %v", fs.Gated, fs.GoodputRatio, fs.GoodputFloor)
+			}
+		case "join":
+			if fs.Gated || r.Completed == 0 {
+				t.Errorf("join row: gated %v, %d completed", fs.Gated, r.Completed)
+			}
+		}
+	}
+	t.Logf("\n%s", sb.String())
+}
+
+// TestFaultsCheck: -check fails on a breaker row below its floor, names
+// it and says why, and passes it above.
+func TestFaultsCheck(t *testing.T) {
+	rep := synthetic(60e6, 20e6)
+	row := Row{Level: LevelFaults, Impl: Reference, Shape: "wordcount", FailRate: faultsMixedFail, Verified: true,
+		FaultStats: &FaultStats{Fault: "breaker", Gated: true, FloorMet: false, Floor: "goodput 0.50 x the mixed row's"}}
+	rep.Rows = append(rep.Rows, row)
+	bad := Check(rep, 1)
+	if !slices.ContainsFunc(bad, func(s string) bool { return strings.Contains(s, "fault=breaker: goodput 0.50 x the mixed row's") }) {
+		t.Errorf("check of a breaker row below its floor: %q", bad)
+	}
+	rep.Rows[len(rep.Rows)-1].FaultStats.FloorMet = true
+	if bad := Check(rep, 1); slices.ContainsFunc(bad, func(s string) bool { return strings.Contains(s, "fault=breaker") }) {
+		t.Errorf("check of a breaker row above its floor: %q", bad)
 	}
 }
 

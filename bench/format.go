@@ -30,9 +30,10 @@ const (
 // or nothing: any row that failed verification; at core level, any
 // (shape, window) where xorack's fault-free msgs/s is below floor times
 // gomap's, or where either row is missing; any xorack fault row that
-// FaultFloor holds whose msgs/s is below FaultFloor times its twin's; and
+// FaultFloor holds whose msgs/s is below FaultFloor times its twin's;
 // a source-level kafka-acked row below SourceFloor times the in-memory
-// spout's records/s of the same run.
+// spout's records/s of the same run; and the faults level's breaker row
+// below FaultsBreakerFloor times the mixed row's goodput.
 func Check(rep *Report, floor float64) []string {
 	var bad []string
 	for _, r := range rep.Rows {
@@ -46,6 +47,7 @@ func Check(rep *Report, floor float64) []string {
 			bad = append(bad, fmt.Sprintf("%s: %.2fx the in-memory spout's records/s in the same run (floor %.1fx)", r.Name(), r.BaselineRatio, SourceFloor))
 		}
 	}
+	bad = append(bad, faultsCheck(rep)...)
 	type key struct {
 		shape string
 		p     int
@@ -259,6 +261,9 @@ func notes(rep *Report) []string {
 		if r.Clock == "stream" {
 			add(fmt.Sprintf("fault runs and their twins: acker clock advances %d ns per message emitted; timeout %v of stream time", streamNsPerMsg, time.Duration(r.TimeoutNs)))
 		}
+	}
+	for _, n := range netSummary(rep.Rows) {
+		add(n)
 	}
 	for _, n := range rep.Notes {
 		add(n)

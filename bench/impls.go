@@ -40,10 +40,6 @@ type coreImpl struct {
 var coreImpls = []coreImpl{
 	{name: Reference, make: func(c ackcore.Config) (ackcore.Interface, error) { return ackcore.NewShard(c) },
 		exact: true, faults: true, evicts: true, drains: true, latency: latencyTick, dflt: true},
-	{name: "xorack-fold", make: func(c ackcore.Config) (ackcore.Interface, error) {
-		c.Fold = ackcore.FoldOn
-		return ackcore.NewShard(c)
-	}, exact: true, faults: true, evicts: true, drains: true, latency: latencyTick},
 	{name: GoMapName, make: func(c ackcore.Config) (ackcore.Interface, error) {
 		return baseline.NewGoMap(baseline.FromShardConfig(c))
 	}, exact: true, faults: true, evicts: true, drains: true, latency: latencyTick, dflt: true},

@@ -195,3 +195,41 @@ func (np *netioPipe) Stop() ackcore.Stats {
 	<-np.served
 	return np.srv.Stats().Acker
 }
+
+// netSummary says, per connection count and batch size of a net run,
+// netio's msgs/s over gRPC's and the CPU each spends per message beside
+// the acker's in process (process CPU over the peak runs), so that the
+// network path's cost stands beside a baseline it cannot move.
+func netSummary(rows []Row) []string {
+	type key struct{ conns, batch, p int }
+	type group struct{ msgs, cpu map[string]float64 }
+	var keys []key
+	groups := map[key]*group{}
+	for _, r := range rows {
+		if r.Level != LevelNet || r.FaultStats != nil || r.FailRate > 0 || r.DropRate > 0 {
+			continue
+		}
+		k := key{r.Conns, r.Batch, r.Pending}
+		g := groups[k]
+		if g == nil {
+			g = &group{msgs: map[string]float64{}, cpu: map[string]float64{}}
+			groups[k] = g
+			keys = append(keys, k)
+		}
+		g.msgs[r.Impl] = r.MsgsPerSec
+		if x := r.CountersPerMsg["task-clock-ns"]; x != nil {
+			g.cpu[r.Impl] = *x
+		}
+	}
+	var out []string
+	for _, k := range keys {
+		g := groups[k]
+		n, gr, in := g.cpu["netio"], g.cpu["grpc"], g.cpu["inproc"]
+		if g.msgs["netio"] <= 0 || g.msgs["grpc"] <= 0 || n <= 0 || gr <= 0 || in <= 0 {
+			continue
+		}
+		out = append(out, fmt.Sprintf("net P=%d conns=%d batch=%d: netio/gRPC %.2fx msgs/s; cpu-ns/msg netio %.1f, gRPC %.1f, in process %.1f (netio %.2fx in process)",
+			k.p, k.conns, k.batch, g.msgs["netio"]/g.msgs["grpc"], n, gr, in, n/in))
+	}
+	return out
+}

@@ -44,3 +44,20 @@ func TestNetBatchBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestNetSummary: a net group with all three impls gets one line, its
+// ratios computed from the rows; a group missing an impl gets none.
+func TestNetSummary(t *testing.T) {
+	cpu := func(x float64) map[string]*float64 { return map[string]*float64{"task-clock-ns": &x} }
+	rows := []Row{
+		{Level: LevelNet, Impl: "netio", Conns: 1, Batch: 256, Pending: 10000, MsgsPerSec: 30e6, CountersPerMsg: cpu(50)},
+		{Level: LevelNet, Impl: "grpc", Conns: 1, Batch: 256, Pending: 10000, MsgsPerSec: 20e6, CountersPerMsg: cpu(80)},
+		{Level: LevelNet, Impl: "inproc", Conns: 1, Batch: 256, Pending: 10000, MsgsPerSec: 70e6, CountersPerMsg: cpu(25)},
+		{Level: LevelNet, Impl: "netio", Conns: 4, Batch: 256, Pending: 10000, MsgsPerSec: 30e6, CountersPerMsg: cpu(50)},
+	}
+	got := netSummary(rows)
+	want := "net P=10000 conns=1 batch=256: netio/gRPC 1.50x msgs/s; cpu-ns/msg netio 50.0, gRPC 80.0, in process 25.0 (netio 2.00x in process)"
+	if len(got) != 1 || got[0] != want {
+		t.Fatalf("got %q, want [%q]", got, want)
+	}
+}

@@ -477,13 +477,12 @@ func (rn *runner) faultHeadroom(st *stream, timeout time.Duration, evicts, drain
 // lines under ackbench's table.
 var implDocs = map[Level]map[string]string{
 	LevelCore: {
-		Reference:     "xorack's acker shard (ackcore.Shard): open-addressed table, timer wheel, one writer",
-		"xorack-fold": "the same shard folding each tree's messages before the table (Config.Fold)",
-		GoMapName:     "the acker a Go programmer writes with map[root]entry, same semantics (baseline.GoMap)",
-		"mutexmap":    "that map behind a sync.Mutex (baseline.MutexMap)",
-		"xsync":       "the same semantics on xsync's concurrent map, one Compute per message (baseline.XsyncMap)",
-		"storm":       "a port of Apache Storm's acker: 3 rotating Go maps (baseline.Storm)",
-		"limit":       "not an acker: a flat table doing only the XOR, insert and delete, the memory system's limit (baseline.Limit)",
+		Reference:  "xorack's acker shard (ackcore.Shard): open-addressed table, timer wheel, one writer",
+		GoMapName:  "the acker a Go programmer writes with map[root]entry, same semantics (baseline.GoMap)",
+		"mutexmap": "that map behind a sync.Mutex (baseline.MutexMap)",
+		"xsync":    "the same semantics on xsync's concurrent map, one Compute per message (baseline.XsyncMap)",
+		"storm":    "a port of Apache Storm's acker: 3 rotating Go maps (baseline.Storm)",
+		"limit":    "not an acker: a flat table doing only the XOR, insert and delete, the memory system's limit (baseline.Limit)",
 	},
 	LevelPipeline: {
 		Reference:   "acker.Acker: producers -> rings -> shard executors -> outcome rings -> receivers",

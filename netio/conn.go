@@ -53,7 +53,7 @@ type sconn struct {
 	// held is the roots whose INIT the reader handed to the acker and
 	// whose outcome the router has not routed to c yet: raised by the
 	// reader (per read batch, as pending), lowered by the router (per
-	// batch). The share binds it: it is what c holds in the acker.
+	// batch). Its allocation binds it: it is what c holds in the acker.
 	held atomic.Int64
 	// alloc is the room of the table c is allocated (share.go): written
 	// by its reader only, read by Conns.
@@ -237,7 +237,9 @@ func (c *sconn) readLoop() error {
 	// the reader look at pending itself. Per frame, the counter's line
 	// would bounce between the reader's and the writer's cores.
 	var read, frames, bytes uint64
-	var base, taken int64
+	// hbase is held as it was then, which the router only lowers: against
+	// the allocation (share.go), as base against MaxConnPending.
+	var base, hbase, taken int64
 	defer func() {
 		s.msgs.Add(read)
 		s.framesIn.Add(frames)
@@ -253,7 +255,7 @@ func (c *sconn) readLoop() error {
 				taken = 0
 			}
 			c.giveBack()
-			base = c.pending.Load()
+			base, hbase = c.pending.Load(), c.held.Load()
 			if err := p.Flush(); err != nil {
 				return err
 			}
@@ -314,7 +316,7 @@ func (c *sconn) readLoop() error {
 				c.chargeResets(resets)
 			}
 			inits := int64(n)
-			if inits > 0 && base+taken+inits > min(maxPend, c.alloc.Load()) {
+			if inits > 0 && (base+taken+inits > maxPend || hbase+taken+inits > c.alloc.Load()) {
 				// Maybe at a bound: count exactly.
 				c.pending.Add(taken)
 				c.held.Add(taken)
@@ -349,7 +351,7 @@ func (c *sconn) readLoop() error {
 				// what the pool can add are answered Failed{full}
 				// here and never reach the acker.
 				inits = c.admitInits(inits)
-				base = c.pending.Load()
+				base, hbase = c.pending.Load(), c.held.Load()
 			}
 			taken += inits
 			if err := p.SendBatch(c.msgs); err != nil {

@@ -274,7 +274,10 @@ func TestFairShare(t *testing.T) {
 		t.Fatalf("the test does not overcommit the old shares: slack %d", slack)
 	}
 	n, rounds := 200000, 3
-	if testing.Short() {
+	switch {
+	case race.Enabled:
+		n = 10000
+	case testing.Short():
 		n = 50000
 	}
 	cfg := clientCfg(s.addr)
@@ -486,8 +489,17 @@ func TestHandshakeBudget(t *testing.T) {
 	}
 	close(quit)
 	<-loop
-	if st := s.Stats(); st.HandshakesDropped < uint64(idle-DefaultMaxHandshakes) {
-		t.Fatalf("%d handshakes dropped, want at least %d", st.HandshakesDropped, idle-DefaultMaxHandshakes)
+	// Every idle connection past the budget was dropped, or on a machine
+	// slow enough, timed out first.
+	conns.mu.Lock()
+	dialed := len(conns.cs)
+	conns.mu.Unlock()
+	waitFor(t, 10*time.Second, "every idle connection past the budget dropped or timed out", func() bool {
+		st := s.Stats()
+		return st.HandshakesDropped+st.HandshakeFailures.Timeout >= uint64(dialed-DefaultMaxHandshakes)
+	})
+	if s.Stats().HandshakesDropped == 0 {
+		t.Fatal("no handshake dropped")
 	}
 }
 
@@ -533,7 +545,9 @@ func TestDialWaitsForTaskOwner(t *testing.T) {
 	refusals := s.Stats().HandshakeFailures.TaskOwned
 	start := time.Now()
 	_, err := Dial(cfg, acker.Spec{Producers: 1, Tasks: 1})
-	if err == nil || !strings.Contains(err.Error(), "code task_owned") {
+	// Its last attempt's reason: task_owned, or on a machine slow enough,
+	// a timeout of the attempt that ran past the dial timeout.
+	if err == nil || !strings.Contains(err.Error(), "code task_owned") && !strings.Contains(err.Error(), "timeout") {
 		t.Fatalf("Dial beside a live owner: %v, want task_owned", err)
 	}
 	if d := time.Since(start); d < cfg.DialTimeout {

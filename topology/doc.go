@@ -26,7 +26,9 @@
 // Components are numbered in topological order, and so are their tasks
 // (global task ids, what EmitDirect takes). Each component's tasks are
 // spread evenly over its executors; an executor is one goroutine running
-// its tasks one call at a time. A bolt executor has one FanIn (package
+// its tasks one call at a time. By default a component has an executor
+// per task, as in Storm (Tasks(4) alone runs 4 goroutines); Executors
+// sets fewer. A bolt executor has one FanIn (package
 // ring) with one SPSC ring per upstream executor; an emitter stages the
 // tuples for each downstream executor and publishes them a batch at a
 // time (Config.Batch), one atomic store per batch.
@@ -59,9 +61,12 @@
 // and as many waiting for a replay. A failed root keeps its slot while it
 // waits for its replay (a heap by due time), outside the in-flight bound,
 // and gets a fresh root id for each attempt, so acks from an earlier
-// attempt cannot touch a later one.
+// attempt cannot touch a later one. New messages Next emits while the
+// retry-storm breaker is open are held apart from the slots (at most
+// MaxSpoutPending a task), and take a slot when the breaker lets them
+// start (control.go has the breaker's rules).
 //
-// spout.go (about 840 lines) is the spout executor whole: its slots,
+// spout.go (about 970 lines) is the spout executor whole: its slots,
 // replays, breaker and outcome handling share one goroutine's state, and
 // split apart they would each need the others' fields.
 //

@@ -306,14 +306,11 @@ func (s *spoutExec) idle() bool {
 		wait = s.top.cfg.SpoutWait // Next emitted nothing: Storm's spout wait
 	}
 	if len(s.retryQ.idx) > 0 {
-		d := time.Duration(s.slots[s.retryQ.idx[0]].due - s.now)
+		d, timed := time.Duration(s.slots[s.retryQ.idx[0]].due-s.now), true
 		if !s.replayAllowed() { // until the spout runs dry, else the breaker's next event
-			d = time.Duration(-1)
-			if s.nheld == 0 && s.roomForNew() {
-				d = time.Duration(max(s.lastNew+int64(s.brk.cfg.OpenFor)-s.now, 0))
-			}
+			d, timed = time.Duration(s.lastNew+int64(s.brk.cfg.OpenFor)-s.now), s.nheld == 0 && s.roomForNew()
 		}
-		if d >= 0 && (wait < 0 || d < wait) {
+		if timed && (wait < 0 || d < wait) {
 			wait = max(d, 0)
 		}
 	}

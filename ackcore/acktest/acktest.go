@@ -37,8 +37,8 @@ const (
 const expireRoom = 7
 
 // Factory makes the acker under test. The harness fills cfg.MaxPending,
-// Timeout, Tick, Clock and Seed; the factory may set anything else (a
-// shard's Fold mode) and must honour the first four.
+// Timeout, Tick, Clock, Seed, Owners and OrphanShare; the factory may set
+// anything else and must honour the first four.
 type Factory func(cfg ackcore.Config) (ackcore.Interface, error)
 
 // Verifier is implemented by ackers with an invariant checker; Run calls it

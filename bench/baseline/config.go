@@ -24,8 +24,8 @@ type Config struct {
 	Clock ackcore.Clock
 }
 
-// FromShardConfig keeps the fields of c a baseline understands; Fold and
-// Seed are shard details and are dropped.
+// FromShardConfig keeps the fields of c a baseline understands; Seed, a
+// shard detail, is dropped.
 func FromShardConfig(c ackcore.Config) Config {
 	return Config{MaxPending: c.MaxPending, Timeout: c.Timeout, Tick: c.Tick, Clock: c.Clock}
 }

@@ -20,6 +20,14 @@
 // repository's own commits (internal/modproxy), with no workspace and no
 // network.
 //
+// go mod tidy ignores the workspace: in a submodule it reads the library
+// and the siblings at the versions the submodule requires, from that
+// proxy (go run ./internal/modproxy -out DIR, then GOPROXY=file://DIR,...
+// and GONOSUMDB=github.com/xorack), as CI's tidy check does. What the
+// checkout's sibling needs beyond its required version (cmd/ackbench and
+// a dependency bench gained since) is the sibling's to list, not the
+// submodule's: the workspace builds with every module's requirements.
+//
 // # What is public
 //
 //   - perf and perf/perfbench: public, in the library: hardware counters

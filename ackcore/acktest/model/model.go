@@ -88,9 +88,10 @@ type orphan struct {
 }
 
 // SetEviction gives the model the shard's rule 10 at the bound: an INIT,
-// ACK or RESET that needs a new entry at the bound evicts the oldest
-// entries without INIT (in the order they were made) while they can make
-// room, an evicted entry's FAIL is held like a FAIL over the reserve, and
+// ACK or RESET that needs a new entry at the bound evicts entries without
+// INIT while they can make room, each time the oldest (in the order they
+// were made) of the owner with the most of them (the lowest such owner on
+// a tie), an evicted entry's FAIL is held like a FAIL over the reserve, and
 // each generation holds at most budget FAILs (the rest are dropped:
 // Stats.FailsDropped). Without it (the default) nothing is evicted, as in
 // the baseline ackers, and the hold has no budget.
@@ -119,12 +120,13 @@ func (m *Model) makeRoom(now time.Duration) bool {
 	if !m.evict || len(m.roots)-m.orphans() >= m.maxPending {
 		return false
 	}
-	for len(m.roots) >= m.maxPending && len(m.orphanQ) > 0 {
-		o := m.orphanQ[0]
-		m.orphanQ = m.orphanQ[1:]
-		if r := m.roots[o.id]; r != o.r || r.init {
-			continue // stale
+	for len(m.roots) >= m.maxPending {
+		i := m.victim()
+		if i < 0 {
+			break
 		}
+		o := m.orphanQ[i]
+		m.orphanQ = append(m.orphanQ[:i], m.orphanQ[i+1:]...)
 		delete(m.roots, o.id)
 		m.stats.OrphansEvicted++
 		if o.r.failed {
@@ -132,6 +134,30 @@ func (m *Model) makeRoom(now time.Duration) bool {
 		}
 	}
 	return len(m.roots) < m.maxPending
+}
+
+// victim is the index in orphanQ of the orphan that gives way (rule 10):
+// the oldest of the owner with the most entries without INIT, the lowest
+// such owner on a tie; -1 if there is no orphan.
+func (m *Model) victim() int {
+	count := map[int]int{}
+	for _, r := range m.roots {
+		if !r.init {
+			count[r.owner]++
+		}
+	}
+	owner := -1
+	for o, n := range count {
+		if owner < 0 || n > count[owner] || n == count[owner] && o < owner {
+			owner = o
+		}
+	}
+	for i, o := range m.orphanQ {
+		if r := m.roots[o.id]; r == o.r && !r.init && r.owner == owner {
+			return i
+		}
+	}
+	return -1
 }
 
 // hold keeps a FAIL for root, which has no entry, for this generation and
