@@ -67,9 +67,9 @@ func TestStopUnpolledReceiver(t *testing.T) {
 	const n, wait = 10_000, 1500 * time.Millisecond
 	var logs bytes.Buffer // written by StopContext on this goroutine
 	a, polled := stuckAcker(t, n, acker.Config{Shards: 2, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	start := time.Now() // before the deadline is set: took is then never under wait
 	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
-	start := time.Now()
 	st, err := a.StopContext(ctx)
 	took := time.Since(start)
 	if took < wait || took > wait+5*time.Second {
