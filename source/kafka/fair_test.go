@@ -62,5 +62,7 @@ func TestEveryPartitionIsServed(t *testing.T) {
 			t.Errorf("partition %d: %d records processed, mean %.0f: not within 2x", p, count[p], mean)
 		}
 	}
-	t.Logf("processed per partition %v (mean %.0f), first record of each as record %v of all", count, mean, first)
+	st := pl.spout.Stats()
+	t.Logf("processed per partition %v (mean %.0f), first record of each as record %v of all; fetched %d, hold-backs %d, pauses %d",
+		count, mean, first, st.Fetched, st.HoldBacks, st.Pauses)
 }
