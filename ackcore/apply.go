@@ -6,6 +6,7 @@ package ackcore
 
 import (
 	"math/bits"
+	"unsafe"
 
 	"github.com/xorack/xorack/internal/invariants"
 )
@@ -60,15 +61,18 @@ func (s *Shard) Apply(msgs []Msg, out []Outcome) []Outcome {
 // firstChunk is the size of a call's first chunk (see Apply).
 const firstChunk = 8
 
-// homes computes the home slot of each message of chunk into hs and, for
-// tables larger than L2, prefetches the lines of their probe windows.
+// homes computes the home group and tag of each message of chunk into hs
+// (group << 8 | tag) and, for tables larger than L2, prefetches the slot
+// each message's probe will most likely end at: the first slot of its home
+// group whose tag matches, or else the first empty one.
 func (s *Shard) homes(chunk []Msg, hs *[prefetchChunk]uint64) {
-	k, n := s.t.keys, s.t.n
+	k, ng := s.t.keys, s.t.ng
 	for i := range chunk {
-		hs[i], _ = bits.Mul64(mix(chunk[i].Root, &k), n)
+		g, lo := bits.Mul64(mix(chunk[i].Root, &k), ng)
+		hs[i] = g<<8 | uint64(tagOf(lo))
 	}
 	if s.prefetch && len(chunk) > 0 {
-		prefetchSlots(&s.t.e[0], &hs[0], len(chunk))
+		prefetchSlots(&s.t.e[0], &s.t.ctrl[0], &hs[0], len(chunk))
 	}
 }
 
@@ -86,10 +90,10 @@ func (s *Shard) applyChunk(chunk []Msg, hs *[prefetchChunk]uint64, out []Outcome
 			return out
 		}
 		m := &chunk[i]
-		if e := &s.t.e[slot]; m.Kind == Ack && e.key != 0 && e.word()&(flagInit|kindMask|flagNear) == flagInit {
+		if e := &s.t.e[slot]; m.Kind == Ack && e.key != 0 && e.val == m.Val && e.word()&(flagInit|kindMask|flagNear) == flagInit {
 			// The ACK that completes a root with the default timeout and
-			// no near timer (fastPath stops at ACKs that bring val to 0): what
-			// step and store would do, without loading a cur.
+			// no near timer: what step and store would do, without
+			// loading a cur.
 			s.stats.Acks++
 			s.stats.Completed++
 			start := s.expand(uint32(e.meta)) - s.defTicks
@@ -111,67 +115,64 @@ func (s *Shard) fastInit() bool { return s.defDeadline >= s.limit && !s.fails.ac
 
 // fastPath is the portable hot loop, for CPUs without ackRun (see
 // applyRun and ackrun_amd64.s). It applies chunk[i:] for as long as each
-// message is one of the two
-// kinds that make nearly all traffic and touch nothing but their slot: an
-// ACK to an existing entry that does not bring its val to 0 (writes one val), and
-// an INIT of a new root with the default timeout (TimeoutMs 0 or equal to
-// the default), far from due (writes one slot). It returns the index of the first message it did not apply
-// (len(chunk) if none) and the slot where that message's probe ended. It
-// calls nothing, so that its loop keeps everything in registers.
+// message is one of the two kinds that make nearly all traffic and touch
+// nothing but their slot: an ACK to an existing entry in its home group
+// or the next that does not bring its val to 0 (writes one val), and an
+// INIT of a new root with the default timeout (TimeoutMs 0 or equal to
+// the default), far from due, surely absent and with room in those two
+// groups (writes one slot and its tag). It returns the index of the first message it did not
+// apply (len(chunk) if none) and the slot where that message's probe
+// ended (as find returns it). Its loop calls nothing, so that it keeps
+// everything in registers.
 //
-// hs holds the chunk's home slots, computed (and prefetched) a chunk
-// ahead; nil means fastPath hashes each root itself.
+// hs holds the chunk's home groups and tags, computed (and prefetched) a
+// chunk ahead; nil means fastPath hashes each root itself.
 func (s *Shard) fastPath(chunk []Msg, hs *[prefetchChunk]uint64, i int) (next int, slot uint64) {
-	es, k := s.t.e, s.t.keys
-	n := uint64(len(es))
+	es, ctrl, k := s.t.e, s.t.ctrl, s.t.keys
+	ng := s.t.ng
 	acks := uint64(0)
 	fastInit := s.fastInit()
 	for ; i < len(chunk); i++ {
 		m := &chunk[i]
 		root := m.Root
 		if root == 0 { // invalid; and a probe for 0 would match an empty slot
-			break
+			s.stats.Acks += acks
+			return i, 0
 		}
-		// The probe, from the home slot to the root or the first empty
-		// slot, written out here (an inlined probe nearly doubles
-		// throughput at large tables: the loop keeps more probes in
-		// flight).
-		var j uint64
+		var g, tag uint64
 		if hs != nil {
-			j = hs[i&(prefetchChunk-1)]
+			h := hs[i&(prefetchChunk-1)]
+			g, tag = h>>8, h&0xff
 		} else {
-			j, _ = bits.Mul64(mix(root, &k), n)
+			var lo uint64
+			g, lo = bits.Mul64(mix(root, &k), ng)
+			tag = uint64(tagOf(lo))
 		}
-		if j+probeWindow <= n {
-			// The first probeWindow slots, compared without branches: a
-			// probe's length is random, so a loop over slots mispredicts
-			// its exit on about half of all lookups.
-			w := (*[probeWindow]entry)(es[j : j+probeWindow])
-			k0, k1, k2, k3 := w[0].key, w[1].key, w[2].key, w[3].key
-			f := b2u(k0 == root) | b2u(k0 == 0) | (b2u(k1 == root)|b2u(k1 == 0))<<1 |
-				(b2u(k2 == root)|b2u(k2 == 0))<<2 | (b2u(k3 == root)|b2u(k3 == 0))<<3 | 1<<probeWindow
-			if j += uint64(bits.TrailingZeros(f)); j == n {
-				j = 0
+		c := ctrl[g]
+		base := g * groupSlots
+		ml, mh := matchBytes(c.lo, uint8(tag)), matchBytes(c.hi, uint8(tag))&hiTags
+		if m.Kind == Ack {
+			// The first tag match in the home group, or else in the next
+			// (the sentinel follows the last group), checked; anything
+			// else (a false match first, the root further on) is left to
+			// find. Without branches: x is 8 when the low half has no
+			// match, and then the high half's first match is added.
+			x := uint64(bits.TrailingZeros64(ml)) >> 3
+			j := base + x + uint64(bits.TrailingZeros64(mh))>>3&-(x>>3)
+			if ml|mh == 0 || es[j].key != root {
+				c2 := ctrl[g+1]
+				ml, mh = matchBytes(c2.lo, uint8(tag)), matchBytes(c2.hi, uint8(tag))&hiTags
+				x = uint64(bits.TrailingZeros64(ml)) >> 3
+				j = base + groupSlots + x + uint64(bits.TrailingZeros64(mh))>>3&-(x>>3)
+				if ml|mh == 0 || j >= uint64(len(es)) || es[j].key != root {
+					break
+				}
 			}
-		}
-		for {
-			if k := es[j].key; k == root || k == 0 {
-				break
-			}
-			if j++; j == n {
-				j = 0
-			}
-		}
-		e := &es[j]
-		if e.key != 0 {
-			if m.Kind != Ack {
-				slot = j
-				break
-			}
+			e := &es[j]
 			nv := e.val ^ m.Val
 			if nv == 0 {
-				slot = j
-				break // completes the root, or ends a drain (step)
+				s.stats.Acks += acks
+				return i, j // completes the root, or ends a drain (step)
 			}
 			e.val = nv
 			if p := s.prog; p != nil { // ProgressTimeout: one store per ACK (read here: no register held for it)
@@ -180,37 +181,36 @@ func (s *Shard) fastPath(chunk []Msg, hs *[prefetchChunk]uint64, i int) (next in
 			acks++
 			continue
 		}
-		if m.Kind != Init || m.TimeoutMs != 0 && m.TimeoutMs != s.defMs || m.Val == 0 || m.Task > MaxTask ||
+		// An INIT of a root that is surely absent (no tag match in its
+		// home group and the next, and no entry passed one of them) into
+		// the first empty slot of the two.
+		if m.Kind != Init || ml|mh != 0 || m.TimeoutMs != 0 && m.TimeoutMs != s.defMs || m.Val == 0 || m.Task > MaxTask ||
 			s.t.count >= s.maxPending || !fastInit {
-			slot = j
 			break
 		}
-		// insertSlot, written out: the Robin Hood position p, then the run
-		// from p to j shifted forward by one. A shift round the end of the
-		// table while a pass runs may cross the pass: left to slow.
-		p, d := j, uint64(0)
-		if h, _ := bits.Mul64(mix(root, &k), n); h != j {
-			for p = h; p != j; d++ {
-				rd := es[p].storedDist()
-				if rd == distSat {
-					break // a distance to recompute: left to slow
-				}
-				if rd < d {
-					break
-				}
-				if p++; p == n {
-					p = 0
-				}
-			}
-			if d >= distSat-1 || p != j && (es[p].storedDist() == distSat || p > j && s.scan >= 0) {
-				slot = j // rare: saturated distances, or a shift that may cross a pass
+		c2 := ctrl[g+1]
+		if matchBytes(c2.lo, uint8(tag))|matchBytes(c2.hi, uint8(tag))&hiTags != 0 || c.hi>>56 != 0 && c2.hi>>56 != 0 {
+			break
+		}
+		el, eh := matchBytes(c.lo, 0), matchBytes(c.hi, 0)&hiTags
+		d := uint64(0)
+		if el|eh == 0 {
+			// The home group is full: the next one's, which counts the
+			// entry as passing the home group.
+			el, eh = matchBytes(c2.lo, 0), matchBytes(c2.hi, 0)&hiTags
+			if el|eh == 0 || c.hi>>56 == overflowSticky {
 				break
 			}
-			s.shiftUp(p, j)
+			d = 1
 		}
-		es[p] = entry{key: root, val: m.Val, meta: uint64(flagInit|m.Task)<<32 | d<<(32+distShift) | uint64(uint32(s.defDeadline))}
+		x := uint64(bits.TrailingZeros64(el)) >> 3
+		pos := x + uint64(bits.TrailingZeros64(eh))>>3&-(x>>3)
+		ctrl[g].hi += d << 56
+		j := base + d*groupSlots + pos
+		(*[groupBytes]byte)(unsafe.Pointer(&ctrl[g+d]))[pos] = uint8(tag)
+		es[j] = entry{key: root, val: m.Val, meta: uint64(flagInit|m.Task)<<32 | d<<metaDistShift | uint64(uint32(s.defDeadline))}
 		if pr := s.prog; pr != nil {
-			pr[p] = s.progNow
+			pr[j] = s.progNow
 		}
 		s.t.count++
 		s.stats.Inits++
@@ -219,7 +219,11 @@ func (s *Shard) fastPath(chunk []Msg, hs *[prefetchChunk]uint64, i int) (next in
 		}
 	}
 	s.stats.Acks += acks
-	return i, slot
+	if i == len(chunk) {
+		return i, 0
+	}
+	sl, _ := s.t.find(chunk[i].Root)
+	return i, uint64(sl)
 }
 
 // slow applies m, whose probe ended at slot, through step: everything but
@@ -235,17 +239,4 @@ func (s *Shard) slow(m *Msg, slot int, out []Outcome) []Outcome {
 	out = s.step(&c, m, out)
 	s.store(&c)
 	return out
-}
-
-// probeWindow is the number of slots fastPath compares at once before it
-// walks on slot by slot.
-const probeWindow = 4
-
-// b2u is 1 for true (SETcc on amd64): four of these make fastPath's window
-// mask without branches.
-func b2u(b bool) uint {
-	if b {
-		return 1
-	}
-	return 0
 }

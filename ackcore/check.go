@@ -19,10 +19,12 @@ func (s *Shard) check() {
 //   - count equals the occupied slots and never exceeds MaxPending plus
 //     the FAIL reserve;
 //   - every key is found by find at its slot, and no key appears twice;
-//   - every slot from a key's home up to its own is occupied (the probe
-//     invariant); each run of occupied slots is sorted by home (Robin Hood
-//     order: a distance grows by at most one from slot to slot); each entry
-//     stores its distance (saturated at distSat);
+//   - a slot has a tag exactly when it holds a key, and the tag is the
+//     key's; each group's overflow count is the number of entries from
+//     an earlier home (or this one) in a later group, unless sticky (the
+//     probe invariant: a lookup reads on past every group such an entry
+//     passed); each entry stores its distance in groups from its home
+//     (saturated at distSat);
 //   - an entry has a near timer (flagNear) exactly when the record of its
 //     handle names it and the near wheel has that handle scheduled, and the
 //     near wheel holds nothing else;
@@ -43,6 +45,7 @@ func (s *Shard) verify() error {
 	n, near, side, ext, orphans := 0, 0, 0, 0, 0
 	owned := make([]int, len(s.ownerOrphans))
 	seen := make(map[uint64]int, t.count)
+	passed := make([]int, t.ng) // per group, the entries that passed it
 	listed := map[uint64]bool{}
 	records := 0
 	var dueErr error
@@ -109,22 +112,16 @@ func (s *Shard) verify() error {
 				return fmt.Errorf("ackcore: root %#x in slot %d is due at tick %d, before limit %d, with neither a near timer nor a due record", k, i, d, lim)
 			}
 		}
-		h := t.home(k)
-		if d := dist(uint64(i), h, t.n); e.storedDist() != min(d, distSat) {
-			return fmt.Errorf("ackcore: root %#x in slot %d, home %d, stores distance %d", k, i, h, e.storedDist())
-		} else if d > 0 {
-			p := (uint64(i) + t.n - 1) % t.n
-			if pk := t.e[p].key; pk != 0 && d > dist(p, t.home(pk), t.n)+1 {
-				return fmt.Errorf("ackcore: root %#x in slot %d, home %d, after root %#x homed at %d: not in Robin Hood order", k, i, h, pk, t.home(pk))
-			}
+		h, tag := t.hashOf(k)
+		g := uint64(i) / groupSlots
+		if got := t.tags(g)[uint64(i)-g*groupSlots]; got != tag {
+			return fmt.Errorf("ackcore: root %#x in slot %d has tag %#x, hashes to %#x", k, i, got, tag)
 		}
-		for h := t.home(k); h != uint64(i); {
-			if t.e[h].key == 0 {
-				return fmt.Errorf("ackcore: root %#x in slot %d, home %d, passes empty slot %d", k, i, t.home(k), h)
-			}
-			if h++; h == t.n {
-				h = 0
-			}
+		if d := t.groupDist(g, h); e.storedDist() != min(d, distSat) {
+			return fmt.Errorf("ackcore: root %#x in slot %d (group %d), home %d, stores distance %d", k, i, g, h, e.storedDist())
+		}
+		for x := h; x != g; x = t.next(x) {
+			passed[x]++
 		}
 		if slot, ok := t.find(k); !ok || slot != i {
 			return fmt.Errorf("ackcore: find(%#x) = %d, %v; stored in %d", k, slot, ok, i)
@@ -132,6 +129,20 @@ func (s *Shard) verify() error {
 	}
 	if n != t.count {
 		return fmt.Errorf("ackcore: count %d, occupied slots %d", t.count, n)
+	}
+	if t.ctrl[t.ng] != (group{^uint64(0), ^uint64(0)}) {
+		return fmt.Errorf("ackcore: the sentinel control word is %#x", t.ctrl[t.ng])
+	}
+	for g := range t.ng {
+		tg := t.tags(g)
+		for j := range uint64(groupSlots) {
+			if (tg[j] == 0) != (t.e[g*groupSlots+j].key == 0) {
+				return fmt.Errorf("ackcore: slot %d has tag %#x and key %#x", g*groupSlots+j, tg[j], t.e[g*groupSlots+j].key)
+			}
+		}
+		if c := t.overflow(g); c != overflowSticky && int(c) != passed[g] {
+			return fmt.Errorf("ackcore: group %d counts %d entries past it, %d passed it", g, c, passed[g])
+		}
 	}
 	if n > s.maxPending+s.failReserve {
 		return fmt.Errorf("ackcore: %d entries exceed MaxPending %d plus the FAIL reserve %d", n, s.maxPending, s.failReserve)

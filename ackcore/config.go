@@ -131,14 +131,16 @@ func (c *Config) maxBytes() int64 {
 	return c.MaxBytes
 }
 
-// tableBytes is the slot array NewShard allocates up front for c.
+// tableBytes is the slots and control words NewShard allocates up front
+// for c.
 func (c *Config) tableBytes() int64 {
-	return int64(tableSlots(c.MaxPending)) * entryBytes
+	return int64(tableSlots(c.MaxPending))*entryBytes + int64(tableGroups(c.MaxPending)+1)*groupBytes
 }
 
 // Bytes is the most memory a shard with configuration c can hold, checked
-// against MaxBytes before anything is allocated: the slot array (24 bytes
-// a slot, 1.5 slots per pending root, allocated up front) and the ext
+// against MaxBytes before anything is allocated: the table (24 bytes a
+// slot and 16 a group of fifteen, 4/3 slots per pending root, allocated
+// up front) and the ext
 // array (2 bytes a slot); for every entry it may hold (MaxPending and the
 // FAIL reserve), at worst, a near-wheel timer (24 bytes), two due-list
 // records (8 bytes each, 9 with their chunk), a side-table record (24
@@ -147,14 +149,14 @@ func (c *Config) tableBytes() int64 {
 // lines of their own (owners.go); and 64 KiB for
 // the fixed parts (wheel sentinels, due-list buckets, spare chunks). On
 // the common paths (default or in-slot timing, deadlines far away) a shard
-// holds about 36 bytes per pending root, 39 with per-root timeouts or
+// holds about 34 bytes per pending root, 37 with per-root timeouts or
 // RESETs; TableBytes says what it holds.
 func (c *Config) Bytes() int64 {
 	entries := int64(c.MaxPending + failReserveFor(c.MaxPending))
 	slots := int64(tableSlots(c.MaxPending))
 	const perEntry = timerwheel.NodeBytes + 8 + 4 + 2*9 + 3*sideRecBytes + 2*8
 	const fixed = 64 << 10
-	b := slots*(entryBytes+2) + entries*perEntry + int64(filterBits(c.MaxPending))/4 + ownerBytes(c.Owners) + fixed
+	b := c.tableBytes() + slots*2 + entries*perEntry + int64(filterBits(c.MaxPending))/4 + ownerBytes(c.Owners) + fixed
 	if c.ProgressTimeout {
 		b += slots * 4 // progress.go
 	}

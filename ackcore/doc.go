@@ -3,45 +3,56 @@
 // docs/semantics.md.
 //
 // A Shard is owned by one goroutine. It keeps, per pending root, the root
-// id, the ack val, the spout task, flags, the probe distance and the
+// id, the ack val, the spout task, flags, the group distance and the
 // deadline in one 24-byte slot of an open-addressed table allocated once
-// for the configured bound (MaxPending). Apply takes a batch of messages
-// and appends the outcomes they cause to a caller's slice; Expire reports
-// the roots whose deadline passed, a bounded slice of work per call.
+// for the configured bound (MaxPending), plus one control byte. Apply
+// takes a batch of messages and appends the outcomes they cause to a
+// caller's slice; Expire reports the roots whose deadline passed, a
+// bounded slice of work per call.
 //
 // # Layout
 //
-// One flat array of 24-byte slots, no pointers, so the GC never scans it,
-// starting on a cache line (every eight slots fill exactly three lines):
+// Two flat arrays, no pointers, so the GC never scans them, each starting
+// on a cache line: the slots, in groups of fifteen, and one 16-byte
+// control word per group.
 //
 //	slot  +0   key   uint64   root id; 0 = empty (root ids are never 0)
 //	      +8   val   uint64   ack val
 //	      +16  meta  uint64   word << 32 | deadline tick mod 2^32 (or near-wheel handle)
 //
+//	control word: bytes 0..14 the tags of the group's slots (0 = empty),
+//	              byte 15 the group's overflow count
+//
 //	word: 31 init | 30 near | 29..28 timing kind | 27..25 X high bits |
-//	      24..20 probe distance (saturating at 31) | 19..0 task
+//	      24..20 distance in groups (saturating at 31) | 19..0 task
 //	      (without init, bit 0 says a FAIL came first, bit 1 marks a
 //	      drain, bits 19..2 hold the orphan's owner, in the top
 //	      bits.Len(Owners-1), and its tag)
 //
-// A root hashes to a home slot by a keyed hash (hash.go: a folded 128-bit
-// multiply, then a multiply, with three secret keys from crypto/rand), and
-// the hash to a slot by Lemire's fast range (hash*n>>64), so the slot
-// count need not be a power of two: the table has MaxPending*1.5 slots, 36
-// bytes per pending root at the bound, timers included. Structured root
-// ids (counters, shifted offsets, timestamps) scatter like random ones.
-// Probing is linear. The hot path compares the four slots from home at
-// once, without branches (a probe's length is random, and a loop would
-// mispredict its exit on about half of all lookups), and walks on slot by
-// slot only past them.
+// A root hashes by a keyed hash (hash.go) to a home group, by Lemire's
+// fast range (hash*groups>>64, so the group count need not be a power of
+// two), and to an 8-bit tag, the next bits of that product (never 0). The
+// table has MaxPending*4/3 slots rounded up to whole groups: 25.07 bytes a
+// slot, 33.4 bytes per pending root at the bound, timers included.
+// Structured root ids (counters, shifted offsets, timestamps) scatter
+// like random ones.
 //
-// Runs of occupied slots are kept in Robin Hood order (sorted by home),
-// and each slot stores its probe distance. An insert goes before the
-// first entry of its run homed later and shifts the rest of the run
-// forward by one; a delete shifts the entries after the hole back by one,
-// up to an empty slot or an entry in its home slot. Neither hashes what it
-// moves (a saturated distance is recomputed), and there are no
-// tombstones, so the table never slows down with churn.
+// A lookup compares the root's tag with its home group's fifteen tags at
+// once (ackRun compares the home group and the next in one 32-byte vector
+// compare; SWAR in Go) and compares keys only where a tag matches (a
+// false match costs one more key compare, a few lookups in a hundred); it
+// reads on to the next group only while the group's overflow count says
+// that entries homed at or before it live past it. An insert takes the
+// first empty slot from the home group on, and adds one to the overflow
+// count of each group it passed (on the word count at the bound's load
+// about one entry in eleven is past its home group, nearly all of those
+// in the next); a delete empties the slot and its
+// tag and takes the entry out of those counts, found from the distance it
+// stores. Entries never move: no shifts, no tombstones (the counts are
+// exact, so the table never slows down with churn), and what is indexed
+// by slot beside the table (ext, progress) stays put. A count that
+// reaches 255 stays there (never with a keyed hash at this load; lookups
+// then read past that group, slower, never wrong).
 //
 // # Files
 //
@@ -49,8 +60,8 @@
 //	config.go        Config, its defaults, Validate and the memory bound (Bytes)
 //	shard.go         the Shard type, NewShard, accessors, StopAll
 //	msg.go           messages, outcomes, Interface
-//	table.go         the slot layout and every Robin Hood operation: lookup,
-//	                 insert, delete with backward shift
+//	table.go         the slot and control-word layout and every table
+//	                 operation: lookup, insert, delete
 //	hash.go          the keyed hash
 //	rules.go         the contract's rules on the slow path (step, cur, store)
 //	apply.go         the Apply pipeline: chunks, prefetch, the fast path in Go
@@ -130,20 +141,19 @@
 //
 // On amd64 with AVX2, Apply runs ackRun (ackrun_amd64.s), one assembly loop
 // over the batch that calls nothing: it hashes each root one message ahead
-// (or, for tables larger than L2, takes the home slot Apply hashed with
-// its prefetches: ackRunHS, the same body), compares the root's four-slot
-// probe window in two vector compares (VPCMPEQQ against the root and
-// against 0), walks on slot by slot past it, and applies ACKs,
-// completions of roots of timing kinds 0 to 2 (outcome with latency,
-// backward shift, ext moved along), INITs of new roots with the default
-// timeout and, at a 1 ms tick, INITs with their own timeout (Robin Hood
-// insert): together nearly all traffic, per-root timeouts and RESET roots
-// included. It stops at anything else (a FAIL, a RESET, a near timer, the
-// side table, a full table, no room in out, a shift that would cross a
-// running pass), and that message goes through step with the probe ackRun
-// already did; then the loop resumes. Elsewhere the same fast path runs in
-// Go (fastPath, with the four keys compared without branches), and the
-// tests run both.
+// (or, for tables larger than L2, takes the home group and tag Apply
+// hashed with its prefetches: ackRunHS, the same body), compares the tag
+// with the home group's control word (VPCMPEQB), compares the key where
+// it matches, and applies ACKs, completions of roots of timing kinds 0 to
+// 2 (outcome with latency, slot and tag emptied), INITs of new roots with
+// the default timeout and, at a 1 ms tick, INITs with their own timeout
+// (into the first empty slot): together nearly all traffic, per-root
+// timeouts and RESET roots included. It stops at anything else (a FAIL, a
+// RESET, an ACK without an entry, a near timer, the side table, a full
+// table, no room in out), and that message goes through step with the
+// probe ackRun already did; then the loop resumes. The assembly takes its
+// field offsets and constants from go_asm.h. Elsewhere the same fast path
+// runs in Go (fastPath), and the tests run both.
 //
 // # Where the rules live
 //
@@ -163,9 +173,11 @@
 // and by FuzzShard, which runs both loops.
 //
 // For tables larger than L2, Apply works in chunks of up to 64 messages
-// (starting at 8 and doubling): it hashes chunk k+1 and prefetches its
-// probe windows, then applies chunk k, whose lines are by then in cache,
-// keeping a chunk's misses in flight together.
+// (starting at 8 and doubling): it hashes chunk k+1, reads each message's
+// control word and prefetches the slot its probe will most likely end at
+// (the first tag match, else the first empty slot), then applies chunk k,
+// whose lines are by then in cache, keeping a chunk's misses in flight
+// together.
 //
 // # Time
 //
@@ -196,8 +208,10 @@
 //
 // Checked by verify (every step under -tags invariants, and by the tests):
 // count equals occupied slots and stays within MaxPending plus the FAIL
-// reserve; every key is reachable from its home through occupied slots
-// only, runs are in Robin Hood order and stored distances are exact; no
+// reserve; a slot has a tag exactly when it holds a key, and the tag is
+// the key's; every key is found at its slot; each group's overflow count
+// is the number of entries homed at or before it that live past it
+// (unless stuck at 255), and each entry stores its distance in groups; no
 // key twice; an entry has a near timer exactly when its flag says so; a
 // far entry due before the limit it was compared with is on a due list;
 // entries of timing kinds 1 and 2 have the ext array and are counted, the

@@ -106,12 +106,6 @@ func (s *Shard) Expire(out []Outcome) (_ []Outcome, more bool) {
 	if !more {
 		out, more = s.advancePass(out)
 	}
-	for !more && s.overdue {
-		// Entries the pass or a removal moved behind the pass while
-		// already due got near timers (rescan) after expireNear ran.
-		s.overdue = false
-		out, more = s.expireNear(out)
-	}
 	if s.near.Len() == 0 && s.near.Capacity() > nearInitial {
 		s.resetNearWheel() // back to idle after a burst of near timers
 	}
@@ -252,8 +246,8 @@ func (s *Shard) advancePass(out []Outcome) (_ []Outcome, more bool) {
 				s.scan++
 				continue
 			}
-			// Already due: the pass is behind. Expire it here; the shift
-			// brings the next entry into this slot.
+			// Already due: the pass is behind. Expire it here (the slot
+			// is empty after).
 			if e.word()&flagInit != 0 && len(out) == cap(out) {
 				return out, true
 			}

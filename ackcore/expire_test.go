@@ -221,7 +221,7 @@ func TestPerRootTimingInSlot(t *testing.T) {
 			if k := s.SideLen(); k != 0 {
 				t.Fatalf("%d roots in the side map", k)
 			}
-			// 36 bytes a root for the table, 3 for the ext array; the
+			// 33.4 bytes a root for the table, 3 for the ext array; the
 			// small tables of -tags invariants carry the idle near tier
 			// (5 KiB) on fewer roots, so the extra is checked alone there.
 			if perRoot := float64(s.TableBytes()) / float64(n); perRoot > 40 && !invariants.Enabled {

@@ -14,7 +14,7 @@ func SetAckRun(on bool) (restore func()) {
 // AckRunAvailable reports whether this CPU runs the assembly loop.
 func AckRunAvailable() bool { return haveAckRun }
 
-// ProbeStats returns the mean and the longest probe distance (slots past
+// ProbeStats returns the mean and the longest probe distance (groups past
 // home) of the entries in the table.
 func (s *Shard) ProbeStats() (mean float64, longest int) {
 	sum := 0
@@ -22,7 +22,7 @@ func (s *Shard) ProbeStats() (mean float64, longest int) {
 		if s.t.e[i].key == 0 {
 			continue
 		}
-		d := int(dist(uint64(i), s.t.home(s.t.e[i].key), s.t.n))
+		d := int(s.t.groupDist(uint64(i)/groupSlots, s.t.home(s.t.e[i].key)))
 		sum += d
 		longest = max(longest, d)
 	}
@@ -32,9 +32,9 @@ func (s *Shard) ProbeStats() (mean float64, longest int) {
 	return float64(sum) / float64(s.t.count), longest
 }
 
-// HomeOf is the home slot of root in a table of n slots keyed by seed.
+// HomeOf is the home group of root in a table of n groups keyed by seed.
 func HomeOf(seed uint64, n int, root uint64) int64 {
-	t := table{n: uint64(n)}
+	t := table{ng: uint64(n)}
 	t.keys = newKeys(seed)
 	return int64(t.home(root))
 }

@@ -27,9 +27,8 @@ import (
 //     in the next window [horizon, limit) on that tick's due list, and
 //     expires at once any it finds already due. The pass starts a window
 //     before the old limit and is paced over half a window of Expire
-//     calls. While it runs, new deadlines are compared with the new limit;
-//     an entry that a shift moves from the unscanned part behind the pass
-//     is checked as it moves (rescan).
+//     calls. While it runs, new deadlines are compared with the new limit.
+//     Entries never move (table.go), so the pass sees each entry once.
 //   - Due lists are per-tick buckets of root ids in 512-byte chunks, over a
 //     ring that spans the next two windows. They are never unlinked from:
 //     when a tick comes, each root on its list is looked up, and expired
@@ -38,8 +37,7 @@ import (
 //     work when it completes, and a wave of a million roots due together
 //     costs 8 MB of chunks, freed as the wave is expired: nothing grows
 //     in place, nothing is copied.
-//   - Timers and due lists are keyed by root, not slot, so slots move
-//     freely.
+//   - Timers and due lists are keyed by root, not slot.
 //
 // Each Expire call does a bounded slice of this work: it reads at most
 // ExpireScanLimit slots (the pass) and due-list buckets, examines at most
@@ -62,7 +60,6 @@ type nearTimers struct {
 	limit     uint64 // deadlines before limit are near (see above)
 	passStart uint64 // tick the running pass began
 	scan      int    // next slot the running pass reads; -1 when none runs
-	overdue   bool   // rescan gave a near timer to an entry already due
 
 	// What the last Expire call did (tests check the limits with it).
 	call expireWork
@@ -92,8 +89,8 @@ const (
 	nearInitial = 64
 	// passSlotsPerTick sets the window: a pass over the table takes
 	// slots/passSlotsPerTick ticks at least, reading 2*passSlotsPerTick
-	// slots per tick over half the window (a million pending roots, 1.5
-	// million slots: read in 0.75 s every 1.5 s at a 1 ms tick, about 50
+	// slots per tick over half the window (a million pending roots, 1.33
+	// million slots: read in 0.67 s every 1.3 s at a 1 ms tick, about 50
 	// MB/s, some 10 to 20 µs per tick). The window also sets which
 	// per-root timeouts need a near timer from the start: those under
 	// one to two windows. 1024 keeps both small: at a million pending
@@ -158,24 +155,6 @@ func (s *Shard) setDeadline(e *entry, d uint64) {
 // lags by days (Expire not called) needs it.
 func (s *Shard) reachable(d uint64) uint64 {
 	return min(d, s.near.Now()+timerwheel.MaxDelay)
-}
-
-// rescan makes sure e, which a shift just moved from the unscanned part of
-// the running pass to the scanned part, is known to be due if its deadline
-// is in the pass's window: it goes on its due list, or gets a near timer
-// if its deadline is outside the lists' span (the lists lag behind now).
-func (s *Shard) rescan(e *entry) {
-	if e.key == 0 || e.word()&flagNear != 0 {
-		return
-	}
-	d := s.expand(uint32(e.meta))
-	if d < s.horizon || d >= s.limit {
-		return // listed by an earlier pass, or far
-	}
-	if !s.due.add(e.key, d) {
-		e.meta = uint64(e.word()|flagNear)<<32 | uint64(s.allocNear(e.key, d))
-		s.overdue = s.overdue || d <= s.nowTick
-	}
 }
 
 // allocNear schedules a near timer for root at d and returns its handle.

@@ -1,21 +1,31 @@
 package ackcore
 
 import (
-	"github.com/xorack/xorack/internal/layout"
 	"math/bits"
 	"unsafe"
+
+	"github.com/xorack/xorack/internal/layout"
 )
 
 // Table geometry. See doc.go for the picture.
 const (
+	// groupSlots is the slots of a group: fifteen, whose tags and the
+	// group's overflow count fill one 16-byte control word.
+	groupSlots = 15
 	// maxLoadNum/maxLoadDen is the most slots a table fills at its bound:
-	// the slot count is MaxPending*3/2 rounded up. At 24 bytes a slot that
-	// is 36 bytes per pending root at the bound, and linear probes short
-	// enough that 96% of hits end within four slots of home (random
-	// churn at load 0.62, what a workload at its peak sees). (At 7/10,
-	// 34.3 bytes, word count at P=10k ran 11% slower: longer shifts on
-	// insert and delete.)
-	maxLoadNum, maxLoadDen = 2, 3
+	// the slot count is MaxPending*4/3 rounded up to whole groups. At 24
+	// bytes a slot and 16 bytes of control per group (25.07 bytes a
+	// slot) that is 33.4 bytes per pending root at the bound, and about
+	// 98% of lookups find their root in the home group or the next, which
+	// ackRun compares at once.
+	maxLoadNum, maxLoadDen = 3, 4
+	// overflowSticky is an overflow count that has saturated: it is never
+	// decremented again (see table).
+	overflowSticky = 0xff
+	// sentinelTag fills the control word after the last group: no root's
+	// tag (tags are 1..254), so the pair of groups ackRun compares at once
+	// may run past the end without a match or an empty slot there.
+	sentinelTag = 0xff
 )
 
 // The entry's meta word. The high 32 bits (the "word"):
@@ -25,7 +35,7 @@ const (
 //	                        are its handle, and the wheel holds the deadline
 //	bits 29..28  kind       how the start and the timeout are found (timing.go)
 //	bits 27..25  xhi        bits 18..16 of the timing extension X (timing.go)
-//	bits 24..20  dist       probe distance from home, saturating at distSat
+//	bits 24..20  dist       groups from its home group, saturating at distSat
 //	bits 19..0   task       with flagInit: the spout task; without:
 //	                        the orphan's owner and tag (bits 19..2,
 //	                        owners.go, orphans.go), flagTomb (bit 1: a
@@ -45,16 +55,15 @@ const (
 	xhiShift         = 25
 	xhiMask   uint32 = 7 << xhiShift
 
-	// The entry's probe distance from its home slot, bits 24..20 of the
-	// word, saturating at distSat: a saturated distance is recomputed from
-	// the hash (Robin Hood insert and delete compare distances without
-	// hashing otherwise). With the keyed hash at the 2/3 load bound a
-	// distance of 31 is about as rare as none at all (the longest of a
-	// million random or structured roots was 15 to 19).
-	distShift        = 20
-	distMask  uint32 = 0x1f << distShift
-	distSat          = 0x1f
-	distOne   uint64 = 1 << (32 + distShift) // one unit of distance in meta
+	// The entry's distance in groups from its home group, bits 24..20 of
+	// the word, saturating at distSat: a delete walks back that many
+	// groups to take the entry out of their overflow counts, recomputing
+	// a saturated distance from the hash. Nearly every entry is in its
+	// home group (distance 0).
+	distShift            = 20
+	distMask      uint32 = 0x1f << distShift
+	distSat              = 0x1f
+	metaDistShift        = 32 + distShift // the distance's shift in meta
 )
 
 // entry is one slot: the 20 bytes the acker needs per root (root, ack
@@ -70,49 +79,70 @@ type entry struct {
 // figures; TestEntrySize checks it.
 const entryBytes = 24
 
+// groupBytes is the size of a group's control word.
+const groupBytes = 16
+
 func (e *entry) word() uint32 { return uint32(e.meta >> 32) }
 
-// storedDist is the distance field of e's word: its probe distance, or
+// storedDist is the distance field of e's word: its distance in groups, or
 // distSat for distSat and beyond.
 func (e *entry) storedDist() uint64 { return uint64(e.word()&distMask) >> distShift }
 
-// table is an open-addressed hash table of pending roots, keyed by root id,
-// with linear probing over single slots and backward-shift deletion. It is
-// owned by one Shard; nothing in it is safe for concurrent use.
+// group is a group's control word: bytes 0..14 are the tags of its
+// fifteen slots (0: empty), byte 15 its overflow count. One more word
+// follows the last group, all sentinelTag (its count too, so that it
+// never says nothing passed).
+type group struct{ lo, hi uint64 }
+
+// table is an open-addressed hash table of pending roots, keyed by root
+// id, in groups of fifteen slots probed group by group (linear probing
+// over groups). It is owned by one Shard; nothing in it is safe for
+// concurrent use.
 //
-// Invariants: every slot from an entry's home slot up to its own slot
-// (going round the end) is occupied, so a lookup stops at the first empty
-// slot; and each run of occupied slots is sorted by home (Robin Hood
-// order: a probe distance grows by at most one from one slot to the next),
-// so a delete shifts the entries after the hole back by one only up to an
-// entry in its home slot, and an insert goes before the first entry of its
-// run homed later, shifting the rest of the run forward by one. Each entry
-// stores its distance, so neither hashes the entries it moves. No
-// tombstones: the table never slows down with churn.
+// A root hashes to a home group and an 8-bit tag (never 0). Each group has
+// a 16-byte control word beside the slots: the tags of its fifteen slots
+// (0 for an empty slot) and an overflow count, the number of entries
+// whose home is an earlier group and that live in a later one (entries
+// that passed this group because it was full when they were inserted).
+// A lookup compares the root's tag with the fifteen tags at once, compares
+// keys only where a tag matches, and moves on to the next group only while
+// the overflow count is not 0; an insert takes the first empty slot from
+// the home group on and counts itself into the groups it passed; a delete
+// empties its slot and counts itself out of them. Entries never move, so
+// there are no shifts, and no tombstones: the counts are exact, so the
+// table never slows down with churn. A count that reaches overflowSticky
+// (255 entries passing one group, which a keyed hash at this load never
+// gives) stays there for good: lookups then read on past it, which is
+// slower but never wrong.
 type table struct {
-	e     []entry
-	n     uint64 // len(e); any positive number (fast range reduction, not a mask)
-	keys         // the hash keys (see mix), fixed at construction
-	count int    // occupied slots
+	e     []entry // ng*groupSlots slots; slot g*groupSlots+i is slot i of group g
+	ctrl  []group // ng control words and the sentinel
+	ng    uint64  // groups; any positive number (fast range reduction, not a mask)
+	n     uint64  // len(e)
+	keys          // the hash keys (see mix), fixed at construction
+	count int     // occupied slots
 }
 
-// tableSlots is the slot count for a bound: maxPending*3/2 rounded up, and
-// room for the FAIL reserve beyond the bound plus one empty slot (so that
-// an empty slot always ends a probe) in the smallest tables.
-func tableSlots(maxPending int) int {
-	return max((maxPending*maxLoadDen+maxLoadNum-1)/maxLoadNum, maxPending+failReserveFor(maxPending)+1)
+// tableGroups is the group count for a bound: maxPending*4/3 slots
+// rounded up to whole groups, and room for the FAIL reserve beyond the
+// bound plus one empty slot in the smallest tables.
+func tableGroups(maxPending int) int {
+	slots := max((maxPending*maxLoadDen+maxLoadNum-1)/maxLoadNum, maxPending+failReserveFor(maxPending)+1)
+	return (slots + groupSlots - 1) / groupSlots
 }
+
+// tableSlots is the slot count for a bound.
+func tableSlots(maxPending int) int { return tableGroups(maxPending) * groupSlots }
 
 func newTable(maxPending int, k keys) table {
-	n := tableSlots(maxPending)
-	return table{e: alignedEntries(n), n: uint64(n), keys: k}
+	ng := tableGroups(maxPending)
+	return table{e: alignedEntries(ng * groupSlots), ctrl: alignedGroups(ng), ng: uint64(ng), n: uint64(ng * groupSlots), keys: k}
 }
 
 // alignedEntries returns n zeroed entries starting on a cache-line
-// boundary, so that every run of eight slots fills exactly three lines and
-// a probe window's slots share as few lines as their offset allows. The
-// allocator already page-aligns arrays past 32 KiB; smaller ones start at
-// a multiple of 8 bytes, and one of the first eight slots is then
+// boundary, so that every run of eight slots fills exactly three lines.
+// The allocator already page-aligns arrays past 32 KiB; smaller ones start
+// at a multiple of 8 bytes, and one of the first eight slots is then
 // line-aligned (24k mod 64 takes every multiple of 8).
 func alignedEntries(n int) []entry {
 	buf := make([]entry, n+layout.CacheLine/8-1)
@@ -123,53 +153,143 @@ func alignedEntries(n int) []entry {
 	return buf[k : k+n : k+n]
 }
 
+// alignedGroups returns n zeroed control words and the sentinel after
+// them, starting on a cache-line boundary, so that no control word
+// straddles two lines.
+func alignedGroups(n int) []group {
+	buf := make([]group, n+1+layout.CacheLine/groupBytes-1)
+	k := 0
+	for uintptr(unsafe.Pointer(&buf[k]))%layout.CacheLine != 0 {
+		k++
+	}
+	buf[k+n] = group{^uint64(0), ^uint64(0)}
+	return buf[k : k+n+1 : k+n+1]
+}
+
 // slots is the number of slots.
 func (t *table) slots() int { return len(t.e) }
 
-// bytes is the memory held by the slot array.
-func (t *table) bytes() int { return len(t.e) * entryBytes }
+// bytes is the memory held by the slots and the control words.
+func (t *table) bytes() int { return len(t.e)*entryBytes + len(t.ctrl)*groupBytes }
 
-// home is the slot a root hashes to: the high word of mix(root)*n
-// (Lemire's fast range), so the slot count need not be a power of two.
-// Shard.fastPath, Shard.homes and ackRun compute the same.
+// hashOf is a root's home group and tag: the high word of mix(root)*ng
+// (Lemire's fast range), so the group count need not be a power of two,
+// and tagOf the low word (the next bits of the product). Shard.fastPath,
+// Shard.homes and ackRun compute the same.
+func (t *table) hashOf(root uint64) (g uint64, tag uint8) {
+	g, lo := bits.Mul64(mix(root, &t.keys), t.ng)
+	return g, tagOf(lo)
+}
+
+// tagOf is the tag for the low word of the fast-range product: its top
+// byte, 0 taken as 1 (an empty slot's) and 255 as 254 (the sentinel's).
+func tagOf(lo uint64) uint8 {
+	tag := uint8(lo >> 56)
+	return tag + b2u8(tag == 0) - b2u8(tag == sentinelTag)
+}
+
+// home is root's home group.
 func (t *table) home(root uint64) uint64 {
-	h, _ := bits.Mul64(mix(root, &t.keys), t.n)
-	return h
+	g, _ := t.hashOf(root)
+	return g
 }
 
-// find returns the slot holding root and true, or the empty slot where the
-// probe ended (where root would be inserted) and false. root must not be 0.
+// tags returns the control bytes of group g.
+func (t *table) tags(g uint64) *[groupBytes]byte {
+	return (*[groupBytes]byte)(unsafe.Pointer(&t.ctrl[g]))
+}
+
+// overflow is group g's overflow count.
+func (t *table) overflow(g uint64) uint8 { return uint8(t.ctrl[g].hi >> 56) }
+
+// next is the group after g, going round the end.
+func (t *table) next(g uint64) uint64 {
+	if g++; g == t.ng {
+		return 0
+	}
+	return g
+}
+
+// SWAR byte matching over a control word's two halves.
+const (
+	lowBits  = 0x0101010101010101
+	low7Bits = 0x7f7f7f7f7f7f7f7f
+	highBits = 0x8080808080808080
+	hiTags   = 0x0080808080808080 // the high half's tag bytes (byte 15 is the count)
+)
+
+// matchBytes has the high bit of each byte of w that equals b set, and
+// no other bit (exact, no false positives).
+func matchBytes(w uint64, b uint8) uint64 {
+	x := w ^ lowBits*uint64(b)
+	return ^((x&low7Bits + low7Bits) | x) & highBits
+}
+
+// find returns the slot holding root and true, or the first empty slot
+// from root's home group on (where root would be inserted) and false.
+// root must not be 0.
 func (t *table) find(root uint64) (slot int, found bool) {
-	i, n := t.home(root), t.n
-	for {
-		k := t.e[i].key
-		if k == root {
-			return int(i), true
+	g, tag := t.hashOf(root)
+	empty := -1
+	for range t.ng {
+		c := t.ctrl[g]
+		base := int(g) * groupSlots
+		for m := matchBytes(c.lo, tag); m != 0; m &= m - 1 {
+			if i := base + bits.TrailingZeros64(m)>>3; t.e[i].key == root {
+				return i, true
+			}
 		}
-		if k == 0 {
-			return int(i), false
+		for m := matchBytes(c.hi, tag) & hiTags; m != 0; m &= m - 1 {
+			if i := base + 8 + bits.TrailingZeros64(m)>>3; t.e[i].key == root {
+				return i, true
+			}
 		}
-		if i++; i == n {
-			i = 0
+		if empty < 0 {
+			if m := matchBytes(c.lo, 0); m != 0 {
+				empty = base + bits.TrailingZeros64(m)>>3
+			} else if m := matchBytes(c.hi, 0) & hiTags; m != 0 {
+				empty = base + 8 + bits.TrailingZeros64(m)>>3
+			}
 		}
+		if uint8(c.hi>>56) == 0 && empty >= 0 {
+			return empty, false
+		}
+		g = t.next(g)
 	}
+	return empty, false // every group read: not there (never at the bound's load)
 }
 
-// distAt is the probe distance of the entry in slot j.
-func (t *table) distAt(j uint64) uint64 {
-	if d := t.e[j].storedDist(); d < distSat {
-		return d
+// groupDist is how many groups g lies past h, going round the end.
+func (t *table) groupDist(g, h uint64) uint64 {
+	if g >= h {
+		return g - h
 	}
-	return dist(j, t.home(t.e[j].key), t.n)
+	return g + t.ng - h
 }
 
-// dist is how far slot j lies past slot h, going round the end of a table
-// of n slots.
-func dist(j, h, n uint64) uint64 {
-	if j >= h {
-		return j - h
+// homeOf is the home group of the entry in slot i.
+func (t *table) homeOf(i uint64) uint64 {
+	e := &t.e[i]
+	d := e.storedDist()
+	if d == distSat {
+		return t.home(e.key)
 	}
-	return j + n - h
+	g := i / groupSlots
+	if g < d { // round the end
+		g += t.ng
+	}
+	return g - d
+}
+
+// countOverflow adds delta (+1 or -1) to the overflow counts of the groups
+// from h up to g (not g), leaving sticky counts alone.
+func (t *table) countOverflow(h, g uint64, delta uint64) {
+	for ; h != g; h = t.next(h) {
+		c := &t.ctrl[h]
+		if uint8(c.hi>>56) != overflowSticky {
+			c.hi += delta << 56
+		}
+	}
 }
 
 // dropEntry removes the entry in slot with what it keeps elsewhere: its
@@ -183,93 +303,43 @@ func (s *Shard) dropEntry(slot int) {
 	s.removeSlot(slot)
 }
 
-// moveSide moves what the arrays beside the slots (ext, prog) hold for
-// slot from to slot to, with the entry.
-func (s *Shard) moveSide(to, from uint64) {
-	if s.ext != nil {
-		s.ext[to] = s.ext[from]
-	}
-	if s.prog != nil {
-		s.prog[to] = s.prog[from]
-	}
-}
-
-// removeSlot empties slot i and restores Robin Hood order: the entries
-// after the hole move back one slot each, up to an empty slot or an entry
-// in its home slot. ext moves with them.
+// removeSlot empties slot i: its tag and its entry, and, for an entry
+// outside its home group, its place in the overflow counts of the groups
+// it passed.
 func (s *Shard) removeSlot(i int) {
 	t := &s.t
-	es, n := t.e, t.n
-	side := s.ext != nil || s.prog != nil // arrays beside the slots, moved with them
-	hole := uint64(i)
-	for {
-		j := hole + 1
-		if j == n {
-			j = 0
-		}
-		e := &es[j]
-		d := e.storedDist()
-		if e.key == 0 || d == 0 {
-			break
-		}
-		es[hole] = *e
-		if side {
-			s.moveSide(hole, j)
-		}
-		if d < distSat || t.distAt(hole) < distSat {
-			es[hole].meta -= distOne
-		}
-		if int(j) == s.scan {
-			s.rescan(&es[hole]) // moved behind a running pass
-		}
-		hole = j
+	g := uint64(i) / groupSlots
+	if t.e[i].storedDist() != 0 {
+		t.countOverflow(t.homeOf(uint64(i)), g, ^uint64(0))
 	}
-	es[hole] = entry{}
+	t.tags(g)[uint64(i)-g*groupSlots] = 0
+	t.e[i] = entry{}
 	t.count--
 }
 
-// shiftUp moves the entries in slots p up to z-1 (going round the end)
-// one slot forward, into the empty slot z, adding one to each distance.
-// ext moves with them.
-func (s *Shard) shiftUp(p, z uint64) {
-	es := s.t.e
-	side := s.ext != nil || s.prog != nil // arrays beside the slots, moved with them
-	for q := z; q != p; {
-		pq := q - 1
-		if q == 0 {
-			pq = uint64(len(es)) - 1
-		}
-		es[q] = es[pq]
-		if side {
-			s.moveSide(q, pq)
-		}
-		if es[q].storedDist() < distSat {
-			es[q].meta += distOne
-		}
-		q = pq
-	}
-}
-
-// insertSlot inserts root, absent, whose probe ended at the empty slot z,
-// and returns its slot: the first slot from home whose entry is homed
-// later (a shorter distance than root would have there), after shifting
-// the entries from there up to z forward by one. Shard.fastPath writes the
+// insertSlot inserts root, absent, at z, the first empty slot from its
+// home group on (what find returned), and returns z: it sets z's tag,
+// counts the entry into the overflow counts of the groups it passed, and
+// writes the key and the distance. Shard.fastPath and ackRun write the
 // same steps out inline.
 func (s *Shard) insertSlot(root, z uint64) uint64 {
 	t := &s.t
-	es, n := t.e, t.n
-	p := t.home(root)
-	d := uint64(0)
-	for ; p != z && t.distAt(p) >= d; d++ {
-		if p++; p == n {
-			p = 0
-		}
+	h, tag := t.hashOf(root)
+	g := z / groupSlots
+	d := t.groupDist(g, h)
+	if d != 0 {
+		t.countOverflow(h, g, 1)
 	}
-	s.shiftUp(p, z)
-	if p > z && s.scan > 0 {
-		s.rescan(&es[0]) // moved round the end, behind a running pass
-	}
-	es[p] = entry{key: root, meta: min(d, distSat) << (32 + distShift)}
+	t.tags(g)[z-g*groupSlots] = tag
+	t.e[z] = entry{key: root, meta: min(d, distSat) << metaDistShift}
 	t.count++
-	return p
+	return z
+}
+
+// b2u8 is 1 for true.
+func b2u8(b bool) uint8 {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -11,21 +11,22 @@ import (
 	"unsafe"
 )
 
-// TestLongRun drives one run of occupied slots far past distSat: roots
-// chosen so that they all hash to the first few slots. Inserts (fast path
-// and slow path), completions, fails and timeouts in random order must
-// keep Robin Hood order and the stored (saturated) distances exact, and
-// every root must get its one outcome.
+// TestLongRun drives one run of full groups far past distSat: roots
+// chosen so that they all hash to the first group, so that the overflow
+// counts of the groups they pass saturate too. Inserts (fast path and
+// slow path), completions, fails and timeouts in random order must keep
+// the tags, the overflow counts and the stored (saturated) distances
+// exact, and every root must get its one outcome.
 func TestLongRun(t *testing.T) {
-	const bound = 400
+	const bound = 640
 	clock := &FakeClock{}
 	s, err := NewShard(Config{MaxPending: bound, Timeout: 10 * time.Second, Clock: clock, Seed: 7})
 	if err != nil {
 		t.Fatal(err)
 	}
 	var roots []uint64
-	for r := uint64(1); len(roots) < 320; r++ {
-		if root := r * 0x2545f4914f6cdd1d; s.t.home(root) < 3 {
+	for r := uint64(1); len(roots) < 560; r++ {
+		if root := r * 0x2545f4914f6cdd1d; s.t.home(root) == 0 {
 			roots = append(roots, root)
 		}
 	}
@@ -63,8 +64,8 @@ func TestLongRun(t *testing.T) {
 		record(s.Apply(batch, nil))
 		verify("insert")
 	}
-	if max := s.t.distAt(uint64(s.t.count) - 1); max < distSat {
-		t.Fatalf("longest distance %d: the run does not reach distSat", max)
+	if d := s.t.e[distSat*groupSlots].storedDist(); d != distSat || s.t.overflow(1) != overflowSticky {
+		t.Fatalf("distance %d at group %d, overflow count %d past the first: the run does not saturate", d, distSat, s.t.overflow(1))
 	}
 	// Remove in random order: completions, fails, and the rest by timeout.
 	perm := rng.Perm(len(roots))
@@ -131,6 +132,11 @@ func TestTableAligned(t *testing.T) {
 	}
 	if a := uintptr(unsafe.Pointer(&sh.t.e[0])) % layout.CacheLine; a != 0 {
 		t.Fatalf("a shard's table starts %d bytes into a line", a)
+	}
+	for _, n := range []int{1, 3, 100, 5000} {
+		if a := uintptr(unsafe.Pointer(&alignedGroups(n)[0])) % layout.CacheLine; a != 0 {
+			t.Fatalf("alignedGroups(%d) starts %d bytes into a line", n, a)
+		}
 	}
 }
 
@@ -239,68 +245,6 @@ func timeoutTiers(t *testing.T, bound, live, ops int, doomed float64) {
 		t.Fatalf("only %d timeouts: the run does not exercise the near wheel", timeouts)
 	}
 	t.Logf("%d timeouts, %d pending at the end", timeouts, len(deadline))
-}
-
-// TestRunStateLayout: ackrun_amd64.s addresses runState's fields by these
-// offsets.
-func TestRunStateLayout(t *testing.T) {
-	var st runState
-	for _, f := range []struct {
-		name      string
-		got, want uintptr
-	}{
-		{"es", unsafe.Offsetof(st.es), 0}, {"n", unsafe.Offsetof(st.n), 8}, {"k1", unsafe.Offsetof(st.k1), 16},
-		{"out", unsafe.Offsetof(st.out), 24}, {"outLen", unsafe.Offsetof(st.outLen), 32}, {"outCap", unsafe.Offsetof(st.outCap), 40},
-		{"nowTick", unsafe.Offsetof(st.nowTick), 48}, {"nowNs", unsafe.Offsetof(st.nowNs), 56}, {"tickNs", unsafe.Offsetof(st.tickNs), 64},
-		{"defTicks", unsafe.Offsetof(st.defTicks), 72}, {"scan", unsafe.Offsetof(st.scan), 80}, {"count", unsafe.Offsetof(st.count), 88},
-		{"maxPending", unsafe.Offsetof(st.maxPending), 96}, {"initMeta", unsafe.Offsetof(st.initMeta), 104},
-		{"inits", unsafe.Offsetof(st.inits), 112}, {"completed", unsafe.Offsetof(st.completed), 120}, {"save", unsafe.Offsetof(st.save), 128}, {"k2", unsafe.Offsetof(st.k2), 152}, {"k3", unsafe.Offsetof(st.k3), 160}, {"defMs", unsafe.Offsetof(st.defMs), 168}, {"hs", unsafe.Offsetof(st.hs), 176}, {"nm4", unsafe.Offsetof(st.nm4), 184},
-		{"ext", unsafe.Offsetof(st.ext), 192}, {"extDrops", unsafe.Offsetof(st.extDrops), 200},
-		{"extAdds", unsafe.Offsetof(st.extAdds), 208}, {"xok", unsafe.Offsetof(st.xok), 216},
-		{"nowStart", unsafe.Offsetof(st.nowStart), 224}, {"limit", unsafe.Offsetof(st.limit), 232}, {"insx", unsafe.Offsetof(st.insx), 240},
-	} {
-		if f.got != f.want {
-			t.Errorf("runState.%s at offset %d, the assembly uses %d", f.name, f.got, f.want)
-		}
-	}
-	var m Msg
-	var o Outcome
-	for _, f := range []struct {
-		name      string
-		got, want uintptr
-	}{
-		{"Msg.Root", unsafe.Offsetof(m.Root), 0}, {"Msg.Val", unsafe.Offsetof(m.Val), 8},
-		{"Msg.Task", unsafe.Offsetof(m.Task), 16}, {"Msg.Kind", unsafe.Offsetof(m.Kind), 20},
-		{"Msg.TimeoutMs", unsafe.Offsetof(m.TimeoutMs), 24},
-		{"Outcome.Root", unsafe.Offsetof(o.Root), 0}, {"Outcome.Latency", unsafe.Offsetof(o.Latency), 8},
-		{"Outcome.Task", unsafe.Offsetof(o.Task), 16}, {"Outcome.Kind", unsafe.Offsetof(o.Kind), 20},
-		{"Outcome.Reason", unsafe.Offsetof(o.Reason), 21},
-	} {
-		if f.got != f.want {
-			t.Errorf("%s at offset %d, the assembly uses %d", f.name, f.got, f.want)
-		}
-	}
-	if unsafe.Sizeof(m.Kind) != 1 || unsafe.Sizeof(m.Task) != 4 || unsafe.Sizeof(m.TimeoutMs) != 4 {
-		t.Error("a Msg field the assembly reads changed size")
-	}
-	// The assembly writes a Completed outcome as four words: root, latency,
-	// task | Completed<<32 (Kind at byte 20, Reason none, padding zero), 0.
-	o = Outcome{Root: 0x1234, Latency: 5 * time.Millisecond, Task: MaxTask, Kind: Completed, Reason: ReasonNone}
-	w := (*[4]uint64)(unsafe.Pointer(&o))
-	if want := [4]uint64{0x1234, uint64(5 * time.Millisecond), uint64(MaxTask) | 1<<32, 0}; *w != want {
-		t.Errorf("Completed outcome words %#x, the assembly writes %#x", *w, want)
-	}
-	if got := unsafe.Sizeof(Msg{}); got != 32 {
-		t.Errorf("Msg is %d bytes; the assembly steps 32", got)
-	}
-	if got := unsafe.Sizeof(Outcome{}); got != 32 {
-		t.Errorf("Outcome is %d bytes; the assembly steps 32", got)
-	}
-	if MaxTask != 0xfffff || flagInit != 1<<31 || flagNear != 1<<30 || kindShift != 28 || distShift != 20 || distSat != 0x1f ||
-		xhiShift != 25 || kindTimeout != 1 || kindExtended != 2 ||
-		Ack != 2 || Init != 1 || Completed != 1 {
-		t.Error("a constant the assembly copies changed")
-	}
 }
 
 // TestSideTableMatchesMap drives the side table and a Go map with the same

@@ -11,13 +11,13 @@ import (
 // mu, in invariants builds: a partition is paused exactly while its
 // tracker is full (and only while owned), the client is told not to fetch
 // it exactly while it is paused or held back, buffered counts the buffers of
-// the partitions not paused, the active list holds exactly the owned
+// the partitions not paused (bufBytes their bytes), the active list holds exactly the owned
 // partitions, once each, and a partition not owned holds nothing.
 func (s *Spout) check() {
 	if !invariants.Enabled {
 		return
 	}
-	buffered, owned, heldBack := 0, 0, 0
+	buffered, bufBytes, owned, heldBack := 0, 0, 0, 0
 	for _, p := range s.parts {
 		switch {
 		case p.paused != (p.owned && p.tr.Full()):
@@ -35,8 +35,20 @@ func (s *Spout) check() {
 				panic(fmt.Sprintf("kafka: %s/%d owned but not active", p.topic, p.partition))
 			}
 		}
+		bytes := 0
+		if p.buffered() <= 64 { // summed only for short buffers: check runs after every change
+			for _, r := range p.buf[p.head:] {
+				bytes += recBytes(r)
+			}
+		} else {
+			bytes = p.bytes
+		}
+		if bytes != p.bytes {
+			panic(fmt.Sprintf("kafka: %s/%d buffers %d bytes, counted %d", p.topic, p.partition, bytes, p.bytes))
+		}
 		if !p.paused {
 			buffered += p.buffered()
+			bufBytes += p.bytes
 		}
 		if p.heldBack {
 			heldBack++
@@ -44,6 +56,9 @@ func (s *Spout) check() {
 	}
 	if heldBack != s.stats.HeldBack {
 		panic(fmt.Sprintf("kafka: %d partitions held back, gauge %d", heldBack, s.stats.HeldBack))
+	}
+	if bufBytes != s.bufBytes {
+		panic(fmt.Sprintf("kafka: buffers hold %d bytes, counted %d", bufBytes, s.bufBytes))
 	}
 	if owned != len(s.active) || buffered != s.buffered || s.stats.Paused < 0 {
 		panic(fmt.Sprintf("kafka: %d owned, %d active; buffered %d, counted %d; paused gauge %d", owned, len(s.active), buffered, s.buffered, s.stats.Paused))

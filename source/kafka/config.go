@@ -69,10 +69,11 @@ type Config struct {
 	// at or above the committable offset). At the cap the partition's
 	// fetching pauses until its lowest record is done.
 	MaxUncommitted int
-	// MaxPollRecords is the most records one poll takes; the spout stops
-	// polling while it holds twice this many fetched records that are not
-	// yet emitted (for partitions that are not paused), unless a partition
-	// starves, and holds at most three polls' worth per partition.
+	// MaxPollRecords is the most records one poll takes. The spout
+	// stops polling while its fetched records not yet emitted (of
+	// partitions that are not paused) hold two fetches' worth of bytes
+	// (see the package documentation), and holds at least two polls of
+	// kilobyte records.
 	MaxPollRecords int
 	// CommitInterval is how often done offsets are committed.
 	CommitInterval time.Duration

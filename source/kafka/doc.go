@@ -57,22 +57,25 @@
 //
 // Fetched records wait in their partition's buffer, so a revocation can
 // drop them with the partition and a paused partition's records do not
-// block the others. The client returns a fetch's records partition after
-// partition and fetches again only once the fetch is taken, so a partition
-// may wait with an empty buffer while another's records are emitted. When
-// one that is fetching, and not caught up, has waited 100 ms (one that has
-// had no records since its assignment, not at all) while the buffers are
-// full, the poller polls on, and a partition buffering two polls' worth
-// (MaxPollRecords each) is held back (its fetching paused, so the client
-// drops what it fetched of it and the polls bring the others' records)
-// until Next has taken it down to a quarter of a poll; each hold-back
-// halves the bytes a fetch asks for of one partition (down to 256 KiB;
-// they double again after 5 s without a starving partition), so that a
-// later hold-back drops less. Otherwise the poller stops polling while the
-// buffers of partitions that are not paused hold 2 x MaxPollRecords
-// records, so the spout holds at most three polls of records per partition
-// beyond those in flight (which topology.Config.MaxSpoutPending bounds)
-// and, per partition, at most MaxUncommitted uncommitted records (the
+// block the others; Next serves the buffered partitions in turn. The
+// poller polls while the buffers of partitions that are not paused hold
+// less than two fetches' worth of bytes for the owned partitions
+// (kgo.FetchMaxPartitionBytes each, at most kgo.FetchMaxBytes; a record
+// counts its key, value and headers plus 256 bytes), and then takes
+// everything the client has buffered (MaxPollRecords a poll) up to twice
+// that, so the client fetches on and drops nothing. A partition that ran
+// dry while it is not caught up is polled for at once while the buffers
+// are under twice the bound. Past it, when one that is fetching, and not
+// caught up, has waited 100 ms (one that has had no records since its
+// assignment, not at all), a partition buffering two polls' worth is held
+// back (its fetching paused, so the client drops what it fetched of it and
+// the polls bring the others' records) until Next has taken it down to a
+// quarter of a poll; each hold-back halves the bytes a fetch asks for of
+// one partition (down to 256 KiB; they double again after 5 s without a
+// starving partition), so that a later hold-back drops less. So the spout
+// holds at most twice the bound plus a poll of records beyond those in
+// flight (which topology.Config.MaxSpoutPending bounds) and, per
+// partition, at most MaxUncommitted uncommitted records (the
 // tracker's cap, after which the partition pauses).
 //
 // Transaction markers (the client is told to keep control records) are

@@ -67,5 +67,6 @@ func TestEveryPartitionIsServed(t *testing.T) {
 			t.Errorf("partition %d: %d records processed, mean %.0f: not within 2x", p, count[p], mean)
 		}
 	}
-	t.Logf("processed per partition %v (mean %.0f)", count, mean)
+	st := pl.spout.Stats()
+	t.Logf("processed per partition %v (mean %.0f); fetched %d, hold-backs %d, pauses %d", count, mean, st.Fetched, st.HoldBacks, st.Pauses)
 }

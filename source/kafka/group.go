@@ -311,6 +311,7 @@ func (s *Spout) release(cl *kgo.Client, p *partition) {
 		s.stats.Paused--
 	} else {
 		s.buffered -= p.buffered()
+		s.bufBytes -= p.bytes
 	}
 	if p.heldBack {
 		p.heldBack = false

@@ -53,6 +53,7 @@ type partition struct {
 	heldBack bool
 	buf      []*kgo.Record // fetched and not yet emitted, from head on
 	head     int
+	bytes    int // recBytes of buf[head:]
 	// dryAt is when the buffer last ran empty (or the partition was
 	// assigned); zero while it holds records.
 	dryAt time.Time
@@ -77,7 +78,21 @@ func (p *partition) buffered() int { return len(p.buf) - p.head }
 // clearBuf drops the fetched records not yet emitted.
 func (p *partition) clearBuf() {
 	clear(p.buf)
-	p.buf, p.head = p.buf[:0], 0
+	p.buf, p.head, p.bytes = p.buf[:0], 0, 0
+}
+
+// recOverhead is what a buffered record costs besides its key, value and
+// headers: the kgo.Record and its slot in the buffer.
+const recOverhead = 256
+
+// recBytes is what a buffered record counts against the spout's byte
+// bound (see byteBound).
+func recBytes(r *kgo.Record) int {
+	n := recOverhead + len(r.Key) + len(r.Value)
+	for _, h := range r.Headers {
+		n += len(h.Key) + len(h.Value)
+	}
+	return n
 }
 
 // inflight is a record emitted as a root: the spout's message id for it.
@@ -127,6 +142,8 @@ type Spout struct {
 	active        []*partition // owned partitions, the order Next serves them in
 	rr            int          // the next active partition to serve
 	buffered      int          // records in the buffers of partitions not paused
+	bufBytes      int          // their recBytes
+	peakBytes     int          // the most bufBytes has been (tests)
 	pollerWaiting bool         // the poller waits for room
 	hungry        bool         // a partition's buffer ran dry since the poller last woke
 	held          *inflight    // emitted to the tracker, its Emit failed: emit it first
@@ -323,7 +340,10 @@ func (s *Spout) take() *inflight {
 			m, err := p.tr.Emit(r.Offset) // not ErrFull: checked above
 			p.buf[p.head] = nil
 			p.head++
+			b := recBytes(r)
+			p.bytes -= b
 			s.buffered-- // p is not paused: paused partitions are full
+			s.bufBytes -= b
 			if p.heldBack && p.buffered() <= s.cfg.MaxPollRecords/4 {
 				// Drained: fetch it again (whether the records went
 				// out as roots or were skipped as done).
@@ -528,6 +548,7 @@ func (s *Spout) pause(p *partition) {
 	}
 	p.paused = true
 	s.buffered -= p.buffered()
+	s.bufBytes -= p.bytes
 	s.stats.Pauses++
 	s.stats.Paused++
 	s.syncFetch(p)
@@ -554,6 +575,7 @@ func (s *Spout) resume(p *partition) {
 	}
 	p.paused = false
 	s.buffered += p.buffered()
+	s.bufBytes += p.bytes
 	s.stats.Resumes++
 	s.stats.Paused--
 	s.syncFetch(p)
@@ -562,7 +584,7 @@ func (s *Spout) resume(p *partition) {
 // wakePoller tells a waiting poller there is room, or a partition whose
 // buffer ran dry. Called with mu held.
 func (s *Spout) wakePoller() {
-	if s.pollerWaiting && (s.buffered < s.cfg.MaxPollRecords || s.hungry) {
+	if s.pollerWaiting && (s.bufBytes < s.byteBound() || s.hungry) {
 		s.hungry = false
 		s.pollerWaiting = false
 		select {
@@ -572,10 +594,25 @@ func (s *Spout) wakePoller() {
 	}
 }
 
-// maxBuffered is the most fetched records of unpaused partitions the
-// spout holds before it stops polling: two polls' worth, so Next has
-// records while the next poll is on its way.
-func (s *Spout) maxBuffered() int { return 2 * s.cfg.MaxPollRecords }
+// byteBound is the recBytes of fetched records of unpaused partitions the
+// spout takes from the client before it stops polling: two fetches' worth
+// of its owned partitions (kgo.FetchMaxPartitionBytes each, at most
+// kgo.FetchMaxBytes in all), and at least two polls of a kilobyte records.
+// Under it the poller takes all the client has fetched, so the client
+// fetches on and drops nothing; Next serves the buffered partitions in
+// turn. While a partition starves (see pollWanted) the poller takes up to
+// twice the bound. Called with mu held.
+func (s *Spout) byteBound() int {
+	per := int(s.maxPartBytes)
+	if per <= 0 {
+		per = 1 << 20
+	}
+	b := per * max(1, len(s.active))
+	if s.fetchBytes > 0 {
+		b = min(b, int(s.fetchBytes))
+	}
+	return 2 * max(b, s.cfg.MaxPollRecords*(1<<10))
+}
 
 // starveAfter is how long a partition with records to fetch may wait with
 // an empty buffer, while the buffers of others are full, before the poller
@@ -605,17 +642,20 @@ const (
 // are usually right behind.
 const holdAt = 2
 
-// pollWanted reports whether the poller should poll now: the buffers have
-// room, or an owned partition that is fetching, is not caught up and has
-// had an empty buffer for starveAfter, in which case the partitions
-// holding holdAt polls' worth are held back first, so that the polls
-// bring the starving partition's records. Otherwise it returns how long
-// to wait before asking again (0: until woken). Memory stays bounded: a
-// poll is taken while the buffers hold fewer than two polls' worth, or
-// once every partition holding holdAt polls' worth is held back, so each
-// holds at most holdAt+1 polls. Called with mu held.
+// pollWanted reports whether the poller should poll now: the buffers hold
+// less than byteBound; or an owned partition that is fetching and is not
+// caught up has an empty buffer, and they hold less than twice it; or
+// that partition has had an empty buffer for starveAfter, in which case
+// the partitions holding holdAt polls' worth are held back first, so that
+// the polls bring the starving partition's records. Otherwise it returns
+// how long to wait before asking again (0: until woken). Memory stays
+// bounded: the poller takes records while the buffers hold less than
+// twice byteBound, a poll at most MaxPollRecords, and past it only once
+// every partition holding holdAt polls' worth is held back. Called with
+// mu held.
 func (s *Spout) pollWanted(now time.Time) (bool, time.Duration) {
-	if s.buffered < s.maxBuffered() {
+	lim := s.byteBound()
+	if s.bufBytes < lim {
 		return true, 0
 	}
 	var oldest time.Time
@@ -633,6 +673,9 @@ func (s *Spout) pollWanted(now time.Time) (bool, time.Duration) {
 	}
 	if oldest.IsZero() {
 		return false, 0
+	}
+	if s.bufBytes < 2*lim {
+		return true, 0 // the client's next fetch has its records: take it
 	}
 	if wait := oldest.Sub(now); wait > 0 {
 		return false, wait
@@ -702,6 +745,15 @@ func (s *Spout) poll() {
 		fs := s.cl.PollRecords(s.ctx, s.cfg.MaxPollRecords)
 		s.mu.Lock()
 		errs := s.distribute(fs)
+		// Take the rest of what the client holds while the buffers are
+		// under twice byteBound, so that it fetches on and drops nothing.
+		for lim := 2 * s.byteBound(); !fs.Empty() && s.bufBytes < lim && s.ctx.Err() == nil; {
+			s.mu.Unlock()
+			//lint:ignore SA1012 a nil context returns what is buffered without waiting
+			fs = s.cl.PollRecords(nil, s.cfg.MaxPollRecords)
+			s.mu.Lock()
+			errs = append(errs, s.distribute(fs)...)
+		}
 		s.check()
 		s.mu.Unlock()
 		s.cl.AllowRebalance()
@@ -750,8 +802,15 @@ func (s *Spout) distribute(fs kgo.Fetches) []error {
 			p.buf, p.head = p.buf[:k], 0
 		}
 		p.buf = append(p.buf, fp.Records...)
+		b := 0
+		for _, r := range fp.Records {
+			b += recBytes(r)
+		}
+		p.bytes += b
 		if !p.paused {
 			s.buffered += len(fp.Records)
+			s.bufBytes += b
+			s.peakBytes = max(s.peakBytes, s.bufBytes)
 		}
 		if s.partBytes < s.maxPartBytes && time.Since(s.lastStarve) >= growEvery {
 			s.lastStarve = time.Now()

@@ -20,19 +20,21 @@ func TestWordCount(t *testing.T) {
 	l := newLedger()
 	// A small pending bound keeps records waiting in the buffers, which
 	// then never run empty.
-	pl := startPipeline(t, c, l, pipeOpts{cfg: Config{Topics: []string{topic}, Group: group, MaxPollRecords: 16},
+	// Small fetches make the byte bound (32 KiB: two polls of kilobyte
+	// records) a tenth of the topic's records.
+	pl := startPipeline(t, c, l, pipeOpts{cfg: Config{Topics: []string{topic}, Group: group, MaxPollRecords: 16,
+		Opts: []kgo.Opt{kgo.FetchMaxPartitionBytes(1 << 10), kgo.FetchMaxBytes(4 << 10)}},
 		top: topology.Config{MaxSpoutPending: 8}})
 	c.waitCaughtUp(t, group, topic)
 	pl.stop(t)
-	// The buffers stay bounded: a poll appends at most MaxPollRecords, and
-	// the poller waits while 2 x MaxPollRecords are buffered.
+	// The buffers stay bounded in bytes: the poller takes records while
+	// they hold less than twice byteBound, a poll at most MaxPollRecords.
 	pl.spout.mu.Lock()
-	for _, p := range pl.spout.parts {
-		if cap(p.buf) > 8*16 {
-			t.Errorf("partition %d buffer grew to %d records", p.partition, cap(p.buf))
-		}
-	}
+	bound, peak := pl.spout.byteBound(), pl.spout.peakBytes
 	pl.spout.mu.Unlock()
+	if bound != 32<<10 || peak > 2*bound+16*(recOverhead+1<<10) || peak == 0 {
+		t.Errorf("buffers peaked at %d bytes, bound %d (want 32 KiB)", peak, bound)
+	}
 	if dups := l.checkAll(t, topic, parts, n); dups != 0 {
 		t.Errorf("%d duplicates without a fault", dups)
 	}
