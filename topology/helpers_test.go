@@ -3,6 +3,7 @@ package topology
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sort"
 	"sync"
 	"testing"
@@ -159,6 +160,13 @@ func waitDone(t *testing.T, top *Topology, d time.Duration) {
 		for _, c := range m.Components {
 			t.Logf("%+v", c)
 		}
+		if m.Acker != nil {
+			t.Logf("acker: %+v", *m.Acker)
+		}
+		// Where each executor, the spout and the acker wait: a hang is
+		// read from the stacks, not rerun.
+		buf := make([]byte, 1<<22)
+		t.Logf("goroutines:\n%s", buf[:runtime.Stack(buf, true)])
 		t.Fatalf("topology not done after %v", d)
 	}
 }
