@@ -34,9 +34,9 @@ func TestErrorWording(t *testing.T) {
 	}{
 		{[]string{"-ring-size", "1000"}, "ackerd: netio: acker: -ring-size 1000 is not a power of two in [2, 1048576] (31.6 KiB a ring, 3.9 MiB for -shards 1 × -max-conns 128)\n"},
 		{[]string{"-ring-size", "1048576"}, "ackerd: netio: acker: -shards 1 × -max-pending 1048576, -max-conns 128 × -ring-size 1048576, 1 receivers × OutcomeRingSize 4096 and Backlog 4096 " +
-			"may hold 8.2 GiB (tables 171.3 MiB, rings 4.0 GiB, outcome rings 128.3 KiB, held outcomes 4.1 GiB), over -max-bytes 4.0 GiB\n"},
-		{[]string{"-max-pending", "100000000", "-shards", "4"}, "ackerd: netio: acker: Shard: ackcore: -max-pending 100000000 needs up to 16.0 GiB, 3.4 GiB of it for the table (allocated up front), over -max-bytes 4.0 GiB\n"},
-		{[]string{"-max-bytes", "1MiB"}, "ackerd: netio: acker: Shard: ackcore: -max-pending 1048576 needs up to 171.3 MiB, 36.0 MiB of it for the table (allocated up front), over -max-bytes 1.0 MiB\n"},
+			"may hold 8.2 GiB (tables 168.4 MiB, rings 4.0 GiB, outcome rings 128.3 KiB, held outcomes 4.1 GiB), over -max-bytes 4.0 GiB\n"},
+		{[]string{"-max-pending", "100000000", "-shards", "4"}, "ackerd: netio: acker: Shard: ackcore: -max-pending 100000000 needs up to 15.7 GiB, 3.1 GiB of it for the table (allocated up front), over -max-bytes 4.0 GiB\n"},
+		{[]string{"-max-bytes", "1MiB"}, "ackerd: netio: acker: Shard: ackcore: -max-pending 1048576 needs up to 168.4 MiB, 33.4 MiB of it for the table (allocated up front), over -max-bytes 1.0 MiB\n"},
 		{[]string{"-tls-client-ca", notPEM}, "ackerd: -tls-client-ca " + notPEM + " needs -tls-cert and -tls-key: mutual TLS is TLS with the server's own certificate first\n"},
 		{[]string{"-tls-cert", notPEM}, "ackerd: -tls-cert " + notPEM + " needs -tls-key (its private key)\n"},
 		{[]string{"-tls-key", notPEM}, "ackerd: -tls-key " + notPEM + " needs -tls-cert (its certificate)\n"},
