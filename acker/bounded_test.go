@@ -12,6 +12,7 @@ import (
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
+	"github.com/xorack/xorack/internal/invariants"
 )
 
 // TestStuckReceiver: one receiver is never polled while the others are,
@@ -148,7 +149,7 @@ func TestStuckReceiver(t *testing.T) {
 	}
 	t.Logf("%d messages; stuck receiver: %d roots admitted of %d, held at most %d (bound %d per shard), held back by %d shards, %v since it took one; heap +%d bytes (bound %d)",
 		msgs, want0, roots/tasks, peakHeld, perShard, heldBack, st.SinceTake, int64(peakHeap)-int64(base), bound)
-	if grown := int64(peakHeap) - int64(base); grown > bound {
+	if grown := int64(peakHeap) - int64(base); grown > bound && !invariants.Enabled { // invariant checks build maps on every step
 		t.Errorf("heap grew by %d bytes, over the held-outcome bound %d", grown, bound)
 	}
 	if peakHeld > shards*perShard {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
+	"github.com/xorack/xorack/internal/invariants"
 	"github.com/xorack/xorack/internal/race"
 	"github.com/xorack/xorack/netio"
 )
@@ -134,8 +135,8 @@ func TestAdminScansFromSnapshot(t *testing.T) {
 // A machine so busy that the quiet rounds alone differ fourfold cannot
 // weigh a 5% cost: the test says so and skips the floor.
 func TestAdminCostsTheAckerNothing(t *testing.T) {
-	pending := 300000 // a table to scan: milliseconds on the executor
-	if race.Enabled {
+	pending := 300000                       // a table to scan: milliseconds on the executor
+	if race.Enabled || invariants.Enabled { // invariant checks scan the table on every step
 		pending = 30000
 	}
 	srv, c := adminServer(t, pending)
