@@ -1,6 +1,7 @@
 package ackcore_test
 
 import (
+	"flag"
 	"testing"
 
 	"github.com/xorack/xorack/ackcore"
@@ -11,6 +12,11 @@ import (
 // CPU has it) or without.
 func shardFactory(c ackcore.Config) (ackcore.Interface, error) { return ackcore.NewShard(c) }
 
+// long restores TestShardMatchesModel's old 40 seeds a case (20 for the
+// prefetching path): minutes on a quiet machine, ten on a busy one.
+// FuzzShard explores the same scenarios further in CI's fuzz step.
+var long = flag.Bool("long", false, "TestShardMatchesModel: 4x the seeds a case")
+
 // TestShardMatchesModel feeds random trees and DAGs with shuffles,
 // duplicates, drops, fails, resets, timeouts and tight bounds to the shard
 // and to the plain model (ackcore/acktest/model), and compares every outcome,
@@ -19,18 +25,22 @@ func TestShardMatchesModel(t *testing.T) {
 	// applyRun's assembly loop where the CPU has AVX2 ("asm"), and the
 	// portable loop ("go") everywhere; every case, the tight and tiny
 	// bounds included.
+	seeds := 10 // RunCases takes a quarter under -short
+	if *long {
+		seeds = 40
+	}
 	t.Run("asm", func(t *testing.T) {
-		acktest.RunCases(t, 40, shardFactory, nil)
+		acktest.RunCases(t, seeds, shardFactory, nil)
 	})
 	t.Run("go", func(t *testing.T) {
 		defer ackcore.SetAckRun(false)()
-		acktest.RunCases(t, 40, shardFactory, nil)
+		acktest.RunCases(t, seeds, shardFactory, nil)
 	})
 	// The path of tables larger than L2 (homes hashed and prefetched a
 	// chunk ahead, ackRunHS reading them), on the small tables of the
 	// standard cases.
 	t.Run("prefetch", func(t *testing.T) {
-		acktest.RunCases(t, 20, prefetchFactory, nil)
+		acktest.RunCases(t, seeds/2, prefetchFactory, nil)
 	})
 }
 

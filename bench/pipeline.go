@@ -37,8 +37,14 @@ var drainWait = 10 * time.Second
 // one clock read and one publish per quantum.
 const latencyQuantum = 64
 
-// latencySettle bounds the wait after a latency run for its last roots.
-const latencySettle = 50 * time.Millisecond
+// latencySettle bounds the wait after a latency run for its last roots,
+// once the run has timed at least one; latencySettleEmpty bounds it while
+// none is timed yet (a short run on a busy machine may end with every
+// root it sent still in flight, and a row without samples).
+const (
+	latencySettle      = 50 * time.Millisecond
+	latencySettleEmpty = 5 * time.Second
+)
 
 // phase is what the runner asks producers to do next.
 type phase int
@@ -285,8 +291,13 @@ func (pr *producer) throttled(msgs int64, rate float64) result {
 	}
 	// Let the roots still in flight arrive, so that the last quanta are
 	// timed too (a dropped root's entry waits for a timeout that the
-	// stream clock will not reach here: hence the bound).
-	for end := time.Now().Add(latencySettle); len(pr.lat) > 0 && time.Now().Before(end); {
+	// stream clock will not reach here: hence the bounds).
+	start := time.Now()
+	for len(pr.lat) > 0 {
+		waited := time.Since(start)
+		if waited >= latencySettleEmpty || waited >= latencySettle && pr.hist.TotalCount() > 0 {
+			break
+		}
 		if pr.recordPoll() == 0 {
 			time.Sleep(20 * time.Microsecond)
 		}

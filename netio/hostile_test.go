@@ -24,7 +24,7 @@ type rawConn struct {
 // rawDial connects and reads the challenge.
 func rawDial(t testing.TB, addr string) *rawConn {
 	t.Helper()
-	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	c, err := net.DialTimeout("tcp", addr, 10*time.Second) // as the deadline below: a busy machine took over 2 s
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -132,24 +132,29 @@ func TestFaultSlowBolt(t *testing.T) {
 		name    string
 		pending int
 		n       int
+		slow    int           // inputs that take 1 ms
+		timeout time.Duration // the message timeout
 		storm   bool
 	}{
-		// 16 pending at 1 ms each (at least) is 16 ms of queue: far from
-		// the 250 ms timeout.
-		{"bounded", 16, 1000, false},
+		// 16 pending at 1 ms each (at least) is 16 ms of queue: 125x
+		// under the 2 s timeout, room for a busy machine's stretched
+		// sleeps and scheduling (250 ms saw timeouts there). Without the
+		// bound, the 2,500 ms or more of slow inputs emitted at once
+		// would time out.
+		{"bounded", 16, 2500, 2500, 2 * time.Second, false},
 		// The contrast: with every root emitted at once, the queue in
 		// front of the slow bolt is 300 ms or more: a timeout storm.
-		{"unbounded", 1 << 14, 600, true},
+		{"unbounded", 1 << 14, 600, 300, 250 * time.Millisecond, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := newLedger()
 			var slow atomic.Int64
-			slow.Store(300)
+			slow.Store(int64(tc.slow))
 			b := NewBuilder()
 			b.Spout("ids", newIDSpout(l, tc.n)).Output("id")
 			b.Bolt("slow", func() Bolt { return &slowBolt{l: l, d: time.Millisecond, slow: &slow} }).Input("ids", Shuffle())
 			cfg := testConfig()
-			cfg.MessageTimeout = 250 * time.Millisecond
+			cfg.MessageTimeout = tc.timeout
 			cfg.MaxSpoutPending = tc.pending
 			cfg.Batch = 1 // a slow bolt publishes its acks after each input
 			cfg.Retry.MaxAttempts = 3

@@ -31,9 +31,7 @@ func TestSeveralProcessesOneConsumer(t *testing.T) {
 	start := func() *exec.Cmd {
 		cmd := exec.Command(bin, "-nats", e.srv.URL(), "-stream", "S", "-consumer", "c", "-ledger", ledger, "-throttle", "2")
 		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
+		reapWorker(t, cmd)
 		return cmd
 	}
 	a, b := start(), start()
@@ -74,4 +72,21 @@ func TestSeveralProcessesOneConsumer(t *testing.T) {
 		}
 	}
 	t.Logf("%d messages, %d processed (%d again after the kill); consumer %s", n, lines, lines-n, describe(info))
+}
+
+// reapWorker starts cmd and kills and waits for it when the test ends,
+// unless the test has already waited for it: a failing test (t.Fatal
+// between Start and Wait) must not leave a worker running.
+func reapWorker(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
+	dieWithTest(cmd)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
 }

@@ -29,10 +29,13 @@ func posID(t *topology.Tuple) string            { return t.Value(0).(Position).S
 func TestSinkReplayWritesNothing(t *testing.T) {
 	const n = 200
 	e, _ := newStream(t, n, time.Second, 0)
-	if _, err := e.js.CreateStream(ctx(t), natsjs.StreamConfig{Name: "OUT", Subjects: []string{"out.>"}, Duplicates: time.Minute}); err != nil {
+	out, err := e.js.CreateStream(ctx(t), natsjs.StreamConfig{Name: "OUT", Subjects: []string{"out.>"}, Duplicates: time.Minute})
+	if err != nil {
 		t.Fatal(err)
 	}
-	sink, err := NewSink(SinkConfig{JetStream: e.js, Subject: func(*topology.Tuple) string { return "out.x" }, Data: posData, MsgID: posID})
+	subject := func(tu *topology.Tuple) string { return fmt.Sprintf("out.%d", tu.Value(0).(Position).Seq) }
+	c := ctx(t)
+	sink, err := NewSink(SinkConfig{JetStream: e.js, Subject: subject, Data: posData, MsgID: posID})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,10 +45,21 @@ func TestSinkReplayWritesNothing(t *testing.T) {
 		b.Bolt("out", sink.Bolt).Input("js", topology.Shuffle())
 		b.Bolt("flaky", func() topology.Bolt {
 			return topology.Basic(topology.BasicFunc(func(tu *topology.Tuple, _ *topology.BasicCollector) error {
-				if tu.Value(0).(Position).Seq%5 == 0 && tu.Attempt() == 1 {
-					return errors.New("first attempt lost")
+				if tu.Value(0).(Position).Seq%5 != 0 || tu.Attempt() != 1 {
+					return nil
 				}
-				return nil
+				// Fail only once the output stream holds the sink's write
+				// of this input: then its replay is a duplicate for sure
+				// (failing earlier, the sink may see the replay first).
+				for deadline := time.Now().Add(testTimeout); ; {
+					if _, err := out.GetLastMsgForSubject(c, subject(tu)); err == nil {
+						return errors.New("first attempt lost")
+					}
+					if time.Now().After(deadline) {
+						return fmt.Errorf("the sink never wrote %s", posID(tu))
+					}
+					time.Sleep(time.Millisecond) // polls the stream
+				}
 			}))
 		}).Input("js", topology.Shuffle())
 	})

@@ -525,10 +525,9 @@ func (s *Spout) pump() {
 	tick := time.NewTicker(s.ackWait / keepAliveTicks)
 	defer tick.Stop()
 	var (
-		batch  natsjs.MessageBatch
-		msgs   <-chan natsjs.Msg // batch's, nil while no request is open
-		cancel context.CancelFunc
-		retry  <-chan time.Time // after a failed request: when to ask again
+		batch natsjs.MessageBatch
+		msgs  <-chan natsjs.Msg // batch's, nil while no request is open
+		retry <-chan time.Time  // after a failed request: when to ask again
 	)
 	// minAsk keeps requests large while messages are held: a request
 	// per freed message would cost a round trip each.
@@ -543,18 +542,20 @@ func (s *Spout) pump() {
 		if msgs == nil && retry == nil && !s.stopping.Load() {
 			held := int(s.held.Load())
 			if n := min(s.capacity-held, s.batchMax); n >= minAsk || n > 0 && held == 0 {
-				// The request's own deadline, not the spout's context: a
-				// request is never cancelled, it runs out (the server's
-				// expiry is 90% of it), so no message the server sent to
-				// it is lost in transit.
-				ctx, c := context.WithTimeout(context.Background(), s.fetchWait)
-				b, err := s.cons.Fetch(n, natsjs.FetchContext(ctx))
+				// The server's expiry ends the request, not a deadline of
+				// the client's: the server's timeout status comes after
+				// every message it sent to the request, so none is lost
+				// in transit (the client's own backstop is a second
+				// later). A client deadline (FetchContext) ended the
+				// request 10% after the server's expiry and dropped what
+				// arrived later: on a busy machine, messages delivered,
+				// never seen, and pending until their AckWait.
+				b, err := s.cons.Fetch(n, natsjs.FetchMaxWait(s.fetchWait))
 				if err != nil {
-					c()
 					s.fetchFailed(err)
 					retry = time.After(s.fetchWait)
 				} else {
-					batch, msgs, cancel = b, b.Messages(), c
+					batch, msgs = b, b.Messages()
 				}
 			}
 		}
@@ -568,8 +569,7 @@ func (s *Spout) pump() {
 				if err := batch.Error(); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 					s.fetchFailed(err)
 				}
-				cancel()
-				batch, msgs, cancel = nil, nil, nil
+				batch, msgs = nil, nil
 				continue
 			}
 			s.arrive(m)

@@ -292,10 +292,25 @@ func startWorker(t *testing.T, bin string, c *cluster, topic, group, ledger stri
 	cmd := exec.Command(bin, append([]string{"-brokers", c.k.Addrs()[0], "-topic", topic, "-group", group,
 		"-ledger", ledger, "-interval", interval.String(), "-throttle", "4"}, args...)...)
 	cmd.Stderr = os.Stderr
+	reapWorker(t, cmd)
+	return cmd
+}
+
+// reapWorker starts cmd and kills and waits for it when the test ends,
+// unless the test has already waited for it: a failing test (t.Fatal
+// between Start and Wait) must not leave a worker running.
+func reapWorker(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
+	dieWithTest(cmd)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	return cmd
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+	})
 }
 
 // stopWorker stops a worker cleanly (SIGTERM) and checks it exits 0.
