@@ -492,3 +492,34 @@ func TestBreakerMixedFaults(t *testing.T) {
 		})
 	}
 }
+
+// TestBreakerReplaysFillTheSlots: every first attempt fails (a replay
+// completes) and the source always has a new message to give. Each
+// half-open probe is a new message that fails and waits for its replay,
+// and the replays wait for the probes, so the task's replays fill its
+// slots (twice MaxSpoutPending) with MaxSpoutPending new messages held:
+// no held message can start, and the spout can give the breaker no
+// probe. The replays must go then (the breaker cannot judge, so does not
+// hold them), and one completing closes it. Before: the spout parked
+// with no timer, nothing in flight, the breaker half open for good.
+func TestBreakerReplaysFillTheSlots(t *testing.T) {
+	const n = 100
+	l := newLedger()
+	b := NewBuilder()
+	b.Spout("ids", func() Spout { return &idleSpout{l: l, n: n} }).Output("id")
+	b.Bolt("check", func() Bolt { return tailBolt{l: l, tail: 0, poison: n} }).Input("ids", Shuffle())
+	cfg := testConfig()
+	cfg.MaxSpoutPending = 4
+	cfg.Retry = RetryPolicy{MaxAttempts: 10, Backoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond}
+	cfg.Breaker = Breaker{FailureRate: 0.5, MinOutcomes: 2, OpenFor: time.Millisecond, MaxOpenFor: 2 * time.Millisecond}
+	cfg.DeadLetter = l.deadLetter
+	top := start(t, b, cfg)
+	waitDone(t, top, 20*time.Second)
+	stop(t, top)
+	if s := l.check(t, n, false); s.completed != n || s.deadLettered != 0 {
+		t.Errorf("completed %d, dead-lettered %d; want %d, 0", s.completed, s.deadLettered, n)
+	}
+	if c := top.Metrics().Component("ids"); c.BreakerOpens == 0 || c.BreakerOpen != 0 || c.Held != 0 {
+		t.Errorf("breaker openings %d (want some), open at the end %d, held %d", c.BreakerOpens, c.BreakerOpen, c.Held)
+	}
+}

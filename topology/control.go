@@ -19,8 +19,9 @@ import (
 //   - a probe is a new message (one the spout emitted while the breaker
 //     held it, or emits now): while the spout can give one, replays wait
 //     for the probes to judge the outage;
-//   - when the spout cannot give one (every task done, or none emitted a
-//     new message for OpenFor while asked), the breaker has nothing to
+//   - when the spout cannot give one (every task done, none emitted a
+//     new message for OpenFor while asked, or every held one is of a
+//     task whose slots its replays fill), the breaker has nothing to
 //     judge with: replays go at their own backoff, their failures neither
 //     count nor reopen it (a poison message's replays are dead-lettered
 //     at the breaker-off pace), and one that completes closes it (the

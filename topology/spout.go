@@ -363,9 +363,19 @@ func (s *spoutExec) replayAllowed() bool {
 
 // dry reports whether the spout cannot give the breaker a new message:
 // none is held, and no task may be asked for one, or those that may
-// were asked and emitted none for OpenFor.
+// were asked and emitted none for OpenFor; or every held one is of a
+// task whose slots its replays fill (twice MaxSpoutPending with none in
+// flight: only a replay's end frees one, so the replays must go).
 func (s *spoutExec) dry() bool {
-	return s.nheld == 0 && (!s.roomForNew() || s.now-s.lastNew >= int64(s.brk.cfg.OpenFor))
+	if s.nheld > 0 {
+		for i := range s.held {
+			if len(s.held[i]) > 0 && !s.slotsFull(i) {
+				return false
+			}
+		}
+		return true
+	}
+	return !s.roomForNew() || s.now-s.lastNew >= int64(s.brk.cfg.OpenFor)
 }
 
 // roomForNew reports whether some task may be asked for a new message.
@@ -408,7 +418,13 @@ func (s *spoutExec) roomFor(i int) bool {
 // for the replays to drain: with MaxSpoutPending of them waiting, the
 // probe that lets them go is a held message.
 func (s *spoutExec) roomToStart(i int) bool {
-	return s.pending[i] < s.bound && s.pending[i]+s.waiting[i] < 2*s.top.cfg.MaxSpoutPending
+	return s.pending[i] < s.bound && !s.slotsFull(i)
+}
+
+// slotsFull reports whether task i's roots in flight and waiting for a
+// replay take all its slots (twice MaxSpoutPending).
+func (s *spoutExec) slotsFull(i int) bool {
+	return s.pending[i]+s.waiting[i] >= 2*s.top.cfg.MaxSpoutPending
 }
 
 // callNext asks the tasks for tuples, round robin, until a round emits
