@@ -5,7 +5,7 @@
 // replace directive: what a dependent gets once the repository is
 // published.
 //
-//	go run ./internal/modproxy -out /tmp/proxy
+//	go run ./internal/modproxy -out "$(mktemp -d)"
 //
 // It serves every module of the repository (each directory with a go.mod
 // at the revision) at the revision's pseudo-version, and each version that
