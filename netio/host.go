@@ -9,6 +9,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -551,6 +552,7 @@ func (h *host) writer(conn net.Conn, gen uint64, wake, rdone chan struct{}, hb t
 	var spareInits []initRec
 	var lastDeadline time.Time
 	wt := c.cfg.WriteTimeout
+	yielded := false
 	for {
 		h.mu.Lock()
 		if h.gen != gen {
@@ -559,6 +561,15 @@ func (h *host) writer(conn net.Conn, gen uint64, wake, rdone chan struct{}, hb t
 		}
 		var buf []byte
 		var inits []initRec
+		if len(h.out) > 0 && len(h.out) < coalesceBytes && !yielded {
+			// Little to write: let the senders add to it first (see
+			// coalesceBytes).
+			yielded = true
+			h.mu.Unlock()
+			runtime.Gosched()
+			continue
+		}
+		yielded = false
 		if len(h.out) == 0 {
 			h.writerIdle = true
 			h.mu.Unlock()
