@@ -188,6 +188,7 @@
 //     outcomes matched with the pending table) and its writer.
 //   - route.go: rendezvous routing and the live host list.
 //   - pend.go: the pending table of a host's roots in flight.
+//   - budget.go: the client's memory budget (ClientConfig.MaxBytes).
 //   - clientstats.go, observe.go: counters, their logging and export.
 //
 // # Concurrency
@@ -242,7 +243,9 @@
 //     many outcomes per inbox, more only for a batch that came at once or
 //     for INITs its writer failed, at most MaxPending), QueueBytes per
 //     host (twice: the buffer senders fill and the one the writer
-//     writes); the server by MaxConns x Server.ConnBytes (a read buffer
+//     writes), which Dial adds up with the pending tables, read buffers
+//     and staged frames and checks against ClientConfig.MaxBytes before
+//     it allocates (budget.go); the server by MaxConns x Server.ConnBytes (a read buffer
 //     of MaxFrame and a read chunk, a decoded frame, a frame's refused
 //     INITs, the router's batch, two outbound buffers of at most
 //     outBound bytes: 11.8 MiB at the defaults, 6-8.5 MiB measured for a
