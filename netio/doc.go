@@ -129,7 +129,9 @@
 // atomic pointers indexed by task), encodes the outcomes straight into
 // that connection's outbound buffer, one lock per connection per batch,
 // and wakes its writer goroutine if it waits; the writer swaps the buffer
-// out and writes it with one write. The router grows a connection's
+// out and writes it with one write, having first yielded its processor
+// once when the buffer held less than coalesceBytes (32 KiB), so that
+// the router adds what it has to the same write. The router grows a connection's
 // buffer itself, to at most outBound bytes, past which the connection is
 // closed as slow. A close for cause (replaced, slow, overloaded) has a
 // short write deadline (closeWriteTimeout); a write that timed out is
@@ -151,8 +153,10 @@
 // buffer and queue at once, registers the queued INITs in the host's
 // pending table (root -> local task, INIT count, send time: a flat
 // open-addressed table, pendTable, its probes for a turn's roots issued
-// together), and only then writes the bytes, with one write. One reader
-// goroutine parses outcome frames in place, takes each root out of the
+// together), and only then writes the bytes, with one write (yielding
+// once first, as the server's writer does, when there are less than
+// coalesceBytes: woken per frame, it wrote one frame a write). One
+// reader goroutine parses outcome frames in place, takes each root out of the
 // pending table (one lock per frame) and delivers what it resolved to
 // the inboxes when the next frame is not wholly buffered: one inbox lock
 // per read batch, and a wake-up only for a consumer that waits. A host
