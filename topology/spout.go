@@ -57,8 +57,12 @@ type spoutExec struct {
 	// live: it is counted late), cleared by a failing bolt's
 	// compare-and-swap.
 	live   []atomic.Uint64
-	retryQ retryHeap
-	errs   errBox
+	retryQ retryHeap // roots waiting for their replay (the breaker may hold them)
+	// passQ holds the replays a failed probe of a new message released:
+	// each goes at its backoff whatever the breaker's state, once per
+	// episode of the breaker (releaseReplays).
+	passQ retryHeap
+	errs  errBox
 
 	// Tracing (trace.go): the next root is traced when traceIn counts
 	// down to 0, then it restarts at traceEvery. Tracing off starts it
@@ -94,6 +98,7 @@ type slot struct {
 	state   slotState
 	probe   probeKind // what the root is to the breaker
 	gen     uint64    // the breaker opening it probes
+	tried   uint64    // the breaker episode a failed probe released its replay in
 	lastErr error
 	trace   *rootTrace // this attempt's, when traced
 }
@@ -192,6 +197,7 @@ func newSpoutExec(base executor, spouts []Spout, ackTask []uint32, cfg *Config) 
 		s.slots = make([]slot, 1<<s.slotBits)
 		s.live = make([]atomic.Uint64, len(s.slots))
 		s.retryQ.slots = s.slots
+		s.passQ.slots = s.slots
 		s.free = make([]uint32, 0, len(s.slots))
 		for i := len(s.slots) - 1; i >= 0; i-- {
 			s.free = append(s.free, uint32(i))
@@ -304,6 +310,11 @@ func (s *spoutExec) idle() bool {
 		wait = 50 * time.Microsecond // downstream or the acker is full: retry soon
 	case s.canAsk():
 		wait = s.top.cfg.SpoutWait // Next emitted nothing: Storm's spout wait
+	}
+	if len(s.passQ.idx) > 0 {
+		if d := time.Duration(s.slots[s.passQ.idx[0]].due - s.now); wait < 0 || d < wait {
+			wait = max(d, 0)
+		}
 	}
 	if len(s.retryQ.idx) > 0 {
 		d, timed := time.Duration(s.slots[s.retryQ.idx[0]].due-s.now), true
@@ -684,8 +695,8 @@ func (s *spoutExec) handle(outs []ackcore.Outcome) {
 		if sl.attempt == 1 {
 			s.brk.ended(sl.born)
 		}
-		if r != Stopped {
-			s.brk.record(s.now, false, sl.probe, sl.gen, sl.attempt == 1, sl.born)
+		if r != Stopped && s.brk.record(s.now, false, sl.probe, sl.gen, sl.attempt == 1, sl.born) {
+			s.releaseReplays()
 		}
 		s.failed(idx, sl, f)
 	}
@@ -806,17 +817,50 @@ func (s *spoutExec) release(idx uint32) {
 	s.free = append(s.free, idx)
 }
 
-// replayDue replays the failed roots whose backoff has passed, while the
-// breaker lets them through.
+// releaseReplays gives every replay waiting for the breaker its try, once
+// per episode of the breaker (from its opening to its close): a probe of
+// a new message failed, which cannot tell an outage from a poison
+// message, so it must not hold the replays that could (one completing
+// closes the breaker). They go at their own backoff; a failure among
+// them is not counted and does not reopen, and the root waits for the
+// breaker again. The failed probe's own root is not among them: it gets
+// its try at the next failed probe.
+func (s *spoutExec) releaseReplays() {
+	ep := s.brk.episode
+	keep := s.retryQ.idx[:0]
+	for _, idx := range s.retryQ.idx {
+		if sl := &s.slots[idx]; sl.tried != ep {
+			sl.tried = ep
+			s.passQ.idx = append(s.passQ.idx, idx)
+		} else {
+			keep = append(keep, idx)
+		}
+	}
+	s.retryQ.idx = keep
+	heap.Init(&s.retryQ)
+	heap.Init(&s.passQ)
+}
+
+// replayDue replays the failed roots whose backoff has passed: those a
+// failed probe released, and the others while the breaker lets them
+// through.
 func (s *spoutExec) replayDue() bool {
-	did := false
-	for len(s.retryQ.idx) > 0 && !s.quiet {
-		idx := s.retryQ.idx[0]
+	did := s.replayFrom(&s.passQ, false)
+	return s.replayFrom(&s.retryQ, did) || did
+}
+
+// replayFrom replays q's roots whose backoff has passed (q is the retry
+// queue, which the breaker may hold, or the released replays, which it
+// does not); did says an earlier call replayed some.
+func (s *spoutExec) replayFrom(q *retryHeap, did bool) bool {
+	started := false
+	for len(q.idx) > 0 && !s.quiet {
+		idx := q.idx[0]
 		sl := &s.slots[idx]
-		if sl.due > s.now || !s.replayAllowed() || s.staged() && did || s.pending[sl.task] >= s.bound {
+		if sl.due > s.now || q == &s.retryQ && !s.replayAllowed() || s.staged() && (did || started) || s.pending[sl.task] >= s.bound {
 			break
 		}
-		heap.Pop(&s.retryQ)
+		heap.Pop(q)
 		s.waiting[sl.task]--
 		s.pending[sl.task]++
 		sl.attempt++
@@ -833,9 +877,9 @@ func (s *spoutExec) replayDue() bool {
 			continue
 		}
 		s.m.Replayed++
-		did = true
+		started = true
 	}
-	return did
+	return started
 }
 
 // stopEmitting is the executor's first step of a stop: it gives up on the
@@ -843,13 +887,15 @@ func (s *spoutExec) replayDue() bool {
 // Stopped by the acker or by sweepStopped), offers the acker its INITs
 // once, and tells the topology.
 func (s *spoutExec) stopEmitting() {
-	for len(s.retryQ.idx) > 0 {
-		idx := heap.Pop(&s.retryQ).(uint32)
-		sl := &s.slots[idx]
-		s.waiting[sl.task]--
-		s.pending[sl.task]++ // release takes it from pending
-		f := Failure{Reason: Stopped, Attempts: int(sl.attempt), Err: sl.lastErr}
-		s.final(idx, sl, &f, false)
+	for _, q := range [...]*retryHeap{&s.retryQ, &s.passQ} {
+		for len(q.idx) > 0 {
+			idx := heap.Pop(q).(uint32)
+			sl := &s.slots[idx]
+			s.waiting[sl.task]--
+			s.pending[sl.task]++ // release takes it from pending
+			f := Failure{Reason: Stopped, Attempts: int(sl.attempt), Err: sl.lastErr}
+			s.final(idx, sl, &f, false)
+		}
 	}
 	for i := range s.held {
 		for _, h := range s.held[i] {
@@ -919,7 +965,7 @@ func (s *spoutExec) control() bool {
 
 func (s *spoutExec) publish() {
 	s.lastPub = s.now
-	s.m.Waiting = int64(len(s.retryQ.idx)) // every waiting root is in the retry queue
+	s.m.Waiting = int64(len(s.retryQ.idx) + len(s.passQ.idx)) // every waiting root is in one of the queues
 	s.pub.Lock()
 	s.pub.m = s.m
 	s.pubHist.Merge(s.hist)
@@ -979,8 +1025,8 @@ func (s *spoutExec) check() {
 	for i := range s.held {
 		held += len(s.held[i])
 	}
-	if inUse != sum || int64(sum+held) != s.m.Pending || held != s.nheld || int64(held) != s.m.Held || inUse+len(s.free) != len(s.slots) || len(s.retryQ.idx) != waiting {
-		panic(fmt.Sprintf("topology: spout %q: %d slots in use, in flight %v, waiting %v (counted %d), %d free of %d, %d in the retry queue",
-			s.comp.name, inUse, s.pending, s.waiting, s.m.Pending, len(s.free), len(s.slots), len(s.retryQ.idx)))
+	if inUse != sum || int64(sum+held) != s.m.Pending || held != s.nheld || int64(held) != s.m.Held || inUse+len(s.free) != len(s.slots) || len(s.retryQ.idx)+len(s.passQ.idx) != waiting {
+		panic(fmt.Sprintf("topology: spout %q: %d slots in use, in flight %v, waiting %v (counted %d), %d free of %d, %d+%d in the retry queues",
+			s.comp.name, inUse, s.pending, s.waiting, s.m.Pending, len(s.free), len(s.slots), len(s.retryQ.idx), len(s.passQ.idx)))
 	}
 }
