@@ -24,9 +24,9 @@ import (
 //     poison): it opens the breaker again, and every replay waiting then
 //     goes at its own backoff, once in the breaker's episode (from its
 //     opening to its close): one that completes closes it, one that
-//     fails is not counted and waits again. A replay waits at most one
-//     opening past the first failed probe; an outage costs each replay
-//     waiting then one try more;
+//     fails is not counted and waits again. A replay's first wait for
+//     the breaker ends at the next failed probe, one opening at most; an
+//     outage costs each replay one try more;
 //   - when the spout cannot give one (every task done, none emitted a
 //     new message for OpenFor while asked, or every held one is of a
 //     task whose slots its replays fill), the breaker has nothing to
