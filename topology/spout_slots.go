@@ -181,11 +181,16 @@ func (s *spoutExec) startNew(task int, h *heldMsg) error {
 }
 
 // startHeld starts the held messages the breaker lets through, oldest
-// first in each task, while their task has room.
+// first in each task, while their task has room: at a close, all of them
+// in one pass, whatever is staged. (They were emitted already, and are
+// at most MaxSpoutPending a task. Started a few a pass, as Next's emits
+// are, the first ones' failures could reopen the breaker before the
+// others start: a poison tail held again, its replays waiting for probes
+// that can only fail.)
 func (s *spoutExec) startHeld() bool {
 	did := false
 	for i := 0; s.nheld > 0 && i < len(s.held); i++ {
-		for len(s.held[i]) > 0 && s.brk.allowNew() && s.roomToStart(i) && !(s.staged() && did) {
+		for len(s.held[i]) > 0 && s.brk.allowNew() && s.roomToStart(i) {
 			h := s.held[i][0]
 			s.held[i][0] = heldMsg{}
 			s.held[i] = s.held[i][1:]
