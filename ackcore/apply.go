@@ -12,10 +12,16 @@ import (
 )
 
 // prefetchAbove is the table size past which Apply prefetches a chunk's
-// lines ahead: below it the table lives in L2 and the prefetch pass only
-// adds instructions (measured on a 2-vCPU Zen 5 VM: dependent random loads
-// take 9.5 ns over 1 MiB, 145 ns over 16 MiB).
-const prefetchAbove = 1 << 20
+// lines ahead. Below it the table stays in the last-level cache, where the
+// core's own out-of-order execution overlaps the misses of neighbouring
+// messages, and the prefetch pass (hashing a chunk ahead, reading each
+// control word, about 75 instructions a message) costs more than it
+// saves. Measured on a 2-vCPU Zen 5 VM (1 MiB L2, 32 MiB L3), word count,
+// ackbench -level core, pinned: at 100,000 roots pending (a 3.4 MB table)
+// 58-63M msgs/s without the pass against 36-45M with it; at 300,000 (10
+// MB) 32M with it against 19-22M without; at 1M 22-25M with it against
+// 14M without.
+const prefetchAbove = 6 << 20
 
 // Apply applies msgs in order and appends the outcomes they cause to out,
 // which it returns. Each message causes at most one outcome, so an out with
@@ -62,7 +68,7 @@ func (s *Shard) Apply(msgs []Msg, out []Outcome) []Outcome {
 const firstChunk = 8
 
 // homes computes the home group and tag of each message of chunk into hs
-// (group << 8 | tag) and, for tables larger than L2, prefetches the slot
+// (group << 8 | tag) and, for tables past prefetchAbove, prefetches the slot
 // each message's probe will most likely end at: the first slot of its home
 // group whose tag matches, or else the first empty one.
 func (s *Shard) homes(chunk []Msg, hs *[prefetchChunk]uint64) {
