@@ -164,12 +164,11 @@
 // cases for speed, not by calling step: the ACK rule (XOR the val in) and
 // completion (val 0 after INIT: Completed with its latency, entry
 // removed), and the INIT of a new root with the default timeout (ackRun
-// also with its own timeout, at a 1 ms tick), in three places: fastPath,
-// the completing ACK inline in applyChunk (both apply.go), and ackRun
-// (ackrun_amd64.s, glue in ackrun.go). The copies are held to step by
-// the differential tests (diff_test.go: the assembly loop, the portable
-// loop and prefetching, each against the
-// model in ackcore/acktest, outcome by outcome and counter by counter)
+// also with its own timeout, at a 1 ms tick), in two places: fastPath
+// (apply.go) and ackRun (ackrun_amd64.s, glue in ackrun.go). The copies
+// are held to step by the differential tests (diff_test.go: the assembly
+// loop, the portable loop and prefetching, each against the model in
+// ackcore/acktest, outcome by outcome and counter by counter)
 // and by FuzzShard, which runs both loops.
 //
 // For tables past 6 MiB (prefetchAbove, apply.go, where measurement put
