@@ -44,7 +44,7 @@ func (s *Spout) onAssigned(_ context.Context, _ *kgo.Client, assigned map[string
 				continue
 			}
 			p.owned = true
-			p.dryAt, p.caughtUp, p.fed = time.Now(), false, false
+			p.caughtUp = false
 			s.active = append(s.active, p)
 			s.stats.Assigned++
 		}
@@ -313,16 +313,11 @@ func (s *Spout) release(cl *kgo.Client, p *partition) {
 		s.buffered -= p.buffered()
 		s.bufBytes -= p.bytes
 	}
-	if p.heldBack {
-		p.heldBack = false
-		s.stats.HeldBack--
-	}
 	if p.fetchPaused {
 		p.fetchPaused = false
 		cl.ResumeFetchPartitions(map[string][]int32{p.topic: {p.partition}})
 	}
 	p.clearBuf()
-	p.dryAt = time.Time{}
 	p.skip = offsets.DoneSet{}
 	s.stats.DroppedInFlight += uint64(p.tr.Pending())
 	p.tr.Revoke()
@@ -354,6 +349,7 @@ func (s *Spout) commit(ctx context.Context) error {
 	s.commitMu.Lock()
 	defer s.commitMu.Unlock()
 	s.mu.Lock()
+	s.now = time.Since(s.start)
 	c := commitSet{offs: map[string]map[int32]kgo.EpochOffset{}}
 	for _, p := range s.active {
 		s.choose(&c, p)
