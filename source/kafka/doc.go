@@ -84,9 +84,14 @@
 // offsets missing for any reason are never waited for: contiguity is over
 // the records fetched (STORM-2505).
 //
-// spout.go (about 780 lines) keeps the consumer's life together: fetch,
-// per-partition buffers, assignment and revocation, and the commit loop
-// all act on the same table of partitions.
+// The files follow those ideas, all acting on one table of partitions
+// under Spout.mu: spout.go the spout, its state and the engine's side
+// (Next, Ack, Fail); poll.go the poller and the buffers' bound; group.go
+// the consumer group's callbacks (assignment, the done set read back,
+// revocation); commit.go choosing and sending commits; deadletter.go dead
+// letters; broker.go the broker connection hooks; config.go the Config;
+// check.go the invariants build's checks; lag.go the group's lag;
+// sink.go the sink bolt.
 //
 // # Concurrency
 //
