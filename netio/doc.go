@@ -130,8 +130,9 @@
 // that connection's outbound buffer, one lock per connection per batch,
 // and wakes its writer goroutine if it waits; the writer swaps the buffer
 // out and writes it with one write, having first yielded its processor
-// once when the buffer held less than coalesceBytes (32 KiB), so that
-// the router adds what it has to the same write. The router grows a connection's
+// (up to coalesceYields times) while the buffer held less than
+// coalesceBytes (32 KiB), so that the router adds what it has to the
+// same write. The router grows a connection's
 // buffer itself, to at most outBound bytes, past which the connection is
 // closed as slow. A close for cause (replaced, slow, overloaded) has a
 // short write deadline (closeWriteTimeout); a write that timed out is
@@ -154,7 +155,7 @@
 // pending table (root -> local task, INIT count, send time: a flat
 // open-addressed table, pendTable, its probes for a turn's roots issued
 // together), and only then writes the bytes, with one write (yielding
-// once first, as the server's writer does, when there are less than
+// first, as the server's writer does, while there are less than
 // coalesceBytes: woken per frame, it wrote one frame a write). One
 // reader goroutine parses outcome frames in place, takes each root out of the
 // pending table (one lock per frame) and delivers what it resolved to
