@@ -195,13 +195,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Stream == "" {
 		c.Stream = topology.DefaultStream
 	}
-	if c.Values == nil {
-		c.Values = recordValues
-	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
 	return c, nil
 }
-
-func recordValues(r *kgo.Record) []any { return []any{r} }

@@ -77,6 +77,7 @@ type Spout struct {
 	cfg   Config
 	log   *slog.Logger
 	start time.Time // the clock inflight.born counts from
+	vals  []any     // the default values' block, its unused slots (see values); the executor's goroutine only
 
 	// Set by Open, immutable after.
 	cl     *kgo.Client
@@ -262,7 +263,7 @@ func (s *Spout) Next(c *topology.SpoutCollector) {
 	if e == nil {
 		return
 	}
-	if err := c.On(s.cfg.Stream).Emit(e, s.cfg.Values(e.rec)...); err != nil {
+	if err := c.On(s.cfg.Stream).Emit(e, s.values(e.rec)...); err != nil {
 		s.mu.Lock()
 		s.held = e
 		s.stats.Emitted--
@@ -274,6 +275,30 @@ func (s *Spout) Next(c *topology.SpoutCollector) {
 				"topic", e.rec.Topic, "partition", e.rec.Partition, "offset", e.rec.Offset, "err", err, "refusals", n)
 		}
 	}
+}
+
+// valBlock is how many records' default values (the record alone) one
+// allocation holds.
+const valBlock = 64
+
+// values returns the tuple's values for r: Config.Values', or by default
+// the record alone, cut from a block of valBlock slots (one allocation per
+// valBlock records, never reused: the engine keeps the values until the
+// record's tree is done, bolts may keep a tuple longer). A block stays
+// reachable while any of its tuples is, so the default keeps at most
+// valBlock-1 records alive beyond those the engine holds, per block it
+// holds. Called on the executor's goroutine only (Next).
+func (s *Spout) values(r *kgo.Record) []any {
+	if s.cfg.Values != nil {
+		return s.cfg.Values(r)
+	}
+	if len(s.vals) == 0 {
+		s.vals = make([]any, valBlock)
+	}
+	v := s.vals[:1:1]
+	s.vals = s.vals[1:]
+	v[0] = r
+	return v
 }
 
 // take picks the next record to emit and marks it emitted in its tracker;

@@ -112,3 +112,35 @@ func TestRefusedEmitIsOfferedAgain(t *testing.T) {
 		t.Errorf("error logs: %v", e)
 	}
 }
+
+// The default values (the record alone) cost one allocation per valBlock
+// records, and each record's values stay its own: a slot is never handed
+// out twice.
+func TestDefaultValuesAllocate(t *testing.T) {
+	s, err := New(Config{Brokers: []string{"127.0.0.1:9092"}, Topics: []string{"t"}, Group: "g"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := make([]kgo.Record, 3*valBlock)
+	var got [][]any
+	for i := range recs {
+		got = append(got, s.values(&recs[i]))
+	}
+	for i, v := range got {
+		if len(v) != 1 || cap(v) != 1 || v[0] != &recs[i] {
+			t.Fatalf("record %d: values %v (cap %d), want the record alone", i, v, cap(v))
+		}
+	}
+	r := &kgo.Record{}
+	if n := testing.AllocsPerRun(10*valBlock, func() { _ = s.values(r) }); n > 1.0/valBlock*2 {
+		t.Errorf("%.3f allocations per record's values, want at most %.3f", n, 1.0/valBlock*2)
+	}
+	s, err = New(Config{Brokers: []string{"127.0.0.1:9092"}, Topics: []string{"t"}, Group: "g",
+		Values: func(r *kgo.Record) []any { return []any{string(r.Value)} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := s.values(&kgo.Record{Value: []byte("x")}); len(v) != 1 || v[0] != "x" {
+		t.Errorf("Config.Values not used: %v", v)
+	}
+}
