@@ -118,8 +118,9 @@ type Config struct {
 
 	// Opts are further client options: TLS, SASL, balancers, session and
 	// rebalance timeouts, fetch sizes (kgo.FetchMaxPartitionBytes and
-	// kgo.FetchMaxBytes also size the spout's buffers), a logger for the
-	// client. They are
+	// kgo.FetchMaxBytes also size the spout's buffers; the spout asks for
+	// less of a partition when its records decode to more than their
+	// bytes fetched), a logger for the client. They are
 	// applied before the options the spout relies on, which it sets
 	// itself and which win: the consumer group and topics, the partition
 	// callbacks and offset adjustment, DisableAutoCommit,

@@ -122,8 +122,16 @@ type Spout struct {
 	lastConnLog   time.Time           // the last log of a broker connection error
 
 	// The client's fetch sizes (set by Open): a fetch asks for at most
-	// fetchBytes in all and partBytes of each partition.
-	fetchBytes, partBytes int32
+	// fetchBytes in all and maxPartBytes of each partition (the client's
+	// settings, which size byteBound), and partBytes of each partition
+	// now (see sizeFetch).
+	fetchBytes, maxPartBytes, partBytes int32
+	// The records taken from the polls since Open, and their recBytes
+	// (for sizeFetch).
+	takenRecs, takenBytes int64
+	// The records and wire bytes of the batches the client has read
+	// (brokerHooks.OnFetchBatchRead; atomic: the client's goroutines).
+	readRecs, readBytes atomic.Int64
 }
 
 // Stats are a spout's counters (since Open) and, in Partitions, the state
@@ -149,9 +157,10 @@ type Stats struct {
 	DoneSetTruncated uint64 // commits of a partition whose done set did not fit CommitMetadataBytes (the rest replays)
 	DoneSetIgnored   uint64 // committed metadata read back that was foreign, malformed or for another offset: ignored
 
-	Pauses  uint64 // times a partition's fetching was paused (its tracker full)
-	Resumes uint64 // times it was resumed
-	Paused  int    // gauge: partitions paused now
+	Pauses     uint64 // times a partition's fetching was paused (its tracker full)
+	Resumes    uint64 // times it was resumed
+	Paused     int    // gauge: partitions paused now
+	FetchBytes int32  // gauge: the bytes a fetch asks for of one partition now (see the package documentation)
 
 	Assigned          uint64 // partitions assigned
 	Revoked           uint64 // partitions revoked (their done offsets committed first)
@@ -236,7 +245,12 @@ func (s *Spout) Open(tc topology.TaskContext) error {
 	s.mu.Lock()
 	s.cl = cl
 	s.fetchBytes, _ = cl.OptValue(kgo.FetchMaxBytes).(int32)
-	s.partBytes, _ = cl.OptValue(kgo.FetchMaxPartitionBytes).(int32)
+	s.maxPartBytes, _ = cl.OptValue(kgo.FetchMaxPartitionBytes).(int32)
+	if s.maxPartBytes <= 0 {
+		s.maxPartBytes = 1 << 20
+	}
+	s.partBytes = s.maxPartBytes
+	s.resizeFetch(max(minPartBytes, s.maxPartBytes/firstInflation))
 	s.mu.Unlock()
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.pollDone, s.commitDone = make(chan struct{}), make(chan struct{})
@@ -525,6 +539,7 @@ func (s *Spout) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.stats
+	st.FetchBytes = s.partBytes
 	st.Partitions = make([]PartitionStats, 0, len(s.parts))
 	for _, p := range s.parts {
 		st.Partitions = append(st.Partitions, PartitionStats{Topic: p.topic, Partition: p.partition,
