@@ -408,10 +408,10 @@ func TestSpecCheck(t *testing.T) {
 func started(t testing.TB, cfg acker.Config) *acker.Acker {
 	t.Helper()
 	a, err := acker.New(cfg)
-	if err != nil {
-		t.Fatal(err)
+	if err == nil {
+		err = a.Start()
 	}
-	if err := a.Start(); err != nil {
+	if err != nil {
 		t.Fatal(err)
 	}
 	return a
