@@ -21,13 +21,7 @@ import (
 // 0 complete at once).
 func startWith(t *testing.T, n int) *acker.Acker {
 	t.Helper()
-	a, err := acker.New(acker.Config{Shards: 2, Spec: acker.Spec{Producers: 1, Tasks: 1}, Shard: ackcore.Config{MaxPending: 1024}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(); err != nil {
-		t.Fatal(err)
-	}
+	a := started(t, acker.Config{Shards: 2, Spec: acker.Spec{Producers: 1, Tasks: 1}, Shard: ackcore.Config{MaxPending: 1024}})
 	p := a.Producer(0)
 	for r := uint64(1); r <= uint64(n); r++ {
 		if err := p.Send(ackcore.Msg{Root: r, Kind: ackcore.Init}); err != nil {
@@ -340,13 +334,7 @@ func TestOldestPending(t *testing.T) {
 // (AllocsPerRun counts every goroutine's allocations).
 func TestHotPathAllocs(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	a, err := acker.New(acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 2}, Shard: ackcore.Config{MaxPending: 4096}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(); err != nil {
-		t.Fatal(err)
-	}
+	a := started(t, acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 2}, Shard: ackcore.Config{MaxPending: 4096}})
 	defer a.Stop()
 	p := a.Producer(0)
 	rcs := []*acker.Receiver{a.Receiver(0), a.Receiver(1)}
@@ -413,4 +401,18 @@ func TestSpecCheck(t *testing.T) {
 			t.Errorf("%+v: filled %+v, table %v", tc.spec, s, of)
 		}
 	}
+}
+
+// started builds an acker from cfg and starts it, failing the test if
+// either refuses.
+func started(t testing.TB, cfg acker.Config) *acker.Acker {
+	t.Helper()
+	a, err := acker.New(cfg)
+	if err == nil {
+		err = a.Start()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }

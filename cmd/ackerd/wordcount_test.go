@@ -145,10 +145,10 @@ func (holdBolt) Execute(*topology.Tuple, *topology.BoltCollector) {}
 func start(t *testing.T, b *topology.Builder, cfg topology.Config) *topology.Topology {
 	t.Helper()
 	top, err := b.Build(cfg)
-	if err != nil {
-		t.Fatal(err)
+	if err == nil {
+		err = top.Start()
 	}
-	if err := top.Start(); err != nil {
+	if err != nil {
 		t.Fatal(err)
 	}
 	return top
