@@ -2,6 +2,7 @@ package netio
 
 import (
 	"fmt"
+	"math"
 	"unsafe"
 
 	"github.com/xorack/xorack/ackcore"
@@ -13,9 +14,10 @@ import (
 // in-process acker's (acker.DefaultMaxBytes).
 const DefaultClientMaxBytes = 4 << 30
 
-// maxClientPending bounds ClientConfig.MaxPending, so that the footprint's
-// products stay far inside an int64.
-const maxClientPending = 1 << 31
+// maxClientPending bounds ClientConfig.MaxPending (an int32's range on
+// every platform), so that the footprint's products stay far inside an
+// int64.
+const maxClientPending = math.MaxInt32
 
 // clientFootprint is the most heap a client's buffers may hold, in bytes,
 // by part, as Dial computes it before it allocates (ClientConfig.MaxBytes).
@@ -55,7 +57,10 @@ func (c *ClientConfig) footprint(spec acker.Spec) clientFootprint {
 	)
 	out := int64(unsafe.Sizeof(ackcore.Outcome{}))
 	hosts, mp := int64(len(c.Hosts)), int64(c.MaxPending)
-	slots := int64(max(pendMinSlots, 1<<log2(2*c.MaxPending)))
+	slots := int64(pendMinSlots)
+	for slots < 2*mp {
+		slots *= 2
+	}
 	q, frame := int64(c.QueueBytes), int64(c.FrameMsgs)
 	return clientFootprint{
 		pending: hosts*(slots+slots/2)*slot + mp*out,
