@@ -255,7 +255,7 @@ func (b *boltExec) ack(t *Tuple) error {
 		return err
 	}
 	if t.state != tupleLive {
-		return nil
+		return b.ended(t, "Ack")
 	}
 	t.state = tupleAcked
 	b.m.Acked++
@@ -302,6 +302,18 @@ func (b *boltExec) owns(t *Tuple) error {
 	return nil
 }
 
+// ended is the error of an Ack or Fail (call) of a tuple already acked or
+// failed: the tuple's state says so, and nothing is sent (a second ACK
+// of one tuple would XOR its edge back into the root's val, which then
+// never reaches 0; a second FAIL would only leave an orphan).
+func (b *boltExec) ended(t *Tuple, call string) error {
+	was := "acked"
+	if t.state == tupleFailed {
+		was = "failed"
+	}
+	return fmt.Errorf("topology: bolt %q: %s of %s, which was already %s", b.comp.name, call, t.describe(), was)
+}
+
 // fail fails t's roots. The first bolt to fail a live root takes it out
 // of its spout's live table (the only write there not by the spout, a
 // compare-and-swap from the root to 0), so that from then on no bolt
@@ -312,7 +324,7 @@ func (b *boltExec) fail(t *Tuple, err error) error {
 		return e
 	}
 	if t.state != tupleLive {
-		return nil
+		return b.ended(t, "Fail")
 	}
 	t.state = tupleFailed
 	b.m.Failed++

@@ -96,16 +96,34 @@ func TestBreakerPoison(t *testing.T) {
 // metrics.
 func runBreaker(t *testing.T, l *ledger, n int, b *Builder, cfg Config, on bool) (time.Duration, summary, *ComponentMetrics) {
 	t.Helper()
+	return runBreakerOn(t, l, n, b, cfg, on, nil, 2*time.Minute)
+}
+
+// runBreakerOn is runBreaker with cfg.Breaker's other fields kept, the
+// running topology stored in top (when not nil), and the run bounded by
+// limit.
+func runBreakerOn(t *testing.T, l *ledger, n int, b *Builder, cfg Config, on bool, top *atomic.Pointer[Topology], limit time.Duration) (time.Duration, summary, *ComponentMetrics) {
+	t.Helper()
+	cfg.Breaker.FailureRate = 0
 	if on {
-		cfg.Breaker = Breaker{FailureRate: 0.5}
+		cfg.Breaker.FailureRate = 0.5
 	}
 	cfg.DeadLetter = l.deadLetter
 	began := time.Now()
-	top := start(t, b, cfg)
-	waitDone(t, top, 2*time.Minute)
+	tp, err := b.Build(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if top != nil {
+		top.Store(tp)
+	}
+	if err := tp.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waitDone(t, tp, limit)
 	took := time.Since(began)
-	stop(t, top)
-	return took, l.check(t, n, false), top.Metrics().Component("ids")
+	stop(t, tp)
+	return took, l.check(t, n, false), tp.Metrics().Component("ids")
 }
 
 // idleSpout emits ids [0, n) and then nothing, not calling Done until
@@ -159,24 +177,32 @@ func TestBreakerIdleSource(t *testing.T) {
 	}
 }
 
-// tailSpout emits ids [0, n) as fast as it has room, except that it
-// emits the tail, from id tail on, only a gap after every earlier id had
-// its outcome; it calls Done only once every id has its outcome: a
-// source with nothing new that has not said so (a broker's consumer).
-type tailSpout struct {
-	l             *ledger
-	n, tail, next int
-	gap           time.Duration
-	ended         int
-	headEnded     time.Time
+// burstSpout emits ids [0, n) as fast as it has room, except that it
+// emits the ids from pause on only once the first pause attempts have
+// failed (failed reports the spout's failed attempts, from the
+// topology's published metrics). On a loaded machine a burst's first
+// outcomes come while it is still being emitted; the pause makes that
+// schedule certain: the failures open the breaker before the rest of
+// the burst is emitted, so the breaker holds the rest. It calls Done
+// only once every id has its outcome: a source with nothing new that
+// has not said so (a broker's consumer).
+type burstSpout struct {
+	l                *ledger
+	n, pause, next   int
+	ended            int
+	failed           func() uint64
+	open             func() bool // reports whether the breaker is open
+	resumed, openRan bool        // the rest was emitted; the breaker was open then
 }
 
-func (s *tailSpout) Next(c *SpoutCollector) {
+func (s *burstSpout) Next(c *SpoutCollector) {
+	if s.next == s.pause && !s.resumed {
+		if s.failed() < uint64(s.pause) {
+			return
+		}
+		s.resumed, s.openRan = true, s.open()
+	}
 	switch {
-	case s.next == s.tail && s.ended < s.tail:
-	case s.next == s.tail && s.headEnded.IsZero():
-		s.headEnded = time.Now()
-	case s.next == s.tail && time.Since(s.headEnded) < s.gap:
 	case s.next < s.n:
 		if err := c.Emit(s.next, s.next); err != nil {
 			panic(err)
@@ -186,8 +212,8 @@ func (s *tailSpout) Next(c *SpoutCollector) {
 		c.Done()
 	}
 }
-func (s *tailSpout) Ack(id any)              { s.ended++; s.l.ack(id.(int)) }
-func (s *tailSpout) Fail(id any, f *Failure) { s.ended++; s.l.fail(id.(int), f) }
+func (s *burstSpout) Ack(id any)              { s.ended++; s.l.ack(id.(int)) }
+func (s *burstSpout) Fail(id any, f *Failure) { s.ended++; s.l.fail(id.(int), f) }
 
 // tailBolt fails the first attempt of ids in [tail, poison) and every
 // attempt of ids from poison on.
@@ -206,36 +232,54 @@ func (b tailBolt) Execute(t *Tuple, c *BoltCollector) {
 	_ = c.Ack(t)
 }
 
-// TestBreakerTailPoison: 400 messages; the last 160 come a window after
-// the others ended, 10 flaky (their first attempt fails) and 150 poison,
-// from a spout that does not call Done while outcomes are due. The tail
-// fails at once and opens the breaker, and the spout has nothing new to
-// probe with: the replays are not held (the breaker cannot judge them),
-// a flaky one's completion closes it, and the poison is dead-lettered at
-// the breaker-off pace, within 1.5x its time (both runs wait out the
-// same gap and backoffs, 100 ms doubling, so the bound holds on a loaded
-// machine). Before: none of the 150 dead-lettered after 60 s, OpenFor
-// doubled up to 10 s by the poison's replays.
+// TestBreakerTailPoison: a burst of 160 messages, 10 flaky (their first
+// attempt fails) and 150 poison, from a spout that does not call Done
+// while outcomes are due, in the schedule of a loaded machine: the
+// burst's first 30 fail (and open the breaker) before the rest is
+// emitted, so the breaker holds the rest, nearly all poison. Its probe is
+// a poison message that fails; that cannot tell an outage from poison,
+// so the replays waiting then get their try, a flaky one completes and
+// closes the breaker, and the poison is dead-lettered at the breaker-off
+// pace, within 1.5x its time (both runs wait out the same backoffs, 200
+// ms doubling, so the bound holds on a loaded machine). Before: every
+// probe was a held poison message, each failure reopened the breaker and
+// doubled OpenFor up to 10 s, and the flaky replays waited behind them
+// for minutes (the spout was not dry: it held new messages).
 func TestBreakerTailPoison(t *testing.T) {
-	const n, tail, poison = 400, 240, 250
+	const n, flaky, pause = 160, 10, 30
 	var took [2]time.Duration
 	for i, on := range []bool{false, true} {
 		l := newLedger()
+		var top atomic.Pointer[Topology]
+		ids := func() ComponentMetrics {
+			if tp := top.Load(); tp != nil {
+				if c := tp.Metrics().Component("ids"); c != nil {
+					return *c
+				}
+			}
+			return ComponentMetrics{}
+		}
+		sp := &burstSpout{l: l, n: n, pause: pause,
+			failed: func() uint64 { return ids().FailedExplicit },
+			open:   func() bool { return ids().BreakerOpen == 1 }}
 		b := NewBuilder()
-		b.Spout("ids", func() Spout { return &tailSpout{l: l, n: n, tail: tail, gap: 1100 * time.Millisecond} }).Output("id")
-		b.Bolt("check", func() Bolt { return tailBolt{l: l, tail: tail, poison: poison} }).Input("ids", Shuffle())
+		b.Spout("ids", func() Spout { return sp }).Output("id")
+		b.Bolt("check", func() Bolt { return tailBolt{l: l, tail: 0, poison: flaky} }).Input("ids", Shuffle())
 		cfg := DefaultConfig()
-		cfg.Retry = RetryPolicy{Backoff: 100 * time.Millisecond}
+		cfg.Retry = RetryPolicy{Backoff: 200 * time.Millisecond}
+		// OpenFor long enough that the spout, which emitted nothing new
+		// since the pause, is not taken for dry before it resumes.
+		cfg.Breaker.OpenFor = 300 * time.Millisecond
 		var s summary
-		var sp *ComponentMetrics
-		took[i], s, sp = runBreaker(t, l, n, b, cfg, on)
-		if s.completed != poison || s.deadLettered != n-poison {
-			t.Errorf("breaker %v: completed %d, dead-lettered %d; want %d, %d", on, s.completed, s.deadLettered, poison, n-poison)
+		var c *ComponentMetrics
+		took[i], s, c = runBreakerOn(t, l, n, b, cfg, on, &top, 30*time.Second)
+		if s.completed != flaky || s.deadLettered != n-flaky {
+			t.Errorf("breaker %v: completed %d, dead-lettered %d; want %d, %d", on, s.completed, s.deadLettered, flaky, n-flaky)
 		}
-		if on && (sp.BreakerOpens == 0 || sp.BreakerOpen != 0) {
-			t.Errorf("breaker openings %d (want some: the tail opens it), open at the end %d", sp.BreakerOpens, sp.BreakerOpen)
+		if on && !sp.openRan {
+			t.Errorf("the breaker was not open when the rest was emitted (%d openings): not the schedule under test", c.BreakerOpens)
 		}
-		t.Logf("breaker %v: done in %v, %d openings, %d replays", on, took[i].Round(time.Millisecond), sp.BreakerOpens, sp.Replayed)
+		t.Logf("breaker %v: done in %v, %d openings, %d replays", on, took[i].Round(time.Millisecond), c.BreakerOpens, c.Replayed)
 	}
 	if took[1] > took[0]*3/2 {
 		t.Errorf("breaker on took %v, off %v: more than 1.5x", took[1], took[0])
@@ -292,16 +336,24 @@ func TestBreakerOutageHolds(t *testing.T) {
 	if end.BreakerOpen != 0 || end.Held != 0 {
 		t.Errorf("at the end: breaker open %d, %d held", end.BreakerOpen, end.Held)
 	}
-	// Without the breaker, 64 pending roots retried every 1-2 ms would
-	// fail thousands of times; with it, the outage costs the first window
-	// and a probe per opening. The first window: a failure counts only
-	// against the roots emitted in its bucket or before it that ended,
-	// so it opens after about the pending bound failed (or MinOutcomes,
-	// if more), and those then in flight fail too.
-	if limit := int64(2*64 + 20 + 4*int(c.BreakerOpens)); during > limit {
+	if limit := outageLimit(64, c.BreakerOpens); during > limit {
 		t.Errorf("%d failures during the outage (%d openings), want at most %d", during, c.BreakerOpens, limit)
 	}
 	t.Logf("during the outage: %d failures, %d openings, %d held, %d ticks", during, c.BreakerOpens, c.Held, ticks.Load()-ticksAtOpen)
+}
+
+// outageLimit is the most failures an outage may cost a spout with the
+// given pending bound and breaker openings. Without the breaker, the
+// pending roots retried every 1-2 ms would fail thousands of times; with
+// it, the outage costs the first window, one try of each replay waiting
+// at the first failed probe (the probe cannot tell an outage from a
+// poison message, the replays can), and a probe per opening, with its
+// replay's try at the next. The first window: a failure counts only
+// against the roots emitted in its bucket or before it that ended, so it
+// opens after about the pending bound failed (or MinOutcomes, if more),
+// and those then in flight fail too.
+func outageLimit(pending int, openings uint64) int64 {
+	return int64(3*pending + 20 + 4*int(openings))
 }
 
 // tickingSpout is an idSpout that also emits an untracked tick on its

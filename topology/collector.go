@@ -96,9 +96,9 @@ func (c *BoltCollector) EmitMulti(anchors []*Tuple, values ...any) error {
 func (c *BoltCollector) On(stream string) BoltStream { return BoltStream{c: c, name: stream} }
 
 // Ack acks t: its part of every tree it belongs to is done. Acking or
-// failing a tuple a second time does nothing. A tuple delivered to
-// another executor (or nil) is an error, as it is for Emit's anchor: it
-// is that executor's to ack.
+// failing a tuple a second time returns an error naming it and sends
+// nothing; so does a tuple delivered to another executor (or nil), as it
+// does for Emit's anchor: it is that executor's to ack.
 func (c *BoltCollector) Ack(t *Tuple) error { return c.b.ack(t) }
 
 // Fail fails t and with it every tree it belongs to, at once (the spouts

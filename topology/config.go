@@ -198,8 +198,10 @@ const DefaultMaxAttempts = 5
 // then lets Probes of them through; if they all complete it closes, if
 // one fails it opens again for twice as long (up to MaxOpenFor).
 // Replays wait while it holds new messages, and go at their own backoff
-// when the spout has none to give: a replay's outcome is never counted
-// and never reopens it, and one that completes closes it. Next is called
+// when the spout has none to give, or, once each while it stays open,
+// when a probe fails (poison or an outage: the replays tell): a replay's
+// outcome is never counted and never reopens it, and one that completes
+// closes it. Next is called
 // while it is open (until a task holds MaxSpoutPending new messages), so
 // untracked streams keep flowing. docs/semantics.md has the rules.
 type Breaker struct {

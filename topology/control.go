@@ -19,6 +19,14 @@ import (
 //   - a probe is a new message (one the spout emitted while the breaker
 //     held it, or emits now): while the spout can give one, replays wait
 //     for the probes to judge the outage;
+//   - a probe that fails cannot tell an outage from a poison message (a
+//     burst whose head failed, held by the breaker, may be nearly all
+//     poison): it opens the breaker again, and every replay waiting then
+//     goes at its own backoff, once in the breaker's episode (from its
+//     opening to its close): one that completes closes it, one that
+//     fails is not counted and waits again. A replay's first wait for
+//     the breaker ends at the next failed probe, one opening at most; an
+//     outage costs each replay one try more;
 //   - when the spout cannot give one (every task done, none emitted a
 //     new message for OpenFor while asked, or every held one is of a
 //     task whose slots its replays fill), the breaker has nothing to
@@ -42,8 +50,9 @@ type breaker struct {
 	probesLeft int // half open: probes that may still start
 	probesOK   int // half open: probes completed
 	opens      uint64
-	since      int64 // open or half open since (when it left closed)
-	heldNs     int64 // the time it was open or half open before since
+	episode    uint64 // counts the times it left closed
+	since      int64  // open or half open since (when it left closed)
+	heldNs     int64  // the time it was open or half open before since
 	buckets    [breakerBuckets]bucket
 	// born counts first attempts by the bucket of their emit time:
 	// started, and ended (any outcome); older counts those in flight
@@ -171,7 +180,9 @@ func (b *breaker) startNew(first bool) (probeKind, uint64) {
 // record counts a root's outcome: kind and gen say what it was to the
 // breaker when it started (gen: the opening it probed), first that it
 // was the message's first attempt (only those count in the failure
-// rate), born its emit time (ended was called for it).
+// rate), born its emit time (ended was called for it). It reports
+// whether a probe of a new message failed: the breaker opened again,
+// and the replays waiting then get their try (see the type's doc).
 //
 // A failure is fast and a completion takes the whole tree, so right after
 // a burst of emits (the start, a close that lets the held messages go)
@@ -181,9 +192,9 @@ func (b *breaker) startNew(first bool) (probeKind, uint64) {
 // are still being processed are 18%, not 100% (which reopened a closed
 // breaker at every burst, for good). In an outage they fail too, or, when
 // it is a hang, time out oldest first, with nothing older in flight.
-func (b *breaker) record(now int64, ok bool, kind probeKind, gen uint64, first bool, born int64) {
+func (b *breaker) record(now int64, ok bool, kind probeKind, gen uint64, first bool, born int64) (failedProbe bool) {
 	if !b.on() {
-		return
+		return false
 	}
 	if b.state != breakerClosed {
 		switch {
@@ -196,13 +207,14 @@ func (b *breaker) record(now int64, ok bool, kind probeKind, gen uint64, first b
 			b.probesOK++
 		case kind == probeNew && b.state == breakerHalfOpen:
 			b.open(now, min(b.openFor*2, b.cfg.MaxOpenFor))
+			return true
 		case kind == probeRedelivery && b.state == breakerHalfOpen:
 			b.probesLeft++
 		}
-		return
+		return false
 	}
 	if !first {
-		return
+		return false
 	}
 	n := now / b.width()
 	bk := &b.buckets[n%breakerBuckets]
@@ -225,11 +237,13 @@ func (b *breaker) record(now int64, ok bool, kind probeKind, gen uint64, first b
 		float64(failSum) >= b.cfg.FailureRate*float64(total+b.inFlightSince(born)) {
 		b.open(now, b.cfg.OpenFor)
 	}
+	return false
 }
 
 func (b *breaker) open(now int64, d time.Duration) {
 	if b.state == breakerClosed {
 		b.since = now
+		b.episode++
 	}
 	b.state = breakerOpen
 	b.openFor = d

@@ -64,9 +64,11 @@
 // MaxSpoutPending a task), and take a slot when the breaker lets them
 // start (control.go has the breaker's rules).
 //
-// spout.go (about 970 lines) is the spout executor whole: its slots,
-// replays, breaker and outcome handling share one goroutine's state, and
-// split apart they would each need the others' fields.
+// The spout executor is one type over three files, one goroutine's
+// state: spout.go has its loop (asking Next, waiting, stopping, the
+// user-code calls), spout_slots.go its slots (room, emits, held messages,
+// starting a root and its INIT), spout_outcomes.go what comes back
+// (outcomes, failures, replays and the retry queues, bolts' errors).
 //
 // # Concurrency
 //

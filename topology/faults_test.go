@@ -368,13 +368,7 @@ func TestFaultOutageBreaker(t *testing.T) {
 	if s.completed != n || c.BreakerOpen != 0 {
 		t.Errorf("completed %d of %d; breaker open at the end: %d", s.completed, n, c.BreakerOpen)
 	}
-	// Without the breaker, 64 pending roots retried every 1-2 ms would
-	// fail thousands of times; with it, the outage costs the first window
-	// and a probe per opening. The first window: a failure counts only
-	// against the roots emitted in its bucket or before it that ended,
-	// so it opens after about the pending bound failed (or MinOutcomes,
-	// if more), and those then in flight fail too.
-	if limit := int64(2*64 + 20 + 4*int(c.BreakerOpens)); during > limit {
+	if limit := outageLimit(64, c.BreakerOpens); during > limit {
 		t.Errorf("%d failures during the outage (%d openings), want at most %d", during, c.BreakerOpens, limit)
 	}
 	t.Logf("failures during the outage %d, breaker openings %d", during, c.BreakerOpens)

@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"errors"
 	"net"
 	"reflect"
 	"strings"
@@ -188,4 +189,117 @@ func TestAckerIdle(t *testing.T) {
 			t.Errorf("%s: the acker's Idle %v, want %v", tc.name, got, tc.want)
 		}
 	}
+}
+
+// dupBolt acks (even ids, after emitting a child anchored to the input)
+// or fails (odd ids) each input, then tries to ack and fail it again,
+// sending what those return to errs.
+type dupBolt struct{ errs chan error }
+
+func (d dupBolt) Execute(t *Tuple, c *BoltCollector) {
+	if t.Int(0)%2 == 0 {
+		if err := c.Emit(t, t.Int(0)); err != nil {
+			panic(err)
+		}
+		_ = c.Ack(t)
+	} else {
+		_ = c.Fail(t, errors.New("odd"))
+	}
+	d.errs <- c.Ack(t)
+	d.errs <- c.Fail(t, nil)
+}
+
+// TestDuplicateAckFail: an Ack or Fail of a tuple already acked or failed
+// returns an error naming the tuple and what happened to it, and sends
+// nothing: the acked trees still complete (a second ACK would XOR the
+// input's edge back in, and they would time out), and the acker gets one
+// FAIL per failed tree.
+func TestDuplicateAckFail(t *testing.T) {
+	const n = 6
+	l := newLedger()
+	errs := make(chan error, 2*n)
+	b := NewBuilder()
+	b.Spout("ids", newIDSpout(l, n)).Output("id")
+	b.Bolt("dup", func() Bolt { return dupBolt{errs: errs} }).Input("ids", Shuffle()).Output("id")
+	b.Bolt("sink", func() Bolt { return nopBolt{} }).Input("dup", Shuffle())
+	cfg := testConfig()
+	cfg.Retry.MaxAttempts = 1
+	cfg.MessageTimeout = time.Minute // a tree broken by a second ACK would not end in the test's time
+	cfg.DeadLetter = l.deadLetter
+	top := start(t, b, cfg)
+	waitDone(t, top, 30*time.Second)
+	stop(t, top)
+	close(errs)
+	var acked, failed int
+	for err := range errs {
+		switch {
+		case err == nil:
+			t.Error("a second Ack or Fail returned nil")
+		case !strings.Contains(err.Error(), `bolt "dup"`) || !strings.Contains(err.Error(), "of tuple from ids:default"):
+			t.Errorf("err = %v, want it to name the bolt and the tuple", err)
+		case strings.HasSuffix(err.Error(), "which was already acked"):
+			acked++
+		case strings.HasSuffix(err.Error(), "which was already failed"):
+			failed++
+		default:
+			t.Errorf("err = %v, want it to say the tuple was already acked or failed", err)
+		}
+	}
+	if acked != n || failed != n {
+		t.Errorf("%d errors for acked tuples, %d for failed ones; want %d of each", acked, failed, n)
+	}
+	if s := l.check(t, n, false); s.completed != n/2 || s.deadLettered != n/2 {
+		t.Errorf("completed %d, dead-lettered %d; want %d of each", s.completed, s.deadLettered, n/2)
+	}
+	m := top.Metrics()
+	if c := m.Component("dup"); c.Acked != n/2 || c.Failed != n/2 {
+		t.Errorf("dup: acked %d, failed %d; want %d of each", c.Acked, c.Failed, n/2)
+	}
+	if m.Acker == nil || m.Acker.Fails != n/2 {
+		t.Errorf("acker: %+v; want %d FAILs", m.Acker, n/2)
+	}
+}
+
+// TestAckAllocs: a bolt's Ack of a live tracked tuple (its ACK folded,
+// the one before it sent to a real in-process acker) allocates nothing;
+// the state check that refuses a second Ack costs no allocation either
+// until it has an error to return.
+func TestAckAllocs(t *testing.T) {
+	b := NewBuilder()
+	b.Spout("ids", newIDSpout(newLedger(), 1)).Output("id")
+	b.Bolt("b", func() Bolt { return nopBolt{} }).Input("ids", Shuffle())
+	top, err := b.Build(testConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := top.openPort(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop()
+	bx, sp := top.boltExecs[0], top.spoutExecs[0]
+	bx.sender = p.Sender(bx.id)
+	var tuples [2]Tuple
+	for i := range tuples {
+		root := uint64(i+1)<<sp.slotBits | uint64(i)
+		sp.live[i].Store(root)
+		tuples[i] = Tuple{dstTask: int32(bx.first)}
+		tuples[i].anchors.one, tuples[i].anchors.n = anchor{root: root, edge: 7, spout: sp.ackTask[0], attempt: 1}, 1
+	}
+	k := 0
+	allocs := testing.AllocsPerRun(1000, func() {
+		tu := &tuples[k&1]
+		k++
+		tu.state = tupleLive
+		if err := bx.ack(tu); err != nil {
+			panic(err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("Ack: %v allocations a call, want 0", allocs)
+	}
+	if bx.m.Acked < 1000 || bx.m.LateAcks != 0 {
+		t.Errorf("acked %d, late %d: the calls did not take the hot path", bx.m.Acked, bx.m.LateAcks)
+	}
+	bx.flush()
 }
