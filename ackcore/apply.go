@@ -15,12 +15,12 @@ import (
 // lines ahead. Below it the table stays in the last-level cache, where the
 // core's own out-of-order execution overlaps the misses of neighbouring
 // messages, and the prefetch pass (hashing a chunk ahead, reading each
-// control word, about 75 instructions a message) costs more than it
-// saves. Measured on a 2-vCPU Zen 5 VM (1 MiB L2, 32 MiB L3), word count,
-// ackbench -level core, pinned: at 100,000 roots pending (a 3.4 MB table)
-// 58-63M msgs/s without the pass against 36-45M with it; at 300,000 (10
-// MB) 32M with it against 19-22M without; at 1M 22-25M with it against
-// 14M without.
+// control word: about 70 instructions a message under callgrind) costs
+// more than it saves. Measured on a 2-vCPU AMD EPYC VM (512 KiB L2 a
+// core, 32 MiB L3), word count, ackbench -level core, pinned: at 100,000
+// roots pending (a 3.4 MB table) 58-63M msgs/s without the pass against
+// 36-45M with it; at 300,000 (10 MB) 32M with it against 19-22M without;
+// at 1M 22-25M with it against 14M without.
 const prefetchAbove = 6 << 20
 
 // Apply applies msgs in order and appends the outcomes they cause to out,
