@@ -12,10 +12,16 @@ import (
 )
 
 // prefetchAbove is the table size past which Apply prefetches a chunk's
-// lines ahead: below it the table lives in L2 and the prefetch pass only
-// adds instructions (measured on a 2-vCPU Zen 5 VM: dependent random loads
-// take 9.5 ns over 1 MiB, 145 ns over 16 MiB).
-const prefetchAbove = 1 << 20
+// lines ahead. Below it the table stays in the last-level cache, where the
+// core's own out-of-order execution overlaps the misses of neighbouring
+// messages, and the prefetch pass (hashing a chunk ahead, reading each
+// control word, about 75 instructions a message) costs more than it
+// saves. Measured on a 2-vCPU Zen 5 VM (1 MiB L2, 32 MiB L3), word count,
+// ackbench -level core, pinned: at 100,000 roots pending (a 3.4 MB table)
+// 58-63M msgs/s without the pass against 36-45M with it; at 300,000 (10
+// MB) 32M with it against 19-22M without; at 1M 22-25M with it against
+// 14M without.
+const prefetchAbove = 6 << 20
 
 // Apply applies msgs in order and appends the outcomes they cause to out,
 // which it returns. Each message causes at most one outcome, so an out with
@@ -62,7 +68,7 @@ func (s *Shard) Apply(msgs []Msg, out []Outcome) []Outcome {
 const firstChunk = 8
 
 // homes computes the home group and tag of each message of chunk into hs
-// (group << 8 | tag) and, for tables larger than L2, prefetches the slot
+// (group << 8 | tag) and, for tables past prefetchAbove, prefetches the slot
 // each message's probe will most likely end at: the first slot of its home
 // group whose tag matches, or else the first empty one.
 func (s *Shard) homes(chunk []Msg, hs *[prefetchChunk]uint64) {
@@ -85,26 +91,11 @@ const prefetchChunk = 64
 func (s *Shard) applyChunk(chunk []Msg, hs *[prefetchChunk]uint64, out []Outcome) []Outcome {
 	for i := 0; ; i++ {
 		var slot uint64
-		i, slot = s.fastPath(chunk, hs, i)
+		i, slot, out = s.fastPath(chunk, hs, i, out)
 		if i == len(chunk) {
 			return out
 		}
-		m := &chunk[i]
-		if e := &s.t.e[slot]; m.Kind == Ack && e.key != 0 && e.val == m.Val && e.word()&(flagInit|kindMask|flagNear) == flagInit {
-			// The ACK that completes a root with the default timeout and
-			// no near timer: what step and store would do, without
-			// loading a cur.
-			s.stats.Acks++
-			s.stats.Completed++
-			start := s.expand(uint32(e.meta)) - s.defTicks
-			out = append(out, Outcome{Root: e.key, Task: e.word() & taskMask, Kind: Completed, Latency: s.latency(start)})
-			s.removeSlot(int(slot))
-			if invariants.Enabled {
-				s.check()
-			}
-			continue
-		}
-		out = s.slow(m, int(slot), out)
+		out = s.slow(&chunk[i], int(slot), out)
 	}
 }
 
@@ -116,28 +107,36 @@ func (s *Shard) fastInit() bool { return s.defDeadline >= s.limit && !s.fails.ac
 // fastPath is the portable hot loop, for CPUs without ackRun (see
 // applyRun and ackrun_amd64.s). It applies chunk[i:] for as long as each
 // message is one of the two kinds that make nearly all traffic and touch
-// nothing but their slot: an ACK to an existing entry in its home group
-// or the next that does not bring its val to 0 (writes one val), and an
-// INIT of a new root with the default timeout (TimeoutMs 0 or equal to
-// the default), far from due, surely absent and with room in those two
-// groups (writes one slot and its tag). It returns the index of the first message it did not
-// apply (len(chunk) if none) and the slot where that message's probe
-// ended (as find returns it). Its loop calls nothing, so that it keeps
-// everything in registers.
+// nothing but their slot: an ACK to an existing entry that does not bring
+// its val to 0 (writes one val), one that completes a root with the
+// default timing and no near timer (appends Completed to out, empties the
+// slot), and an INIT of a new root with the
+// default timeout (TimeoutMs 0 or equal to the default), far from due,
+// into the first empty slot from its home group on (writes one slot, its
+// tag and the overflow counts of the groups it passed). It probes as find
+// does (lookup), group by group while the overflow count says entries
+// passed, matching the tag in both halves of a control word at once
+// (SWAR). It
+// returns the index of the first message it did not apply (len(chunk) if
+// none), the slot where that message's probe ended (as find returns it)
+// and out. Its common paths call nothing, so that it keeps everything in
+// registers.
 //
 // hs holds the chunk's home groups and tags, computed (and prefetched) a
 // chunk ahead; nil means fastPath hashes each root itself.
-func (s *Shard) fastPath(chunk []Msg, hs *[prefetchChunk]uint64, i int) (next int, slot uint64) {
-	es, ctrl, k := s.t.e, s.t.ctrl, s.t.keys
-	ng := s.t.ng
+func (s *Shard) fastPath(chunk []Msg, hs *[prefetchChunk]uint64, i int, out []Outcome) (next int, slot uint64, _ []Outcome) {
+	t := &s.t
+	es, ctrl := t.e, t.ctrl[:t.ng]
+	ng := t.ng
 	acks := uint64(0)
 	fastInit := s.fastInit()
+loop:
 	for ; i < len(chunk); i++ {
 		m := &chunk[i]
 		root := m.Root
 		if root == 0 { // invalid; and a probe for 0 would match an empty slot
 			s.stats.Acks += acks
-			return i, 0
+			return i, 0, out
 		}
 		var g, tag uint64
 		if hs != nil {
@@ -145,34 +144,43 @@ func (s *Shard) fastPath(chunk []Msg, hs *[prefetchChunk]uint64, i int) (next in
 			g, tag = h>>8, h&0xff
 		} else {
 			var lo uint64
-			g, lo = bits.Mul64(mix(root, &k), ng)
+			g, lo = bits.Mul64(mix(root, &t.keys), ng)
 			tag = uint64(tagOf(lo))
 		}
-		c := ctrl[g]
-		base := g * groupSlots
-		ml, mh := matchBytes(c.lo, uint8(tag)), matchBytes(c.hi, uint8(tag))&hiTags
+		b := lowBits * tag
+		c := &ctrl[g]
+		mm := tagMask(c, b)
 		if m.Kind == Ack {
-			// The first tag match in the home group, or else in the next
-			// (the sentinel follows the last group), checked; anything
+			// The first candidate of the home group, checked; anything
 			// else (a false match first, the root further on) is left to
-			// find. Without branches: x is 8 when the low half has no
-			// match, and then the high half's first match is added.
-			x := uint64(bits.TrailingZeros64(ml)) >> 3
-			j := base + x + uint64(bits.TrailingZeros64(mh))>>3&-(x>>3)
-			if ml|mh == 0 || es[j].key != root {
-				c2 := ctrl[g+1]
-				ml, mh = matchBytes(c2.lo, uint8(tag)), matchBytes(c2.hi, uint8(tag))&hiTags
-				x = uint64(bits.TrailingZeros64(ml)) >> 3
-				j = base + groupSlots + x + uint64(bits.TrailingZeros64(mh))>>3&-(x>>3)
-				if ml|mh == 0 || j >= uint64(len(es)) || es[j].key != root {
-					break
+			// lookup. With no candidate the check reads slot 14, which
+			// then cannot hold root (its tag would have matched).
+			j := g*groupSlots + uint64(bits.TrailingZeros64(mm|1<<(groupSlots-1)))
+			if es[j].key != root {
+				var found bool
+				if j, found = t.lookup(root, g, b); !found {
+					break // an ACK without an entry: step
 				}
 			}
 			e := &es[j]
 			nv := e.val ^ m.Val
 			if nv == 0 {
-				s.stats.Acks += acks
-				return i, j // completes the root, or ends a drain (step)
+				if e.word()&(flagInit|kindMask|flagNear) != flagInit {
+					s.stats.Acks += acks
+					return i, j, out // ends a drain, or completes a root of another timing: step
+				}
+				// The ACK that completes a root with the default timeout
+				// and no near timer: what step and store would do,
+				// without loading a cur.
+				start := s.expand(uint32(e.meta)) - s.defTicks
+				out = append(out, Outcome{Root: root, Task: e.word() & taskMask, Kind: Completed, Latency: s.latency(start)})
+				s.removeSlot(int(j))
+				s.stats.Completed++
+				acks++
+				if invariants.Enabled {
+					s.check()
+				}
+				continue
 			}
 			e.val = nv
 			if p := s.prog; p != nil { // ProgressTimeout: one store per ACK (read here: no register held for it)
@@ -181,53 +189,63 @@ func (s *Shard) fastPath(chunk []Msg, hs *[prefetchChunk]uint64, i int) (next in
 			acks++
 			continue
 		}
-		// An INIT of a root that is surely absent (no tag match in its
-		// home group and the next, and no entry passed one of them) into
-		// the first empty slot of the two.
-		if m.Kind != Init || ml|mh != 0 || m.TimeoutMs != 0 && m.TimeoutMs != s.defMs || m.Val == 0 || m.Task > MaxTask ||
+		// An INIT of a new root into the first empty slot from its home
+		// group on.
+		if m.Kind != Init || m.TimeoutMs != 0 && m.TimeoutMs != s.defMs || m.Val == 0 || m.Task > MaxTask ||
 			s.t.count >= s.maxPending || !fastInit {
 			break
 		}
-		c2 := ctrl[g+1]
-		if matchBytes(c2.lo, uint8(tag))|matchBytes(c2.hi, uint8(tag))&hiTags != 0 || c.hi>>56 != 0 && c2.hi>>56 != 0 {
-			break
-		}
-		el, eh := matchBytes(c.lo, 0), matchBytes(c.hi, 0)&hiTags
-		d := uint64(0)
-		if el|eh == 0 {
-			// The home group is full: the next one's, which counts the
-			// entry as passing the home group.
-			el, eh = matchBytes(c2.lo, 0), matchBytes(c2.hi, 0)&hiTags
-			if el|eh == 0 || c.hi>>56 == overflowSticky {
-				break
+		if mm != 0 || c.hi>>56 != 0 { // not surely absent: look further
+			if _, found := t.lookup(root, g, b); found {
+				break // an INIT to an entry an early ACK made: step
 			}
-			d = 1
 		}
-		x := uint64(bits.TrailingZeros64(el)) >> 3
-		pos := x + uint64(bits.TrailingZeros64(eh))>>3&-(x>>3)
-		ctrl[g].hi += d << 56
-		j := base + d*groupSlots + pos
-		(*[groupBytes]byte)(unsafe.Pointer(&ctrl[g+d]))[pos] = uint8(tag)
+		// Most often one of the home group's first eight slots is empty;
+		// else firstEmpty reads on.
+		z, pos := g, uint64(0)
+		if el := zeroBytes(c.lo); el != 0 {
+			pos = uint64(bits.TrailingZeros64(el)) >> 3
+		} else {
+			z, pos = t.firstEmpty(g)
+		}
+		d := z - g
+		if z < g { // round the end
+			d += ng
+		}
+		if d >= distSat {
+			break // a saturated distance: step
+		}
+		for h := g; h != z; { // count the entry into the groups it passed
+			if c := &ctrl[h]; c.hi>>56 != overflowSticky {
+				c.hi += 1 << 56
+			}
+			if h++; h == ng {
+				h = 0
+			}
+		}
+		j := z*groupSlots + pos
+		(*[groupBytes]byte)(unsafe.Pointer(&ctrl[z]))[pos] = uint8(tag)
 		es[j] = entry{key: root, val: m.Val, meta: uint64(flagInit|m.Task)<<32 | d<<metaDistShift | uint64(uint32(s.defDeadline))}
-		if pr := s.prog; pr != nil {
-			pr[j] = s.progNow
+		if p := s.prog; p != nil {
+			p[j] = s.progNow
 		}
 		s.t.count++
 		s.stats.Inits++
 		if invariants.Enabled {
 			s.check()
 		}
+		continue loop
 	}
 	s.stats.Acks += acks
 	if i == len(chunk) {
-		return i, 0
+		return i, 0, out
 	}
 	sl, _ := s.t.find(chunk[i].Root)
-	return i, uint64(sl)
+	return i, uint64(sl), out
 }
 
-// slow applies m, whose probe ended at slot, through step: everything but
-// the fast path of applyChunk.
+// slow applies m, whose probe ended at slot, through step: everything
+// fastPath does not apply.
 //
 //go:noinline
 func (s *Shard) slow(m *Msg, slot int, out []Outcome) []Outcome {

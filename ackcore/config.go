@@ -71,9 +71,10 @@ const MaxPendingLimit = timerwheel.MaxCapacity / maxLoadDen * maxLoadNum
 const MinTick = 100 * time.Microsecond
 
 // DefaultMaxBytes is the memory budget of a shard whose Config.MaxBytes is
-// 0: 1 GiB, enough for MaxPending 6.9 million at the worst case
-// Config.Bytes counts (155 bytes a root); on the common paths such a shard
-// holds about 250 MB.
+// 0: 1 GiB, enough for MaxPending 6.37 million at the worst case
+// Config.Bytes counts (168.5 bytes a root; acker's TestDefaultMaxBytesDoc
+// recomputes both figures); on the common paths, about 34 bytes a root
+// (Bytes), such a shard holds some 220 MB.
 const DefaultMaxBytes = 1 << 30
 
 // Validate checks c, with an error naming the bad value. NewShard calls it;

@@ -36,7 +36,7 @@ func TestShardMatchesModel(t *testing.T) {
 		defer ackcore.SetAckRun(false)()
 		acktest.RunCases(t, seeds, shardFactory, nil)
 	})
-	// The path of tables larger than L2 (homes hashed and prefetched a
+	// The path of tables past prefetchAbove (homes hashed and prefetched a
 	// chunk ahead, ackRunHS reading them), on the small tables of the
 	// standard cases.
 	t.Run("prefetch", func(t *testing.T) {

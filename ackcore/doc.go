@@ -141,7 +141,7 @@
 //
 // On amd64 with AVX2, Apply runs ackRun (ackrun_amd64.s), one assembly loop
 // over the batch that calls nothing: it hashes each root one message ahead
-// (or, for tables larger than L2, takes the home group and tag Apply
+// (or, for tables past 6 MiB, takes the home group and tag Apply
 // hashed with its prefetches: ackRunHS, the same body), compares the tag
 // with the home group's control word (VPCMPEQB), compares the key where
 // it matches, and applies ACKs, completions of roots of timing kinds 0 to
@@ -164,16 +164,16 @@
 // cases for speed, not by calling step: the ACK rule (XOR the val in) and
 // completion (val 0 after INIT: Completed with its latency, entry
 // removed), and the INIT of a new root with the default timeout (ackRun
-// also with its own timeout, at a 1 ms tick), in three places: fastPath,
-// the completing ACK inline in applyChunk (both apply.go), and ackRun
-// (ackrun_amd64.s, glue in ackrun.go). The copies are held to step by
-// the differential tests (diff_test.go: the assembly loop, the portable
-// loop and prefetching, each against the
-// model in ackcore/acktest, outcome by outcome and counter by counter)
+// also with its own timeout, at a 1 ms tick), in two places: fastPath
+// (apply.go) and ackRun (ackrun_amd64.s, glue in ackrun.go). The copies
+// are held to step by the differential tests (diff_test.go: the assembly
+// loop, the portable loop and prefetching, each against the model in
+// ackcore/acktest, outcome by outcome and counter by counter)
 // and by FuzzShard, which runs both loops.
 //
-// For tables larger than L2, Apply works in chunks of up to 64 messages
-// (starting at 8 and doubling): it hashes chunk k+1, reads each message's
+// For tables past 6 MiB (prefetchAbove, apply.go, where measurement put
+// the crossover), Apply works in chunks of up to 64 messages (starting at
+// 8 and doubling): it hashes chunk k+1, reads each message's
 // control word and prefetches the slot its probe will most likely end at
 // (the first tag match, else the first empty slot), then applies chunk k,
 // whose lines are by then in cache, keeping a chunk's misses in flight

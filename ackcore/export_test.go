@@ -52,5 +52,5 @@ func (s *Shard) SideLen() int { return s.side.len() }
 func (s *Shard) NearBytes() int { return s.nearBytes() }
 
 // ForcePrefetch makes s take Apply's prefetching path (and ackRunHS) as
-// tables larger than L2 do, whatever its size.
+// tables past prefetchAbove do, whatever its size.
 func (s *Shard) ForcePrefetch() { s.prefetch = true }

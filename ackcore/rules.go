@@ -98,7 +98,7 @@ func msgTimeout(m *Msg) int64 { return int64(m.TimeoutMs) * int64(time.Milliseco
 
 // step applies one message to c, appending any outcome to out. It is the
 // whole of the contract's rules for one message (docs/semantics.md); the
-// fast paths (fastPath and applyChunk in apply.go, ackRun) repeat its
+// fast paths (fastPath in apply.go, ackRun) repeat its
 // common ACK, completion and INIT cases inline, and the differential tests
 // hold them to it (see doc.go, "Where the rules live").
 func (s *Shard) step(c *cur, m *Msg, out []Outcome) []Outcome {

@@ -218,11 +218,48 @@ const (
 	hiTags   = 0x0080808080808080 // the high half's tag bytes (byte 15 is the count)
 )
 
-// matchBytes has the high bit of each byte of w that equals b set, and
-// no other bit (exact, no false positives).
-func matchBytes(w uint64, b uint8) uint64 {
-	x := w ^ lowBits*uint64(b)
-	return ^((x&low7Bits + low7Bits) | x) & highBits
+// gatherHigh is the multiplier that gathers the high bits of a word's eight
+// bytes, shifted down to bits 0, 8, ..., 56, into its top byte (bit 8k to
+// bit 56+k; no two partial products meet, so nothing carries).
+const gatherHigh = 0x0102040810204080
+
+// tagMask has bit i set for each slot i (0..14) of group c whose tag is
+// the byte broadcast in b (lowBits*tag): both halves matched at once and
+// packed into one mask, so that one loop without a data-dependent branch
+// between the halves walks the candidates in slot order.
+func tagMask(c *group, b uint64) uint64 {
+	lo := zeroBytes(c.lo^b) >> 7 * gatherHigh >> 56
+	hi := (zeroBytes(c.hi^b) & hiTags) >> 7 * gatherHigh >> 56
+	return lo | hi<<8
+}
+
+// zeroBytes has the high bit of each zero byte of x set, and no other bit
+// (exact: the carry of one byte's sum cannot reach the next).
+func zeroBytes(x uint64) uint64 { return ^((x&low7Bits + low7Bits) | x) & highBits }
+
+// lookup returns the slot holding root and true, or false when root is
+// not in the table: the candidates of each group from g, root's home, on
+// (b is root's tag broadcast to every byte, lowBits*tag), while the
+// group's overflow count says entries passed it. Small enough to inline
+// into fastPath's loop.
+func (t *table) lookup(root, g, b uint64) (uint64, bool) {
+	for h := g; ; {
+		c := &t.ctrl[h]
+		for mm := tagMask(c, b); mm != 0; mm &= mm - 1 {
+			if x := h*groupSlots + uint64(bits.TrailingZeros64(mm)); t.e[x].key == root {
+				return x, true
+			}
+		}
+		if c.hi>>56 == 0 {
+			return 0, false // no entry passed this group: not there
+		}
+		if h++; h == t.ng {
+			h = 0
+		}
+		if h == g {
+			return 0, false // every group read (never at the bound's load)
+		}
+	}
 }
 
 // find returns the slot holding root and true, or the first empty slot
@@ -230,33 +267,29 @@ func matchBytes(w uint64, b uint8) uint64 {
 // root must not be 0.
 func (t *table) find(root uint64) (slot int, found bool) {
 	g, tag := t.hashOf(root)
-	empty := -1
-	for range t.ng {
-		c := t.ctrl[g]
-		base := int(g) * groupSlots
-		for m := matchBytes(c.lo, tag); m != 0; m &= m - 1 {
-			if i := base + bits.TrailingZeros64(m)>>3; t.e[i].key == root {
-				return i, true
-			}
-		}
-		for m := matchBytes(c.hi, tag) & hiTags; m != 0; m &= m - 1 {
-			if i := base + 8 + bits.TrailingZeros64(m)>>3; t.e[i].key == root {
-				return i, true
-			}
-		}
-		if empty < 0 {
-			if m := matchBytes(c.lo, 0); m != 0 {
-				empty = base + bits.TrailingZeros64(m)>>3
-			} else if m := matchBytes(c.hi, 0) & hiTags; m != 0 {
-				empty = base + 8 + bits.TrailingZeros64(m)>>3
-			}
-		}
-		if uint8(c.hi>>56) == 0 && empty >= 0 {
-			return empty, false
-		}
-		g = t.next(g)
+	if j, ok := t.lookup(root, g, lowBits*uint64(tag)); ok {
+		return int(j), true
 	}
-	return empty, false // every group read: not there (never at the bound's load)
+	z, pos := t.firstEmpty(g)
+	return int(z*groupSlots + pos), false
+}
+
+// firstEmpty returns the first empty slot from group g on, as its group z
+// and its place pos in z. The table always has one: its slots exceed the
+// bound and the FAIL reserve.
+func (t *table) firstEmpty(g uint64) (z, pos uint64) {
+	for z = g; ; {
+		c := &t.ctrl[z]
+		if el := zeroBytes(c.lo); el != 0 {
+			return z, uint64(bits.TrailingZeros64(el)) >> 3
+		}
+		if eh := zeroBytes(c.hi) & hiTags; eh != 0 {
+			return z, 8 + uint64(bits.TrailingZeros64(eh))>>3
+		}
+		if z++; z == t.ng {
+			z = 0
+		}
+	}
 }
 
 // groupDist is how many groups g lies past h, going round the end.

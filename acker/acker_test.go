@@ -105,13 +105,7 @@ func runSharded(t *testing.T, shards, producers, receivers int, recvOf func(int)
 	if recvOf == nil {
 		recvOf = func(task int) int { return task % receivers }
 	}
-	a, err := acker.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(); err != nil {
-		t.Fatal(err)
-	}
+	a := started(t, cfg)
 	// Spread messages over producers at random (a root's messages travel
 	// through different producers, so they arrive in any order).
 	per := make([][]ackcore.Msg, producers)
@@ -221,13 +215,7 @@ func runSharded(t *testing.T, shards, producers, receivers int, recvOf func(int)
 // Failed{stopped}, and sends after Stop fail with ErrClosed.
 func TestShardedStopReportsPending(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	a, err := acker.New(acker.Config{Shards: 2, Spec: acker.Spec{Producers: 1, Tasks: 1}, Shard: ackcore.Config{MaxPending: 100}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(); err != nil {
-		t.Fatal(err)
-	}
+	a := started(t, acker.Config{Shards: 2, Spec: acker.Spec{Producers: 1, Tasks: 1}, Shard: ackcore.Config{MaxPending: 100}})
 	p := a.Producer(0)
 	for r := uint64(1); r <= 10; r++ {
 		if err := p.Send(ackcore.Msg{Root: r, Kind: ackcore.Init, Val: r}); err != nil {
@@ -265,13 +253,7 @@ func TestShardedOversubscribed(t *testing.T) {
 		shards, producers int
 		warn              bool
 	}{{1, 1, false}, {1, 2, true}, {2, 1, true}} {
-		a, err := acker.New(acker.Config{Shards: c.shards, Spec: acker.Spec{Producers: c.producers, Tasks: 1}, Shard: ackcore.Config{MaxPending: 10}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := a.Start(); err != nil {
-			t.Fatal(err)
-		}
+		a := started(t, acker.Config{Shards: c.shards, Spec: acker.Spec{Producers: c.producers, Tasks: 1}, Shard: ackcore.Config{MaxPending: 10}})
 		note := a.Plan().Note
 		a.Stop()
 		want := fmt.Sprintf("%d executors and %d producers exceed GOMAXPROCS 2", c.shards, c.producers)
@@ -311,13 +293,7 @@ func TestShardedConfigErrors(t *testing.T) {
 func TestShardedSendBatch(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	for _, shards := range []int{1, 2} {
-		a, err := acker.New(acker.Config{Shards: shards, Spec: acker.Spec{Producers: 1, Tasks: 2}, RingSize: 64, Shard: ackcore.Config{MaxPending: 1000}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := a.Start(); err != nil {
-			t.Fatal(err)
-		}
+		a := started(t, acker.Config{Shards: shards, Spec: acker.Spec{Producers: 1, Tasks: 2}, RingSize: 64, Shard: ackcore.Config{MaxPending: 1000}})
 		outs := make([][]ackcore.Outcome, 2)
 		var wg sync.WaitGroup
 		for task := range 2 {

@@ -3,6 +3,7 @@ package acker_test
 import (
 	"fmt"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -20,13 +21,7 @@ import (
 // 0 complete at once).
 func startWith(t *testing.T, n int) *acker.Acker {
 	t.Helper()
-	a, err := acker.New(acker.Config{Shards: 2, Spec: acker.Spec{Producers: 1, Tasks: 1}, Shard: ackcore.Config{MaxPending: 1024}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(); err != nil {
-		t.Fatal(err)
-	}
+	a := started(t, acker.Config{Shards: 2, Spec: acker.Spec{Producers: 1, Tasks: 1}, Shard: ackcore.Config{MaxPending: 1024}})
 	p := a.Producer(0)
 	for r := uint64(1); r <= uint64(n); r++ {
 		if err := p.Send(ackcore.Msg{Root: r, Kind: ackcore.Init}); err != nil {
@@ -126,19 +121,27 @@ func TestRunPanicExactlyOnce(t *testing.T) {
 // anything is allocated, with an error naming the value and the bytes.
 func TestConfigBytes(t *testing.T) {
 	sh := ackcore.Config{MaxPending: 1024}
-	for _, c := range []struct {
+	type refusal struct {
 		cfg  acker.Config
 		want []string
-	}{
-		{acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 1}, Shard: sh, RingSize: 1 << 40}, []string{"RingSize 1099511627776", "bytes"}},
-		{acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 1}, Shard: sh, OutcomeRingSize: 1 << 62}, []string{"OutcomeRingSize 4611686018427387904", "bytes"}},
+	}
+	cases := []refusal{
 		{acker.Config{Spec: acker.Spec{Producers: 4096, Tasks: 1}, Shards: 1024, Shard: sh}, []string{"1024 shards", "4096 producers", "bytes", "MaxBytes"}},
 		{acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 1}, Shards: 64, Shard: ackcore.Config{MaxPending: 1 << 27}}, []string{"MaxPending 134217728", "bytes", "MaxBytes"}},
-		{acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 1}, Shard: sh, Backlog: 1 << 40}, []string{"Backlog 1099511627776", "bytes"}},
 		{acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 1}, Shard: sh, MaxBytes: 1 << 19}, []string{"MaxBytes 524288"}},
 		{acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 1}, Shard: sh, Batch: 8192}, []string{"Batch 8192"}},
 		{acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 1}, Shard: ackcore.Config{MaxPending: -1}}, []string{"MaxPending -1"}},
-	} {
+	}
+	if strconv.IntSize == 64 {
+		// Sizes past a 32-bit int, shifted at run time so that the file
+		// compiles for 386 (where these cases cannot be written).
+		wide := func(shift uint) int { return 1 << shift }
+		cases = append(cases,
+			refusal{acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 1}, Shard: sh, RingSize: wide(40)}, []string{"RingSize 1099511627776", "bytes"}},
+			refusal{acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 1}, Shard: sh, OutcomeRingSize: wide(62)}, []string{"OutcomeRingSize 4611686018427387904", "bytes"}},
+			refusal{acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 1}, Shard: sh, Backlog: wide(40)}, []string{"Backlog 1099511627776", "bytes"}})
+	}
+	for _, c := range cases {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
 		a, err := acker.New(c.cfg)
@@ -331,13 +334,7 @@ func TestOldestPending(t *testing.T) {
 // (AllocsPerRun counts every goroutine's allocations).
 func TestHotPathAllocs(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	a, err := acker.New(acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 2}, Shard: ackcore.Config{MaxPending: 4096}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(); err != nil {
-		t.Fatal(err)
-	}
+	a := started(t, acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 2}, Shard: ackcore.Config{MaxPending: 4096}})
 	defer a.Stop()
 	p := a.Producer(0)
 	rcs := []*acker.Receiver{a.Receiver(0), a.Receiver(1)}
@@ -404,4 +401,18 @@ func TestSpecCheck(t *testing.T) {
 			t.Errorf("%+v: filled %+v, table %v", tc.spec, s, of)
 		}
 	}
+}
+
+// started builds an acker from cfg and starts it, failing the test if
+// either refuses.
+func started(t testing.TB, cfg acker.Config) *acker.Acker {
+	t.Helper()
+	a, err := acker.New(cfg)
+	if err == nil {
+		err = a.Start()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
 }

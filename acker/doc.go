@@ -59,14 +59,15 @@
 //
 // Messages. Producer p owns one SPSC ring into every shard (RingSize
 // messages of 32 bytes) and stages messages in place, publishing a span
-// per Batch messages or on Flush: one atomic store per span. Each executor
+// per Batch messages or on Flush: one compare-and-swap (ring's publish) per
+// span. Each executor
 // drains its rings a Batch per ring per pass, applies them, and samples
 // the clock once per pass; once per tick it expires.
 //
 // Outcomes. Each shard has one SPSC ring into every receiver
 // (OutcomeRingSize outcomes of 32 bytes). The executor gathers a pass's
 // outcomes (up to routeChunk = 1024), groups them by receiver, and hands
-// each receiver its share with one PushBatch: one atomic store per
+// each receiver its share with one PushBatch: one compare-and-swap per
 // receiver per pass, not per applied span. By default there is one
 // receiver per spout task; Config.Receivers groups tasks, such as the
 // tasks of one spout executor (Storm's executors take the acks of all
@@ -98,7 +99,8 @@
 // adds it to the tables and rings and refuses a configuration whose
 // Footprint exceeds Config.MaxBytes, naming the bytes, before allocating
 // anything. TestStuckReceiver sends 10,000,000 messages with one receiver
-// never polled and checks the heap against it (also under -race).
+// never polled and checks the heap against it; with -short, as CI's race
+// run has it, 1,000,000.
 //
 // Visibility. ReceiverStats(r) reports a receiver's Backlog (in its rings
 // and held), Held, how many shards hold back its INITs (HeldBack), the
@@ -143,12 +145,9 @@
 // loop, between emits and while it has nothing to emit. One goroutine per
 // task calling Wait or Run is simpler, but each is one more goroutine
 // wanting a processor: when runnable goroutines outnumber GOMAXPROCS, one
-// queued behind a busy executor waits for the scheduler's next preemption
-// (milliseconds). On 2 vCPUs, one producer polling its receiver saw its
-// roots complete in 6.7-7.7 µs at the median against 16-92 µs with 16
-// spout goroutines, and at the 99th percentile in 0.12-0.35 ms against
-// 2.3-4.8 ms (a latency benchmark since folded into ackbench's pipeline
-// level; the figures are in this file's git history). Plan's Note says,
+// queued behind a busy executor waits for the scheduler to preempt it (Go
+// preempts a goroutine that has run for 10 ms), so the outcomes of its
+// tasks wait too. Plan's Note says,
 // from New on, when executors and producers alone outnumber GOMAXPROCS
 // ("oversubscribed: ..."). Stop reports the roots still pending to their
 // receivers and waits for them to be taken (until StopContext's deadline,

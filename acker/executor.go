@@ -251,7 +251,7 @@ func (e *executor) route() {
 }
 
 // routeChunk hands out (at most routeChunk outcomes) to their receivers'
-// rings, with one PushBatch per receiver: one atomic store per ring and
+// rings, with one PushBatch per receiver: one compare-and-swap per ring and
 // route, not per outcome. It groups them by receiver with a counting sort
 // into e.sorted (one receiver needs no grouping). Outcomes with no task
 // (Refused ACK, FAIL, RESET) are counted in ackcore.Stats and not routed.

@@ -17,7 +17,7 @@ var ErrNotStarted = errors.New("acker: send before Start (call Acker.Start first
 
 // Producer sends messages to the shards. It stages messages in place in
 // each shard's ring and publishes a shard's staged span when it fills
-// (Batch messages) or on Flush: one atomic store per span, not per message.
+// (Batch messages) or on Flush: one compare-and-swap per span, not per message.
 // Not safe for concurrent use: one goroutine per Producer.
 type Producer struct {
 	rings  []*ring.SPSC[ackcore.Msg] // rings[s]: this producer's ring into shard s

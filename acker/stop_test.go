@@ -22,13 +22,7 @@ func stuckAcker(t *testing.T, n int, cfg acker.Config) (a *acker.Acker, polled <
 	t.Helper()
 	cfg.Spec = acker.Spec{Producers: 1, Tasks: 2}
 	cfg.Shard = ackcore.Config{MaxPending: 1 << 15}
-	a, err := acker.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(); err != nil {
-		t.Fatal(err)
-	}
+	a = started(t, cfg)
 	p := a.Producer(0)
 	for r := uint64(1); r <= uint64(n); r++ {
 		if err := p.Send(ackcore.Msg{Root: r, Kind: ackcore.Init, Task: 1, Val: 1}); err != nil {

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -195,12 +196,8 @@ func (c Config) withDefaults() Config {
 			c.Pending = slices.Clone(DefaultPending)
 		}
 	}
-	if c.Producers == 0 {
-		c.Producers = 1
-	}
-	if c.Shards == 0 {
-		c.Shards = 1
-	}
+	c.Producers = cmp.Or(c.Producers, 1)
+	c.Shards = cmp.Or(c.Shards, 1)
 	if len(c.Conns) == 0 {
 		c.Conns = slices.Clone(DefaultConns)
 	}
@@ -220,15 +217,9 @@ func (c Config) withDefaults() Config {
 			c.Reps = QuickReps
 		}
 	}
-	if c.Seed == 0 {
-		c.Seed = DefaultSeed
-	}
-	if c.Batch == 0 {
-		c.Batch = DefaultBatch
-	}
-	if c.LatencyLoad == 0 {
-		c.LatencyLoad = DefaultLatencyLoad
-	}
+	c.Seed = cmp.Or(c.Seed, DefaultSeed)
+	c.Batch = cmp.Or(c.Batch, DefaultBatch)
+	c.LatencyLoad = cmp.Or(c.LatencyLoad, DefaultLatencyLoad)
 	return c
 }
 

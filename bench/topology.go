@@ -112,7 +112,7 @@ type wcResult struct {
 	err           error // verification
 	// fetch is a Kafka spout's fetch and commit counters over the rep
 	// (source level; zero elsewhere).
-	fetch struct{ holdBacks, pauses, commits uint64 }
+	fetch struct{ pauses, commits uint64 }
 }
 
 // runWordcount runs n sentences through the word count.

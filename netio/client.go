@@ -48,20 +48,20 @@ type ClientConfig struct {
 	// says false); a full inbox holds its hosts' readers back. So a
 	// goroutine that both sends and polls (a spout executor) must not let
 	// MaxPending outcomes wait in its inbox while it sends: set the
-	// engine's max spout pending below it. Default 1<<20.
+	// engine's max spout pending below it. Default DefaultMaxPending.
 	MaxPending int
 	// FrameMsgs is the messages a sender stages per host before it hands
-	// a frame to the connection (Flush hands over fewer). Default 2048.
+	// a frame to the connection (Flush hands over fewer). Default
+	// DefaultFrameMsgs.
 	FrameMsgs int
 	// QueueBytes bounds each host's send queue; a sender waits while it
-	// is full (backpressure). Default 256 KiB (about 11,000 messages): a
-	// deeper queue only adds latency once the connection is saturated.
+	// is full (backpressure). Default DefaultQueueBytes.
 	QueueBytes int
 	// MaxFrame is the largest frame the client accepts (default
 	// DefaultMaxFrame).
 	MaxFrame int
 	// DialTimeout bounds a connection attempt, handshake included
-	// (default 5s). Port waits up to this long for the first attempt at
+	// (default DefaultDialTimeout). Port waits up to this long for the first attempt at
 	// every host and fails if none connected; a host that refuses for
 	// lack of room (closeOverloaded: at MaxConns, or a handshake dropped
 	// for a newer one under a connection flood) or because another
@@ -70,11 +70,11 @@ type ClientConfig struct {
 	// again every BackoffMin within that time before it counts as failed.
 	DialTimeout time.Duration
 	// WriteTimeout gives a host up when its socket takes no bytes for
-	// this long (default 10s).
+	// this long (default DefaultWriteTimeout).
 	WriteTimeout time.Duration
 	// BackoffMin and BackoffMax bound the wait between reconnect attempts
-	// to a host, doubled after each failure with jitter (default 50ms and
-	// 5s).
+	// to a host, doubled after each failure with jitter (default
+	// DefaultBackoffMin and DefaultBackoffMax).
 	BackoffMin, BackoffMax time.Duration
 	// HashKey keys the routing hash; 0 derives it from Secret, so that
 	// clients sharing a secret agree.
@@ -87,6 +87,28 @@ type ClientConfig struct {
 	Logger *slog.Logger
 }
 
+// Defaults of ClientConfig (its WriteTimeout's is DefaultWriteTimeout).
+const (
+	// DefaultMaxPending is MaxPending's default: roots in flight, and
+	// outcomes an inbox holds.
+	DefaultMaxPending = 1 << 20
+	// DefaultFrameMsgs is FrameMsgs' default: a 48 KiB frame.
+	DefaultFrameMsgs = 2048
+	// DefaultQueueBytes is QueueBytes' default: 256 KiB, about 11,000
+	// messages; a deeper queue only adds latency once the connection is
+	// saturated.
+	DefaultQueueBytes = 256 << 10
+	// DefaultDialTimeout is DialTimeout's default.
+	DefaultDialTimeout = 5 * time.Second
+	// DefaultBackoffMin and DefaultBackoffMax are BackoffMin's and
+	// BackoffMax's defaults.
+	DefaultBackoffMin = 50 * time.Millisecond
+	DefaultBackoffMax = 5 * time.Second
+)
+
+// maxHosts is the most hosts a client may list.
+const maxHosts = 1024
+
 // LogInterval is the least time between two warnings about one host on
 // the default logger (ClientConfig.Logger nil): a host refusing every
 // retry is reported once a minute, not at every backoff step.
@@ -96,8 +118,8 @@ func (c *ClientConfig) fill() error {
 	if len(c.Hosts) == 0 {
 		return errors.New("netio: no hosts")
 	}
-	if len(c.Hosts) > 1024 {
-		return fmt.Errorf("netio: %d hosts, at most 1024", len(c.Hosts))
+	if len(c.Hosts) > maxHosts {
+		return fmt.Errorf("netio: %d hosts, at most %d", len(c.Hosts), maxHosts)
 	}
 	seen := map[string]bool{}
 	for _, h := range c.Hosts {
@@ -113,28 +135,28 @@ func (c *ClientConfig) fill() error {
 		c.ID = rand.Uint64() | 1
 	}
 	if c.MaxPending == 0 {
-		c.MaxPending = 1 << 20
+		c.MaxPending = DefaultMaxPending
 	}
 	if c.FrameMsgs == 0 {
-		c.FrameMsgs = 2048
+		c.FrameMsgs = DefaultFrameMsgs
 	}
 	if c.QueueBytes == 0 {
-		c.QueueBytes = 256 << 10
+		c.QueueBytes = DefaultQueueBytes
 	}
 	if c.MaxFrame == 0 {
 		c.MaxFrame = DefaultMaxFrame
 	}
 	if c.DialTimeout == 0 {
-		c.DialTimeout = 5 * time.Second
+		c.DialTimeout = DefaultDialTimeout
 	}
 	if c.WriteTimeout == 0 {
-		c.WriteTimeout = 10 * time.Second
+		c.WriteTimeout = DefaultWriteTimeout
 	}
 	if c.BackoffMin == 0 {
-		c.BackoffMin = 50 * time.Millisecond
+		c.BackoffMin = DefaultBackoffMin
 	}
 	if c.BackoffMax == 0 {
-		c.BackoffMax = 5 * time.Second
+		c.BackoffMax = DefaultBackoffMax
 	}
 	if c.HashKey == 0 {
 		sum := sha256.Sum256(append([]byte("xorack-netio-route"), c.Secret...))
@@ -143,8 +165,8 @@ func (c *ClientConfig) fill() error {
 	switch {
 	case c.MaxPending < 1:
 		return fmt.Errorf("netio: MaxPending %d below 1", c.MaxPending)
-	case c.MaxFrame < minMaxFrame || c.MaxFrame > 64<<20:
-		return fmt.Errorf("netio: MaxFrame %d out of range [%d, %d]", c.MaxFrame, minMaxFrame, 64<<20)
+	case c.MaxFrame < minMaxFrame || c.MaxFrame > maxMaxFrame:
+		return fmt.Errorf("netio: MaxFrame %d out of range [%d, %d]", c.MaxFrame, minMaxFrame, maxMaxFrame)
 	case c.FrameMsgs < 1 || c.FrameMsgs > maxMsgsPerFrame(minMaxFrame)*16:
 		return fmt.Errorf("netio: FrameMsgs %d out of range [1, %d]", c.FrameMsgs, maxMsgsPerFrame(minMaxFrame)*16)
 	case c.QueueBytes < HeaderSize+c.FrameMsgs*MsgSize:

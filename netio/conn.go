@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -523,8 +524,18 @@ func (c *sconn) writer() {
 	t := time.NewTimer(hb)
 	defer t.Stop()
 	var lastDeadline time.Time
+	yielded := false
 	for {
 		c.mu.Lock()
+		if len(c.out) > 0 && len(c.out) < coalesceBytes && !c.finished && !yielded {
+			// Little to write: let the router add to it first (see
+			// coalesceBytes).
+			yielded = true
+			c.mu.Unlock()
+			runtime.Gosched()
+			continue
+		}
+		yielded = false
 		if len(c.out) == 0 && !c.finished {
 			c.writerIdle = true
 			c.mu.Unlock()
@@ -546,6 +557,12 @@ func (c *sconn) writer() {
 						return
 					}
 				}
+				continue
+			}
+			if !c.finished && len(c.out) < coalesceBytes {
+				yielded = true
+				c.mu.Unlock()
+				runtime.Gosched()
 				continue
 			}
 		}

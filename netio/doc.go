@@ -179,9 +179,13 @@
 //   - client.go: ClientConfig, Client, Dial, Stats, Stop, the errors.
 //   - sender.go: Producer, the send handle.
 //   - inbox.go: Receiver, the outcome inbox, and delivery to it.
-//   - host.go: a host's dial, handshake, serve, read and write. It is
-//     just over 600 lines: a host's reader and writer share its pending
-//     table and outbound buffer and read best side by side.
+//   - host.go: host, one server as the client sees it: its outbound
+//     buffer and queue of INITs (enqueue), its pending table (register),
+//     and losing it (lose, hangUp).
+//   - dial.go: a host's connection manager: dial, TLS, the client's
+//     handshake, backoff and reconnection, its rate-limited warnings.
+//   - hostio.go: one connection of a host: its reader (read, resolve:
+//     outcomes matched with the pending table) and its writer.
 //   - route.go: rendezvous routing and the live host list.
 //   - pend.go: the pending table of a host's roots in flight.
 //   - clientstats.go, observe.go: counters, their logging and export.

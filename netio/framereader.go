@@ -10,6 +10,16 @@ import (
 // system call, enough to amortise it, and what a frame of that size needs.
 const readChunk = 64 << 10
 
+// coalesceBytes is how much a writer (the client's per host, the
+// server's per connection) likes to have before it writes: with less, it
+// yields its processor once (runtime.Gosched) and then writes what is
+// there. On loopback a write system call costs microseconds whatever its
+// size, and the peer's read as much again; a writer woken per frame wrote
+// one frame per call. The yield lets the goroutines that fill its buffer
+// (senders, the router) run first where they share its processor, and
+// costs a scheduler pass when nothing else is runnable.
+const coalesceBytes = 32 << 10
+
 // frameReader reads frames from a stream into one buffer that it reuses.
 // The buffer starts at readChunk bytes and grows only for a frame whose
 // header has been read and checked against the limit, to at most that

@@ -31,7 +31,7 @@ type ServerConfig struct {
 	// configuration; set ClientAuth (tls.RequireAndVerifyClientCert) for
 	// mutual TLS.
 	TLS *tls.Config
-	// Shards is the acker's shards (default 1).
+	// Shards is the acker's shards (default DefaultShards).
 	Shards int
 	// Shard configures each shard (MaxPending is required, per shard).
 	Shard ackcore.Config
@@ -41,10 +41,10 @@ type ServerConfig struct {
 	// configuration that could take more.
 	MaxBytes int64
 	// Tasks is the number of spout task ids clients may own, [0, Tasks);
-	// default 4096.
+	// default DefaultTasks.
 	Tasks int
 	// MaxConns bounds the authenticated connections open at once
-	// (default 128); one more that authenticates is closed with
+	// (default DefaultMaxConns); one more that authenticates is closed with
 	// closeOverloaded. Each is one acker producer with a ring into every
 	// shard. Connections still in the handshake count against
 	// MaxHandshakes instead.
@@ -67,7 +67,7 @@ type ServerConfig struct {
 	// server has taken and whose outcome it has not yet written: past it,
 	// the server stops reading that connection until outcomes drain
 	// (backpressure), so a client that does not read holds at most this
-	// many outcomes in the server. Default 1<<16.
+	// many outcomes in the server. Default DefaultMaxConnPending.
 	MaxConnPending int
 	// ShareSlack is the reserve: the room of the acker's table kept off
 	// the connections' base shares (Server.Share), which any connection
@@ -83,13 +83,15 @@ type ServerConfig struct {
 	// DefaultHandshakeTimeout).
 	HandshakeTimeout time.Duration
 	// IdleTimeout closes a connection that sent nothing, not even a
-	// heartbeat, for this long (default 30s); both sides send heartbeats
-	// every IdleTimeout/3 when otherwise idle.
+	// heartbeat, for this long (default DefaultIdleTimeout); both sides
+	// send heartbeats every IdleTimeout/3 when otherwise idle.
 	IdleTimeout time.Duration
 	// WriteTimeout closes a connection whose socket takes no bytes for
-	// this long: a client that stopped reading (default 10s).
+	// this long: a client that stopped reading (default
+	// DefaultWriteTimeout).
 	WriteTimeout time.Duration
-	// RingSize is each connection's ring into each shard (default 1024).
+	// RingSize is each connection's ring into each shard (default
+	// DefaultRingSize).
 	RingSize int
 	// Pin pins the shard executors (acker.Config.Pin).
 	Pin bool
@@ -105,13 +107,13 @@ func (c *ServerConfig) fill() error {
 		return fmt.Errorf("netio: secret of %d bytes, want at least 16", len(c.Secret))
 	}
 	if c.Shards == 0 {
-		c.Shards = 1
+		c.Shards = DefaultShards
 	}
 	if c.Tasks == 0 {
-		c.Tasks = 4096
+		c.Tasks = DefaultTasks
 	}
 	if c.MaxConns == 0 {
-		c.MaxConns = 128
+		c.MaxConns = DefaultMaxConns
 	}
 	if c.MaxHandshakes == 0 {
 		c.MaxHandshakes = DefaultMaxHandshakes
@@ -127,39 +129,39 @@ func (c *ServerConfig) fill() error {
 		c.MaxFrame = DefaultMaxFrame
 	}
 	if c.MaxConnPending == 0 {
-		c.MaxConnPending = 1 << 16
+		c.MaxConnPending = DefaultMaxConnPending
 	}
 	if c.HandshakeTimeout == 0 {
 		c.HandshakeTimeout = DefaultHandshakeTimeout
 	}
 	if c.IdleTimeout == 0 {
-		c.IdleTimeout = 30 * time.Second
+		c.IdleTimeout = DefaultIdleTimeout
 	}
 	if c.WriteTimeout == 0 {
-		c.WriteTimeout = 10 * time.Second
+		c.WriteTimeout = DefaultWriteTimeout
 	}
 	if c.RingSize == 0 {
-		c.RingSize = 1024
+		c.RingSize = DefaultRingSize
 	}
 	switch {
 	case c.Tasks < 1 || c.Tasks > ackcore.MaxTask+1:
 		return fmt.Errorf("netio: Tasks %d out of range [1, %d]", c.Tasks, ackcore.MaxTask+1)
-	case c.MaxConns < 1 || c.MaxConns > 4096:
-		return fmt.Errorf("netio: MaxConns %d out of range [1, 4096]", c.MaxConns)
-	case c.MaxHandshakes < 1 || c.MaxHandshakes > 1<<16:
-		return fmt.Errorf("netio: MaxHandshakes %d out of range [1, %d]", c.MaxHandshakes, 1<<16)
+	case c.MaxConns < 1 || c.MaxConns > maxConnsLimit:
+		return fmt.Errorf("netio: MaxConns %d out of range [1, %d]", c.MaxConns, maxConnsLimit)
+	case c.MaxHandshakes < 1 || c.MaxHandshakes > maxHandshakesLimit:
+		return fmt.Errorf("netio: MaxHandshakes %d out of range [1, %d]", c.MaxHandshakes, maxHandshakesLimit)
 	case c.MaxRootTimeout < def || c.MaxRootTimeout > ackcore.MaxTimeout || c.MaxRootTimeout%time.Millisecond != 0:
 		return fmt.Errorf("netio: MaxRootTimeout %v out of range [%v (Shard.Timeout), %v] or not whole milliseconds", c.MaxRootTimeout, def, ackcore.MaxTimeout)
-	case c.MaxFrame < minMaxFrame || c.MaxFrame > 64<<20:
-		return fmt.Errorf("netio: MaxFrame %d out of range [%d, %d]", c.MaxFrame, minMaxFrame, 64<<20)
+	case c.MaxFrame < minMaxFrame || c.MaxFrame > maxMaxFrame:
+		return fmt.Errorf("netio: MaxFrame %d out of range [%d, %d]", c.MaxFrame, minMaxFrame, maxMaxFrame)
 	case c.MaxConnPending < 1:
 		return fmt.Errorf("netio: MaxConnPending %d below 1", c.MaxConnPending)
 	case c.ShareSlack < 0:
 		return fmt.Errorf("netio: ShareSlack %d below 0", c.ShareSlack)
 	case c.HandshakeTimeout < 0 || c.WriteTimeout < 0:
 		return fmt.Errorf("netio: negative timeout (handshake %v, write %v)", c.HandshakeTimeout, c.WriteTimeout)
-	case c.IdleTimeout < 30*time.Millisecond:
-		return fmt.Errorf("netio: IdleTimeout %v below 30ms", c.IdleTimeout)
+	case c.IdleTimeout < minIdleTimeout:
+		return fmt.Errorf("netio: IdleTimeout %v below %v", c.IdleTimeout, minIdleTimeout)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -173,6 +175,29 @@ func (c *ServerConfig) fill() error {
 
 // Defaults of ServerConfig.
 const (
+	// DefaultShards is Shards' default: one shard, one executor; a host
+	// with cores to spare for the acker raises it.
+	DefaultShards = 1
+	// DefaultTasks is Tasks' default: the spout task ids clients may own.
+	DefaultTasks = 4096
+	// DefaultMaxConns is MaxConns' default: each connection is an acker
+	// producer with a ring into every shard, and every executor's spin
+	// looks at each of them.
+	DefaultMaxConns = 128
+	// DefaultMaxConnPending is MaxConnPending's default: 65,536 roots
+	// per connection, 1.5 MiB of outcomes held for a client that stops
+	// reading.
+	DefaultMaxConnPending = 1 << 16
+	// DefaultIdleTimeout is IdleTimeout's default; heartbeats go every
+	// third of it.
+	DefaultIdleTimeout = 30 * time.Second
+	// DefaultWriteTimeout is WriteTimeout's default, the server's and the
+	// client's (ClientConfig.WriteTimeout): a peer whose socket takes no
+	// bytes for this long is given up.
+	DefaultWriteTimeout = 10 * time.Second
+	// DefaultRingSize is RingSize's default: each connection's ring into
+	// each shard, in messages.
+	DefaultRingSize = 1024
 	// DefaultMaxHandshakes is MaxHandshakes' default: far more than
 	// clients ever reconnect at once (a handshake takes a round trip or
 	// two), few enough that their goroutines and buffers (a challenge
@@ -193,6 +218,16 @@ const (
 // the handshake): best effort, as a peer that does not read would
 // otherwise hold the goroutine for the whole WriteTimeout.
 const closeWriteTimeout = 250 * time.Millisecond
+
+// Ranges a ServerConfig is checked against.
+const (
+	maxConnsLimit      = 4096     // MaxConns at most
+	maxHandshakesLimit = 1 << 16  // MaxHandshakes at most
+	maxMaxFrame        = 64 << 20 // MaxFrame at most, server and client
+	// minIdleTimeout is IdleTimeout at least: heartbeats go every third
+	// of it.
+	minIdleTimeout = 30 * time.Millisecond
+)
 
 // peerCheckInterval is how often a reader held by backpressure looks
 // whether its peer closed (peerGone): it cannot see EOF, as it does not

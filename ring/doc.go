@@ -4,12 +4,14 @@
 //
 // The acker's shards are pinned executors; every core that produces acks
 // owns one SPSC ring per shard, and each shard drains its rings with a
-// FanIn. A ring costs its producer and its consumer one atomic store per
-// publish or release and nothing per element, so the batch calls (Reserve
-// and Commit, Peek and Release, PushBatch and PopBatch) move a batch for the
-// price of one element. On amd64 Go's atomic store is a locking XCHG,
-// tens of cycles, which is why a ring publishes once per batch and not once
-// per element (BenchmarkRing measures both).
+// FanIn. A ring costs its producer one compare-and-swap per publish (of
+// tail, so that a publish racing Close is either in or refused) and its
+// consumer one atomic store per release, and nothing per element, so the
+// batch calls (Reserve and Commit, Peek and Release, PushBatch and
+// PopBatch) move a batch for the price of one element. On amd64 both are
+// locked instructions (LOCK CMPXCHG, and XCHG for Go's atomic store), tens
+// of cycles, which is why a ring publishes once per batch and not once per
+// element (BenchmarkRing measures both, batch=64 and batch=1).
 //
 // # Terms
 //
@@ -80,18 +82,18 @@
 //
 // Slot ownership. The slot of sequence s belongs to the producer from the
 // moment the consumer's atomic store makes head exceed s-len(buf) (for the
-// first lap, from New) until the producer's atomic store makes tail exceed
-// s; then it belongs to the consumer until its atomic store makes head
-// exceed s; then back to the producer for sequence s+len(buf). The stores
-// that pass ownership are: tail in TryPush, Commit and PushBatch; head in
-// TryPop, Release and PopBatch. A span from Reserve is a view of
+// first lap, from New) until the producer's compare-and-swap makes tail
+// exceed s; then it belongs to the consumer until its atomic store makes
+// head exceed s; then back to the producer for sequence s+len(buf). The
+// writes that pass ownership are: tail in TryPush, Commit and PushBatch
+// (compare-and-swap); head in TryPop, Release and PopBatch (store). A span from Reserve is a view of
 // producer-owned slots and one from Peek of consumer-owned slots; each is
 // dead once the matching Commit or Release has run, because the other side
 // may use those slots at once.
 //
 // Memory ordering. All of sync/atomic is sequentially consistent in the Go
 // memory model, and an atomic load that observes a store is synchronized
-// after it. The producer writes slots with plain stores and then stores
+// after it. The producer writes slots with plain stores and then swaps
 // tail; a consumer load of tail that sees the new value therefore happens
 // after those slot writes, so the consumer's plain reads of them are not
 // racy. Symmetrically, the consumer's reads (and clearing) of slots happen
@@ -100,7 +102,8 @@
 // only when its cached copy (headCache, tailCache) cannot satisfy the
 // request, so in steady state a side touches the peer's line once per
 // refresh, not once per element. Loads compile to plain moves on amd64;
-// stores are the expensive part, so every call publishes at most once.
+// the locked writes are the expensive part, so every call publishes at
+// most once.
 //
 // Parking. A side that must wait re-checks the ring Idle.Spins times, then
 // Idle.Yields times with runtime.Gosched, then parks: it sets its parker's
@@ -108,7 +111,7 @@
 // it receive from the parker's one-slot channel. The peer, after every
 // publish or release, loads that flag and, only if it is set, swaps it to 0
 // and sends a token if its swap was the one that cleared it. Because the
-// flag store precedes the re-check and the index store precedes the flag
+// flag store precedes the re-check and the index write precedes the flag
 // load, and all four are sequentially consistent, either the re-check sees
 // the new index or the peer sees the flag: no wake-up is lost. When the
 // re-check succeeds the sleeper clears the flag itself; if a waker beat it

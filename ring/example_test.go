@@ -41,7 +41,7 @@ func ExampleSPSC_Reserve() {
 			span[i] = next
 			next++
 		}
-		r.Commit(len(span)) // one atomic store publishes the whole span
+		r.Commit(len(span)) // one compare-and-swap of tail publishes the whole span
 		fmt.Println("reserved", len(span))
 	}
 	consume := func(n int) {

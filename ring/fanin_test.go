@@ -2,6 +2,7 @@ package ring
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -493,7 +494,7 @@ func TestDrainWaitUntil(t *testing.T) {
 // when wake fires, and an unbuffered wake (a goroutine's send, as a
 // go1.23+ timer channel behaves) is taken within the spin phase.
 func TestDrainWaitUntilSpinning(t *testing.T) {
-	f := NewFanInWithIdle[int](1, 8, 4, Idle{Spins: 1 << 62})
+	f := NewFanInWithIdle[int](1, 8, 4, Idle{Spins: math.MaxInt})
 	wake := make(chan time.Time)
 	done := make(chan bool)
 	go func() {

@@ -348,7 +348,7 @@ func (r *SPSC[T]) PeekWait(n int) []T {
 }
 
 // Release hands the first k elements of the span the last Peek returned back
-// to the producer, with one atomic store. The span must not be used after
+// to the producer, with one atomic store of head. The span must not be used after
 // Release; call Peek again. Releasing more than was peeked is a programmer
 // error, checked only in builds with the invariants tag.
 func (r *SPSC[T]) Release(k int) {

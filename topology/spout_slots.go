@@ -137,7 +137,7 @@ func (s *spoutExec) emit(task int, st *stream, direct int, msgID any, values []a
 	}
 	h := heldMsg{msgID: msgID, values: values, stream: st, direct: int32(direct), attempt: 1}
 	if r := s.redeliver[task]; r != nil {
-		h.attempt = uint32(min(max(r.Attempt(msgID), 1), math.MaxUint32))
+		h.attempt = uint32(min(max(int64(r.Attempt(msgID)), 1), math.MaxUint32))
 	}
 	if len(s.held[task]) > 0 || !s.brk.allowNew() || s.brk.holding() && !s.roomToStart(task) {
 		// The breaker holds it (or holds older ones of the task).

@@ -72,13 +72,7 @@ func TestWordCountTwoDaemons(t *testing.T) {
 		client = c
 		return c, err
 	}
-	top, err := b.Build(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := top.Start(); err != nil {
-		t.Fatal(err)
-	}
+	top := start(t, b, cfg)
 	select {
 	case <-top.Done():
 	case <-time.After(60 * time.Second):
@@ -125,13 +119,7 @@ func TestStopWithPendingNoAckerError(t *testing.T) {
 		client.Store(c)
 		return c, err
 	}
-	top, err := b.Build(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := top.Start(); err != nil {
-		t.Fatal(err)
-	}
+	top := start(t, b, cfg)
 	poll(t, 10*time.Second, "every root pending on the daemon", func() bool {
 		c := client.Load()
 		return c != nil && len(c.Hosts()) == 1 && c.Hosts()[0].Pending == n
@@ -151,3 +139,17 @@ func TestStopWithPendingNoAckerError(t *testing.T) {
 type holdBolt struct{}
 
 func (holdBolt) Execute(*topology.Tuple, *topology.BoltCollector) {}
+
+// start builds the topology and starts it, failing the test if either
+// refuses.
+func start(t *testing.T, b *topology.Builder, cfg topology.Config) *topology.Topology {
+	t.Helper()
+	top, err := b.Build(cfg)
+	if err == nil {
+		err = top.Start()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return top
+}

@@ -17,75 +17,48 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
-	"hash/maphash"
 	"io"
 	"maps"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
+	"github.com/xorack/xorack/examples/internal/kit"
 	"github.com/xorack/xorack/source/jetstream"
-	"github.com/xorack/xorack/source/jetstream/jstest"
 	"github.com/xorack/xorack/topology"
 )
 
 // corpus: the sentences, in turn.
-var corpus = []string{"to be or not to be", "all that glitters is not gold", "fortune favours the bold and the brave"}
+var corpus = kit.Sentences{"to be or not to be", "all that glitters is not gold", "fortune favours the bold and the brave"}
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("jetstream-pipeline", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	url := fs.String("nats", "", "server URL; empty starts a nats-server in the process")
-	n := fs.Int("sentences", 2000, "sentences to publish")
-	fail := fs.Float64("fail", 0.01, "fraction of messages whose first attempt fails after its words were emitted (replayed)")
-	deadline := fs.Duration("deadline", time.Minute, "give up after this long")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if *n < 1 || *fail < 0 || *fail >= 1 {
-		fmt.Fprintln(stderr, "jetstream-pipeline: want -sentences >= 1, -fail in [0, 1)")
-		return 2
-	}
-	if err := pipeline(*url, *n, *fail, *deadline, stdout); err != nil {
-		fmt.Fprintln(stderr, "jetstream-pipeline:", err)
-		return 1
-	}
-	return 0
+	var c kit.Common
+	return kit.Example{
+		Name: "jetstream-pipeline",
+		Flags: func(fs *flag.FlagSet) {
+			c.Define(fs, "nats", 2000, 0.01, "fraction of messages whose first attempt fails after its words were emitted (replayed)")
+		},
+		Check: c.Check,
+		Run:   func(stdout, _ io.Writer) error { return pipeline(c, stdout) },
+	}.Main(args, stdout, stderr)
 }
 
-func pipeline(url string, n int, fail float64, deadline time.Duration, out io.Writer) error {
-	ctx, cancel := context.WithTimeout(context.Background(), deadline)
+func pipeline(c kit.Common, out io.Writer) error {
+	n := c.Sentences
+	ctx, cancel := context.WithTimeout(context.Background(), c.Deadline)
 	defer cancel()
-	if url == "" {
-		dir, err := os.MkdirTemp("", "jetstream-pipeline-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-		srv, err := jstest.Start(jstest.Config{StoreDir: dir})
-		if err != nil {
-			return err
-		}
-		defer srv.Close()
-		url = srv.URL()
-	}
-	nc, err := nats.Connect(url, nats.Name("jetstream-pipeline"))
-	if err != nil {
-		return fmt.Errorf("connecting to %s: %w", url, err)
-	}
-	defer nc.Close()
-	js, err := natsjs.New(nc)
+	srv, err := kit.StartNATS(c.Server, "jetstream-pipeline")
 	if err != nil {
 		return err
 	}
+	defer srv.Close()
+	js := srv.JS
 	for _, sc := range []natsjs.StreamConfig{
 		{Name: "IN", Subjects: []string{"in.>"}},
 		{Name: "OUT", Subjects: []string{"out.>"}, Duplicates: 2 * time.Minute}, // the window replays must fall in
@@ -94,13 +67,9 @@ func pipeline(url string, n int, fail float64, deadline time.Duration, out io.Wr
 			return fmt.Errorf("stream %q: %w", sc.Name, err)
 		}
 	}
-	var last uint64
-	for i := range n {
-		ack, err := js.Publish(ctx, "in.sentences", []byte(corpus[i%len(corpus)]))
-		if err != nil {
-			return fmt.Errorf("publishing sentence %d: %w", i, err)
-		}
-		last = ack.Sequence
+	_, last, err := kit.Publish(ctx, js, "in.sentences", corpus, n)
+	if err != nil {
+		return err
 	}
 	if _, err := js.CreateOrUpdateConsumer(ctx, "IN", jetstream.ConsumerConfig("pipeline", 0, 0)); err != nil {
 		return err
@@ -114,37 +83,21 @@ func pipeline(url string, n int, fail float64, deadline time.Duration, out io.Wr
 	if err != nil {
 		return err
 	}
-	seed := maphash.MakeSeed()
-	b := topology.NewBuilder()
-	b.Spout("sentences", func() topology.Spout {
-		return jetstream.New(jetstream.Config{JetStream: js, Stream: "IN", Consumer: "pipeline"})
-	}).Output("pos", "data")
-	b.Bolt("split", func() topology.Bolt {
-		return topology.Basic(topology.BasicFunc(func(t *topology.Tuple, c *topology.BasicCollector) error {
-			id := t.Value(0).(jetstream.Position).String()
-			for i, w := range strings.Fields(string(t.Value(1).([]byte))) {
-				if err := c.Emit(fmt.Sprintf("%s/%d", id, i), w); err != nil {
-					return err
-				}
-			}
-			if t.Attempt() == 1 && float64(maphash.String(seed, id)%1_000_000) < fail*1_000_000 {
-				return errors.New("lost after the words were emitted") // the engine replays the message
-			}
-			return nil
-		}))
-	}).Executors(2).Input("sentences", topology.Shuffle()).Output("id", "word")
-	b.Bolt("words", sink.Bolt).Executors(4).Input("split", topology.Fields("word"))
-	cfg := topology.DefaultConfig()
-	cfg.Retry = topology.RetryPolicy{MaxAttempts: 10, Backoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond}
-	top, err := b.Build(cfg)
+	err = kit.Pipeline{
+		Spout: func() topology.Spout {
+			return jetstream.New(jetstream.Config{JetStream: js, Stream: "IN", Consumer: "pipeline"})
+		},
+		Fields: []string{"pos", "data"},
+		Message: func(t *topology.Tuple) (string, string) {
+			return t.Value(0).(jetstream.Position).String(), string(t.Value(1).([]byte))
+		},
+		Fail: c.Fail, Seed: c.Seed,
+		Sink: sink.Bolt,
+	}.Run(ctx, func() error {
+		_, err := kit.WaitAcked(ctx, js, "IN", "pipeline", last)
+		return err
+	})
 	if err != nil {
-		return err
-	}
-	if err := top.Start(); err != nil {
-		return err
-	}
-	waitErr := waitAcked(ctx, js, last)
-	if err := errors.Join(waitErr, top.Stop(ctx)); err != nil {
 		return err
 	}
 	elapsed := time.Since(start)
@@ -153,47 +106,22 @@ func pipeline(url string, n int, fail float64, deadline time.Duration, out io.Wr
 	if err != nil {
 		return err
 	}
-	got, want := map[string]int{}, map[string]int{}
+	got := map[string]int{}
 	for _, w := range words {
 		got[w]++
-	}
-	for i := range n {
-		for _, w := range strings.Fields(corpus[i%len(corpus)]) {
-			want[w]++
-		}
 	}
 	ss := sink.Stats()
 	fmt.Fprintf(out, "jetstream-pipeline: %d sentences -> %d messages in OUT in %v; sink published %d, replays that wrote nothing %d, failed %d\n",
 		n, total, elapsed.Round(time.Millisecond), ss.Published, ss.Duplicates, ss.Failed)
 	fmt.Fprintf(out, "duplicates: %d (messages in OUT with an id already there)\n", total-len(words))
-	if total != len(words) || !maps.Equal(got, want) {
-		return fmt.Errorf("OUT holds %d messages for %d ids; word counts equal the sentences': %v", total, len(words), maps.Equal(got, want))
+	var errs []error
+	if total != len(words) {
+		errs = append(errs, fmt.Errorf("OUT holds %d messages for %d ids", total, len(words)))
 	}
-	fmt.Fprintln(out, "every expected word is in OUT exactly once; the word counts equal the sentences'")
-	return nil
-}
-
-// waitAcked waits until the consumer's ack floor is the last sentence and
-// nothing is pending.
-func waitAcked(ctx context.Context, js natsjs.JetStream, last uint64) error {
-	for {
-		c, err := js.Consumer(ctx, "IN", "pipeline")
-		if err != nil {
-			return err
-		}
-		info, err := c.Info(ctx)
-		if err != nil {
-			return err
-		}
-		if info.AckFloor.Stream >= last && info.NumAckPending == 0 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for the consumer to ack up to %d (at %d): %w", last, info.AckFloor.Stream, ctx.Err())
-		case <-time.After(20 * time.Millisecond): // polling the server, with the deadline
-		}
+	if want := corpus.Counts(n); !maps.Equal(got, want) {
+		errs = append(errs, fmt.Errorf("OUT's word counts differ from the sentences' (%d words, %d in the sentences)", kit.Sum(got), kit.Sum(want)))
 	}
+	return kit.Verdict(out, "every expected word is in OUT exactly once; the word counts equal the sentences'", errs...)
 }
 
 // readOut reads stream OUT from its start: each message's word by its

@@ -1,25 +1,15 @@
 package main
 
 import (
-	"bytes"
-	"strings"
 	"testing"
+
+	"github.com/xorack/xorack/examples/internal/kit/kittest"
 )
 
 func TestRun(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		want string
-		code int
-	}{
-		{[]string{"-sentences", "500", "-fail", "0"}, "duplicates: 0 ", 0},
-		{[]string{"-sentences", "500", "-fail", "0.2"}, "duplicates: 0 ", 0},
-		{[]string{"-fail", "2"}, "", 2},
-	} {
-		var out, errw bytes.Buffer
-		code := run(tc.args, &out, &errw)
-		if code != tc.code || !strings.Contains(out.String()+errw.String(), tc.want) {
-			t.Errorf("%v: exit %d (want %d)\n%s%s", tc.args, code, tc.code, out.String(), errw.String())
-		}
-	}
+	kittest.Run(t, run,
+		kittest.Case{Args: []string{"-sentences", "500", "-fail", "0"}, Want: []string{"duplicates: 0 ", "every expected word is in OUT exactly once"}},
+		kittest.Case{Args: []string{"-sentences", "500", "-fail", "0.2"}, Want: []string{"duplicates: 0 "}},
+		kittest.Case{Args: []string{"-fail", "2"}, Code: 2, Want: []string{"jetstream-pipeline: -fail 2: want a fraction in [0, 1)\n"}},
+	)
 }

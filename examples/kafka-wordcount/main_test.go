@@ -1,37 +1,25 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log/slog"
 	"maps"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
+	"github.com/xorack/xorack/examples/internal/kit"
+	"github.com/xorack/xorack/examples/internal/kit/kittest"
 	"github.com/xorack/xorack/source/kafka/kafkatest"
 )
 
 func TestRun(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		want string
-		code int
-	}{
-		{[]string{"-sentences", "1000"}, "every record processed, counted exactly once in the sink, and committed", 0},
-		{[]string{"-sentences", "1000", "-fail", "0.05", "-partitions", "3"}, "words 7250 (a plain counter: ", 0},
-		{[]string{"-sentences", "500", "-fail", "0.5", "-attempts", "1"}, "dead-lettered", 1},
-		{[]string{"-fail", "2"}, "", 2},
-	} {
-		var out, errw bytes.Buffer
-		code := run(tc.args, &out, &errw)
-		if code != tc.code || !strings.Contains(out.String()+errw.String(), tc.want) {
-			t.Errorf("%v: exit %d (want %d)\n%s%s", tc.args, code, tc.code, out.String(), errw.String())
-		}
-	}
+	kittest.Run(t, run,
+		kittest.Case{Args: []string{"-sentences", "1000"}, Want: []string{"every record processed, counted exactly once in the sink, and committed"}},
+		kittest.Case{Args: []string{"-sentences", "1000", "-fail", "0.05", "-partitions", "3"}, Want: []string{"words 7250 (a plain counter: "}},
+		kittest.Case{Args: []string{"-sentences", "500", "-fail", "0.5", "-attempts", "1"}, Code: 1, Want: []string{"dead-lettered"}},
+		kittest.Case{Args: []string{"-fail", "2", "-partitions", "0"}, Code: 2, Want: []string{"kafka-wordcount: -fail 2: want a fraction in [0, 1); -partitions 0: want 1 to 1024\n"}},
+	)
 }
 
 // TestReplayChangesNothing runs the word count into a sink, then replays
@@ -40,32 +28,26 @@ func TestRun(t *testing.T) {
 // move, every replayed write is a no-op, and a plain counter doubles.
 func TestReplayChangesNothing(t *testing.T) {
 	const topic, n = "sentences", 800
-	k, err := kafkatest.Start(kafkatest.Config{Topics: []string{topic}, Partitions: 3})
+	k, err := kit.StartKafka("", kafkatest.Config{Topics: []string{topic}, Partitions: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer k.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(k.Addrs()...), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
-	if err != nil {
+	if _, err := kit.Produce(ctx, k.Client, topic, corpus, n); err != nil {
 		t.Fatal(err)
 	}
-	defer cl.Close()
-	if _, err := produce(ctx, cl, topic, n); err != nil {
-		t.Fatal(err)
-	}
-	sink := NewSink()
-	cfg := wcConfig{brokers: k.Addrs(), topic: topic, group: "first", fail: 0.02, attempts: 20, seed: 7,
+	sink := kit.NewSink[Position]()
+	cfg := wcConfig{brokers: k.Addrs, topic: topic, group: "first", fail: 0.02, attempts: 20, seed: 7,
 		logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	first, err := wordcount(ctx, cfg, sink)
-	if err != nil {
+	if _, err := wordcount(ctx, cfg, sink); err != nil {
 		t.Fatal(err)
 	}
-	once := sink.Totals()
+	once, _ := sink.Totals()
 	applied, _ := sink.Writes()
-	if want := wantTotals(n); !maps.Equal(once, want) {
-		t.Fatalf("after one run the sink holds %d words, want %d", sum(once), sum(want))
+	if want := corpus.Counts(n); !maps.Equal(once, want) {
+		t.Fatalf("after one run the sink holds %d words, want %d", kit.Sum(once), kit.Sum(want))
 	}
 
 	cfg.group, cfg.seed = "replay", 8
@@ -76,30 +58,14 @@ func TestReplayChangesNothing(t *testing.T) {
 	if second.spout.Emitted != n {
 		t.Fatalf("the replay emitted %d records, want all %d", second.spout.Emitted, n)
 	}
-	if again := sink.Totals(); !maps.Equal(again, once) {
-		t.Errorf("the replay changed the sink: %d words, were %d", sum(again), sum(once))
+	again, plain := sink.Totals()
+	if !maps.Equal(again, once) {
+		t.Errorf("the replay changed the sink: %d words, were %d", kit.Sum(again), kit.Sum(once))
 	}
 	if applied2, noops := sink.Writes(); applied2 != applied || noops < applied {
 		t.Errorf("writes applied %d then %d; no-ops %d, want at least %d", applied, applied2, noops, applied)
 	}
-	if plain := sum(first.naive) + sum(second.naive); plain < 2*sum(once) {
-		t.Errorf("a plain counter holds %d, want at least twice %d", plain, sum(once))
-	}
-}
-
-func TestSinkRejectsADifferentValue(t *testing.T) {
-	s := NewSink()
-	p := Position{"t", 0, 5}
-	if ok, err := s.Put(p, "w", 2); !ok || err != nil {
-		t.Fatal(ok, err)
-	}
-	if ok, err := s.Put(p, "w", 2); ok || err != nil {
-		t.Fatalf("the same write again: applied %v, %v", ok, err)
-	}
-	if _, err := s.Put(p, "w", 3); err == nil || !strings.Contains(err.Error(), `t/0@5 word "w" written as 2, then 3`) {
-		t.Fatalf("a different value: %v", err)
-	}
-	if s.Totals()["w"] != 2 || s.Records() != 1 {
-		t.Fatalf("totals %v", s.Totals())
+	if kit.Sum(plain) < 2*kit.Sum(once) {
+		t.Errorf("a plain counter holds %d, want at least twice %d", kit.Sum(plain), kit.Sum(once))
 	}
 }

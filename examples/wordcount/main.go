@@ -17,16 +17,15 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
-	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/xorack/xorack/examples/internal/kit"
 	"github.com/xorack/xorack/topology"
 )
 
-var corpus = []string{
+var corpus = kit.Sentences{
 	"the cow jumped over the moon",
 	"an apple a day keeps the doctor away",
 	"four score and seven years ago",
@@ -40,67 +39,36 @@ var corpus = []string{
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 type options struct {
-	sentences  int
-	fail, drop float64
-	ackers     int
-	splitters  int
-	counters   int
-	timeout    time.Duration
-	deadline   time.Duration
-	attempts   int
-	seed       uint64
+	kit.Common
+	drop      float64
+	ackers    int
+	splitters int
+	counters  int
+	timeout   time.Duration
+	attempts  int
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
 	var o options
-	fs := flag.NewFlagSet("wordcount", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.IntVar(&o.sentences, "sentences", 100_000, "sentences to emit")
-	fs.Float64Var(&o.fail, "fail", 0, "fraction of sentences the split bolt fails (they are replayed)")
-	fs.Float64Var(&o.drop, "drop", 0, "fraction of sentences the split bolt loses without a word (they time out and are replayed)")
-	fs.IntVar(&o.ackers, "ackers", 1, "acker shards; 0 = at most once")
-	fs.IntVar(&o.splitters, "split", 2, "split bolt tasks")
-	fs.IntVar(&o.counters, "count", 2, "count bolt tasks")
-	fs.DurationVar(&o.timeout, "timeout", time.Second, "message timeout (a whole number of ms)")
-	fs.DurationVar(&o.deadline, "deadline", time.Minute, "give up after this long")
-	fs.IntVar(&o.attempts, "attempts", 20, "most attempts per sentence before it is dead-lettered")
-	fs.Uint64Var(&o.seed, "seed", 1, "fault injection seed")
-	if err := fs.Parse(args); err != nil {
-		return 2
-	}
-	if err := o.check(); err != nil {
-		fmt.Fprintln(stderr, "wordcount:", err)
-		return 2
-	}
-	if err := wordcount(o, stdout); err != nil {
-		fmt.Fprintln(stderr, "wordcount:", err)
-		return 1
-	}
-	return 0
-}
-
-// check names every flag that breaks its rule, with the value given.
-func (o *options) check() error {
-	var errs []string
-	if o.sentences < 1 {
-		errs = append(errs, fmt.Sprintf("-sentences %d: want at least 1", o.sentences))
-	}
-	if o.fail < 0 || o.fail >= 1 {
-		errs = append(errs, fmt.Sprintf("-fail %v: want a fraction in [0, 1)", o.fail))
-	}
-	if o.drop < 0 || o.drop >= 1 {
-		errs = append(errs, fmt.Sprintf("-drop %v: want a fraction in [0, 1)", o.drop))
-	}
-	if o.splitters < 1 {
-		errs = append(errs, fmt.Sprintf("-split %d: want at least 1 task", o.splitters))
-	}
-	if o.counters < 1 {
-		errs = append(errs, fmt.Sprintf("-count %d: want at least 1 task", o.counters))
-	}
-	if len(errs) == 0 {
-		return nil
-	}
-	return errors.New(strings.Join(errs, "; "))
+	return kit.Example{
+		Name: "wordcount",
+		Flags: func(fs *flag.FlagSet) {
+			o.Define(fs, "", 100_000, 0, "fraction of sentences the split bolt fails (they are replayed)")
+			fs.Float64Var(&o.drop, "drop", 0, "fraction of sentences the split bolt loses without a word (they time out and are replayed)")
+			fs.IntVar(&o.ackers, "ackers", 1, "acker shards; 0 = at most once")
+			fs.IntVar(&o.splitters, "split", 2, "split bolt tasks")
+			fs.IntVar(&o.counters, "count", 2, "count bolt tasks")
+			fs.DurationVar(&o.timeout, "timeout", time.Second, "message timeout (a whole number of ms)")
+			fs.IntVar(&o.attempts, "attempts", 20, "most attempts per sentence before it is dead-lettered")
+		},
+		Check: func(c *kit.Checks) {
+			o.Common.Check(c)
+			c.Fraction("-drop", o.drop)
+			c.Rule(o.splitters >= 1, "-split", o.splitters, "want at least 1 task")
+			c.Rule(o.counters >= 1, "-count", o.counters, "want at least 1 task")
+		},
+		Run: func(stdout, _ io.Writer) error { return wordcount(o, stdout) },
+	}.Main(args, stdout, stderr)
 }
 
 // sentenceSpout emits sentence i of n as corpus[i % len], tracked by i.
@@ -115,7 +83,7 @@ func (s *sentenceSpout) Next(c *topology.SpoutCollector) {
 		c.Done()
 		return
 	}
-	if err := c.Emit(s.next, corpus[s.next%len(corpus)]); err != nil {
+	if err := c.Emit(s.next, corpus.At(s.next)); err != nil {
 		panic(err) // a programming error: the stream declares one field
 	}
 	s.next++
@@ -155,31 +123,31 @@ func (b *splitBolt) Execute(t *topology.Tuple, c *topology.BoltCollector) {
 	c.Ack(t)
 }
 
-// countBolt counts the words of its task's share.
-type countBolt struct {
-	mu     *sync.Mutex
-	counts map[string]int
-}
+// countBolt counts the words of its task's share. The fields grouping
+// sends each word to one task, so each task keeps its own map, without a
+// lock, and the program adds them up once the topology has stopped.
+type countBolt struct{ counts map[string]int }
 
 func (b *countBolt) Execute(t *topology.Tuple, c *topology.BoltCollector) {
-	b.mu.Lock()
 	b.counts[t.String(0)]++
-	b.mu.Unlock()
 	c.Ack(t)
 }
 
 func wordcount(o options, out io.Writer) error {
 	var acked, dead atomic.Int64
-	var mu sync.Mutex
-	counts := map[string]int{}
+	var tasks []*countBolt
 	b := topology.NewBuilder()
-	b.Spout("sentences", func() topology.Spout { return &sentenceSpout{n: o.sentences, acked: &acked, dead: &dead} }).Output("sentence")
-	b.Bolt("split", func() topology.Bolt { return &splitBolt{fail: o.fail, drop: o.drop} }).Tasks(o.splitters).
+	b.Spout("sentences", func() topology.Spout { return &sentenceSpout{n: o.Sentences, acked: &acked, dead: &dead} }).Output("sentence")
+	b.Bolt("split", func() topology.Bolt { return &splitBolt{fail: o.Fail, drop: o.drop} }).Tasks(o.splitters).
 		Input("sentences", topology.Shuffle()).Output("word")
-	b.Bolt("count", func() topology.Bolt { return &countBolt{mu: &mu, counts: counts} }).Tasks(o.counters).
+	b.Bolt("count", func() topology.Bolt {
+		c := &countBolt{counts: map[string]int{}}
+		tasks = append(tasks, c)
+		return c
+	}).Tasks(o.counters).
 		Input("split", topology.Fields("word"))
 	cfg := topology.Config{
-		AtMostOnce: o.ackers == 0, MessageTimeout: o.timeout, Seed: o.seed,
+		AtMostOnce: o.ackers == 0, MessageTimeout: o.timeout, Seed: o.Seed,
 		Retry: topology.RetryPolicy{MaxAttempts: o.attempts, Backoff: 5 * time.Millisecond, MaxBackoff: 200 * time.Millisecond},
 	}
 	if o.ackers > 0 {
@@ -196,7 +164,7 @@ func wordcount(o options, out io.Writer) error {
 	var timedOut bool
 	select {
 	case <-top.Done():
-	case <-time.After(o.deadline):
+	case <-time.After(o.Deadline):
 		timedOut = true
 	}
 	elapsed := time.Since(start)
@@ -206,33 +174,20 @@ func wordcount(o options, out io.Writer) error {
 		return err
 	}
 
-	expected := 0
-	for i := range o.sentences {
-		expected += len(strings.Fields(corpus[i%len(corpus)]))
+	counts := map[string]int{}
+	for _, c := range tasks {
+		for w, n := range c.counts {
+			counts[w] += n
+		}
 	}
-	type wc struct {
-		w string
-		n int
-	}
-	var top10 []wc
-	total := 0
-	for w, n := range counts {
-		top10 = append(top10, wc{w, n})
-		total += n
-	}
-	sort.Slice(top10, func(i, j int) bool {
-		return top10[i].n > top10[j].n || top10[i].n == top10[j].n && top10[i].w < top10[j].w
-	})
+	expected, total := kit.Sum(corpus.Counts(o.Sentences)), kit.Sum(counts)
 	mode := fmt.Sprintf("at least once, %d acker shard(s)", o.ackers)
 	if o.ackers == 0 {
 		mode = "at most once (0 ackers)"
 	}
 	fmt.Fprintf(out, "wordcount: %d sentences, %s, fail %.3g, drop %.3g: %v (%.0f sentences/s)\n",
-		o.sentences, mode, o.fail, o.drop, elapsed.Round(time.Millisecond), float64(o.sentences)/elapsed.Seconds())
-	fmt.Fprintln(out, "top words:")
-	for _, e := range top10[:min(10, len(top10))] {
-		fmt.Fprintf(out, "  %-8s %d\n", e.w, e.n)
-	}
+		o.Sentences, mode, o.Fail, o.drop, elapsed.Round(time.Millisecond), float64(o.Sentences)/elapsed.Seconds())
+	kit.PrintTop(out, counts, 10)
 	m := top.Metrics()
 	sp, split, count := m.Component("sentences"), m.Component("split"), m.Component("count")
 	fmt.Fprintf(out, "sentences: completed %d, failed attempts %d explicit / %d timeout / %d rejected, replayed %d, dead-lettered %d\n",
@@ -244,11 +199,12 @@ func wordcount(o options, out io.Writer) error {
 	fmt.Fprintf(out, "split: executed %d, acked %d, failed %d; count: executed %d, late acks %d\n",
 		split.Executed, split.Acked, split.Failed, count.Executed, count.LateAcks+split.LateAcks)
 	fmt.Fprintf(out, "words counted %d, in the sentences %d (%+d: replays count twice, losses not at all)\n", total, expected, total-expected)
+	var verdict error
 	switch {
 	case timedOut:
-		return fmt.Errorf("not done after %v: %d of %d sentences completed", o.deadline, acked.Load(), o.sentences)
-	case acked.Load() != int64(o.sentences):
-		return fmt.Errorf("%d of %d sentences completed (%d dead-lettered)", acked.Load(), o.sentences, dead.Load())
+		verdict = fmt.Errorf("not done after %v: %d of %d sentences completed", o.Deadline, acked.Load(), o.Sentences)
+	case acked.Load() != int64(o.Sentences):
+		verdict = fmt.Errorf("%d of %d sentences completed (%d dead-lettered)", acked.Load(), o.Sentences, dead.Load())
 	}
-	return nil
+	return kit.Verdict(out, "every sentence completed", verdict)
 }

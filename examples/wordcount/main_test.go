@@ -1,29 +1,20 @@
 package main
 
 import (
-	"bytes"
 	"strings"
 	"testing"
+
+	"github.com/xorack/xorack/examples/internal/kit/kittest"
 )
 
 func TestWordcount(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		want string
-		code int
-	}{
-		{[]string{"-sentences", "2000"}, "words counted 13250, in the sentences 13250 (+0", 0},
-		{[]string{"-sentences", "2000", "-fail", "0.05", "-drop", "0.02", "-timeout", "200ms"}, "sentences: completed 2000,", 0},
-		{[]string{"-sentences", "2000", "-ackers", "0"}, "at most once", 0},
-		{[]string{"-sentences", "2000", "-fail", "0.5", "-attempts", "1"}, "dead-lettered", 1},
-		{[]string{"-fail", "2"}, "", 2},
-	} {
-		var out, errw bytes.Buffer
-		code := run(tc.args, &out, &errw)
-		if code != tc.code || !strings.Contains(out.String()+errw.String(), tc.want) {
-			t.Errorf("%v: exit %d (want %d)\n%s%s", tc.args, code, tc.code, out.String(), errw.String())
-		}
-	}
+	kittest.Run(t, run,
+		kittest.Case{Args: []string{"-sentences", "2000"}, Want: []string{"words counted 13250, in the sentences 13250 (+0", "every sentence completed"}},
+		kittest.Case{Args: []string{"-sentences", "2000", "-fail", "0.05", "-drop", "0.02", "-timeout", "200ms"}, Want: []string{"sentences: completed 2000,"}},
+		kittest.Case{Args: []string{"-sentences", "2000", "-ackers", "0"}, Want: []string{"at most once"}},
+		kittest.Case{Args: []string{"-sentences", "2000", "-fail", "0.5", "-attempts", "1"}, Code: 1, Want: []string{"dead-lettered"}},
+		kittest.Case{Args: []string{"-fail", "2"}, Code: 2},
+	)
 }
 
 // TestBadFlags: a bad flag value exits 2 naming that flag, its value and

@@ -10,22 +10,22 @@ import (
 // check verifies the spout's bookkeeping after every change made under
 // mu, in invariants builds: a partition is paused exactly while its
 // tracker is full (and only while owned), the client is told not to fetch
-// it exactly while it is paused or held back, buffered counts the buffers of
+// it exactly while it is paused, buffered counts the buffers of
 // the partitions not paused (bufBytes their bytes), the active list holds exactly the owned
 // partitions, once each, and a partition not owned holds nothing.
 func (s *Spout) check() {
 	if !invariants.Enabled {
 		return
 	}
-	buffered, bufBytes, owned, heldBack := 0, 0, 0, 0
+	buffered, bufBytes, owned := 0, 0, 0
 	for _, p := range s.parts {
 		switch {
 		case p.paused != (p.owned && p.tr.Full()):
 			panic(fmt.Sprintf("kafka: %s/%d paused %v, owned %v, tracker full %v", p.topic, p.partition, p.paused, p.owned, p.tr.Full()))
 		case !p.owned && (p.buffered() != 0 || p.tr.Generation() != 0):
 			panic(fmt.Sprintf("kafka: %s/%d not owned but holds %d records, generation %d", p.topic, p.partition, p.buffered(), p.tr.Generation()))
-		case p.fetchPaused != (p.paused || p.heldBack) || p.heldBack && !p.owned:
-			panic(fmt.Sprintf("kafka: %s/%d fetch paused %v, paused %v, held back %v, owned %v", p.topic, p.partition, p.fetchPaused, p.paused, p.heldBack, p.owned))
+		case p.fetchPaused != p.paused:
+			panic(fmt.Sprintf("kafka: %s/%d fetch paused %v, paused %v", p.topic, p.partition, p.fetchPaused, p.paused))
 		case p.head > len(p.buf):
 			panic(fmt.Sprintf("kafka: %s/%d buffer head %d past its %d records", p.topic, p.partition, p.head, len(p.buf)))
 		}
@@ -50,12 +50,6 @@ func (s *Spout) check() {
 			buffered += p.buffered()
 			bufBytes += p.bytes
 		}
-		if p.heldBack {
-			heldBack++
-		}
-	}
-	if heldBack != s.stats.HeldBack {
-		panic(fmt.Sprintf("kafka: %d partitions held back, gauge %d", heldBack, s.stats.HeldBack))
 	}
 	if bufBytes != s.bufBytes {
 		panic(fmt.Sprintf("kafka: buffers hold %d bytes, counted %d", bufBytes, s.bufBytes))

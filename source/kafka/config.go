@@ -117,9 +117,9 @@ type Config struct {
 	Logger *slog.Logger
 
 	// Opts are further client options: TLS, SASL, balancers, session and
-	// rebalance timeouts, fetch sizes (kgo.FetchMaxPartitionBytes is the
-	// most the spout asks for of one partition; it asks for less while
-	// partitions are held back), a logger for the client. They are
+	// rebalance timeouts, fetch sizes (kgo.FetchMaxPartitionBytes and
+	// kgo.FetchMaxBytes also size the spout's buffers), a logger for the
+	// client. They are
 	// applied before the options the spout relies on, which it sets
 	// itself and which win: the consumer group and topics, the partition
 	// callbacks and offset adjustment, DisableAutoCommit,

@@ -53,7 +53,7 @@
 //	inflight   part    *partition        the message id the engine carries: a pointer,
 //	           mark    offsets.Mark      so emitting boxes nothing; entries are recycled
 //	           rec     *kgo.Record       through a free list once their outcome is in
-//	           born    time.Duration     emit time, to report a late outcome's age
+//	           born    time.Duration     emit time (to a commit interval), to report a late outcome's age
 //
 // Fetched records wait in their partition's buffer, so a revocation can
 // drop them with the partition and a paused partition's records do not
@@ -61,19 +61,18 @@
 // poller polls while the buffers of partitions that are not paused hold
 // less than two fetches' worth of bytes for the owned partitions
 // (kgo.FetchMaxPartitionBytes each, at most kgo.FetchMaxBytes; a record
-// counts its key, value and headers plus 256 bytes), and then takes
-// everything the client has buffered (MaxPollRecords a poll) up to twice
-// that, so the client fetches on and drops nothing. A partition that ran
-// dry while it is not caught up is polled for at once while the buffers
-// are under twice the bound. Past it, when one that is fetching, and not
-// caught up, has waited 100 ms (one that has had no records since its
-// assignment, not at all), a partition buffering two polls' worth is held
-// back (its fetching paused, so the client drops what it fetched of it and
-// the polls bring the others' records) until Next has taken it down to a
-// quarter of a poll; each hold-back halves the bytes a fetch asks for of
-// one partition (down to 256 KiB; they double again after 5 s without a
-// starving partition), so that a later hold-back drops less. So the spout
-// holds at most twice the bound plus a poll of records beyond those in
+// counts its key, value and headers plus 256 bytes), and then takes what
+// the client has buffered (MaxPollRecords a poll) while they stay under
+// it, so the client fetches on. While a partition that is fetching and not
+// caught up has an empty buffer, the poller takes up to four times the
+// bound: the client returns a fetch's records partition after partition,
+// and compressed records decode to many times the bytes fetched, so the
+// starving partition's records are usually behind the others' in the
+// client's fetch. Nothing fetched is dropped to serve another partition
+// (a pause drops what the client fetched of the partition, to fetch and
+// decode it again): past four times the bound a starving partition waits
+// for Next to take the buffers down. So the spout holds at most four
+// times the bound plus a poll of records beyond those in
 // flight (which topology.Config.MaxSpoutPending bounds) and, per
 // partition, at most MaxUncommitted uncommitted records (the
 // tracker's cap, after which the partition pauses).
@@ -85,9 +84,14 @@
 // offsets missing for any reason are never waited for: contiguity is over
 // the records fetched (STORM-2505).
 //
-// spout.go (about 780 lines) keeps the consumer's life together: fetch,
-// per-partition buffers, assignment and revocation, and the commit loop
-// all act on the same table of partitions.
+// The files follow those ideas, all acting on one table of partitions
+// under Spout.mu: spout.go the spout, its state and the engine's side
+// (Next, Ack, Fail); poll.go the poller and the buffers' bound; group.go
+// the consumer group's callbacks (assignment, the done set read back,
+// revocation); commit.go choosing and sending commits; deadletter.go dead
+// letters; broker.go the broker connection hooks; config.go the Config;
+// check.go the invariants build's checks; lag.go the group's lag;
+// sink.go the sink bolt.
 //
 // # Concurrency
 //

@@ -7,9 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/bits"
-	"net"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,17 +17,6 @@ import (
 
 	"github.com/xorack/xorack/source/offsets"
 	"github.com/xorack/xorack/topology"
-)
-
-// Header keys of a dead-letter record (besides the original record's own
-// headers, which it keeps).
-const (
-	HeaderTopic     = "xorack-topic"     // the record's topic
-	HeaderPartition = "xorack-partition" // its partition, decimal
-	HeaderOffset    = "xorack-offset"    // its offset, decimal
-	HeaderReason    = "xorack-reason"    // the last attempt's failure reason (topology.Reason)
-	HeaderAttempts  = "xorack-attempts"  // the attempts made, decimal
-	HeaderError     = "xorack-error"     // the last error, when there was one
 )
 
 // tp names a topic-partition.
@@ -45,24 +32,13 @@ type partition struct {
 	tr          *offsets.Tracker // kept across assignments: its committed offset only rises
 	owned       bool             // assigned to this member now
 	paused      bool             // fetching paused because tr is Full
-	fetchPaused bool             // the client is told not to fetch it (paused or heldBack)
-	// held back: fetching paused because the buffer holds a poll's worth
-	// while another partition starves (see starveAfter), so that the
-	// client's fetched data of this partition (dropped by the pause and
-	// fetched again on resume) does not crowd theirs out of the polls.
-	heldBack bool
-	buf      []*kgo.Record // fetched and not yet emitted, from head on
-	head     int
-	bytes    int // recBytes of buf[head:]
-	// dryAt is when the buffer last ran empty (or the partition was
-	// assigned); zero while it holds records.
-	dryAt time.Time
+	fetchPaused bool             // the client is told not to fetch it (paused)
+	buf         []*kgo.Record    // fetched and not yet emitted, from head on
+	head        int
+	bytes       int // recBytes of buf[head:]
 	// caughtUp: the last poll brought the partition's records up to the
 	// high watermark it reported: an empty buffer is no starvation.
 	caughtUp bool
-	// fed: a poll brought records of the partition since its assignment.
-	// One that has had none starves at once, not after starveAfter.
-	fed bool
 
 	// skip is the done set read back with the group's committed offset at
 	// this assignment: records in it are done already and are marked
@@ -81,20 +57,6 @@ func (p *partition) clearBuf() {
 	p.buf, p.head, p.bytes = p.buf[:0], 0, 0
 }
 
-// recOverhead is what a buffered record costs besides its key, value and
-// headers: the kgo.Record and its slot in the buffer.
-const recOverhead = 256
-
-// recBytes is what a buffered record counts against the spout's byte
-// bound (see byteBound).
-func recBytes(r *kgo.Record) int {
-	n := recOverhead + len(r.Key) + len(r.Value)
-	for _, h := range r.Headers {
-		n += len(h.Key) + len(h.Value)
-	}
-	return n
-}
-
 // inflight is a record emitted as a root: the spout's message id for it.
 // Entries are recycled through Spout.free once the engine reports the
 // record's final outcome.
@@ -102,7 +64,7 @@ type inflight struct {
 	part *partition
 	mark offsets.Mark
 	rec  *kgo.Record
-	born time.Duration // emit time, since Spout.start
+	born time.Duration // emit time, since Spout.start, to within a CommitInterval (Spout.now)
 	next *inflight     // free list
 }
 
@@ -139,14 +101,15 @@ type Spout struct {
 	// mu guards everything below, and every partition and tracker.
 	mu            sync.Mutex
 	parts         map[tp]*partition
-	active        []*partition // owned partitions, the order Next serves them in
-	rr            int          // the next active partition to serve
-	buffered      int          // records in the buffers of partitions not paused
-	bufBytes      int          // their recBytes
-	peakBytes     int          // the most bufBytes has been (tests)
-	pollerWaiting bool         // the poller waits for room
-	hungry        bool         // a partition's buffer ran dry since the poller last woke
-	held          *inflight    // emitted to the tracker, its Emit failed: emit it first
+	active        []*partition  // owned partitions, the order Next serves them in
+	rr            int           // the next active partition to serve
+	buffered      int           // records in the buffers of partitions not paused
+	bufBytes      int           // their recBytes
+	peakBytes     int           // the most bufBytes has been (tests)
+	pollerWaiting bool          // the poller waits for room
+	hungry        bool          // a partition's buffer ran dry since the poller last woke
+	now           time.Duration // since start, as of the last poll or commit: a coarse clock for inflight.born
+	held          *inflight     // emitted to the tracker, its Emit failed: emit it first
 	free          *inflight
 	opened        bool
 	closed        bool
@@ -158,10 +121,8 @@ type Spout struct {
 	lastConnLog   time.Time           // the last log of a broker connection error
 
 	// The client's fetch sizes (set by Open): a fetch asks for at most
-	// fetchBytes in all and partBytes of each partition, which shrinks
-	// while partitions are held back (see pollWanted).
-	fetchBytes, partBytes, maxPartBytes int32
-	lastStarve                          time.Time // the last poll for a starving partition, or the last growth of partBytes
+	// fetchBytes in all and partBytes of each partition.
+	fetchBytes, partBytes int32
 }
 
 // Stats are a spout's counters (since Open) and, in Partitions, the state
@@ -187,14 +148,9 @@ type Stats struct {
 	DoneSetTruncated uint64 // commits of a partition whose done set did not fit CommitMetadataBytes (the rest replays)
 	DoneSetIgnored   uint64 // committed metadata read back that was foreign, malformed or for another offset: ignored
 
-	Pauses   uint64 // times a partition's fetching was paused (its tracker full)
-	Resumes  uint64 // times it was resumed
-	Paused   int    // gauge: partitions paused now
-	HeldBack int    // gauge: partitions whose fetching waits while their buffer drains (others are served first)
-
-	HoldBacks   uint64 // times a partition was held back (its fetching paused while another starved)
-	HoldResumes uint64 // times a held-back partition was fetched again
-	FetchBytes  int32  // gauge: the most bytes a fetch asks for of one partition now (see Config.Opts)
+	Pauses  uint64 // times a partition's fetching was paused (its tracker full)
+	Resumes uint64 // times it was resumed
+	Paused  int    // gauge: partitions paused now
 
 	Assigned          uint64 // partitions assigned
 	Revoked           uint64 // partitions revoked (their done offsets committed first)
@@ -279,8 +235,7 @@ func (s *Spout) Open(tc topology.TaskContext) error {
 	s.mu.Lock()
 	s.cl = cl
 	s.fetchBytes, _ = cl.OptValue(kgo.FetchMaxBytes).(int32)
-	s.maxPartBytes, _ = cl.OptValue(kgo.FetchMaxPartitionBytes).(int32)
-	s.partBytes = s.maxPartBytes
+	s.partBytes, _ = cl.OptValue(kgo.FetchMaxPartitionBytes).(int32)
 	s.mu.Unlock()
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.pollDone, s.commitDone = make(chan struct{}), make(chan struct{})
@@ -344,14 +299,6 @@ func (s *Spout) take() *inflight {
 			p.bytes -= b
 			s.buffered-- // p is not paused: paused partitions are full
 			s.bufBytes -= b
-			if p.heldBack && p.buffered() <= s.cfg.MaxPollRecords/4 {
-				// Drained: fetch it again (whether the records went
-				// out as roots or were skipped as done).
-				p.heldBack = false
-				s.stats.HeldBack--
-				s.stats.HoldResumes++
-				s.syncFetch(p)
-			}
 			if err != nil {
 				// Below the assignment's start (a reset below the
 				// spout's own commit) or not above an offset already
@@ -378,7 +325,6 @@ func (s *Spout) take() *inflight {
 		}
 		if p.head == len(p.buf) && p.head > 0 {
 			p.clearBuf()
-			p.dryAt = time.Now()
 			s.hungry = true // a partition ran dry: poll for it
 		}
 	}
@@ -393,7 +339,7 @@ func (s *Spout) newEntry(p *partition, m offsets.Mark, r *kgo.Record) *inflight 
 	} else {
 		e = new(inflight)
 	}
-	*e = inflight{part: p, mark: m, rec: r, born: time.Since(s.start)}
+	*e = inflight{part: p, mark: m, rec: r, born: s.now}
 	return e
 }
 
@@ -464,13 +410,13 @@ func (s *Spout) Fail(msgID any, f *topology.Failure) {
 type finished struct {
 	rec   *kgo.Record
 	stale uint64        // Stats.Stale after this outcome, if it was stale
-	age   time.Duration // since emit
+	born  time.Duration // inflight.born
 }
 
 // finish marks e's record done (completed or dead-lettered) and recycles
 // e. Called with mu held.
 func (s *Spout) finish(e *inflight, dead bool) finished {
-	rep := finished{rec: e.rec, age: time.Since(s.start) - e.born}
+	rep := finished{rec: e.rec, born: e.born}
 	p := e.part
 	switch err := p.tr.Done(e.mark); {
 	case err == nil:
@@ -499,24 +445,7 @@ func (s *Spout) report(rep finished) {
 	if rep.stale != 0 && pow2(rep.stale) {
 		s.log.Warn("kafka: outcome for a record whose partition was revoked since it was emitted (its processing outlived the assignment); dropped, the partition's owner replays it",
 			"group", s.cfg.Group, "topic", rep.rec.Topic, "partition", rep.rec.Partition, "offset", rep.rec.Offset,
-			"age", rep.age, "stale_outcomes", rep.stale)
-	}
-}
-
-func (s *Spout) logDead(rep finished, f *topology.Failure, err error) {
-	args := []any{"group", s.cfg.Group, "topic", rep.rec.Topic, "partition", rep.rec.Partition, "offset", rep.rec.Offset,
-		"reason", f.Reason.String(), "attempts", f.Attempts}
-	if f.Err != nil {
-		args = append(args, "failure", f.Err.Error())
-	}
-	switch {
-	case err != nil:
-		s.log.Error("kafka: dead letter not delivered; the record is not done and its partition's commit stays below it",
-			append(args, "dead_letter_topic", s.cfg.DeadLetterTopic, "err", err)...)
-	case s.cfg.DeadLetterTopic != "":
-		s.log.Error("kafka: record dead-lettered, counted as done", append(args, "dead_letter_topic", s.cfg.DeadLetterTopic)...)
-	default:
-		s.log.Error("kafka: record failed its last attempt, counted as done (no dead-letter topic)", args...)
+			"age", (time.Since(s.start) - rep.born).Round(time.Millisecond), "stale_outcomes", rep.stale)
 	}
 }
 
@@ -524,321 +453,6 @@ func (s *Spout) unknown() {
 	s.mu.Lock()
 	s.stats.UnknownIDs++
 	s.mu.Unlock()
-}
-
-// deadLetter builds the dead-letter record for r.
-func deadLetter(topic string, r *kgo.Record, f *topology.Failure) *kgo.Record {
-	h := append(slices.Clip(r.Headers),
-		kgo.RecordHeader{Key: HeaderTopic, Value: []byte(r.Topic)},
-		kgo.RecordHeader{Key: HeaderPartition, Value: strconv.AppendInt(nil, int64(r.Partition), 10)},
-		kgo.RecordHeader{Key: HeaderOffset, Value: strconv.AppendInt(nil, r.Offset, 10)},
-		kgo.RecordHeader{Key: HeaderReason, Value: []byte(f.Reason.String())},
-		kgo.RecordHeader{Key: HeaderAttempts, Value: strconv.AppendInt(nil, int64(f.Attempts), 10)},
-	)
-	if f.Err != nil {
-		h = append(h, kgo.RecordHeader{Key: HeaderError, Value: []byte(f.Err.Error())})
-	}
-	return &kgo.Record{Topic: topic, Key: r.Key, Value: r.Value, Headers: h}
-}
-
-// pause stops fetching p (its tracker is full). Called with mu held.
-func (s *Spout) pause(p *partition) {
-	if p.paused {
-		return
-	}
-	p.paused = true
-	s.buffered -= p.buffered()
-	s.bufBytes -= p.bytes
-	s.stats.Pauses++
-	s.stats.Paused++
-	s.syncFetch(p)
-}
-
-// syncFetch pauses or resumes fetching p in the client: paused while its
-// tracker is full or it is held back. Called with mu held.
-func (s *Spout) syncFetch(p *partition) {
-	if want := p.paused || p.heldBack; want != p.fetchPaused {
-		p.fetchPaused = want
-		m := map[string][]int32{p.topic: {p.partition}}
-		if want {
-			s.cl.PauseFetchPartitions(m)
-		} else {
-			s.cl.ResumeFetchPartitions(m)
-		}
-	}
-}
-
-// resume fetches p again. Called with mu held.
-func (s *Spout) resume(p *partition) {
-	if !p.paused {
-		return
-	}
-	p.paused = false
-	s.buffered += p.buffered()
-	s.bufBytes += p.bytes
-	s.stats.Resumes++
-	s.stats.Paused--
-	s.syncFetch(p)
-}
-
-// wakePoller tells a waiting poller there is room, or a partition whose
-// buffer ran dry. Called with mu held.
-func (s *Spout) wakePoller() {
-	if s.pollerWaiting && (s.bufBytes < s.byteBound() || s.hungry) {
-		s.hungry = false
-		s.pollerWaiting = false
-		select {
-		case s.room <- struct{}{}:
-		default:
-		}
-	}
-}
-
-// byteBound is the recBytes of fetched records of unpaused partitions the
-// spout takes from the client before it stops polling: two fetches' worth
-// of its owned partitions (kgo.FetchMaxPartitionBytes each, at most
-// kgo.FetchMaxBytes in all), and at least two polls of a kilobyte records.
-// Under it the poller takes all the client has fetched, so the client
-// fetches on and drops nothing; Next serves the buffered partitions in
-// turn. While a partition starves (see pollWanted) the poller takes up to
-// twice the bound. Called with mu held.
-func (s *Spout) byteBound() int {
-	per := int(s.maxPartBytes)
-	if per <= 0 {
-		per = 1 << 20
-	}
-	b := per * max(1, len(s.active))
-	if s.fetchBytes > 0 {
-		b = min(b, int(s.fetchBytes))
-	}
-	return 2 * max(b, s.cfg.MaxPollRecords*(1<<10))
-}
-
-// starveAfter is how long a partition with records to fetch may wait with
-// an empty buffer, while the buffers of others are full, before the poller
-// polls on for it and holds back those holding holdAt polls' worth (one
-// that has had no records since its assignment waits not at all). The
-// client returns a fetch's records partition after partition (up to a
-// megabyte of each by default), so a partition waits while the records of
-// those before it are emitted, and a hold-back drops what the client
-// fetched of the partitions held back, to fetch it again on resume.
-const starveAfter = 100 * time.Millisecond
-
-// Fetch size adaptation: each hold-back halves the bytes a fetch asks for
-// of one partition (not below minPartBytes), so that the partitions'
-// records interleave in the polls at the rate Next takes them and the
-// next starvation drops less; after
-// growEvery without a partition starving it doubles again, up to the
-// client's setting (kgo.FetchMaxPartitionBytes, a megabyte by default).
-const (
-	minPartBytes = 256 << 10
-	growEvery    = 5 * time.Second
-)
-
-// holdAt is the polls' worth of records a partition buffers before a
-// starving partition's poll holds it back. Until then the poll only takes
-// more of the client's fetch, which it returns partition after partition
-// and refetches only once it is taken: the starving partition's records
-// are usually right behind.
-const holdAt = 2
-
-// pollWanted reports whether the poller should poll now: the buffers hold
-// less than byteBound; or an owned partition that is fetching and is not
-// caught up has an empty buffer, and they hold less than twice it; or
-// that partition has had an empty buffer for starveAfter, in which case
-// the partitions holding holdAt polls' worth are held back first, so that
-// the polls bring the starving partition's records. Otherwise it returns
-// how long to wait before asking again (0: until woken). Memory stays
-// bounded: the poller takes records while the buffers hold less than
-// twice byteBound, a poll at most MaxPollRecords, and past it only once
-// every partition holding holdAt polls' worth is held back. Called with
-// mu held.
-func (s *Spout) pollWanted(now time.Time) (bool, time.Duration) {
-	lim := s.byteBound()
-	if s.bufBytes < lim {
-		return true, 0
-	}
-	var oldest time.Time
-	for _, p := range s.active {
-		if p.fetchPaused || p.buffered() != 0 || p.caughtUp || p.dryAt.IsZero() {
-			continue
-		}
-		at := p.dryAt
-		if p.fed {
-			at = at.Add(starveAfter)
-		}
-		if oldest.IsZero() || at.Before(oldest) {
-			oldest = at
-		}
-	}
-	if oldest.IsZero() {
-		return false, 0
-	}
-	if s.bufBytes < 2*lim {
-		return true, 0 // the client's next fetch has its records: take it
-	}
-	if wait := oldest.Sub(now); wait > 0 {
-		return false, wait
-	}
-	held := false
-	for _, p := range s.active {
-		if !p.heldBack && !p.paused && p.buffered() >= holdAt*s.cfg.MaxPollRecords {
-			p.heldBack = true
-			s.stats.HeldBack++
-			s.stats.HoldBacks++
-			s.syncFetch(p)
-			held = true
-		}
-	}
-	s.lastStarve = now
-	if held {
-		s.resizeFetch(max(minPartBytes, s.partBytes/2))
-	}
-	return true, 0
-}
-
-// resizeFetch sets the bytes a fetch asks for of one partition, at most
-// the client's setting. Called with mu held.
-func (s *Spout) resizeFetch(b int32) {
-	if b = min(b, s.maxPartBytes); b > 0 && b != s.partBytes {
-		s.partBytes = b
-		s.cl.UpdateFetchMaxBytes(s.fetchBytes, b)
-	}
-}
-
-// poll runs on its own goroutine until Close: it polls records and puts
-// them in their partitions' buffers. The client blocks rebalances from the
-// moment a poll returns records until AllowRebalance, so the records are
-// in their buffers, under the assignment that fetched them, before a
-// revocation can run.
-func (s *Spout) poll() {
-	defer close(s.pollDone)
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	defer timer.Stop()
-	for {
-		s.mu.Lock()
-		for {
-			ok, wait := s.pollWanted(time.Now())
-			if ok {
-				break
-			}
-			s.pollerWaiting = true
-			s.mu.Unlock()
-			var expired <-chan time.Time
-			if wait > 0 {
-				timer.Reset(wait)
-				expired = timer.C
-			}
-			select {
-			case <-s.room:
-			case <-expired:
-			case <-s.ctx.Done():
-				return
-			}
-			timer.Stop()
-			s.mu.Lock()
-			s.pollerWaiting = false
-		}
-		s.check()
-		s.mu.Unlock()
-		fs := s.cl.PollRecords(s.ctx, s.cfg.MaxPollRecords)
-		s.mu.Lock()
-		errs := s.distribute(fs)
-		// Take the rest of what the client holds while the buffers are
-		// under twice byteBound, so that it fetches on and drops nothing.
-		for lim := 2 * s.byteBound(); !fs.Empty() && s.bufBytes < lim && s.ctx.Err() == nil; {
-			s.mu.Unlock()
-			//lint:ignore SA1012 a nil context returns what is buffered without waiting
-			fs = s.cl.PollRecords(nil, s.cfg.MaxPollRecords)
-			s.mu.Lock()
-			errs = append(errs, s.distribute(fs)...)
-		}
-		s.check()
-		s.mu.Unlock()
-		s.cl.AllowRebalance()
-		if s.ctx.Err() != nil {
-			return
-		}
-		for _, err := range errs {
-			s.log.Warn("kafka: fetch error", "group", s.cfg.Group, "err", err)
-		}
-	}
-}
-
-// distribute appends polled records to their partitions' buffers and
-// returns the fetch errors to log. Called with mu held.
-func (s *Spout) distribute(fs kgo.Fetches) []error {
-	var errs []error
-	fs.EachError(func(topic string, part int32, err error) {
-		if errors.Is(err, context.Canceled) || errors.Is(err, kgo.ErrClientClosed) {
-			return
-		}
-		s.stats.FetchErrors++
-		errs = append(errs, fmt.Errorf("%s/%d: %w", topic, part, err))
-	})
-	fs.EachPartition(func(fp kgo.FetchTopicPartition) {
-		if len(fp.Records) == 0 {
-			return
-		}
-		n := uint64(len(fp.Records))
-		s.stats.Fetched += n
-		p := s.parts[tp{fp.Topic, fp.Partition}]
-		if p == nil || !p.owned {
-			s.stats.Skipped += n // cannot happen while rebalances wait for AllowRebalance
-			return
-		}
-		if p.tr.Generation() == 0 {
-			// The start was unknown at assignment (no commit, a reset
-			// to a relative offset): the first record fetched is it.
-			p.tr.Assign(fp.Records[0].Offset)
-		}
-		if p.head > 0 {
-			// Move what is left to the front before appending, or a
-			// buffer that never runs empty (Next kept waiting by the
-			// pending bound) would grow without end.
-			k := copy(p.buf, p.buf[p.head:])
-			clear(p.buf[k:])
-			p.buf, p.head = p.buf[:k], 0
-		}
-		p.buf = append(p.buf, fp.Records...)
-		b := 0
-		for _, r := range fp.Records {
-			b += recBytes(r)
-		}
-		p.bytes += b
-		if !p.paused {
-			s.buffered += len(fp.Records)
-			s.bufBytes += b
-			s.peakBytes = max(s.peakBytes, s.bufBytes)
-		}
-		if s.partBytes < s.maxPartBytes && time.Since(s.lastStarve) >= growEvery {
-			s.lastStarve = time.Now()
-			s.resizeFetch(2 * s.partBytes)
-		}
-		p.dryAt, p.fed = time.Time{}, true
-		end := fp.HighWatermark // read committed: the last stable offset, when below
-		if fp.LastStableOffset >= 0 && fp.LastStableOffset < end {
-			end = fp.LastStableOffset
-		}
-		p.caughtUp = fp.Records[len(fp.Records)-1].Offset+1 >= end
-	})
-	return errs
-}
-
-// commitLoop commits done offsets every CommitInterval until Close.
-func (s *Spout) commitLoop() {
-	defer close(s.commitDone)
-	t := time.NewTicker(s.cfg.CommitInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-t.C:
-			_ = s.commit(s.ctx)
-		case <-s.stopCommit:
-			return
-		}
-	}
 }
 
 // Close waits for the dead letters in flight, stops the poller and the
@@ -886,7 +500,6 @@ func (s *Spout) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.stats
-	st.FetchBytes = s.partBytes
 	st.Partitions = make([]PartitionStats, 0, len(s.parts))
 	for _, p := range s.parts {
 		st.Partitions = append(st.Partitions, PartitionStats{Topic: p.topic, Partition: p.partition,
@@ -908,48 +521,3 @@ func (s *Spout) Client() *kgo.Client {
 }
 
 func pow2(n uint64) bool { return n != 0 && bits.OnesCount64(n) == 1 }
-
-// brokerHooks counts and logs the client's broker connection errors (a
-// kgo hook, called on the client's goroutines).
-type brokerHooks struct{ s *Spout }
-
-var _ kgo.HookBrokerConnect = brokerHooks{}
-var _ kgo.HookBrokerDisconnect = brokerHooks{}
-
-// connLogEvery bounds the log of connection errors to one line per ten
-// seconds: a broker that is down is retried many times a second.
-const connLogEvery = 10 * time.Second
-
-func (h brokerHooks) OnBrokerConnect(meta kgo.BrokerMetadata, _ time.Duration, _ net.Conn, err error) {
-	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, kgo.ErrClientClosed) ||
-		strings.Contains(err.Error(), "operation was canceled") {
-		return // the client is closing, not a broker's error
-	}
-	s := h.s
-	s.mu.Lock()
-	s.stats.ConnectErrors++
-	s.stats.LastBrokerError = err.Error()
-	n := s.stats.ConnectErrors
-	now := time.Now()
-	logIt := now.Sub(s.lastConnLog) >= connLogEvery
-	if logIt {
-		s.lastConnLog = now
-	}
-	s.mu.Unlock()
-	if logIt {
-		s.log.Warn("kafka: broker connection failed", "group", s.cfg.Group, "broker", net.JoinHostPort(meta.Host, strconv.Itoa(int(meta.Port))),
-			"err", err, "connect_errors", n)
-	}
-}
-
-func (h brokerHooks) OnBrokerDisconnect(kgo.BrokerMetadata, net.Conn) {
-	h.s.mu.Lock()
-	h.s.stats.Disconnects++
-	h.s.mu.Unlock()
-}
-
-func (s *Spout) lastBrokerError() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.stats.LastBrokerError
-}

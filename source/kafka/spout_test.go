@@ -28,11 +28,12 @@ func TestWordCount(t *testing.T) {
 	c.waitCaughtUp(t, group, topic)
 	pl.stop(t)
 	// The buffers stay bounded in bytes: the poller takes records while
-	// they hold less than twice byteBound, a poll at most MaxPollRecords.
+	// they hold less than starveBounds times byteBound, a poll at most
+	// MaxPollRecords.
 	pl.spout.mu.Lock()
 	bound, peak := pl.spout.byteBound(), pl.spout.peakBytes
 	pl.spout.mu.Unlock()
-	if bound != 32<<10 || peak > 2*bound+16*(recOverhead+1<<10) || peak == 0 {
+	if bound != 32<<10 || peak > starveBounds*bound+16*(recOverhead+1<<10) || peak == 0 {
 		t.Errorf("buffers peaked at %d bytes, bound %d (want 32 KiB)", peak, bound)
 	}
 	if dups := l.checkAll(t, topic, parts, n); dups != 0 {

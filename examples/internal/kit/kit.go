@@ -1,0 +1,131 @@
+// Package kit is the examples' common setup, so that each example's own
+// file holds only what it shows: the command line (Example.Main: flags
+// checked together, exit 0 only when the run verified itself), the
+// sentences and their word counts, the bolts' injected faults, the
+// idempotent sink, and the brokers an example starts in the process when
+// it is given none (StartNATS: a nats-server with JetStream, its store in
+// a temporary directory; StartKafka: franz-go's kfake). With these every
+// example runs alone with one go run and no broker to install.
+//
+// It is internal to the examples' module: what it holds is not xorack's
+// API, only what the examples share.
+package kit
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// Example is one example's command line.
+type Example struct {
+	// Name prefixes what it prints to stderr: "name: ...".
+	Name string
+	// Flags defines the flags on fs; Check, after parsing, names the
+	// values that break their rule.
+	Flags func(fs *flag.FlagSet)
+	Check func(c *Checks)
+	// Run runs the example and verifies what it did: nil only if the
+	// verification passed.
+	Run func(stdout, stderr io.Writer) error
+}
+
+// Main parses args and runs the example. It returns the exit code: 2 for
+// flags that do not parse or break their rule (each named, with its value),
+// 1 when the run failed or did not verify, 0 when it did.
+func (e Example) Main(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet(e.Name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	e.Flags(fs)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	var c Checks
+	if e.Check != nil {
+		e.Check(&c)
+	}
+	if err := c.Err(); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", e.Name, err)
+		return 2
+	}
+	if err := e.Run(stdout, stderr); err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", e.Name, err)
+		return 1
+	}
+	return 0
+}
+
+// Checks collects the flags that break their rule.
+type Checks struct{ errs []string }
+
+// Rule records "-flag value: rule" unless ok.
+func (c *Checks) Rule(ok bool, flag string, value any, rule string) {
+	if !ok {
+		c.errs = append(c.errs, fmt.Sprintf("%s %v: %s", flag, value, rule))
+	}
+}
+
+// AtLeast checks that v is at least min.
+func (c *Checks) AtLeast(flag string, v, min int) {
+	c.Rule(v >= min, flag, v, fmt.Sprintf("want at least %d", min))
+}
+
+// Fraction checks that v is in [0, 1).
+func (c *Checks) Fraction(flag string, v float64) {
+	c.Rule(v >= 0 && v < 1, flag, v, "want a fraction in [0, 1)")
+}
+
+// Err is nil when every check passed, else every broken rule, in the
+// order checked.
+func (c *Checks) Err() error {
+	if len(c.errs) == 0 {
+		return nil
+	}
+	return errors.New(strings.Join(c.errs, "; "))
+}
+
+// Verdict is an example's last word: nil, with pass printed to out, when
+// every check is nil; else the failed checks.
+func Verdict(out io.Writer, pass string, checks ...error) error {
+	if err := errors.Join(checks...); err != nil {
+		return err
+	}
+	fmt.Fprintln(out, pass)
+	return nil
+}
+
+// Common is the flags every example has: the server (for those that read
+// from a broker), how many sentences, the fraction of its work it fails on
+// purpose, how long it may take, and the seed of its fault injection.
+type Common struct {
+	Server    string // -nats or -brokers; empty: one started in the process
+	Sentences int
+	Fail      float64
+	Deadline  time.Duration
+	Seed      uint64
+}
+
+// Define defines the flags on fs with the example's defaults: server names
+// the server's flag ("nats", "brokers", or "" for none), failUsage says
+// what a failure does in the example.
+func (c *Common) Define(fs *flag.FlagSet, server string, sentences int, fail float64, failUsage string) {
+	switch server {
+	case "nats":
+		fs.StringVar(&c.Server, server, "", "a NATS server's URL (nats://host:port); empty starts one in the process")
+	case "brokers":
+		fs.StringVar(&c.Server, server, "", "comma-separated seed brokers (host:port); empty starts a Kafka cluster in the process")
+	}
+	fs.IntVar(&c.Sentences, "sentences", sentences, "sentences to run through")
+	fs.Float64Var(&c.Fail, "fail", fail, failUsage)
+	fs.DurationVar(&c.Deadline, "deadline", time.Minute, "give up after this long")
+	fs.Uint64Var(&c.Seed, "seed", 1, "fault injection seed")
+}
+
+// Check checks -sentences and -fail.
+func (c *Common) Check(ch *Checks) {
+	ch.AtLeast("-sentences", c.Sentences, 1)
+	ch.Fraction("-fail", c.Fail)
+}

@@ -1,0 +1,235 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// recOverhead is what a buffered record costs besides its key, value and
+// headers: the kgo.Record and its slot in the buffer.
+const recOverhead = 256
+
+// recBytes is what a buffered record counts against the spout's byte
+// bound (see byteBound).
+func recBytes(r *kgo.Record) int {
+	n := recOverhead + len(r.Key) + len(r.Value)
+	for _, h := range r.Headers {
+		n += len(h.Key) + len(h.Value)
+	}
+	return n
+}
+
+// pause stops fetching p (its tracker is full). Called with mu held.
+func (s *Spout) pause(p *partition) {
+	if p.paused {
+		return
+	}
+	p.paused = true
+	s.buffered -= p.buffered()
+	s.bufBytes -= p.bytes
+	s.stats.Pauses++
+	s.stats.Paused++
+	s.syncFetch(p)
+}
+
+// syncFetch pauses or resumes fetching p in the client: paused while its
+// tracker is full. Called with mu held.
+func (s *Spout) syncFetch(p *partition) {
+	if want := p.paused; want != p.fetchPaused {
+		p.fetchPaused = want
+		m := map[string][]int32{p.topic: {p.partition}}
+		if want {
+			s.cl.PauseFetchPartitions(m)
+		} else {
+			s.cl.ResumeFetchPartitions(m)
+		}
+	}
+}
+
+// resume fetches p again. Called with mu held.
+func (s *Spout) resume(p *partition) {
+	if !p.paused {
+		return
+	}
+	p.paused = false
+	s.buffered += p.buffered()
+	s.bufBytes += p.bytes
+	s.stats.Resumes++
+	s.stats.Paused--
+	s.syncFetch(p)
+}
+
+// wakePoller tells a waiting poller there is room, or a partition whose
+// buffer ran dry. Called with mu held.
+func (s *Spout) wakePoller() {
+	if s.pollerWaiting && (s.bufBytes < s.byteBound() || s.hungry) {
+		s.hungry = false
+		s.pollerWaiting = false
+		select {
+		case s.room <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// byteBound is the recBytes of fetched records of unpaused partitions the
+// spout takes from the client before it stops polling: two fetches' worth
+// of its owned partitions (kgo.FetchMaxPartitionBytes each, at most
+// kgo.FetchMaxBytes in all), and at least two polls of a kilobyte records.
+// While a partition starves (see pollWanted) the poller takes up to
+// starveBounds times it. Called with mu held.
+func (s *Spout) byteBound() int {
+	per := int(s.partBytes)
+	if per <= 0 {
+		per = 1 << 20
+	}
+	b := per * max(1, len(s.active))
+	if s.fetchBytes > 0 {
+		b = min(b, int(s.fetchBytes))
+	}
+	return 2 * max(b, s.cfg.MaxPollRecords*(1<<10))
+}
+
+// starveBounds is how many times byteBound the buffers may hold while a
+// partition starves. A fetch asks for up to kgo.FetchMaxPartitionBytes of
+// each partition on the wire, and compressed records of a few dozen bytes
+// decode to ten or more times that (a record costs recOverhead besides its
+// bytes), so one fetch can hold several bounds' worth of records. The
+// client returns a fetch's records partition after partition and fetches
+// again only once all of them are taken, so the records of the partitions
+// last in a fetch are reached by taking those before them: the poller
+// takes them rather than pause the partitions in front, which would drop
+// what the client fetched of those, to fetch and decode it again.
+const starveBounds = 4
+
+// pollWanted reports whether the poller should poll now: the buffers hold
+// less than byteBound; or less than starveBounds times it while an owned
+// partition that is fetching and is not caught up has an empty buffer
+// (its records are likely behind the others' in the client's fetch).
+// Memory stays bounded: the poller takes at most a poll (MaxPollRecords)
+// past starveBounds times byteBound, beyond which a starving partition
+// waits for Next to take the buffers down. Called with mu held.
+func (s *Spout) pollWanted() bool {
+	lim := s.byteBound()
+	if s.bufBytes < lim {
+		return true
+	}
+	return s.bufBytes < starveBounds*lim && s.starving()
+}
+
+// starving reports whether an owned partition that is fetching and not
+// caught up has an empty buffer. Called with mu held.
+func (s *Spout) starving() bool {
+	for _, p := range s.active {
+		if !p.fetchPaused && p.buffered() == 0 && !p.caughtUp {
+			return true
+		}
+	}
+	return false
+}
+
+// poll runs on its own goroutine until Close: it polls records and puts
+// them in their partitions' buffers. The client blocks rebalances from the
+// moment a poll returns records until AllowRebalance, so the records are
+// in their buffers, under the assignment that fetched them, before a
+// revocation can run.
+func (s *Spout) poll() {
+	defer close(s.pollDone)
+	for {
+		s.mu.Lock()
+		for !s.pollWanted() {
+			s.pollerWaiting = true
+			s.mu.Unlock()
+			select {
+			case <-s.room:
+			case <-s.ctx.Done():
+				return
+			}
+			s.mu.Lock()
+			s.pollerWaiting = false
+		}
+		s.check()
+		s.mu.Unlock()
+		fs := s.cl.PollRecords(s.ctx, s.cfg.MaxPollRecords)
+		s.mu.Lock()
+		s.now = time.Since(s.start)
+		errs := s.distribute(fs)
+		// Take the rest of what the client holds while the poller would
+		// poll again, so that it fetches on and drops nothing.
+		for !fs.Empty() && s.pollWanted() && s.ctx.Err() == nil {
+			s.mu.Unlock()
+			//lint:ignore SA1012 a nil context returns what is buffered without waiting
+			fs = s.cl.PollRecords(nil, s.cfg.MaxPollRecords)
+			s.mu.Lock()
+			errs = append(errs, s.distribute(fs)...)
+		}
+		s.check()
+		s.mu.Unlock()
+		s.cl.AllowRebalance()
+		if s.ctx.Err() != nil {
+			return
+		}
+		for _, err := range errs {
+			s.log.Warn("kafka: fetch error", "group", s.cfg.Group, "err", err)
+		}
+	}
+}
+
+// distribute appends polled records to their partitions' buffers and
+// returns the fetch errors to log. Called with mu held.
+func (s *Spout) distribute(fs kgo.Fetches) []error {
+	var errs []error
+	fs.EachError(func(topic string, part int32, err error) {
+		if errors.Is(err, context.Canceled) || errors.Is(err, kgo.ErrClientClosed) {
+			return
+		}
+		s.stats.FetchErrors++
+		errs = append(errs, fmt.Errorf("%s/%d: %w", topic, part, err))
+	})
+	fs.EachPartition(func(fp kgo.FetchTopicPartition) {
+		if len(fp.Records) == 0 {
+			return
+		}
+		n := uint64(len(fp.Records))
+		s.stats.Fetched += n
+		p := s.parts[tp{fp.Topic, fp.Partition}]
+		if p == nil || !p.owned {
+			s.stats.Skipped += n // cannot happen while rebalances wait for AllowRebalance
+			return
+		}
+		if p.tr.Generation() == 0 {
+			// The start was unknown at assignment (no commit, a reset
+			// to a relative offset): the first record fetched is it.
+			p.tr.Assign(fp.Records[0].Offset)
+		}
+		if p.head > 0 {
+			// Move what is left to the front before appending, or a
+			// buffer that never runs empty (Next kept waiting by the
+			// pending bound) would grow without end.
+			k := copy(p.buf, p.buf[p.head:])
+			clear(p.buf[k:])
+			p.buf, p.head = p.buf[:k], 0
+		}
+		p.buf = append(p.buf, fp.Records...)
+		b := 0
+		for _, r := range fp.Records {
+			b += recBytes(r)
+		}
+		p.bytes += b
+		if !p.paused {
+			s.buffered += len(fp.Records)
+			s.bufBytes += b
+			s.peakBytes = max(s.peakBytes, s.bufBytes)
+		}
+		end := fp.HighWatermark // read committed: the last stable offset, when below
+		if fp.LastStableOffset >= 0 && fp.LastStableOffset < end {
+			end = fp.LastStableOffset
+		}
+		p.caughtUp = fp.Records[len(fp.Records)-1].Offset+1 >= end
+	})
+	return errs
+}
