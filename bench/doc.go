@@ -14,8 +14,8 @@
 //
 // core: messages go straight into one single-writer ackcore.Interface (the
 // xorack shard, and gomap, mutexmap, xsync, storm, limit from
-// bench/baseline) on one goroutine, pinned to the CPU it starts on and
-// counted by package perf. All impls of a window are built and warmed first, then
+// bench/internal/baseline) on one goroutine, pinned to the CPU it starts
+// on and counted by package perf. All impls of a window are built and warmed first, then
 // measured in interleaved repetitions (A B C, B C A, ...), so that the
 // VM's drift (up to 25% between sessions on a shared VM) falls on all of
 // them alike; a row reports the median repetition.
@@ -25,7 +25,7 @@
 // built the obvious ways: "mutexmap", one baseline.MutexMap that every
 // producer calls Apply on under its lock; "chanshard", one xorack shard on
 // a goroutine fed by a Go channel of message blocks, answering through a
-// channel per producer. All three are package bench/pipeline's.
+// channel per producer. All three are package bench/internal/pipeline's.
 // Producer p replays its share of the stream's trees (slot mod
 // producers) and is spout task p: it polls its own outcomes, as a Storm
 // spout executor does. Impls run one after another (each wants every
@@ -88,7 +88,7 @@
 //     with and without fault mode.
 //
 // Micro benchmarks of single parts live with them (ackcore's
-// BenchmarkShard, ring, timerwheel, netio); bench/baseline's
+// BenchmarkShard, ring, timerwheel, netio); bench/internal/baseline's
 // BenchmarkBaselines is a sanity run of the baselines, not the comparison.
 // The pipeline rows, xorack beside its baselines:
 //

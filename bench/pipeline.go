@@ -11,7 +11,7 @@ import (
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
-	"github.com/xorack/xorack/bench/pipeline"
+	"github.com/xorack/xorack/bench/internal/pipeline"
 )
 
 // sender is one producer's handle on a pipeline: its Sender, and the Inbox

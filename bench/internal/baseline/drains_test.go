@@ -7,7 +7,7 @@ import (
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/ackcore/acktest"
 	"github.com/xorack/xorack/ackcore/acktest/model"
-	"github.com/xorack/xorack/bench/baseline"
+	"github.com/xorack/xorack/bench/internal/baseline"
 )
 
 // TestDrainsEmptied: the exact baselines against the model on fails after

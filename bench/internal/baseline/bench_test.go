@@ -7,7 +7,7 @@ import (
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/ackcore/acktest/workload"
-	"github.com/xorack/xorack/bench/baseline"
+	"github.com/xorack/xorack/bench/internal/baseline"
 )
 
 // BenchmarkBaselines is a quick sanity run, not the comparison (that is
@@ -16,7 +16,7 @@ import (
 // one goroutine, a fake clock that never reaches a timeout. One op is one
 // message.
 //
-//	go test -run=^$ -bench=Baselines -benchtime=100ms ./bench/baseline/
+//	go test -run=^$ -bench=Baselines -benchtime=100ms ./bench/internal/baseline/
 func BenchmarkBaselines(b *testing.B) {
 	const batch = 64
 	all := append([]impl{{name: "shard", make: func(c baseline.Config) (ackcore.Interface, error) {

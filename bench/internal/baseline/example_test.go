@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/xorack/xorack/ackcore"
-	"github.com/xorack/xorack/bench/baseline"
+	"github.com/xorack/xorack/bench/internal/baseline"
 )
 
 // GoMap reports the shard's outcomes: a root completed (its ACK before its INIT) and one timed out.

@@ -6,7 +6,7 @@ import (
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/ackcore/acktest/treegen"
-	"github.com/xorack/xorack/bench/baseline"
+	"github.com/xorack/xorack/bench/internal/baseline"
 )
 
 type limitModel struct {

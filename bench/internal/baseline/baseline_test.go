@@ -10,7 +10,7 @@ import (
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/ackcore/acktest"
 	"github.com/xorack/xorack/ackcore/acktest/workload"
-	"github.com/xorack/xorack/bench/baseline"
+	"github.com/xorack/xorack/bench/internal/baseline"
 )
 
 // impl is one baseline with a constructor taking a Config.

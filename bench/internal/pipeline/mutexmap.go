@@ -6,7 +6,7 @@ import (
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
-	"github.com/xorack/xorack/bench/baseline"
+	"github.com/xorack/xorack/bench/internal/baseline"
 )
 
 // padBytes separates state written by different goroutines: two 64-byte

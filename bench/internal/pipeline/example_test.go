@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/xorack/xorack/ackcore"
-	"github.com/xorack/xorack/bench/pipeline"
+	"github.com/xorack/xorack/bench/internal/pipeline"
 )
 
 // Each pipeline is driven as an engine drives an acker: a sender per

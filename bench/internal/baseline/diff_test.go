@@ -5,7 +5,7 @@ import (
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/ackcore/acktest"
-	"github.com/xorack/xorack/bench/baseline"
+	"github.com/xorack/xorack/bench/internal/baseline"
 )
 
 // factory adapts a baseline to the shared harness.
@@ -47,8 +47,8 @@ func fuzzExact(f *testing.F, b impl) {
 	})
 }
 
-// FuzzGoMap: go test -fuzz=FuzzGoMap -fuzztime=10s ./bench/baseline/
+// FuzzGoMap: go test -fuzz=FuzzGoMap -fuzztime=10s ./bench/internal/baseline/
 func FuzzGoMap(f *testing.F) { fuzzExact(f, impls[0]) }
 
-// FuzzXsyncMap: go test -fuzz=FuzzXsyncMap -fuzztime=10s ./bench/baseline/
+// FuzzXsyncMap: go test -fuzz=FuzzXsyncMap -fuzztime=10s ./bench/internal/baseline/
 func FuzzXsyncMap(f *testing.F) { fuzzExact(f, impls[2]) }

@@ -68,4 +68,8 @@
 // behind its own immutable pointer, so an update is a new entry): 0.9 per
 // message on word-count trees, where a root is 1 insert, 8 updates and 1
 // delete. Its Compute callbacks do not escape and allocate nothing.
+//
+// The package is internal: only the harness (package bench and its
+// pipeline level) builds these ackers; what they measured is public in
+// ackbench's reports, their code is not an API.
 package baseline

@@ -8,7 +8,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/xorack/xorack/ackcore"
-	"github.com/xorack/xorack/bench/pipeline"
+	"github.com/xorack/xorack/bench/internal/pipeline"
 )
 
 // TestPipes: every pipe, with producers sending the INIT and ACKs of their

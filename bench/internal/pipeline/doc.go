@@ -42,4 +42,8 @@
 //
 // Each root's outcome reaches the inbox of its task exactly once, in every
 // pipe: TestPipes runs random trees through each and counts.
+//
+// The package is internal: only the harness drives these pipes (its
+// pipeline and net levels); an embedder drives acker.Acker
+// itself.
 package pipeline

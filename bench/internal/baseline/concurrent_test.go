@@ -8,7 +8,7 @@ import (
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/ackcore/acktest/treegen"
-	"github.com/xorack/xorack/bench/baseline"
+	"github.com/xorack/xorack/bench/internal/baseline"
 )
 
 // TestConcurrent hammers the concurrent baselines: the messages of every
