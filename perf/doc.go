@@ -79,4 +79,13 @@
 //     unknown, and Sub keeps an event only if both sides measured it.
 //   - A count is unknown, not zero, when the kernel never scheduled it.
 //   - Group.Read does not allocate.
+//
+// # Public surface
+//
+// The package is public because a benchmark outside the project wants the
+// same columns ackbench prints: what it exports is what such a benchmark
+// calls (Open, Group, Sample, Value, the Events) and what it prints about
+// the machine (Probe, Status, Mode). Queries nothing needed (which events
+// one Group counts, one event's error) stay unexported: Status.Available
+// and Note answer them.
 package perf

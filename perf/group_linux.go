@@ -99,7 +99,7 @@ func explainOpen(e Event, err error) error {
 	var hint string
 	switch {
 	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.EOPNOTSUPP):
-		if e.Hardware() {
+		if e.hardware() {
 			hint = " (the kernel has no PMU for it; usual in a VM)"
 		}
 	case errors.Is(err, unix.EPERM):

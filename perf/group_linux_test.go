@@ -120,10 +120,10 @@ func TestCounters(t *testing.T) {
 		t.Fatalf("mode %s on Linux", st.Mode)
 	}
 	for e := range NumEvents {
-		if v := d.Get(e); v.OK != st.Available(e) || g.Measures(e) != st.Available(e) {
-			t.Errorf("%s: value %v, measured %v, but Probe says available = %v", e, v, g.Measures(e), st.Available(e))
+		if v := d.Get(e); v.OK != st.Available(e) || g.measures(e) != st.Available(e) {
+			t.Errorf("%s: value %v, measured %v, but Probe says available = %v", e, v, g.measures(e), st.Available(e))
 		}
-		if !st.Available(e) && st.EventErr(e) == nil {
+		if !st.Available(e) && st.eventError(e) == nil {
 			t.Errorf("%s unavailable without a reason", e)
 		}
 	}
@@ -217,7 +217,7 @@ func TestStopFreezes(t *testing.T) {
 	if a.Get(TaskClock) != b.Get(TaskClock) || !a.Get(TaskClock).OK {
 		t.Errorf("task-clock moved while stopped: %v then %v", a.Get(TaskClock), b.Get(TaskClock))
 	}
-	if g.Measures(Cycles) || a.Get(Cycles).OK {
+	if g.measures(Cycles) || a.Get(Cycles).OK {
 		t.Errorf("cycles measured though only task-clock was asked for")
 	}
 }

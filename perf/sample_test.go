@@ -141,8 +141,8 @@ func TestEventNames(t *testing.T) {
 			t.Errorf("event %d has a bad or repeated name %q", e, name)
 		}
 		seen[name] = true
-		if e.Hardware() != (e < TaskClock) {
-			t.Errorf("%s: Hardware() = %v", e, e.Hardware())
+		if e.hardware() != (e < TaskClock) {
+			t.Errorf("%s: hardware() = %v", e, e.hardware())
 		}
 	}
 	if got := NumEvents.String(); got != "Event(7)" {

@@ -56,8 +56,8 @@ type Status struct {
 // Available reports whether Open can count e on this machine.
 func (s Status) Available(e Event) bool { return e < NumEvents && s.avail.has(e) }
 
-// EventErr returns why e is unavailable, or nil if it is available.
-func (s Status) EventErr(e Event) error {
+// eventError returns why e is unavailable, or nil if it is available.
+func (s Status) eventError(e Event) error {
 	if e >= NumEvents {
 		return fmt.Errorf("perf: unknown event %s", e)
 	}
