@@ -7,6 +7,7 @@ import (
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
 	"github.com/xorack/xorack/bench/internal/baseline"
+	"github.com/xorack/xorack/internal/outq"
 )
 
 // padBytes separates state written by different goroutines: two 64-byte
@@ -21,7 +22,7 @@ type mutexPipe struct {
 	base
 	mm    *baseline.MutexMap
 	batch int
-	inbox []*acker.Queue // the outcome inbox netio's client uses too
+	inbox []*outq.Queue[ackcore.Outcome] // the outcome inbox netio's client uses too
 	send  []*mutexSender
 	tick  time.Duration
 
@@ -40,9 +41,9 @@ func NewMutexMap(cfg Config) (Pipe, error) {
 	if mp.mm, err = baseline.NewMutexMap(baseline.Config{MaxPending: cfg.MaxPending * cfg.Shards, Timeout: cfg.Timeout, Clock: cfg.Clock}); err != nil {
 		return nil, err
 	}
-	mp.batch, mp.inbox = cfg.Batch, make([]*acker.Queue, cfg.Receivers)
+	mp.batch, mp.inbox = cfg.Batch, make([]*outq.Queue[ackcore.Outcome], cfg.Receivers)
 	for i := range mp.inbox {
-		mp.inbox[i] = acker.NewQueue(0)
+		mp.inbox[i] = outq.New[ackcore.Outcome](0)
 	}
 	for range cfg.Producers {
 		mp.send = append(mp.send, &mutexSender{mp: mp, staged: make([]ackcore.Msg, 0, mp.batch), out: make([]ackcore.Outcome, 0, mp.batch)})

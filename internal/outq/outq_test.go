@@ -1,24 +1,22 @@
-package acker
+package outq
 
 import (
 	"runtime"
 	"testing"
 	"time"
-
-	"github.com/xorack/xorack/ackcore"
 )
 
-// TestQueue: outcomes come out in order, a Put at the bound waits until
+// TestQueue: items come out in order, a Put at the bound waits until
 // the consumer takes or Stopping, and Wait returns false once the queue
 // is closed and drained.
 func TestQueue(t *testing.T) {
-	q := NewQueue(2)
+	q := New[int](2)
 	if got := q.Poll(nil); len(got) != 0 {
 		t.Fatalf("Poll of an empty queue: %v", got)
 	}
-	q.Put([]ackcore.Outcome{{Root: 1}, {Root: 2}}, true)
+	q.Put([]int{1, 2}, true)
 	put := make(chan struct{})
-	go func() { q.Put([]ackcore.Outcome{{Root: 3}}, true); close(put) }()
+	go func() { q.Put([]int{3}, true); close(put) }()
 	awaitWaiters(t, q)
 	select {
 	case <-put:
@@ -26,17 +24,17 @@ func TestQueue(t *testing.T) {
 	default:
 	}
 	got, ok := q.Wait(nil)
-	if !ok || len(got) != 2 || got[0].Root != 1 || got[1].Root != 2 {
+	if !ok || len(got) != 2 || got[0] != 1 || got[1] != 2 {
 		t.Fatalf("Wait: %v %v", got, ok)
 	}
 	<-put
-	q.Put([]ackcore.Outcome{{Root: 4}, {Root: 5}}, true)
+	q.Put([]int{4, 5}, true)
 	done := make(chan struct{})
-	go func() { q.Put([]ackcore.Outcome{{Root: 6}}, true); close(done) }()
+	go func() { q.Put([]int{6}, true); close(done) }()
 	awaitWaiters(t, q) // Stopping must release a Put already waiting
 	q.Stopping()
 	<-done
-	q.Put([]ackcore.Outcome{{Root: 7}}, true) // never waits once stopping
+	q.Put([]int{7}, true) // never waits once stopping
 	q.Close()
 	if q.Len() != 5 {
 		t.Fatalf("Len %d, want 5", q.Len())
@@ -50,13 +48,13 @@ func TestQueue(t *testing.T) {
 	}
 	tick := make(chan time.Time, 1)
 	tick <- time.Now()
-	if got, ok = NewQueue(0).WaitUntil(nil, tick); !ok || len(got) != 0 {
+	if got, ok = New[int](0).WaitUntil(nil, tick); !ok || len(got) != 0 {
 		t.Fatalf("WaitUntil on wake: %v %v", got, ok)
 	}
 }
 
 // awaitWaiters waits until a Put waits for room in q (on its cond).
-func awaitWaiters(t *testing.T, q *Queue) {
+func awaitWaiters(t *testing.T, q *Queue[int]) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {

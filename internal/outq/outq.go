@@ -1,16 +1,19 @@
-package acker
+// Package outq is the outcome inbox that netio's client and the
+// harness's baselines hand their receivers: a queue many goroutines put
+// into and one takes from, with the method set of acker.Inbox for
+// T = ackcore.Outcome. It is internal: only the project builds inboxes;
+// an embedder gets them from acker.Acker or netio.Client.
+package outq
 
 import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/xorack/xorack/ackcore"
 )
 
-// Queue is an outcome inbox (Inbox) that many goroutines Put outcomes
-// into and one goroutine takes them from (Poll, Wait, WaitUntil). It
-// holds at most max outcomes (a Put that may wait waits for room), more
+// Queue is an outcome inbox (acker.Inbox, for T = ackcore.Outcome) that
+// many goroutines Put outcomes into and one goroutine takes them from
+// (Poll, Wait, WaitUntil). It holds at most max outcomes (a Put that may wait waits for room), more
 // only for a batch that came at once, or once Stopping was called (then
 // Put never waits); max 0 means no bound. A Put wakes the consumer only
 // when it waits (sleeping), so a consumer that polls costs the writers no
@@ -18,12 +21,12 @@ import (
 // an empty queue. After Close, Wait returns false once the consumer took
 // what is left.
 //
-// The zero Queue is not ready: use NewQueue.
-type Queue struct {
+// The zero Queue is not ready: use New.
+type Queue[T any] struct {
 	n        atomic.Int64 // len(q), read without the lock by Poll
 	mu       sync.Mutex
-	cond     sync.Cond         // writers waiting for room
-	q        []ackcore.Outcome // guarded by mu
+	cond     sync.Cond // writers waiting for room
+	q        []T       // guarded by mu
 	max      int
 	waits    int         // guarded by mu: goroutines waiting on cond
 	sleeping bool        // guarded by mu: the consumer waits on wake
@@ -32,18 +35,16 @@ type Queue struct {
 	wake     chan struct{}
 }
 
-// NewQueue returns an empty queue of at most max outcomes (0: no bound).
-func NewQueue(max int) *Queue {
-	q := &Queue{max: max, wake: make(chan struct{}, 1)}
+// New returns an empty queue of at most max outcomes (0: no bound).
+func New[T any](max int) *Queue[T] {
+	q := &Queue[T]{max: max, wake: make(chan struct{}, 1)}
 	q.cond.L = &q.mu
 	return q
 }
 
-var _ Inbox = (*Queue)(nil)
-
 // Put appends outs. With wait, it first waits while the queue holds max
 // outcomes or more (until the consumer takes them or Stopping is called).
-func (q *Queue) Put(outs []ackcore.Outcome, wait bool) {
+func (q *Queue[T]) Put(outs []T, wait bool) {
 	q.mu.Lock()
 	for wait && q.max > 0 && len(q.q) >= q.max && !q.stopping {
 		q.waits++
@@ -60,7 +61,7 @@ func (q *Queue) Put(outs []ackcore.Outcome, wait bool) {
 	}
 }
 
-func (q *Queue) signal() {
+func (q *Queue[T]) signal() {
 	select {
 	case q.wake <- struct{}{}:
 	default:
@@ -70,7 +71,7 @@ func (q *Queue) signal() {
 // Stopping makes every Put, the waiting ones too, stop waiting for room:
 // the writers' owner is stopping and never waits on a consumer that
 // stopped reading.
-func (q *Queue) Stopping() {
+func (q *Queue[T]) Stopping() {
 	q.mu.Lock()
 	q.stopping = true
 	q.cond.Broadcast()
@@ -79,7 +80,7 @@ func (q *Queue) Stopping() {
 
 // Close marks the end of the outcomes: Wait returns false once the
 // consumer took what is left.
-func (q *Queue) Close() {
+func (q *Queue[T]) Close() {
 	q.mu.Lock()
 	q.closed.Store(true)
 	q.mu.Unlock()
@@ -87,10 +88,10 @@ func (q *Queue) Close() {
 }
 
 // Len is how many outcomes the queue holds now (read without the lock).
-func (q *Queue) Len() int { return int(q.n.Load()) }
+func (q *Queue[T]) Len() int { return int(q.n.Load()) }
 
 // Poll appends the outcomes available now to dst, without waiting.
-func (q *Queue) Poll(dst []ackcore.Outcome) []ackcore.Outcome {
+func (q *Queue[T]) Poll(dst []T) []T {
 	if q.n.Load() == 0 {
 		return dst
 	}
@@ -107,13 +108,13 @@ func (q *Queue) Poll(dst []ackcore.Outcome) []ackcore.Outcome {
 
 // Wait appends at least one outcome to dst, waiting for it; ok is false
 // once the queue is closed and every outcome was taken.
-func (q *Queue) Wait(dst []ackcore.Outcome) ([]ackcore.Outcome, bool) {
+func (q *Queue[T]) Wait(dst []T) ([]T, bool) {
 	return q.WaitUntil(dst, nil)
 }
 
 // WaitUntil is Wait that also returns, with what it has (possibly
 // nothing), when wake fires.
-func (q *Queue) WaitUntil(dst []ackcore.Outcome, wake <-chan time.Time) ([]ackcore.Outcome, bool) {
+func (q *Queue[T]) WaitUntil(dst []T, wake <-chan time.Time) ([]T, bool) {
 	for {
 		n := len(dst)
 		if dst = q.Poll(dst); len(dst) > n {
