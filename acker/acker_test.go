@@ -12,9 +12,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/xorack/xorack/ackcore"
-	"github.com/xorack/xorack/ackcore/acktest/model"
-	"github.com/xorack/xorack/ackcore/acktest/treegen"
 	"github.com/xorack/xorack/acker"
+	"github.com/xorack/xorack/internal/acktest/model"
+	"github.com/xorack/xorack/internal/acktest/treegen"
 )
 
 // expected runs each root's delivered messages through a fresh model and

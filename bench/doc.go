@@ -96,7 +96,7 @@
 //
 // # Layout
 //
-// The workload is ackcore/acktest/workload's replayable stream: a prefix applied
+// The workload is internal/acktest/workload's replayable stream: a prefix applied
 // once, then a cycle replayed forever with about P roots pending. bench
 // adds, once per stream, 8 bytes of meta per position (the tree slot, the
 // message's index j in its tree, and whether it belongs to the tree the

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/xorack/xorack/ackcore/acktest/workload"
+	"github.com/xorack/xorack/internal/acktest/workload"
 )
 
 // BenchmarkAcker is ackbench's pipeline level as a Go benchmark: the same

@@ -6,8 +6,8 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/xorack/xorack/ackcore/acktest/workload"
 	"github.com/xorack/xorack/affinity"
+	"github.com/xorack/xorack/internal/acktest/workload"
 	"github.com/xorack/xorack/perf"
 )
 

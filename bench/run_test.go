@@ -15,9 +15,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/xorack/xorack/ackcore"
-	"github.com/xorack/xorack/ackcore/acktest/workload"
 	"github.com/xorack/xorack/acker"
 	"github.com/xorack/xorack/bench/internal/pipeline"
+	"github.com/xorack/xorack/internal/acktest/workload"
 	"github.com/xorack/xorack/internal/invariants"
 )
 

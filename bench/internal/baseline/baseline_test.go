@@ -8,9 +8,9 @@ import (
 	"unsafe"
 
 	"github.com/xorack/xorack/ackcore"
-	"github.com/xorack/xorack/ackcore/acktest"
-	"github.com/xorack/xorack/ackcore/acktest/workload"
 	"github.com/xorack/xorack/bench/internal/baseline"
+	"github.com/xorack/xorack/internal/acktest"
+	"github.com/xorack/xorack/internal/acktest/workload"
 )
 
 // impl is one baseline with a constructor taking a Config.

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/xorack/xorack/ackcore"
-	"github.com/xorack/xorack/ackcore/acktest/workload"
 	"github.com/xorack/xorack/bench/internal/baseline"
+	"github.com/xorack/xorack/internal/acktest/workload"
 )
 
 // BenchmarkBaselines is a quick sanity run, not the comparison (that is

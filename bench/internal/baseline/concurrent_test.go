@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/xorack/xorack/ackcore"
-	"github.com/xorack/xorack/ackcore/acktest/treegen"
 	"github.com/xorack/xorack/bench/internal/baseline"
+	"github.com/xorack/xorack/internal/acktest/treegen"
 )
 
 // TestConcurrent hammers the concurrent baselines: the messages of every

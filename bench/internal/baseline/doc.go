@@ -5,7 +5,7 @@
 //   - GoMap: the acker a good Go programmer writes with the built-in map,
 //     map[uint64]entry keyed by root, timeouts on the project's timer wheel
 //     (handles from a free list that maps handle -> root). Semantics
-//     identical to ackcore.Shard and ackcore/acktest/model, counters
+//     identical to ackcore.Shard and internal/acktest/model, counters
 //     included, drains too: a FAIL carrying a val leaves what its failed
 //     tree still owes as an orphan its last ACK removes (rule 3 of
 //     docs/semantics.md, Stats.OrphansDrained).
@@ -19,7 +19,7 @@
 //   - Limit: not an acker. A flat open-addressed table doing only the XOR,
 //     insert and delete every acker must do: the memory system's limit.
 //
-// The differential test (diff_test.go, on ackcore/acktest) holds GoMap,
+// The differential test (diff_test.go, on internal/acktest) holds GoMap,
 // MutexMap and XsyncMap to the model message by message, and
 // drains_test.go walks them through the drain rule case by case; Storm
 // and Limit have tests of their own.

@@ -5,9 +5,9 @@ import (
 	"time"
 
 	"github.com/xorack/xorack/ackcore"
-	"github.com/xorack/xorack/ackcore/acktest"
-	"github.com/xorack/xorack/ackcore/acktest/model"
 	"github.com/xorack/xorack/bench/internal/baseline"
+	"github.com/xorack/xorack/internal/acktest"
+	"github.com/xorack/xorack/internal/acktest/model"
 )
 
 // TestDrainsEmptied: the exact baselines against the model on fails after

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/xorack/xorack/ackcore"
-	"github.com/xorack/xorack/ackcore/acktest/treegen"
 	"github.com/xorack/xorack/bench/internal/baseline"
+	"github.com/xorack/xorack/internal/acktest/treegen"
 )
 
 type limitModel struct {

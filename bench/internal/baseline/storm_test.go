@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/xorack/xorack/ackcore"
-	"github.com/xorack/xorack/ackcore/acktest/treegen"
 	"github.com/xorack/xorack/bench/internal/baseline"
+	"github.com/xorack/xorack/internal/acktest/treegen"
 )
 
 const stormT = 10 * time.Second // Storm's message timeout in these tests: one rotation

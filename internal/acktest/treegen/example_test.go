@@ -5,7 +5,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/xorack/xorack/ackcore"
-	"github.com/xorack/xorack/ackcore/acktest/treegen"
+	"github.com/xorack/xorack/internal/acktest/treegen"
 )
 
 // ExampleGenerate generates the messages of 20 random trees with a fixed

@@ -10,6 +10,9 @@
 // the message that (re)started its timeout (creation, INIT, RESET). It
 // expires at the first Expire whose tick reaches that deadline rounded up to
 // a whole tick: never early, and within one tick when Expire runs every tick.
+//
+// The package is internal: only the repository's tests use
+// it (see package acktest).
 package model
 
 import (

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/xorack/xorack/ackcore"
-	"github.com/xorack/xorack/ackcore/acktest/model"
+	"github.com/xorack/xorack/internal/acktest/model"
 )
 
 // ExampleModel_Apply tracks one tuple tree: the spout emits edges 10 and

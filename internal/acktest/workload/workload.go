@@ -18,6 +18,9 @@
 // Messages of one tree come in causal order (INIT first), those of
 // different trees interleaved at random: a root's messages are about S
 // messages apart, as in a busy topology with S roots in flight.
+//
+// The package is internal: only the repository's tests and benchmarks use
+// it (see package acktest).
 package workload
 
 import (

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/xorack/xorack/ackcore"
-	"github.com/xorack/xorack/ackcore/acktest/workload"
+	"github.com/xorack/xorack/internal/acktest/workload"
 )
 
 // ExampleBuild builds a word-count stream with about 1000 roots in flight

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/xorack/xorack/ackcore"
-	"github.com/xorack/xorack/ackcore/acktest/model"
-	"github.com/xorack/xorack/ackcore/acktest/treegen"
+	"github.com/xorack/xorack/internal/acktest/model"
+	"github.com/xorack/xorack/internal/acktest/treegen"
 )
 
 // InvalidMsgs returns one message for each way a message can be malformed,

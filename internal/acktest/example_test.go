@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/xorack/xorack/ackcore"
-	"github.com/xorack/xorack/ackcore/acktest"
+	"github.com/xorack/xorack/internal/acktest"
 )
 
 // exampleTB is the least testing.TB that Run needs outside a test: it

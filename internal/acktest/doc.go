@@ -1,7 +1,7 @@
 // Package acktest is the differential test harness every ackcore.Interface is
 // held to: it feeds one generated message stream, in random batches and
 // under one fake clock, to the acker under test and to the reference model
-// (ackcore/acktest/model), and fails on the first difference in outcomes,
+// (internal/acktest/model), and fails on the first difference in outcomes,
 // counters or (where the acker has a checker) invariants.
 //
 // The harness knows ackers only through a Factory, so the fast shard and
@@ -12,7 +12,11 @@
 //	})
 //
 // It is test support: it imports package testing and belongs in _test.go
-// files only.
+// files only. It is internal, with model, treegen and workload beside it:
+// the ackers it holds to the model are the repository's own (the shard,
+// the harness's baselines), and an embedder tests the acker it embeds,
+// not an implementation of ackcore.Interface; the contract they check is
+// public in docs/semantics.md.
 //
 // # Layout
 //

@@ -4,6 +4,9 @@
 // and then delivery faults (shuffles, duplicates, drops). Each message
 // carries the list of edge ids it XORs, so the model can track the actual
 // set of outstanding ids.
+//
+// The package is internal: only the repository's tests use
+// it (see package acktest).
 package treegen
 
 import (
