@@ -43,11 +43,13 @@
 //     their own (as franz-go's kfake is) because each broker module already
 //     requires the fake for its own tests, and the module graph's pruning
 //     keeps the fake out of a dependent's build unless it imports the kit.
-//   - internal/...: the repository's own (build information, the README
+//   - internal/...: the repository's own: build information, the README
 //     test, this test, the test kits every acker in the repository is held
-//     to and the benchmarks' workloads, internal/acktest, the outcome queue
-//     netio's client and the harness share, the proxy builder, which is a module of its own so
-//     that golang.org/x/mod never enters the library's requirements).
+//     to and the benchmarks' workloads (internal/acktest), the shard's
+//     timing wheel (internal/timerwheel), the outcome queue netio's client
+//     and the harness share (internal/outq), and the proxy builder, which
+//     is a module of its own so that golang.org/x/mod never enters the
+//     library's requirements.
 //
 // # Layout
 //

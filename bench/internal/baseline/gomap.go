@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/xorack/xorack/ackcore"
-	"github.com/xorack/xorack/timerwheel"
+	"github.com/xorack/xorack/internal/timerwheel"
 )
 
 // entry is GoMap's value per pending root: 16 bytes, the shard's per-slot

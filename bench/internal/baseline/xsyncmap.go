@@ -8,7 +8,7 @@ import (
 	"github.com/puzpuzpuz/xsync/v3"
 
 	"github.com/xorack/xorack/ackcore"
-	"github.com/xorack/xorack/timerwheel"
+	"github.com/xorack/xorack/internal/timerwheel"
 )
 
 // xentry is XsyncMap's value per pending root. It keeps its start tick and

@@ -3,7 +3,7 @@ package timerwheel_test
 import (
 	"fmt"
 
-	"github.com/xorack/xorack/timerwheel"
+	"github.com/xorack/xorack/internal/timerwheel"
 )
 
 // Timers expire in order of deadline, equal deadlines in the order they were scheduled, and a cancelled one never.

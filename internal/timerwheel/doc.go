@@ -110,4 +110,8 @@
 // that ends before the sentinels); Schedule of a scheduled handle acts as
 // Reschedule, and Move onto a scheduled handle cancels that handle's timer
 // first, so misuse never corrupts the lists.
+//
+// The package is internal: ackcore's shard and the harness's baselines
+// are built on it, and nothing of it shows in their APIs (a shard's
+// timer resolution is ackcore.Config's Tick, a time.Duration).
 package timerwheel
