@@ -88,7 +88,7 @@
 //     with and without fault mode.
 //
 // Micro benchmarks of single parts live with them (ackcore's
-// BenchmarkShard, ring, timerwheel, netio); bench/internal/baseline's
+// BenchmarkShard, ring, internal/timerwheel, netio); bench/internal/baseline's
 // BenchmarkBaselines is a sanity run of the baselines, not the comparison.
 // The pipeline rows, xorack beside its baselines:
 //
@@ -219,4 +219,14 @@
 //   - A row's figures and its verification come from the same run.
 //   - Rows of one level, shape and window ran against the same stream.
 //   - An unavailable figure is null in JSON and n/a in tables, never 0.
+//
+// # Public surface
+//
+// What cmd/ackbench, or a program that runs the harness its own way,
+// calls: Run with a Config (its levels, Default* values and floors), the
+// Report it returns with its Rows, the writers and ReadJSON, and Check.
+// The baselines and the pipeline level's pipes are bench/internal: the
+// reports carry their figures, not their code. The harness's own probes
+// and thresholds (the stall meter, the fault level's timeout) are
+// unexported.
 package bench

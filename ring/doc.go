@@ -170,4 +170,12 @@
 // Builds with -tags invariants check the Commit and Release bounds and the
 // head/tail distance, and panic on a breach; release builds compile the
 // checks away.
+//
+// # Public surface
+//
+// The package is public because its Idle is: acker.Config and topology's
+// Config take a ring.Idle (DefaultIdle, DefaultSpins, DefaultYields) to
+// tune how their goroutines wait. SPSC and FanIn keep both sides whole
+// (TryPush to PopBatch), so a program can use a ring alone, as the
+// examples do; the acker and the engine build theirs with NewFanInWithIdle.
 package ring
