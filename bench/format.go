@@ -31,9 +31,10 @@ const (
 // (shape, window) where xorack's fault-free msgs/s is below floor times
 // gomap's, or where either row is missing; any xorack fault row that
 // FaultFloor holds whose msgs/s is below FaultFloor times its twin's;
-// a source-level kafka-acked row below SourceFloor times the in-memory
-// spout's records/s of the same run; and the faults level's breaker row
-// below faultsBreakerFloor times the mixed row's goodput.
+// a source-level kafka-acked row below SourceFloor (jetstream-acked:
+// JetStreamFloor) times the in-memory spout's records/s of the same run;
+// and the faults level's breaker row below faultsBreakerFloor times the
+// mixed row's goodput.
 func Check(rep *Report, floor float64) []string {
 	var bad []string
 	for _, r := range rep.Rows {
@@ -43,8 +44,8 @@ func Check(rep *Report, floor float64) []string {
 		if r.Impl == Reference && r.FaultFreeRatio > 0 && r.DropRate == 0 && r.FailRate <= faultFloorRate && r.FaultFreeRatio < FaultFloor {
 			bad = append(bad, fmt.Sprintf("%s: %.2fx its fault-free twin's msgs/s (floor %.1fx)", r.Name(), r.FaultFreeRatio, FaultFloor))
 		}
-		if r.Level == LevelSource && r.Impl == "kafka-acked" && r.BaselineRatio > 0 && r.BaselineRatio < SourceFloor {
-			bad = append(bad, fmt.Sprintf("%s: %.2fx the in-memory spout's records/s in the same run (floor %.1fx)", r.Name(), r.BaselineRatio, SourceFloor))
+		if f := sourceFloor(r.Impl); r.Level == LevelSource && r.BaselineRatio > 0 && r.BaselineRatio < f {
+			bad = append(bad, fmt.Sprintf("%s: %.2fx the in-memory spout's records/s in the same run (floor %.1fx)", r.Name(), r.BaselineRatio, f))
 		}
 	}
 	bad = append(bad, faultsCheck(rep)...)

@@ -51,7 +51,7 @@ func TestSourceLevel(t *testing.T) {
 }
 
 // The gate fails kafka-acked below SourceFloor times the in-memory
-// spout, and only then.
+// spout, jetstream-acked below JetStreamFloor, and only then.
 func TestCheckSourceFloor(t *testing.T) {
 	row := func(impl string, ratio float64) Row {
 		return Row{Level: LevelSource, Impl: impl, Shape: "wordcount", Verified: true, BaselineRatio: ratio}
@@ -64,7 +64,10 @@ func TestCheckSourceFloor(t *testing.T) {
 	}{
 		{[]Row{row("kafka-acked", 0.81), row("jetstream-acked", 0.3)}, false},
 		{[]Row{row("kafka-acked", 0.79)}, true},
-		{[]Row{row("kafka-acked", 0)}, false}, // no baseline in the run
+		{[]Row{row("kafka-acked", 0.9), row("jetstream-acked", 0.11)}, false},
+		{[]Row{row("kafka-acked", 0.9), row("jetstream-acked", 0.09)}, true},
+		{[]Row{row("kafka-unacked", 0.01)}, false}, // no floor of its own
+		{[]Row{row("kafka-acked", 0)}, false},      // no baseline in the run
 	} {
 		bad := Check(&Report{Rows: append(slices.Clone(core), tc.rows...)}, 2)
 		if fail := len(bad) > 0; fail != tc.fail {

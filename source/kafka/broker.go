@@ -11,12 +11,21 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// brokerHooks counts and logs the client's broker connection errors (a
-// kgo hook, called on the client's goroutines).
+// brokerHooks counts and logs the client's broker connection errors, and
+// counts the batches it reads (kgo hooks, called on the client's
+// goroutines).
 type brokerHooks struct{ s *Spout }
 
 var _ kgo.HookBrokerConnect = brokerHooks{}
 var _ kgo.HookBrokerDisconnect = brokerHooks{}
+var _ kgo.HookFetchBatchRead = brokerHooks{}
+
+// OnFetchBatchRead counts the records and wire bytes of each batch the
+// client reads, for the spout's fetch sizing (sizeFetch).
+func (h brokerHooks) OnFetchBatchRead(_ kgo.BrokerMetadata, _ string, _ int32, m kgo.FetchBatchMetrics) {
+	h.s.readRecs.Add(int64(m.NumRecords))
+	h.s.readBytes.Add(int64(m.CompressedBytes))
+}
 
 // connLogEvery bounds the log of connection errors to one line per ten
 // seconds: a broker that is down is retried many times a second.

@@ -118,8 +118,9 @@ type Config struct {
 
 	// Opts are further client options: TLS, SASL, balancers, session and
 	// rebalance timeouts, fetch sizes (kgo.FetchMaxPartitionBytes and
-	// kgo.FetchMaxBytes also size the spout's buffers), a logger for the
-	// client. They are
+	// kgo.FetchMaxBytes also size the spout's buffers; the spout asks for
+	// less of a partition when its records decode to more than their
+	// bytes fetched), a logger for the client. They are
 	// applied before the options the spout relies on, which it sets
 	// itself and which win: the consumer group and topics, the partition
 	// callbacks and offset adjustment, DisableAutoCommit,
@@ -195,13 +196,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Stream == "" {
 		c.Stream = topology.DefaultStream
 	}
-	if c.Values == nil {
-		c.Values = recordValues
-	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
 	return c, nil
 }
-
-func recordValues(r *kgo.Record) []any { return []any{r} }

@@ -71,7 +71,13 @@
 // client's fetch. Nothing fetched is dropped to serve another partition
 // (a pause drops what the client fetched of the partition, to fetch and
 // decode it again): past four times the bound a starving partition waits
-// for Next to take the buffers down. So the spout holds at most four
+// for Next to take the buffers down. A fetch asks for the wire bytes of
+// a partition whose decoded records fill half the bound, from the decoded
+// bytes per wire byte of what the spout has read (an eighth of
+// kgo.FetchMaxPartitionBytes until it knows; at least 32 KiB, at most
+// that setting): otherwise a fetch of small compressed records decodes
+// to a hundred thousand records at once, all before the first is polled
+// (Stats.FetchBytes). So the spout holds at most four
 // times the bound plus a poll of records beyond those in
 // flight (which topology.Config.MaxSpoutPending bounds) and, per
 // partition, at most MaxUncommitted uncommitted records (the

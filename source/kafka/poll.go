@@ -83,15 +83,54 @@ func (s *Spout) wakePoller() {
 // While a partition starves (see pollWanted) the poller takes up to
 // starveBounds times it. Called with mu held.
 func (s *Spout) byteBound() int {
-	per := int(s.partBytes)
-	if per <= 0 {
-		per = 1 << 20
-	}
-	b := per * max(1, len(s.active))
+	b := int(s.maxPartBytes) * max(1, len(s.active))
 	if s.fetchBytes > 0 {
 		b = min(b, int(s.fetchBytes))
 	}
 	return 2 * max(b, s.cfg.MaxPollRecords*(1<<10))
+}
+
+// Fetch sizing: the client asks for up to kgo.FetchMaxPartitionBytes of
+// each partition on the wire, but the spout's buffers hold decoded records
+// (recBytes), and small compressed records decode to ten or more times
+// their wire bytes: a fetch of a megabyte a partition can hold a hundred
+// thousand records, decoded all at once before the first is polled. So
+// the spout asks for the wire bytes whose records fill half of byteBound
+// (a fetch's worth), from the decoded bytes per wire byte of what it has
+// read: firstInflation until it knows (the first fetch of a topic
+// decodes no more than it must), at least minPartBytes, at most the
+// client's setting. The partition order of a fetch rotates, so a batch
+// larger than the ask still comes, first in some fetch.
+const (
+	firstInflation = 8
+	minPartBytes   = 32 << 10
+)
+
+// sizeFetch sets the bytes a fetch asks for of one partition from the
+// records read and taken so far (see firstInflation). Called with mu
+// held, after a poll.
+func (s *Spout) sizeFetch() {
+	wire, recs := s.readBytes.Load(), s.readRecs.Load()
+	if wire <= 0 || recs <= 0 || s.takenRecs <= 0 {
+		return
+	}
+	// Decoded bytes per wire byte, per record on both sides (the batches
+	// read run ahead of the records taken).
+	inflation := float64(s.takenBytes) / float64(s.takenRecs) / (float64(wire) / float64(recs))
+	want := float64(s.byteBound()) / 2 / float64(max(1, len(s.active))) / max(inflation, 1)
+	b := int32(min(max(want, minPartBytes), float64(s.maxPartBytes)))
+	if b < s.partBytes/2 || b > s.partBytes*2 || b == s.maxPartBytes {
+		s.resizeFetch(b)
+	}
+}
+
+// resizeFetch sets the bytes a fetch asks for of one partition. Called
+// with mu held (or before the poller starts).
+func (s *Spout) resizeFetch(b int32) {
+	if b = min(b, s.maxPartBytes); b > 0 && b != s.partBytes {
+		s.partBytes = b
+		s.cl.UpdateFetchMaxBytes(s.fetchBytes, b)
+	}
 }
 
 // starveBounds is how many times byteBound the buffers may hold while a
@@ -167,6 +206,7 @@ func (s *Spout) poll() {
 			s.mu.Lock()
 			errs = append(errs, s.distribute(fs)...)
 		}
+		s.sizeFetch()
 		s.check()
 		s.mu.Unlock()
 		s.cl.AllowRebalance()
@@ -220,6 +260,8 @@ func (s *Spout) distribute(fs kgo.Fetches) []error {
 			b += recBytes(r)
 		}
 		p.bytes += b
+		s.takenRecs += int64(len(fp.Records))
+		s.takenBytes += int64(b)
 		if !p.paused {
 			s.buffered += len(fp.Records)
 			s.bufBytes += b

@@ -77,6 +77,7 @@ type Spout struct {
 	cfg   Config
 	log   *slog.Logger
 	start time.Time // the clock inflight.born counts from
+	vals  []any     // the default values' block, its unused slots (see values); the executor's goroutine only
 
 	// Set by Open, immutable after.
 	cl     *kgo.Client
@@ -121,8 +122,16 @@ type Spout struct {
 	lastConnLog   time.Time           // the last log of a broker connection error
 
 	// The client's fetch sizes (set by Open): a fetch asks for at most
-	// fetchBytes in all and partBytes of each partition.
-	fetchBytes, partBytes int32
+	// fetchBytes in all and maxPartBytes of each partition (the client's
+	// settings, which size byteBound), and partBytes of each partition
+	// now (see sizeFetch).
+	fetchBytes, maxPartBytes, partBytes int32
+	// The records taken from the polls since Open, and their recBytes
+	// (for sizeFetch).
+	takenRecs, takenBytes int64
+	// The records and wire bytes of the batches the client has read
+	// (brokerHooks.OnFetchBatchRead; atomic: the client's goroutines).
+	readRecs, readBytes atomic.Int64
 }
 
 // Stats are a spout's counters (since Open) and, in Partitions, the state
@@ -148,9 +157,10 @@ type Stats struct {
 	DoneSetTruncated uint64 // commits of a partition whose done set did not fit CommitMetadataBytes (the rest replays)
 	DoneSetIgnored   uint64 // committed metadata read back that was foreign, malformed or for another offset: ignored
 
-	Pauses  uint64 // times a partition's fetching was paused (its tracker full)
-	Resumes uint64 // times it was resumed
-	Paused  int    // gauge: partitions paused now
+	Pauses     uint64 // times a partition's fetching was paused (its tracker full)
+	Resumes    uint64 // times it was resumed
+	Paused     int    // gauge: partitions paused now
+	FetchBytes int32  // gauge: the bytes a fetch asks for of one partition now (see the package documentation)
 
 	Assigned          uint64 // partitions assigned
 	Revoked           uint64 // partitions revoked (their done offsets committed first)
@@ -235,7 +245,12 @@ func (s *Spout) Open(tc topology.TaskContext) error {
 	s.mu.Lock()
 	s.cl = cl
 	s.fetchBytes, _ = cl.OptValue(kgo.FetchMaxBytes).(int32)
-	s.partBytes, _ = cl.OptValue(kgo.FetchMaxPartitionBytes).(int32)
+	s.maxPartBytes, _ = cl.OptValue(kgo.FetchMaxPartitionBytes).(int32)
+	if s.maxPartBytes <= 0 {
+		s.maxPartBytes = 1 << 20
+	}
+	s.partBytes = s.maxPartBytes
+	s.resizeFetch(max(minPartBytes, s.maxPartBytes/firstInflation))
 	s.mu.Unlock()
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.pollDone, s.commitDone = make(chan struct{}), make(chan struct{})
@@ -262,7 +277,7 @@ func (s *Spout) Next(c *topology.SpoutCollector) {
 	if e == nil {
 		return
 	}
-	if err := c.On(s.cfg.Stream).Emit(e, s.cfg.Values(e.rec)...); err != nil {
+	if err := c.On(s.cfg.Stream).Emit(e, s.values(e.rec)...); err != nil {
 		s.mu.Lock()
 		s.held = e
 		s.stats.Emitted--
@@ -274,6 +289,30 @@ func (s *Spout) Next(c *topology.SpoutCollector) {
 				"topic", e.rec.Topic, "partition", e.rec.Partition, "offset", e.rec.Offset, "err", err, "refusals", n)
 		}
 	}
+}
+
+// valBlock is how many records' default values (the record alone) one
+// allocation holds.
+const valBlock = 64
+
+// values returns the tuple's values for r: Config.Values', or by default
+// the record alone, cut from a block of valBlock slots (one allocation per
+// valBlock records, never reused: the engine keeps the values until the
+// record's tree is done, bolts may keep a tuple longer). A block stays
+// reachable while any of its tuples is, so the default keeps at most
+// valBlock-1 records alive beyond those the engine holds, per block it
+// holds. Called on the executor's goroutine only (Next).
+func (s *Spout) values(r *kgo.Record) []any {
+	if s.cfg.Values != nil {
+		return s.cfg.Values(r)
+	}
+	if len(s.vals) == 0 {
+		s.vals = make([]any, valBlock)
+	}
+	v := s.vals[:1:1]
+	s.vals = s.vals[1:]
+	v[0] = r
+	return v
 }
 
 // take picks the next record to emit and marks it emitted in its tracker;
@@ -500,6 +539,7 @@ func (s *Spout) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.stats
+	st.FetchBytes = s.partBytes
 	st.Partitions = make([]PartitionStats, 0, len(s.parts))
 	for _, p := range s.parts {
 		st.Partitions = append(st.Partitions, PartitionStats{Topic: p.topic, Partition: p.partition,

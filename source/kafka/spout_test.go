@@ -112,3 +112,70 @@ func TestRefusedEmitIsOfferedAgain(t *testing.T) {
 		t.Errorf("error logs: %v", e)
 	}
 }
+
+// The default values (the record alone) cost one allocation per valBlock
+// records, and each record's values stay its own: a slot is never handed
+// out twice.
+func TestDefaultValuesAllocate(t *testing.T) {
+	s, err := New(Config{Brokers: []string{"127.0.0.1:9092"}, Topics: []string{"t"}, Group: "g"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := make([]kgo.Record, 3*valBlock)
+	var got [][]any
+	for i := range recs {
+		got = append(got, s.values(&recs[i]))
+	}
+	for i, v := range got {
+		if len(v) != 1 || cap(v) != 1 || v[0] != &recs[i] {
+			t.Fatalf("record %d: values %v (cap %d), want the record alone", i, v, cap(v))
+		}
+	}
+	r := &kgo.Record{}
+	if n := testing.AllocsPerRun(10*valBlock, func() { _ = s.values(r) }); n > 1.0/valBlock*2 {
+		t.Errorf("%.3f allocations per record's values, want at most %.3f", n, 1.0/valBlock*2)
+	}
+	s, err = New(Config{Brokers: []string{"127.0.0.1:9092"}, Topics: []string{"t"}, Group: "g",
+		Values: func(r *kgo.Record) []any { return []any{string(r.Value)} }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := s.values(&kgo.Record{Value: []byte("x")}); len(v) != 1 || v[0] != "x" {
+		t.Errorf("Config.Values not used: %v", v)
+	}
+}
+
+// A fetch asks for the wire bytes whose decoded records fill half the
+// buffers' bound: less than the client's setting for small compressed
+// records, about all of it for large incompressible ones, never below
+// minPartBytes.
+func TestFetchSizedToDecodedBytes(t *testing.T) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers("127.0.0.1:1")) // never dialled: UpdateFetchMaxBytes only stores
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	for _, tc := range []struct {
+		name             string
+		wirePerRec       int64 // wire bytes per record read
+		recBytes         int64 // recBytes per record taken
+		wantMin, wantMax int32
+	}{
+		{"small compressed", 10, 300, 30 << 10, 40 << 10},       // 30x: 1 MiB / 30
+		{"tiny compressed", 1, 300, minPartBytes, minPartBytes}, // 300x: the floor
+		{"large incompressible", 4100, 4352, 960 << 10, 1 << 20},
+	} {
+		s := &Spout{cl: cl, cfg: Config{MaxPollRecords: DefaultMaxPollRecords}, maxPartBytes: 1 << 20, partBytes: 128 << 10,
+			fetchBytes: 50 << 20, active: []*partition{{}}}
+		s.readRecs.Store(1000)
+		s.readBytes.Store(1000 * tc.wirePerRec)
+		s.takenRecs, s.takenBytes = 500, 500*tc.recBytes
+		s.sizeFetch()
+		if s.partBytes < tc.wantMin || s.partBytes > tc.wantMax {
+			t.Errorf("%s: a fetch asks for %d bytes of a partition, want %d to %d", tc.name, s.partBytes, tc.wantMin, tc.wantMax)
+		}
+		if v := cl.OptValue(kgo.FetchMaxPartitionBytes); v != s.partBytes {
+			t.Errorf("%s: the client asks for %v, the spout says %d", tc.name, v, s.partBytes)
+		}
+	}
+}
