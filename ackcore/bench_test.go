@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/xorack/xorack/ackcore"
-	"github.com/xorack/xorack/ackcore/acktest/workload"
+	"github.com/xorack/xorack/internal/acktest/workload"
 	"github.com/xorack/xorack/internal/splitmix"
 )
 

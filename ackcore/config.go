@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/xorack/xorack/internal/bytesize"
-	"github.com/xorack/xorack/timerwheel"
+	"github.com/xorack/xorack/internal/timerwheel"
 )
 
 // Defaults, as in Apache Storm (TOPOLOGY_MESSAGE_TIMEOUT_SECS = 30) and the

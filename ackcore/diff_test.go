@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/xorack/xorack/ackcore"
-	"github.com/xorack/xorack/ackcore/acktest"
+	"github.com/xorack/xorack/internal/acktest"
 )
 
 // shardFactory makes shards, with ackRun (the assembly loop, where the
@@ -19,8 +19,8 @@ var long = flag.Bool("long", false, "TestShardMatchesModel: 4x the seeds a case"
 
 // TestShardMatchesModel feeds random trees and DAGs with shuffles,
 // duplicates, drops, fails, resets, timeouts and tight bounds to the shard
-// and to the plain model (ackcore/acktest/model), and compares every outcome,
-// every counter and the shard's invariants (ackcore/acktest).
+// and to the plain model (internal/acktest/model), and compares every outcome,
+// every counter and the shard's invariants (internal/acktest).
 func TestShardMatchesModel(t *testing.T) {
 	// applyRun's assembly loop where the CPU has AVX2 ("asm"), and the
 	// portable loop ("go") everywhere; every case, the tight and tiny

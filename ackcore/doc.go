@@ -168,7 +168,7 @@
 // (apply.go) and ackRun (ackrun_amd64.s, glue in ackrun.go). The copies
 // are held to step by the differential tests (diff_test.go: the assembly
 // loop, the portable loop and prefetching, each against the model in
-// ackcore/acktest, outcome by outcome and counter by counter)
+// internal/acktest, outcome by outcome and counter by counter)
 // and by FuzzShard, which runs both loops.
 //
 // For tables past 6 MiB (prefetchAbove, apply.go: the pass measured a

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/xorack/xorack/ackcore"
-	"github.com/xorack/xorack/ackcore/acktest/workload"
+	"github.com/xorack/xorack/internal/acktest/workload"
 	"github.com/xorack/xorack/internal/invariants"
 	"github.com/xorack/xorack/internal/splitmix"
 )

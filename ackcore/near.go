@@ -3,7 +3,7 @@ package ackcore
 import (
 	"fmt"
 
-	"github.com/xorack/xorack/timerwheel"
+	"github.com/xorack/xorack/internal/timerwheel"
 )
 
 // Timeouts in two tiers, expired in bounded slices.

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/xorack/xorack/ackcore"
-	"github.com/xorack/xorack/ackcore/acktest"
+	"github.com/xorack/xorack/internal/acktest"
 	"github.com/xorack/xorack/internal/invariants"
 )
 

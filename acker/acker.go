@@ -187,25 +187,23 @@ func joinNote(parts ...string) string {
 	return out
 }
 
-// Producer returns producer handle i, in [0, Config.Producers); each
-// handle belongs to one goroutine. An index out of range is a programmer
-// error: it panics with a message naming the index and the range.
-func (a *Acker) Producer(i int) *Producer {
+// Sender returns producer handle i, in [0, Config.Producers), as the
+// Port's Sender; it is always a *Producer. Each handle belongs to one
+// goroutine. An index out of range is a programmer error: it panics with
+// a message naming the index and the range.
+func (a *Acker) Sender(i int) Sender {
 	if i < 0 || i >= len(a.producers) {
-		panic(fmt.Sprintf("acker: Producer(%d) out of range [0, %d)", i, len(a.producers)))
+		panic(fmt.Sprintf("acker: Sender(%d) out of range [0, %d)", i, len(a.producers)))
 	}
 	return a.producers[i]
 }
 
-// TaskReceiver returns the receiver of spout task t's outcomes, which it
-// shares with the other tasks mapped to it (Config.Receivers). One
-// goroutine takes from a receiver: with fewer receivers than tasks, poll
-// each Receiver once, not each task's TaskReceiver. A task out of range
-// panics, naming it and the range.
-func (a *Acker) TaskReceiver(t int) *Receiver { return a.recvs[a.ReceiverOf(t)] }
-
 // Receiver returns outcome receiver r, in [0, Receivers()); out of range,
-// it panics naming r and the range.
+// it panics naming r and the range. Spout task t's receiver, which it
+// shares with the other tasks mapped to it (Config.Receivers), is
+// Receiver(ReceiverOf(t)); one goroutine takes from a receiver. Inbox(r)
+// is the same receiver as the Port's Inbox: Receiver has, beyond it, Run
+// and Stats.
 func (a *Acker) Receiver(r int) *Receiver {
 	if r < 0 || r >= len(a.recvs) {
 		panic(fmt.Sprintf("acker: Receiver(%d) out of range [0, %d)", r, len(a.recvs)))
@@ -224,9 +222,6 @@ func (a *Acker) ReceiverOf(t int) int {
 	}
 	return int(a.recvOf[t])
 }
-
-// ReceiverStats describes receiver r (see Receiver.Stats).
-func (a *Acker) ReceiverStats(r int) ReceiverStats { return a.Receiver(r).Stats() }
 
 // Footprint is the most this acker may hold, as New checked it against
 // Config.MaxBytes.

@@ -12,9 +12,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/xorack/xorack/ackcore"
-	"github.com/xorack/xorack/ackcore/acktest/model"
-	"github.com/xorack/xorack/ackcore/acktest/treegen"
 	"github.com/xorack/xorack/acker"
+	"github.com/xorack/xorack/internal/acktest/model"
+	"github.com/xorack/xorack/internal/acktest/treegen"
 )
 
 // expected runs each root's delivered messages through a fresh model and
@@ -122,9 +122,9 @@ func runSharded(t *testing.T, shards, producers, receivers int, recvOf func(int)
 		t.Fatalf("Receivers() = %d, want %d", a.Receivers(), receivers)
 	}
 	for task := 0; task < tasks; task++ {
-		if a.ReceiverOf(task) != recvOf(task) || a.TaskReceiver(task) != a.Receiver(recvOf(task)) {
+		if a.ReceiverOf(task) != recvOf(task) || a.Receiver(a.ReceiverOf(task)) != a.Receiver(recvOf(task)) {
 			t.Fatalf("task %d: ReceiverOf %d, Spout is Receiver(%d): %v; want receiver %d",
-				task, a.ReceiverOf(task), recvOf(task), a.TaskReceiver(task) == a.Receiver(recvOf(task)), recvOf(task))
+				task, a.ReceiverOf(task), recvOf(task), a.Receiver(a.ReceiverOf(task)) == a.Receiver(recvOf(task)), recvOf(task))
 		}
 	}
 	for r := 0; r < receivers; r++ {
@@ -145,7 +145,7 @@ func runSharded(t *testing.T, shards, producers, receivers int, recvOf func(int)
 	}
 	var prods sync.WaitGroup
 	for p := 0; p < producers; p++ {
-		pr := a.Producer(p)
+		pr := a.Sender(p)
 		prods.Add(1)
 		go func() {
 			defer prods.Done()
@@ -216,7 +216,7 @@ func runSharded(t *testing.T, shards, producers, receivers int, recvOf func(int)
 func TestShardedStopReportsPending(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	a := started(t, acker.Config{Shards: 2, Spec: acker.Spec{Producers: 1, Tasks: 1}, Shard: ackcore.Config{MaxPending: 100}})
-	p := a.Producer(0)
+	p := a.Sender(0)
 	for r := uint64(1); r <= 10; r++ {
 		if err := p.Send(ackcore.Msg{Root: r, Kind: ackcore.Init, Val: r}); err != nil {
 			t.Fatal(err)
@@ -226,7 +226,7 @@ func TestShardedStopReportsPending(t *testing.T) {
 	var outs []ackcore.Outcome
 	done := make(chan struct{})
 	go func() {
-		a.TaskReceiver(0).Run(func(o ackcore.Outcome) { outs = append(outs, o) })
+		a.Receiver(a.ReceiverOf(0)).Run(func(o ackcore.Outcome) { outs = append(outs, o) })
 		close(done)
 	}()
 	st := a.Stop()
@@ -282,7 +282,7 @@ func TestShardedConfigErrors(t *testing.T) {
 		t.Errorf("ReceiverOf out of range: %v", err)
 	}
 	a, _ := acker.New(acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 2}, Shard: ackcore.Config{MaxPending: 1}})
-	if err := a.Producer(0).Send(ackcore.Msg{Root: 1, Kind: ackcore.Init, Task: 2, Val: 1}); err == nil {
+	if err := a.Sender(0).Send(ackcore.Msg{Root: 1, Kind: ackcore.Init, Task: 2, Val: 1}); err == nil {
 		t.Error("INIT for task 2 of 2 accepted")
 	}
 }
@@ -300,10 +300,10 @@ func TestShardedSendBatch(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				a.TaskReceiver(task).Run(func(o ackcore.Outcome) { outs[task] = append(outs[task], o) })
+				a.Receiver(a.ReceiverOf(task)).Run(func(o ackcore.Outcome) { outs[task] = append(outs[task], o) })
 			}()
 		}
-		p := a.Producer(0)
+		p := a.Sender(0)
 		bad := []ackcore.Msg{{Root: 1, Kind: ackcore.Init, Task: 0, Val: 1}, {Root: 2, Kind: ackcore.Init, Task: 2, Val: 1}}
 		if err := p.SendBatch(bad); err == nil || !strings.Contains(err.Error(), "message 1") || !strings.Contains(err.Error(), "task 2") {
 			t.Fatalf("shards=%d: bad batch: %v", shards, err)

@@ -22,7 +22,7 @@ import (
 func startWith(t *testing.T, n int) *acker.Acker {
 	t.Helper()
 	a := started(t, acker.Config{Shards: 2, Spec: acker.Spec{Producers: 1, Tasks: 1}, Shard: ackcore.Config{MaxPending: 1024}})
-	p := a.Producer(0)
+	p := a.Sender(0)
 	for r := uint64(1); r <= uint64(n); r++ {
 		if err := p.Send(ackcore.Msg{Root: r, Kind: ackcore.Init}); err != nil {
 			t.Fatal(err)
@@ -32,9 +32,9 @@ func startWith(t *testing.T, n int) *acker.Acker {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(30 * time.Second)
-	for a.ReceiverStats(0).Backlog < n {
+	for a.Receiver(0).Stats().Backlog < n {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d outcomes arrived", a.ReceiverStats(0).Backlog, n)
+			t.Fatalf("%d of %d outcomes arrived", a.Receiver(0).Stats().Backlog, n)
 		}
 		runtime.Gosched()
 	}
@@ -110,7 +110,7 @@ func TestRunPanicExactlyOnce(t *testing.T) {
 			if len(seen) != n || st.Completed != n {
 				t.Fatalf("%d roots seen, stats %+v", len(seen), st)
 			}
-			if got := a.ReceiverStats(0).Taken; got != n {
+			if got := a.Receiver(0).Stats().Taken; got != n {
 				t.Fatalf("receiver took %d, want %d", got, n)
 			}
 		})
@@ -198,13 +198,13 @@ func TestHandleRange(t *testing.T) {
 		call func()
 		want string
 	}{
-		{func() { a.Producer(2) }, "Producer(2) out of range [0, 2)"},
-		{func() { a.Producer(-1) }, "Producer(-1) out of range [0, 2)"},
-		{func() { a.Sender(5) }, "Producer(5) out of range [0, 2)"},
+		{func() { a.Sender(2) }, "Sender(2) out of range [0, 2)"},
+		{func() { a.Sender(-1) }, "Sender(-1) out of range [0, 2)"},
+		{func() { a.Sender(5) }, "Sender(5) out of range [0, 2)"},
 		{func() { a.Receiver(2) }, "Receiver(2) out of range [0, 2)"},
 		{func() { a.Inbox(-3) }, "Receiver(-3) out of range [0, 2)"},
-		{func() { a.ReceiverStats(7) }, "Receiver(7) out of range [0, 2)"},
-		{func() { a.TaskReceiver(3) }, "task 3 out of range [0, 3)"},
+		{func() { a.Receiver(7).Stats() }, "Receiver(7) out of range [0, 2)"},
+		{func() { a.Receiver(a.ReceiverOf(3)) }, "task 3 out of range [0, 3)"},
 		{func() { a.ReceiverOf(-1) }, "task -1 out of range [0, 3)"},
 	} {
 		func() {
@@ -283,7 +283,7 @@ func TestOldestPending(t *testing.T) {
 	if err := a.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := a.Producer(0)
+	p := a.Sender(0)
 	const roots = 12
 	for r := uint64(1); r <= roots; r++ {
 		if err := p.Send(ackcore.Msg{Root: r, Kind: ackcore.Init, Val: 1}); err != nil {
@@ -336,7 +336,7 @@ func TestHotPathAllocs(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	a := started(t, acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 2}, Shard: ackcore.Config{MaxPending: 4096}})
 	defer a.Stop()
-	p := a.Producer(0)
+	p := a.Sender(0)
 	rcs := []*acker.Receiver{a.Receiver(0), a.Receiver(1)}
 	buf := make([]ackcore.Outcome, 0, 1024)
 	root := uint64(0)

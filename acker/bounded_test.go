@@ -91,7 +91,7 @@ func TestStuckReceiver(t *testing.T) {
 		prods.Add(1)
 		go func() {
 			defer prods.Done()
-			pr := a.Producer(p)
+			pr := a.Sender(p)
 			for i := p; i < roots; i += producers {
 				task := uint32(i/2) % tasks
 				root := uint64(i + 1)
@@ -119,7 +119,7 @@ func TestStuckReceiver(t *testing.T) {
 					return
 				}
 				if p == 0 && i%(roots/samples) < producers {
-					st := a.ReceiverStats(0)
+					st := a.Receiver(0).Stats()
 					peakHeld = max(peakHeld, st.Held)
 					heldBack = max(heldBack, st.HeldBack)
 					var ms runtime.MemStats
@@ -138,7 +138,7 @@ func TestStuckReceiver(t *testing.T) {
 	}
 	runtime.ReadMemStats(&ms)
 	peakHeap = max(peakHeap, ms.HeapAlloc)
-	st := a.ReceiverStats(0)
+	st := a.Receiver(0).Stats()
 	peakHeld = max(peakHeld, st.Held)
 	heldBack = max(heldBack, st.HeldBack)
 	want0 := 0
@@ -194,7 +194,7 @@ func TestStuckReceiver(t *testing.T) {
 	if final.Completed != uint64(roots) || final.Pending != 0 {
 		t.Fatalf("stats %+v, want %d completed", final, roots)
 	}
-	if st := a.ReceiverStats(0); st.Taken != uint64(want0) || st.Backlog != 0 || st.HeldBack != 0 {
+	if st := a.Receiver(0).Stats(); st.Taken != uint64(want0) || st.Backlog != 0 || st.HeldBack != 0 {
 		t.Fatalf("receiver 0 after resuming: %+v, want %d taken", st, want0)
 	}
 }
@@ -223,7 +223,7 @@ func TestHeldBackSend(t *testing.T) {
 	}()
 	sendErr := make(chan error, 1)
 	go func() {
-		p := a.Producer(0)
+		p := a.Sender(0)
 		for r := uint64(1); r <= roots; r++ {
 			if err := p.Send(ackcore.Msg{Root: r, Kind: ackcore.Init, Task: 0, Val: r}); err != nil {
 				sendErr <- err
@@ -237,7 +237,7 @@ func TestHeldBackSend(t *testing.T) {
 		sendErr <- p.Flush()
 	}()
 	deadline := time.After(60 * time.Second)
-	for a.ReceiverStats(0).HeldBack == 0 {
+	for a.Receiver(0).Stats().HeldBack == 0 {
 		select {
 		case err := <-sendErr:
 			t.Fatalf("all %d roots sent (%v) without a hold-back", roots, err)
@@ -248,7 +248,7 @@ func TestHeldBackSend(t *testing.T) {
 		}
 	}
 	// Held back, and nobody polls receiver 0: the hold lasts.
-	p1 := a.Producer(1)
+	p1 := a.Sender(1)
 	if ok, err := p1.TrySend(ackcore.Msg{Root: roots + 1, Kind: ackcore.Init, Task: 0, Val: 1}); ok || err != nil {
 		t.Fatalf("TrySend of a held-back INIT: %v, %v", ok, err)
 	}
@@ -330,7 +330,7 @@ func TestSpoutPollsWhileHeldBack(t *testing.T) {
 	}
 	res := make(chan result, 1)
 	go func() {
-		p, in := a.Producer(0), a.Receiver(0)
+		p, in := a.Sender(0), a.Receiver(0)
 		seen := make([]uint8, roots+1)
 		var buf []ackcore.Outcome
 		refused, taken := 0, 0
@@ -407,7 +407,7 @@ func TestStopReleasesHeldSend(t *testing.T) {
 	}
 	sendErr := make(chan error, 1)
 	go func() {
-		p := a.Producer(0)
+		p := a.Sender(0)
 		for r := uint64(1); ; r++ {
 			if err := p.Send(ackcore.Msg{Root: r, Kind: ackcore.Init}); err != nil {
 				sendErr <- err
@@ -416,7 +416,7 @@ func TestStopReleasesHeldSend(t *testing.T) {
 		}
 	}()
 	deadline := time.After(60 * time.Second)
-	for a.ReceiverStats(0).HeldBack == 0 {
+	for a.Receiver(0).Stats().HeldBack == 0 {
 		select {
 		case err := <-sendErr:
 			t.Fatalf("Send returned %v before any hold-back", err)

@@ -9,7 +9,7 @@
 //		return err
 //	}
 //	a.Start()
-//	p := a.Producer(0) // one per goroutine that emits or acks
+//	p := a.Sender(0) // one per goroutine that emits or acks
 //	root, e1, e2 := acker.EdgeID(), acker.EdgeID(), acker.EdgeID()
 //	p.Send(ackcore.Msg{Root: root, Kind: ackcore.Init, Val: e1 ^ e2}) // the spout emitted two tuples
 //	p.Send(ackcore.Msg{Root: root, Kind: ackcore.Ack, Val: e1})        // a bolt acked each
@@ -102,7 +102,7 @@
 // never polled and checks the heap against it; with -short, as CI's race
 // run has it, 1,000,000.
 //
-// Visibility. ReceiverStats(r) reports a receiver's Backlog (in its rings
+// Visibility. Receiver(r).Stats() reports a receiver's Backlog (in its rings
 // and held), Held, how many shards hold back its INITs (HeldBack), the
 // outcomes it took, and the time since it last took one (SinceTake): a
 // receiver with a Backlog whose SinceTake keeps growing, or with HeldBack
@@ -119,13 +119,13 @@
 //
 // A Producer belongs to one goroutine, and so does a Receiver (the
 // goroutine that takes from it); the executors own their shards. Stats,
-// ReceiverStats, OldestPending, Plan, Footprint, Stop and StopContext may
+// a Receiver's Stats, OldestPending, Plan, Footprint, Stop and StopContext may
 // be called from any goroutine.
 //
 // Who writes what. Ring indices: as in package ring (the producer its
 // tail, the consumer its head). A shard's hold-back flags (gate) and its
 // per-receiver held counts: its executor only; producers and
-// ReceiverStats read them. A receiver's count of shards holding for it:
+// Receiver.Stats read them. A receiver's count of shards holding for it:
 // the executors, atomically; the receiver reads it after each take and,
 // when not 0, wakes those shards (a send on their wake channel), so held
 // outcomes move as soon as there is room, not at the next tick. A
@@ -208,7 +208,7 @@
 //   - A shard holds at most Footprint.Held / Shards bytes of outcomes
 //     beyond its rings; nothing allocates on the message path in steady
 //     state (TestHotPathAllocs).
-//   - Out-of-range handles (Producer(i), Receiver(r), TaskReceiver(t),
+//   - Out-of-range handles (Sender(i), Receiver(r), Inbox(r),
 //     ReceiverOf(t)) are programmer errors: they panic, naming the index
 //     and the range. Everything from a configuration returns an error, and
 //     so does every malformed message, at the call.
@@ -218,4 +218,15 @@
 //
 // The contract the shards keep (completion, timeouts, failures, the
 // pending bound) is in docs/semantics.md.
+//
+// # Public surface
+//
+// What an engine embedding the acker calls: New with a Config (its Spec,
+// Default* values and Max* limits), Start, Stop and StopContext, the
+// handles, and what they report (Stats, Footprint, Plan, OldestPending,
+// the errors). The handles have one accessor each: Sender(i) and
+// Inbox(r) are the Port an engine drives, in process or across netio;
+// Receiver(r) is Inbox(r)'s concrete *Receiver, for Run and Stats, which
+// the Port does not have (a spout task t's is Receiver(ReceiverOf(t))).
+// The outcome queue netio's client shares with the harness is internal.
 package acker

@@ -21,14 +21,14 @@ func Example() {
 	if err := a.Start(); err != nil {
 		panic(err)
 	}
-	p := a.Producer(0)
+	p := a.Sender(0)
 	const root, e1, e2 = 0x1234, 0x51, 0x7a
 	p.Send(ackcore.Msg{Root: root, Kind: ackcore.Init, Task: 0, Val: e1 ^ e2})
 	p.Send(ackcore.Msg{Root: root, Kind: ackcore.Ack, Val: e1})
 	p.Send(ackcore.Msg{Root: root, Kind: ackcore.Ack, Val: e2})
 	p.Flush()
 
-	outs, _ := a.TaskReceiver(0).Wait(nil)
+	outs, _ := a.Receiver(a.ReceiverOf(0)).Wait(nil)
 	fmt.Printf("root %#x: %v\n", outs[0].Root, outs[0].Kind)
 	st := a.Stop()
 	fmt.Println("completed:", st.Completed, "pending:", st.Pending)
@@ -50,7 +50,7 @@ func ExampleProducer_TrySend() {
 	if err := a.Start(); err != nil {
 		panic(err)
 	}
-	p, in := a.Producer(0), a.Receiver(0)
+	p, in := a.Sender(0), a.Receiver(0)
 	var buf []ackcore.Outcome
 	done := 0
 	for root := uint64(1); root <= 1000; root++ {
@@ -95,8 +95,8 @@ func ExampleNew_budget() {
 	// rings 513 KiB, outcome rings 1026 KiB
 }
 
-// ReceiverStats names a spout that stopped taking its outcomes.
-func ExampleAcker_ReceiverStats() {
+// A receiver's Stats name a spout that stopped taking its outcomes.
+func ExampleReceiver_Stats() {
 	a, err := acker.New(acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 2}, OutcomeRingSize: 16, Backlog: 16,
 		Shard: ackcore.Config{MaxPending: 1024}})
 	if err != nil {
@@ -105,10 +105,10 @@ func ExampleAcker_ReceiverStats() {
 	if err := a.Start(); err != nil {
 		panic(err)
 	}
-	p := a.Producer(0)
+	p := a.Sender(0)
 	// Nobody polls task 1's receiver: after 16 outcomes in its ring and 16
 	// held, the shard holds back its INITs.
-	for root := uint64(1); a.ReceiverStats(1).HeldBack == 0; {
+	for root := uint64(1); a.Receiver(1).Stats().HeldBack == 0; {
 		if ok, _ := p.TrySend(ackcore.Msg{Root: root, Kind: ackcore.Init, Task: 1}); ok {
 			root++
 		} else {
@@ -116,7 +116,7 @@ func ExampleAcker_ReceiverStats() {
 		}
 		p.Flush()
 	}
-	st := a.ReceiverStats(1)
+	st := a.Receiver(1).Stats()
 	fmt.Println("held back:", st.HeldBack > 0, "backlog ≥ 32:", st.Backlog >= 32, "taken:", st.Taken)
 	go a.Receiver(1).Run(func(ackcore.Outcome) {})
 	a.Stop()
@@ -135,11 +135,11 @@ func ExampleNotAppliedError() {
 	if err := a.Start(); err != nil {
 		panic(err)
 	}
-	p := a.Producer(0)
+	p := a.Sender(0)
 	for r := uint64(1); r <= 3; r++ {
 		_ = p.Send(ackcore.Msg{Root: r, Kind: ackcore.Init, Val: r}) // staged: Batch 64 not reached
 	}
-	go a.TaskReceiver(0).Run(func(ackcore.Outcome) {})
+	go a.Receiver(a.ReceiverOf(0)).Run(func(ackcore.Outcome) {})
 	_, err = a.StopContext(context.Background())
 	fmt.Println(err)
 	err = p.Flush()
@@ -161,7 +161,7 @@ func ExampleAcker_StopContext() {
 	if err := a.Start(); err != nil {
 		panic(err)
 	}
-	p := a.Producer(0)
+	p := a.Sender(0)
 	for r := uint64(1); r <= 100; r++ {
 		_ = p.Send(ackcore.Msg{Root: r, Kind: ackcore.Init, Val: r}) // pending until Stop
 	}
@@ -186,7 +186,7 @@ func ExampleEdgeID() {
 	if err := a.Start(); err != nil {
 		panic(err)
 	}
-	p, in := a.Producer(0), a.Receiver(0)
+	p, in := a.Sender(0), a.Receiver(0)
 	emit := func() uint64 { // a spout emits one tuple; a bolt fails it
 		root, edge := acker.EdgeID(), acker.EdgeID()
 		_ = p.Send(ackcore.Msg{Root: root, Kind: ackcore.Init, Val: edge})

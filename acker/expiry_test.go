@@ -40,7 +40,7 @@ func TestExpiryInterleaves(t *testing.T) {
 	if err := a.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := a.Producer(0)
+	p := a.Sender(0)
 	msgs := make([]ackcore.Msg, wave)
 	for i := range msgs {
 		msgs[i] = ackcore.Msg{Root: uint64(i + 1), Kind: ackcore.Init, Val: 1}

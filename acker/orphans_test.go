@@ -43,7 +43,7 @@ func TestOrphanStorm(t *testing.T) {
 	var completed, failedExplicit, other atomic.Int64
 	done := make(chan struct{})
 	go func() {
-		a.TaskReceiver(0).Run(func(o ackcore.Outcome) {
+		a.Receiver(a.ReceiverOf(0)).Run(func(o ackcore.Outcome) {
 			switch {
 			case o.Kind == ackcore.Completed:
 				completed.Add(1)
@@ -55,7 +55,7 @@ func TestOrphanStorm(t *testing.T) {
 		})
 		close(done)
 	}()
-	spout, bolt := a.Producer(0), a.Producer(1)
+	spout, bolt := a.Sender(0), a.Sender(1)
 	rng := rand.New(rand.NewPCG(11, 12))
 	fails := 0
 	const window = 1000 // the spout's max pending: trees in flight at once

@@ -44,7 +44,7 @@ func TestOrphanShareFlood(t *testing.T) {
 	var completed, other atomic.Int64
 	done := make(chan struct{})
 	go func() {
-		a.TaskReceiver(0).Run(func(o ackcore.Outcome) {
+		a.Receiver(a.ReceiverOf(0)).Run(func(o ackcore.Outcome) {
 			if o.Kind == ackcore.Completed {
 				completed.Add(1)
 			} else {
@@ -53,7 +53,7 @@ func TestOrphanShareFlood(t *testing.T) {
 		})
 		close(done)
 	}()
-	spout, bolt, flood := a.Producer(0), a.Producer(1), a.Producer(2)
+	spout, bolt, flood := a.Sender(0), a.Sender(1), a.Sender(2)
 	stop := make(chan struct{})
 	flooded := make(chan int)
 	// The flood sends and flushes batches of 256 under floodMu, counting

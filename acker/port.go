@@ -100,10 +100,7 @@ func (s Spec) Check() (Spec, []uint32, error) {
 	return s, of, nil
 }
 
-// Sender returns producer i as a Sender (Port).
-func (a *Acker) Sender(i int) Sender { return a.Producer(i) }
-
-// Inbox returns receiver r as an Inbox (Port).
+// Inbox returns Receiver(r) as an Inbox (Port).
 func (a *Acker) Inbox(r int) Inbox { return a.Receiver(r) }
 
 var (

@@ -27,7 +27,7 @@ func BenchmarkSend(b *testing.B) {
 				a.Receiver(0).Run(func(ackcore.Outcome) {})
 				close(done)
 			}()
-			p := a.Producer(0)
+			p := a.Sender(0).(*acker.Producer) // the concrete handle: direct calls, as before
 			batch := make([]ackcore.Msg, 0, 256)
 			root := uint64(0)
 			b.ReportAllocs()

@@ -122,7 +122,7 @@ func (a *Acker) logWaiting() {
 	}
 	var hs []held
 	for r := range a.recvs {
-		if st := a.ReceiverStats(r); st.Backlog > 0 {
+		if st := a.recvs[r].Stats(); st.Backlog > 0 {
 			hs = append(hs, held{r, st})
 		}
 	}

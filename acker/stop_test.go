@@ -23,7 +23,7 @@ func stuckAcker(t *testing.T, n int, cfg acker.Config) (a *acker.Acker, polled <
 	cfg.Spec = acker.Spec{Producers: 1, Tasks: 2}
 	cfg.Shard = ackcore.Config{MaxPending: 1 << 15}
 	a = started(t, cfg)
-	p := a.Producer(0)
+	p := a.Sender(0)
 	for r := uint64(1); r <= uint64(n); r++ {
 		if err := p.Send(ackcore.Msg{Root: r, Kind: ackcore.Init, Task: 1, Val: 1}); err != nil {
 			t.Fatal(err)
@@ -83,7 +83,7 @@ func TestStopUnpolledReceiver(t *testing.T) {
 	if k := <-polled; k != 1 {
 		t.Fatalf("receiver 0 took %d outcomes, want 1", k)
 	}
-	if d := a.ReceiverStats(1).Dropped; d != u.Dropped {
+	if d := a.Receiver(1).Stats().Dropped; d != u.Dropped {
 		t.Fatalf("ReceiverStats.Dropped %d, error says %d", d, u.Dropped)
 	}
 	left := 0
@@ -111,8 +111,8 @@ func TestStopDefaultDeadline(t *testing.T) {
 		t.Errorf("Stop returned after %v, StopTimeout 200ms", took)
 	}
 	<-polled
-	if st.FailedStopped != 10_001 || a.ReceiverStats(1).Dropped == 0 {
-		t.Fatalf("stats %+v, receiver 1 %+v", st, a.ReceiverStats(1))
+	if st.FailedStopped != 10_001 || a.Receiver(1).Stats().Dropped == 0 {
+		t.Fatalf("stats %+v, receiver 1 %+v", st, a.Receiver(1).Stats())
 	}
 	if l := logs.String(); !strings.Contains(l, "level=ERROR") || !strings.Contains(l, "receiver 1 dropped") {
 		t.Fatalf("Stop logged no error naming receiver 1:\n%s", l)
@@ -140,7 +140,7 @@ func TestStopUnflushed(t *testing.T) {
 		a.Receiver(0).Run(func(ackcore.Outcome) { k++ })
 		done <- k
 	}()
-	forgot, flushed := a.Producer(1), a.Producer(2)
+	forgot, flushed := a.Sender(1), a.Sender(2)
 	const staged = 5 // across the shards, under Batch each
 	for r := uint64(1); r <= staged; r++ {
 		if err := forgot.Send(ackcore.Msg{Root: r, Kind: ackcore.Init, Val: r}); err != nil {
@@ -182,7 +182,7 @@ func TestSendMisuse(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := a.Producer(0)
+	p := a.Sender(0)
 	ok := ackcore.Msg{Root: 7, Kind: ackcore.Init, Task: 1, Val: 3}
 	if err := p.Send(ok); !errors.Is(err, acker.ErrNotStarted) {
 		t.Fatalf("Send before Start: %v", err)
@@ -240,7 +240,7 @@ func TestSendMisuse(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.Stop()
-	if err := b.Producer(0).Send(ackcore.Msg{Root: 7, Kind: ackcore.Ack, Val: 3}); !errors.Is(err, acker.ErrClosed) {
+	if err := b.Sender(0).Send(ackcore.Msg{Root: 7, Kind: ackcore.Ack, Val: 3}); !errors.Is(err, acker.ErrClosed) {
 		t.Fatalf("Send after Stop without Start: %v", err)
 	}
 }

@@ -50,7 +50,7 @@ func stopRaceRound(t *testing.T, producers, batch int, delay time.Duration, tryS
 			}
 			outcomes.Add(1)
 		}
-		rc := a.TaskReceiver(0)
+		rc := a.Receiver(a.ReceiverOf(0))
 		if !waitUntil {
 			rc.Run(see)
 			return
@@ -72,7 +72,7 @@ func stopRaceRound(t *testing.T, producers, batch int, delay time.Duration, tryS
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			p := a.Producer(i)
+			p := a.Sender(i)
 			note := func(err error) bool {
 				var na *acker.NotAppliedError
 				switch {

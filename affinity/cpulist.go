@@ -7,13 +7,13 @@ import (
 	"strings"
 )
 
-// MaxCPU is the largest CPU number ParseCPUList accepts. Linux caps
+// maxCPU is the largest CPU number parseCPUList accepts. Linux caps
 // CONFIG_NR_CPUS at 8192 on every architecture it ships for; 1<<16 leaves
 // room for growth while bounding what a hostile or corrupt list can make
-// ParseCPUList allocate (one int per listed CPU, so at most 512 KiB).
-const MaxCPU = 1<<16 - 1
+// parseCPUList allocate (one int per listed CPU, so at most 512 KiB).
+const maxCPU = 1<<16 - 1
 
-// ParseCPUList parses a Linux cpulist, the format of
+// parseCPUList parses a Linux cpulist, the format of
 // /sys/devices/system/cpu/online and of thread_siblings_list: comma-separated
 // elements, each a CPU number or an inclusive range "lo-hi" with lo <= hi,
 // for example "0-3,8,10-11". Surrounding white space (the trailing newline of
@@ -21,19 +21,10 @@ const MaxCPU = 1<<16 - 1
 //
 // The result is sorted and free of duplicates; overlapping elements are
 // accepted, as the kernel accepts them. Anything else (empty elements, signs,
-// spaces inside the list, reversed ranges, numbers above MaxCPU, the
+// spaces inside the list, reversed ranges, numbers above maxCPU, the
 // "lo-hi:stride/group" form used on the kernel command line) is rejected with
-// an error that quotes the whole input and names the offending element.
-func ParseCPUList(s string) ([]int, error) {
-	cpus, err := parseCPUList(s)
-	if err != nil {
-		return nil, fmt.Errorf("affinity: %w", err)
-	}
-	return cpus, nil
-}
-
-// parseCPUList is ParseCPUList with errors that leave the package name to
-// the caller, who may add the file the list came from.
+// an error that quotes the whole input and names the offending element; the
+// caller adds the package and the file the list came from.
 func parseCPUList(s string) ([]int, error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
@@ -86,17 +77,17 @@ func parseCPUNumber(num, elem string) (int, error) {
 		}
 	}
 	n, err := strconv.Atoi(num)
-	if err != nil || n > MaxCPU {
-		return 0, fmt.Errorf("element %q: CPU number %s exceeds %d", elem, num, MaxCPU)
+	if err != nil || n > maxCPU {
+		return 0, fmt.Errorf("element %q: CPU number %s exceeds %d", elem, num, maxCPU)
 	}
 	return n, nil
 }
 
-// FormatCPUList renders a set of CPU numbers in cpulist form, folding runs of
+// formatCPUList renders a set of CPU numbers in cpulist form, folding runs of
 // consecutive numbers into ranges: {0,1,2,3,8,10,11} becomes "0-3,8,10-11".
 // The input need not be sorted or unique; an empty set renders as "".
-// ParseCPUList(FormatCPUList(cpus)) returns the sorted, deduplicated cpus.
-func FormatCPUList(cpus []int) string {
+// parseCPUList(formatCPUList(cpus)) returns the sorted, deduplicated cpus.
+func formatCPUList(cpus []int) string {
 	if len(cpus) == 0 {
 		return ""
 	}

@@ -39,9 +39,9 @@
 //
 // # Concurrency
 //
-// Detect, Plan, a Planner's Take, ParseCPUList and FormatCPUList are safe
-// to call from any goroutine. A Topology and an Assignment are values; their slices are not
-// modified after they are returned, so they may be shared for reading.
+// Detect, Plan and a Planner's Take are safe to call from any goroutine. A
+// Topology and an Assignment are values; their slices are not modified
+// after they are returned, so they may be shared for reading.
 //
 // Pin acts on the calling goroutine and its thread only, and its unpin
 // function must run on that same goroutine. An executor pins itself: the
@@ -60,4 +60,11 @@
 //     before Pin, or not at all: if unpin cannot restore the mask it leaves
 //     the goroutine locked, and Go discards the thread when the goroutine
 //     exits.
+//
+// # Public surface
+//
+// What an engine that pins its own goroutines needs: Detect and Topology
+// (with its CPUs) to see the machine, Plan, Planner and Assignment to
+// place executors, Pin and CurrentCPU to act. The Linux cpulist parser and
+// formatter the package reads sysfs with stay inside.
 package affinity

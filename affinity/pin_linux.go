@@ -75,7 +75,7 @@ func Pin(cpu int) (unpin func(), err error) {
 	}
 	if cpu < 0 || !prev.IsSet(cpu) {
 		runtime.UnlockOSThread()
-		return func() {}, fmt.Errorf("affinity: CPU %d is not in the allowed set %q", cpu, FormatCPUList(maskCPUs(prev)))
+		return func() {}, fmt.Errorf("affinity: CPU %d is not in the allowed set %q", cpu, formatCPUList(maskCPUs(prev)))
 	}
 	one := unix.NewCPUSet(maskLen(prev))
 	one.Set(cpu)

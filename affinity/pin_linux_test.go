@@ -74,7 +74,7 @@ func TestPinRejects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, cpu := range []int{-1, allowed[len(allowed)-1] + 1, MaxCPU, 1 << 20} {
+	for _, cpu := range []int{-1, allowed[len(allowed)-1] + 1, maxCPU, 1 << 20} {
 		unpin, err := Pin(cpu)
 		if unpin == nil {
 			t.Fatalf("Pin(%d) returned a nil unpin", cpu)
@@ -86,8 +86,8 @@ func TestPinRejects(t *testing.T) {
 		}
 		msg := err.Error()
 		if !strings.HasPrefix(msg, "affinity: ") || !strings.Contains(msg, "CPU "+strconv.Itoa(cpu)+" ") ||
-			!strings.Contains(msg, FormatCPUList(allowed)) {
-			t.Errorf("Pin(%d) error %q does not name the package, the CPU and the allowed set %s", cpu, msg, FormatCPUList(allowed))
+			!strings.Contains(msg, formatCPUList(allowed)) {
+			t.Errorf("Pin(%d) error %q does not name the package, the CPU and the allowed set %s", cpu, msg, formatCPUList(allowed))
 		}
 	}
 	// A failed Pin leaves the thread's mask alone.

@@ -154,7 +154,7 @@ func (t Topology) spreadOrder() []int {
 func (a Assignment) describe(executors, cpus, cores, onSharedCore int, used []int) string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "%s on %s (%s) on %s", plural(executors, "executor"),
-		plural(len(used), "CPU"), FormatCPUList(used), plural(cores, "physical core"))
+		plural(len(used), "CPU"), formatCPUList(used), plural(cores, "physical core"))
 	switch {
 	case a.Shared:
 		fmt.Fprintf(&sb, ": only %s allowed, so up to %d executors share a CPU and time-slice; figures measure contention, not parallelism",

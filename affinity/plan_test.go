@@ -117,8 +117,8 @@ func checkPlanInvariants(t *testing.T, executors int, topo Topology, a Assignmen
 	if executors <= len(topo.Allowed) && cpuRepeat {
 		t.Errorf("CPU shared with %d executors and %d allowed CPUs: %v", executors, len(topo.Allowed), a.CPUs)
 	}
-	if executors <= topo.AllowedCores() && coreRepeat {
-		t.Errorf("core shared with %d executors and %d allowed cores: %v", executors, topo.AllowedCores(), a.CPUs)
+	if executors <= topo.allowedCores() && coreRepeat {
+		t.Errorf("core shared with %d executors and %d allowed cores: %v", executors, topo.allowedCores(), a.CPUs)
 	}
 	if a.Shared != (executors > len(topo.Allowed)) {
 		t.Errorf("Shared = %v with %d executors and %d allowed CPUs", a.Shared, executors, len(topo.Allowed))

@@ -98,9 +98,9 @@ func (t *Topology) coreOf(id int) int {
 	return id
 }
 
-// AllowedCores returns the number of distinct physical cores among the
+// allowedCores returns the number of distinct physical cores among the
 // allowed CPUs.
-func (t Topology) AllowedCores() int {
+func (t Topology) allowedCores() int {
 	seen := make(map[int]struct{}, len(t.Allowed))
 	for _, id := range t.Allowed {
 		seen[t.coreOf(id)] = struct{}{}
@@ -121,7 +121,7 @@ func (t Topology) Summary() string {
 	sb.WriteString(")")
 	if len(t.Allowed) > 0 {
 		fmt.Fprintf(&sb, ", %d CPUs allowed (%s) on %d cores",
-			len(t.Allowed), FormatCPUList(t.Allowed), t.AllowedCores())
+			len(t.Allowed), formatCPUList(t.Allowed), t.allowedCores())
 	}
 	fmt.Fprintf(&sb, ", L1d %s, L2 %s, L3 %s, line %s",
 		formatBytes(t.L1D), formatBytes(t.L2), formatBytes(t.L3), formatBytes(t.CacheLine))
@@ -155,8 +155,8 @@ func (t Topology) String() string {
 		t.LogicalCores, t.PhysicalCores, plural(t.ThreadsPerCore, "thread"))
 	if len(t.Allowed) > 0 || len(t.Online) > 0 {
 		line("os", "online %s; allowed %s (%d CPUs on %d physical cores)",
-			orUnknown(FormatCPUList(t.Online)), orUnknown(FormatCPUList(t.Allowed)),
-			len(t.Allowed), t.AllowedCores())
+			orUnknown(formatCPUList(t.Online)), orUnknown(formatCPUList(t.Allowed)),
+			len(t.Allowed), t.allowedCores())
 		line("smt", "%s", t.smtSummary())
 	}
 	line("caches", "L1d %s, L1i %s, L2 %s, L3 %s, line %s",
@@ -183,7 +183,7 @@ func (t Topology) smtSummary() string {
 	var shared []string
 	for _, core := range order {
 		if g := groups[core]; len(g) > 1 {
-			shared = append(shared, FormatCPUList(g))
+			shared = append(shared, formatCPUList(g))
 		}
 	}
 	if len(shared) == 0 {

@@ -42,8 +42,8 @@ func TestReadSysfs(t *testing.T) {
 	}
 
 	topo := Topology{Online: online, Allowed: online, CPUs: cpus}
-	if got := topo.AllowedCores(); got != 3 {
-		t.Errorf("AllowedCores = %d, want 3", got)
+	if got := topo.allowedCores(); got != 3 {
+		t.Errorf("allowedCores = %d, want 3", got)
 	}
 	if got := Plan(3, topo).CPUs; !slices.Equal(got, []int{0, 1, 4}) {
 		t.Errorf("Plan(3) = %v, want [0 1 4]", got)
@@ -98,7 +98,7 @@ func TestDetect(t *testing.T) {
 			t.Errorf("CPU %d is not among its siblings %v", c.ID, c.Siblings)
 		}
 	}
-	if s := topo.String(); !strings.Contains(s, "allowed "+FormatCPUList(topo.Allowed)) {
+	if s := topo.String(); !strings.Contains(s, "allowed "+formatCPUList(topo.Allowed)) {
 		t.Errorf("String() does not list the allowed CPUs:\n%s", s)
 	}
 }

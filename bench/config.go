@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/xorack/xorack/ackcore"
-	"github.com/xorack/xorack/ackcore/acktest/workload"
+	"github.com/xorack/xorack/internal/acktest/workload"
 )
 
 // Level is how much of the system a run puts between the workload and the

@@ -196,7 +196,7 @@ func (rn *runner) coreSetup(impl coreImpl, st *stream, sh *share, maxPending int
 		cr.hist = newHist() // a latency in stream time is no latency: twins report none
 	}
 	cr.cur = newCursor(sh, fg, c.Batch*genBlock)
-	before := int64(HeapInUse())
+	before := int64(heapInUse())
 	if cr.stream {
 		cr.clk = &streamClock{}
 	} else {
@@ -220,7 +220,7 @@ func (rn *runner) coreSetup(impl coreImpl, st *stream, sh *share, maxPending int
 	}
 	cr.clk.pause()
 	cr.weighed = a.Stats().Pending
-	cr.bytes = float64(max(int64(HeapInUse())-before, 0)) / float64(max(cr.weighed, 1))
+	cr.bytes = float64(max(int64(heapInUse())-before, 0)) / float64(max(cr.weighed, 1))
 	return cr, nil
 }
 

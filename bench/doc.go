@@ -14,8 +14,8 @@
 //
 // core: messages go straight into one single-writer ackcore.Interface (the
 // xorack shard, and gomap, mutexmap, xsync, storm, limit from
-// bench/baseline) on one goroutine, pinned to the CPU it starts on and
-// counted by package perf. All impls of a window are built and warmed first, then
+// bench/internal/baseline) on one goroutine, pinned to the CPU it starts
+// on and counted by package perf. All impls of a window are built and warmed first, then
 // measured in interleaved repetitions (A B C, B C A, ...), so that the
 // VM's drift (up to 25% between sessions on a shared VM) falls on all of
 // them alike; a row reports the median repetition.
@@ -25,7 +25,7 @@
 // built the obvious ways: "mutexmap", one baseline.MutexMap that every
 // producer calls Apply on under its lock; "chanshard", one xorack shard on
 // a goroutine fed by a Go channel of message blocks, answering through a
-// channel per producer. All three are package bench/pipeline's.
+// channel per producer. All three are package bench/internal/pipeline's.
 // Producer p replays its share of the stream's trees (slot mod
 // producers) and is spout task p: it polls its own outcomes, as a Storm
 // spout executor does. Impls run one after another (each wants every
@@ -88,7 +88,7 @@
 //     with and without fault mode.
 //
 // Micro benchmarks of single parts live with them (ackcore's
-// BenchmarkShard, ring, timerwheel, netio); bench/baseline's
+// BenchmarkShard, ring, internal/timerwheel, netio); bench/internal/baseline's
 // BenchmarkBaselines is a sanity run of the baselines, not the comparison.
 // The pipeline rows, xorack beside its baselines:
 //
@@ -96,7 +96,7 @@
 //
 // # Layout
 //
-// The workload is ackcore/acktest/workload's replayable stream: a prefix applied
+// The workload is internal/acktest/workload's replayable stream: a prefix applied
 // once, then a cycle replayed forever with about P roots pending. bench
 // adds, once per stream, 8 bytes of meta per position (the tree slot, the
 // message's index j in its tree, and whether it belongs to the tree the
@@ -219,4 +219,14 @@
 //   - A row's figures and its verification come from the same run.
 //   - Rows of one level, shape and window ran against the same stream.
 //   - An unavailable figure is null in JSON and n/a in tables, never 0.
+//
+// # Public surface
+//
+// What cmd/ackbench, or a program that runs the harness its own way,
+// calls: Run with a Config (its levels, Default* values and floors), the
+// Report it returns with its Rows, the writers and ReadJSON, and Check.
+// The baselines and the pipeline level's pipes are bench/internal: the
+// reports carry their figures, not their code. The harness's own probes
+// and thresholds (the stall meter, the fault level's timeout) are
+// unexported.
 package bench

@@ -56,7 +56,7 @@ import (
 // rep k of the fault-free row, which ran beside it), the breaker row at
 // least 0.9 x the mixed row's (paired too), and the slow row had no
 // timeouts. The one change from DefaultConfig is the
-// message timeout, FaultsTimeout, so that the drop row's timeouts (and a
+// message timeout, faultsTimeout, so that the drop row's timeouts (and a
 // quick run) finish in seconds.
 
 // LevelFaults is the fault matrix (faults.go).
@@ -67,7 +67,7 @@ var faultsImpls = []string{"acked"}
 
 // Fault-matrix parameters.
 const (
-	// FaultsTimeout is the faults level's message timeout: short enough
+	// faultsTimeout is the faults level's message timeout: short enough
 	// that the drop row's trees time out and replay within a quick run
 	// (DefaultMessageTimeout's 30 s would hold each dropped tree that
 	// long), long enough that a tree that progresses never waits that long
@@ -76,7 +76,7 @@ const (
 	// stall of this shared machine (hundreds of ms happen on 2 vCPUs) does
 	// not time out healthy attempts: at 250 ms a stall during the 20% row
 	// timed out enough attempts to dead-letter healthy sentences.
-	FaultsTimeout = time.Second
+	faultsTimeout = time.Second
 	// faultsSentences and faultsQuickSentences are the sentences per rep
 	// (unless Config.Msgs sets them): 200,000 is a few tenths of a second
 	// fault-free on 2 vCPUs, long enough to reach a steady state.
@@ -91,10 +91,10 @@ const (
 	faultsFloor = 0.8
 	// faultsMixedFail is the mixed rows' fail rate (with the poison).
 	faultsMixedFail = 0.05
-	// FaultsBreakerFloor is the least the breaker row's goodput may be,
+	// faultsBreakerFloor is the least the breaker row's goodput may be,
 	// as a multiple of the mixed row's (the same faults, the breaker
 	// off); ackbench -check fails below it.
-	FaultsBreakerFloor = 0.9
+	faultsBreakerFloor = 0.9
 	// faultsTick is the join row's clock: how often its join flushes.
 	faultsTick = time.Millisecond
 )
@@ -357,7 +357,7 @@ func runFaultRep(corpus *wcCorpus, fc faultCase, n int, seed uint64, pin bool, s
 		b.Bolt("sink", func() topology.Bolt { return faultSink{} }).Input("count", topology.Shuffle())
 	}
 	cfg := topology.DefaultConfig()
-	cfg.MessageTimeout = FaultsTimeout
+	cfg.MessageTimeout = faultsTimeout
 	cfg.Pin, cfg.Seed = pin, seed
 	if fc.breaker {
 		cfg.Breaker = topology.Breaker{FailureRate: 0.5}
@@ -502,7 +502,7 @@ func (rn *runner) faultsLevel() ([]Row, error) {
 		fs := &FaultStats{Fault: fc.fault, Goodput: gp[order[len(order)/2]], RepGoodput: gp,
 			Replays: med.replays, Timeouts: med.timeouts}
 		row := Row{Level: LevelFaults, Impl: c.impls[LevelFaults][0], Shape: "wordcount", Pending: topology.DefaultMaxSpoutPending,
-			FailRate: fc.fail, DropRate: fc.drop, FaultStats: fs, TimeoutNs: int64(FaultsTimeout), Clock: "wall",
+			FailRate: fc.fail, DropRate: fc.drop, FaultStats: fs, TimeoutNs: int64(faultsTimeout), Clock: "wall",
 			TreesPerSec: float64(n) / med.d.Seconds(), MsgsPerSec: float64(med.tuples) / med.d.Seconds(),
 			Msgs: med.tuples, Seconds: med.d.Seconds(), Timing: "wall", Roots: uint64(n), Completed: uint64(med.healthy),
 			CounterScope: "faults: goodput counts healthy sentences acked from Start to the spout's last first emit (the steady state); trees/s and msgs/s divide by Start to Done"}
@@ -524,9 +524,9 @@ func (rn *runner) faultsLevel() ([]Row, error) {
 		if fc.fault == "breaker" && len(mixedReps) > 0 {
 			fs.Gated = true
 			fs.GoodputRatio = pairedRatio(gp, mixedReps)
-			fs.GoodputFloor = FaultsBreakerFloor * median(mixedReps)
-			if fs.GoodputRatio < FaultsBreakerFloor {
-				floor = append(floor, fmt.Sprintf("goodput %.2f x the mixed row's, the breaker off (median of the reps' paired ratios), below the floor %.2f x", fs.GoodputRatio, FaultsBreakerFloor))
+			fs.GoodputFloor = faultsBreakerFloor * median(mixedReps)
+			if fs.GoodputRatio < faultsBreakerFloor {
+				floor = append(floor, fmt.Sprintf("goodput %.2f x the mixed row's, the breaker off (median of the reps' paired ratios), below the floor %.2f x", fs.GoodputRatio, faultsBreakerFloor))
 			}
 		}
 		if fc.fault == "fail" && fc.fail > 0 && base > 0 {

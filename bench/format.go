@@ -19,11 +19,11 @@ import (
 const CheckFloor = 2.0
 
 // FaultFloor is the least a core or pipeline xorack row with fails after
-// fan-out (at most FaultFloorRate of the roots, no drops) may run, as a
+// fan-out (at most faultFloorRate of the roots, no drops) may run, as a
 // multiple of its fault-free twin's msgs/s (Row.FaultFreeRatio).
 const (
 	FaultFloor     = 0.8
-	FaultFloorRate = 0.05
+	faultFloorRate = 0.05
 )
 
 // Check returns why rep fails the performance gate, one line per reason,
@@ -33,7 +33,7 @@ const (
 // FaultFloor holds whose msgs/s is below FaultFloor times its twin's;
 // a source-level kafka-acked row below SourceFloor (jetstream-acked:
 // JetStreamFloor) times the in-memory spout's records/s of the same run;
-// and the faults level's breaker row below FaultsBreakerFloor times the
+// and the faults level's breaker row below faultsBreakerFloor times the
 // mixed row's goodput.
 func Check(rep *Report, floor float64) []string {
 	var bad []string
@@ -41,7 +41,7 @@ func Check(rep *Report, floor float64) []string {
 		if !r.Verified {
 			bad = append(bad, fmt.Sprintf("verification failed: %s: %s", r.Name(), r.VerifyError))
 		}
-		if r.Impl == Reference && r.FaultFreeRatio > 0 && r.DropRate == 0 && r.FailRate <= FaultFloorRate && r.FaultFreeRatio < FaultFloor {
+		if r.Impl == Reference && r.FaultFreeRatio > 0 && r.DropRate == 0 && r.FailRate <= faultFloorRate && r.FaultFreeRatio < FaultFloor {
 			bad = append(bad, fmt.Sprintf("%s: %.2fx its fault-free twin's msgs/s (floor %.1fx)", r.Name(), r.FaultFreeRatio, FaultFloor))
 		}
 		if f := sourceFloor(r.Impl); r.Level == LevelSource && r.BaselineRatio > 0 && r.BaselineRatio < f {
@@ -200,7 +200,7 @@ func WriteTable(w io.Writer, rep *Report) error {
 		fmt.Fprintf(&sb, "- %s\n", n)
 	}
 	if rep.Busy {
-		fmt.Fprintf(&sb, "\n%s\n", strings.ToUpper(VerdictBusy[:1])+VerdictBusy[1:])
+		fmt.Fprintf(&sb, "\n%s\n", strings.ToUpper(verdictBusy[:1])+verdictBusy[1:])
 	}
 	_, err := io.WriteString(w, sb.String())
 	return err

@@ -2,8 +2,8 @@ package bench
 
 import (
 	"github.com/xorack/xorack/ackcore"
-	"github.com/xorack/xorack/bench/baseline"
-	"github.com/xorack/xorack/bench/pipeline"
+	"github.com/xorack/xorack/bench/internal/baseline"
+	"github.com/xorack/xorack/bench/internal/pipeline"
 )
 
 // Reference is the implementation every row's ratio is taken against: the
@@ -60,7 +60,7 @@ var coreImpls = []coreImpl{
 const latencyTick = "acker Latency field: INIT to completion, 1 ms tick resolution"
 
 // pipeImpl is one concurrent acker measured at pipeline level: the
-// implementations of bench/pipeline.
+// implementations of bench/internal/pipeline.
 type pipeImpl struct {
 	name string
 	make func(pipeline.Config) (pipeline.Pipe, error)

@@ -11,10 +11,10 @@ import (
 	"github.com/xorack/xorack/perf"
 )
 
-// HeapInUse is the live heap: two collections (the first may leave
+// heapInUse is the live heap: two collections (the first may leave
 // floating garbage that the second frees), then HeapAlloc. Benchmarks
 // weigh an acker by the difference across its construction and warm-up.
-func HeapInUse() uint64 {
+func heapInUse() uint64 {
 	runtime.GC()
 	runtime.GC()
 	var ms runtime.MemStats

@@ -14,7 +14,8 @@ import (
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
-	"github.com/xorack/xorack/bench/pipeline"
+	"github.com/xorack/xorack/bench/internal/pipeline"
+	"github.com/xorack/xorack/internal/outq"
 	"github.com/xorack/xorack/netio"
 )
 
@@ -114,7 +115,7 @@ func (gp *grpcPipe) Start() error {
 		if err := st.SendMsg(&hello); err != nil {
 			return err
 		}
-		s := &grpcSender{st: st, batch: gp.pc.Batch, in: acker.NewQueue(0)}
+		s := &grpcSender{st: st, batch: gp.pc.Batch, in: outq.New[ackcore.Outcome](0)}
 		gp.sends = append(gp.sends, s)
 		gp.wg.Add(1)
 		go func() {
@@ -142,7 +143,7 @@ func (gp *grpcPipe) serve(ss grpc.ServerStream) error {
 	sendDone := make(chan error, 1)
 	go func() {
 		// Outcomes of task p, as they come, one gRPC message per batch.
-		r := gp.ak.TaskReceiver(p)
+		r := gp.ak.Receiver(gp.ak.ReceiverOf(p))
 		var outs []ackcore.Outcome
 		for {
 			var ok bool
@@ -164,7 +165,7 @@ func (gp *grpcPipe) serve(ss grpc.ServerStream) error {
 			}
 		}
 	}()
-	prod := gp.ak.Producer(p)
+	prod := gp.ak.Sender(p)
 	var msgs []ackcore.Msg
 	for {
 		if err := ss.RecvMsg(&b); err != nil {
@@ -216,7 +217,7 @@ type grpcSender struct {
 	st    grpc.ClientStream
 	batch int
 	msgs  []ackcore.Msg
-	in    *acker.Queue
+	in    *outq.Queue[ackcore.Outcome]
 }
 
 func (s *grpcSender) Send(m ackcore.Msg) error {

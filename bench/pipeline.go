@@ -11,7 +11,7 @@ import (
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
-	"github.com/xorack/xorack/bench/pipeline"
+	"github.com/xorack/xorack/bench/internal/pipeline"
 )
 
 // sender is one producer's handle on a pipeline: its Sender, and the Inbox
@@ -521,7 +521,7 @@ func (rn *runner) pipeRow(impl pipeImpl, st *stream, shares []*share, p int, tim
 			warm: rn.warmCap(), base: base, cmds: make(chan command), res: make(chan result, 1),
 			out: make([]ackcore.Outcome, 0, 1024), hist: newHist()}
 	}
-	before := int64(HeapInUse())
+	before := int64(heapInUse())
 	pp, err := impl.make(pipeline.Config{Producers: c.Producers, Tasks: c.Producers, Shards: row.Shards, MaxPending: maxPending,
 		Timeout: timeout, Clock: clk, Batch: c.Batch, Pin: !c.NoPin})
 	if err != nil {
@@ -567,7 +567,7 @@ func (rn *runner) pipeRow(impl pipeImpl, st *stream, shares []*share, p int, tim
 	do(command{ph: phWarm}, 0)
 	time.Sleep(3 * ackcore.DefaultTick) // executors publish counters once a tick
 	row.PendingWeighed = pp.Stats().Pending
-	row.BytesPerRoot = float64(max(int64(HeapInUse())-before, 0)) / float64(max(row.PendingWeighed, 1))
+	row.BytesPerRoot = float64(max(int64(heapInUse())-before, 0)) / float64(max(row.PendingWeighed, 1))
 	row.MaxPending = maxPending
 
 	var gc gcSum

@@ -5,12 +5,12 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/xorack/xorack/ackcore/acktest/workload"
+	"github.com/xorack/xorack/internal/acktest/workload"
 )
 
 // BenchmarkAcker is ackbench's pipeline level as a Go benchmark: the same
 // producers, cursors and shares (pipeline.go, stream.go), the same pipes
-// (package bench/pipeline) and the same verification, run through
+// (package bench/internal/pipeline) and the same verification, run through
 // benchPipeline on one word-count stream with benchPending roots pending.
 // A sub-benchmark is one pipeline row of b.N measured messages in one
 // rep, after the prefix and a 50 ms warm-up (Config.Quick's); the timer

@@ -6,8 +6,8 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/xorack/xorack/ackcore/acktest/workload"
 	"github.com/xorack/xorack/affinity"
+	"github.com/xorack/xorack/internal/acktest/workload"
 	"github.com/xorack/xorack/perf"
 )
 
@@ -18,13 +18,13 @@ type Report struct {
 	Machine  Machine `json:"machine"`
 	PerfNote string  `json:"perf_note"`
 	// Stalls is the machine's own latency floor, measured before the rows
-	// with GOMAXPROCS spinning threads (StallProbe, QuickStallProbe), and
+	// with GOMAXPROCS spinning threads (stallProbe, quickStallProbe), and
 	// StallsEnd the same measured after them.
 	Stalls    Stalls `json:"stalls"`
 	StallsEnd Stalls `json:"stalls_end"`
 	// Busy says the stalls passed a threshold at the start or the end
 	// (Stalls.Busy), and Verdict says in words whether the ratios can be
-	// trusted: VerdictBusy or VerdictQuiet, then what was measured.
+	// trusted: verdictBusy or verdictQuiet, then what was measured.
 	Busy    bool      `json:"busy"`
 	Verdict string    `json:"verdict"`
 	Notes   []string  `json:"notes"`
@@ -49,8 +49,8 @@ type Machine struct {
 	NumCPU     int               `json:"num_cpu"`
 }
 
-// DetectMachine describes the running machine.
-func DetectMachine() Machine {
+// detectMachine describes the running machine.
+func detectMachine() Machine {
 	t, err := affinity.Detect()
 	m := Machine{
 		Summary: t.Summary(), Topology: t, GoVersion: runtime.Version(),
@@ -178,18 +178,18 @@ func Run(cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{Config: r.Config, Machine: DetectMachine(), PerfNote: perf.Probe().Note(), Started: time.Now()}
+	rep := &Report{Config: r.Config, Machine: detectMachine(), PerfNote: perf.Probe().Note(), Started: time.Now()}
 	rep.Config.Progress = nil
-	probe := StallProbe
+	probe := stallProbe
 	if r.Quick {
-		probe = QuickStallProbe
+		probe = quickStallProbe
 	}
-	rep.Stalls = MeasureStalls(probe, runtime.GOMAXPROCS(0))
+	rep.Stalls = measureStalls(probe, runtime.GOMAXPROCS(0))
 	rn := &runner{cfg: r, rep: rep}
 	rn.steps, rn.total = rn.plan()
 	err = rn.run()
 	rep.Seconds = time.Since(rep.Started).Seconds()
-	rep.StallsEnd = MeasureStalls(probe, runtime.GOMAXPROCS(0))
+	rep.StallsEnd = measureStalls(probe, runtime.GOMAXPROCS(0))
 	rep.Busy, rep.Verdict = verdict(rep.Stalls, rep.StallsEnd)
 	fillRatios(rep.Rows)
 	var verr []error
@@ -204,12 +204,12 @@ func Run(cfg Config) (*Report, error) {
 // verdict judges the stalls measured before and after the rows.
 func verdict(start, end Stalls) (bool, string) {
 	busy := start.Busy() || end.Busy()
-	v := VerdictQuiet
+	v := verdictQuiet
 	if busy {
-		v = VerdictBusy
+		v = verdictBusy
 	}
 	return busy, fmt.Sprintf("%s (spinning threads lost %.0f%% of their time at the start, %.0f%% at the end, with %.1f and %.1f stalls of 1 ms or more per second; busy from %.0f%% or %.0f/s)",
-		v, 100*start.Lost, 100*end.Lost, start.Over1ms, end.Over1ms, 100*BusyLost, BusyOver1ms)
+		v, 100*start.Lost, 100*end.Lost, start.Over1ms, end.Over1ms, 100*busyLost, busyOver1ms)
 }
 
 // fillRatios sets each row's ratio to the xorack row of its group (at

@@ -15,9 +15,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/xorack/xorack/ackcore"
-	"github.com/xorack/xorack/ackcore/acktest/workload"
 	"github.com/xorack/xorack/acker"
-	"github.com/xorack/xorack/bench/pipeline"
+	"github.com/xorack/xorack/bench/internal/pipeline"
+	"github.com/xorack/xorack/internal/acktest/workload"
 	"github.com/xorack/xorack/internal/invariants"
 )
 
@@ -282,7 +282,7 @@ func ptr[T any](v T) *T { return &v }
 
 // synthetic is a report with hand-set rows, for the formats and the gate.
 func synthetic(xorack, gomap float64) *Report {
-	rep := &Report{Config: Config{Reps: 3}.withDefaults(), Machine: DetectMachine(), PerfNote: "test", Started: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+	rep := &Report{Config: Config{Reps: 3}.withDefaults(), Machine: detectMachine(), PerfNote: "test", Started: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
 		Stalls: Stalls{Threads: 2, Seconds: 0.3, Over10us: 1200, Over100us: 45, Over1ms: 0.5, MaxNs: 2_500_000}}
 	for _, p := range []int{1000, 100000} {
 		for _, r := range []struct {

@@ -28,32 +28,32 @@ type Stalls struct {
 }
 
 // A machine is busy, its ratios unreliable, when the spinning threads lost
-// BusyLost of their time or more, or saw BusyOver1ms gaps of 1 ms or more
+// busyLost of their time or more, or saw busyOver1ms gaps of 1 ms or more
 // per second per thread: a ratio of two rows measured while other work
 // took a processor now and then says more about when it did than about the
 // ackers. A quiet 2-vCPU machine loses well under 1% (another process
 // spinning beside ackbench: half).
 const (
-	BusyLost    = 0.05
-	BusyOver1ms = 25.0
+	busyLost    = 0.05
+	busyOver1ms = 25.0
 )
 
 // The verdicts a report states (Report.Verdict).
 const (
-	VerdictBusy  = "machine busy: ratios unreliable; rerun on a quiet machine"
-	VerdictQuiet = "machine quiet: stalls below the thresholds"
+	verdictBusy  = "machine busy: ratios unreliable; rerun on a quiet machine"
+	verdictQuiet = "machine quiet: stalls below the thresholds"
 )
 
-// Busy says whether s passes either threshold (BusyLost, BusyOver1ms).
+// Busy says whether s passes either threshold (busyLost, busyOver1ms).
 func (s Stalls) Busy() bool {
-	return s.Threads > 0 && (s.Lost >= BusyLost || s.Over1ms >= BusyOver1ms)
+	return s.Threads > 0 && (s.Lost >= busyLost || s.Over1ms >= busyOver1ms)
 }
 
-// StallProbe is how long ackbench spins to measure Stalls before its rows
-// (QuickStallProbe with -quick).
+// stallProbe is how long ackbench spins to measure Stalls before its rows
+// (quickStallProbe with -quick).
 const (
-	StallProbe      = 300 * time.Millisecond
-	QuickStallProbe = 100 * time.Millisecond
+	stallProbe      = 300 * time.Millisecond
+	quickStallProbe = 100 * time.Millisecond
 )
 
 // stallBounds are the gap lengths Stalls counts, in its field order.
@@ -88,10 +88,10 @@ func (sc *stallCount) spin(now func() time.Duration, end time.Duration) {
 	sc.spent = last - start
 }
 
-// MeasureStalls spins threads goroutines, each locked to its OS thread, at
+// measureStalls spins threads goroutines, each locked to its OS thread, at
 // once for d and reports what they saw. Use GOMAXPROCS threads to see the
 // machine a pipeline using every processor sees.
-func MeasureStalls(d time.Duration, threads int) Stalls {
+func measureStalls(d time.Duration, threads int) Stalls {
 	threads = max(threads, 1)
 	counts := make([]stallCount, threads)
 	base := time.Now()

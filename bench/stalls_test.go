@@ -46,7 +46,7 @@ func TestStallCount(t *testing.T) {
 // gap), and some gap was seen.
 func TestMeasureStalls(t *testing.T) {
 	d := 20 * time.Millisecond
-	s := MeasureStalls(d, 2)
+	s := measureStalls(d, 2)
 	if s.Threads != 2 || s.Seconds <= 0 || s.Seconds > (d+time.Duration(s.MaxNs)).Seconds() {
 		t.Fatalf("%+v: want 2 threads spinning up to %v each", s, d)
 	}
@@ -68,20 +68,20 @@ func TestBusy(t *testing.T) {
 		busy       bool
 	}{
 		{"quiet", quiet, quiet, false},
-		{"time lost at the start", Stalls{Threads: 2, Lost: BusyLost, Over1ms: 1}, quiet, true},
-		{"long stalls at the end", quiet, Stalls{Threads: 2, Lost: 0.01, Over1ms: BusyOver1ms}, true},
+		{"time lost at the start", Stalls{Threads: 2, Lost: busyLost, Over1ms: 1}, quiet, true},
+		{"long stalls at the end", quiet, Stalls{Threads: 2, Lost: 0.01, Over1ms: busyOver1ms}, true},
 		{"nothing measured", Stalls{}, Stalls{}, false},
 	} {
 		busy, v := verdict(c.start, c.end)
-		want := VerdictQuiet
+		want := verdictQuiet
 		if c.busy {
-			want = VerdictBusy
+			want = verdictBusy
 		}
 		if busy != c.busy || !strings.HasPrefix(v, want+" (") {
 			t.Errorf("%s: busy %v, verdict %q; want %v, %q", c.name, busy, v, c.busy, want)
 		}
 	}
-	if got := (Stalls{Threads: 1, Lost: BusyLost - 0.001, Over1ms: BusyOver1ms - 0.1}).Busy(); got {
+	if got := (Stalls{Threads: 1, Lost: busyLost - 0.001, Over1ms: busyOver1ms - 0.1}).Busy(); got {
 		t.Error("busy just under both thresholds")
 	}
 }
@@ -114,7 +114,7 @@ func TestTableVerdict(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := buf.String()
-	for _, want := range []string{"verdict: " + VerdictBusy, "Machine busy: ratios unreliable; rerun on a quiet machine\n",
+	for _, want := range []string{"verdict: " + verdictBusy, "Machine busy: ratios unreliable; rerun on a quiet machine\n",
 		"cpu-ns/msg", "  core xorack: xorack's acker shard", "  core gomap: ", "  core storm: ", "  pipeline xorack: acker.Acker"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("table lacks %q:\n%s", want, s)
@@ -128,13 +128,13 @@ func TestTableVerdict(t *testing.T) {
 		t.Fatal(err)
 	}
 	back, err := ReadJSON(&buf)
-	if err != nil || !back.Busy || !strings.HasPrefix(back.Verdict, VerdictBusy) || back.StallsEnd.Lost != 0.5 {
+	if err != nil || !back.Busy || !strings.HasPrefix(back.Verdict, verdictBusy) || back.StallsEnd.Lost != 0.5 {
 		t.Errorf("JSON: busy %v verdict %q stalls_end %+v, %v", back.Busy, back.Verdict, back.StallsEnd, err)
 	}
 	quiet := synthetic(60e6, 20e6)
 	quiet.Busy, quiet.Verdict = verdict(quiet.Stalls, quiet.Stalls)
 	buf.Reset()
-	if err := WriteTable(&buf, quiet); err != nil || strings.Contains(buf.String(), "Machine busy") || !strings.Contains(buf.String(), "verdict: "+VerdictQuiet) {
+	if err := WriteTable(&buf, quiet); err != nil || strings.Contains(buf.String(), "Machine busy") || !strings.Contains(buf.String(), "verdict: "+verdictQuiet) {
 		t.Errorf("a quiet run's table: %v\n%s", err, buf.String())
 	}
 }

@@ -5,7 +5,7 @@ import (
 	"slices"
 
 	"github.com/xorack/xorack/ackcore"
-	"github.com/xorack/xorack/ackcore/acktest/workload"
+	"github.com/xorack/xorack/internal/acktest/workload"
 	"github.com/xorack/xorack/internal/splitmix"
 )
 

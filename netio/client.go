@@ -19,6 +19,7 @@ import (
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
 	"github.com/xorack/xorack/internal/layout"
+	"github.com/xorack/xorack/internal/outq"
 )
 
 // ClientConfig configures the client side of a remote acker. Its Port
@@ -293,7 +294,7 @@ func Dial(cfg ClientConfig, spec acker.Spec) (*Client, error) {
 		stopped: make(chan struct{}), frame: cfg.FrameMsgs}
 	c.slotCond = sync.NewCond(&c.slotMu)
 	for r := 0; r < spec.Receivers; r++ {
-		ib := &Receiver{q: acker.NewQueue(cfg.MaxPending)}
+		ib := &Receiver{q: outq.New[ackcore.Outcome](cfg.MaxPending)}
 		c.inbox = append(c.inbox, ib)
 	}
 	empty := []*host{}

@@ -171,7 +171,7 @@ func (c *sconn) serve() {
 	s.writers.Add(1)
 	go c.writer()
 	err := c.readLoop()
-	p := s.ak.Producer(c.slot)
+	p := s.ak.Sender(c.slot)
 	ferr := p.Flush()
 	switch {
 	case c.stopped.Load():
@@ -225,7 +225,7 @@ func (s *Server) forget(c *sconn) {
 // block): one publish per shard per read batch.
 func (c *sconn) readLoop() error {
 	s := c.s
-	p := s.ak.Producer(c.slot)
+	p := s.ak.Sender(c.slot)
 	idle := s.cfg.IdleTimeout
 	maxPend := int64(s.cfg.MaxConnPending)
 	var lastDeadline time.Time
@@ -377,7 +377,7 @@ func (c *sconn) readLoop() error {
 // room to the acker all the same (its ACKs may complete other
 // connections' roots; its INITs' outcomes go where their task's owner
 // is), as the reader ends with err: a frame the server parsed is applied.
-func (c *sconn) applyLast(p *acker.Producer, err error) error {
+func (c *sconn) applyLast(p acker.Sender, err error) error {
 	if e := p.SendBatch(c.msgs); e != nil {
 		return e
 	}

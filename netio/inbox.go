@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/xorack/xorack/ackcore"
-	"github.com/xorack/xorack/acker"
+	"github.com/xorack/xorack/internal/outq"
 )
 
 // failLocal reports roots in flight as failed with reason, straight to
@@ -92,14 +92,14 @@ func (c *Client) deliverWait(outs []ackcore.Outcome, oc *outCounts, wait bool) {
 	}
 }
 
-// Receiver is one outcome inbox (acker.Inbox): an acker.Queue of at most
+// Receiver is one outcome inbox (acker.Inbox): an outq.Queue of at most
 // MaxPending outcomes. Hosts' readers put into it (a reader waits for
 // room), more only for a batch that came at once, or once Stop began
 // (then at most the roots still in flight, each failed once); one
 // goroutine takes from it. A put wakes the consumer only when it waits,
 // so a consumer that polls costs the readers no channel operation.
 type Receiver struct {
-	q *acker.Queue
+	q *outq.Queue[ackcore.Outcome]
 }
 
 func (ib *Receiver) put(outs []ackcore.Outcome, wait bool) { ib.q.Put(outs, wait) }

@@ -22,25 +22,25 @@
 // # Fallbacks
 //
 // Machines differ in what they allow, so Probe tries each event once per
-// process and settles on a Mode:
+// process and settles on a mode, best first:
 //
-//	ModeHardware     hardware events open (any that do not read n/a)
-//	ModeSoftware     hardware events fail, as in most VMs: the kernel has no
-//	                 PMU to give them (perf_event_open fails with ENOENT)
-//	ModeThreadClock  perf_event_open itself fails (EACCES from
-//	                 kernel.perf_event_paranoid, EPERM from seccomp, ENOSYS):
-//	                 task-clock, context-switches and page-faults then come
-//	                 from clock_gettime(CLOCK_THREAD_CPUTIME_ID) and
-//	                 getrusage(RUSAGE_THREAD), which every Linux thread has
-//	ModeNone         not Linux: Open returns an error wrapping
-//	                 errors.ErrUnsupported
+//	hardware      hardware events open (any that do not read n/a)
+//	software      hardware events fail, as in most VMs: the kernel has no
+//	              PMU to give them (perf_event_open fails with ENOENT)
+//	thread-clock  perf_event_open itself fails (EACCES from
+//	              kernel.perf_event_paranoid, EPERM from seccomp, ENOSYS):
+//	              task-clock, context-switches and page-faults then come
+//	              from clock_gettime(CLOCK_THREAD_CPUTIME_ID) and
+//	              getrusage(RUSAGE_THREAD), which every Linux thread has
+//	none          not Linux: Open returns an error wrapping
+//	              errors.ErrUnsupported
 //
 // Status.Note puts the mode and the error that decided it in one line for
 // the caller to print; the package itself prints nothing.
 //
 // go-perfevent leaves exclude_kernel unset, so unprivileged processes at
 // perf_event_paranoid 2 (a common default) get EACCES for every event and
-// land in ModeThreadClock; root, or paranoid 1 or less, gets perf's events.
+// land in the thread-clock mode; root, or paranoid 1 or less, gets perf's events.
 // Counts then include the kernel's work on the thread's behalf.
 //
 // # Layout
@@ -79,4 +79,13 @@
 //     unknown, and Sub keeps an event only if both sides measured it.
 //   - A count is unknown, not zero, when the kernel never scheduled it.
 //   - Group.Read does not allocate.
+//
+// # Public surface
+//
+// The package is public because a benchmark outside the project wants the
+// same columns ackbench prints: what it exports is what such a benchmark
+// calls (Open, Group, Sample, Value, the Events) and what it prints about
+// the machine (Probe, Status). Queries nothing needed (the mode by value,
+// which events one Group counts, one event's error) stay unexported:
+// Status.Available and Note answer them.
 package perf

@@ -51,9 +51,9 @@ func (e Event) Unit() string {
 	return e.String()
 }
 
-// Hardware reports whether e is counted by the PMU, which virtual machines
+// hardware reports whether e is counted by the PMU, which virtual machines
 // often do not expose.
-func (e Event) Hardware() bool { return e <= BranchMisses }
+func (e Event) hardware() bool { return e <= BranchMisses }
 
 // eventSet is a set of events, one bit per Event.
 type eventSet uint16

@@ -27,14 +27,12 @@ type Group struct {
 	os groupOS
 }
 
-// Status returns what Probe found on this machine.
-func (g *Group) Status() Status { return g.status }
-
-// Note is g.Status().Note(): what this Group measures and why.
+// Note is the Status' Note (Probe's, for this machine): what this Group
+// measures and why.
 func (g *Group) Note() string { return g.status.Note() }
 
-// Measures reports whether g counts e; Values for other events are unknown.
-func (g *Group) Measures(e Event) bool { return e < NumEvents && g.events.has(e) }
+// measures reports whether g counts e; Values for other events are unknown.
+func (g *Group) measures(e Event) bool { return e < NumEvents && g.events.has(e) }
 
 // Start starts counting; it does nothing if g is running or closed. Errors
 // are rare and reported by the next Read.

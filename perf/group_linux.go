@@ -40,7 +40,7 @@ var perfEvents = [NumEvents]events.Event{
 // openFunc is gperf.OpenCounter; tests substitute failures.
 type openFunc func(gperf.Target, ...events.Event) (*gperf.Counter, error)
 
-// groupOS holds, per event, either a perf counter or, in ModeThreadClock,
+// groupOS holds, per event, either a perf counter or, in modeThreadClock,
 // nothing: the thread clock stands in for the software events.
 type groupOS struct {
 	counters [NumEvents]*gperf.Counter
@@ -69,21 +69,21 @@ func probeWith(open openFunc, fallback func() (threadReading, error)) Status {
 	const hardware = eventSet(1)<<(BranchMisses+1) - 1
 	switch {
 	case st.avail&hardware != 0:
-		st.Mode = ModeHardware
+		st.mode = modeHardware
 		st.Err = errors.Join(st.eventErr[:]...)
 	case st.avail != 0:
-		st.Mode = ModeSoftware
+		st.mode = modeSoftware
 		st.Err = st.eventErr[Cycles]
 	default:
 		// perf_event_open is unusable: count the software events without it.
 		// The task-clock error stands for the rest; they fail alike.
 		why := st.eventErr[TaskClock]
 		if _, err := fallback(); err != nil {
-			st.Mode = ModeNone
+			st.mode = modeNone
 			st.Err = errors.Join(why, err)
 			return st
 		}
-		st.Mode = ModeThreadClock
+		st.mode = modeThreadClock
 		st.Err = why
 		for _, e := range [...]Event{TaskClock, ContextSwitches, PageFaults} {
 			st.avail.add(e)
@@ -99,7 +99,7 @@ func explainOpen(e Event, err error) error {
 	var hint string
 	switch {
 	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.EOPNOTSUPP):
-		if e.Hardware() {
+		if e.hardware() {
 			hint = " (the kernel has no PMU for it; usual in a VM)"
 		}
 	case errors.Is(err, unix.EPERM):
@@ -123,12 +123,12 @@ func Open(events ...Event) (*Group, error) {
 }
 
 func openWith(st Status, open openFunc, want eventSet) (*Group, error) {
-	if st.Mode == ModeNone {
+	if st.mode == modeNone {
 		return nil, fmt.Errorf("perf: no per-thread counters: %w", st.Err)
 	}
 	g := &Group{status: st, events: want & st.avail}
 	runtime.LockOSThread()
-	if st.Mode == ModeThreadClock {
+	if st.mode == modeThreadClock {
 		g.os.clock = &threadClock{}
 		return g, nil
 	}

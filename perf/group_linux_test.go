@@ -71,7 +71,7 @@ func measure(t *testing.T, g *Group) Sample {
 	return after.Sub(before)
 }
 
-// checkSoftware asserts what every mode but ModeNone measures.
+// checkSoftware asserts what every mode but modeNone measures.
 func checkSoftware(t *testing.T, d Sample) {
 	t.Helper()
 	if v := d.Get(TaskClock); !v.OK || v.N == 0 {
@@ -92,7 +92,7 @@ func checkSoftware(t *testing.T, d Sample) {
 // and the software events still count.
 func TestCounters(t *testing.T) {
 	st := Probe()
-	t.Logf("mode %s: %s", st.Mode, st.Note())
+	t.Logf("mode %s: %s", st.mode, st.Note())
 	g, err := Open()
 	if err != nil {
 		t.Fatal(err)
@@ -101,29 +101,29 @@ func TestCounters(t *testing.T) {
 	d := measure(t, g)
 	t.Logf("delta: %s", d)
 
-	switch st.Mode {
-	case ModeHardware:
+	switch st.mode {
+	case modeHardware:
 		if v := d.Get(Cycles); st.Available(Cycles) && (!v.OK || v.N == 0) {
 			t.Errorf("cycles over a busy loop = %v, want > 0", v)
 		}
 		if v := d.Get(Instructions); st.Available(Instructions) && (!v.OK || v.N < 5_000_000) {
 			t.Errorf("instructions over a 5M-iteration loop = %v, want >= 5M", v)
 		}
-	case ModeSoftware, ModeThreadClock:
+	case modeSoftware, modeThreadClock:
 		if st.Err == nil || !strings.Contains(st.Note(), st.Err.Error()) {
 			t.Errorf("note %q does not carry the reason %v", st.Note(), st.Err)
 		}
-		if st.Mode == ModeSoftware && !strings.HasPrefix(st.Note(), "hardware counters unavailable (") {
+		if st.mode == modeSoftware && !strings.HasPrefix(st.Note(), "hardware counters unavailable (") {
 			t.Errorf("note %q does not say hardware counters are unavailable", st.Note())
 		}
 	default:
-		t.Fatalf("mode %s on Linux", st.Mode)
+		t.Fatalf("mode %s on Linux", st.mode)
 	}
 	for e := range NumEvents {
-		if v := d.Get(e); v.OK != st.Available(e) || g.Measures(e) != st.Available(e) {
-			t.Errorf("%s: value %v, measured %v, but Probe says available = %v", e, v, g.Measures(e), st.Available(e))
+		if v := d.Get(e); v.OK != st.Available(e) || g.measures(e) != st.Available(e) {
+			t.Errorf("%s: value %v, measured %v, but Probe says available = %v", e, v, g.measures(e), st.Available(e))
 		}
-		if !st.Available(e) && st.EventErr(e) == nil {
+		if !st.Available(e) && st.eventError(e) == nil {
 			t.Errorf("%s unavailable without a reason", e)
 		}
 	}
@@ -140,8 +140,8 @@ func errOpen(gperf.Target, ...events.Event) (*gperf.Counter, error) {
 // and checks that the pure-Go measure takes over and says so.
 func TestThreadClockFallback(t *testing.T) {
 	st := probeWith(errOpen, readThread)
-	if st.Mode != ModeThreadClock {
-		t.Fatalf("mode %s with perf_event_open refused, want %s", st.Mode, ModeThreadClock)
+	if st.mode != modeThreadClock {
+		t.Fatalf("mode %s with perf_event_open refused, want %s", st.mode, modeThreadClock)
 	}
 	note := st.Note()
 	if !strings.Contains(note, "perf_event_open unusable") || !strings.Contains(note, "permission denied") {
@@ -164,11 +164,11 @@ func TestThreadClockFallback(t *testing.T) {
 	// With the fallback broken too, nothing is measurable and Open says so.
 	broken := func() (threadReading, error) { return threadReading{}, syscall.ENOSYS }
 	st = probeWith(errOpen, broken)
-	if st.Mode != ModeNone {
-		t.Fatalf("mode %s with everything refused, want %s", st.Mode, ModeNone)
+	if st.mode != modeNone {
+		t.Fatalf("mode %s with everything refused, want %s", st.mode, modeNone)
 	}
 	if _, err := openWith(st, errOpen, allEvents); err == nil || !errors.Is(err, syscall.EACCES) {
-		t.Errorf("openWith(ModeNone) = %v, want an error carrying EACCES", err)
+		t.Errorf("openWith(modeNone) = %v, want an error carrying EACCES", err)
 	}
 }
 
@@ -184,11 +184,11 @@ func TestSoftwareOnlyFallback(t *testing.T) {
 		return gperf.OpenCounter(target, evs...)
 	}
 	st := probeWith(noPMU, readThread)
-	if st.Mode == ModeThreadClock {
+	if st.mode == modeThreadClock {
 		t.Skipf("perf_event_open refused here: %v", st.Err)
 	}
-	if st.Mode != ModeSoftware {
-		t.Fatalf("mode %s with no PMU, want %s", st.Mode, ModeSoftware)
+	if st.mode != modeSoftware {
+		t.Fatalf("mode %s with no PMU, want %s", st.mode, modeSoftware)
 	}
 	want := "hardware counters unavailable (perf_event_open cycles: no such file or directory"
 	if note := st.Note(); !strings.HasPrefix(note, want) || !strings.HasSuffix(note, "; using software events") {
@@ -217,7 +217,7 @@ func TestStopFreezes(t *testing.T) {
 	if a.Get(TaskClock) != b.Get(TaskClock) || !a.Get(TaskClock).OK {
 		t.Errorf("task-clock moved while stopped: %v then %v", a.Get(TaskClock), b.Get(TaskClock))
 	}
-	if g.Measures(Cycles) || a.Get(Cycles).OK {
+	if g.measures(Cycles) || a.Get(Cycles).OK {
 		t.Errorf("cycles measured though only task-clock was asked for")
 	}
 }

@@ -13,7 +13,7 @@ type groupOS struct{}
 
 func probe() Status {
 	err := fmt.Errorf("perf_event_open is Linux-only, this is %s: %w", runtime.GOOS, errors.ErrUnsupported)
-	st := Status{Mode: ModeNone, Err: err}
+	st := Status{mode: modeNone, Err: err}
 	for e := range NumEvents {
 		st.eventErr[e] = err
 	}

@@ -108,8 +108,8 @@ func TestSampleString(t *testing.T) {
 func TestStatusNote(t *testing.T) {
 	errHW := errors.New("perf_event_open cycles: no such file or directory")
 	errPerm := errors.New("perf_event_open task-clock: permission denied")
-	full := Status{Mode: ModeHardware, avail: allEvents}
-	partial := Status{Mode: ModeHardware, avail: allEvents &^ (1 << BranchMisses), Err: errHW}
+	full := Status{mode: modeHardware, avail: allEvents}
+	partial := Status{mode: modeHardware, avail: allEvents &^ (1 << BranchMisses), Err: errHW}
 	partial.eventErr[BranchMisses] = errors.New("operation not supported")
 	for _, tc := range []struct {
 		st   Status
@@ -117,18 +117,18 @@ func TestStatusNote(t *testing.T) {
 	}{
 		{full, []string{"hardware and software counters available"}},
 		{partial, []string{"some counters unavailable", "branch-misses: operation not supported", "n/a"}},
-		{Status{Mode: ModeSoftware, Err: errHW}, []string{"hardware counters unavailable (" + errHW.Error() + "); using software events"}},
-		{Status{Mode: ModeThreadClock, Err: errPerm}, []string{"perf_event_open unusable (" + errPerm.Error() + ")", "thread CPU time"}},
-		{Status{Mode: ModeNone, Err: errors.ErrUnsupported}, []string{"no per-thread counters", "n/a"}},
+		{Status{mode: modeSoftware, Err: errHW}, []string{"hardware counters unavailable (" + errHW.Error() + "); using software events"}},
+		{Status{mode: modeThreadClock, Err: errPerm}, []string{"perf_event_open unusable (" + errPerm.Error() + ")", "thread CPU time"}},
+		{Status{mode: modeNone, Err: errors.ErrUnsupported}, []string{"no per-thread counters", "n/a"}},
 	} {
 		note := tc.st.Note()
 		for _, w := range tc.want {
 			if !strings.Contains(note, w) {
-				t.Errorf("%s Note() = %q, want it to contain %q", tc.st.Mode, note, w)
+				t.Errorf("%s Note() = %q, want it to contain %q", tc.st.mode, note, w)
 			}
 		}
 		if strings.Contains(note, "\n") {
-			t.Errorf("%s Note() spans lines: %q", tc.st.Mode, note)
+			t.Errorf("%s Note() spans lines: %q", tc.st.mode, note)
 		}
 	}
 }
@@ -141,8 +141,8 @@ func TestEventNames(t *testing.T) {
 			t.Errorf("event %d has a bad or repeated name %q", e, name)
 		}
 		seen[name] = true
-		if e.Hardware() != (e < TaskClock) {
-			t.Errorf("%s: Hardware() = %v", e, e.Hardware())
+		if e.hardware() != (e < TaskClock) {
+			t.Errorf("%s: hardware() = %v", e, e.hardware())
 		}
 	}
 	if got := NumEvents.String(); got != "Event(7)" {

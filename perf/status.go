@@ -6,35 +6,35 @@ import (
 	"sync"
 )
 
-// Mode says how much this machine lets a Group count, best first.
-type Mode uint8
+// mode says how much this machine lets a Group count, best first.
+type mode uint8
 
 const (
-	// ModeNone: nothing per-thread can be measured; Open fails. This is the
+	// modeNone: nothing per-thread can be measured; Open fails. This is the
 	// mode on systems other than Linux.
-	ModeNone Mode = iota
-	// ModeThreadClock: perf_event_open cannot be used (not permitted by
+	modeNone mode = iota
+	// modeThreadClock: perf_event_open cannot be used (not permitted by
 	// kernel.perf_event_paranoid or seccomp, or absent), so the software
 	// events come from clock_gettime(CLOCK_THREAD_CPUTIME_ID) and
 	// getrusage(RUSAGE_THREAD) instead. Hardware events are unknown.
-	ModeThreadClock
-	// ModeSoftware: perf_event_open works but the hardware events do not
+	modeThreadClock
+	// modeSoftware: perf_event_open works but the hardware events do not
 	// open, as in most virtual machines. Hardware events are unknown.
-	ModeSoftware
-	// ModeHardware: at least one hardware event opens; Status.Err lists any
+	modeSoftware
+	// modeHardware: at least one hardware event opens; Status.Err lists any
 	// that do not.
-	ModeHardware
+	modeHardware
 )
 
-func (m Mode) String() string {
+func (m mode) String() string {
 	switch m {
-	case ModeNone:
+	case modeNone:
 		return "none"
-	case ModeThreadClock:
+	case modeThreadClock:
 		return "thread-clock"
-	case ModeSoftware:
+	case modeSoftware:
 		return "software"
-	case ModeHardware:
+	case modeHardware:
 		return "hardware"
 	}
 	return fmt.Sprintf("Mode(%d)", uint8(m))
@@ -42,9 +42,10 @@ func (m Mode) String() string {
 
 // Status is what Probe found out about this machine's counters.
 type Status struct {
-	Mode Mode
-	// Err says why the mode is not better, or, in ModeHardware, which
-	// events failed to open; nil when every event is available.
+	mode mode
+	// Err says why the mode (see Note) is not better, or, in the hardware
+	// mode, which events failed to open; nil when every event is
+	// available.
 	Err error
 
 	// avail holds the events Open can count in this mode.
@@ -56,8 +57,8 @@ type Status struct {
 // Available reports whether Open can count e on this machine.
 func (s Status) Available(e Event) bool { return e < NumEvents && s.avail.has(e) }
 
-// EventErr returns why e is unavailable, or nil if it is available.
-func (s Status) EventErr(e Event) error {
+// eventError returns why e is unavailable, or nil if it is available.
+func (s Status) eventError(e Event) error {
 	if e >= NumEvents {
 		return fmt.Errorf("perf: unknown event %s", e)
 	}
@@ -72,8 +73,8 @@ func (s Status) EventErr(e Event) error {
 //	hardware counters unavailable (perf_event_open cycles: no such file or directory: ...); using software events
 //	perf_event_open unusable (...); using thread CPU time and getrusage for task-clock, context-switches, page-faults
 func (s Status) Note() string {
-	switch s.Mode {
-	case ModeHardware:
+	switch s.mode {
+	case modeHardware:
 		var missing []string
 		for e := range NumEvents {
 			if !s.avail.has(e) {
@@ -84,9 +85,9 @@ func (s Status) Note() string {
 			return "hardware and software counters available"
 		}
 		return fmt.Sprintf("some counters unavailable (%s); they read n/a", strings.Join(missing, "; "))
-	case ModeSoftware:
+	case modeSoftware:
 		return fmt.Sprintf("hardware counters unavailable (%v); using software events", s.Err)
-	case ModeThreadClock:
+	case modeThreadClock:
 		return fmt.Sprintf("perf_event_open unusable (%v); using thread CPU time and getrusage for task-clock, context-switches, page-faults", s.Err)
 	default:
 		return fmt.Sprintf("no per-thread counters (%v); every column reads n/a", s.Err)

@@ -77,7 +77,7 @@ func benchRing(b *testing.B, batch int) (sum uint64) {
 		}
 	} else {
 		for got := 0; got < n; {
-			s := r.PeekWait(batch)
+			s := r.peekWait(batch)
 			for _, v := range s {
 				sum += v.seq
 			}
@@ -168,8 +168,8 @@ func BenchmarkTryPushPop(b *testing.B) {
 	var sum uint64
 	b.ReportAllocs()
 	for b.Loop() {
-		r.TryPush(v)
-		w, _ := r.TryPop()
+		r.tryPush(v)
+		w, _ := r.tryPop()
 		sum += w.seq
 	}
 	if sum != uint64(b.N) {

@@ -7,8 +7,8 @@
 // FanIn. A ring costs its producer one compare-and-swap per publish (of
 // tail, so that a publish racing Close is either in or refused) and its
 // consumer one atomic store per release, and nothing per element, so the
-// batch calls (Reserve and Commit, Peek and Release, PushBatch and
-// PopBatch) move a batch for the price of one element. On amd64 both are
+// batch calls (Reserve and Commit, Peek and Release, PushBatch, and
+// FanIn's Drain) move a batch for the price of one element. On amd64 both are
 // locked instructions (LOCK CMPXCHG, and XCHG for Go's atomic store), tens
 // of cycles, which is why a ring publishes once per batch and not once per
 // element (BenchmarkRing measures both, batch=64 and batch=1).
@@ -85,8 +85,8 @@
 // first lap, from New) until the producer's compare-and-swap makes tail
 // exceed s; then it belongs to the consumer until its atomic store makes
 // head exceed s; then back to the producer for sequence s+len(buf). The
-// writes that pass ownership are: tail in TryPush, Commit and PushBatch
-// (compare-and-swap); head in TryPop, Release and PopBatch (store). A span from Reserve is a view of
+// writes that pass ownership are: tail in tryPush, Commit and PushBatch
+// (compare-and-swap); head in tryPop, Release and popBatch (store). A span from Reserve is a view of
 // producer-owned slots and one from Peek of consumer-owned slots; each is
 // dead once the matching Commit or Release has run, because the other side
 // may use those slots at once.
@@ -123,13 +123,13 @@
 // Close seals tail, sets closed, then wakes both parkers the same way, so
 // a parked or spinning blocking call sees it. A publish is a
 // compare-and-swap of tail, so a producer racing Close either publishes
-// before the seal or is told it did not (TryPush and Commit false,
+// before the seal or is told it did not (tryPush and Commit false,
 // PushBatch 0): once the consumer has seen closed, what the ring holds is
 // all it will ever hold, and no element is left unread without a word to
-// its producer. The blocking consumer calls (Pop, PeekWait, and the
+// its producer. The blocking consumer calls (Pop, peekWait, and the
 // FanIn's waits) return false only when the ring is closed and empty,
 // after one more look at tail. Producer calls return false as soon as the
-// ring is closed. TryPop and the consumer's span calls ignore closed. A
+// ring is closed. tryPop and the consumer's span calls ignore closed. A
 // FanIn seals every ring before it sets its own closed flag.
 //
 // Clearing slots. If T holds pointers (found with reflect once, in New), the
@@ -170,4 +170,18 @@
 // Builds with -tags invariants check the Commit and Release bounds and the
 // head/tail distance, and panic on a breach; release builds compile the
 // checks away.
+//
+// # Public surface
+//
+// The package is public because its Idle is: acker.Config and topology's
+// Config take a ring.Idle (DefaultIdle, DefaultSpins, DefaultYields) to
+// tune how their goroutines wait. SPSC and FanIn export one call per way
+// of moving items, so a program can use a ring alone, as the examples do:
+// a producer pushes one (Push), a batch (PushBatch) or a span it fills in
+// place (Reserve, ReserveWait, Commit); an SPSC's consumer pops one (Pop)
+// or reads a span in place (Peek, Release); a FanIn's drains a pass over
+// its rings (Drain, DrainWait, DrainWaitUntil, PopBatchWait) or pops one
+// (Pop). The non-blocking one-item twins and the copying batch pop stay
+// unexported, kept for the tests' model of the ring. The acker and the
+// engine build their rings with NewFanInWithIdle.
 package ring

@@ -17,8 +17,8 @@ import (
 // its flag after each publish and wakes the consumer only when it is set.
 //
 // Producer i uses the producer methods of Producer(i) and nothing else. One
-// goroutine at a time calls the consumer methods of the FanIn (TryPop, Pop,
-// PopBatch, PopBatchWait, Drain, DrainWait); it must not call consumer
+// goroutine at a time calls the consumer methods of the FanIn (tryPop, Pop,
+// popBatch, PopBatchWait, Drain, DrainWait); it must not call consumer
 // methods on the rings themselves.
 type FanIn[T any] struct {
 	// Line 0: consumer's. rings, batch and idle are immutable after
@@ -85,9 +85,9 @@ func (f *FanIn[T]) Close() {
 	f.park.wake()
 }
 
-// TryPop removes and returns the oldest element of the first non-empty ring
+// tryPop removes and returns the oldest element of the first non-empty ring
 // at or after the round-robin position, which then moves past that ring.
-func (f *FanIn[T]) TryPop() (v T, ok bool) {
+func (f *FanIn[T]) tryPop() (v T, ok bool) {
 	n := len(f.rings)
 	i := f.next
 	for range n {
@@ -95,7 +95,7 @@ func (f *FanIn[T]) TryPop() (v T, ok bool) {
 		if i++; i == n {
 			i = 0
 		}
-		if v, ok = r.TryPop(); ok {
+		if v, ok = r.tryPop(); ok {
 			f.next = i
 			return v, true
 		}
@@ -103,11 +103,11 @@ func (f *FanIn[T]) TryPop() (v T, ok bool) {
 	return v, false
 }
 
-// Pop is TryPop that waits with the FanIn's idle strategy. It reports false
+// Pop is tryPop that waits with the FanIn's idle strategy. It reports false
 // once the FanIn is closed and every ring is empty.
 func (f *FanIn[T]) Pop() (T, bool) {
 	for {
-		if v, ok := f.TryPop(); ok {
+		if v, ok := f.tryPop(); ok {
 			return v, true
 		}
 		if !f.awaitItems() {
@@ -117,10 +117,10 @@ func (f *FanIn[T]) Pop() (T, bool) {
 	}
 }
 
-// PopBatch makes one pass, moving at most batch elements from each ring into
+// popBatch makes one pass, moving at most batch elements from each ring into
 // dst until dst is full, and returns how many it moved. Each ring's elements
 // keep their order; rings are visited round-robin.
-func (f *FanIn[T]) PopBatch(dst []T) int {
+func (f *FanIn[T]) popBatch(dst []T) int {
 	if len(dst) == 0 {
 		return 0
 	}
@@ -132,7 +132,7 @@ func (f *FanIn[T]) PopBatch(dst []T) int {
 		if i++; i == n {
 			i = 0
 		}
-		got += r.PopBatch(dst[got:min(got+f.batch, len(dst))])
+		got += r.popBatch(dst[got:min(got+f.batch, len(dst))])
 		if got == len(dst) {
 			break
 		}
@@ -141,12 +141,12 @@ func (f *FanIn[T]) PopBatch(dst []T) int {
 	return got
 }
 
-// PopBatchWait is PopBatch that waits with the FanIn's idle strategy until
+// PopBatchWait is popBatch that waits with the FanIn's idle strategy until
 // it moves at least one element. It returns 0 when dst is empty or the FanIn
 // is closed and every ring is empty.
 func (f *FanIn[T]) PopBatchWait(dst []T) int {
 	for len(dst) > 0 {
-		if got := f.PopBatch(dst); got > 0 {
+		if got := f.popBatch(dst); got > 0 {
 			return got
 		}
 		if !f.awaitItems() {

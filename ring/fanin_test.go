@@ -30,26 +30,26 @@ func TestFanInRoundRobin(t *testing.T) {
 	f := NewFanIn[item](3, 8, 2)
 	for p := range 3 {
 		for s := range 3 {
-			f.Producer(p).TryPush(mkItem(uint64(p), uint64(s)))
+			f.Producer(p).tryPush(mkItem(uint64(p), uint64(s)))
 		}
 	}
-	// TryPop moves one ring per element.
+	// tryPop moves one ring per element.
 	for i := range 6 {
-		v, ok := f.TryPop()
+		v, ok := f.tryPop()
 		if want := mkItem(uint64(i%3), uint64(i/3)); !ok || v != want {
-			t.Fatalf("TryPop %d = %v %v, want %v", i, v, ok, want)
+			t.Fatalf("tryPop %d = %v %v, want %v", i, v, ok, want)
 		}
 	}
 	// The next pass starts at ring 0 and takes what is left, one each.
 	dst := make([]item, 10)
-	if n := f.PopBatch(dst); n != 3 || dst[0].src != 0 || dst[1].src != 1 || dst[2].src != 2 {
-		t.Fatalf("PopBatch = %d %v", n, dst[:n])
+	if n := f.popBatch(dst); n != 3 || dst[0].src != 0 || dst[1].src != 1 || dst[2].src != 2 {
+		t.Fatalf("popBatch = %d %v", n, dst[:n])
 	}
-	if n := f.PopBatch(dst); n != 0 {
-		t.Fatalf("PopBatch on empty FanIn = %d", n)
+	if n := f.popBatch(dst); n != 0 {
+		t.Fatalf("popBatch on empty FanIn = %d", n)
 	}
-	if _, ok := f.TryPop(); ok {
-		t.Fatal("TryPop on empty FanIn succeeded")
+	if _, ok := f.tryPop(); ok {
+		t.Fatal("tryPop on empty FanIn succeeded")
 	}
 }
 
@@ -59,12 +59,12 @@ func TestFanInBatchLimit(t *testing.T) {
 	f := NewFanIn[item](3, 16, 4)
 	for p := range 3 {
 		for s := range 10 {
-			f.Producer(p).TryPush(mkItem(uint64(p), uint64(s)))
+			f.Producer(p).tryPush(mkItem(uint64(p), uint64(s)))
 		}
 	}
 	dst := make([]item, 12)
-	if n := f.PopBatch(dst); n != 12 {
-		t.Fatalf("PopBatch = %d, want 12", n)
+	if n := f.popBatch(dst); n != 12 {
+		t.Fatalf("popBatch = %d, want 12", n)
 	}
 	for i, v := range dst {
 		if want := mkItem(uint64(i/4), uint64(i%4)); v != want {
@@ -73,10 +73,10 @@ func TestFanInBatchLimit(t *testing.T) {
 	}
 	// dst of 6 fills inside ring 1 (4 from ring 0, 2 from ring 1); the next
 	// pass starts at ring 2.
-	if n := f.PopBatch(dst[:6]); n != 6 || dst[5] != mkItem(1, 5) {
-		t.Fatalf("PopBatch = %d, last %v", n, dst[5])
+	if n := f.popBatch(dst[:6]); n != 6 || dst[5] != mkItem(1, 5) {
+		t.Fatalf("popBatch = %d, last %v", n, dst[5])
 	}
-	if n := f.PopBatch(dst[:1]); n != 1 || dst[0] != mkItem(2, 4) {
+	if n := f.popBatch(dst[:1]); n != 1 || dst[0] != mkItem(2, 4) {
 		t.Fatalf("pass after a full dst took %v, want ring 2's next", dst[0])
 	}
 	var seen []int
@@ -107,16 +107,16 @@ func TestFanInNoStarvation(t *testing.T) {
 		dst := make([]item, producers*batch)
 		for drip := range uint64(scale(2000, 10)) {
 			ring := 1 + rng.IntN(producers-1)
-			f.Producer(ring).TryPush(mkItem(uint64(ring), drip))
+			f.Producer(ring).tryPush(mkItem(uint64(ring), drip))
 			limit, size := 1, len(dst)
 			if small {
 				limit, size = producers, 1+rng.IntN(batch)
 			}
 			for passes := 1; ; passes++ {
-				for f.Producer(0).TryPush(mkItem(0, flood)) {
+				for f.Producer(0).tryPush(mkItem(0, flood)) {
 					flood++
 				}
-				n := f.PopBatch(dst[:size])
+				n := f.popBatch(dst[:size])
 				var per [producers]int
 				for _, v := range dst[:n] {
 					per[v.src]++
@@ -155,7 +155,7 @@ func TestFanInNoStarvationConcurrent(t *testing.T) {
 	go func() { // flood
 		defer wg.Done()
 		for i := uint64(0); !stop.Load(); i++ {
-			for !f.Producer(0).TryPush(mkItem(0, i)) && !stop.Load() {
+			for !f.Producer(0).tryPush(mkItem(0, i)) && !stop.Load() {
 			}
 		}
 	}()
@@ -176,7 +176,7 @@ func TestFanInNoStarvationConcurrent(t *testing.T) {
 	}()
 	dst := make([]item, 4*batch)
 	for consumed.Load() < trickles {
-		n := f.PopBatch(dst)
+		n := f.popBatch(dst)
 		pass := passes.Load() + 1
 		flood := 0
 		for _, v := range dst[:n] {
@@ -335,7 +335,7 @@ func TestFanInWake(t *testing.T) {
 				t.Fatalf("producer %d: consumer parked, ConsumerParked says no", p)
 			}
 			want := mkItem(uint64(p), uint64(round))
-			f.Producer(p).TryPush(want)
+			f.Producer(p).tryPush(want)
 			select {
 			case v := <-got:
 				if v != want {
@@ -389,7 +389,7 @@ func TestFanInCloseUnblocks(t *testing.T) {
 	t.Run("Push", func(t *testing.T) {
 		f := NewFanInWithIdle[item](2, 1, 1, Idle{})
 		r := f.Producer(1)
-		r.TryPush(mkItem(1, 0)) // ring 1 is full now
+		r.tryPush(mkItem(1, 0)) // ring 1 is full now
 		producer := make(chan bool)
 		go func() { producer <- r.Push(mkItem(1, 1)) }()
 		awaitParked(t, &r.prodPark)
@@ -423,15 +423,15 @@ func TestFanInZeroAllocs(t *testing.T) {
 	}
 	fill := func() {
 		for p := range 4 {
-			f.Producer(p).TryPush(mkItem(uint64(p), 1))
+			f.Producer(p).tryPush(mkItem(uint64(p), 1))
 		}
 	}
 	for _, tc := range []struct {
 		name string
 		fn   func()
 	}{
-		{"TryPop", func() { fill(); f.TryPop() }},
-		{"PopBatch", func() { fill(); f.PopBatch(dst) }},
+		{"tryPop", func() { fill(); f.tryPop() }},
+		{"popBatch", func() { fill(); f.popBatch(dst) }},
 		{"Drain", func() { fill(); f.Drain(fn) }},
 		{"PopBatchWait", func() { fill(); f.PopBatchWait(dst) }},
 	} {
@@ -540,7 +540,7 @@ func TestFanInInterrupt(t *testing.T) {
 			if n != 0 {
 				t.Fatalf("interrupted wait passed %d elements", n)
 			}
-			f.rings[1].TryPush(item{})
+			f.rings[1].tryPush(item{})
 			if n, _ := f.DrainWaitUntil(func(int, []item) {}, nil); n != 1 {
 				t.Fatalf("after Interrupt: drained %d, want 1", n)
 			}

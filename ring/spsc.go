@@ -11,9 +11,9 @@ import (
 
 // SPSC is a bounded single-producer single-consumer ring of T.
 //
-// One goroutine at a time may call the producer methods (TryPush, Push,
+// One goroutine at a time may call the producer methods (tryPush, Push,
 // Reserve, ReserveWait, Commit, PushBatch) and one goroutine at a time the
-// consumer methods (TryPop, Pop, Peek, PeekWait, Release, PopBatch); Close,
+// consumer methods (tryPop, Pop, Peek, peekWait, Release, popBatch); Close,
 // Closed, Cap and Len are safe from any goroutine. See the package documentation for the
 // layout and the ownership rules. An SPSC must not be copied.
 type SPSC[T any] struct {
@@ -52,11 +52,11 @@ type SPSC[T any] struct {
 // DefaultIdle. capacity must be a power of two (1 is allowed); New panics
 // otherwise rather than rounding up, so memory use is what the caller wrote.
 func New[T any](capacity int) *SPSC[T] {
-	return NewWithIdle[T](capacity, DefaultIdle())
+	return newWithIdle[T](capacity, DefaultIdle())
 }
 
-// NewWithIdle is New with the idle strategy of the blocking calls.
-func NewWithIdle[T any](capacity int, idle Idle) *SPSC[T] {
+// newWithIdle is New with the idle strategy of the blocking calls.
+func newWithIdle[T any](capacity int, idle Idle) *SPSC[T] {
 	r := newRing[T](capacity, idle)
 	r.consPark.init()
 	r.cons = &r.consPark
@@ -96,8 +96,8 @@ func (r *SPSC[T]) Len() int {
 const sealed = 1 << 63
 
 // Close makes every blocking call on the ring return false, now and later:
-// Push, ReserveWait and (once the ring is empty) Pop and PeekWait. It wakes a
-// parked side. It seals the ring first: TryPush, PushBatch and Commit
+// Push, ReserveWait and (once the ring is empty) Pop and peekWait. It wakes a
+// parked side. It seals the ring first: tryPush, PushBatch and Commit
 // after Close publish nothing and say so (false, 0, false), so what the
 // consumer can drain after it sees Closed is final, and every element is
 // either read or refused to its producer. The consumer's non-blocking
@@ -120,9 +120,9 @@ func (r *SPSC[T]) Closed() bool { return r.closed.Load() }
 
 // ---- Producer side ----
 
-// TryPush appends v and reports true, or reports false when the ring is
+// tryPush appends v and reports true, or reports false when the ring is
 // full or closed.
-func (r *SPSC[T]) TryPush(v T) bool {
+func (r *SPSC[T]) tryPush(v T) bool {
 	t := r.tail.Load()
 	if t-r.headCache > r.mask { // also when sealed: t has bit 63
 		r.headCache = r.head.Load()
@@ -142,7 +142,7 @@ func (r *SPSC[T]) TryPush(v T) bool {
 // false, without appending, once the ring is closed.
 func (r *SPSC[T]) Push(v T) bool {
 	for !r.closed.Load() {
-		if r.TryPush(v) {
+		if r.tryPush(v) {
 			return true
 		}
 		if !r.awaitSpace() {
@@ -275,9 +275,9 @@ func (r *SPSC[T]) hasSpace() bool {
 
 // ---- Consumer side ----
 
-// TryPop removes and returns the oldest element, or reports false when the
+// tryPop removes and returns the oldest element, or reports false when the
 // ring is empty.
-func (r *SPSC[T]) TryPop() (v T, ok bool) {
+func (r *SPSC[T]) tryPop() (v T, ok bool) {
 	h := r.head.Load()
 	if h == r.tailCache {
 		r.tailCache = r.tail.Load() &^ sealed
@@ -300,7 +300,7 @@ func (r *SPSC[T]) TryPop() (v T, ok bool) {
 // ring's idle strategy. It reports false once the ring is closed and empty.
 func (r *SPSC[T]) Pop() (T, bool) {
 	for {
-		if v, ok := r.TryPop(); ok {
+		if v, ok := r.tryPop(); ok {
 			return v, true
 		}
 		if !r.awaitItems() {
@@ -332,10 +332,10 @@ func (r *SPSC[T]) Peek(n int) []T {
 	return r.buf[start : start+k : start+k]
 }
 
-// PeekWait is Peek that waits, with the ring's idle strategy, until at least
+// peekWait is Peek that waits, with the ring's idle strategy, until at least
 // one element is published. It returns an empty span when n < 1 or the ring
 // is closed and empty.
-func (r *SPSC[T]) PeekWait(n int) []T {
+func (r *SPSC[T]) peekWait(n int) []T {
 	for n > 0 {
 		if s := r.Peek(n); len(s) > 0 {
 			return s
@@ -370,9 +370,9 @@ func (r *SPSC[T]) Release(k int) {
 	r.prodPark.wake()
 }
 
-// PopBatch moves the oldest elements into dst, as many as are published and
+// popBatch moves the oldest elements into dst, as many as are published and
 // fit, releases them with one atomic store, and returns how many it moved.
-func (r *SPSC[T]) PopBatch(dst []T) int {
+func (r *SPSC[T]) popBatch(dst []T) int {
 	h := r.head.Load()
 	avail := r.tailCache - h
 	if avail < uint64(len(dst)) {

@@ -197,18 +197,18 @@ func TestHasPointers(t *testing.T) {
 
 func TestEdgesCapacityOne(t *testing.T) {
 	r := New[item](1)
-	if _, ok := r.TryPop(); ok {
-		t.Fatal("TryPop on a new ring succeeded")
+	if _, ok := r.tryPop(); ok {
+		t.Fatal("tryPop on a new ring succeeded")
 	}
 	if s := r.Peek(4); len(s) != 0 {
 		t.Fatalf("Peek on empty ring = %d elements", len(s))
 	}
 	for round := range uint64(5) {
-		if !r.TryPush(mkItem(0, round)) {
-			t.Fatalf("round %d: TryPush into empty cap-1 ring failed", round)
+		if !r.tryPush(mkItem(0, round)) {
+			t.Fatalf("round %d: tryPush into empty cap-1 ring failed", round)
 		}
-		if r.TryPush(mkItem(0, 99)) {
-			t.Fatal("TryPush into full ring succeeded")
+		if r.tryPush(mkItem(0, 99)) {
+			t.Fatal("tryPush into full ring succeeded")
 		}
 		if s := r.Reserve(3); len(s) != 0 {
 			t.Fatalf("Reserve on full ring = %d slots", len(s))
@@ -219,12 +219,12 @@ func TestEdgesCapacityOne(t *testing.T) {
 		if r.Len() != 1 {
 			t.Fatalf("Len = %d, want 1", r.Len())
 		}
-		v, ok := r.TryPop()
+		v, ok := r.tryPop()
 		if !ok || v != mkItem(0, round) {
-			t.Fatalf("round %d: TryPop = %v %v", round, v, ok)
+			t.Fatalf("round %d: tryPop = %v %v", round, v, ok)
 		}
-		if _, ok := r.TryPop(); ok {
-			t.Fatal("TryPop on empty ring succeeded")
+		if _, ok := r.tryPop(); ok {
+			t.Fatal("tryPop on empty ring succeeded")
 		}
 	}
 }
@@ -254,8 +254,8 @@ func TestEdgesCapacityTwo(t *testing.T) {
 			}
 		}
 		r.Release(1) // leave one behind to shift the indices
-		if v, ok := r.TryPop(); len(p) == 2 && (!ok || v != p[1]) {
-			t.Fatalf("round %d: TryPop after partial release = %v %v", round, v, ok)
+		if v, ok := r.tryPop(); len(p) == 2 && (!ok || v != p[1]) {
+			t.Fatalf("round %d: tryPop after partial release = %v %v", round, v, ok)
 		}
 	}
 }
@@ -297,23 +297,23 @@ func runModel(capacity int, ops []byte) error {
 	for step, op := range ops {
 		size := int(op >> 3) // 0..31
 		switch op & 7 {
-		case 0: // TryPush
+		case 0: // tryPush
 			v := gen()
-			ok := r.TryPush(v)
+			ok := r.tryPush(v)
 			if ok != (len(model) < capacity) {
-				return fmt.Errorf("step %d: TryPush = %v with %d/%d queued", step, ok, len(model), capacity)
+				return fmt.Errorf("step %d: tryPush = %v with %d/%d queued", step, ok, len(model), capacity)
 			}
 			if ok {
 				model = append(model, v)
 			}
-		case 1: // TryPop
-			v, ok := r.TryPop()
+		case 1: // tryPop
+			v, ok := r.tryPop()
 			if ok != (len(model) > 0) {
-				return fmt.Errorf("step %d: TryPop = %v with %d queued", step, ok, len(model))
+				return fmt.Errorf("step %d: tryPop = %v with %d queued", step, ok, len(model))
 			}
 			if ok {
 				if v != model[0] {
-					return fmt.Errorf("step %d: TryPop = %v, want %v", step, v, model[0])
+					return fmt.Errorf("step %d: tryPop = %v, want %v", step, v, model[0])
 				}
 				model = model[1:]
 			}
@@ -362,15 +362,15 @@ func runModel(capacity int, ops []byte) error {
 				return fmt.Errorf("step %d: PushBatch(%d) = %d, want %d", step, size, n, want)
 			}
 			model = append(model, src[:n]...)
-		case 7: // PopBatch
+		case 7: // popBatch
 			dst := make([]item, size)
-			n := r.PopBatch(dst)
+			n := r.popBatch(dst)
 			if want := min(size, len(model)); n != want {
-				return fmt.Errorf("step %d: PopBatch(%d) = %d, want %d", step, size, n, want)
+				return fmt.Errorf("step %d: popBatch(%d) = %d, want %d", step, size, n, want)
 			}
 			for i := range n {
 				if dst[i] != model[i] {
-					return fmt.Errorf("step %d: PopBatch[%d] = %v, want %v", step, i, dst[i], model[i])
+					return fmt.Errorf("step %d: popBatch[%d] = %v, want %v", step, i, dst[i], model[i])
 				}
 			}
 			model = model[n:]
@@ -446,15 +446,15 @@ func TestZeroSlots(t *testing.T) {
 		}
 	}
 	for range 3 {
-		r.TryPush(ptrItem{&x, 1})
-		r.TryPush(ptrItem{&x, 2})
-		r.TryPush(ptrItem{&x, 3})
-		r.TryPop()
-		assertClear("TryPop")
+		r.tryPush(ptrItem{&x, 1})
+		r.tryPush(ptrItem{&x, 2})
+		r.tryPush(ptrItem{&x, 3})
+		r.tryPop()
+		assertClear("tryPop")
 		r.Release(len(r.Peek(1)))
 		assertClear("Release")
-		r.PopBatch(make([]ptrItem, 4))
-		assertClear("PopBatch")
+		r.popBatch(make([]ptrItem, 4))
+		assertClear("popBatch")
 	}
 	if New[item](4).zeroSlots {
 		t.Fatal("ring of pointer-free elements clears slots")
@@ -469,18 +469,18 @@ func TestZeroAllocs(t *testing.T) {
 		name string
 		fn   func()
 	}{
-		{"TryPush+TryPop", func() { r.TryPush(v); r.TryPop() }},
+		{"tryPush+tryPop", func() { r.tryPush(v); r.tryPop() }},
 		{"Reserve+Commit+Peek+Release", func() {
 			s := r.Reserve(8)
 			s[0] = v
 			r.Commit(len(s))
 			r.Release(len(r.Peek(8)))
 		}},
-		{"PushBatch+PopBatch", func() { r.PushBatch(batch); r.PopBatch(batch) }},
+		{"PushBatch+popBatch", func() { r.PushBatch(batch); r.popBatch(batch) }},
 		{"Push+Pop", func() { r.Push(v); r.Pop() }},
-		{"ReserveWait+PeekWait", func() {
+		{"ReserveWait+peekWait", func() {
 			r.Commit(len(r.ReserveWait(4)))
-			r.Release(len(r.PeekWait(4)))
+			r.Release(len(r.peekWait(4)))
 		}},
 	} {
 		if n := testing.AllocsPerRun(1000, tc.fn); n != 0 {
@@ -529,7 +529,7 @@ func hammer(t *testing.T, capacity int, total uint64, push func(r *SPSC[item], n
 	if sum != wantSum {
 		t.Fatalf("checksum %x, want %x", sum, wantSum)
 	}
-	if _, ok := r.TryPop(); ok {
+	if _, ok := r.tryPop(); ok {
 		t.Fatal("ring not empty after all elements")
 	}
 }
@@ -537,13 +537,13 @@ func hammer(t *testing.T, capacity int, total uint64, push func(r *SPSC[item], n
 func TestHammer(t *testing.T) {
 	total := uint64(scale(500_000, 25))
 	pushOne := func(r *SPSC[item], next, _ uint64) uint64 {
-		if r.TryPush(mkItem(3, next)) {
+		if r.tryPush(mkItem(3, next)) {
 			return 1
 		}
 		return 0
 	}
 	popOne := func(r *SPSC[item], f func(item)) int {
-		v, ok := r.TryPop()
+		v, ok := r.tryPop()
 		if !ok {
 			return 0
 		}
@@ -576,7 +576,7 @@ func TestHammer(t *testing.T) {
 	}
 	var popBuf [5]item
 	popBatch := func(r *SPSC[item], f func(item)) int {
-		n := r.PopBatch(popBuf[:])
+		n := r.popBatch(popBuf[:])
 		for _, v := range popBuf[:n] {
 			f(v)
 		}
@@ -613,7 +613,7 @@ func TestBlockingHammer(t *testing.T) {
 				t.Run(name, func(t *testing.T) {
 					done := watchdog(t, 30*time.Second, name)
 					defer done()
-					r := NewWithIdle[item](capacity, idle)
+					r := newWithIdle[item](capacity, idle)
 					go func() {
 						defer r.Close()
 						for next := uint64(0); next < total; {
@@ -645,7 +645,7 @@ func TestBlockingHammer(t *testing.T) {
 							got++
 							continue
 						}
-						s := r.PeekWait(3)
+						s := r.peekWait(3)
 						if len(s) == 0 {
 							break
 						}
@@ -680,9 +680,9 @@ func awaitParked(t *testing.T, p *parker) {
 // TestParkWake parks the consumer, then publishes with each producer call:
 // each must wake it.
 func TestParkWake(t *testing.T) {
-	for _, how := range []string{"TryPush", "Push", "Commit", "PushBatch"} {
+	for _, how := range []string{"tryPush", "Push", "Commit", "PushBatch"} {
 		t.Run(how, func(t *testing.T) {
-			r := NewWithIdle[item](8, Idle{})
+			r := newWithIdle[item](8, Idle{})
 			got := make(chan item)
 			go func() {
 				v, _ := r.Pop()
@@ -691,8 +691,8 @@ func TestParkWake(t *testing.T) {
 			awaitParked(t, r.cons)
 			want := mkItem(1, 42)
 			switch how {
-			case "TryPush":
-				r.TryPush(want)
+			case "tryPush":
+				r.tryPush(want)
 			case "Push":
 				r.Push(want)
 			case "Commit":
@@ -712,23 +712,23 @@ func TestParkWake(t *testing.T) {
 			}
 		})
 	}
-	for _, how := range []string{"TryPop", "Pop", "Release", "PopBatch"} {
+	for _, how := range []string{"tryPop", "Pop", "Release", "popBatch"} {
 		t.Run(how, func(t *testing.T) {
-			r := NewWithIdle[item](2, Idle{})
-			r.TryPush(mkItem(1, 1))
-			r.TryPush(mkItem(1, 2))
+			r := newWithIdle[item](2, Idle{})
+			r.tryPush(mkItem(1, 1))
+			r.tryPush(mkItem(1, 2))
 			pushed := make(chan bool)
 			go func() { pushed <- r.Push(mkItem(1, 3)) }()
 			awaitParked(t, &r.prodPark)
 			switch how {
-			case "TryPop":
-				r.TryPop()
+			case "tryPop":
+				r.tryPop()
 			case "Pop":
 				r.Pop()
 			case "Release":
 				r.Release(len(r.Peek(1)))
-			case "PopBatch":
-				r.PopBatch(make([]item, 1))
+			case "popBatch":
+				r.popBatch(make([]item, 1))
 			}
 			select {
 			case ok := <-pushed:
@@ -738,11 +738,11 @@ func TestParkWake(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				t.Fatal("parked producer was not woken by " + how)
 			}
-			if v, _ := r.TryPop(); v != mkItem(1, 2) {
-				t.Fatalf("TryPop = %v", v)
+			if v, _ := r.tryPop(); v != mkItem(1, 2) {
+				t.Fatalf("tryPop = %v", v)
 			}
-			if v, _ := r.TryPop(); v != mkItem(1, 3) {
-				t.Fatalf("TryPop = %v", v)
+			if v, _ := r.tryPop(); v != mkItem(1, 3) {
+				t.Fatalf("tryPop = %v", v)
 			}
 		})
 	}
@@ -756,8 +756,8 @@ func TestPingPong(t *testing.T) {
 	rounds := scale(20_000, 10)
 	done := watchdog(t, 30*time.Second, "ping-pong")
 	defer done()
-	ping := NewWithIdle[item](1, Idle{})
-	pong := NewWithIdle[item](1, Idle{})
+	ping := newWithIdle[item](1, Idle{})
+	pong := newWithIdle[item](1, Idle{})
 	go func() {
 		for {
 			v, ok := ping.Pop()
@@ -786,16 +786,16 @@ func TestPingPong(t *testing.T) {
 func TestCloseUnblocks(t *testing.T) {
 	for _, idle := range []Idle{{}, DefaultIdle()} {
 		name := fmt.Sprintf("spins=%d", idle.Spins)
-		for _, call := range []string{"Pop", "PeekWait"} {
+		for _, call := range []string{"Pop", "peekWait"} {
 			t.Run(name+"/"+call, func(t *testing.T) {
-				r := NewWithIdle[item](4, idle)
+				r := newWithIdle[item](4, idle)
 				res := make(chan bool)
 				go func() {
 					if call == "Pop" {
 						_, ok := r.Pop()
 						res <- ok
 					} else {
-						res <- len(r.PeekWait(4)) > 0
+						res <- len(r.peekWait(4)) > 0
 					}
 				}()
 				if idle.Spins == 0 {
@@ -814,8 +814,8 @@ func TestCloseUnblocks(t *testing.T) {
 		}
 		for _, call := range []string{"Push", "ReserveWait"} {
 			t.Run(name+"/"+call, func(t *testing.T) {
-				r := NewWithIdle[item](1, idle)
-				r.TryPush(item{})
+				r := newWithIdle[item](1, idle)
+				r.tryPush(item{})
 				res := make(chan bool)
 				go func() {
 					if call == "Push" {
@@ -847,8 +847,8 @@ func TestCloseUnblocks(t *testing.T) {
 	}
 	t.Run("drain", func(t *testing.T) {
 		r := New[item](4)
-		r.TryPush(mkItem(0, 1))
-		r.TryPush(mkItem(0, 2))
+		r.tryPush(mkItem(0, 1))
+		r.tryPush(mkItem(0, 2))
 		r.Close()
 		r.Close()
 		for i := uint64(1); i <= 2; i++ {
@@ -870,7 +870,7 @@ func TestCloseUnblocks(t *testing.T) {
 func TestCloseRace(t *testing.T) {
 	for i := range scale(200, 10) {
 		idle := Idle{Spins: i % 3, Yields: i % 2}
-		r := NewWithIdle[item](2, idle)
+		r := newWithIdle[item](2, idle)
 		var wg sync.WaitGroup
 		wg.Add(2)
 		go func() {

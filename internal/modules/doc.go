@@ -33,9 +33,6 @@
 //   - perf and perf/perfbench: public, in the library: hardware counters
 //     per operation are as useful in an embedder's benchmarks as in ours,
 //     and they cost the library only x/sys and a small perf-event module.
-//   - ackcore/acktest (with model, treegen and workload): public, in the
-//     library: the differential harness every ackcore.Interface is held
-//     to, for anyone writing another acker; standard library only.
 //   - topology/promexport: public, in the library: its one dependency,
 //     the Prometheus client, is already the library's for cmd/ackerd's
 //     /metrics, so a module of its own would lighten nothing (franz-go
@@ -46,9 +43,13 @@
 //     their own (as franz-go's kfake is) because each broker module already
 //     requires the fake for its own tests, and the module graph's pruning
 //     keeps the fake out of a dependent's build unless it imports the kit.
-//   - internal/...: the repository's own (build information, the README
-//     test, this test, the proxy builder, which is a module of its own so
-//     that golang.org/x/mod never enters the library's requirements).
+//   - internal/...: the repository's own: build information, the README
+//     test, this test, the test kits every acker in the repository is held
+//     to and the benchmarks' workloads (internal/acktest), the shard's
+//     timing wheel (internal/timerwheel), the outcome queue netio's client
+//     and the harness share (internal/outq), and the proxy builder, which
+//     is a module of its own so that golang.org/x/mod never enters the
+//     library's requirements.
 //
 // # Layout
 //

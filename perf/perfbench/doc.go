@@ -33,4 +33,8 @@
 //   - Only available events are reported; unknown values are skipped.
 //   - The reason for any missing column is logged once per process, not per
 //     benchmark or per b.N round.
+//
+// The package is public for benchmarks outside the project (the project's
+// own harness, ackbench, reads perf directly): Start for the common case,
+// Report and Reporter for counters summed over goroutines.
 package perfbench
