@@ -15,12 +15,12 @@ import (
 // lines ahead. Below it the table stays in the last-level cache, where the
 // core's own out-of-order execution overlaps the misses of neighbouring
 // messages, and the prefetch pass (hashing a chunk ahead, reading each
-// control word, about 75 instructions a message) costs more than it
-// saves. Measured on a 2-vCPU Zen 5 VM (1 MiB L2, 32 MiB L3), word count,
-// ackbench -level core, pinned: at 100,000 roots pending (a 3.4 MB table)
-// 58-63M msgs/s without the pass against 36-45M with it; at 300,000 (10
-// MB) 32M with it against 19-22M without; at 1M 22-25M with it against
-// 14M without.
+// control word: about 70 instructions a message under callgrind) costs
+// more than it saves. Measured on a 2-vCPU AMD EPYC VM (512 KiB L2 a
+// core, 32 MiB L3), word count, ackbench -level core, pinned: at 100,000
+// roots pending (a 3.4 MB table) 58-63M msgs/s without the pass against
+// 36-45M with it; at 300,000 (10 MB) 32M with it against 19-22M without;
+// at 1M 22-25M with it against 14M without.
 const prefetchAbove = 6 << 20
 
 // Apply applies msgs in order and appends the outcomes they cause to out,
@@ -106,21 +106,19 @@ func (s *Shard) fastInit() bool { return s.defDeadline >= s.limit && !s.fails.ac
 
 // fastPath is the portable hot loop, for CPUs without ackRun (see
 // applyRun and ackrun_amd64.s). It applies chunk[i:] for as long as each
-// message is one of the two kinds that make nearly all traffic and touch
+// message is one of the kinds that make nearly all traffic and touch
 // nothing but their slot: an ACK to an existing entry that does not bring
 // its val to 0 (writes one val), one that completes a root with the
 // default timing and no near timer (appends Completed to out, empties the
-// slot), and an INIT of a new root with the
-// default timeout (TimeoutMs 0 or equal to the default), far from due,
-// into the first empty slot from its home group on (writes one slot, its
-// tag and the overflow counts of the groups it passed). It probes as find
-// does (lookup), group by group while the overflow count says entries
-// passed, matching the tag in both halves of a control word at once
-// (SWAR). It
-// returns the index of the first message it did not apply (len(chunk) if
-// none), the slot where that message's probe ended (as find returns it)
-// and out. Its common paths call nothing, so that it keeps everything in
-// registers.
+// slot), and an INIT of a new root with the default timeout (TimeoutMs 0
+// or equal to the default), far from due, into the first empty slot from
+// its home group on (writes one slot, its tag and the overflow counts of
+// the groups it passed). It probes as find does (lookup), group by group
+// while the overflow count says entries passed, matching the tag in both
+// halves of a control word at once (SWAR). It returns the index of the
+// first message it did not apply (len(chunk) if none), the slot where that
+// message's probe ended (as find returns it) and out. Its common paths
+// call nothing, so that it keeps everything in registers.
 //
 // hs holds the chunk's home groups and tags, computed (and prefetched) a
 // chunk ahead; nil means fastPath hashes each root itself.

@@ -16,7 +16,8 @@ import (
 // up, then XORACK_CALLGRIND_MSGS messages applied with callgrind collecting
 // only around them; XORACK_NOASM=1 measures the portable Go loop instead of
 // the assembly one; XORACK_CALLGRIND_P sets the roots pending (10,000 when
-// unset). It runs (briefly) as an ordinary test too, checking
+// unset) and XORACK_CALLGRIND_SHAPE the tree shape (workload.ByName; the
+// word count when unset). It runs (briefly) as an ordinary test too, checking
 // that the stream completes cleanly.
 func TestCallgrindWorkload(t *testing.T) {
 	n := 20_000
@@ -40,7 +41,14 @@ func TestCallgrindWorkload(t *testing.T) {
 			t.Fatalf("XORACK_CALLGRIND_P=%q: want a positive count", v)
 		}
 	}
-	st := workload.Build(workload.WordCount, p, 1)
+	shape := workload.WordCount
+	if v := os.Getenv("XORACK_CALLGRIND_SHAPE"); v != "" { // other shapes, by hand
+		var err error
+		if shape, err = workload.ByName(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := workload.Build(shape, p, 1)
 	clock := &ackcore.FakeClock{}
 	s, err := ackcore.NewShard(ackcore.Config{MaxPending: st.MaxPending(), Clock: clock, Seed: 1})
 	if err != nil {

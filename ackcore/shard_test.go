@@ -43,8 +43,38 @@ func none(t *testing.T, out []ackcore.Outcome) {
 	}
 }
 
+// rulePaths are the copies of the fast path (doc.go, "Where the rules
+// live"): TestRules holds each to the same hand-written expectations.
+var rulePaths = []struct {
+	name  string
+	setup func(t *testing.T, s *ackcore.Shard)
+}{
+	{"asm", func(t *testing.T, s *ackcore.Shard) { // ackRun
+		if !ackcore.AckRunAvailable() {
+			t.Skip("no AVX2: the assembly loop does not run here")
+		}
+	}},
+	{"go", func(t *testing.T, s *ackcore.Shard) { t.Cleanup(ackcore.SetAckRun(false)) }}, // fastPath
+	{"prefetch", func(t *testing.T, s *ackcore.Shard) { s.ForcePrefetch() }},             // ackRunHS, or fastPath with homes
+	{"go-prefetch", func(t *testing.T, s *ackcore.Shard) { // fastPath with homes
+		t.Cleanup(ackcore.SetAckRun(false))
+		s.ForcePrefetch()
+	}},
+}
+
+// TestRules applies each rule of docs/semantics.md that one shard decides
+// through each copy of the fast path (and step behind it).
 func TestRules(t *testing.T) {
-	s, clock := newShard(t, 100)
+	for _, p := range rulePaths {
+		t.Run(p.name, func(t *testing.T) {
+			s, clock := newShard(t, 100)
+			p.setup(t, s)
+			testRules(t, s, clock)
+		})
+	}
+}
+
+func testRules(t *testing.T, s *ackcore.Shard, clock *ackcore.FakeClock) {
 	// Rule 2: completion, latency from INIT.
 	none(t, s.Apply([]ackcore.Msg{init1(1, 7, 0xa^0xb)}, nil))
 	clock.Add(5 * time.Millisecond)

@@ -76,6 +76,13 @@ type ClientConfig struct {
 	// to a host, doubled after each failure with jitter (default
 	// DefaultBackoffMin and DefaultBackoffMax).
 	BackoffMin, BackoffMax time.Duration
+	// MaxBytes is the client's memory budget: the most its pending
+	// tables, send queues, read buffers, staged frames and inboxes may
+	// hold together (0: DefaultClientMaxBytes). Dial fails, naming the
+	// bytes, for a configuration that could hold more: each inbox may
+	// hold up to MaxPending outcomes, so a spec of many inboxes wants a
+	// smaller MaxPending or a deliberate MaxBytes.
+	MaxBytes int64
 	// HashKey keys the routing hash; 0 derives it from Secret, so that
 	// clients sharing a secret agree.
 	HashKey uint64
@@ -158,13 +165,18 @@ func (c *ClientConfig) fill() error {
 	if c.BackoffMax == 0 {
 		c.BackoffMax = DefaultBackoffMax
 	}
+	if c.MaxBytes == 0 {
+		c.MaxBytes = DefaultClientMaxBytes
+	}
 	if c.HashKey == 0 {
 		sum := sha256.Sum256(append([]byte("xorack-netio-route"), c.Secret...))
 		c.HashKey = binary.LittleEndian.Uint64(sum[:])
 	}
 	switch {
-	case c.MaxPending < 1:
-		return fmt.Errorf("netio: MaxPending %d below 1", c.MaxPending)
+	case c.MaxPending < 1 || c.MaxPending > maxClientPending:
+		return fmt.Errorf("netio: MaxPending %d out of range [1, %d]", c.MaxPending, maxClientPending)
+	case c.MaxBytes < 0:
+		return fmt.Errorf("netio: MaxBytes %d is negative (0: DefaultClientMaxBytes)", c.MaxBytes)
 	case c.MaxFrame < minMaxFrame || c.MaxFrame > maxMaxFrame:
 		return fmt.Errorf("netio: MaxFrame %d out of range [%d, %d]", c.MaxFrame, minMaxFrame, maxMaxFrame)
 	case c.FrameMsgs < 1 || c.FrameMsgs > maxMsgsPerFrame(minMaxFrame)*16:
@@ -273,6 +285,9 @@ func Dial(cfg ClientConfig, spec acker.Spec) (*Client, error) {
 	}
 	if uint64(cfg.TaskBase)+uint64(spec.Tasks) > ackcore.MaxTask+1 {
 		return nil, fmt.Errorf("netio: tasks [%d, %d) exceed MaxTask %d", cfg.TaskBase, uint64(cfg.TaskBase)+uint64(spec.Tasks), ackcore.MaxTask)
+	}
+	if err := cfg.checkBudget(spec); err != nil {
+		return nil, err
 	}
 	c := &Client{cfg: cfg, spec: spec, recvOf: recvOf, log: cfg.Logger, logEvery: logEvery, epoch: time.Now(),
 		stopped: make(chan struct{}), frame: cfg.FrameMsgs}

@@ -524,18 +524,18 @@ func (c *sconn) writer() {
 	t := time.NewTimer(hb)
 	defer t.Stop()
 	var lastDeadline time.Time
-	yielded := false
+	yielded := 0 // yields since the last write
 	for {
 		c.mu.Lock()
-		if len(c.out) > 0 && len(c.out) < coalesceBytes && !c.finished && !yielded {
+		if len(c.out) > 0 && len(c.out) < coalesceBytes && !c.finished && yielded < coalesceYields {
 			// Little to write: let the router add to it first (see
 			// coalesceBytes).
-			yielded = true
+			yielded++
 			c.mu.Unlock()
 			runtime.Gosched()
 			continue
 		}
-		yielded = false
+		yielded = 0
 		if len(c.out) == 0 && !c.finished {
 			c.writerIdle = true
 			c.mu.Unlock()
@@ -560,7 +560,7 @@ func (c *sconn) writer() {
 				continue
 			}
 			if !c.finished && len(c.out) < coalesceBytes {
-				yielded = true
+				yielded++
 				c.mu.Unlock()
 				runtime.Gosched()
 				continue

@@ -129,7 +129,10 @@
 // atomic pointers indexed by task), encodes the outcomes straight into
 // that connection's outbound buffer, one lock per connection per batch,
 // and wakes its writer goroutine if it waits; the writer swaps the buffer
-// out and writes it with one write. The router grows a connection's
+// out and writes it with one write, having first yielded its processor
+// (up to coalesceYields times) while the buffer held less than
+// coalesceBytes (32 KiB), so that the router adds what it has to the
+// same write. The router grows a connection's
 // buffer itself, to at most outBound bytes, past which the connection is
 // closed as slow. A close for cause (replaced, slow, overloaded) has a
 // short write deadline (closeWriteTimeout); a write that timed out is
@@ -151,8 +154,10 @@
 // buffer and queue at once, registers the queued INITs in the host's
 // pending table (root -> local task, INIT count, send time: a flat
 // open-addressed table, pendTable, its probes for a turn's roots issued
-// together), and only then writes the bytes, with one write. One reader
-// goroutine parses outcome frames in place, takes each root out of the
+// together), and only then writes the bytes, with one write (yielding
+// first, as the server's writer does, while there are less than
+// coalesceBytes: woken per frame, it wrote one frame a write). One
+// reader goroutine parses outcome frames in place, takes each root out of the
 // pending table (one lock per frame) and delivers what it resolved to
 // the inboxes when the next frame is not wholly buffered: one inbox lock
 // per read batch, and a wake-up only for a consumer that waits. A host
@@ -188,6 +193,7 @@
 //     outcomes matched with the pending table) and its writer.
 //   - route.go: rendezvous routing and the live host list.
 //   - pend.go: the pending table of a host's roots in flight.
+//   - budget.go: the client's memory budget (ClientConfig.MaxBytes).
 //   - clientstats.go, observe.go: counters, their logging and export.
 //
 // # Concurrency
@@ -242,7 +248,9 @@
 //     many outcomes per inbox, more only for a batch that came at once or
 //     for INITs its writer failed, at most MaxPending), QueueBytes per
 //     host (twice: the buffer senders fill and the one the writer
-//     writes); the server by MaxConns x Server.ConnBytes (a read buffer
+//     writes), which Dial adds up with the pending tables, read buffers
+//     and staged frames and checks against ClientConfig.MaxBytes before
+//     it allocates (budget.go); the server by MaxConns x Server.ConnBytes (a read buffer
 //     of MaxFrame and a read chunk, a decoded frame, a frame's refused
 //     INITs, the router's batch, two outbound buffers of at most
 //     outBound bytes: 11.8 MiB at the defaults, 6-8.5 MiB measured for a

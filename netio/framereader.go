@@ -12,13 +12,23 @@ const readChunk = 64 << 10
 
 // coalesceBytes is how much a writer (the client's per host, the
 // server's per connection) likes to have before it writes: with less, it
-// yields its processor once (runtime.Gosched) and then writes what is
-// there. On loopback a write system call costs microseconds whatever its
-// size, and the peer's read as much again; a writer woken per frame wrote
-// one frame per call. The yield lets the goroutines that fill its buffer
-// (senders, the router) run first where they share its processor, and
-// costs a scheduler pass when nothing else is runnable.
+// yields its processor (runtime.Gosched), up to coalesceYields times,
+// and then writes what is there. On loopback a write system call costs
+// microseconds whatever its size, and the peer's read as much again; a
+// writer woken per frame wrote one frame per call. A yield lets the
+// goroutines that fill its buffer (senders, the router) run first where
+// they share its processor, and costs a scheduler pass when nothing else
+// is runnable.
 const coalesceBytes = 32 << 10
+
+// coalesceYields is the most times a writer yields before one write.
+// Counted on the 2-vCPU machine (ackbench's net level, 1 and 4
+// connections, batch 256, 10M messages each, two runs): about 150,000
+// write calls without yielding, 79,000-97,000 after up to 3 yields,
+// 62,000-80,000 after up to 8, and 93,000 or 199,000 after one. With 3,
+// netio's CPU per message at batch 16 fell from 85-93 ns to 68-72 (see
+// BENCHMARKS.md, network acker).
+const coalesceYields = 3
 
 // frameReader reads frames from a stream into one buffer that it reuses.
 // The buffer starts at readChunk bytes and grows only for a frame whose

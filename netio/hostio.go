@@ -180,7 +180,7 @@ func (h *host) writer(conn net.Conn, gen uint64, wake, rdone chan struct{}, hb t
 	var spareInits []initRec
 	var lastDeadline time.Time
 	wt := c.cfg.WriteTimeout
-	yielded := false
+	yielded := 0 // yields since the last write
 	for {
 		h.mu.Lock()
 		if h.gen != gen {
@@ -189,15 +189,15 @@ func (h *host) writer(conn net.Conn, gen uint64, wake, rdone chan struct{}, hb t
 		}
 		var buf []byte
 		var inits []initRec
-		if len(h.out) > 0 && len(h.out) < coalesceBytes && !yielded {
+		if len(h.out) > 0 && len(h.out) < coalesceBytes && yielded < coalesceYields {
 			// Little to write: let the senders add to it first (see
 			// coalesceBytes).
-			yielded = true
+			yielded++
 			h.mu.Unlock()
 			runtime.Gosched()
 			continue
 		}
-		yielded = false
+		yielded = 0
 		if len(h.out) == 0 {
 			h.writerIdle = true
 			h.mu.Unlock()

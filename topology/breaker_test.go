@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/xorack/xorack/internal/race"
 )
 
 // pacedSpout emits ids [0, poison) at once, then one id of the rest per
@@ -281,8 +283,17 @@ func TestBreakerTailPoison(t *testing.T) {
 		}
 		t.Logf("breaker %v: done in %v, %d openings, %d replays", on, took[i].Round(time.Millisecond), c.BreakerOpens, c.Replayed)
 	}
-	if took[1] > took[0]*3/2 {
-		t.Errorf("breaker on took %v, off %v: more than 1.5x", took[1], took[0])
+	// Under the race detector on a loaded machine, each of the
+	// breaker-on run's few extra round trips (the opening, the probe, the
+	// replay that closes it) costs up to half a second, and the ratio
+	// reached 1.504x in 1 of 4 runs; the stall this test is for takes
+	// minutes, so 3x still catches it.
+	limit, bound := took[0]*3/2, "1.5x"
+	if race.Enabled {
+		limit, bound = took[0]*3, "3x under the race detector"
+	}
+	if took[1] > limit {
+		t.Errorf("breaker on took %v, off %v: more than %s", took[1], took[0], bound)
 	}
 }
 

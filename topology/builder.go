@@ -48,7 +48,7 @@ type inputDecl struct {
 
 // Spout declares a spout; newSpout is called once per task.
 func (b *Builder) Spout(name string, newSpout func() Spout) *Decl {
-	d := &Decl{name: name, spout: true, newSpout: newSpout, executors: 1}
+	d := &Decl{name: name, spout: true, newSpout: newSpout}
 	if newSpout == nil {
 		d.errf("nil constructor")
 	}
@@ -58,7 +58,7 @@ func (b *Builder) Spout(name string, newSpout func() Spout) *Decl {
 
 // Bolt declares a bolt; newBolt is called once per task.
 func (b *Builder) Bolt(name string, newBolt func() Bolt) *Decl {
-	d := &Decl{name: name, newBolt: newBolt, executors: 1}
+	d := &Decl{name: name, newBolt: newBolt}
 	if newBolt == nil {
 		d.errf("nil constructor")
 	}
@@ -78,7 +78,9 @@ func (d *Decl) errf(format string, args ...any) {
 }
 
 // Executors sets the number of executor goroutines (Storm's parallelism
-// hint); default 1.
+// hint); default the number of tasks (1 when neither is set): the
+// parallelism named with Tasks alone runs in parallel, as in Storm.
+// Fewer executors than tasks run several tasks on one goroutine each.
 func (d *Decl) Executors(n int) *Decl {
 	if n < 1 || n > 1<<12 {
 		d.errf("executors %d out of range [1, %d]", n, 1<<12)
@@ -88,7 +90,8 @@ func (d *Decl) Executors(n int) *Decl {
 }
 
 // Tasks sets the number of tasks (instances), spread evenly over the
-// executors; default the number of executors.
+// executors; default the number of executors. Tasks(4) alone runs 4
+// executors, one task each.
 func (d *Decl) Tasks(n int) *Decl {
 	if n < 1 || n > 1<<16 {
 		d.errf("tasks %d out of range [1, %d]", n, 1<<16)
@@ -229,15 +232,20 @@ func (b *Builder) check() ([]*component, error) {
 			errs = append(errs, fmt.Errorf("topology: duplicate component name %q", d.name))
 			continue
 		}
-		tasks := d.tasks
-		if tasks == 0 {
-			tasks = d.executors
+		tasks, executors := d.tasks, d.executors
+		switch {
+		case tasks == 0 && executors == 0:
+			tasks, executors = 1, 1
+		case tasks == 0:
+			tasks = executors
+		case executors == 0:
+			executors = tasks
 		}
-		if d.executors > tasks {
-			errs = append(errs, fmt.Errorf("topology: %s %q: executors %d exceed tasks %d", d.kind(), d.name, d.executors, tasks))
+		if executors > tasks {
+			errs = append(errs, fmt.Errorf("topology: %s %q: executors %d exceed tasks %d", d.kind(), d.name, executors, tasks))
 		}
 		c := &component{name: d.name, spout: d.spout, newSpout: d.newSpout, newBolt: d.newBolt,
-			nexec: d.executors, ntasks: tasks, decl: d}
+			nexec: executors, ntasks: tasks, decl: d}
 		seen := map[string]bool{}
 		for _, s := range d.streams {
 			if s.name == "" {

@@ -90,8 +90,9 @@ const (
 	// probeRedelivery: a redelivered message standing in for a new one;
 	// it took a probe, and gives it back if it fails.
 	probeRedelivery
-	// probeDry: a replay started while the spout had no new message to
-	// give; its completion closes the breaker, its failure is not
+	// probeDry: a replay started while the breaker held the spout (the
+	// spout had no new message to give, or a failed probe released the
+	// replay); its completion closes the breaker, its failure is not
 	// counted.
 	probeDry
 )

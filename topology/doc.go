@@ -26,7 +26,9 @@
 // Components are numbered in topological order, and so are their tasks
 // (global task ids, what EmitDirect takes). Each component's tasks are
 // spread evenly over its executors; an executor is one goroutine running
-// its tasks one call at a time. A bolt executor has one FanIn (package
+// its tasks one call at a time. By default a component has an executor
+// per task, as in Storm (Tasks(4) alone runs 4 goroutines); Executors
+// sets fewer. A bolt executor has one FanIn (package
 // ring) with one SPSC ring per upstream executor; an emitter stages the
 // tuples for each downstream executor and publishes them a batch at a
 // time (Config.Batch), one atomic store per batch.

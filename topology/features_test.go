@@ -527,3 +527,38 @@ func TestOpenErrorClosesOpened(t *testing.T) {
 		t.Fatalf("%d opened, %d closed; want every opened task closed", opens.Load(), closes.Load())
 	}
 }
+
+// TestParallelismDefault: the parallelism a user names runs in
+// parallel: Tasks(4) alone is 4 executors, as in Storm; Executors sets
+// fewer (or alone, as many tasks); neither is one of each.
+func TestParallelismDefault(t *testing.T) {
+	for _, tc := range []struct {
+		tasks, executors         int
+		wantTasks, wantExecutors int
+	}{
+		{0, 0, 1, 1},
+		{4, 0, 4, 4},
+		{4, 2, 4, 2},
+		{0, 3, 3, 3},
+		{4, 1, 4, 1},
+	} {
+		b := NewBuilder()
+		b.Spout("ids", newIDSpout(newLedger(), 0)).Output("id")
+		d := b.Bolt("sink", func() Bolt { return nopBolt{} }).Input("ids", Shuffle())
+		if tc.tasks > 0 {
+			d.Tasks(tc.tasks)
+		}
+		if tc.executors > 0 {
+			d.Executors(tc.executors)
+		}
+		top, err := b.Build(testConfig())
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := top.Metrics()
+		if c := m.Component("sink"); c.Tasks != tc.wantTasks || c.Executors != tc.wantExecutors {
+			t.Errorf("Tasks(%d) Executors(%d): %d tasks on %d executors, want %d on %d",
+				tc.tasks, tc.executors, c.Tasks, c.Executors, tc.wantTasks, tc.wantExecutors)
+		}
+	}
+}

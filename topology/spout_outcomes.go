@@ -258,7 +258,7 @@ func (s *spoutExec) replayFrom(q *retryHeap, did bool) bool {
 		sl.lastErr = nil
 		sl.probe = probeNone
 		if s.brk.holding() {
-			sl.probe = probeDry // let through because the spout ran dry
+			sl.probe = probeDry // let through while it holds: the spout ran dry, or a failed probe released it
 		}
 		if err := s.start(idx, sl); err != nil {
 			// The values were routed before; a route that fails now (a
