@@ -39,14 +39,22 @@ func TestSourceLevel(t *testing.T) {
 			}
 		}
 	}
-	var notes int
+	var notes, startups int
 	for _, n := range rep.Notes {
 		if strings.Contains(n, "/ memory-acked sentences/s") {
 			notes++
 		}
+		// Every row's startup, left out of its records/s, is noted
+		// apart, over the timed reps.
+		if strings.Contains(n, " startup (Start to the first record split") && strings.HasSuffix(n, "over 2 reps") {
+			startups++
+		}
 	}
 	if notes != 2 {
 		t.Errorf("notes %q: want kafka-acked's and jetstream-acked's ratio to memory-acked", rep.Notes)
+	}
+	if startups != len(sourceImpls) {
+		t.Errorf("notes %q: want a startup note per row", rep.Notes)
 	}
 }
 

@@ -85,9 +85,14 @@ func (s *wcSpout) Next(col *topology.SpoutCollector) {
 func (s *wcSpout) Ack(any)                     { s.acked.Add(1) }
 func (s *wcSpout) Fail(any, *topology.Failure) { s.failed.Add(1) }
 
-type wcSplit struct{}
+// wcSplit splits a sentence into words. It marks its topology's first
+// tuple (wcTopology.first): the moment the spout's first root came in.
+type wcSplit struct{ w *wcTopology }
 
-func (wcSplit) Execute(t *topology.Tuple, c *topology.BoltCollector) {
+func (s wcSplit) Execute(t *topology.Tuple, c *topology.BoltCollector) {
+	if s.w.first.Load() == 0 {
+		s.w.first.CompareAndSwap(0, int64(max(time.Since(s.w.t0), 1)))
+	}
 	for _, w := range strings.Fields(t.String(0)) {
 		_ = c.Emit(t, w)
 	}
@@ -104,6 +109,7 @@ func (b *wcCount) Execute(t *topology.Tuple, c *topology.BoltCollector) {
 // wcResult is one timed word-count run.
 type wcResult struct {
 	d             time.Duration
+	startup       time.Duration // from Start to the first sentence split (wcTopology.first)
 	trees, tuples int64
 	cpu           time.Duration
 	gc            gcSum
