@@ -191,7 +191,7 @@ type PartitionStats struct {
 // nothing: Open (called by the topology before the first Next) creates the
 // client and joins the group.
 func New(cfg Config) (*Spout, error) {
-	cfg, err := cfg.withDefaults()
+	cfg, err := cfg.validate()
 	if err != nil {
 		return nil, err
 	}
@@ -247,7 +247,7 @@ func (s *Spout) Open(tc topology.TaskContext) error {
 	s.fetchBytes, _ = cl.OptValue(kgo.FetchMaxBytes).(int32)
 	s.maxPartBytes, _ = cl.OptValue(kgo.FetchMaxPartitionBytes).(int32)
 	if s.maxPartBytes <= 0 {
-		s.maxPartBytes = 1 << 20
+		s.maxPartBytes = DefaultFetchMaxPartitionBytes
 	}
 	s.partBytes = s.maxPartBytes
 	s.resizeFetch(max(minPartBytes, s.maxPartBytes/firstInflation))
