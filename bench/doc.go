@@ -52,8 +52,8 @@
 // apart) until every record is done and Stop has returned (the final
 // commit included), and is verified word by word and by the committed
 // offsets read back from the broker. -check gates each broker's records
-// per CPU-second over the in-memory spout's, the best rep pair
-// (source.go).
+// per second and per CPU-second over the in-memory spout's, the best rep
+// pair of each (source.go).
 //
 // net: the pipeline's producers and spouts with the acker behind
 // loopback TCP connections, one per producer (Config.Conns of them):

@@ -138,12 +138,14 @@ type Row struct {
 	// over the in-memory spout's sentences/s (impl memory-acked) in the
 	// same run: the source's cost beside a fixed baseline.
 	BaselineRatio float64 `json:"baseline_ratio,omitempty"`
-	// CPURatio, on a source row fed by a broker, is its records per
-	// CPU-second (the process's, from each rep's first record) over the
-	// in-memory spout's, rep by rep (the reps take turns): the best of
-	// those ratios, which Check gates. A busy machine spoils a rep's CPU
-	// figures less than its wall clock, and a regression lowers every
-	// rep, the best too.
+	// WallBestRatio and CPURatio, on a source row fed by a broker, are its
+	// records per second and per CPU-second (the process's, from each rep's
+	// first record) over the in-memory spout's, rep by rep (the reps take
+	// turns): the best of each, which Check gates. Other processes on the
+	// machine spoil single reps, a regression lowers them all; CPU time
+	// shows work that a busy machine hides in the wall clock, the wall
+	// clock work on a thread that would otherwise idle.
+	WallBestRatio  float64 `json:"wall_best_ratio,omitempty"`
 	CPURatio       float64 `json:"cpu_ratio,omitempty"`
 	OrphansEvicted uint64  `json:"orphans_evicted"`
 	OrphansDrained uint64  `json:"orphans_drained"` // drains their trees' last ACKs emptied (fail runs without FailBare)
