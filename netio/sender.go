@@ -70,27 +70,19 @@ func (s *Producer) SendBatch(msgs []ackcore.Msg) error {
 		h := live[0]
 		st := &s.stage[h.idx]
 		run := msgs[:min(len(msgs), c.frame-st.n)]
-		inits := 0
-		for i := range run {
-			if !s.valid(&run[i]) {
-				run = run[:i]
-				break
-			}
-			if run[i].Kind == ackcore.Init {
-				inits++
-			}
-		}
-		if len(run) == 0 || inits > 0 && !c.tryAcquire(inits) {
+		n, k := s.putRun(st, run)
+		if inits := k[ackcore.Init&3]; n == 0 || inits > 0 && !c.tryAcquire(int(inits)) {
 			// A malformed message (send names it), or no room for the
-			// run's roots (send waits for it).
+			// run's roots (send waits for it): the run is not staged.
+			st.inits = st.inits[:len(st.inits)-int(inits)]
 			if _, err := s.send(msgs[0], true); err != nil {
 				return err
 			}
 			msgs = msgs[1:]
 			continue
 		}
-		s.putRun(st, run)
-		msgs = msgs[len(run):]
+		s.stageRun(st, n, &k)
+		msgs = msgs[n:]
 		if st.n >= c.frame {
 			s.handOver(h)
 		}
@@ -171,30 +163,63 @@ func (s *Producer) put(st *stage, m *ackcore.Msg) {
 	st.n++
 }
 
-// putRun is put for each of run, in one loop that keeps the stage's
-// buffer in registers (run fits in the stage's frame).
-func (s *Producer) putRun(st *stage, run []ackcore.Msg) {
+// putRun encodes the longest valid prefix of run (see valid) into st's
+// frame after its staged records, in one pass that checks and encodes
+// each message, and appends its INITs to st.inits; run fits in the
+// frame. It returns how many it encoded and their count by kind (index
+// Kind&3, as Producer.kinds), and stages nothing: stageRun does, once
+// their roots have slots; a caller that does not stage them truncates
+// st.inits by their INITs.
+func (s *Producer) putRun(st *stage, run []ackcore.Msg) (n int, kinds [4]uint64) {
 	if st.n == 0 {
 		if cap(st.buf) < HeaderSize+s.c.frame*MsgSize {
 			st.buf = make([]byte, 0, HeaderSize+s.c.frame*MsgSize)
 		}
 		st.buf = appendHeader(st.buf[:0], typeMsgs, 0)
 	}
-	base := s.c.cfg.TaskBase
-	buf, inits := st.buf, st.inits
-	off := len(buf)
-	buf = buf[:off+len(run)*MsgSize]
+	base, tasks := s.c.cfg.TaskBase, uint32(s.c.spec.Tasks)
+	off := len(st.buf)
+	buf := st.buf[off : off+len(run)*MsgSize]
+	ins := st.inits
+	var inits, fails, resets uint64
+loop:
 	for i := range run {
 		m := &run[i]
-		task := uint32(0)
-		if m.Kind == ackcore.Init {
-			task = m.Task + base
-			inits = append(inits, initRec{root: m.Root, task: m.Task})
+		// valid, on the fields at hand: the rule's ackcore part
+		// (Msg.Valid) and an INIT's task within the client's.
+		if m.Root == 0 || m.Kind-1 > ackcore.Reset-1 || m.TimeoutMs > ackcore.MaxTimeoutMs {
+			break loop
 		}
-		s.kinds[m.Kind&3]++ // Reset (4) counts in slot 0; see Flush
-		putMsg(buf[off+i*MsgSize:], m, task)
+		task := uint32(0)
+		switch {
+		case m.Kind == ackcore.Init:
+			if m.Task >= tasks {
+				break loop
+			}
+			task = m.Task + base
+			ins = append(ins, initRec{root: m.Root, task: m.Task})
+			inits++
+		case m.Kind == ackcore.Fail:
+			fails++
+		case m.Kind == ackcore.Reset:
+			resets++
+		}
+		putMsg(buf[i*MsgSize:], m, task)
+		n++
 	}
-	st.buf, st.inits, st.n = buf, inits, st.n+len(run)
+	st.inits = ins
+	kinds[ackcore.Init&3], kinds[ackcore.Fail&3], kinds[ackcore.Reset&3] = inits, fails, resets
+	kinds[ackcore.Ack&3] = uint64(n) - inits - fails - resets
+	return n, kinds
+}
+
+// stageRun stages the n records putRun encoded, counted by kind in k.
+func (s *Producer) stageRun(st *stage, n int, k *[4]uint64) {
+	for i, x := range k {
+		s.kinds[i] += x
+	}
+	st.buf = st.buf[:len(st.buf)+n*MsgSize]
+	st.n += n
 }
 
 // abandon fails the INITs staged when the client stopped.

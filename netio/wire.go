@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/xorack/xorack/ackcore"
@@ -356,11 +357,14 @@ func grow(b []byte, n int) []byte {
 // is named in the error, and dst is returned as it was.
 //
 // The loop reads each record's fields into registers, stores them field
-// by field and checks the stored message with one combined test
-// (ackcore's Msg.Valid and the wire's rules): building the Msg as a
-// value first made the compiler assemble it on the stack with small
-// stores and copy it with 16-byte loads, which stall on store forwarding
-// (twice per record: 12 ns a message on the 2-vCPU machine, against 1-2).
+// by field and checks the fields it holds (ackcore's Msg.Valid and the
+// wire's rules) into one flag, with no early exit; only a frame that
+// fails is walked again, record by record, to name the first bad one.
+// Building the Msg as a value first made the compiler assemble it on the
+// stack with small stores and copy it with 16-byte loads, which stall on
+// store forwarding (twice per record: 12 ns a message on the 2-vCPU
+// machine, against 1-2); checking the stored message (Msg.Valid) and
+// leaving at the first fault kept the loop's state in stack slots.
 func DecodeMsgs(dst []ackcore.Msg, body []byte) ([]ackcore.Msg, error) {
 	dst, _, _, err := decodeMsgs(dst, body, nil, ackcore.MaxTimeoutMs)
 	return dst, err
@@ -378,9 +382,18 @@ func decodeMsgs(dst []ackcore.Msg, body []byte, owns func(task uint32) bool, max
 	base := len(dst)
 	dst = growMsgs(dst, n)
 	out := dst[base:]
+	maxTo = min(maxTo, ackcore.MaxTimeoutMs)
+	// The loop makes no call but on its way out, so that its state stays
+	// in registers: it checks each record (ackcore's rule, Msg.Valid, and the wire's: a
+	// known kind, a task only on an INIT and within MaxTask, the timeout
+	// cap) and bounds the INITs' tasks by lo and hi. Ownership is then
+	// checked over that range, once per frame (a frame's INITs mostly
+	// come from one spout task): a frame is checked as of one moment, as
+	// it is decoded before any of it is applied. The first record at
+	// fault is found, and named, by decodeMsgsError.
+	lo, hi := uint32(math.MaxUint32), uint32(0)
 	for i := range out {
-		r := body[i*MsgSize:]
-		r = r[:MsgSize:MsgSize]
+		r := (*[MsgSize]byte)(body[i*MsgSize:])
 		root := binary.LittleEndian.Uint64(r[offMsgRoot:])
 		val := binary.LittleEndian.Uint64(r[offMsgVal:])
 		kt := binary.LittleEndian.Uint32(r[offMsgKind:])
@@ -388,25 +401,72 @@ func decodeMsgs(dst []ackcore.Msg, body []byte, owns func(task uint32) bool, max
 		kind, task := ackcore.Kind(kt>>24), kt&taskMask
 		m := &out[i]
 		m.Root, m.Val, m.Task, m.Kind, m.TimeoutMs = root, val, task, kind, to
-		// ackcore's rule (Valid), then the wire's own: a task only on an
-		// INIT, and the server's cap on the timeout.
-		if !m.Valid() || kind != ackcore.Init && task != 0 || to > maxTo {
-			if to > maxTo && m.Valid() {
-				return dst[:base], 0, 0, fmt.Errorf("netio: message %d of %d: %v root %#x asks for a timeout of %d ms, past the server's cap of %d ms", i, n, kind, root, to, maxTo)
-			}
-			return dst[:base], 0, 0, fmt.Errorf("netio: message %d of %d: %w", i, n, msgError(m))
+		if root == 0 || kind-1 > ackcore.Reset-1 || to > maxTo || task > ackcore.MaxTask || task != 0 && kind != ackcore.Init {
+			return dst[:base], 0, 0, decodeMsgsError(body, owns, maxTo)
 		}
 		switch kind {
 		case ackcore.Init:
 			inits++
-			if owns != nil && !owns(task) {
-				return dst[:base], 0, 0, fmt.Errorf("netio: message %d of %d: INIT root %#x names task %d, not owned by this client", i, n, root, task)
-			}
+			lo, hi = min(lo, task), max(hi, task)
 		case ackcore.Reset:
 			resets++
 		}
 	}
+	if inits > 0 && owns != nil && !ownsRange(owns, lo, hi, out) {
+		return dst[:base], 0, 0, decodeMsgsError(body, owns, maxTo)
+	}
 	return dst, inits, resets, nil
+}
+
+// ownsRangeMax is the widest range of INIT tasks in one frame that
+// ownsRange checks task by task; past it, it checks each INIT.
+const ownsRangeMax = 64
+
+// ownsRange reports whether owns holds for every INIT's task in msgs,
+// whose INITs' tasks lie in [lo, hi].
+func ownsRange(owns func(task uint32) bool, lo, hi uint32, msgs []ackcore.Msg) bool {
+	if hi-lo < ownsRangeMax {
+		all := true
+		for t := lo; t <= hi && all; t++ {
+			all = owns(t)
+		}
+		if all {
+			return true
+		}
+	}
+	// A wide range, or one with a task not owned in it: look at each INIT.
+	last, ok := uint32(math.MaxUint32), false
+	for i := range msgs {
+		if t := msgs[i].Task; msgs[i].Kind == ackcore.Init && t != last {
+			if last, ok = t, owns(t); !ok {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// decodeMsgsError names the first record of body that decodeMsgs
+// refuses: the error path, one record at a time.
+func decodeMsgsError(body []byte, owns func(task uint32) bool, maxTo uint32) error {
+	n := len(body) / MsgSize
+	for i := range n {
+		r := body[i*MsgSize:]
+		kt := binary.LittleEndian.Uint32(r[offMsgKind:])
+		m := ackcore.Msg{Root: binary.LittleEndian.Uint64(r[offMsgRoot:]), Val: binary.LittleEndian.Uint64(r[offMsgVal:]),
+			Task: kt & taskMask, Kind: ackcore.Kind(kt >> 24), TimeoutMs: binary.LittleEndian.Uint32(r[offMsgTimeout:])}
+		if !m.Valid() || m.Kind != ackcore.Init && m.Task != 0 {
+			return fmt.Errorf("netio: message %d of %d: %w", i, n, msgError(&m))
+		}
+		if m.TimeoutMs > maxTo {
+			return fmt.Errorf("netio: message %d of %d: %v root %#x asks for a timeout of %d ms, past the server's cap of %d ms", i, n, m.Kind, m.Root, m.TimeoutMs, maxTo)
+		}
+		if m.Kind == ackcore.Init && owns != nil && !owns(m.Task) {
+			return fmt.Errorf("netio: message %d of %d: INIT root %#x names task %d, not owned by this client", i, n, m.Root, m.Task)
+		}
+	}
+	// Only an INIT's task changing owner between the two passes gets here.
+	return fmt.Errorf("netio: msgs body of %d records refused: an INIT's task changed owner while the frame was read", n)
 }
 
 // msgError names what is wrong with a decoded record.

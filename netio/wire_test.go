@@ -2,6 +2,7 @@ package netio
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"flag"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -474,5 +476,61 @@ func TestParseFrameOversized(t *testing.T) {
 	const want = "netio: frame length 9437184 exceeds limit 1048576"
 	if err == nil || err.Error() != want {
 		t.Fatalf("parseFrame: %v, want %q", err, want)
+	}
+}
+
+// TestDecodeMsgsRule: decodeMsgs' one-flag check accepts a record
+// exactly when the reference rule does (ackcore's Msg.Valid, a task only
+// on an INIT, the timeout cap, the INIT's task owned), and a frame with
+// bad records is refused naming the first of them.
+func TestDecodeMsgsRule(t *testing.T) {
+	const maxTo = 5000
+	owns := func(task uint32) bool { return task%3 != 2 }
+	roots := []uint64{0, 1, 1 << 63}
+	kinds := []uint32{0, 1, 2, 3, 4, 5, 255}
+	tasks := []uint32{0, 1, 2, ackcore.MaxTask, ackcore.MaxTask + 1, taskMask}
+	tos := []uint32{0, maxTo, maxTo + 1, ackcore.MaxTimeoutMs + 1}
+	rec := func(root uint64, kind, task, to uint32) []byte {
+		r := make([]byte, MsgSize)
+		binary.LittleEndian.PutUint64(r[offMsgRoot:], root)
+		binary.LittleEndian.PutUint64(r[offMsgVal:], 7)
+		binary.LittleEndian.PutUint32(r[offMsgKind:], kind<<24|task)
+		binary.LittleEndian.PutUint32(r[offMsgTimeout:], to)
+		return r
+	}
+	good := rec(9, uint32(ackcore.Ack), 0, 0)
+	cases, bad := 0, 0
+	for _, root := range roots {
+		for _, kind := range kinds {
+			for _, task := range tasks {
+				for _, to := range tos {
+					m := ackcore.Msg{Root: root, Kind: ackcore.Kind(kind), Task: task, TimeoutMs: to}
+					want := m.Valid() && (m.Kind == ackcore.Init || task == 0) && to <= maxTo &&
+						(m.Kind != ackcore.Init || owns(task))
+					r := rec(root, kind, task, to)
+					// Alone, and as the third record of a frame whose
+					// other records are good.
+					_, _, _, err := decodeMsgs(nil, r, owns, maxTo)
+					if (err == nil) != want {
+						t.Fatalf("root %#x kind %d task %d timeout %d: err %v, want ok %v", root, kind, task, to, err, want)
+					}
+					body := slices.Concat(good, good, r, good)
+					out, _, _, err := decodeMsgs(nil, body, owns, maxTo)
+					if (err == nil) != want || !want && !strings.Contains(err.Error(), "message 2 of 4") {
+						t.Fatalf("root %#x kind %d task %d timeout %d in a frame: err %v, want ok %v", root, kind, task, to, err, want)
+					}
+					if !want && len(out) != 0 {
+						t.Fatalf("refused frame returned %d messages", len(out))
+					}
+					cases++
+					if !want {
+						bad++
+					}
+				}
+			}
+		}
+	}
+	if bad == 0 || bad == cases {
+		t.Fatalf("%d of %d cases refused: the table tests one side only", bad, cases)
 	}
 }
