@@ -15,7 +15,7 @@ func BenchmarkDecodeMsgs(b *testing.B) {
 	for i := 0; len(msgs) < 256; i++ {
 		msgs = append(msgs, tree(rng, uint64(i+1), 3, 8)...)
 	}
-	body := AppendMsgs(nil, msgs[:256])[HeaderSize:]
+	body := appendMsgs(nil, msgs[:256])[headerSize:]
 	owns := func(task uint32) bool { return task == 3 }
 	dst := make([]ackcore.Msg, 0, 256)
 	b.SetBytes(int64(len(body)))

@@ -25,10 +25,10 @@ type stage struct {
 	inits []initRec
 }
 
-// Producer is one send handle (acker.Sender): it stages messages per host
+// producer is one send handle (acker.Sender): it stages messages per host
 // and hands a host's frame to its connection when it holds FrameMsgs
 // messages or on Flush. One goroutine uses it.
-type Producer struct {
+type producer struct {
 	c     *Client
 	stage []stage
 	// messages staged since the last Flush by kind, index Kind&3 (INIT
@@ -42,21 +42,21 @@ type Producer struct {
 // an INIT is reported Failed{acker lost} at once and other messages are
 // dropped (counted). A malformed message returns an error naming the
 // value, and acker.ErrClosed once the client is stopped.
-func (s *Producer) Send(m ackcore.Msg) error {
+func (s *producer) Send(m ackcore.Msg) error {
 	_, err := s.send(m, true)
 	return err
 }
 
 // TrySend is Send without waiting: false when MaxPending roots are in
 // flight or m's host's queue is full.
-func (s *Producer) TrySend(m ackcore.Msg) (bool, error) { return s.send(m, false) }
+func (s *producer) TrySend(m ackcore.Msg) (bool, error) { return s.send(m, false) }
 
 // SendBatch is Send for each of msgs in order. With one host up it
 // stages runs of messages at once: one check of the client's state, one
 // take of root slots for a run's INITs, and an encoding loop per run; a
 // run that would pass MaxPending, and every message with several hosts
 // up (each routed by its root), go through Send one at a time.
-func (s *Producer) SendBatch(msgs []ackcore.Msg) error {
+func (s *producer) SendBatch(msgs []ackcore.Msg) error {
 	c := s.c
 	for len(msgs) > 0 {
 		live := *c.live.Load()
@@ -92,18 +92,18 @@ func (s *Producer) SendBatch(msgs []ackcore.Msg) error {
 
 // valid reports whether m may be sent: a well-formed message whose INIT
 // names one of the client's tasks (invalid says why not).
-func (s *Producer) valid(m *ackcore.Msg) bool {
+func (s *producer) valid(m *ackcore.Msg) bool {
 	return m.Valid() && (m.Kind != ackcore.Init || m.Task < uint32(s.c.spec.Tasks))
 }
 
-func (s *Producer) invalid(m *ackcore.Msg) error {
+func (s *producer) invalid(m *ackcore.Msg) error {
 	if err := m.Validate(); err != nil {
 		return fmt.Errorf("netio: %w", err)
 	}
 	return fmt.Errorf("netio: INIT root %#x names task %d, the client has %d tasks", m.Root, m.Task, s.c.spec.Tasks)
 }
 
-func (s *Producer) send(m ackcore.Msg, wait bool) (bool, error) {
+func (s *producer) send(m ackcore.Msg, wait bool) (bool, error) {
 	c := s.c
 	if c.closed.Load() {
 		s.abandon()
@@ -144,10 +144,10 @@ func (s *Producer) send(m ackcore.Msg, wait bool) (bool, error) {
 // put appends m's record to st (m valid, its root's slot taken if an
 // INIT). The stage's buffer holds a whole frame from its first use on, so
 // the append never reallocates.
-func (s *Producer) put(st *stage, m *ackcore.Msg) {
+func (s *producer) put(st *stage, m *ackcore.Msg) {
 	if st.n == 0 {
-		if cap(st.buf) < HeaderSize+s.c.frame*MsgSize {
-			st.buf = make([]byte, 0, HeaderSize+s.c.frame*MsgSize)
+		if cap(st.buf) < headerSize+s.c.frame*msgSize {
+			st.buf = make([]byte, 0, headerSize+s.c.frame*msgSize)
 		}
 		st.buf = appendHeader(st.buf[:0], typeMsgs, 0)
 	}
@@ -158,7 +158,7 @@ func (s *Producer) put(st *stage, m *ackcore.Msg) {
 	}
 	s.kinds[m.Kind&3]++
 	off := len(st.buf)
-	st.buf = st.buf[:off+MsgSize]
+	st.buf = st.buf[:off+msgSize]
 	putMsg(st.buf[off:], m, task)
 	st.n++
 }
@@ -167,19 +167,19 @@ func (s *Producer) put(st *stage, m *ackcore.Msg) {
 // frame after its staged records, in one pass that checks and encodes
 // each message, and appends its INITs to st.inits; run fits in the
 // frame. It returns how many it encoded and their count by kind (index
-// Kind&3, as Producer.kinds), and stages nothing: stageRun does, once
+// Kind&3, as producer.kinds), and stages nothing: stageRun does, once
 // their roots have slots; a caller that does not stage them truncates
 // st.inits by their INITs.
-func (s *Producer) putRun(st *stage, run []ackcore.Msg) (n int, kinds [4]uint64) {
+func (s *producer) putRun(st *stage, run []ackcore.Msg) (n int, kinds [4]uint64) {
 	if st.n == 0 {
-		if cap(st.buf) < HeaderSize+s.c.frame*MsgSize {
-			st.buf = make([]byte, 0, HeaderSize+s.c.frame*MsgSize)
+		if cap(st.buf) < headerSize+s.c.frame*msgSize {
+			st.buf = make([]byte, 0, headerSize+s.c.frame*msgSize)
 		}
 		st.buf = appendHeader(st.buf[:0], typeMsgs, 0)
 	}
 	base, tasks := s.c.cfg.TaskBase, uint32(s.c.spec.Tasks)
 	off := len(st.buf)
-	buf := st.buf[off : off+len(run)*MsgSize]
+	buf := st.buf[off : off+len(run)*msgSize]
 	ins := st.inits
 	var inits, fails, resets uint64
 loop:
@@ -204,7 +204,7 @@ loop:
 		case m.Kind == ackcore.Reset:
 			resets++
 		}
-		putMsg(buf[i*MsgSize:], m, task)
+		putMsg(buf[i*msgSize:], m, task)
 		n++
 	}
 	st.inits = ins
@@ -214,16 +214,16 @@ loop:
 }
 
 // stageRun stages the n records putRun encoded, counted by kind in k.
-func (s *Producer) stageRun(st *stage, n int, k *[4]uint64) {
+func (s *producer) stageRun(st *stage, n int, k *[4]uint64) {
 	for i, x := range k {
 		s.kinds[i] += x
 	}
-	st.buf = st.buf[:len(st.buf)+n*MsgSize]
+	st.buf = st.buf[:len(st.buf)+n*msgSize]
 	st.n += n
 }
 
 // abandon fails the INITs staged when the client stopped.
-func (s *Producer) abandon() {
+func (s *producer) abandon() {
 	for i := range s.stage {
 		st := &s.stage[i]
 		s.c.failLocal(st.inits, ackcore.ReasonStopped)
@@ -235,7 +235,7 @@ func (s *Producer) abandon() {
 // client is stopped it returns acker.ErrClosed when it had messages to
 // hand over (their INITs are reported Failed{stopped}), and nil when it
 // had none, as the in-process acker's Producer does.
-func (s *Producer) Flush() error {
+func (s *producer) Flush() error {
 	c := s.c
 	if c.closed.Load() {
 		staged := false
@@ -270,7 +270,7 @@ func (s *Producer) Flush() error {
 // handOver queues the stage's frame and its INITs on h (waiting for
 // room), in one step under h's lock: a host lost before that fails them
 // here, one lost after fails them from its queue or its pending table.
-func (s *Producer) handOver(h *host) {
+func (s *producer) handOver(h *host) {
 	st := &s.stage[h.idx]
 	binary.LittleEndian.PutUint32(st.buf[offLength:], uint32(len(st.buf)))
 	n := st.n

@@ -41,7 +41,7 @@ const (
 	offVersion  = 4
 	offType     = 5
 	offReserved = 6
-	HeaderSize  = 8
+	headerSize  = 8
 )
 
 // Message record in a typeMsgs body: 24 bytes, the body is a whole number
@@ -59,7 +59,7 @@ const (
 	offMsgVal     = 8
 	offMsgKind    = 16 // kind in the top 8 bits, task in the low 24
 	offMsgTimeout = 20
-	MsgSize       = 24
+	msgSize       = 24
 )
 
 // Outcome record in a typeOutcomes body: 24 bytes.
@@ -76,7 +76,7 @@ const (
 	offOutKind    = 20
 	offOutReason  = 21
 	offOutPad     = 22
-	OutcomeSize   = 24
+	outcomeSize   = 24
 )
 
 // Handshake bodies.
@@ -181,7 +181,7 @@ const (
 	// this much. 64 KiB holds a hello with 8,000 task ranges.
 	handshakeMaxFrame = 64 << 10
 	// maxRanges is the most task ranges a hello may carry.
-	maxRanges = (handshakeMaxFrame - HeaderSize - helloFixed) / 8
+	maxRanges = (handshakeMaxFrame - headerSize - helloFixed) / 8
 )
 
 // errShort is returned by parseFrame when b holds no whole frame yet.
@@ -210,10 +210,10 @@ func parseFrame(b []byte, limit int) (wireFrame, int, error) {
 	if uint64(n) > uint64(limit) {
 		return wireFrame{}, 0, fmt.Errorf("netio: frame length %d exceeds limit %d", n, limit)
 	}
-	if n < HeaderSize {
-		return wireFrame{}, 0, fmt.Errorf("netio: frame length %d below the %d-byte header", n, HeaderSize)
+	if n < headerSize {
+		return wireFrame{}, 0, fmt.Errorf("netio: frame length %d below the %d-byte header", n, headerSize)
 	}
-	if len(b) < HeaderSize {
+	if len(b) < headerSize {
 		return wireFrame{}, 0, errShort
 	}
 	f := wireFrame{Version: b[offVersion], Type: b[offType]}
@@ -226,14 +226,14 @@ func parseFrame(b []byte, limit int) (wireFrame, int, error) {
 	if r := binary.LittleEndian.Uint16(b[offReserved:]); r != 0 {
 		return wireFrame{}, 0, fmt.Errorf("netio: frame reserved bits %#x are not zero", r)
 	}
-	body := int(n) - HeaderSize
+	body := int(n) - headerSize
 	if err := checkBodySize(f.Type, body); err != nil {
 		return wireFrame{}, 0, err
 	}
 	if len(b) < int(n) {
 		return wireFrame{}, 0, errShort
 	}
-	f.Body = b[HeaderSize:n:n]
+	f.Body = b[headerSize:n:n]
 	return f, int(n), nil
 }
 
@@ -248,8 +248,8 @@ func checkBodySize(t byte, n int) error {
 	case typeHeartbeat:
 		want = 0
 	case typeMsgs, typeOutcomes:
-		if n%MsgSize != 0 { // MsgSize == OutcomeSize
-			return fmt.Errorf("netio: %s body of %d bytes is not a whole number of %d-byte records", typeName(t), n, MsgSize)
+		if n%msgSize != 0 { // msgSize == outcomeSize
+			return fmt.Errorf("netio: %s body of %d bytes is not a whole number of %d-byte records", typeName(t), n, msgSize)
 		}
 		return nil
 	case typeHello:
@@ -307,11 +307,11 @@ func endFrame(b []byte, off int) []byte {
 	return b
 }
 
-// putMsg writes m's record at b[0:MsgSize] with task as its task field
+// putMsg writes m's record at b[0:msgSize] with task as its task field
 // (m.Task, or the client's TaskBase added to it; 0 for any kind but
 // INIT). It is the one encoder of a message record.
 func putMsg(b []byte, m *ackcore.Msg, task uint32) {
-	b = b[:MsgSize:MsgSize]
+	b = b[:msgSize:msgSize]
 	binary.LittleEndian.PutUint64(b[offMsgRoot:], m.Root)
 	binary.LittleEndian.PutUint64(b[offMsgVal:], m.Val)
 	binary.LittleEndian.PutUint32(b[offMsgKind:], uint32(m.Kind)<<24|task)
@@ -322,23 +322,23 @@ func putMsg(b []byte, m *ackcore.Msg, task uint32) {
 // ackcore.MaxTask (20 bits) with the kind above it.
 const taskMask = 1<<24 - 1
 
-// AppendMsgs appends one msgs frame carrying msgs to b. msgs must be
+// appendMsgs appends one msgs frame carrying msgs to b. msgs must be
 // valid (ackcore.Msg.Validate): the peer rejects the frame otherwise. The
 // caller keeps len(msgs) within its peer's frame limit (maxMsgsPerFrame).
-func AppendMsgs(b []byte, msgs []ackcore.Msg) []byte {
-	n := HeaderSize + len(msgs)*MsgSize
+func appendMsgs(b []byte, msgs []ackcore.Msg) []byte {
+	n := headerSize + len(msgs)*msgSize
 	b = appendHeader(b, typeMsgs, n)
 	off := len(b)
-	b = grow(b, len(msgs)*MsgSize)
+	b = grow(b, len(msgs)*msgSize)
 	for i := range msgs {
-		putMsg(b[off+i*MsgSize:], &msgs[i], msgs[i].Task&taskMask)
+		putMsg(b[off+i*msgSize:], &msgs[i], msgs[i].Task&taskMask)
 	}
 	return b
 }
 
 // maxMsgsPerFrame is the most message or outcome records a frame within
 // limit holds.
-func maxMsgsPerFrame(limit int) int { return (limit - HeaderSize) / MsgSize }
+func maxMsgsPerFrame(limit int) int { return (limit - headerSize) / msgSize }
 
 // grow extends b by n bytes (contents unspecified), reusing its capacity.
 func grow(b []byte, n int) []byte {
@@ -350,7 +350,7 @@ func grow(b []byte, n int) []byte {
 	return b[:len(b)+n]
 }
 
-// DecodeMsgs appends the messages of a msgs frame's body to dst. Every
+// decodeMsgBody appends the messages of a msgs frame's body to dst. Every
 // record must be a valid message (ackcore.Msg.Validate): a non-zero root,
 // a known kind, a task within ackcore.MaxTask (and none on other kinds
 // than INIT), a timeout within ackcore.MaxTimeout; the first that is not
@@ -365,20 +365,20 @@ func grow(b []byte, n int) []byte {
 // store forwarding (twice per record: 12 ns a message on the 2-vCPU
 // machine, against 1-2); checking the stored message (Msg.Valid) and
 // leaving at the first fault kept the loop's state in stack slots.
-func DecodeMsgs(dst []ackcore.Msg, body []byte) ([]ackcore.Msg, error) {
+func decodeMsgBody(dst []ackcore.Msg, body []byte) ([]ackcore.Msg, error) {
 	dst, _, _, err := decodeMsgs(dst, body, nil, ackcore.MaxTimeoutMs)
 	return dst, err
 }
 
-// decodeMsgs is DecodeMsgs that also counts the INITs and the RESETs,
+// decodeMsgs is decodeMsgBody that also counts the INITs and the RESETs,
 // refuses a timeout past maxTo (a server's root timeout cap; at most
 // ackcore.MaxTimeoutMs) and, when owns is not nil, checks each INIT's task with it
 // (a server: the task must be the connection's), in the same pass.
 func decodeMsgs(dst []ackcore.Msg, body []byte, owns func(task uint32) bool, maxTo uint32) (_ []ackcore.Msg, inits, resets int, _ error) {
-	if len(body)%MsgSize != 0 {
-		return dst, 0, 0, fmt.Errorf("netio: msgs body of %d bytes is not a whole number of %d-byte records", len(body), MsgSize)
+	if len(body)%msgSize != 0 {
+		return dst, 0, 0, fmt.Errorf("netio: msgs body of %d bytes is not a whole number of %d-byte records", len(body), msgSize)
 	}
-	n := len(body) / MsgSize
+	n := len(body) / msgSize
 	base := len(dst)
 	dst = growMsgs(dst, n)
 	out := dst[base:]
@@ -393,7 +393,7 @@ func decodeMsgs(dst []ackcore.Msg, body []byte, owns func(task uint32) bool, max
 	// fault is found, and named, by decodeMsgsError.
 	lo, hi := uint32(math.MaxUint32), uint32(0)
 	for i := range out {
-		r := (*[MsgSize]byte)(body[i*MsgSize:])
+		r := (*[msgSize]byte)(body[i*msgSize:])
 		root := binary.LittleEndian.Uint64(r[offMsgRoot:])
 		val := binary.LittleEndian.Uint64(r[offMsgVal:])
 		kt := binary.LittleEndian.Uint32(r[offMsgKind:])
@@ -449,9 +449,9 @@ func ownsRange(owns func(task uint32) bool, lo, hi uint32, msgs []ackcore.Msg) b
 // decodeMsgsError names the first record of body that decodeMsgs
 // refuses: the error path, one record at a time.
 func decodeMsgsError(body []byte, owns func(task uint32) bool, maxTo uint32) error {
-	n := len(body) / MsgSize
+	n := len(body) / msgSize
 	for i := range n {
-		r := body[i*MsgSize:]
+		r := body[i*msgSize:]
 		kt := binary.LittleEndian.Uint32(r[offMsgKind:])
 		m := ackcore.Msg{Root: binary.LittleEndian.Uint64(r[offMsgRoot:]), Val: binary.LittleEndian.Uint64(r[offMsgVal:]),
 			Task: kt & taskMask, Kind: ackcore.Kind(kt >> 24), TimeoutMs: binary.LittleEndian.Uint32(r[offMsgTimeout:])}
@@ -489,19 +489,19 @@ func growMsgs(dst []ackcore.Msg, n int) []ackcore.Msg {
 	return dst[:len(dst)+n]
 }
 
-// AppendOutcomes appends one outcomes frame carrying outs to b.
-func AppendOutcomes(b []byte, outs []ackcore.Outcome) []byte {
-	b = appendHeader(b, typeOutcomes, HeaderSize+len(outs)*OutcomeSize)
+// appendOutcomes appends one outcomes frame carrying outs to b.
+func appendOutcomes(b []byte, outs []ackcore.Outcome) []byte {
+	b = appendHeader(b, typeOutcomes, headerSize+len(outs)*outcomeSize)
 	off := len(b)
-	b = grow(b, len(outs)*OutcomeSize)
+	b = grow(b, len(outs)*outcomeSize)
 	for i := range outs {
-		putOutcome(b[off+i*OutcomeSize:], &outs[i])
+		putOutcome(b[off+i*outcomeSize:], &outs[i])
 	}
 	return b
 }
 
 func putOutcome(r []byte, o *ackcore.Outcome) {
-	_ = r[OutcomeSize-1]
+	_ = r[outcomeSize-1]
 	binary.LittleEndian.PutUint64(r[offOutRoot:], o.Root)
 	binary.LittleEndian.PutUint64(r[offOutLatency:], uint64(o.Latency))
 	binary.LittleEndian.PutUint32(r[offOutTask:], o.Task)
@@ -510,14 +510,14 @@ func putOutcome(r []byte, o *ackcore.Outcome) {
 	r[offOutPad], r[offOutPad+1] = 0, 0
 }
 
-// DecodeOutcomes appends the outcomes of an outcomes frame's body to dst.
+// decodeOutcomes appends the outcomes of an outcomes frame's body to dst.
 // Each record must have a known kind and reason and a zero pad; the first
 // that does not is named in the error, and dst is returned as it was.
-func DecodeOutcomes(dst []ackcore.Outcome, body []byte) ([]ackcore.Outcome, error) {
-	if len(body)%OutcomeSize != 0 {
-		return dst, fmt.Errorf("netio: outcomes body of %d bytes is not a whole number of %d-byte records", len(body), OutcomeSize)
+func decodeOutcomes(dst []ackcore.Outcome, body []byte) ([]ackcore.Outcome, error) {
+	if len(body)%outcomeSize != 0 {
+		return dst, fmt.Errorf("netio: outcomes body of %d bytes is not a whole number of %d-byte records", len(body), outcomeSize)
 	}
-	n := len(body) / OutcomeSize
+	n := len(body) / outcomeSize
 	base := len(dst)
 	if cap(dst)-len(dst) < n {
 		nd := make([]ackcore.Outcome, len(dst), len(dst)+n)
@@ -527,8 +527,8 @@ func DecodeOutcomes(dst []ackcore.Outcome, body []byte) ([]ackcore.Outcome, erro
 	dst = dst[:base+n]
 	out := dst[base:]
 	for i := range out {
-		r := body[i*OutcomeSize:]
-		r = r[:OutcomeSize:OutcomeSize]
+		r := body[i*outcomeSize:]
+		r = r[:outcomeSize:outcomeSize]
 		root, lat, task, kind, reason, ok := outcomeFields(r)
 		if !ok {
 			return dst[:base], fmt.Errorf("netio: outcome %d of %d: %w", i, n, outcomeError(r))
@@ -539,12 +539,12 @@ func DecodeOutcomes(dst []ackcore.Outcome, body []byte) ([]ackcore.Outcome, erro
 	return dst, nil
 }
 
-// outcomeFields reads the outcome record r (OutcomeSize bytes); ok says
+// outcomeFields reads the outcome record r (outcomeSize bytes); ok says
 // it is valid: a non-zero root, a known kind and reason, a zero pad (see
 // outcomeError). Plain results, not a struct: the caller keeps them in
 // registers.
 func outcomeFields(r []byte) (root uint64, lat time.Duration, task uint32, kind ackcore.OutcomeKind, reason ackcore.Reason, ok bool) {
-	r = r[:OutcomeSize:OutcomeSize]
+	r = r[:outcomeSize:outcomeSize]
 	root = binary.LittleEndian.Uint64(r[offOutRoot:])
 	lat = time.Duration(binary.LittleEndian.Uint64(r[offOutLatency:]))
 	task = binary.LittleEndian.Uint32(r[offOutTask:])
@@ -561,7 +561,7 @@ func outcomeError(r []byte) error {
 }
 
 // appendHeartbeat appends a heartbeat frame.
-func appendHeartbeat(b []byte) []byte { return appendHeader(b, typeHeartbeat, HeaderSize) }
+func appendHeartbeat(b []byte) []byte { return appendHeader(b, typeHeartbeat, headerSize) }
 
 // appendClose appends a close frame with code and reason (cut to
 // maxReason bytes).
@@ -569,7 +569,7 @@ func appendClose(b []byte, code uint16, reason string) []byte {
 	if len(reason) > maxReason {
 		reason = reason[:maxReason]
 	}
-	b = appendHeader(b, typeClose, HeaderSize+closeFixed+len(reason))
+	b = appendHeader(b, typeClose, headerSize+closeFixed+len(reason))
 	b = binary.LittleEndian.AppendUint16(b, code)
 	b = binary.LittleEndian.AppendUint16(b, uint16(len(reason)))
 	return append(b, reason...)
@@ -599,7 +599,7 @@ type challengeBody struct {
 
 // appendChallenge appends a challenge frame.
 func appendChallenge(b []byte, c *challengeBody) []byte {
-	b = appendHeader(b, typeChallenge, HeaderSize+challengeSize)
+	b = appendHeader(b, typeChallenge, headerSize+challengeSize)
 	b = append(b, c.Nonce[:]...)
 	b = binary.LittleEndian.AppendUint32(b, c.MaxFrame)
 	return binary.LittleEndian.AppendUint32(b, c.Tasks)
@@ -696,7 +696,7 @@ type welcomeBody struct {
 
 // appendWelcome appends a welcome frame.
 func appendWelcome(b []byte, w *welcomeBody) []byte {
-	b = appendHeader(b, typeWelcome, HeaderSize+welcomeSize)
+	b = appendHeader(b, typeWelcome, headerSize+welcomeSize)
 	b = binary.LittleEndian.AppendUint64(b, w.ServerID)
 	b = binary.LittleEndian.AppendUint32(b, uint32(w.Heartbeat/time.Millisecond))
 	b = binary.LittleEndian.AppendUint32(b, uint32(w.Idle/time.Millisecond))
