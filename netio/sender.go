@@ -3,6 +3,7 @@ package netio
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
@@ -177,40 +178,49 @@ func (s *producer) putRun(st *stage, run []ackcore.Msg) (n int, kinds [4]uint64)
 		}
 		st.buf = appendHeader(st.buf[:0], typeMsgs, 0)
 	}
-	base, tasks := s.c.cfg.TaskBase, uint32(s.c.spec.Tasks)
 	off := len(st.buf)
-	buf := st.buf[off : off+len(run)*msgSize]
-	ins := st.inits
-	var inits, fails, resets uint64
-loop:
+	k := len(st.inits)
+	st.inits = slices.Grow(st.inits, len(run))
+	var c runCount
+	n, c = encodeRun(st.buf[off:off+len(run)*msgSize], st.inits[k:k+len(run)], run, s.c.cfg.TaskBase, uint32(s.c.spec.Tasks))
+	st.inits = st.inits[:k+int(c.inits)]
+	kinds[ackcore.Init&3], kinds[ackcore.Fail&3], kinds[ackcore.Reset&3] = c.inits, c.fails, c.resets
+	kinds[ackcore.Ack&3] = uint64(n) - c.inits - c.fails - c.resets
+	return n, kinds
+}
+
+// runCount is a run's INITs, FAILs and RESETs.
+type runCount struct{ inits, fails, resets uint64 }
+
+// encodeRun is putRun's loop, a leaf of its own so that its few live
+// values stay in registers: it encodes the longest valid prefix of run
+// into buf (room for all of run) with base added to each INIT's task,
+// records each INIT in ins (room for all of run) in order, and returns
+// how many it encoded and their count by kind.
+func encodeRun(buf []byte, ins []initRec, run []ackcore.Msg, base, tasks uint32) (n int, c runCount) {
+	buf = buf[:len(run)*msgSize]
+	ins = ins[:len(run)]
 	for i := range run {
 		m := &run[i]
 		// valid, on the fields at hand: the rule's ackcore part
 		// (Msg.Valid) and an INIT's task within the client's.
-		if m.Root == 0 || m.Kind-1 > ackcore.Reset-1 || m.TimeoutMs > ackcore.MaxTimeoutMs {
-			break loop
+		if m.Root == 0 || m.Kind-1 > ackcore.Reset-1 || m.TimeoutMs > ackcore.MaxTimeoutMs || m.Kind == ackcore.Init && m.Task >= tasks {
+			return i, c
 		}
 		task := uint32(0)
-		switch {
-		case m.Kind == ackcore.Init:
-			if m.Task >= tasks {
-				break loop
-			}
+		switch m.Kind {
+		case ackcore.Init:
 			task = m.Task + base
-			ins = append(ins, initRec{root: m.Root, task: m.Task})
-			inits++
-		case m.Kind == ackcore.Fail:
-			fails++
-		case m.Kind == ackcore.Reset:
-			resets++
+			ins[c.inits] = initRec{root: m.Root, task: m.Task}
+			c.inits++
+		case ackcore.Fail:
+			c.fails++
+		case ackcore.Reset:
+			c.resets++
 		}
 		putMsg(buf[i*msgSize:], m, task)
-		n++
 	}
-	st.inits = ins
-	kinds[ackcore.Init&3], kinds[ackcore.Fail&3], kinds[ackcore.Reset&3] = inits, fails, resets
-	kinds[ackcore.Ack&3] = uint64(n) - inits - fails - resets
-	return n, kinds
+	return len(run), c
 }
 
 // stageRun stages the n records putRun encoded, counted by kind in k.

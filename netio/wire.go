@@ -383,15 +383,29 @@ func decodeMsgs(dst []ackcore.Msg, body []byte, owns func(task uint32) bool, max
 	dst = growMsgs(dst, n)
 	out := dst[base:]
 	maxTo = min(maxTo, ackcore.MaxTimeoutMs)
-	// The loop makes no call but on its way out, so that its state stays
-	// in registers: it checks each record (ackcore's rule, Msg.Valid, and the wire's: a
-	// known kind, a task only on an INIT and within MaxTask, the timeout
-	// cap) and bounds the INITs' tasks by lo and hi. Ownership is then
+	// The loop (decodeRecords) makes no call, so that its state stays in
+	// registers: it checks each record (ackcore's rule, Msg.Valid, and the
+	// wire's: a known kind, a task only on an INIT and within MaxTask, the
+	// timeout cap) and bounds the INITs' tasks by lo and hi. Ownership is then
 	// checked over that range, once per frame (a frame's INITs mostly
 	// come from one spout task): a frame is checked as of one moment, as
 	// it is decoded before any of it is applied. The first record at
 	// fault is found, and named, by decodeMsgsError.
-	lo, hi := uint32(math.MaxUint32), uint32(0)
+	inits, resets, lo, hi, ok := decodeRecords(out, body, maxTo)
+	if !ok || inits > 0 && owns != nil && !ownsRange(owns, lo, hi, out) {
+		return dst[:base], 0, 0, decodeMsgsError(body, owns, maxTo)
+	}
+	return dst, inits, resets, nil
+}
+
+// decodeRecords is decodeMsgs' loop, a leaf of its own so that its few
+// live values stay in registers: it decodes len(out) records of body
+// into out, counts the INITs and RESETs, bounds the INITs' tasks by lo
+// and hi, and reports false at the first record that is not a valid
+// message (its fields are then partly decoded).
+func decodeRecords(out []ackcore.Msg, body []byte, maxTo uint32) (inits, resets int, lo, hi uint32, ok bool) {
+	lo = math.MaxUint32
+	body = body[:len(out)*msgSize]
 	for i := range out {
 		r := (*[msgSize]byte)(body[i*msgSize:])
 		root := binary.LittleEndian.Uint64(r[offMsgRoot:])
@@ -402,7 +416,7 @@ func decodeMsgs(dst []ackcore.Msg, body []byte, owns func(task uint32) bool, max
 		m := &out[i]
 		m.Root, m.Val, m.Task, m.Kind, m.TimeoutMs = root, val, task, kind, to
 		if root == 0 || kind-1 > ackcore.Reset-1 || to > maxTo || task > ackcore.MaxTask || task != 0 && kind != ackcore.Init {
-			return dst[:base], 0, 0, decodeMsgsError(body, owns, maxTo)
+			return inits, resets, lo, hi, false
 		}
 		switch kind {
 		case ackcore.Init:
@@ -412,10 +426,7 @@ func decodeMsgs(dst []ackcore.Msg, body []byte, owns func(task uint32) bool, max
 			resets++
 		}
 	}
-	if inits > 0 && owns != nil && !ownsRange(owns, lo, hi, out) {
-		return dst[:base], 0, 0, decodeMsgsError(body, owns, maxTo)
-	}
-	return dst, inits, resets, nil
+	return inits, resets, lo, hi, true
 }
 
 // ownsRangeMax is the widest range of INIT tasks in one frame that
