@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/internal/invariants"
 	"github.com/xorack/xorack/ring"
 )
 
@@ -231,7 +232,11 @@ func (p *Producer) commit(s int) bool {
 		if p.rings[s].Commit(n) { // the ring's seal: false when closed before this publish
 			p.done[s] += uint64(n)
 		} else {
-			p.lost += n - p.retire(s)
+			c := p.retire(s)
+			if invariants.Enabled && c > n {
+				panic(fmt.Sprintf("acker: producer %d: Stop counted %d staged messages in shard %d, %d were staged", p.id, c, s, n))
+			}
+			p.lost += n - c
 			ok = false
 		}
 	}

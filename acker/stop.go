@@ -213,7 +213,8 @@ type UntakenOutcomes struct {
 // comes for them. The count is exact for a producer not in a call while
 // Stop counts; when a call overlaps Stop and stages after the count, the
 // producer's next call reports those (NotAppliedError), so each message
-// is reported once. Acker.NotApplied(Producer) counts both.
+// is reported once (a producer that never calls again leaves those
+// unreported: flush before Stop). Acker.NotApplied(Producer) counts both.
 type UnflushedProducer struct {
 	Producer int
 	Staged   int
