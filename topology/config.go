@@ -115,8 +115,8 @@ type Config struct {
 	// PanicStops makes a panic in user code stop the topology: Done is
 	// closed, Err returns the *PanicError, the spouts stop emitting and
 	// Stop (which the caller still calls) returns it too. By default a
-	// panic is recovered: the tuple being executed fails with Reason
-	// Panic, and the topology runs on.
+	// panic is recovered: the tuple being executed fails with
+	// ackcore.ReasonPanic, and the topology runs on.
 	PanicStops bool
 	// Logger gets the engine's log lines (recovered panics, at most one
 	// line per component per 10 s); nil means slog.Default().

@@ -148,7 +148,7 @@
 //   - Edge and root ids are never 0.
 //   - User code runs under recover (a bolt's Execute one batch per
 //     deferred recover, each spout callback its own): a panic fails the
-//     tuple being executed with Reason Panic and is counted, and the
+//     tuple being executed with ackcore.ReasonPanic and is counted, and the
 //     engine's own state is updated before each callback into a spout, so
 //     no panic leaves a slot or a count behind.
 package topology

@@ -385,7 +385,7 @@ func TestResetCapAndLateAck(t *testing.T) {
 	if h.ResetsCapped != 1 || h.Resets != 7 || h.LateAcks != 1 {
 		t.Errorf("resets %d, capped %d, late acks %d; want 7, 1, 1", h.Resets, h.ResetsCapped, h.LateAcks)
 	}
-	if f := l.failed[0][0]; f.Reason != Timeout || f.Attempts != 1 || f.Latency < 240*time.Millisecond { // it outlived the 100 ms timeout
+	if f := l.failed[0][0]; f.Reason != ackcore.ReasonTimeout || f.Attempts != 1 || f.Latency < 240*time.Millisecond { // it outlived the 100 ms timeout
 		t.Errorf("failure %+v", f)
 	}
 }

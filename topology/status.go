@@ -121,9 +121,9 @@ func capacity(busy, dt time.Duration, executors int) float64 {
 // failedByReason lists a spout's failed attempts by reason, "0" for none.
 func failedByReason(c *ComponentMetrics) string {
 	var parts []string
-	for r := Explicit; r <= Panic; r++ {
+	for _, r := range failReasons {
 		if n := c.FailedWith(r); n > 0 {
-			parts = append(parts, fmt.Sprintf("%s %d", r.Label(), n))
+			parts = append(parts, fmt.Sprintf("%v %d", r, n))
 		}
 	}
 	if len(parts) == 0 {

@@ -445,7 +445,7 @@ func (t *Topology) Drain(ctx context.Context) error {
 // ends, for the pending trees to finish (replays included), so a clean
 // stop leaves nothing to reprocess. Then the spouts stop emitting and
 // replaying; the acker is stopped, which reports every root still
-// pending as failed (Reason Stopped), and the spouts report each to
+// pending as failed (ackcore.ReasonStopped), and the spouts report each to
 // their Fail (roots waiting for a replay, and any the acker never saw,
 // too): no message is left without a final outcome. Then the bolts are
 // stopped in topological order, each after executing what was already
