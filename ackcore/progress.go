@@ -44,12 +44,8 @@ type progress struct {
 }
 
 func (s *Shard) initProgress(cfg Config) {
-	c := cfg.ProgressCap
-	if c == 0 {
-		c = min(DefaultProgressCap*cfg.Timeout, MaxTimeout)
-	}
 	s.prog = make([]uint32, s.t.n)
-	s.capTick = uint64(c / cfg.Tick)
+	s.capTick = uint64(cfg.ProgressCap / cfg.Tick) // filled by validate
 }
 
 // progressDeadline is the deadline the progress of the INITed entry in
