@@ -78,10 +78,11 @@ func (a *Acker) OrphansRefused(p int) uint64 {
 // MaxBytes) and only then builds the acker, allocating every shard's table
 // and every ring; Start runs it.
 func New(cfg Config) (*Acker, error) {
-	foot, err := cfg.fill()
+	cfg, err := cfg.validate()
 	if err != nil {
 		return nil, err
 	}
+	foot := cfg.footprint()
 	_, recvOf, err := cfg.Spec.Check()
 	if err != nil {
 		return nil, err

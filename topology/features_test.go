@@ -119,8 +119,8 @@ func TestConfigErrors(t *testing.T) {
 		{Config{AtMostOnce: true, Port: func(acker.Spec) (acker.Port, error) { return nil, nil }}, "AtMostOnce with Port set"},
 		{Config{Acker: acker.Config{Shards: 2}, Port: func(acker.Spec) (acker.Port, error) { return nil, nil }}, "Port and Acker both set"},
 		// The acker's own check, at Build: its ring, backlog and byte bounds.
-		{Config{Acker: acker.Config{RingSize: 1000}}, "Acker: acker: RingSize 1000"},
-		{Config{Acker: acker.Config{Backlog: -1}}, "Acker: acker: Backlog -1"},
+		{Config{Acker: acker.Config{RingSize: 1000}}, "Acker: acker: Config.RingSize 1000"},
+		{Config{Acker: acker.Config{Backlog: -1}}, "Acker: acker: Config.Backlog -1"},
 		{Config{Acker: acker.Config{MaxBytes: 1 << 10}}, "over MaxBytes"},
 		{Config{MessageTimeout: 1500 * time.Microsecond}, "MessageTimeout 1.5ms"},
 		{Config{RingSize: 1000}, "RingSize 1000"},

@@ -235,7 +235,7 @@ func (t *Topology) ackerConfig() (acker.Config, error) {
 		idle := t.cfg.idle()
 		cfg.Idle = &idle
 	}
-	if _, err := cfg.Check(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return cfg, fmt.Errorf("topology: Acker: %w", err)
 	}
 	return cfg, nil
