@@ -89,8 +89,8 @@
 // freed as it is expired. The window is the table's slot count over 1024
 // ticks (64 at least, a quarter of the default timeout at most).
 //
-// One Expire call reads at most ExpireScanLimit slots and due-list
-// buckets, looks up at most ExpireEntryLimit entries through timers and
+// One Expire call reads at most 16,384 slots and due-list
+// buckets, looks up at most 1,024 entries through timers and
 // due lists, writes at most cap(out)-len(out) outcomes, and says more when
 // it stopped early; a call with no room does nothing. The near wheel and
 // the due lists go back to their idle size when they empty.

@@ -92,8 +92,8 @@ func (s *Shard) OrphanShare() int {
 	return s.orphanShare
 }
 
-// Owners is the number of owners (Config.Owners, at least 1).
-func (s *Shard) Owners() int { return len(s.ownerOrphans) }
+// owners is the number of owners (Config.Owners, at least 1).
+func (s *Shard) owners() int { return len(s.ownerOrphans) }
 
 // OwnerStats returns owner's counters.
 func (s *Shard) OwnerStats(owner int) OwnerStats {

@@ -69,9 +69,9 @@ func (s *Shard) rearm(slot int, d uint64) {
 	s.store(&c)
 }
 
-// ProgressCap is the longest progress keeps a root alive after its INIT,
+// progressCap is the longest progress keeps a root alive after its INIT,
 // 0 without ProgressTimeout.
-func (s *Shard) ProgressCap() time.Duration {
+func (s *Shard) progressCap() time.Duration {
 	if s.prog == nil {
 		return 0
 	}
