@@ -212,9 +212,6 @@ func (a *Acker) Receiver(r int) *Receiver {
 	return a.recvs[r]
 }
 
-// Receivers is the number of outcome receivers.
-func (a *Acker) Receivers() int { return len(a.recvs) }
-
 // ReceiverOf is the receiver task t's outcomes go to; t out of [0, Tasks)
 // panics, naming it and the range.
 func (a *Acker) ReceiverOf(t int) int {

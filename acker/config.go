@@ -94,7 +94,7 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// DefaultSpins is DefaultIdle's spin count. A look at the rings costs
+// defaultSpins is DefaultIdle's spin count. A look at the rings costs
 // a nanosecond or two, and a park costs the waker a wake-up of tens of
 // microseconds when the OS thread sleeps, so an executor that has a
 // processor to itself keeps looking for about as long as one wake-up
@@ -104,10 +104,10 @@ type Config struct {
 // ./cmd/ackbench -level pipeline -impl xorack -pending 100k) ran 22-24M
 // msgs/s with a p50 latency of 33-38 us, against 53-56M and 3.5 us with
 // 16,384 (commit f9d1704 against its parent, when the spin was chosen).
-const DefaultSpins = 16384
+const defaultSpins = 16384
 
 // DefaultIdle is how the executors of an acker of shards executors wait
-// by default: DefaultSpins looks, then ring.DefaultYields yields, then a
+// by default: 16,384 looks, then ring.DefaultYields yields, then a
 // park, when the executors leave a processor to the producers (shards
 // below GOMAXPROCS); ring.DefaultIdle() otherwise, as the executors
 // then take turns with the producers and a long spin only delays them.
@@ -115,7 +115,7 @@ func DefaultIdle(shards int) ring.Idle {
 	if shards >= runtime.GOMAXPROCS(0) {
 		return ring.DefaultIdle()
 	}
-	return ring.Idle{Spins: DefaultSpins, Yields: ring.DefaultYields}
+	return ring.Idle{Spins: defaultSpins, Yields: ring.DefaultYields}
 }
 
 // Limits and defaults of a Config.
