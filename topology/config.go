@@ -158,7 +158,8 @@ type Config struct {
 	// anything; default DefaultSpoutWait.
 	SpoutWait time.Duration
 	// Idle is how executors, the in-process acker's included (unless
-	// Acker.Idle is set), wait for work; nil means DefaultIdle().
+	// Acker.Idle is set), wait for work; nil means ring.DefaultIdle()
+	// (a short spin: the shards share the processors with the executors).
 	Idle *ring.Idle
 	// Clock is the engine's and the in-process acker's time source; nil
 	// means a monotonic clock. Tests pass an ackcore.FakeClock.
@@ -240,22 +241,20 @@ type Adaptive struct {
 	Interval  time.Duration // default DefaultAdaptiveInterval
 }
 
-// DefaultIdle is how the engine's executors wait for work when
-// Config.Idle is nil, the in-process acker's shards, producers and
-// receivers included when Acker.Idle is nil too: ring.DefaultIdle(), a
-// spin of under a microsecond, then yields, then a park. Not the acker's
-// own default (acker.DefaultIdle, a spin of some 20 us for an executor
-// with a processor to itself): here the shards share the processors with
-// the spouts and bolts, and a long spin takes their CPU (with the
-// acker's default, acked word count trees/s fell by a quarter).
-func DefaultIdle() ring.Idle { return ring.DefaultIdle() }
-
-// idle is Config.Idle, or DefaultIdle.
+// idle is Config.Idle, or the engine's default when it is nil:
+// ring.DefaultIdle(), a spin of under a microsecond, then yields, then a
+// park, for the engine's executors and the in-process acker's shards,
+// producers and receivers alike (unless Acker.Idle is set). Not the
+// acker's own default (acker.DefaultIdle, a spin of some 20 us for an
+// executor with a processor to itself): here the shards share the
+// processors with the spouts and bolts, and a long spin takes their CPU
+// (with the acker's default, acked word count trees/s fell by a
+// quarter).
 func (c *Config) idle() ring.Idle {
 	if c.Idle != nil {
 		return *c.Idle
 	}
-	return DefaultIdle()
+	return ring.DefaultIdle()
 }
 
 // acking reports whether acking is on.
