@@ -90,17 +90,6 @@ func (t *Tuple) Values() []any { return t.values }
 // Value returns value i.
 func (t *Tuple) Value(i int) any { return t.values[i] }
 
-// Field returns the value of the named field, or nil if the stream
-// declares no such field.
-func (t *Tuple) Field(name string) any {
-	for i, f := range t.stream.fields {
-		if f == name && i < len(t.values) {
-			return t.values[i]
-		}
-	}
-	return nil
-}
-
 // String returns value i as a string (empty if it is not one).
 func (t *Tuple) String(i int) string {
 	s, _ := t.values[i].(string)
@@ -113,17 +102,11 @@ func (t *Tuple) Int(i int) int {
 	return n
 }
 
-// Fields returns the names of the tuple's stream's fields.
-func (t *Tuple) Fields() []string { return t.stream.fields }
-
 // Stream is the name of the stream the tuple came on.
 func (t *Tuple) Stream() string { return t.stream.name }
 
 // Source is the name of the component that emitted the tuple.
 func (t *Tuple) Source() string { return t.stream.comp.name }
-
-// Task is the global task id the tuple was delivered to.
-func (t *Tuple) Task() int { return int(t.dstTask) }
 
 // Attempt is the attempt number of the tuple's root (the highest, for a
 // tuple joined to several trees): 1 for a first emit, more for a replay;
