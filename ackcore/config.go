@@ -27,7 +27,7 @@ type Config struct {
 	Timeout time.Duration
 	// Tick is the timer resolution; 0 means DefaultTick.
 	Tick time.Duration
-	// Clock is the time source; nil means a new MonotonicClock.
+	// Clock is the time source; nil means NewMonotonicClock().
 	Clock Clock
 	// MaxBytes is the memory budget: NewShard refuses a configuration whose
 	// worst case (Bytes) exceeds it, before allocating anything. 0 means

@@ -19,7 +19,7 @@ type Config struct {
 	// Tick is the timer resolution; 0 means ackcore.DefaultTick. Storm and
 	// Limit have no timer wheel and ignore it.
 	Tick time.Duration
-	// Clock is the time source; nil means a new ackcore.MonotonicClock.
+	// Clock is the time source; nil means ackcore.NewMonotonicClock().
 	// Every baseline reads it once per Apply or Expire call.
 	Clock ackcore.Clock
 }
