@@ -195,15 +195,15 @@ type RetryPolicy struct {
 
 // Delay is the wait after failed attempt k (from 1) of a policy whose
 // defaults are filled (as TaskContext.Config returns it):
-// Backoff*2^(k-1), at most MaxBackoff, less the fraction Jitter*u of it;
-// u is a random number in [0, 1).
+// Backoff*2^(k-1), at most MaxBackoff, less the fraction Jitter*u of it
+// (none for Jitter -1); u is a random number in [0, 1).
 func (r RetryPolicy) Delay(k int, u float64) time.Duration {
 	d := r.Backoff
 	for i := 1; i < k && d < r.MaxBackoff; i++ {
 		d *= 2
 	}
 	d = min(d, r.MaxBackoff)
-	return d - time.Duration(float64(d)*r.Jitter*u)
+	return d - time.Duration(float64(d)*max(r.Jitter, 0)*u)
 }
 
 // Breaker is the retry-storm breaker of each spout executor: when, over
@@ -373,8 +373,7 @@ func (c Config) validate() (Config, error) {
 	switch {
 	case r.Jitter == 0:
 		r.Jitter = DefaultJitter
-	case r.Jitter == -1:
-		r.Jitter = 0
+	case r.Jitter == -1: // kept, so that the filled copy validates to itself; Delay reads it as 0
 	case math.IsNaN(r.Jitter) || r.Jitter < 0 || r.Jitter > 1:
 		bad("topology: Config.Retry.Jitter %v out of range [0, 1] (-1 for none)", r.Jitter)
 	}

@@ -41,6 +41,18 @@ func TestConfigDefaults(t *testing.T) {
 	if again, err := got.validate(); err != nil || again.Retry != got.Retry || again.Breaker != got.Breaker || again.ResetCap != got.ResetCap {
 		t.Errorf("validate(filled) = %+v, %v; want the same copy", again, err)
 	}
+	// Jitter -1 (none) stays -1, so that the filled copy validates to
+	// itself, and Delay draws nothing off.
+	none, err := Config{Retry: RetryPolicy{Jitter: -1}}.validate()
+	if again, err2 := none.validate(); err != nil || err2 != nil || none.Retry.Jitter != -1 || again.Retry != none.Retry {
+		t.Errorf("Jitter -1: filled %+v (%v), again %+v (%v)", none.Retry, err, again.Retry, err2)
+	}
+	if d := none.Retry.Delay(2, 0.9); d != 2*DefaultBackoff {
+		t.Errorf("Jitter -1: Delay(2, 0.9) = %v, want %v", d, 2*DefaultBackoff)
+	}
+	if d := got.Retry.Delay(2, 0.5); d != 2*DefaultBackoff-time.Duration(float64(2*DefaultBackoff)*DefaultJitter*0.5) {
+		t.Errorf("Delay(2, 0.5) = %v", d)
+	}
 	if _, err := (Config{Retry: RetryPolicy{Jitter: 2}}).validate(); err == nil ||
 		err.Error() != "topology: Config.Retry.Jitter 2 out of range [0, 1] (-1 for none)" {
 		t.Errorf("Jitter 2: %v", err)
