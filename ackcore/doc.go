@@ -199,6 +199,20 @@
 // the most all of it can reach, checked against Config.MaxBytes before
 // anything is allocated; TableBytes is what a shard holds now.
 //
+// # Public surface
+//
+// What an acker built on a shard calls: NewShard with a Config (every
+// default a Default* constant, every limit a Max* one; Validate and Bytes
+// before anything is allocated), the Shard's Apply, Expire, StopAll and
+// counters (Stats, OldestPending, the owners' shares); the protocol's
+// types (Msg, Outcome, Kind, OutcomeKind and Reason, the one failure
+// reason of the project, which package acker, package topology, netio
+// and ackerd all use); Clock (NewMonotonicClock, FakeClock for tests);
+// Interface, which the baselines the shard is measured against implement
+// too; and Hash, the keyed hash package acker routes roots with. The
+// limits of one Expire call and the accessors only the tests read are
+// unexported.
+//
 // # Concurrency
 //
 // None: a Shard belongs to one goroutine. Package acker runs one Shard per

@@ -21,6 +21,19 @@
 //	<-top.Done() // every sentence fully processed (or dead-lettered)
 //	top.Stop(ctx)
 //
+// # Public surface
+//
+// What an embedder calls, one name per role: NewBuilder, its Decl and the
+// groupings to declare components and streams; Config (every default a
+// Default* constant; RetryPolicy, Breaker, Adaptive) for Build; the
+// Topology it returns (Start, Done, Err, Drain, Stop, Metrics and
+// AckerStats, StatusHandler, Plan); the Spout, Bolt and BasicBolt
+// interfaces with one collector each (On names a stream); Tuple's values
+// and origin; and what a failure says: Failure, whose Reason is
+// ackcore.Reason (the one failure reason from the shard to the spout),
+// DeadLetter, PanicError, Held. Executors, slots, rings and the breaker's
+// state are internal.
+//
 // # Layout
 //
 // Components are numbered in topological order, and so are their tasks
