@@ -199,7 +199,7 @@ func (a *Acker) Sender(i int) Sender {
 	return a.producers[i]
 }
 
-// Receiver returns outcome receiver r, in [0, Receivers()); out of range,
+// Receiver returns outcome receiver r, in [0, Spec.Receivers); out of range,
 // it panics naming r and the range. Spout task t's receiver, which it
 // shares with the other tasks mapped to it (Config.Receivers), is
 // Receiver(ReceiverOf(t)); one goroutine takes from a receiver. Inbox(r)
