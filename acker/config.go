@@ -243,7 +243,7 @@ func (c Config) validate() (Config, error) {
 	case c.Batch < 1 || c.Batch > c.RingSize:
 		return c, fmt.Errorf("acker: Config.Batch %d out of range [1, RingSize %d]", c.Batch, c.RingSize)
 	case c.MaxBytes < 0:
-		return c, fmt.Errorf("acker: Config.MaxBytes %d is negative (0: DefaultMaxBytes %d)", c.MaxBytes, DefaultMaxBytes)
+		return c, fmt.Errorf("acker: Config.MaxBytes %d is negative (0: DefaultMaxBytes %d)", c.MaxBytes, int64(DefaultMaxBytes))
 	case c.StopTimeout < 0:
 		return c, fmt.Errorf("acker: Config.StopTimeout %v is negative (0: DefaultStopTimeout %v)", c.StopTimeout, DefaultStopTimeout)
 	}
