@@ -183,7 +183,7 @@ func (r *Row) Name() string {
 // wraps ErrVerification; any other error means cfg was invalid or an
 // acker could not be built, and the report holds what ran.
 func Run(cfg Config) (*Report, error) {
-	r, err := cfg.resolve()
+	r, err := cfg.prepare()
 	if err != nil {
 		return nil, err
 	}

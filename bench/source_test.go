@@ -98,7 +98,7 @@ func TestCheckSourceFloor(t *testing.T) {
 
 func TestSourceLevelRejectsFaults(t *testing.T) {
 	err := Config{Levels: []Level{LevelSource}, FailRate: 0.1, Impls: []string{"kafka-acked"}}.Validate()
-	if err == nil || err.Error() != `bench: impl "kafka-acked" cannot run with fail or drop rates (it has no FAIL or timeout handling)` {
+	if err == nil || err.Error() != `bench: Config.Impls: impl "kafka-acked" cannot run with fail or drop rates (it has no FAIL or timeout handling)` {
 		t.Fatalf("got %v", err)
 	}
 }

@@ -305,7 +305,7 @@ func (c *sconn) readLoop() error {
 			return c.protocolError(err)
 		}
 		frames++
-		bytes += uint64(HeaderSize + len(f.Body))
+		bytes += uint64(headerSize + len(f.Body))
 		switch f.Type {
 		case typeMsgs:
 			var n, resets int
@@ -425,7 +425,7 @@ func (c *sconn) protocolError(err error) error {
 // queueOutcomes encodes outs into c's outbound buffer (router side).
 func (c *sconn) queueOutcomes(outs []ackcore.Outcome) {
 	per := maxMsgsPerFrame(c.limit)
-	need := len(outs)*OutcomeSize + HeaderSize*((len(outs)+per-1)/per)
+	need := len(outs)*outcomeSize + headerSize*((len(outs)+per-1)/per)
 	bound := c.s.outBound(c.limit)
 	c.mu.Lock()
 	if c.finished {
@@ -435,7 +435,7 @@ func (c *sconn) queueOutcomes(outs []ackcore.Outcome) {
 	over := len(c.out)+need > bound
 	if !over && cap(c.out)-len(c.out) < need {
 		// Grow it here, to at most the bound, so that the buffer's
-		// capacity (the memory it holds) never passes it: AppendOutcomes
+		// capacity (the memory it holds) never passes it: appendOutcomes
 		// alone would double it.
 		nb := make([]byte, len(c.out), min(max(2*cap(c.out), len(c.out)+need), bound))
 		copy(nb, c.out)
@@ -444,7 +444,7 @@ func (c *sconn) queueOutcomes(outs []ackcore.Outcome) {
 	frames := 0
 	for !over && len(outs) > 0 {
 		n := min(len(outs), per)
-		c.out = AppendOutcomes(c.out, outs[:n])
+		c.out = appendOutcomes(c.out, outs[:n])
 		c.nout += n
 		outs = outs[n:]
 		frames++

@@ -156,7 +156,7 @@ func TestRootTimeoutCap(t *testing.T) {
 		if kind == ackcore.Init {
 			m.Task = 1
 		}
-		_, _ = rc.Write(AppendMsgs(nil, []ackcore.Msg{{Root: 4, Kind: ackcore.Ack, Val: 1}, m}))
+		_, _ = rc.Write(appendMsgs(nil, []ackcore.Msg{{Root: 4, Kind: ackcore.Ack, Val: 1}, m}))
 		wantClose(t, rc, closeProtocol, "asks for a timeout of 86400000 ms, past the server's cap of 40000 ms")
 		rc.Close()
 	}
@@ -182,7 +182,7 @@ func TestResetFlood(t *testing.T) {
 	for i := range 1100 {
 		b = append(b, ackcore.Msg{Root: uint64(i + 1), Kind: ackcore.Reset, TimeoutMs: 40_000})
 	}
-	if _, err := rc.Write(AppendMsgs(nil, b)); err != nil {
+	if _, err := rc.Write(appendMsgs(nil, b)); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 5*time.Second, "the RESETs to be read", func() bool { st := s.Stats(); return st.Msgs+st.ResetsDropped >= 1100 })
@@ -204,7 +204,7 @@ func TestResetFlood(t *testing.T) {
 	for i := range b {
 		b[i].Root += 1 << 32
 	}
-	if _, err := rc.Write(AppendMsgs(nil, b)); err != nil {
+	if _, err := rc.Write(appendMsgs(nil, b)); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 5*time.Second, "the RESETs to be read", func() bool { return s.Stats().ResetsDropped >= 1100-512+1100 })
@@ -241,7 +241,7 @@ func TestAckFlood(t *testing.T) {
 		for i := range msgs {
 			msgs[i] = ackcore.Msg{Root: rng.Uint64() | 1, Kind: ackcore.Ack, Val: 1}
 		}
-		if _, err := rc.Write(AppendMsgs(nil, msgs)); err != nil {
+		if _, err := rc.Write(appendMsgs(nil, msgs)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -639,7 +639,7 @@ func TestCloseReasons(t *testing.T) {
 				if len(b) < 2000 {
 					continue
 				}
-				if _, err := a.Write(AppendMsgs(nil, b)); err != nil {
+				if _, err := a.Write(appendMsgs(nil, b)); err != nil {
 					return
 				}
 				b = b[:0]
@@ -661,8 +661,8 @@ func TestCloseReasons(t *testing.T) {
 		for i := range 1000 { // never completed: the reader waits for room
 			b = append(b, ackcore.Msg{Root: uint64(i + 1), Kind: ackcore.Init, Task: 1, Val: 1})
 		}
-		_, _ = a.Write(AppendMsgs(nil, b[:500]))
-		_, _ = a.Write(AppendMsgs(nil, b[500:]))
+		_, _ = a.Write(appendMsgs(nil, b[:500]))
+		_, _ = a.Write(appendMsgs(nil, b[500:]))
 		waitFor(t, 5*time.Second, "the reader to be held", func() bool {
 			cs := s.Conns()
 			return len(cs) == 1 && cs[0].Pending >= 500
@@ -749,7 +749,7 @@ func TestMemoryComesBack(t *testing.T) {
 					root++
 					frame = append(frame, tree(rng, root, uint32(i), 1)...)
 				}
-				if _, err := rc.Write(AppendMsgs(nil, frame)); err != nil {
+				if _, err := rc.Write(appendMsgs(nil, frame)); err != nil {
 					return
 				}
 			}

@@ -56,7 +56,7 @@ func TestServerObservers(t *testing.T) {
 	if st.HandshakeFailures != (HandshakeFailures{Auth: 1}) || st.HandshakeFails != 1 {
 		t.Errorf("handshake failures %+v (%d), want one auth", st.HandshakeFailures, st.HandshakeFails)
 	}
-	if st.FramesIn < 1 || st.BytesIn < HeaderSize+3*MsgSize || st.FramesOut < 1 || st.BytesOut < HeaderSize+OutcomeSize {
+	if st.FramesIn < 1 || st.BytesIn < headerSize+3*msgSize || st.FramesOut < 1 || st.BytesOut < headerSize+outcomeSize {
 		t.Errorf("frames in %d (%d bytes), out %d (%d bytes)", st.FramesIn, st.BytesIn, st.FramesOut, st.BytesOut)
 	}
 	old := s.OldestPending(10)
@@ -125,8 +125,8 @@ func TestClientHosts(t *testing.T) {
 	})
 	good, bad := hs[0], hs[1]
 	if good.Addr != s.addr || !good.Up || good.Connections != 1 || good.ConnectFailures != 0 || good.LastError != "" ||
-		good.Pending != 1 || good.Completed != 1 || good.FramesOut < 1 || good.BytesOut < HeaderSize+3*MsgSize ||
-		good.BytesIn < HeaderSize+OutcomeSize {
+		good.Pending != 1 || good.Completed != 1 || good.FramesOut < 1 || good.BytesOut < headerSize+3*msgSize ||
+		good.BytesIn < headerSize+outcomeSize {
 		t.Errorf("good host %+v", good)
 	}
 	if bad.Addr != refused || bad.Up || bad.Connections != 0 || bad.ConnectFailures < 1 ||

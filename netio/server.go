@@ -55,7 +55,7 @@ type ServerConfig struct {
 	// slow handshakes, however many, never keep a client out.
 	MaxHandshakes int
 	// MaxRootTimeout caps the timeout an INIT or a RESET may ask for
-	// (default RootTimeoutFactor x Shard.Timeout, at most
+	// (default 4 x Shard.Timeout, at most
 	// ackcore.MaxTimeout, whole milliseconds, at least Shard.Timeout); a
 	// message past it is a protocol error, so that an entry a connection
 	// made outlives it by at most this long.
@@ -102,9 +102,19 @@ type ServerConfig struct {
 	Logger *slog.Logger
 }
 
-func (c *ServerConfig) fill() error {
-	if len(c.Secret) < 16 {
-		return fmt.Errorf("netio: secret of %d bytes, want at least 16", len(c.Secret))
+// Validate reports whether c is a configuration NewServer accepts: the
+// error NewServer would return, naming the field and its value.
+func (c ServerConfig) Validate() error {
+	_, err := c.validate()
+	return err
+}
+
+// validate fills every zero field of c from its default and checks every
+// field: it returns the filled copy, or an error naming the field and
+// its value. NewServer keeps only the copy.
+func (c ServerConfig) validate() (ServerConfig, error) {
+	if len(c.Secret) < minSecretBytes {
+		return c, fmt.Errorf("netio: ServerConfig.Secret of %d bytes, want at least %d", len(c.Secret), minSecretBytes)
 	}
 	if c.Shards == 0 {
 		c.Shards = DefaultShards
@@ -123,7 +133,7 @@ func (c *ServerConfig) fill() error {
 		def = ackcore.DefaultTimeout
 	}
 	if c.MaxRootTimeout == 0 {
-		c.MaxRootTimeout = min(RootTimeoutFactor*def, ackcore.MaxTimeout)
+		c.MaxRootTimeout = min(rootTimeoutFactor*def, ackcore.MaxTimeout)
 	}
 	if c.MaxFrame == 0 {
 		c.MaxFrame = DefaultMaxFrame
@@ -143,25 +153,36 @@ func (c *ServerConfig) fill() error {
 	if c.RingSize == 0 {
 		c.RingSize = DefaultRingSize
 	}
+	if c.ShareSlack == 0 && c.Shards > 0 && c.RingSize > 0 {
+		c.ShareSlack = defaultSlackRings * c.Shards * c.RingSize
+	}
+	const pre = "netio: ServerConfig."
 	switch {
+	case c.Shards < 1:
+		return c, fmt.Errorf(pre+"Shards %d below 1", c.Shards)
 	case c.Tasks < 1 || c.Tasks > ackcore.MaxTask+1:
-		return fmt.Errorf("netio: Tasks %d out of range [1, %d]", c.Tasks, ackcore.MaxTask+1)
+		return c, fmt.Errorf(pre+"Tasks %d out of range [1, %d]", c.Tasks, ackcore.MaxTask+1)
 	case c.MaxConns < 1 || c.MaxConns > maxConnsLimit:
-		return fmt.Errorf("netio: MaxConns %d out of range [1, %d]", c.MaxConns, maxConnsLimit)
+		return c, fmt.Errorf(pre+"MaxConns %d out of range [1, %d]", c.MaxConns, maxConnsLimit)
 	case c.MaxHandshakes < 1 || c.MaxHandshakes > maxHandshakesLimit:
-		return fmt.Errorf("netio: MaxHandshakes %d out of range [1, %d]", c.MaxHandshakes, maxHandshakesLimit)
+		return c, fmt.Errorf(pre+"MaxHandshakes %d out of range [1, %d]", c.MaxHandshakes, maxHandshakesLimit)
 	case c.MaxRootTimeout < def || c.MaxRootTimeout > ackcore.MaxTimeout || c.MaxRootTimeout%time.Millisecond != 0:
-		return fmt.Errorf("netio: MaxRootTimeout %v out of range [%v (Shard.Timeout), %v] or not whole milliseconds", c.MaxRootTimeout, def, ackcore.MaxTimeout)
+		return c, fmt.Errorf(pre+"MaxRootTimeout %v out of range [%v (Shard.Timeout), %v] or not whole milliseconds", c.MaxRootTimeout, def, ackcore.MaxTimeout)
 	case c.MaxFrame < minMaxFrame || c.MaxFrame > maxMaxFrame:
-		return fmt.Errorf("netio: MaxFrame %d out of range [%d, %d]", c.MaxFrame, minMaxFrame, maxMaxFrame)
+		return c, fmt.Errorf(pre+"MaxFrame %d out of range [%d, %d]", c.MaxFrame, minMaxFrame, maxMaxFrame)
 	case c.MaxConnPending < 1:
-		return fmt.Errorf("netio: MaxConnPending %d below 1", c.MaxConnPending)
+		return c, fmt.Errorf(pre+"MaxConnPending %d below 1", c.MaxConnPending)
 	case c.ShareSlack < 0:
-		return fmt.Errorf("netio: ShareSlack %d below 0", c.ShareSlack)
-	case c.HandshakeTimeout < 0 || c.WriteTimeout < 0:
-		return fmt.Errorf("netio: negative timeout (handshake %v, write %v)", c.HandshakeTimeout, c.WriteTimeout)
+		return c, fmt.Errorf(pre+"ShareSlack %d below 0", c.ShareSlack)
+	case c.MaxBytes < 0:
+		return c, fmt.Errorf(pre+"MaxBytes %d below 0 (0: acker.DefaultMaxBytes)", c.MaxBytes)
 	case c.IdleTimeout < minIdleTimeout:
-		return fmt.Errorf("netio: IdleTimeout %v below %v", c.IdleTimeout, minIdleTimeout)
+		return c, fmt.Errorf(pre+"IdleTimeout %v below %v", c.IdleTimeout, minIdleTimeout)
+	case c.RingSize < 0:
+		return c, fmt.Errorf(pre+"RingSize %d below 0", c.RingSize)
+	}
+	if err := nonNegative(pre, namedDuration{"HandshakeTimeout", c.HandshakeTimeout}, namedDuration{"WriteTimeout", c.WriteTimeout}); err != nil {
+		return c, err
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
@@ -170,8 +191,29 @@ func (c *ServerConfig) fill() error {
 		i := DefaultIdle()
 		c.Idle = &i
 	}
+	return c, nil
+}
+
+// namedDuration is a config field's name and value.
+type namedDuration struct {
+	name string
+	d    time.Duration
+}
+
+// nonNegative returns an error naming the first of fields below 0,
+// prefixed with pre (the config's name).
+func nonNegative(pre string, fields ...namedDuration) error {
+	for _, f := range fields {
+		if f.d < 0 {
+			return fmt.Errorf("%s%s %v below 0", pre, f.name, f.d)
+		}
+	}
 	return nil
 }
+
+// minSecretBytes is the shortest shared secret a server or a client
+// accepts.
+const minSecretBytes = 16
 
 // Defaults of ServerConfig.
 const (
@@ -207,10 +249,10 @@ const (
 	// netio handshake is three round trips; 3 s leaves room for a lossy
 	// WAN and still frees a slowloris' goroutine soon.
 	DefaultHandshakeTimeout = 3 * time.Second
-	// RootTimeoutFactor times the default root timeout is the default
+	// rootTimeoutFactor times the default root timeout is the default
 	// MaxRootTimeout: room for roots that ask for longer than the default,
 	// while what a departed connection left behind is gone within minutes.
-	RootTimeoutFactor = 4
+	rootTimeoutFactor = 4
 )
 
 // closeWriteTimeout bounds the write of a close frame that ends a
@@ -342,7 +384,8 @@ type Server struct {
 // NewServer builds a server and starts its acker; Serve accepts
 // connections.
 func NewServer(cfg ServerConfig) (*Server, error) {
-	if err := cfg.fill(); err != nil {
+	cfg, err := cfg.validate()
+	if err != nil {
 		return nil, err
 	}
 	routers := 1
@@ -371,16 +414,6 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		go s.route(ak.Receiver(r))
 	}
 	return s, nil
-}
-
-// ListenAndServe listens on addr (TCP) and serves until Shutdown or
-// Close.
-func (s *Server) ListenAndServe(addr string) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("netio: %w", err)
-	}
-	return s.Serve(ln)
 }
 
 // ErrServerClosed is returned by Serve after Shutdown or Close.
@@ -465,7 +498,7 @@ func (s *Server) admit(c net.Conn) {
 // frame is limit: twice the outcomes it may have pending (backpressure
 // keeps it to MaxConnPending plus a frame's INITs; tasks taken over from
 // an earlier connection bring that one's), and a frame.
-func (s *Server) outBound(limit int) int { return 2*s.cfg.MaxConnPending*OutcomeSize + limit }
+func (s *Server) outBound(limit int) int { return 2*s.cfg.MaxConnPending*outcomeSize + limit }
 
 // ConnBytes is the most heap one authenticated connection holds, for a
 // client whose max frame is MaxFrame (one that asks for more is held to
@@ -511,17 +544,6 @@ func (s *Server) Stats() ServerStats {
 		st.Acker = s.ak.Stats()
 	}
 	return st
-}
-
-// Addrs returns the addresses the server listens on.
-func (s *Server) Addrs() []net.Addr {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var a []net.Addr
-	for _, ln := range s.lns {
-		a = append(a, ln.Addr())
-	}
-	return a
 }
 
 // Shutdown stops the server gracefully: it stops accepting and reading,

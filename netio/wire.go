@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/xorack/xorack/ackcore"
@@ -40,7 +41,7 @@ const (
 	offVersion  = 4
 	offType     = 5
 	offReserved = 6
-	HeaderSize  = 8
+	headerSize  = 8
 )
 
 // Message record in a typeMsgs body: 24 bytes, the body is a whole number
@@ -58,7 +59,7 @@ const (
 	offMsgVal     = 8
 	offMsgKind    = 16 // kind in the top 8 bits, task in the low 24
 	offMsgTimeout = 20
-	MsgSize       = 24
+	msgSize       = 24
 )
 
 // Outcome record in a typeOutcomes body: 24 bytes.
@@ -75,7 +76,7 @@ const (
 	offOutKind    = 20
 	offOutReason  = 21
 	offOutPad     = 22
-	OutcomeSize   = 24
+	outcomeSize   = 24
 )
 
 // Handshake bodies.
@@ -180,7 +181,7 @@ const (
 	// this much. 64 KiB holds a hello with 8,000 task ranges.
 	handshakeMaxFrame = 64 << 10
 	// maxRanges is the most task ranges a hello may carry.
-	maxRanges = (handshakeMaxFrame - HeaderSize - helloFixed) / 8
+	maxRanges = (handshakeMaxFrame - headerSize - helloFixed) / 8
 )
 
 // errShort is returned by parseFrame when b holds no whole frame yet.
@@ -209,10 +210,10 @@ func parseFrame(b []byte, limit int) (wireFrame, int, error) {
 	if uint64(n) > uint64(limit) {
 		return wireFrame{}, 0, fmt.Errorf("netio: frame length %d exceeds limit %d", n, limit)
 	}
-	if n < HeaderSize {
-		return wireFrame{}, 0, fmt.Errorf("netio: frame length %d below the %d-byte header", n, HeaderSize)
+	if n < headerSize {
+		return wireFrame{}, 0, fmt.Errorf("netio: frame length %d below the %d-byte header", n, headerSize)
 	}
-	if len(b) < HeaderSize {
+	if len(b) < headerSize {
 		return wireFrame{}, 0, errShort
 	}
 	f := wireFrame{Version: b[offVersion], Type: b[offType]}
@@ -225,14 +226,14 @@ func parseFrame(b []byte, limit int) (wireFrame, int, error) {
 	if r := binary.LittleEndian.Uint16(b[offReserved:]); r != 0 {
 		return wireFrame{}, 0, fmt.Errorf("netio: frame reserved bits %#x are not zero", r)
 	}
-	body := int(n) - HeaderSize
+	body := int(n) - headerSize
 	if err := checkBodySize(f.Type, body); err != nil {
 		return wireFrame{}, 0, err
 	}
 	if len(b) < int(n) {
 		return wireFrame{}, 0, errShort
 	}
-	f.Body = b[HeaderSize:n:n]
+	f.Body = b[headerSize:n:n]
 	return f, int(n), nil
 }
 
@@ -247,8 +248,8 @@ func checkBodySize(t byte, n int) error {
 	case typeHeartbeat:
 		want = 0
 	case typeMsgs, typeOutcomes:
-		if n%MsgSize != 0 { // MsgSize == OutcomeSize
-			return fmt.Errorf("netio: %s body of %d bytes is not a whole number of %d-byte records", typeName(t), n, MsgSize)
+		if n%msgSize != 0 { // msgSize == outcomeSize
+			return fmt.Errorf("netio: %s body of %d bytes is not a whole number of %d-byte records", typeName(t), n, msgSize)
 		}
 		return nil
 	case typeHello:
@@ -306,11 +307,11 @@ func endFrame(b []byte, off int) []byte {
 	return b
 }
 
-// putMsg writes m's record at b[0:MsgSize] with task as its task field
+// putMsg writes m's record at b[0:msgSize] with task as its task field
 // (m.Task, or the client's TaskBase added to it; 0 for any kind but
 // INIT). It is the one encoder of a message record.
 func putMsg(b []byte, m *ackcore.Msg, task uint32) {
-	b = b[:MsgSize:MsgSize]
+	b = b[:msgSize:msgSize]
 	binary.LittleEndian.PutUint64(b[offMsgRoot:], m.Root)
 	binary.LittleEndian.PutUint64(b[offMsgVal:], m.Val)
 	binary.LittleEndian.PutUint32(b[offMsgKind:], uint32(m.Kind)<<24|task)
@@ -321,23 +322,23 @@ func putMsg(b []byte, m *ackcore.Msg, task uint32) {
 // ackcore.MaxTask (20 bits) with the kind above it.
 const taskMask = 1<<24 - 1
 
-// AppendMsgs appends one msgs frame carrying msgs to b. msgs must be
+// appendMsgs appends one msgs frame carrying msgs to b. msgs must be
 // valid (ackcore.Msg.Validate): the peer rejects the frame otherwise. The
 // caller keeps len(msgs) within its peer's frame limit (maxMsgsPerFrame).
-func AppendMsgs(b []byte, msgs []ackcore.Msg) []byte {
-	n := HeaderSize + len(msgs)*MsgSize
+func appendMsgs(b []byte, msgs []ackcore.Msg) []byte {
+	n := headerSize + len(msgs)*msgSize
 	b = appendHeader(b, typeMsgs, n)
 	off := len(b)
-	b = grow(b, len(msgs)*MsgSize)
+	b = grow(b, len(msgs)*msgSize)
 	for i := range msgs {
-		putMsg(b[off+i*MsgSize:], &msgs[i], msgs[i].Task&taskMask)
+		putMsg(b[off+i*msgSize:], &msgs[i], msgs[i].Task&taskMask)
 	}
 	return b
 }
 
 // maxMsgsPerFrame is the most message or outcome records a frame within
 // limit holds.
-func maxMsgsPerFrame(limit int) int { return (limit - HeaderSize) / MsgSize }
+func maxMsgsPerFrame(limit int) int { return (limit - headerSize) / msgSize }
 
 // grow extends b by n bytes (contents unspecified), reusing its capacity.
 func grow(b []byte, n int) []byte {
@@ -349,38 +350,64 @@ func grow(b []byte, n int) []byte {
 	return b[:len(b)+n]
 }
 
-// DecodeMsgs appends the messages of a msgs frame's body to dst. Every
+// decodeMsgBody appends the messages of a msgs frame's body to dst. Every
 // record must be a valid message (ackcore.Msg.Validate): a non-zero root,
 // a known kind, a task within ackcore.MaxTask (and none on other kinds
 // than INIT), a timeout within ackcore.MaxTimeout; the first that is not
 // is named in the error, and dst is returned as it was.
 //
 // The loop reads each record's fields into registers, stores them field
-// by field and checks the stored message with one combined test
-// (ackcore's Msg.Valid and the wire's rules): building the Msg as a
-// value first made the compiler assemble it on the stack with small
-// stores and copy it with 16-byte loads, which stall on store forwarding
-// (twice per record: 12 ns a message on the 2-vCPU machine, against 1-2).
-func DecodeMsgs(dst []ackcore.Msg, body []byte) ([]ackcore.Msg, error) {
+// by field and checks the fields it holds (ackcore's Msg.Valid and the
+// wire's rules) into one flag, with no early exit; only a frame that
+// fails is walked again, record by record, to name the first bad one.
+// Building the Msg as a value first made the compiler assemble it on the
+// stack with small stores and copy it with 16-byte loads, which stall on
+// store forwarding (twice per record: 12 ns a message on the 2-vCPU
+// machine, against 1-2); checking the stored message (Msg.Valid) and
+// leaving at the first fault kept the loop's state in stack slots.
+func decodeMsgBody(dst []ackcore.Msg, body []byte) ([]ackcore.Msg, error) {
 	dst, _, _, err := decodeMsgs(dst, body, nil, ackcore.MaxTimeoutMs)
 	return dst, err
 }
 
-// decodeMsgs is DecodeMsgs that also counts the INITs and the RESETs,
+// decodeMsgs is decodeMsgBody that also counts the INITs and the RESETs,
 // refuses a timeout past maxTo (a server's root timeout cap; at most
 // ackcore.MaxTimeoutMs) and, when owns is not nil, checks each INIT's task with it
 // (a server: the task must be the connection's), in the same pass.
 func decodeMsgs(dst []ackcore.Msg, body []byte, owns func(task uint32) bool, maxTo uint32) (_ []ackcore.Msg, inits, resets int, _ error) {
-	if len(body)%MsgSize != 0 {
-		return dst, 0, 0, fmt.Errorf("netio: msgs body of %d bytes is not a whole number of %d-byte records", len(body), MsgSize)
+	if len(body)%msgSize != 0 {
+		return dst, 0, 0, fmt.Errorf("netio: msgs body of %d bytes is not a whole number of %d-byte records", len(body), msgSize)
 	}
-	n := len(body) / MsgSize
+	n := len(body) / msgSize
 	base := len(dst)
 	dst = growMsgs(dst, n)
 	out := dst[base:]
+	maxTo = min(maxTo, ackcore.MaxTimeoutMs)
+	// The loop (decodeRecords) makes no call, so that its state stays in
+	// registers: it checks each record (ackcore's rule, Msg.Valid, and the
+	// wire's: a known kind, a task only on an INIT and within MaxTask, the
+	// timeout cap) and bounds the INITs' tasks by lo and hi. Ownership is then
+	// checked over that range, once per frame (a frame's INITs mostly
+	// come from one spout task): a frame is checked as of one moment, as
+	// it is decoded before any of it is applied. The first record at
+	// fault is found, and named, by decodeMsgsError.
+	inits, resets, lo, hi, ok := decodeRecords(out, body, maxTo)
+	if !ok || inits > 0 && owns != nil && !ownsRange(owns, lo, hi, out) {
+		return dst[:base], 0, 0, decodeMsgsError(body, owns, maxTo)
+	}
+	return dst, inits, resets, nil
+}
+
+// decodeRecords is decodeMsgs' loop, a leaf of its own so that its few
+// live values stay in registers: it decodes len(out) records of body
+// into out, counts the INITs and RESETs, bounds the INITs' tasks by lo
+// and hi, and reports false at the first record that is not a valid
+// message (its fields are then partly decoded).
+func decodeRecords(out []ackcore.Msg, body []byte, maxTo uint32) (inits, resets int, lo, hi uint32, ok bool) {
+	lo = math.MaxUint32
+	body = body[:len(out)*msgSize]
 	for i := range out {
-		r := body[i*MsgSize:]
-		r = r[:MsgSize:MsgSize]
+		r := (*[msgSize]byte)(body[i*msgSize:])
 		root := binary.LittleEndian.Uint64(r[offMsgRoot:])
 		val := binary.LittleEndian.Uint64(r[offMsgVal:])
 		kt := binary.LittleEndian.Uint32(r[offMsgKind:])
@@ -388,25 +415,69 @@ func decodeMsgs(dst []ackcore.Msg, body []byte, owns func(task uint32) bool, max
 		kind, task := ackcore.Kind(kt>>24), kt&taskMask
 		m := &out[i]
 		m.Root, m.Val, m.Task, m.Kind, m.TimeoutMs = root, val, task, kind, to
-		// ackcore's rule (Valid), then the wire's own: a task only on an
-		// INIT, and the server's cap on the timeout.
-		if !m.Valid() || kind != ackcore.Init && task != 0 || to > maxTo {
-			if to > maxTo && m.Valid() {
-				return dst[:base], 0, 0, fmt.Errorf("netio: message %d of %d: %v root %#x asks for a timeout of %d ms, past the server's cap of %d ms", i, n, kind, root, to, maxTo)
-			}
-			return dst[:base], 0, 0, fmt.Errorf("netio: message %d of %d: %w", i, n, msgError(m))
+		if root == 0 || kind-1 > ackcore.Reset-1 || to > maxTo || task > ackcore.MaxTask || task != 0 && kind != ackcore.Init {
+			return inits, resets, lo, hi, false
 		}
 		switch kind {
 		case ackcore.Init:
 			inits++
-			if owns != nil && !owns(task) {
-				return dst[:base], 0, 0, fmt.Errorf("netio: message %d of %d: INIT root %#x names task %d, not owned by this client", i, n, root, task)
-			}
+			lo, hi = min(lo, task), max(hi, task)
 		case ackcore.Reset:
 			resets++
 		}
 	}
-	return dst, inits, resets, nil
+	return inits, resets, lo, hi, true
+}
+
+// ownsRangeMax is the widest range of INIT tasks in one frame that
+// ownsRange checks task by task; past it, it checks each INIT.
+const ownsRangeMax = 64
+
+// ownsRange reports whether owns holds for every INIT's task in msgs,
+// whose INITs' tasks lie in [lo, hi].
+func ownsRange(owns func(task uint32) bool, lo, hi uint32, msgs []ackcore.Msg) bool {
+	if hi-lo < ownsRangeMax {
+		all := true
+		for t := lo; t <= hi && all; t++ {
+			all = owns(t)
+		}
+		if all {
+			return true
+		}
+	}
+	// A wide range, or one with a task not owned in it: look at each INIT.
+	last, ok := uint32(math.MaxUint32), false
+	for i := range msgs {
+		if t := msgs[i].Task; msgs[i].Kind == ackcore.Init && t != last {
+			if last, ok = t, owns(t); !ok {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// decodeMsgsError names the first record of body that decodeMsgs
+// refuses: the error path, one record at a time.
+func decodeMsgsError(body []byte, owns func(task uint32) bool, maxTo uint32) error {
+	n := len(body) / msgSize
+	for i := range n {
+		r := body[i*msgSize:]
+		kt := binary.LittleEndian.Uint32(r[offMsgKind:])
+		m := ackcore.Msg{Root: binary.LittleEndian.Uint64(r[offMsgRoot:]), Val: binary.LittleEndian.Uint64(r[offMsgVal:]),
+			Task: kt & taskMask, Kind: ackcore.Kind(kt >> 24), TimeoutMs: binary.LittleEndian.Uint32(r[offMsgTimeout:])}
+		if !m.Valid() || m.Kind != ackcore.Init && m.Task != 0 {
+			return fmt.Errorf("netio: message %d of %d: %w", i, n, msgError(&m))
+		}
+		if m.TimeoutMs > maxTo {
+			return fmt.Errorf("netio: message %d of %d: %v root %#x asks for a timeout of %d ms, past the server's cap of %d ms", i, n, m.Kind, m.Root, m.TimeoutMs, maxTo)
+		}
+		if m.Kind == ackcore.Init && owns != nil && !owns(m.Task) {
+			return fmt.Errorf("netio: message %d of %d: INIT root %#x names task %d, not owned by this client", i, n, m.Root, m.Task)
+		}
+	}
+	// Only an INIT's task changing owner between the two passes gets here.
+	return fmt.Errorf("netio: msgs body of %d records refused: an INIT's task changed owner while the frame was read", n)
 }
 
 // msgError names what is wrong with a decoded record.
@@ -429,19 +500,19 @@ func growMsgs(dst []ackcore.Msg, n int) []ackcore.Msg {
 	return dst[:len(dst)+n]
 }
 
-// AppendOutcomes appends one outcomes frame carrying outs to b.
-func AppendOutcomes(b []byte, outs []ackcore.Outcome) []byte {
-	b = appendHeader(b, typeOutcomes, HeaderSize+len(outs)*OutcomeSize)
+// appendOutcomes appends one outcomes frame carrying outs to b.
+func appendOutcomes(b []byte, outs []ackcore.Outcome) []byte {
+	b = appendHeader(b, typeOutcomes, headerSize+len(outs)*outcomeSize)
 	off := len(b)
-	b = grow(b, len(outs)*OutcomeSize)
+	b = grow(b, len(outs)*outcomeSize)
 	for i := range outs {
-		putOutcome(b[off+i*OutcomeSize:], &outs[i])
+		putOutcome(b[off+i*outcomeSize:], &outs[i])
 	}
 	return b
 }
 
 func putOutcome(r []byte, o *ackcore.Outcome) {
-	_ = r[OutcomeSize-1]
+	_ = r[outcomeSize-1]
 	binary.LittleEndian.PutUint64(r[offOutRoot:], o.Root)
 	binary.LittleEndian.PutUint64(r[offOutLatency:], uint64(o.Latency))
 	binary.LittleEndian.PutUint32(r[offOutTask:], o.Task)
@@ -450,14 +521,14 @@ func putOutcome(r []byte, o *ackcore.Outcome) {
 	r[offOutPad], r[offOutPad+1] = 0, 0
 }
 
-// DecodeOutcomes appends the outcomes of an outcomes frame's body to dst.
+// decodeOutcomes appends the outcomes of an outcomes frame's body to dst.
 // Each record must have a known kind and reason and a zero pad; the first
 // that does not is named in the error, and dst is returned as it was.
-func DecodeOutcomes(dst []ackcore.Outcome, body []byte) ([]ackcore.Outcome, error) {
-	if len(body)%OutcomeSize != 0 {
-		return dst, fmt.Errorf("netio: outcomes body of %d bytes is not a whole number of %d-byte records", len(body), OutcomeSize)
+func decodeOutcomes(dst []ackcore.Outcome, body []byte) ([]ackcore.Outcome, error) {
+	if len(body)%outcomeSize != 0 {
+		return dst, fmt.Errorf("netio: outcomes body of %d bytes is not a whole number of %d-byte records", len(body), outcomeSize)
 	}
-	n := len(body) / OutcomeSize
+	n := len(body) / outcomeSize
 	base := len(dst)
 	if cap(dst)-len(dst) < n {
 		nd := make([]ackcore.Outcome, len(dst), len(dst)+n)
@@ -467,8 +538,8 @@ func DecodeOutcomes(dst []ackcore.Outcome, body []byte) ([]ackcore.Outcome, erro
 	dst = dst[:base+n]
 	out := dst[base:]
 	for i := range out {
-		r := body[i*OutcomeSize:]
-		r = r[:OutcomeSize:OutcomeSize]
+		r := body[i*outcomeSize:]
+		r = r[:outcomeSize:outcomeSize]
 		root, lat, task, kind, reason, ok := outcomeFields(r)
 		if !ok {
 			return dst[:base], fmt.Errorf("netio: outcome %d of %d: %w", i, n, outcomeError(r))
@@ -479,12 +550,12 @@ func DecodeOutcomes(dst []ackcore.Outcome, body []byte) ([]ackcore.Outcome, erro
 	return dst, nil
 }
 
-// outcomeFields reads the outcome record r (OutcomeSize bytes); ok says
+// outcomeFields reads the outcome record r (outcomeSize bytes); ok says
 // it is valid: a non-zero root, a known kind and reason, a zero pad (see
 // outcomeError). Plain results, not a struct: the caller keeps them in
 // registers.
 func outcomeFields(r []byte) (root uint64, lat time.Duration, task uint32, kind ackcore.OutcomeKind, reason ackcore.Reason, ok bool) {
-	r = r[:OutcomeSize:OutcomeSize]
+	r = r[:outcomeSize:outcomeSize]
 	root = binary.LittleEndian.Uint64(r[offOutRoot:])
 	lat = time.Duration(binary.LittleEndian.Uint64(r[offOutLatency:]))
 	task = binary.LittleEndian.Uint32(r[offOutTask:])
@@ -501,7 +572,7 @@ func outcomeError(r []byte) error {
 }
 
 // appendHeartbeat appends a heartbeat frame.
-func appendHeartbeat(b []byte) []byte { return appendHeader(b, typeHeartbeat, HeaderSize) }
+func appendHeartbeat(b []byte) []byte { return appendHeader(b, typeHeartbeat, headerSize) }
 
 // appendClose appends a close frame with code and reason (cut to
 // maxReason bytes).
@@ -509,7 +580,7 @@ func appendClose(b []byte, code uint16, reason string) []byte {
 	if len(reason) > maxReason {
 		reason = reason[:maxReason]
 	}
-	b = appendHeader(b, typeClose, HeaderSize+closeFixed+len(reason))
+	b = appendHeader(b, typeClose, headerSize+closeFixed+len(reason))
 	b = binary.LittleEndian.AppendUint16(b, code)
 	b = binary.LittleEndian.AppendUint16(b, uint16(len(reason)))
 	return append(b, reason...)
@@ -539,7 +610,7 @@ type challengeBody struct {
 
 // appendChallenge appends a challenge frame.
 func appendChallenge(b []byte, c *challengeBody) []byte {
-	b = appendHeader(b, typeChallenge, HeaderSize+challengeSize)
+	b = appendHeader(b, typeChallenge, headerSize+challengeSize)
 	b = append(b, c.Nonce[:]...)
 	b = binary.LittleEndian.AppendUint32(b, c.MaxFrame)
 	return binary.LittleEndian.AppendUint32(b, c.Tasks)
@@ -636,7 +707,7 @@ type welcomeBody struct {
 
 // appendWelcome appends a welcome frame.
 func appendWelcome(b []byte, w *welcomeBody) []byte {
-	b = appendHeader(b, typeWelcome, HeaderSize+welcomeSize)
+	b = appendHeader(b, typeWelcome, headerSize+welcomeSize)
 	b = binary.LittleEndian.AppendUint64(b, w.ServerID)
 	b = binary.LittleEndian.AppendUint32(b, uint32(w.Heartbeat/time.Millisecond))
 	b = binary.LittleEndian.AppendUint32(b, uint32(w.Idle/time.Millisecond))

@@ -15,6 +15,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/source/offsets"
 	"github.com/xorack/xorack/topology"
 )
@@ -412,7 +413,7 @@ func (s *Spout) Fail(msgID any, f *topology.Failure) {
 		s.unknown()
 		return
 	}
-	if f == nil || f.Reason == topology.Stopped {
+	if f == nil || f.Reason == ackcore.ReasonStopped {
 		s.mu.Lock()
 		s.stats.Stopped++
 		s.freeEntry(e)
