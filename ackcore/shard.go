@@ -32,7 +32,7 @@ type Shard struct {
 	skewNs      int64  // how far the shard's time lags the clock's (jumps beyond maxStepTicks)
 
 	stats    Stats
-	prefetch bool                     // prefetch table lines a chunk ahead (large tables only)
+	prefetch bool                     // the portable loop: prefetch table lines a chunk ahead (large tables only)
 	hs       [2][prefetchChunk]uint64 // home slots of the chunk being applied and the next
 
 	// Owners (owners.go): the owner of the messages being applied, the

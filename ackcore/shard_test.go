@@ -55,7 +55,6 @@ var rulePaths = []struct {
 		}
 	}},
 	{"go", func(t *testing.T, s *ackcore.Shard) { t.Cleanup(ackcore.SetAckRun(false)) }}, // fastPath
-	{"prefetch", func(t *testing.T, s *ackcore.Shard) { s.ForcePrefetch() }},             // ackRunHS, or fastPath with homes
 	{"go-prefetch", func(t *testing.T, s *ackcore.Shard) { // fastPath with homes
 		t.Cleanup(ackcore.SetAckRun(false))
 		s.ForcePrefetch()
