@@ -213,9 +213,9 @@
 // reason of the project, which package acker, package topology, netio
 // and ackerd all use); Clock (NewMonotonicClock, FakeClock for tests);
 // Interface, which the baselines the shard is measured against implement
-// too; and Hash, the keyed hash package acker routes roots with. The
-// limits of one Expire call and the accessors only the tests read are
-// unexported.
+// too. The keyed hash the tables and acker's router share lives in
+// internal/roothash; the limits of one Expire call and the accessors only
+// the tests read are unexported.
 //
 // # Concurrency
 //

@@ -49,7 +49,7 @@
 //	   ...      └─ ...                           └─ held queue (per receiver, when its ring is full)
 //
 // Routing. Each root belongs to one shard: the shard tables' own keyed
-// hash (ackcore.Hash: the 128-bit product of root^k1 and k2, its halves
+// hash (internal/roothash: the 128-bit product of root^k1 and k2, its halves
 // XORed, times k3), under keys of the router's own, reduced to [0,
 // Shards) by a multiply, with keys drawn from crypto/rand in New unless
 // Config.Seed sets them. Structured ids (counters, i<<16, timestamps,

@@ -1,7 +1,7 @@
 package acker
 
 import (
-	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/internal/roothash"
 	"github.com/xorack/xorack/internal/splitmix"
 )
 
@@ -9,7 +9,7 @@ import (
 // every message of a root goes to one shard). It is immutable after New
 // and shared by every producer.
 //
-// The hash is the shard table's own keyed hash (ackcore.Hash: a folded
+// The hash is the shard table's own keyed hash (internal/roothash: a folded
 // 128-bit multiply and a multiply), under keys of its own, and the shard
 // is its fast range over n (the high word of hash × n). The same function
 // places a root in the shards and in a shard's table, so structured ids
@@ -20,7 +20,7 @@ import (
 // with the same keys, the roots of one shard would fall into one part of
 // its table (both take the hash's high bits).
 type router struct {
-	h ackcore.Hash
+	h roothash.Hash
 	n uint64 // shards
 }
 
@@ -35,7 +35,7 @@ func newRouter(seed uint64, shards int) router {
 			seed = 1 // 0 would draw keys from crypto/rand
 		}
 	}
-	return router{h: ackcore.NewHash(seed), n: uint64(shards)}
+	return router{h: roothash.New(seed), n: uint64(shards)}
 }
 
 // shard is the shard of root, in [0, n).

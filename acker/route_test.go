@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/internal/roothash"
 )
 
 // rootPatterns are the id shapes engines use: random, sequential, shifted
@@ -122,7 +122,7 @@ func TestRouteBalanceSweep(t *testing.T) {
 func TestRouteApartFromTables(t *testing.T) {
 	const seed, shards, buckets = 42, 8, 16
 	r := newRouter(seed, shards)
-	table := ackcore.NewHash(seed) // shard 0's table keys under Shard.Seed = seed
+	table := roothash.New(seed) // shard 0's table keys under Shard.Seed = seed
 	var n [buckets]int
 	total := 0
 	for i := range uint64(200_000) {
