@@ -5,7 +5,7 @@
 //	g, err := perf.Open()            // locks this goroutine to its thread
 //	if err != nil { ... }            // only when nothing can be measured
 //	defer g.Close()
-//	report(g.Note())                 // what is measured, and why not more
+//	report(perf.Probe().Note())      // what is measured, and why not more
 //	before, _ := g.Read()
 //	g.Start(); work(); g.Stop()
 //	after, _ := g.Read()

@@ -12,7 +12,7 @@ import (
 func Example() {
 	// Unknown, printed "n/a", unless measured. Open fails only where nothing
 	// per-thread can be measured (not Linux); it locks this goroutine to its
-	// thread until Close, and g.Note() says what this machine counts and why.
+	// thread until Close, and perf.Probe().Note() says what this machine counts and why.
 	var taskClock perf.Value
 	if g, err := perf.Open(perf.TaskClock); err == nil {
 		defer g.Close()

@@ -12,8 +12,6 @@ var errClosed = errors.New("perf: Group is closed")
 // concurrent use, and every method must be called from the goroutine that
 // called Open (the fallback measures "the calling thread").
 type Group struct {
-	// status is what Probe found; immutable after Open.
-	status Status
 	// events holds the events this Group counts: those asked for that the
 	// machine has. Immutable after Open.
 	events eventSet
@@ -26,10 +24,6 @@ type Group struct {
 
 	os groupOS
 }
-
-// Note is the Status' Note (Probe's, for this machine): what this Group
-// measures and why.
-func (g *Group) Note() string { return g.status.Note() }
 
 // measures reports whether g counts e; Values for other events are unknown.
 func (g *Group) measures(e Event) bool { return e < NumEvents && g.events.has(e) }

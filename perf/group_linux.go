@@ -126,7 +126,7 @@ func openWith(st Status, open openFunc, want eventSet) (*Group, error) {
 	if st.mode == modeNone {
 		return nil, fmt.Errorf("perf: no per-thread counters: %w", st.Err)
 	}
-	g := &Group{status: st, events: want & st.avail}
+	g := &Group{events: want & st.avail}
 	runtime.LockOSThread()
 	if st.mode == modeThreadClock {
 		g.os.clock = &threadClock{}

@@ -94,9 +94,6 @@ func (s Status) Note() string {
 	}
 }
 
-// String is Note.
-func (s Status) String() string { return s.Note() }
-
 var probeOnce = sync.OnceValue(probe)
 
 // Probe reports which events Open can count on this machine. The first call
