@@ -106,7 +106,7 @@ func New(cfg Config) (*Acker, error) {
 	a.recvs = make([]*Receiver, cfg.Receivers)
 	for r := range a.recvs {
 		a.recvs[r] = &Receiver{a: a, id: uint32(r),
-			in: ring.NewFanInWithIdle[ackcore.Outcome](cfg.Shards, cfg.OutcomeRingSize, cfg.OutcomeRingSize, idle)}
+			in: ring.NewFanIn[ackcore.Outcome](cfg.Shards, cfg.OutcomeRingSize, cfg.OutcomeRingSize, idle)}
 	}
 	for i := range cfg.Shards {
 		e := newExecutor(i, &cfg, recvOf, execIdle)

@@ -108,7 +108,7 @@ func newExecutor(i int, cfg *Config, recvOf []uint32, idle ring.Idle) *executor 
 	return &executor{
 		id:      i,
 		clock:   cfg.Shard.Clock,
-		in:      ring.NewFanInWithIdle[ackcore.Msg](cfg.Producers, cfg.RingSize, cfg.Batch, idle),
+		in:      ring.NewFanIn[ackcore.Msg](cfg.Producers, cfg.RingSize, cfg.Batch, idle),
 		outs:    make([]*ring.SPSC[ackcore.Outcome], r),
 		recvOf:  recvOf,
 		out:     make([]ackcore.Outcome, 0, routeChunk+cfg.Batch),

@@ -183,5 +183,6 @@
 // its rings (Drain, DrainWait, DrainWaitUntil, PopBatchWait) or pops one
 // (Pop). The non-blocking one-item twins and the copying batch pop stay
 // unexported, kept for the tests' model of the ring. The acker and the
-// engine build their rings with NewFanInWithIdle.
+// engine build their rings with NewFanIn, passing the Idle their configs
+// tune.
 package ring

@@ -67,7 +67,7 @@ func ExampleSPSC_Reserve() {
 
 // Three producers each push into their own ring of a FanIn; one consumer drains them all until Close.
 func ExampleFanIn() {
-	f := ring.NewFanIn[int](3, 4, 2) // 3 rings of 4 slots, at most 2 taken from a ring per pass
+	f := ring.NewFanIn[int](3, 4, 2, ring.DefaultIdle()) // 3 rings of 4 slots, at most 2 taken from a ring per pass
 	var producers sync.WaitGroup
 	for p := range f.Producers() {
 		producers.Go(func() {

@@ -39,15 +39,10 @@ type FanIn[T any] struct {
 
 // NewFanIn returns a FanIn over producers rings of capacity elements each
 // (a power of two, as for New), taking at most batch elements from a ring per
-// pass, and waiting with DefaultIdle. It panics if producers or batch is
-// below 1.
-func NewFanIn[T any](producers, capacity, batch int) *FanIn[T] {
-	return NewFanInWithIdle[T](producers, capacity, batch, DefaultIdle())
-}
-
-// NewFanInWithIdle is NewFanIn with the idle strategy used by the consumer
-// and by every producer's blocking calls.
-func NewFanInWithIdle[T any](producers, capacity, batch int, idle Idle) *FanIn[T] {
+// pass, and waiting with idle (DefaultIdle unless the caller tunes it) in
+// the consumer and in every producer's blocking calls. It panics if
+// producers or batch is below 1.
+func NewFanIn[T any](producers, capacity, batch int, idle Idle) *FanIn[T] {
 	if producers < 1 {
 		panic(fmt.Sprintf("ring: FanIn needs at least one producer, got %d", producers))
 	}

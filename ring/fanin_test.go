@@ -18,16 +18,16 @@ func TestNewFanInRejects(t *testing.T) {
 		func() {
 			defer func() {
 				if recover() == nil {
-					t.Errorf("NewFanIn(%d, %d, %d) did not panic", tc.producers, tc.capacity, tc.batch)
+					t.Errorf("NewFanIn(%d, %d, %d, DefaultIdle()) did not panic", tc.producers, tc.capacity, tc.batch)
 				}
 			}()
-			NewFanIn[item](tc.producers, tc.capacity, tc.batch)
+			NewFanIn[item](tc.producers, tc.capacity, tc.batch, DefaultIdle())
 		}()
 	}
 }
 
 func TestFanInRoundRobin(t *testing.T) {
-	f := NewFanIn[item](3, 8, 2)
+	f := NewFanIn[item](3, 8, 2, DefaultIdle())
 	for p := range 3 {
 		for s := range 3 {
 			f.Producer(p).tryPush(mkItem(uint64(p), uint64(s)))
@@ -56,7 +56,7 @@ func TestFanInRoundRobin(t *testing.T) {
 // TestFanInBatchLimit checks a pass takes at most batch elements per ring
 // and resumes after the last ring it visited when dst fills.
 func TestFanInBatchLimit(t *testing.T) {
-	f := NewFanIn[item](3, 16, 4)
+	f := NewFanIn[item](3, 16, 4, DefaultIdle())
 	for p := range 3 {
 		for s := range 10 {
 			f.Producer(p).tryPush(mkItem(uint64(p), uint64(s)))
@@ -101,7 +101,7 @@ func TestFanInBatchLimit(t *testing.T) {
 func TestFanInNoStarvation(t *testing.T) {
 	const producers, batch = 4, 4
 	for _, small := range []bool{false, true} {
-		f := NewFanIn[item](producers, 64, batch)
+		f := NewFanIn[item](producers, 64, batch, DefaultIdle())
 		rng := rand.New(rand.NewPCG(1, 2))
 		var flood uint64
 		dst := make([]item, producers*batch)
@@ -144,7 +144,7 @@ func TestFanInNoStarvation(t *testing.T) {
 // at most 2*batch of them.
 func TestFanInNoStarvationConcurrent(t *testing.T) {
 	const batch = 8
-	f := NewFanIn[item](2, 1024, batch)
+	f := NewFanIn[item](2, 1024, batch, DefaultIdle())
 	trickles := uint64(scale(2000, 10))
 	done := watchdog(t, 30*time.Second, "starvation")
 	defer done()
@@ -219,7 +219,7 @@ func TestFanInHammer(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				done := watchdog(t, 30*time.Second, name)
 				defer done()
-				f := NewFanInWithIdle[item](producers, 16, 5, idle)
+				f := NewFanIn[item](producers, 16, 5, idle)
 				var wg sync.WaitGroup
 				for p := range producers {
 					wg.Add(1)
@@ -313,10 +313,10 @@ func TestFanInHammer(t *testing.T) {
 // TestFanInWake parks the consumer and publishes on each ring in turn; any
 // producer must wake it.
 func TestFanInWake(t *testing.T) {
-	if NewFanInWithIdle[item](1, 4, 4, Idle{}).Producer(0).ConsumerParked() {
+	if NewFanIn[item](1, 4, 4, Idle{}).Producer(0).ConsumerParked() {
 		t.Fatal("ConsumerParked with no consumer waiting")
 	}
-	f := NewFanInWithIdle[item](3, 4, 4, Idle{})
+	f := NewFanIn[item](3, 4, 4, Idle{})
 	got := make(chan item)
 	go func() {
 		for {
@@ -361,7 +361,7 @@ func TestFanInWake(t *testing.T) {
 func TestFanInCloseUnblocks(t *testing.T) {
 	for _, how := range []string{"Pop", "PopBatchWait", "DrainWait"} {
 		t.Run(how, func(t *testing.T) {
-			f := NewFanInWithIdle[item](2, 1, 1, Idle{})
+			f := NewFanIn[item](2, 1, 1, Idle{})
 			consumer := make(chan bool)
 			go func() {
 				switch how {
@@ -387,7 +387,7 @@ func TestFanInCloseUnblocks(t *testing.T) {
 		})
 	}
 	t.Run("Push", func(t *testing.T) {
-		f := NewFanInWithIdle[item](2, 1, 1, Idle{})
+		f := NewFanIn[item](2, 1, 1, Idle{})
 		r := f.Producer(1)
 		r.tryPush(mkItem(1, 0)) // ring 1 is full now
 		producer := make(chan bool)
@@ -413,7 +413,7 @@ func TestFanInCloseUnblocks(t *testing.T) {
 }
 
 func TestFanInZeroAllocs(t *testing.T) {
-	f := NewFanIn[item](4, 64, 8)
+	f := NewFanIn[item](4, 64, 8, DefaultIdle())
 	dst := make([]item, 32)
 	var sum uint64
 	fn := func(_ int, items []item) {
@@ -444,7 +444,7 @@ func TestFanInZeroAllocs(t *testing.T) {
 // TestDrainWaitUntil: a parked consumer returns when its wake channel fires
 // with no items, and is woken by a producer before the wake otherwise.
 func TestDrainWaitUntil(t *testing.T) {
-	f := NewFanInWithIdle[int](2, 8, 4, Idle{})
+	f := NewFanIn[int](2, 8, 4, Idle{})
 	wake := make(chan time.Time)
 	type res struct {
 		n     int
@@ -494,7 +494,7 @@ func TestDrainWaitUntil(t *testing.T) {
 // when wake fires, and an unbuffered wake (a goroutine's send, as a
 // go1.23+ timer channel behaves) is taken within the spin phase.
 func TestDrainWaitUntilSpinning(t *testing.T) {
-	f := NewFanInWithIdle[int](1, 8, 4, Idle{Spins: math.MaxInt})
+	f := NewFanIn[int](1, 8, 4, Idle{Spins: math.MaxInt})
 	wake := make(chan time.Time)
 	done := make(chan bool)
 	go func() {
@@ -520,7 +520,7 @@ func TestDrainWaitUntilSpinning(t *testing.T) {
 // or about to be) return (0, false); one called before the wait ends the
 // next wait at once; and the wait goes on as before afterwards.
 func TestFanInInterrupt(t *testing.T) {
-	f := NewFanInWithIdle[item](2, 8, 8, Idle{Spins: 4, Yields: 2})
+	f := NewFanIn[item](2, 8, 8, Idle{Spins: 4, Yields: 2})
 	f.Interrupt()
 	if n, fired := f.DrainWaitUntil(func(int, []item) {}, nil); n != 0 || fired {
 		t.Fatalf("after an early Interrupt: %d, %v", n, fired)

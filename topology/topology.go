@@ -137,7 +137,7 @@ func newTopology(cfg Config, comps []*component) (*Topology, error) {
 				ups = append(ups, from.execs...)
 			}
 		}
-		b.in = ring.NewFanInWithIdle[*Tuple](len(ups), cfg.RingSize, cfg.Batch, cfg.idle())
+		b.in = ring.NewFanIn[*Tuple](len(ups), cfg.RingSize, cfg.Batch, cfg.idle())
 		for k, up := range ups {
 			up.outs = append(up.outs, outLink{ring: b.in.Producer(k)})
 			for _, task := range b.tasks {
