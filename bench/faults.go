@@ -16,7 +16,7 @@ import (
 
 // The faults level: the word count with fan-out (sentence spout -> split
 // bolt emitting 8 words -> count bolt, fields grouping) on the reference
-// engine with topology.DefaultConfig(), under one fault per row, the rows
+// engine with topology.Config{}, under one fault per row, the rows
 // interleaved rep by rep in one run:
 //
 //   - fail f (0, 1, 5, 10, 20%): the split bolt emits a sentence's words,
@@ -55,7 +55,7 @@ import (
 // median of the reps' paired ratios (goodput_ratio: rep k of the row over
 // rep k of the fault-free row, which ran beside it), the breaker row at
 // least 0.9 x the mixed row's (paired too), and the slow row had no
-// timeouts. The one change from DefaultConfig is the
+// timeouts. The one change from the zero topology.Config is the
 // message timeout, faultsTimeout, so that the drop row's timeouts (and a
 // quick run) finish in seconds.
 
@@ -217,7 +217,7 @@ func runFaultRep(corpus *wcCorpus, fc faultCase, n int, seed uint64, pin bool, s
 		count.Input("clock", topology.All()).Output("word")
 		b.Bolt("sink", func() topology.Bolt { return faultSink{} }).Input("count", topology.Shuffle())
 	}
-	cfg := topology.DefaultConfig()
+	cfg := topology.Config{}
 	cfg.MessageTimeout = faultsTimeout
 	cfg.Pin, cfg.Seed = pin, seed
 	if fc.breaker {

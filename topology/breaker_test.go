@@ -71,7 +71,7 @@ func TestBreakerPoison(t *testing.T) {
 		b := NewBuilder()
 		b.Spout("ids", func() Spout { return &pacedSpout{l: l, n: n, poison: poison, every: 10 * time.Millisecond} }).Output("id")
 		b.Bolt("check", func() Bolt { return poisonFirst{l: l, poison: poison} }).Input("ids", Shuffle())
-		cfg := DefaultConfig()
+		cfg := Config{}
 		cfg.Retry.MaxAttempts = 6
 		took, s, sp := runBreaker(t, l, n, b, cfg, on)
 		if s.completed != n-poison || s.deadLettered != poison || sp.BreakerOpens > 1 {
@@ -267,7 +267,7 @@ func TestBreakerTailPoison(t *testing.T) {
 		b := NewBuilder()
 		b.Spout("ids", func() Spout { return sp }).Output("id")
 		b.Bolt("check", func() Bolt { return tailBolt{l: l, tail: 0, poison: flaky} }).Input("ids", Shuffle())
-		cfg := DefaultConfig()
+		cfg := Config{}
 		cfg.Retry = RetryPolicy{Backoff: 200 * time.Millisecond}
 		// OpenFor long enough that the spout, which emitted nothing new
 		// since the pause, is not taken for dry before it resumes.

@@ -56,7 +56,8 @@ const (
 )
 
 // Config configures a topology. Zero fields take the defaults: the zero
-// Config is DefaultConfig, at least once with one in-process acker shard.
+// Config is the default configuration, at least once with one in-process
+// acker shard.
 // At most once is only ever an explicit choice (AtMostOnce).
 type Config struct {
 	// AtMostOnce turns tracking off: there is no acker (Acker and Port
@@ -171,10 +172,6 @@ type Config struct {
 	// must then be zero). The engine calls Stop on it when it stops.
 	Port func(acker.Spec) (acker.Port, error)
 }
-
-// DefaultConfig is the at-least-once configuration: one in-process acker
-// shard and every other field at its default. It is the zero Config.
-func DefaultConfig() Config { return Config{} }
 
 // RetryPolicy says how failed roots are replayed: attempt k+1 starts
 // Backoff*2^(k-1) (at most MaxBackoff) after attempt k failed, less a

@@ -15,7 +15,7 @@
 //	b.Bolt("split", func() topology.Bolt { return topology.Basic(split) }).Tasks(2).
 //		Input("sentences", topology.Shuffle()).Output("word")
 //	b.Bolt("count", newCounter).Tasks(2).Input("split", topology.Fields("word"))
-//	top, err := b.Build(topology.DefaultConfig())
+//	top, err := b.Build(topology.Config{})
 //	...
 //	top.Start()
 //	<-top.Done() // every sentence fully processed (or dead-lettered)

@@ -72,7 +72,7 @@ func Example() {
 	b.Bolt("count", func() topology.Bolt { return &counter{mu: &mu, counts: counts} }).Tasks(2).
 		Input("split", topology.Fields("word"))
 
-	top, err := b.Build(topology.DefaultConfig())
+	top, err := b.Build(topology.Config{})
 	if err != nil {
 		panic(err)
 	}
@@ -122,7 +122,7 @@ func ExampleConfig_deadLetter() {
 		}))
 	}).Input("numbers", topology.Shuffle())
 
-	cfg := topology.DefaultConfig()
+	cfg := topology.Config{}
 	cfg.Retry = topology.RetryPolicy{MaxAttempts: 3}
 	cfg.DeadLetter = func(d topology.DeadLetter) {
 		fmt.Printf("dead letter: %v values %v: %v\n", d.MsgID, d.Values, &d.Failure)
@@ -161,7 +161,7 @@ func ExamplePanicError() {
 		}))
 	}).Input("numbers", topology.Shuffle())
 
-	cfg := topology.DefaultConfig()
+	cfg := topology.Config{}
 	cfg.Retry = topology.RetryPolicy{MaxAttempts: 1}
 	cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil)) // one line per component per 10 s
 	cfg.DeadLetter = func(d topology.DeadLetter) {
@@ -205,7 +205,7 @@ func ExampleTopology_StatusHandler() {
 	b.Bolt("print", func() topology.Bolt {
 		return topology.Basic(topology.BasicFunc(func(*topology.Tuple, *topology.BasicCollector) error { return nil }))
 	}).Input("sentences", topology.Shuffle())
-	top, err := b.Build(topology.DefaultConfig())
+	top, err := b.Build(topology.Config{})
 	if err != nil {
 		panic(err)
 	}

@@ -91,7 +91,7 @@ func TestBuildErrors(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			b := NewBuilder()
 			tc.build(b)
-			_, err := b.Build(DefaultConfig())
+			_, err := b.Build(Config{})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want it to contain %q", err, tc.want)
 			}

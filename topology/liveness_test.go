@@ -75,7 +75,7 @@ func TestLateAcksNotSent(t *testing.T) {
 	b.Bolt("split", func() Bolt { return &failAfterFanout{k: 4, fails: rateFails(0.05), rec: rec} }).
 		Input("ids", Shuffle()).Output("id", "k")
 	b.Bolt("sink", func() Bolt { return nopBolt{} }).Tasks(2).Input("split", Shuffle())
-	cfg := DefaultConfig()
+	cfg := Config{}
 	cfg.DeadLetter = l.deadLetter
 	top := start(t, b, cfg)
 	waitDone(t, top, 5*time.Minute)

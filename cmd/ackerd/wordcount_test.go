@@ -65,7 +65,7 @@ func TestWordCountTwoDaemons(t *testing.T) {
 			return nil
 		}))
 	}).Tasks(2).Input("split", topology.Fields("word"))
-	cfg := topology.DefaultConfig()
+	cfg := topology.Config{}
 	var client *netio.Client
 	cfg.Port = func(spec acker.Spec) (acker.Port, error) {
 		c, err := netio.Dial(netio.ClientConfig{Hosts: []string{d1.addr, d2.addr}, Secret: []byte(secret)}, spec)
@@ -112,7 +112,7 @@ func TestStopWithPendingNoAckerError(t *testing.T) {
 	b := topology.NewBuilder()
 	b.Spout("sentences", func() topology.Spout { return &wcSpout{n: n, acked: &acked, failed: &failed} }).Output("sentence")
 	b.Bolt("hold", func() topology.Bolt { return holdBolt{} }).Input("sentences", topology.Shuffle())
-	cfg := topology.DefaultConfig()
+	cfg := topology.Config{}
 	var client atomic.Pointer[netio.Client]
 	cfg.Port = func(spec acker.Spec) (acker.Port, error) {
 		c, err := netio.Dial(netio.ClientConfig{Hosts: []string{d.addr}, Secret: []byte(secret)}, spec)

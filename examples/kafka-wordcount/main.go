@@ -231,7 +231,7 @@ func wordcount(ctx context.Context, c wcConfig, sink *Sink) (wcResult, error) {
 	b.Bolt("count", kit.CountInto(sink, c.fail, c.seed, func(t *topology.Tuple) (Position, string, int) {
 		return t.Value(2).(Position), t.String(0), t.Int(1)
 	})).Tasks(2).Input("split", topology.Fields("word"))
-	cfg := topology.DefaultConfig()
+	cfg := topology.Config{}
 	cfg.Retry = topology.RetryPolicy{MaxAttempts: c.attempts, Backoff: time.Millisecond, MaxBackoff: 50 * time.Millisecond}
 	// A failed record's other acks are orphans that hold acker room until
 	// the message timeout: a short one keeps heavy fault rates from

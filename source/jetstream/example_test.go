@@ -98,7 +98,7 @@ func Example() {
 			return nil
 		}))
 	}).Input("sentences", topology.Shuffle())
-	top, err := b.Build(topology.DefaultConfig())
+	top, err := b.Build(topology.Config{})
 	if err != nil {
 		panic(err)
 	}
@@ -148,7 +148,7 @@ func Example_deadLetter() {
 			return nil
 		}))
 	}).Input("in", topology.Shuffle())
-	top, err := b.Build(topology.DefaultConfig())
+	top, err := b.Build(topology.Config{})
 	if err != nil {
 		panic(err)
 	}
@@ -189,7 +189,7 @@ func ExampleSink() {
 		return jetstream.New(jetstream.Config{JetStream: js, Stream: "IN", Consumer: "copy"})
 	}).Output("pos", "data")
 	b.Bolt("out", sink.Bolt).Input("in", topology.Shuffle())
-	top, err := b.Build(topology.DefaultConfig())
+	top, err := b.Build(topology.Config{})
 	if err != nil {
 		panic(err)
 	}

@@ -12,7 +12,7 @@
 //	b.Spout("records", func() topology.Spout { return sp }).Output(kafka.RecordField)
 //	b.Bolt("split", newSplit).Input("records", topology.Shuffle()).Output("word")
 //	...
-//	cfg := topology.DefaultConfig()
+//	cfg := topology.Config{}
 //	cfg.Retry = topology.RetryPolicy{MaxAttempts: 5} // the engine replays; the spout never seeks
 //
 // A record's life: the poller fetches it into its partition's buffer;

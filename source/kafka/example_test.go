@@ -101,7 +101,7 @@ func Example() {
 			return nil
 		}))
 	}).Input("split", topology.Fields("word"))
-	runToEnd(b, topology.DefaultConfig(), sp, "wordcount", "sentences")
+	runToEnd(b, topology.Config{}, sp, "wordcount", "sentences")
 	st := sp.Stats()
 	fmt.Println("records completed:", st.Completed)
 	fmt.Println("the:", counts["the"], "moon:", counts["moon"])
@@ -139,7 +139,7 @@ func Example_deadLetter() {
 			return nil
 		}))
 	}).Input("orders", topology.Shuffle())
-	cfg := topology.DefaultConfig()
+	cfg := topology.Config{}
 	cfg.Retry = topology.RetryPolicy{MaxAttempts: 3, Backoff: time.Millisecond}
 	runToEnd(b, cfg, sp, "orders", "orders")
 
@@ -197,7 +197,7 @@ func ExampleSink() {
 	b.Bolt("split", func() topology.Bolt { return topology.Basic(topology.BasicFunc(splitRecord)) }).
 		Input("records", topology.Shuffle()).Output("word")
 	b.Bolt("words", sink.Bolt).Input("split", topology.Shuffle())
-	runToEnd(b, topology.DefaultConfig(), sp, "pipeline", "sentences")
+	runToEnd(b, topology.Config{}, sp, "pipeline", "sentences")
 	if err := sink.Close(); err != nil {
 		panic(err)
 	}

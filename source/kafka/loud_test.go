@@ -39,7 +39,7 @@ func TestUnreachableBrokerFailsStart(t *testing.T) {
 	b.Bolt("sink", func() topology.Bolt {
 		return topology.Basic(topology.BasicFunc(func(*topology.Tuple, *topology.BasicCollector) error { return nil }))
 	}).Input("records", topology.Shuffle())
-	top, err := b.Build(topology.DefaultConfig())
+	top, err := b.Build(topology.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,7 +30,7 @@ func runSink(t *testing.T, c *cluster, sink *Sink, n int) []topology.Failure {
 		mu    sync.Mutex
 		fails []topology.Failure
 	)
-	cfg := topology.DefaultConfig()
+	cfg := topology.Config{}
 	cfg.Retry = topology.RetryPolicy{MaxAttempts: 1}
 	cfg.DeadLetter = func(d topology.DeadLetter) {
 		mu.Lock()
@@ -232,7 +232,7 @@ func TestSinkBoundsInFlightBytes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := topology.DefaultConfig()
+	cfg := topology.Config{}
 	cfg.Retry = topology.RetryPolicy{MaxAttempts: 1}
 	b := topology.NewBuilder()
 	b.Spout("records", func() topology.Spout { return sp }).Output(RecordField)

@@ -33,7 +33,7 @@ func ExampleNew() {
 	b.Bolt("sink", func() topology.Bolt {
 		return topology.Basic(topology.BasicFunc(func(*topology.Tuple, *topology.BasicCollector) error { return nil }))
 	}).Input("numbers", topology.Shuffle())
-	top, err := b.Build(topology.DefaultConfig())
+	top, err := b.Build(topology.Config{})
 	if err != nil {
 		panic(err)
 	}

@@ -20,7 +20,7 @@ func runNumbers(t *testing.T, n int) *topology.Topology {
 	b.Bolt("odd", func() topology.Bolt {
 		return topology.Basic(topology.BasicFunc(func(t *topology.Tuple, c *topology.BasicCollector) error { return nil }))
 	}).Input("numbers", topology.Shuffle())
-	top, err := b.Build(topology.DefaultConfig())
+	top, err := b.Build(topology.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -35,7 +35,7 @@ func (p Pipeline) Run(ctx context.Context, settled func() error) error {
 	b.Spout("sentences", p.Spout).Output(p.Fields...)
 	b.Bolt("split", SplitIDs(p.Message, p.Fail, p.Seed)).Executors(2).Input("sentences", topology.Shuffle()).Output("id", "word")
 	b.Bolt("words", p.Sink).Executors(4).Input("split", topology.Fields("word"))
-	cfg := topology.DefaultConfig()
+	cfg := topology.Config{}
 	cfg.Retry = topology.RetryPolicy{MaxAttempts: 10, Backoff: time.Millisecond, MaxBackoff: 10 * time.Millisecond}
 	top, err := b.Build(cfg)
 	if err != nil {

@@ -75,7 +75,7 @@ func run(url, stream, consumer, ledger string, throttle int) error {
 			return err
 		}))
 	}).Input("js", topology.Shuffle())
-	top, err := b.Build(topology.DefaultConfig())
+	top, err := b.Build(topology.Config{})
 	if err != nil {
 		return err
 	}

@@ -132,7 +132,7 @@ func (w worker) run(brokers, topic, group, instance, ledger string, interval tim
 			return err
 		}))
 	}).Executors(2).Input("records", topology.Shuffle())
-	cfg := topology.DefaultConfig()
+	cfg := topology.Config{}
 	cfg.Retry = topology.RetryPolicy{MaxAttempts: 1 << 10, Backoff: backoff, MaxBackoff: backoff}
 	top, err := b.Build(cfg)
 	if err != nil {
