@@ -68,9 +68,9 @@ func (m *model) revoke() { m.assigned, m.recs = false, nil }
 func (m *model) emit(off int64) error {
 	switch {
 	case !m.assigned:
-		return ErrNotAssigned
+		return errNotAssigned
 	case off < m.next:
-		return ErrOrder
+		return errOrder
 	case m.uncommitted() >= m.limit:
 		return ErrFull
 	}
@@ -97,7 +97,7 @@ func (m *model) done(off int64, current bool) error {
 	if !ok || m.recs[i].done {
 		// Every mark the driver passes was emitted in this generation:
 		// one that is not in recs was done and trimmed.
-		return ErrDuplicate
+		return errDuplicate
 	}
 	m.recs[i].done = true
 	// Trim the done records below the lowest one not done: the commit
@@ -368,8 +368,8 @@ func (d *differential) step() {
 		if t.Generation() != 0 {
 			d.fatalf("Revoke left generation %d", t.Generation())
 		}
-		if _, err := t.Emit(m.next); !errors.Is(err, ErrNotAssigned) {
-			d.fatalf("Emit after Revoke = %v, want ErrNotAssigned", err)
+		if _, err := t.Emit(m.next); !errors.Is(err, errNotAssigned) {
+			d.fatalf("Emit after Revoke = %v, want errNotAssigned", err)
 		}
 	}
 	d.compare()

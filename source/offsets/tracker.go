@@ -28,9 +28,11 @@ const minRuns = 8
 const fullCheckBits = 1 << 12
 
 // Errors that Emit and Done return. ErrFull and ErrStale are flow, not
-// faults: a caller checks Full before it emits, and a stale Done is the
-// expected fate of a record in flight when its partition was revoked or
-// reset. The others wrap these with the offending values.
+// faults, and exported for callers to match: a caller checks Full before
+// it emits, and a stale Done is the expected fate of a record in flight
+// when its partition was revoked or reset. The unexported three are a
+// caller's bugs (a correct source never meets them), so nothing matches
+// on them; the errors wrapping them name the offending values.
 var (
 	// ErrFull: the partition holds Limit emitted records that are not yet
 	// committable; pause fetching it until Done moves the commit point.
@@ -38,14 +40,14 @@ var (
 	// ErrStale: the Mark belongs to an earlier assignment generation (or to
 	// another tracker); it was dropped, not applied.
 	ErrStale = errors.New("offsets: mark from an earlier assignment generation")
-	// ErrNotAssigned: Emit on a tracker that has no assignment (never
+	// errNotAssigned: Emit on a tracker that has no assignment (never
 	// assigned, or revoked).
-	ErrNotAssigned = errors.New("offsets: partition not assigned")
-	// ErrOrder: Emit of an offset at or below one already emitted (or
+	errNotAssigned = errors.New("offsets: partition not assigned")
+	// errOrder: Emit of an offset at or below one already emitted (or
 	// below the assignment's start) in this generation.
-	ErrOrder = errors.New("offsets: offset out of order")
-	// ErrDuplicate: Done of a record already done in this generation.
-	ErrDuplicate = errors.New("offsets: record marked done twice")
+	errOrder = errors.New("offsets: offset out of order")
+	// errDuplicate: Done of a record already done in this generation.
+	errDuplicate = errors.New("offsets: record marked done twice")
 )
 
 // generations hands out assignment generations, unique in the process, so
@@ -118,7 +120,7 @@ type Stats struct {
 	Pauses      uint64 // times the partition reached its limit (Full became true)
 	Refused     uint64 // Emit calls refused with ErrFull
 	Stale       uint64 // Done calls dropped with ErrStale
-	Duplicates  uint64 // Done calls refused with ErrDuplicate
+	Duplicates  uint64 // Done calls refused with errDuplicate
 	Dropped     uint64 // records pending when their generation ended (Assign or Revoke)
 	LateCommits uint64 // Committed calls at or below the committed offset, ignored
 }
@@ -162,7 +164,7 @@ func (t *Tracker) Assign(start int64) uint64 {
 
 // Revoke ends the current generation without starting another: the
 // partition was revoked. Pending records are dropped (counted in Dropped),
-// their Marks turn stale, Emit fails with ErrNotAssigned and NextCommit
+// their Marks turn stale, Emit fails with errNotAssigned and NextCommit
 // offers nothing until the next Assign. Commit what NextCommit offers
 // before revoking: offsets done but not committed are forgotten here.
 func (t *Tracker) Revoke() {
@@ -186,12 +188,12 @@ func (t *Tracker) endGeneration() {
 // increase within a generation; gaps between them (compacted or deleted
 // records, transaction markers) are allowed and are never waited for.
 // Emit fails with ErrFull when the partition is at its limit (nothing is
-// recorded: emit the record later), with ErrNotAssigned outside an
-// assignment, and with an error wrapping ErrOrder for an offset below the
+// recorded: emit the record later), with errNotAssigned outside an
+// assignment, and with an error wrapping errOrder for an offset below the
 // next one allowed.
 func (t *Tracker) Emit(offset int64) (Mark, error) {
 	if t.gen == 0 {
-		return Mark{}, fmt.Errorf("offsets: emit of offset %d: %w", offset, ErrNotAssigned)
+		return Mark{}, fmt.Errorf("offsets: emit of offset %d: %w", offset, errNotAssigned)
 	}
 	if offset < t.next {
 		return Mark{}, t.orderError(offset)
@@ -219,9 +221,9 @@ func (t *Tracker) Emit(offset int64) (Mark, error) {
 
 func (t *Tracker) orderError(offset int64) error {
 	if t.nextSeq == 0 {
-		return fmt.Errorf("offsets: emit of offset %d below the assignment's start %d: %w", offset, t.start, ErrOrder)
+		return fmt.Errorf("offsets: emit of offset %d below the assignment's start %d: %w", offset, t.start, errOrder)
 	}
-	return fmt.Errorf("offsets: emit of offset %d not above the last emitted offset %d: %w", offset, t.next-1, ErrOrder)
+	return fmt.Errorf("offsets: emit of offset %d not above the last emitted offset %d: %w", offset, t.next-1, errOrder)
 }
 
 // Done records that the record m names is done: its tree completed, or it
@@ -229,7 +231,7 @@ func (t *Tracker) orderError(offset int64) error {
 // offset moves past a record only when it and every record emitted before
 // it in the generation are done. A Mark of an earlier generation is dropped
 // and Done returns ErrStale; a second Done of one record returns an error
-// wrapping ErrDuplicate. Neither changes the tracker beyond a counter.
+// wrapping errDuplicate. Neither changes the tracker beyond a counter.
 func (t *Tracker) Done(m Mark) error {
 	if m.gen != t.gen || t.gen == 0 {
 		t.stats.Stale++
@@ -242,7 +244,7 @@ func (t *Tracker) Done(m Mark) error {
 	bit := uint64(1) << (m.seq & 63)
 	if m.seq < t.commitSeq || *w&bit != 0 {
 		t.stats.Duplicates++
-		return fmt.Errorf("offsets: done of offset %d: %w", m.Offset, ErrDuplicate)
+		return fmt.Errorf("offsets: done of offset %d: %w", m.Offset, errDuplicate)
 	}
 	*w |= bit
 	t.pending--

@@ -177,8 +177,8 @@ func TestEarlierGenerationIsDropped(t *testing.T) {
 		t.Fatalf("stats %+v: want 5 stale, 3 dropped, 2 done", st)
 	}
 	tr.Revoke()
-	if _, err := tr.Emit(2); !errors.Is(err, ErrNotAssigned) {
-		t.Fatalf("Emit after Revoke: %v, want ErrNotAssigned", err)
+	if _, err := tr.Emit(2); !errors.Is(err, errNotAssigned) {
+		t.Fatalf("Emit after Revoke: %v, want errNotAssigned", err)
 	}
 	if err := tr.Done(cur[0]); err != ErrStale {
 		t.Fatalf("Done after Revoke: %v, want ErrStale", err)
@@ -223,19 +223,19 @@ func TestCommitsAreMonotonic(t *testing.T) {
 
 func TestErrorsNameTheValues(t *testing.T) {
 	tr := New(4)
-	if _, err := tr.Emit(7); !errors.Is(err, ErrNotAssigned) || !strings.Contains(err.Error(), "offset 7") {
+	if _, err := tr.Emit(7); !errors.Is(err, errNotAssigned) || !strings.Contains(err.Error(), "offset 7") {
 		t.Fatalf("unassigned Emit: %v", err)
 	}
 	tr.Assign(10)
-	if _, err := tr.Emit(9); !errors.Is(err, ErrOrder) || !strings.Contains(err.Error(), "offset 9 below the assignment's start 10") {
+	if _, err := tr.Emit(9); !errors.Is(err, errOrder) || !strings.Contains(err.Error(), "offset 9 below the assignment's start 10") {
 		t.Fatalf("Emit below start: %v", err)
 	}
 	m := emitAll(t, tr, 12)
-	if _, err := tr.Emit(12); !errors.Is(err, ErrOrder) || !strings.Contains(err.Error(), "offset 12 not above the last emitted offset 12") {
+	if _, err := tr.Emit(12); !errors.Is(err, errOrder) || !strings.Contains(err.Error(), "offset 12 not above the last emitted offset 12") {
 		t.Fatalf("Emit repeated: %v", err)
 	}
 	doneAll(t, tr, m...)
-	if err := tr.Done(m[0]); !errors.Is(err, ErrDuplicate) || !strings.Contains(err.Error(), "offset 12") {
+	if err := tr.Done(m[0]); !errors.Is(err, errDuplicate) || !strings.Contains(err.Error(), "offset 12") {
 		t.Fatalf("second Done: %v", err)
 	}
 	tr.check()
