@@ -94,27 +94,41 @@ type SinkStats struct {
 	Failed     uint64 // inputs failed
 }
 
-// NewSink returns a sink for cfg, or an error naming the missing field.
+// NewSink returns a sink for cfg, or an error naming a bad field.
 func NewSink(cfg SinkConfig) (*Sink, error) {
-	switch {
-	case cfg.JetStream == nil:
-		return nil, errors.New("jetstream: SinkConfig.JetStream is nil")
-	case cfg.Subject == nil || cfg.Data == nil || cfg.MsgID == nil:
-		return nil, errors.New("jetstream: SinkConfig.Subject, Data and MsgID must all be set")
-	case cfg.PublishTimeout < 0:
-		return nil, fmt.Errorf("jetstream: SinkConfig.PublishTimeout %v is negative", cfg.PublishTimeout)
-	case cfg.MaxInFlightBytes < 0:
-		return nil, fmt.Errorf("jetstream: SinkConfig.MaxInFlightBytes %d is negative", cfg.MaxInFlightBytes)
-	}
-	if cfg.PublishTimeout == 0 {
-		cfg.PublishTimeout = DefaultPublishTimeout
-	}
-	if cfg.MaxInFlightBytes == 0 {
-		cfg.MaxInFlightBytes = DefaultSinkMaxInFlightBytes
+	cfg, err := cfg.validate()
+	if err != nil {
+		return nil, err
 	}
 	s := &Sink{cfg: cfg}
 	s.inFlight.free = int64(cfg.MaxInFlightBytes)
 	return s, nil
+}
+
+// validate returns c with every zero field filled from its Default
+// constant, or an error naming the field and the value.
+func (c SinkConfig) validate() (SinkConfig, error) {
+	switch {
+	case c.JetStream == nil:
+		return c, errors.New("jetstream: SinkConfig.JetStream is nil")
+	case c.Subject == nil:
+		return c, errors.New("jetstream: SinkConfig.Subject is nil")
+	case c.Data == nil:
+		return c, errors.New("jetstream: SinkConfig.Data is nil")
+	case c.MsgID == nil:
+		return c, errors.New("jetstream: SinkConfig.MsgID is nil")
+	case c.PublishTimeout < 0:
+		return c, fmt.Errorf("jetstream: SinkConfig.PublishTimeout %v is negative", c.PublishTimeout)
+	case c.MaxInFlightBytes < 0:
+		return c, fmt.Errorf("jetstream: SinkConfig.MaxInFlightBytes %d is negative", c.MaxInFlightBytes)
+	}
+	if c.PublishTimeout == 0 {
+		c.PublishTimeout = DefaultPublishTimeout
+	}
+	if c.MaxInFlightBytes == 0 {
+		c.MaxInFlightBytes = DefaultSinkMaxInFlightBytes
+	}
+	return c, nil
 }
 
 // Bolt returns a bolt task of the sink: pass it to Builder.Bolt.

@@ -37,6 +37,10 @@ const (
 	DefaultOpenTimeout = 10 * time.Second
 )
 
+// minFetchWait is the shortest Config.FetchWait: a pull request that
+// expires sooner asks the server again more than a hundred times a second.
+const minFetchWait = 10 * time.Millisecond
+
 const (
 	// minAckWait is the shortest AckWait the spout accepts: it sends
 	// InProgress every third of it, from a goroutine that must get the CPU
@@ -89,7 +93,7 @@ type Config struct {
 	// before it Terms it. It runs on the spout executor's goroutine.
 	DeadLetter func(DeadLetter)
 	// FetchWait is how long one pull request waits at the server;
-	// default DefaultFetchWait, at least 10 ms.
+	// default DefaultFetchWait, at least 10 ms (minFetchWait).
 	FetchWait time.Duration
 	// OpenTimeout bounds Open's look-up of the consumer; default
 	// DefaultOpenTimeout. When the server does not answer within it, Open
@@ -100,6 +104,43 @@ type Config struct {
 	// per 10 s, with the connection's state). Nil means slog.Default().
 	Logger *slog.Logger
 }
+
+// validate returns c with every zero field filled (FetchWait and
+// OpenTimeout from their Default constants, Decode with defaultDecode,
+// Logger with slog.Default()), or an error naming the field and the value.
+func (c Config) validate() (Config, error) {
+	switch {
+	case c.JetStream == nil:
+		return c, errors.New("jetstream: Config.JetStream is nil")
+	case c.Stream == "":
+		return c, fmt.Errorf("jetstream: Config.Stream %q is empty (Config.Consumer %q)", c.Stream, c.Consumer)
+	case c.Consumer == "":
+		return c, fmt.Errorf("jetstream: Config.Consumer %q is empty (Config.Stream %q)", c.Consumer, c.Stream)
+	}
+	if c.FetchWait == 0 {
+		c.FetchWait = DefaultFetchWait
+	}
+	if c.FetchWait < minFetchWait {
+		return c, fmt.Errorf("jetstream: Config.FetchWait %v is below %v", c.FetchWait, minFetchWait)
+	}
+	if c.OpenTimeout == 0 {
+		c.OpenTimeout = DefaultOpenTimeout
+	}
+	if c.OpenTimeout < 0 {
+		return c, fmt.Errorf("jetstream: Config.OpenTimeout %v is negative", c.OpenTimeout)
+	}
+	if c.Decode == nil {
+		c.Decode = defaultDecode
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c, nil
+}
+
+// defaultDecode is Config.Decode's default: the values (Position, []byte
+// data).
+func defaultDecode(m natsjs.Msg, pos Position) ([]any, error) { return []any{pos, m.Data()}, nil }
 
 // DeadLetter is a message the spout gives up on. The spout Terms it after
 // the hook returns, so the server never delivers it again.
@@ -215,7 +256,9 @@ type inflight struct {
 var _ topology.Redeliverer = (*Spout)(nil)
 
 // New returns a spout reading the consumer cfg names. The configuration is
-// checked by Open, whose errors reach topology.Start.
+// checked (Config.validate) by Open, whose errors reach topology.Start:
+// New runs in a Builder's spout constructor, which has no error to
+// return.
 func New(cfg Config) *Spout {
 	s := &Spout{cfg: cfg, credit: make(chan struct{}, 1), done: make(chan struct{})}
 	s.list.prev, s.list.next = &s.list, &s.list
@@ -225,33 +268,14 @@ func New(cfg Config) *Spout {
 // Open looks the consumer up and checks it against the topology's
 // configuration.
 func (s *Spout) Open(tc topology.TaskContext) error {
+	cfg, err := s.cfg.validate()
+	if err != nil {
+		return err
+	}
+	s.cfg = cfg
 	c := &s.cfg
-	switch {
-	case c.JetStream == nil:
-		return errors.New("jetstream: Config.JetStream is nil")
-	case c.Stream == "" || c.Consumer == "":
-		return fmt.Errorf("jetstream: Config.Stream %q and Config.Consumer %q must both be set", c.Stream, c.Consumer)
-	}
-	if c.FetchWait == 0 {
-		c.FetchWait = DefaultFetchWait
-	}
-	if c.FetchWait < 10*time.Millisecond {
-		return fmt.Errorf("jetstream: Config.FetchWait %v is below 10ms", c.FetchWait)
-	}
-	if c.OpenTimeout == 0 {
-		c.OpenTimeout = DefaultOpenTimeout
-	}
-	if c.OpenTimeout < 0 {
-		return fmt.Errorf("jetstream: Config.OpenTimeout %v is negative", c.OpenTimeout)
-	}
-	if c.Decode == nil {
-		c.Decode = func(m natsjs.Msg, pos Position) ([]any, error) { return []any{pos, m.Data()}, nil }
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.OpenTimeout)
 	defer cancel()
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
 	cons, err := c.JetStream.Consumer(ctx, c.Stream, c.Consumer)
 	if err != nil {
 		if nc := c.JetStream.Conn(); nc != nil && !nc.IsConnected() {

@@ -453,7 +453,7 @@ func TestOpenErrors(t *testing.T) {
 		want string
 	}{
 		{Config{Stream: "S", Consumer: "ok"}, "Config.JetStream is nil"},
-		{Config{JetStream: e.js, Consumer: "ok"}, `Config.Stream ""`},
+		{Config{JetStream: e.js, Consumer: "ok"}, `Config.Stream "" is empty`},
 		{Config{JetStream: e.js, Stream: "S", Consumer: "ok", FetchWait: time.Millisecond}, "FetchWait 1ms"},
 		{Config{JetStream: e.js, Stream: "S", Consumer: "missing"}, `consumer "missing" of stream "S"`},
 		{Config{JetStream: e.js, Stream: "S", Consumer: "none"}, `consumer "none" has AckPolicy AckNone`},
