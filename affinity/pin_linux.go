@@ -55,18 +55,8 @@ func allowedCPUs() ([]int, error) {
 	return maskCPUs(set), nil
 }
 
-// Pin locks the calling goroutine to its OS thread and restricts that thread
-// to the one CPU cpu, which must be in the thread's current affinity mask.
-//
-// unpin restores the thread's previous mask and undoes the lock; call it on
-// the same goroutine, once (later calls do nothing). If the previous mask
-// cannot be restored, unpin leaves the goroutine locked, so that the narrowed
-// thread is discarded when the goroutine exits instead of returning to the
-// Go scheduler's pool.
-//
-// unpin is never nil: on error it does nothing, and the goroutine is left as
-// it was found.
-func Pin(cpu int) (unpin func(), err error) {
+// pinOS is Pin on Linux.
+func pinOS(cpu int) (unpin func(), err error) {
 	runtime.LockOSThread()
 	prev, err := getMask()
 	if err != nil {
@@ -95,11 +85,9 @@ func Pin(cpu int) (unpin func(), err error) {
 	}, nil
 }
 
-// CurrentCPU returns the CPU the calling thread is running on. Unless the
-// thread is pinned the answer may be stale by the time it is used. It makes
-// the getcpu system call (x/sys has no portable wrapper for it), about a
-// hundred nanoseconds.
-func CurrentCPU() (int, error) {
+// currentCPUOS is CurrentCPU on Linux: the getcpu system call (x/sys has
+// no portable wrapper for it).
+func currentCPUOS() (int, error) {
 	var cpu uint32
 	_, _, errno := unix.RawSyscall(unix.SYS_GETCPU, uintptr(unsafe.Pointer(&cpu)), 0, 0)
 	if errno != 0 {

@@ -8,14 +8,14 @@ import (
 	"runtime"
 )
 
-// Pin would restrict the calling thread to one CPU; only Linux supports it.
-// It returns a no-op unpin and an error wrapping errors.ErrUnsupported.
-func Pin(cpu int) (unpin func(), err error) {
+// pinOS is Pin where only Linux pins: a no-op unpin and an error
+// wrapping errors.ErrUnsupported.
+func pinOS(cpu int) (unpin func(), err error) {
 	return func() {}, fmt.Errorf("affinity: pinning to CPU %d on %s: %w", cpu, runtime.GOOS, errors.ErrUnsupported)
 }
 
-// CurrentCPU would return the CPU the calling thread runs on; only Linux
-// supports it. It returns an error wrapping errors.ErrUnsupported.
-func CurrentCPU() (int, error) {
+// currentCPUOS is CurrentCPU where only Linux answers: an error wrapping
+// errors.ErrUnsupported.
+func currentCPUOS() (int, error) {
 	return -1, fmt.Errorf("affinity: current CPU on %s: %w", runtime.GOOS, errors.ErrUnsupported)
 }

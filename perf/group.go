@@ -69,3 +69,15 @@ func (g *Group) Close() {
 	g.closeOS()
 	g.closed = true
 }
+
+// Open counts the given events, or the default set (every Event) if none
+// are given, on the calling goroutine's thread, which it locks to the
+// goroutine until Close. The Group starts stopped.
+//
+// Events this machine cannot count (see Probe) are left out and read as
+// unknown; Open fails only if nothing per-thread can be measured at all, or
+// if an event that Probe could open now fails. It panics on an Event outside
+// [0, NumEvents). Only Linux counts: elsewhere Open returns an error
+// wrapping errors.ErrUnsupported, and Probe().Note() says the same in
+// words for a report.
+func Open(events ...Event) (*Group, error) { return openOS(eventsOf(events)) }

@@ -110,16 +110,9 @@ func explainOpen(e Event, err error) error {
 	return fmt.Errorf("perf_event_open %s: %w%s", e, err, hint)
 }
 
-// Open counts the given events, or the default set (every Event) if none
-// are given, on the calling goroutine's thread, which it locks to the
-// goroutine until Close. The Group starts stopped.
-//
-// Events this machine cannot count (see Probe) are left out and read as
-// unknown; Open fails only if nothing per-thread can be measured at all, or
-// if an event that Probe could open now fails. It panics on an Event outside
-// [0, NumEvents).
-func Open(events ...Event) (*Group, error) {
-	return openWith(Probe(), gperf.OpenCounter, eventsOf(events))
+// openOS is Open on Linux.
+func openOS(want eventSet) (*Group, error) {
+	return openWith(Probe(), gperf.OpenCounter, want)
 }
 
 func openWith(st Status, open openFunc, want eventSet) (*Group, error) {

@@ -20,11 +20,9 @@ func probe() Status {
 	return st
 }
 
-// Open would count events on the calling thread; only Linux supports it.
-// It returns an error wrapping errors.ErrUnsupported. Probe().Note() says the
-// same in words for a report.
-func Open(events ...Event) (*Group, error) {
-	eventsOf(events) // same panics as on Linux
+// openOS is Open where only Linux counts: an error wrapping
+// errors.ErrUnsupported.
+func openOS(eventSet) (*Group, error) {
 	return nil, fmt.Errorf("perf: counters on %s: %w", runtime.GOOS, errors.ErrUnsupported)
 }
 
