@@ -117,16 +117,18 @@ func (c SinkConfig) validate() (SinkConfig, error) {
 		return c, errors.New("jetstream: SinkConfig.Data is nil")
 	case c.MsgID == nil:
 		return c, errors.New("jetstream: SinkConfig.MsgID is nil")
-	case c.PublishTimeout < 0:
-		return c, fmt.Errorf("jetstream: SinkConfig.PublishTimeout %v is negative", c.PublishTimeout)
-	case c.MaxInFlightBytes < 0:
-		return c, fmt.Errorf("jetstream: SinkConfig.MaxInFlightBytes %d is negative", c.MaxInFlightBytes)
 	}
 	if c.PublishTimeout == 0 {
 		c.PublishTimeout = DefaultPublishTimeout
 	}
+	if c.PublishTimeout < 0 {
+		return c, fmt.Errorf("jetstream: SinkConfig.PublishTimeout %v is negative", c.PublishTimeout)
+	}
 	if c.MaxInFlightBytes == 0 {
 		c.MaxInFlightBytes = DefaultSinkMaxInFlightBytes
+	}
+	if c.MaxInFlightBytes < 0 {
+		return c, fmt.Errorf("jetstream: SinkConfig.MaxInFlightBytes %d is negative", c.MaxInFlightBytes)
 	}
 	return c, nil
 }
