@@ -23,7 +23,7 @@ type Report struct {
 	Stalls    Stalls `json:"stalls"`
 	StallsEnd Stalls `json:"stalls_end"`
 	// Busy says the stalls passed a threshold at the start or the end
-	// (Stalls.Busy), and Verdict says in words whether the ratios can be
+	// (Stalls.busy), and Verdict says in words whether the ratios can be
 	// trusted: verdictBusy or verdictQuiet, then what was measured.
 	Busy    bool      `json:"busy"`
 	Verdict string    `json:"verdict"`
@@ -212,7 +212,7 @@ func Run(cfg Config) (*Report, error) {
 
 // verdict judges the stalls measured before and after the rows.
 func verdict(start, end Stalls) (bool, string) {
-	busy := start.Busy() || end.Busy()
+	busy := start.busy() || end.busy()
 	v := verdictQuiet
 	if busy {
 		v = verdictBusy

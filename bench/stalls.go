@@ -44,8 +44,8 @@ const (
 	verdictQuiet = "machine quiet: stalls below the thresholds"
 )
 
-// Busy says whether s passes either threshold (busyLost, busyOver1ms).
-func (s Stalls) Busy() bool {
+// busy says whether s passes either threshold (busyLost, busyOver1ms).
+func (s Stalls) busy() bool {
 	return s.Threads > 0 && (s.Lost >= busyLost || s.Over1ms >= busyOver1ms)
 }
 

@@ -81,7 +81,7 @@ func TestBusy(t *testing.T) {
 			t.Errorf("%s: busy %v, verdict %q; want %v, %q", c.name, busy, v, c.busy, want)
 		}
 	}
-	if got := (Stalls{Threads: 1, Lost: busyLost - 0.001, Over1ms: busyOver1ms - 0.1}).Busy(); got {
+	if got := (Stalls{Threads: 1, Lost: busyLost - 0.001, Over1ms: busyOver1ms - 0.1}).busy(); got {
 		t.Error("busy just under both thresholds")
 	}
 }
