@@ -14,8 +14,8 @@
 // xorack_topology_build_info, is 1 with the build's version, revision and
 // Go version as labels. Counters end in _total; pending, the pending bound and the
 // breaker's state are gauges; the complete latency is a histogram in
-// seconds with the buckets of LatencyBuckets (the execute latency,
-// ExecuteBuckets), folded from the engine's HDR
+// seconds, 100 µs to a minute, about three buckets per decade (the execute
+// latency: 1 µs to 10 s), folded from the engine's HDR
 // histogram at scrape time (its sum is the HDR mean times the count, so
 // exact to the histogram's 3 significant digits).
 //
@@ -46,9 +46,11 @@ type Source interface {
 	Metrics() topology.Metrics
 }
 
-// LatencyBuckets are the complete-latency histogram's upper bounds in
-// seconds: 100 µs to a minute, about three per decade.
-var LatencyBuckets = []float64{
+// latencyBuckets are the complete-latency histogram's upper bounds in
+// seconds: 100 µs to a minute, about three per decade. Fixed: a scrape
+// carries them (the le labels), and a caller changing them mid-run would
+// race with Collect.
+var latencyBuckets = []float64{
 	0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05,
 	0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60,
 }
@@ -127,9 +129,9 @@ var metrics = []metric{
 
 var reasons = []ackcore.Reason{ackcore.ReasonExplicit, ackcore.ReasonTimeout, ackcore.ReasonFull, ackcore.ReasonStopped, ackcore.ReasonLost, ackcore.ReasonPanic}
 
-// ExecuteBuckets are the execute-latency histogram's upper bounds in
+// executeBuckets are the execute-latency histogram's upper bounds in
 // seconds: 1 µs to 10 s, about three per decade.
-var ExecuteBuckets = []float64{
+var executeBuckets = []float64{
 	1e-6, 2e-6, 5e-6, 1e-5, 2e-5, 5e-5, 0.0001, 0.0002, 0.0005, 0.001, 0.002, 0.005,
 	0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10,
 }
@@ -177,7 +179,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		if !cm.Spout {
 			if h := cm.ExecuteLatency; h != nil {
-				ch <- histogram(c.descs["execute_latency_seconds"], h, time.Nanosecond, ExecuteBuckets, cm.Name)
+				ch <- histogram(c.descs["execute_latency_seconds"], h, time.Nanosecond, executeBuckets, cm.Name)
 			}
 			continue
 		}
@@ -186,7 +188,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 				float64(cm.FailedWith(r)), cm.Name, r.String())
 		}
 		if h := cm.Latency; h != nil {
-			ch <- histogram(c.descs["complete_latency_seconds"], h, time.Microsecond, LatencyBuckets, cm.Name)
+			ch <- histogram(c.descs["complete_latency_seconds"], h, time.Microsecond, latencyBuckets, cm.Name)
 		}
 	}
 }
