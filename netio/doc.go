@@ -189,10 +189,13 @@
 //
 // The package's files, one idea each:
 //
-//   - wire.go: the wire format in one place: frame types, sizes and
-//     offsets, the record codecs, the handshake bodies. It is over 600
-//     lines because every byte of the protocol is kept together, so a
-//     reader checks the encoders against the decoders in one file.
+//   - wire.go: the wire format's layout in one place: frame types, the
+//     header, every record's and body's sizes and offsets, close codes,
+//     limits; parseFrame and the header encoders.
+//   - wirerecords.go: the records codec: msgs and outcomes frames, each
+//     encoder beside its decoder.
+//   - wirecontrol.go: the control frames' codecs: heartbeat, close and
+//     the handshake's bodies (challenge, hello, welcome).
 //   - framereader.go: frameReader, frames read in place from a stream.
 //   - handshake.go: the server's handshake (challenge, hello, slot,
 //     tasks claimed) and the hello's HMAC.
