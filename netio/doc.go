@@ -199,8 +199,13 @@
 //   - framereader.go: frameReader, frames read in place from a stream.
 //   - handshake.go: the server's handshake (challenge, hello, slot,
 //     tasks claimed) and the hello's HMAC.
-//   - server.go: ServerConfig, Server, accept, admission, the router.
-//   - conn.go: a server connection's life: reader, writer, slot.
+//   - serverconfig.go: ServerConfig, its defaults and checks.
+//   - server.go: Server, accept, admission, shutdown, the router.
+//   - conn.go: a server connection's life: its state, serve, its slot.
+//   - connread.go: a connection's reader: frames to the acker,
+//     backpressure, the share applied to INITs.
+//   - connwrite.go: a connection's writer: outcomes queued (bounded),
+//     the close frame, the writer goroutine.
 //   - share.go, closing.go, peer_*.go: the fair shares, a connection's
 //     close (code, reason, linger), the peer credential check.
 //   - client.go: ClientConfig, Client, Dial, Stats, Stop, the errors.
