@@ -27,16 +27,16 @@ type runState struct {
 	initMeta   uint64 // uint32(default deadline) | 1<<32 when it is far (INITs may be inserted)
 	inits      uint64
 	completed  uint64
-	save       [2]uint64 //lint:ignore U1000 ackRun's spills on the rare paths
-	defMs      uint64    // the TimeoutMs that asks for the default (Shard.defMs), 0 for none
-	hs         *uint64   // ackRunHS: the home groups and tags of msgs
-	ext        *uint16   // &Shard.ext[0], or nil while there is none
-	extDrops   uint64    // entries of timing kind 1 or 2 completed (extCount goes down by as many)
-	extAdds    uint64    // INITs inserted as timing kind 1 (extCount goes up by as many)
-	xok        uint64    // 1 when INITs with their own timeout may be inserted (1 ms ticks, an ext array)
-	nowStart   uint64    // Shard.nowStart()
-	limit      uint64    // Shard.limit: deadlines before it need a near timer
-	insx       uint64    //lint:ignore U1000 ackRun's scratch: the timeout of the INIT being inserted, 0 for the default
+	save       [2]uint64  //lint:ignore U1000 ackRun's spills on the rare paths
+	defMs      uint64     // the TimeoutMs that asks for the default (Shard.defMs), 0 for none
+	ext        *uint16    // &Shard.ext[0], or nil while there is none
+	extDrops   uint64     // entries of timing kind 1 or 2 completed (extCount goes down by as many)
+	extAdds    uint64     // INITs inserted as timing kind 1 (extCount goes up by as many)
+	xok        uint64     // 1 when INITs with their own timeout may be inserted (1 ms ticks, an ext array)
+	nowStart   uint64     // Shard.nowStart()
+	limit      uint64     // Shard.limit: deadlines before it need a near timer
+	insx       uint64     //lint:ignore U1000 ackRun's scratch: the timeout of the INIT being inserted, 0 for the default
+	ring       [32]uint64 //lint:ignore U1000 ackRun's look-ahead, 16 messages: home group << 8 | tag, predicted slot
 }
 
 // The assembly steps through msgs and out 32 bytes at a time (shifts by
@@ -60,11 +60,7 @@ const (
 // INITs) in one assembly loop that compares a group's fifteen tags in one
 // vector compare and calls nothing; the message it stops at goes through
 // slow, with the probe it got.
-//
-// hs, when not nil, holds msgs' home groups and tags, which Apply computed
-// a chunk ahead with its prefetches: ackRunHS then reads them instead of
-// hashing.
-func (s *Shard) applyRun(msgs []Msg, hs *[prefetchChunk]uint64, out []Outcome) []Outcome {
+func (s *Shard) applyRun(msgs []Msg, out []Outcome) []Outcome {
 	if len(msgs) == 0 {
 		return out
 	}
@@ -93,12 +89,7 @@ func (s *Shard) applyRun(msgs []Msg, hs *[prefetchChunk]uint64, out []Outcome) [
 		st.count = s.t.count
 		var done, probe int
 		var slot, a uint64
-		if hs != nil {
-			st.hs = &hs[i]
-			done, slot, probe, a = ackRunHS(&st, &msgs[i], len(msgs)-i)
-		} else {
-			done, slot, probe, a = ackRun(&st, &msgs[i], len(msgs)-i)
-		}
+		done, slot, probe, a = ackRun(&st, &msgs[i], len(msgs)-i)
 		out = out[:st.outLen]
 		s.t.count = st.count
 		s.extCount += int(st.extAdds) - int(st.extDrops)

@@ -7,12 +7,6 @@ import "golang.org/x/sys/cpu"
 //go:noescape
 func ackRun(st *runState, msgs *Msg, count int) (done int, slot uint64, probe int, acks uint64)
 
-// ackRunHS is ackRun reading the home slots from st.hs instead of hashing
-// (ackrun_amd64.s).
-//
-//go:noescape
-func ackRunHS(st *runState, msgs *Msg, count int) (done int, slot uint64, probe int, acks uint64)
-
 // haveAckRun says whether ackRun may run here (it needs AVX2). Tests turn
 // it off to cover the portable loop too.
 var haveAckRun = cpu.X86.HasAVX2

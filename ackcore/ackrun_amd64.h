@@ -1,9 +1,5 @@
-// The body of ackRun and ackRunHS (ackrun_amd64.s), which differ only in
-// where a message's home group and tag come from: ackRun hashes each
-// root, one message ahead; ackRunHS (ACKRUN_HS defined) reads st.hs, which
-// Apply computed a chunk ahead with its prefetches. Labels are local to
-// each TEXT block, so the body is included twice. Offsets and constants
-// come from go_asm.h.
+// The body of ackRun (ackrun_amd64.s), kept apart from its description
+// there. Offsets and constants come from go_asm.h.
 
 // HASH: R14 = home group << 8 | tag of the root in AX (table.hashOf:
 // the top byte of the low word, 0 taken as 1, 255 as 254).
@@ -23,6 +19,68 @@
 	ORQ   AX, DX; \
 	MOVQ  DX, R14
 
+// RING: BX = the offset in st.ring of the entry of the message AX points
+// to (16 bytes a message, at (address/32) mod 16).
+#define RING \
+	MOVQ AX, BX; \
+	SHRQ $1, BX; \
+	ANDL $0xf0, BX
+
+// STAGE1 looks far ahead at the message AX points to: hashes its root
+// into its ring entry (home group << 8 | tag) and prefetches the home
+// group's and the next group's control words. Clobbers AX, BX, DX, R14.
+#define STAGE1 \
+	RING; \
+	MOVQ       Msg_Root(AX), AX; \
+	HASH; \
+	MOVQ       R14, runState_ring(R12)(BX*1); \
+	SHRQ       $8, R14; \
+	SHLQ       $4, R14; \
+	PREFETCHT0 (R15)(R14*1); \
+	PREFETCHT0 31(R15)(R14*1)
+
+// STAGE2 looks nearer ahead at the message AX points to: compares its
+// tag (from its ring entry) with its home group's and the next group's
+// control bytes, which STAGE1 fetched, writes the slot its probe most
+// likely ends at (the first tag match, else the first empty slot, else
+// the home group's first) into the ring entry and prefetches that slot.
+// Clobbers AX, BX, DX, R9, R14, Y4, Y5, Y6.
+#define STAGE2 \
+	RING; \
+	MOVQ         runState_ring(R12)(BX*1), R14; \
+	VMOVQ        R14, X4; \
+	VPBROADCASTB X4, Y4; \
+	SHRQ         $8, R14; \
+	MOVQ         R14, DX; \
+	SHLQ         $4, DX; \
+	VMOVDQU      (R15)(DX*1), Y5; \
+	VPCMPEQB     Y5, Y4, Y6; \
+	VPMOVMSKB    Y6, AX; \
+	VPCMPEQB     Y5, Y7, Y6; \
+	VPMOVMSKB    Y6, R9; \
+	ANDL         $0x7fff7fff, R9; \
+	ANDL         $0x7fff7fff, AX; \
+	CMOVLEQ      R9, AX; \
+	TZCNTL       AX, AX; \
+	ANDL         $31, AX; \
+	SUBQ         R14, DX; \
+	MOVQ         AX, R9; \
+	SHRQ         $4, R9; \
+	SUBQ         R9, AX; \
+	ADDQ         AX, DX; \
+	MOVQ         DX, (runState_ring+8)(R12)(BX*1); \
+	LEAQ         (DX)(DX*2), DX; \
+	PREFETCHT0   8(DI)(DX*8)
+
+// HOME: X3 = the message's home group << 8 | tag (from its ring entry at
+// BX), Y1 = its tag in every byte, DX = its home group. Clobbers R10.
+#define HOME \
+	MOVQ         runState_ring(R12)(BX*1), R10; \
+	VMOVQ        R10, X3; \
+	VPBROADCASTB X3, Y1; \
+	MOVQ         R10, DX; \
+	SHRQ         $8, DX
+
 	MOVQ st+0(FP), R12
 	MOVQ runState_es(R12), DI
 	MOVQ runState_ctrl(R12), R15
@@ -33,15 +91,32 @@
 	ADDQ SI, R11
 	XORQ R13, R13
 	VPXOR X7, X7, X7
-#ifndef ACKRUN_HS
-	// Hash one message ahead (R14): the hash's multiplies then overlap
-	// the previous message's probe, also across a branch the CPU
-	// mispredicted there.
-	CMPQ SI, R11
+	// Look ahead at the first PFD1 messages (STAGE1) and the first PFD2
+	// (STAGE2); the loop then looks ahead at messages i+PFD1 and i+PFD2
+	// as it applies message i.
+	MOVQ SI, R10
+	LEAQ (PFD1*Msg__size)(SI), R8
+	CMPQ R8, R11
+	CMOVQHI R11, R8
+prime1:
+	CMPQ R10, R8
+	JAE  primed1
+	MOVQ R10, AX
+	STAGE1
+	ADDQ $Msg__size, R10
+	JMP  prime1
+primed1:
+	MOVQ SI, R10
+	LEAQ (PFD2*Msg__size)(SI), R8
+	CMPQ R8, R11
+	CMOVQHI R11, R8
+prime2:
+	CMPQ R10, R8
 	JAE  loop
-	MOVQ Msg_Root(SI), AX
-	HASH
-#endif
+	MOVQ R10, AX
+	STAGE2
+	ADDQ $Msg__size, R10
+	JMP  prime2
 
 loop:
 	CMPQ SI, R11
@@ -49,27 +124,30 @@ loop:
 	MOVQ Msg_Root(SI), R8
 	TESTQ R8, R8
 	JZ   none
-#ifdef ACKRUN_HS
-	MOVQ SI, DX
-	SUBQ msgs+8(FP), DX
-	SHRQ $2, DX // (msg - msgs) / 32 * 8
-	MOVQ runState_hs(R12), R10
-	MOVQ (R10)(DX*1), R10
-#else
-	MOVQ R14, R10 // this message's, hashed one message ahead
-	LEAQ Msg__size(SI), AX
+	LEAQ (PFD1*Msg__size)(SI), AX
 	CMPQ AX, R11
-	JAE  hashed // the last message: none ahead
-	MOVQ (Msg__size+Msg_Root)(SI), AX
-	HASH
-hashed:
-#endif
-	VMOVQ        R10, X3
-	VPBROADCASTB X3, Y1 // the tag in every byte
-	MOVQ         R10, DX
-	SHRQ         $8, DX // the home group
+	JAE  staged1 // none that far ahead
+	STAGE1
+staged1:
+	LEAQ (PFD2*Msg__size)(SI), AX
+	CMPQ AX, R11
+	JAE  staged2
+	STAGE2
+staged2:
+	MOVQ SI, AX
+	RING
+	MOVQ (runState_ring+8)(R12)(BX*1), R9 // the predicted slot
 	CMPB Msg_Kind(SI), $const_Ack
 	JNE  notack
+	// An ACK whose root is in the predicted slot (nearly all): found.
+	LEAQ (R9)(R9*2), AX
+	CMPQ entry_key(DI)(AX*8), R8
+	JNE  aprobe
+	MOVQ R9, DX
+	LEAQ (DI)(AX*8), R9
+	JMP  ackfound
+aprobe:
+	HOME
 
 	// The home group and the next at once (the sentinel follows the
 	// last): the first tag match, checked; anything else probes.
@@ -125,6 +203,7 @@ snowrap:
 found: // R9 = &es[slot], DX = slot
 	CMPB Msg_Kind(SI), $const_Ack
 	JNE  hit // not an ACK
+ackfound:
 	MOVQ entry_val(R9), AX
 	XORQ Msg_Val(SI), AX
 	JZ   complete
@@ -142,6 +221,7 @@ absent:
 // overflow in its home group) goes straight to its insert; anything else
 // probes first.
 notack:
+	HOME
 	CMPB Msg_Kind(SI), $const_Init
 	JNE  none // FAIL, RESET, invalid: step
 	MOVL Msg_TimeoutMs(SI), AX
@@ -445,4 +525,3 @@ ret:
 	MOVQ R13, acks+48(FP)
 	RET
 
-#undef HASH

@@ -1,13 +1,31 @@
 #include "textflag.h"
 #include "go_asm.h"
 
+// PFD1 and PFD2 are how many messages ahead ackRun hashes a root and
+// fetches its control words (STAGE1), and prefetches its slot (STAGE2).
+// PFD1 < 16, the messages st.ring holds. One stage at 4, 8 or 12 and two
+// at 10/4, 12/6 or 15/8 measured alike within the noise of a shared
+// 2-vCPU VM at 10,000 and 100,000 roots pending; two stages fetch the
+// control words, which outgrow L2 near a million roots, one stage ahead
+// of the compare that reads them.
+#define PFD1 12
+#define PFD2 6
+
 // func ackRun(st *runState, msgs *Msg, count int) (done int, slot uint64, probe int, acks uint64)
 //
-// Shard.applyRun's loop (see there). For each of msgs[0:count]: hash the
-// root to its home group and tag (one message ahead), compare the tag with
-// the group's fifteen tags at once (VPCMPEQB), compare keys only where a
-// tag matches, and read on group by group while the overflow count says
-// entries passed; then
+// Shard.applyRun's loop (see there). It looks ahead: as it applies
+// message i it hashes the root of message i+PFD1 to its home group and
+// tag, keeps them in st.ring and prefetches the home group's control word
+// and the next (STAGE1); and it compares the tag of message i+PFD2 with
+// those two, now cached, and prefetches the slot its probe most likely
+// ends at, keeping that slot in st.ring too (STAGE2). A message's lines
+// are then in cache or on their way when its turn comes, at any table
+// size, and the misses of a dozen messages overlap even across a
+// mispredicted branch. For message i: an ACK whose root is in the
+// predicted slot is found with one key compare; anything else compares
+// the tag with the home group's fifteen tags and the next group's at once
+// (VPCMPEQB), compares keys only where a tag matches, and reads on group
+// by group while the overflow count says entries passed; then
 //   - an ACK to an entry whose val it does not bring to 0: val ^= msg.Val;
 //   - an ACK that completes a root of timing kind 0, 1 or 2 (start =
 //     deadline - default, - X, - default - X; timing.go) without a near
@@ -24,19 +42,12 @@
 // probed, or not there: the caller probes).
 //
 // Registers: SI msg, R11 end of msgs, DI slots, R15 control words, CX
-// groups, R14 the next message's home group << 8 | tag (hashed one
-// ahead), R12 st, R13 acks, R8 root, Y1 the tag in every byte, X3 this
-// message's group << 8 | tag, Y7 zero; AX, BX, DX, R9, R10 scratch. The
-// rare paths spill to st's save words. R14 and R15 are free in ABI0
-// code: Go's caller restores R14 (g) after an ABI0 call, and R15 matters
-// only to dynamically linked code that addresses globals, which this does
-// not.
+// groups, R12 st, R13 acks, R8 root, BX the message's st.ring offset,
+// then (HOME, off the predicted ACK's path) X3 its home group << 8 | tag
+// and Y1 its tag in every byte; Y7 zero; AX, DX, R9, R10, R14, Y4-Y6
+// scratch. The rare paths spill to st's save words. R14 and R15 are free
+// in ABI0 code: Go's caller restores R14 (g) after an ABI0 call, and R15
+// matters only to dynamically linked code that addresses globals, which
+// this does not.
 TEXT ·ackRun(SB), NOSPLIT, $0-56
-#include "ackrun_amd64.h"
-
-// func ackRunHS(st *runState, msgs *Msg, count int) (done int, slot uint64, probe int, acks uint64)
-//
-// ackRun with the home groups and tags taken from st.hs instead of hashed.
-#define ACKRUN_HS
-TEXT ·ackRunHS(SB), NOSPLIT, $0-56
 #include "ackrun_amd64.h"

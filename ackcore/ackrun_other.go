@@ -7,9 +7,4 @@ func ackRun(st *runState, msgs *Msg, count int) (done int, slot uint64, probe in
 	panic("ackcore: ackRun without assembly")
 }
 
-// ackRunHS is never called where haveAckRun is false.
-func ackRunHS(st *runState, msgs *Msg, count int) (done int, slot uint64, probe int, acks uint64) {
-	panic("ackcore: ackRunHS without assembly")
-}
-
 var haveAckRun = false

@@ -12,15 +12,18 @@ import (
 )
 
 // prefetchAbove is the table size past which Apply prefetches a chunk's
-// lines ahead. Below it the table stays in the last-level cache, where the
-// core's own out-of-order execution overlaps the misses of neighbouring
-// messages, and the prefetch pass (hashing a chunk ahead, reading each
-// control word: about 70 instructions a message under callgrind) costs
-// more than it saves. Measured on a 2-vCPU AMD EPYC VM (512 KiB L2 a
-// core, 32 MiB L3), word count, ackbench -level core, pinned: at 100,000
-// roots pending (a 3.4 MB table) 58-63M msgs/s without the pass against
-// 36-45M with it; at 300,000 (10 MB) 32M with it against 19-22M without;
-// at 1M 22-25M with it against 14M without.
+// lines ahead for the portable loop (fastPath); ackRun, the assembly loop,
+// looks ahead inside its own loop at every size (ackrun_amd64.s). Below it
+// the table stays in the last-level cache, where the core's own
+// out-of-order execution overlaps the misses of neighbouring messages,
+// and the prefetch pass (hashing a chunk ahead, reading each control
+// word: about 70 instructions a message under callgrind) costs more than
+// it saves. Measured with the assembly loop before it looked ahead itself,
+// on a 2-vCPU AMD EPYC VM (512 KiB L2 a core, 32 MiB L3), word count,
+// ackbench -level core, pinned: at 100,000 roots pending (a 3.4 MB table)
+// 58-63M msgs/s without the pass against 36-45M with it; at 300,000
+// (10 MB) 32M with it against 19-22M without; at 1M 22-25M with it
+// against 14M without.
 const prefetchAbove = 6 << 20
 
 // Apply applies msgs in order and appends the outcomes they cause to out,
@@ -29,17 +32,16 @@ const prefetchAbove = 6 << 20
 // Malformed messages are answered with Refused{invalid} and counted.
 func (s *Shard) Apply(msgs []Msg, out []Outcome) []Outcome {
 	s.setNow()
+	if haveAckRun && s.prog == nil { // ackRun keeps no progress
+		return s.applyRun(msgs, out)
+	}
+	if !s.prefetch {
+		return s.applyChunk(msgs, nil, out)
+	}
 	// Software pipeline: hash chunk k+1 and prefetch its lines, then apply
 	// chunk k, whose lines were prefetched one chunk earlier. Chunks start
 	// small and double up to prefetchChunk, so that the first messages of a
 	// call, which nothing prefetched ahead, are few.
-	run := haveAckRun && s.prog == nil // ackRun keeps no progress
-	if !s.prefetch {
-		if run {
-			return s.applyRun(msgs, nil, out)
-		}
-		return s.applyChunk(msgs, nil, out)
-	}
 	if len(msgs) == 0 {
 		return out
 	}
@@ -54,11 +56,7 @@ func (s *Shard) Apply(msgs []Msg, out []Outcome) []Outcome {
 		if len(next) > 0 {
 			s.homes(next, &s.hs[cur^1])
 		}
-		if run {
-			out = s.applyRun(chunk, &s.hs[cur], out)
-		} else {
-			out = s.applyChunk(chunk, &s.hs[cur], out)
-		}
+		out = s.applyChunk(chunk, &s.hs[cur], out)
 		cur ^= 1
 	}
 	return out

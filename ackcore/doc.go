@@ -89,8 +89,8 @@
 // freed as it is expired. The window is the table's slot count over 1024
 // ticks (64 at least, a quarter of the default timeout at most).
 //
-// One Expire call reads at most ExpireScanLimit slots and due-list
-// buckets, looks up at most ExpireEntryLimit entries through timers and
+// One Expire call reads at most 16,384 slots and due-list
+// buckets, looks up at most 1,024 entries through timers and
 // due lists, writes at most cap(out)-len(out) outcomes, and says more when
 // it stopped early; a call with no room does nothing. The near wheel and
 // the due lists go back to their idle size when they empty.
@@ -140,20 +140,23 @@
 // # Batches
 //
 // On amd64 with AVX2, Apply runs ackRun (ackrun_amd64.s), one assembly loop
-// over the batch that calls nothing: it hashes each root one message ahead
-// (or, for tables past 6 MiB, takes the home group and tag Apply
-// hashed with its prefetches: ackRunHS, the same body), compares the tag
-// with the home group's control word (VPCMPEQB), compares the key where
-// it matches, and applies ACKs, completions of roots of timing kinds 0 to
-// 2 (outcome with latency, slot and tag emptied), INITs of new roots with
-// the default timeout and, at a 1 ms tick, INITs with their own timeout
-// (into the first empty slot): together nearly all traffic, per-root
-// timeouts and RESET roots included. It stops at anything else (a FAIL, a
-// RESET, an ACK without an entry, a near timer, the side table, a full
-// table, no room in out), and that message goes through step with the
-// probe ackRun already did; then the loop resumes. The assembly takes its
-// field offsets and constants from go_asm.h. Elsewhere the same fast path
-// runs in Go (fastPath), and the tests run both.
+// over the batch that calls nothing. It looks ahead in two stages: twelve
+// messages ahead it hashes the root and prefetches its home group's control
+// word, six ahead it compares the tag with that word and prefetches the
+// slot the probe will most likely end at, so that the misses of a dozen
+// messages are in flight at once, at every table size. Then, for the
+// message itself, it checks the key in that slot, or compares the tag with
+// the home group's control word (VPCMPEQB) and the key where it matches,
+// and applies ACKs, completions of roots of timing kinds 0 to 2 (outcome
+// with latency, slot and tag emptied), INITs of new roots with the default
+// timeout and, at a 1 ms tick, INITs with their own timeout (into the first
+// empty slot): together nearly all traffic, per-root timeouts and RESET
+// roots included. It stops at anything else (a FAIL, a RESET, an ACK
+// without an entry, a near timer, the side table, a full table, no room in
+// out), and that message goes through step with the probe ackRun already
+// did; then the loop resumes. The assembly takes its field offsets and
+// constants from go_asm.h. Elsewhere the same fast path runs in Go
+// (fastPath), and the tests run both.
 //
 // # Where the rules live
 //
@@ -167,17 +170,18 @@
 // also with its own timeout, at a 1 ms tick), in two places: fastPath
 // (apply.go) and ackRun (ackrun_amd64.s, glue in ackrun.go). The copies
 // are held to step by the differential tests (diff_test.go: the assembly
-// loop, the portable loop and prefetching, each against the model in
+// loop, the portable loop and its prefetching, each against the model in
 // internal/acktest, outcome by outcome and counter by counter)
 // and by FuzzShard, which runs both loops.
 //
-// For tables past 6 MiB (prefetchAbove, apply.go: the pass measured a
-// loss at 3.4 MB and a gain at 10 MB), Apply works in chunks of up to 64
-// messages (starting at 8 and doubling): it hashes chunk k+1, reads each
-// message's control word and prefetches the slot its probe will most
-// likely end at (the first tag match, else the first empty slot), then
-// applies chunk k, whose lines are by then in cache, keeping a chunk's
-// misses in flight together.
+// The portable loop does not look ahead itself: for tables past 6 MiB
+// (prefetchAbove, apply.go: the pass measured a loss at 3.4 MB and a gain
+// at 10 MB), Apply runs it in chunks of up to 64 messages (starting at 8
+// and doubling): it hashes chunk k+1, reads each message's control word
+// and prefetches the slot its probe will most likely end at (the first
+// tag match, else the first empty slot), then applies chunk k, whose
+// lines are by then in cache, keeping a chunk's misses in flight
+// together.
 //
 // # Time
 //
@@ -198,6 +202,20 @@
 // table and the FAIL filter grow with use and shrink back. Config.Bytes is
 // the most all of it can reach, checked against Config.MaxBytes before
 // anything is allocated; TableBytes is what a shard holds now.
+//
+// # Public surface
+//
+// What an acker built on a shard calls: NewShard with a Config (every
+// default a Default* constant, every limit a Max* one; Validate and Bytes
+// before anything is allocated), the Shard's Apply, Expire, StopAll and
+// counters (Stats, OldestPending, the owners' shares); the protocol's
+// types (Msg, Outcome, Kind, OutcomeKind and Reason, the one failure
+// reason of the project, which package acker, package topology, netio
+// and ackerd all use); Clock (NewMonotonicClock, FakeClock for tests);
+// Interface, which the baselines the shard is measured against implement
+// too; and Hash, the keyed hash package acker routes roots with. The
+// limits of one Expire call and the accessors only the tests read are
+// unexported.
 //
 // # Concurrency
 //

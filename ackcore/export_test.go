@@ -51,6 +51,7 @@ func (s *Shard) SideLen() int { return s.side.len() }
 // NearBytes is the memory of the near wheel and the due lists.
 func (s *Shard) NearBytes() int { return s.nearBytes() }
 
-// ForcePrefetch makes s take Apply's prefetching path (and ackRunHS) as
-// tables past prefetchAbove do, whatever its size.
+// ForcePrefetch makes s take Apply's prefetching path for the portable
+// loop as tables past prefetchAbove do, whatever its size (ackRun, where
+// it runs, looks ahead itself at every size).
 func (s *Shard) ForcePrefetch() { s.prefetch = true }

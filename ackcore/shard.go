@@ -32,7 +32,7 @@ type Shard struct {
 	skewNs      int64  // how far the shard's time lags the clock's (jumps beyond maxStepTicks)
 
 	stats    Stats
-	prefetch bool                     // prefetch table lines a chunk ahead (large tables only)
+	prefetch bool                     // the portable loop: prefetch table lines a chunk ahead (large tables only)
 	hs       [2][prefetchChunk]uint64 // home slots of the chunk being applied and the next
 
 	// Owners (owners.go): the owner of the messages being applied, the
@@ -47,17 +47,9 @@ type Shard struct {
 
 // NewShard makes a shard, allocating its table for cfg.MaxPending entries.
 func NewShard(cfg Config) (*Shard, error) {
-	if err := cfg.Validate(); err != nil {
+	cfg, err := cfg.validate()
+	if err != nil {
 		return nil, err
-	}
-	if cfg.Timeout == 0 {
-		cfg.Timeout = DefaultTimeout
-	}
-	if cfg.Tick == 0 {
-		cfg.Tick = DefaultTick
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = NewMonotonicClock()
 	}
 	s := &Shard{
 		t:           newTable(cfg.MaxPending, newKeys(cfg.Seed)),

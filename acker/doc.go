@@ -193,7 +193,7 @@
 // receiver an idle one).
 //
 // Waiting. An executor with nothing to apply looks at its rings for
-// DefaultSpins looks (some 16-30 µs, about what one wake-up of a parked
+// 16,384 looks (some 16-30 µs, about what one wake-up of a parked
 // thread costs the producer that wakes it), yields a few times, then
 // parks until a producer, a receiver or its tick wakes it. That long spin
 // is the default only while the executors leave a processor to spare

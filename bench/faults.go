@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/internal/splitmix"
 	"github.com/xorack/xorack/topology"
 )
@@ -311,7 +312,7 @@ func (s *faultSpout) Next(col *topology.SpoutCollector) {
 func (s *faultSpout) Ack(id any) { s.acked[id.(int)].Add(1); s.nAcked++; s.ended.Add(1) }
 func (s *faultSpout) Fail(id any, f *topology.Failure) {
 	s.ended.Add(1)
-	if f.Reason == topology.Stopped {
+	if f.Reason == ackcore.ReasonStopped {
 		s.other.Add(1)
 		return
 	}
@@ -431,8 +432,8 @@ sample:
 		// With the rep's failed attempts by reason: the row reports the
 		// median rep's timeouts only, and a healthy dead letter needs a
 		// failure the injection did not make.
-		bad = append(bad, fmt.Sprintf("%d healthy sentences dead-lettered (this rep's failed attempts: %d explicit, %d timeout, %d acker lost, %d rejected, %d panic)",
-			rep.healthyDead, spm.FailedExplicit, spm.FailedTimeout, spm.FailedAckerLost, spm.FailedRejected, spm.FailedPanic))
+		bad = append(bad, fmt.Sprintf("%d healthy sentences dead-lettered (this rep's failed attempts: %d explicit, %d timeout, %d lost, %d full, %d panic)",
+			rep.healthyDead, spm.FailedExplicit, spm.FailedTimeout, spm.FailedLost, spm.FailedFull, spm.FailedPanic))
 	}
 	if len(bad) > 0 {
 		sort.Strings(bad)

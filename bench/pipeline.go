@@ -480,7 +480,7 @@ type pipeTimer interface {
 // fault-free twin (runner.faultFree: the same clock, timeout and bound).
 func benchPipeline(cfg Config, st *stream, shares []*share, p int, t pipeTimer, twin bool) (Row, error) {
 	cfg.Levels, cfg.Reps = []Level{LevelPipeline}, 1
-	r, err := cfg.resolve()
+	r, err := cfg.prepare()
 	if err != nil {
 		return Row{}, err
 	}

@@ -136,7 +136,7 @@ func startDaemon(t *testing.T, prefix []string, addr string, extra ...string) *d
 
 // scenario keeps a window of open trees going through c (one task) and
 // calls kill once half the roots are sent. It checks that every root
-// ends with exactly one outcome, Completed or Failed{acker lost}, and
+// ends with exactly one outcome, Completed or Failed{lost}, and
 // returns the counts and how long after the kill the last lost root was
 // reported.
 func scenario(c *netio.Client, n, window int, kill func()) (done, lost int, lastLost time.Duration, err error) {
@@ -231,7 +231,7 @@ func dial(t testing.TB, hosts ...string) *netio.Client {
 
 // TestKillOneProcess: two ackerd processes, one killed with SIGKILL
 // mid-run: every root gets exactly one outcome, the killed one's pending
-// roots fail with "acker lost" well before the 20 s timeout.
+// roots fail with "lost" well before the 20 s timeout.
 func TestKillOneProcess(t *testing.T) {
 	d1 := startDaemon(t, nil, "127.0.0.1:0")
 	d2 := startDaemon(t, nil, "127.0.0.1:0")
