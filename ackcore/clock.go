@@ -11,15 +11,15 @@ type Clock interface {
 	Now() time.Duration
 }
 
-// MonotonicClock reads Go's monotonic clock. The zero value is not usable:
-// call NewMonotonicClock.
-type MonotonicClock struct{ base time.Time }
+// NewMonotonicClock returns a clock that reads Go's monotonic clock, whose
+// epoch is now: the default Clock.
+func NewMonotonicClock() Clock { return &monotonicClock{base: time.Now()} }
 
-// NewMonotonicClock returns a clock whose epoch is now.
-func NewMonotonicClock() *MonotonicClock { return &MonotonicClock{base: time.Now()} }
+// monotonicClock is NewMonotonicClock's clock.
+type monotonicClock struct{ base time.Time }
 
 // Now returns the time since the clock was made.
-func (c *MonotonicClock) Now() time.Duration { return time.Since(c.base) }
+func (c *monotonicClock) Now() time.Duration { return time.Since(c.base) }
 
 // FakeClock is a clock tests move by hand. Safe for concurrent use: Set and
 // Add may be called while shards read it.

@@ -1,7 +1,6 @@
 package ackcore
 
 import (
-	"cmp"
 	"fmt"
 	"time"
 
@@ -9,11 +8,13 @@ import (
 	"github.com/xorack/xorack/internal/timerwheel"
 )
 
-// Defaults, as in Apache Storm (TOPOLOGY_MESSAGE_TIMEOUT_SECS = 30) and the
-// wheel's design tick.
+// Defaults: the timeout as in Apache Storm (TOPOLOGY_MESSAGE_TIMEOUT_SECS
+// = 30), the wheel's design tick, and one owner (every message from one
+// sender).
 const (
 	DefaultTimeout = 30 * time.Second
 	DefaultTick    = time.Millisecond
+	DefaultOwners  = 1
 )
 
 // Config configures a Shard.
@@ -26,7 +27,7 @@ type Config struct {
 	Timeout time.Duration
 	// Tick is the timer resolution; 0 means DefaultTick.
 	Tick time.Duration
-	// Clock is the time source; nil means a new MonotonicClock.
+	// Clock is the time source; nil means NewMonotonicClock().
 	Clock Clock
 	// MaxBytes is the memory budget: NewShard refuses a configuration whose
 	// worst case (Bytes) exceeds it, before allocating anything. 0 means
@@ -42,11 +43,12 @@ type Config struct {
 	ProgressTimeout bool
 	// ProgressCap is the longest progress keeps a root alive after its
 	// INIT; 0 means DefaultProgressCap times Timeout (Storm's and the
-	// engine's RESET cap), at most MaxTimeout. Only with ProgressTimeout.
+	// engine's RESET cap), at most MaxTimeout, rounded down to a whole
+	// tick. Only with ProgressTimeout.
 	ProgressCap time.Duration
 	// Owners is the number of senders the shard tells apart (owners.go):
-	// the embedder's producers, named per batch by SetOwner. 0 means 1; at
-	// most MaxOwners.
+	// the embedder's producers, named per batch by SetOwner. 0 means
+	// DefaultOwners; at most MaxOwners.
 	Owners int
 	// OrphanShare is the most orphans (entries made by an ACK, FAIL or
 	// RESET for a root with no entry) one owner may have in the table; the
@@ -77,59 +79,79 @@ const MinTick = 100 * time.Microsecond
 // (Bytes), such a shard holds some 220 MB.
 const DefaultMaxBytes = 1 << 30
 
-// Validate checks c, with an error naming the bad value. NewShard calls it;
-// an embedder that builds shards later (the sharded acker) calls it first.
-// It allocates nothing: a configuration whose memory bound (Bytes) exceeds
-// its budget (MaxBytes) is refused with both figures before anything is
-// allocated.
-func (c *Config) Validate() error {
-	if c.MaxPending <= 0 || c.MaxPending > MaxPendingLimit {
-		return fmt.Errorf("ackcore: MaxPending %d out of range [1, %d]", c.MaxPending, MaxPendingLimit)
-	}
-	if c.Timeout < 0 || c.Timeout > MaxTimeout {
-		return fmt.Errorf("ackcore: Timeout %v out of range [0, %v]", c.Timeout, MaxTimeout)
-	}
-	if c.Tick < 0 || c.Tick > time.Second {
-		return fmt.Errorf("ackcore: Tick %v out of range [0, 1s]", c.Tick)
-	}
-	if c.Tick > 0 && c.Tick < MinTick {
-		return fmt.Errorf("ackcore: Tick %v below %v", c.Tick, MinTick)
-	}
-	if tick, to := c.Tick, c.Timeout; tick > 0 && to > 0 && to%tick != 0 || tick == 0 && to%DefaultTick != 0 {
-		if tick == 0 {
-			return fmt.Errorf("ackcore: Timeout %v is not a whole number of ticks (Tick %v, the default)", to, DefaultTick)
-		}
-		return fmt.Errorf("ackcore: Timeout %v is not a whole number of ticks (Tick %v)", to, tick)
-	}
-	if c.Owners < 0 || c.Owners > MaxOwners {
-		return fmt.Errorf("ackcore: Owners %d out of range [0, %d]", c.Owners, MaxOwners)
-	}
-	if c.OrphanShare < 0 {
-		return fmt.Errorf("ackcore: OrphanShare %d is negative", c.OrphanShare)
-	}
-	if c.MaxBytes < 0 {
-		return fmt.Errorf("ackcore: MaxBytes %d is negative", c.MaxBytes)
-	}
-	if c.ProgressCap != 0 && !c.ProgressTimeout {
-		return fmt.Errorf("ackcore: ProgressCap %v without ProgressTimeout", c.ProgressCap)
-	}
-	if c.ProgressCap < 0 || c.ProgressCap > MaxTimeout {
-		return fmt.Errorf("ackcore: ProgressCap %v out of range [0, %v]", c.ProgressCap, MaxTimeout)
-	}
-	if tick := cmp.Or(c.Tick, DefaultTick); c.ProgressCap%tick != 0 {
-		return fmt.Errorf("ackcore: ProgressCap %v is not a whole number of ticks (Tick %v)", c.ProgressCap, tick)
-	}
-	if b, budget := c.Bytes(), c.maxBytes(); b > budget {
-		return fmt.Errorf("ackcore: MaxPending %d needs up to %s, %s of it for the table (allocated up front), over the memory budget MaxBytes %s", c.MaxPending, bytesize.Of(b), bytesize.Of(c.tableBytes()), bytesize.Of(budget))
-	}
-	return nil
+// Validate checks c as NewShard does, with an error naming the bad field
+// and value. An embedder that builds shards later (the sharded acker)
+// calls it first. It allocates nothing: a configuration whose memory
+// bound (Bytes) exceeds its budget (MaxBytes) is refused with both
+// figures before anything is allocated.
+func (c Config) Validate() error {
+	_, err := c.validate()
+	return err
 }
 
-func (c *Config) maxBytes() int64 {
-	if c.MaxBytes == 0 {
-		return DefaultMaxBytes
+// validate is the one check of a Config: it fills every zero field that
+// has a default (Timeout, Tick, MaxBytes, Owners, ProgressCap with
+// ProgressTimeout, Clock), checks every field, and returns the filled
+// copy (which validates to itself) or an error naming the field and the
+// value. Seed 0 and OrphanShare 0 keep their meaning (keys drawn by
+// NewShard; no share).
+func (c Config) validate() (Config, error) {
+	if c.MaxPending <= 0 || c.MaxPending > MaxPendingLimit {
+		return c, fmt.Errorf("ackcore: Config.MaxPending %d out of range [1, %d]", c.MaxPending, MaxPendingLimit)
 	}
-	return c.MaxBytes
+	if c.Timeout < 0 || c.Timeout > MaxTimeout {
+		return c, fmt.Errorf("ackcore: Config.Timeout %v out of range [0, %v] (0: DefaultTimeout %v)", c.Timeout, MaxTimeout, DefaultTimeout)
+	}
+	if c.Tick < 0 || c.Tick > time.Second {
+		return c, fmt.Errorf("ackcore: Config.Tick %v out of range [0, 1s] (0: DefaultTick %v)", c.Tick, DefaultTick)
+	}
+	if c.Tick > 0 && c.Tick < MinTick {
+		return c, fmt.Errorf("ackcore: Config.Tick %v below MinTick %v", c.Tick, MinTick)
+	}
+	tickNote := ""
+	if c.Tick == 0 {
+		c.Tick, tickNote = DefaultTick, ", the default"
+	}
+	if c.Timeout == 0 {
+		c.Timeout = DefaultTimeout
+	}
+	if c.Timeout%c.Tick != 0 {
+		return c, fmt.Errorf("ackcore: Config.Timeout %v is not a whole number of ticks (Tick %v%s)", c.Timeout, c.Tick, tickNote)
+	}
+	if c.Owners < 0 || c.Owners > MaxOwners {
+		return c, fmt.Errorf("ackcore: Config.Owners %d out of range [0, %d] (0: DefaultOwners %d)", c.Owners, MaxOwners, DefaultOwners)
+	}
+	if c.Owners == 0 {
+		c.Owners = DefaultOwners
+	}
+	if c.OrphanShare < 0 {
+		return c, fmt.Errorf("ackcore: Config.OrphanShare %d is negative (0: no share)", c.OrphanShare)
+	}
+	if c.MaxBytes < 0 {
+		return c, fmt.Errorf("ackcore: Config.MaxBytes %d is negative (0: DefaultMaxBytes %d)", c.MaxBytes, DefaultMaxBytes)
+	}
+	if c.MaxBytes == 0 {
+		c.MaxBytes = DefaultMaxBytes
+	}
+	if c.ProgressCap != 0 && !c.ProgressTimeout {
+		return c, fmt.Errorf("ackcore: Config.ProgressCap %v without ProgressTimeout", c.ProgressCap)
+	}
+	if c.ProgressCap < 0 || c.ProgressCap > MaxTimeout {
+		return c, fmt.Errorf("ackcore: Config.ProgressCap %v out of range [0, %v]", c.ProgressCap, MaxTimeout)
+	}
+	if c.ProgressTimeout && c.ProgressCap == 0 {
+		c.ProgressCap = min(DefaultProgressCap*c.Timeout, MaxTimeout) / c.Tick * c.Tick
+	}
+	if c.ProgressCap%c.Tick != 0 {
+		return c, fmt.Errorf("ackcore: Config.ProgressCap %v is not a whole number of ticks (Tick %v)", c.ProgressCap, c.Tick)
+	}
+	if b := c.Bytes(); b > c.MaxBytes {
+		return c, fmt.Errorf("ackcore: Config.MaxPending %d needs up to %s, %s of it for the table (allocated up front), over the memory budget MaxBytes %s", c.MaxPending, bytesize.Of(b), bytesize.Of(c.tableBytes()), bytesize.Of(c.MaxBytes))
+	}
+	if c.Clock == nil {
+		c.Clock = NewMonotonicClock()
+	}
+	return c, nil
 }
 
 // tableBytes is the slots and control words NewShard allocates up front

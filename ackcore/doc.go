@@ -89,8 +89,8 @@
 // freed as it is expired. The window is the table's slot count over 1024
 // ticks (64 at least, a quarter of the default timeout at most).
 //
-// One Expire call reads at most ExpireScanLimit slots and due-list
-// buckets, looks up at most ExpireEntryLimit entries through timers and
+// One Expire call reads at most 16,384 slots and due-list
+// buckets, looks up at most 1,024 entries through timers and
 // due lists, writes at most cap(out)-len(out) outcomes, and says more when
 // it stopped early; a call with no room does nothing. The near wheel and
 // the due lists go back to their idle size when they empty.
@@ -202,6 +202,20 @@
 // table and the FAIL filter grow with use and shrink back. Config.Bytes is
 // the most all of it can reach, checked against Config.MaxBytes before
 // anything is allocated; TableBytes is what a shard holds now.
+//
+// # Public surface
+//
+// What an acker built on a shard calls: NewShard with a Config (every
+// default a Default* constant, every limit a Max* one; Validate and Bytes
+// before anything is allocated), the Shard's Apply, Expire, StopAll and
+// counters (Stats, OldestPending, the owners' shares); the protocol's
+// types (Msg, Outcome, Kind, OutcomeKind and Reason, the one failure
+// reason of the project, which package acker, package topology, netio
+// and ackerd all use); Clock (NewMonotonicClock, FakeClock for tests);
+// Interface, which the baselines the shard is measured against implement
+// too; and Hash, the keyed hash package acker routes roots with. The
+// limits of one Expire call and the accessors only the tests read are
+// unexported.
 //
 // # Concurrency
 //

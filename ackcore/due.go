@@ -87,7 +87,7 @@ func (s *Shard) deadlineOf(e *entry) uint64 {
 // Expire reports the roots whose deadline has passed, appending at most
 // cap(out)-len(out) outcomes, and returns more == true when it stopped
 // early: for lack of room, or at the end of its slice of work
-// (ExpireScanLimit slots, ExpireEntryLimit entries). Call it again then;
+// (16,384 slots, 1,024 entries). Call it again then;
 // every call makes progress, so `for more { ... }` ends. A call with no
 // room at all (len(out) == cap(out)) does nothing and returns more ==
 // false: give it room. Roots that never saw INIT are dropped silently and
@@ -113,9 +113,9 @@ func (s *Shard) Expire(out []Outcome) (_ []Outcome, more bool) {
 	return out, more
 }
 
-// ExpireAll is Expire without a room limit: it appends every due outcome,
+// expireAll is Expire without a room limit: it appends every due outcome,
 // growing out as needed, over as many slices as it takes.
-func (s *Shard) ExpireAll(out []Outcome) []Outcome {
+func (s *Shard) expireAll(out []Outcome) []Outcome {
 	for {
 		if cap(out)-len(out) < 64 {
 			out = append(out, make([]Outcome, 64)...)[:len(out)]
@@ -129,10 +129,10 @@ func (s *Shard) ExpireAll(out []Outcome) []Outcome {
 }
 
 // entryBudget reports whether the call may examine one more entry.
-func (s *Shard) entryBudget() bool { return s.call.Entries < ExpireEntryLimit }
+func (s *Shard) entryBudget() bool { return s.call.Entries < expireEntryLimit }
 
 // scanBudget reports whether the call may read one more slot or bucket.
-func (s *Shard) scanBudget() bool { return s.call.Slots < ExpireScanLimit }
+func (s *Shard) scanBudget() bool { return s.call.Slots < expireScanLimit }
 
 // expireNear fires the near wheel's due timers.
 func (s *Shard) expireNear(out []Outcome) (_ []Outcome, more bool) {

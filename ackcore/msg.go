@@ -96,19 +96,29 @@ func (k OutcomeKind) String() string {
 	return fmt.Sprintf("OutcomeKind(%d)", uint8(k))
 }
 
-// Reason says why a root failed or a message was refused.
+// Reason says why a root failed or a message was refused. It is the one
+// failure reason of the whole project: the shard, the in-process acker,
+// the network acker (on the wire, as this byte) and the topology engine
+// (topology.Failure.Reason, its metrics' reason label) all use it, and
+// String is the name each of them prints.
 type Reason uint8
 
 const (
 	ReasonNone     Reason = iota
-	ReasonExplicit        // a FAIL for the root arrived
+	ReasonExplicit        // a FAIL for the root arrived (a bolt failed a tuple of its tree)
 	ReasonTimeout         // the root's deadline passed
 	ReasonFull            // the pending-root bound was reached
 	ReasonInvalid         // the message was malformed (zero root, unknown kind, task or timeout out of range)
-	ReasonStopped         // the acker stopped while the root was pending
+	ReasonStopped         // the acker (or the topology) stopped while the root was pending
 	ReasonLost            // the acker holding the root was lost (a remote acker's connection or host)
+	// ReasonPanic is set by the topology engine, never by an acker: a
+	// bolt's Execute panicked on a tuple of the tree. It is the last
+	// reason, and never travels on the wire.
+	ReasonPanic
 )
 
+// String is the reason's name, one lower-case word: what logs, status
+// pages and metric labels (reason="lost") print.
 func (r Reason) String() string {
 	switch r {
 	case ReasonNone:
@@ -124,7 +134,9 @@ func (r Reason) String() string {
 	case ReasonStopped:
 		return "stopped"
 	case ReasonLost:
-		return "acker lost"
+		return "lost"
+	case ReasonPanic:
+		return "panic"
 	}
 	return fmt.Sprintf("Reason(%d)", uint8(r))
 }

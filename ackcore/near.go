@@ -40,8 +40,8 @@ import (
 //   - Timers and due lists are keyed by root, not slot.
 //
 // Each Expire call does a bounded slice of this work: it reads at most
-// ExpireScanLimit slots (the pass) and due-list buckets, examines at most
-// ExpireEntryLimit entries by timer or due list, and writes at most
+// expireScanLimit slots (the pass) and due-list buckets, examines at most
+// expireEntryLimit entries by timer or due list, and writes at most
 // cap(out)-len(out) outcomes; when it stops early it says more. A pass
 // that falls behind (a pause, a clock jump, Expire called too rarely)
 // catches up in further calls, expiring what it finds due as it goes. The
@@ -73,15 +73,15 @@ type expireWork struct {
 }
 
 const (
-	// ExpireScanLimit is the most table slots (and due-list buckets) one
+	// expireScanLimit is the most table slots (and due-list buckets) one
 	// Expire call reads: 384 KiB of slots, read in order (tens of
 	// microseconds even from memory).
-	ExpireScanLimit = 1 << 14
-	// ExpireEntryLimit is the most entries one Expire call looks up
+	expireScanLimit = 1 << 14
+	// expireEntryLimit is the most entries one Expire call looks up
 	// through near timers and due lists, expired or skipped: each is a
 	// random table access (a cache miss in a large table), so 1024 of
 	// them take a fraction of a millisecond.
-	ExpireEntryLimit = 1 << 10
+	expireEntryLimit = 1 << 10
 
 	// nearInitial is the near wheel's first (and idle) capacity; it
 	// doubles on demand up to MaxPending+failReserve and goes back to

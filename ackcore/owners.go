@@ -52,7 +52,7 @@ type OwnerStats struct {
 // initOwners sizes the per-owner counters and splits the tag field
 // between owner and tag (Config.Owners, validated).
 func (s *Shard) initOwners(cfg Config) {
-	owners := max(cfg.Owners, 1)
+	owners := cfg.Owners // filled by validate
 	ob := bits.Len(uint(owners - 1))
 	s.ownerShift = uint8(tagShift + tagBits - ob)
 	s.orphanQ.mask = (1<<(tagBits-ob) - 1) << tagShift
@@ -92,8 +92,8 @@ func (s *Shard) OrphanShare() int {
 	return s.orphanShare
 }
 
-// Owners is the number of owners (Config.Owners, at least 1).
-func (s *Shard) Owners() int { return len(s.ownerOrphans) }
+// owners is the number of owners (Config.Owners, at least 1).
+func (s *Shard) owners() int { return len(s.ownerOrphans) }
 
 // OwnerStats returns owner's counters.
 func (s *Shard) OwnerStats(owner int) OwnerStats {

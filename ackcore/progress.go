@@ -44,12 +44,8 @@ type progress struct {
 }
 
 func (s *Shard) initProgress(cfg Config) {
-	c := cfg.ProgressCap
-	if c == 0 {
-		c = min(DefaultProgressCap*cfg.Timeout, MaxTimeout)
-	}
 	s.prog = make([]uint32, s.t.n)
-	s.capTick = uint64(c / cfg.Tick)
+	s.capTick = uint64(cfg.ProgressCap / cfg.Tick) // filled by validate
 }
 
 // progressDeadline is the deadline the progress of the INITed entry in
@@ -73,9 +69,9 @@ func (s *Shard) rearm(slot int, d uint64) {
 	s.store(&c)
 }
 
-// ProgressCap is the longest progress keeps a root alive after its INIT,
+// progressCap is the longest progress keeps a root alive after its INIT,
 // 0 without ProgressTimeout.
-func (s *Shard) ProgressCap() time.Duration {
+func (s *Shard) progressCap() time.Duration {
 	if s.prog == nil {
 		return 0
 	}

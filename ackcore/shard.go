@@ -47,17 +47,9 @@ type Shard struct {
 
 // NewShard makes a shard, allocating its table for cfg.MaxPending entries.
 func NewShard(cfg Config) (*Shard, error) {
-	if err := cfg.Validate(); err != nil {
+	cfg, err := cfg.validate()
+	if err != nil {
 		return nil, err
-	}
-	if cfg.Timeout == 0 {
-		cfg.Timeout = DefaultTimeout
-	}
-	if cfg.Tick == 0 {
-		cfg.Tick = DefaultTick
-	}
-	if cfg.Clock == nil {
-		cfg.Clock = NewMonotonicClock()
 	}
 	s := &Shard{
 		t:           newTable(cfg.MaxPending, newKeys(cfg.Seed)),

@@ -211,15 +211,15 @@ func TestConfigErrors(t *testing.T) {
 		cfg  ackcore.Config
 		want string
 	}{
-		{ackcore.Config{}, "MaxPending 0"},
+		{ackcore.Config{}, "ackcore: Config.MaxPending 0 out of range"},
 		{ackcore.Config{MaxPending: -3}, "MaxPending -3"},
 		{ackcore.Config{MaxPending: ackcore.MaxPendingLimit + 1}, "MaxPending"},
 		{ackcore.Config{MaxPending: 1, Timeout: -time.Second}, "Timeout -1s"},
 		{ackcore.Config{MaxPending: 1, Timeout: 48 * time.Hour}, "Timeout 48h"},
-		{ackcore.Config{MaxPending: 1, Tick: 2 * time.Second}, "Tick 2s"},
+		{ackcore.Config{MaxPending: 1, Tick: 2 * time.Second}, "ackcore: Config.Tick 2s out of range"},
 		{ackcore.Config{MaxPending: 1, Tick: 3 * time.Millisecond, Timeout: 10 * time.Millisecond}, "whole number of ticks"},
-		{ackcore.Config{MaxPending: 1, Timeout: 1500 * time.Microsecond}, "ackcore: Timeout 1.5ms is not a whole number of ticks (Tick 1ms, the default)"},
-		{ackcore.Config{MaxPending: 1, Tick: 2 * time.Millisecond, Timeout: 5 * time.Millisecond}, "ackcore: Timeout 5ms is not a whole number of ticks (Tick 2ms)"},
+		{ackcore.Config{MaxPending: 1, Timeout: 1500 * time.Microsecond}, "ackcore: Config.Timeout 1.5ms is not a whole number of ticks (Tick 1ms, the default)"},
+		{ackcore.Config{MaxPending: 1, Tick: 2 * time.Millisecond, Timeout: 5 * time.Millisecond}, "ackcore: Config.Timeout 5ms is not a whole number of ticks (Tick 2ms)"},
 	} {
 		_, err := ackcore.NewShard(c.cfg)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

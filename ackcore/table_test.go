@@ -79,7 +79,7 @@ func TestLongRun(t *testing.T) {
 		verify("remove")
 	}
 	clock.Add(30 * time.Second)
-	record(s.ExpireAll(nil))
+	record(s.expireAll(nil))
 	verify("expire")
 	if s.t.count != 0 || len(outcomes) != len(roots) {
 		t.Fatalf("%d pending, %d outcomes for %d roots", s.t.count, len(outcomes), len(roots))
@@ -216,7 +216,7 @@ func timeoutTiers(t *testing.T, bound, live, ops int, doomed float64) {
 			t.Fatalf("tick %d: no outcome for %v", tick, want)
 		}
 		clock.Add(time.Millisecond)
-		for _, o := range s.ExpireAll(nil) {
+		for _, o := range s.expireAll(nil) {
 			d, ok := deadline[o.Root]
 			if !ok || o.Kind != Failed || o.Reason != ReasonTimeout || d != tick+1 {
 				t.Fatalf("tick %d: Expire reported %+v; its deadline is tick %d (pending %v)", tick+1, o, d, ok)

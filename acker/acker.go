@@ -78,10 +78,11 @@ func (a *Acker) OrphansRefused(p int) uint64 {
 // MaxBytes) and only then builds the acker, allocating every shard's table
 // and every ring; Start runs it.
 func New(cfg Config) (*Acker, error) {
-	foot, err := cfg.fill()
+	cfg, err := cfg.validate()
 	if err != nil {
 		return nil, err
 	}
+	foot := cfg.footprint()
 	_, recvOf, err := cfg.Spec.Check()
 	if err != nil {
 		return nil, err
@@ -198,7 +199,7 @@ func (a *Acker) Sender(i int) Sender {
 	return a.producers[i]
 }
 
-// Receiver returns outcome receiver r, in [0, Receivers()); out of range,
+// Receiver returns outcome receiver r, in [0, Spec.Receivers); out of range,
 // it panics naming r and the range. Spout task t's receiver, which it
 // shares with the other tasks mapped to it (Config.Receivers), is
 // Receiver(ReceiverOf(t)); one goroutine takes from a receiver. Inbox(r)
@@ -210,9 +211,6 @@ func (a *Acker) Receiver(r int) *Receiver {
 	}
 	return a.recvs[r]
 }
-
-// Receivers is the number of outcome receivers.
-func (a *Acker) Receivers() int { return len(a.recvs) }
 
 // ReceiverOf is the receiver task t's outcomes go to; t out of [0, Tasks)
 // panics, naming it and the range.

@@ -118,9 +118,6 @@ func runSharded(t *testing.T, shards, producers, receivers int, recvOf func(int)
 	total := len(want)
 	collected := make(chan struct{}, total)
 	var spouts sync.WaitGroup
-	if a.Receivers() != receivers {
-		t.Fatalf("Receivers() = %d, want %d", a.Receivers(), receivers)
-	}
 	for task := 0; task < tasks; task++ {
 		if a.ReceiverOf(task) != recvOf(task) || a.Receiver(a.ReceiverOf(task)) != a.Receiver(recvOf(task)) {
 			t.Fatalf("task %d: ReceiverOf %d, Spout is Receiver(%d): %v; want receiver %d",

@@ -371,7 +371,7 @@ func TestHotPathAllocs(t *testing.T) {
 // and default, not as an overflowed byte count.
 func TestBacklogNegativeWording(t *testing.T) {
 	_, err := acker.New(acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 1}, Shard: ackcore.Config{MaxPending: 1024}, Backlog: -1})
-	want := "acker: Backlog -1 out of range [1, 16777216] (0: DefaultBacklog 4096)"
+	want := "acker: Config.Backlog -1 out of range [1, 16777216] (0: DefaultBacklog 4096)"
 	if err == nil || err.Error() != want {
 		t.Errorf("Backlog -1: %v, want %q", err, want)
 	}

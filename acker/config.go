@@ -2,7 +2,6 @@ package acker
 
 import (
 	"fmt"
-	"github.com/xorack/xorack/internal/bytesize"
 	"log/slog"
 	"math/bits"
 	"runtime"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/affinity"
+	"github.com/xorack/xorack/internal/bytesize"
 	"github.com/xorack/xorack/ring"
 )
 
@@ -19,7 +19,8 @@ import (
 // may hold at most.
 type Config struct {
 	// Shards is the number of shards, each run by one executor goroutine
-	// (pinned to a CPU when Pin is set). Default 1, at most MaxShards.
+	// (pinned to a CPU when Pin is set). Default DefaultShards, at most
+	// MaxShards.
 	Shards int
 	// Spec is the port's shape: Producers (required, at most
 	// MaxProducers: each producer handle is used by one goroutine, a
@@ -43,21 +44,21 @@ type Config struct {
 	// producer's; Acker.SetOrphanShare changes it while running.
 	Shard ackcore.Config
 	// RingSize is each producer->shard ring's capacity (a power of two);
-	// default 4096.
+	// default DefaultRingSize.
 	RingSize int
 	// OutcomeRingSize is each shard->receiver ring's capacity (a power of
-	// two); default 4096.
+	// two); default DefaultRingSize.
 	OutcomeRingSize int
 	// Backlog is how many outcomes a shard holds for one receiver beyond
 	// that receiver's full ring before it holds back new INITs of the
 	// receiver's tasks (Send waits for them, TrySend says no) until the
 	// receiver has taken half of them; the other receivers keep flowing.
-	// Default 4096. See the package doc, "Bounded delivery".
+	// Default DefaultBacklog. See the package doc, "Bounded delivery".
 	Backlog int
 	// Batch is the most messages a shard takes from one producer ring per
 	// pass, for fairness between producers, and the span a producer
-	// reserves at once; at most RingSize; default 256 (or RingSize if
-	// smaller).
+	// reserves at once; at most RingSize; default DefaultBatch (or
+	// RingSize if smaller).
 	Batch int
 	// Seed keys the hash that routes each root to its shard; 0 draws one
 	// from crypto/rand in New. Keep it secret where root ids come from
@@ -93,7 +94,7 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// DefaultSpins is DefaultIdle's spin count. A look at the rings costs
+// defaultSpins is DefaultIdle's spin count. A look at the rings costs
 // a nanosecond or two, and a park costs the waker a wake-up of tens of
 // microseconds when the OS thread sleeps, so an executor that has a
 // processor to itself keeps looking for about as long as one wake-up
@@ -103,10 +104,10 @@ type Config struct {
 // ./cmd/ackbench -level pipeline -impl xorack -pending 100k) ran 22-24M
 // msgs/s with a p50 latency of 33-38 us, against 53-56M and 3.5 us with
 // 16,384 (commit f9d1704 against its parent, when the spin was chosen).
-const DefaultSpins = 16384
+const defaultSpins = 16384
 
 // DefaultIdle is how the executors of an acker of shards executors wait
-// by default: DefaultSpins looks, then ring.DefaultYields yields, then a
+// by default: 16,384 looks, then ring.DefaultYields yields, then a
 // park, when the executors leave a processor to the producers (shards
 // below GOMAXPROCS); ring.DefaultIdle() otherwise, as the executors
 // then take turns with the producers and a long spin only delays them.
@@ -114,13 +115,15 @@ func DefaultIdle(shards int) ring.Idle {
 	if shards >= runtime.GOMAXPROCS(0) {
 		return ring.DefaultIdle()
 	}
-	return ring.Idle{Spins: DefaultSpins, Yields: ring.DefaultYields}
+	return ring.Idle{Spins: defaultSpins, Yields: ring.DefaultYields}
 }
 
 // Limits and defaults of a Config.
 const (
-	MaxShards    = 1024
-	MaxProducers = 4096
+	// DefaultShards is Shards' default: one executor.
+	DefaultShards = 1
+	MaxShards     = 1024
+	MaxProducers  = 4096
 	// MaxRing is the largest RingSize and OutcomeRingSize (32 MiB a ring
 	// of 32-byte elements).
 	MaxRing = 1 << 20
@@ -177,16 +180,26 @@ func (f Footprint) Total() int64 {
 	return sat(sat(sat(f.Tables, f.Rings), sat(f.OutcomeRings, f.Held)), f.Receivers)
 }
 
-// Check is New's check of c, allocating nothing: every size and count,
-// then the Footprint against MaxBytes. It returns the Footprint of c with
-// its defaults filled, or an error naming the first problem found.
-func (c Config) Check() (Footprint, error) { return c.fill() }
+// Validate checks c as New does, allocating nothing: every size and
+// count, the Shard configuration (ackcore.Config.Validate, with Owners
+// set to Producers), then the Footprint against MaxBytes. The error names
+// the first problem found; Acker.Footprint says what an acker New built
+// holds at most.
+func (c Config) Validate() error {
+	_, err := c.validate()
+	return err
+}
 
-// fill applies defaults and checks every value, then the footprint against
-// MaxBytes, without allocating anything.
-func (c *Config) fill() (Footprint, error) {
+// validate is the one check of a Config: it fills the zero fields that
+// have a default (Shards, RingSize, OutcomeRingSize, Backlog, Batch,
+// Receivers, MaxBytes, StopTimeout; Shard.Owners is Producers), checks
+// every value, then the footprint against MaxBytes, and returns the
+// filled copy or an error naming the field and the value. Shard's own
+// defaults are its (NewShard fills them); Idle and Logger nil keep their
+// meaning (DefaultIdle, slog.Default()).
+func (c Config) validate() (Config, error) {
 	if c.Shards == 0 {
-		c.Shards = 1
+		c.Shards = DefaultShards
 	}
 	if c.RingSize == 0 {
 		c.RingSize = DefaultRingSize
@@ -200,53 +213,51 @@ func (c *Config) fill() (Footprint, error) {
 	if c.Batch == 0 {
 		c.Batch = max(min(DefaultBatch, c.RingSize), 1)
 	}
-	if c.Receivers == 0 && c.Tasks > 0 {
-		c.Receivers = c.Tasks
-	}
 	if c.MaxBytes == 0 {
 		c.MaxBytes = DefaultMaxBytes
 	}
 	if c.StopTimeout == 0 {
 		c.StopTimeout = DefaultStopTimeout
 	}
-	if _, _, err := c.Spec.Check(); err != nil {
-		return Footprint{}, err
+	spec, _, err := c.Spec.Check()
+	if err != nil {
+		return c, err
 	}
+	c.Spec = spec
 	switch {
 	case c.Shards < 1 || c.Shards > MaxShards:
-		return Footprint{}, fmt.Errorf("acker: Shards %d out of range [1, %d]", c.Shards, MaxShards)
+		return c, fmt.Errorf("acker: Config.Shards %d out of range [1, %d]", c.Shards, MaxShards)
 	case c.RingSize < 2 || c.RingSize&(c.RingSize-1) != 0 || c.RingSize > MaxRing:
-		return Footprint{}, fmt.Errorf("acker: RingSize %d is not a power of two in [2, %d] (%s a ring, %s for %d shards × %d producers)",
+		return c, fmt.Errorf("acker: Config.RingSize %d is not a power of two in [2, %d] (%s a ring, %s for %d shards × %d producers)",
 			c.RingSize, MaxRing, bytesize.Of(sat(mul(int64(c.RingSize), msgBytes), ringOverhead)),
 			bytesize.Of(ringBytes(c.Shards, c.Producers, c.RingSize, msgBytes)), c.Shards, c.Producers)
 	case c.OutcomeRingSize < 2 || c.OutcomeRingSize&(c.OutcomeRingSize-1) != 0 || c.OutcomeRingSize > MaxRing:
-		return Footprint{}, fmt.Errorf("acker: OutcomeRingSize %d is not a power of two in [2, %d] (%s a ring, %s for %d shards × %d receivers)",
+		return c, fmt.Errorf("acker: Config.OutcomeRingSize %d is not a power of two in [2, %d] (%s a ring, %s for %d shards × %d receivers)",
 			c.OutcomeRingSize, MaxRing, bytesize.Of(sat(mul(int64(c.OutcomeRingSize), outBytes), ringOverhead)),
 			bytesize.Of(ringBytes(c.Shards, c.Receivers, c.OutcomeRingSize, outBytes)), c.Shards, c.Receivers)
 	case c.Backlog < 1:
-		return Footprint{}, fmt.Errorf("acker: Backlog %d out of range [1, %d] (0: DefaultBacklog %d)", c.Backlog, MaxBacklog, DefaultBacklog)
+		return c, fmt.Errorf("acker: Config.Backlog %d out of range [1, %d] (0: DefaultBacklog %d)", c.Backlog, MaxBacklog, DefaultBacklog)
 	case c.Backlog > MaxBacklog:
-		return Footprint{}, fmt.Errorf("acker: Backlog %d out of range [1, %d] (%s per shard and receiver)",
+		return c, fmt.Errorf("acker: Config.Backlog %d out of range [1, %d] (%s per shard and receiver)",
 			c.Backlog, MaxBacklog, bytesize.Of(mul(int64(c.Backlog), outBytes)))
 	case c.Batch < 1 || c.Batch > c.RingSize:
-		return Footprint{}, fmt.Errorf("acker: Batch %d out of range [1, RingSize %d]", c.Batch, c.RingSize)
+		return c, fmt.Errorf("acker: Config.Batch %d out of range [1, RingSize %d]", c.Batch, c.RingSize)
 	case c.MaxBytes < 0:
-		return Footprint{}, fmt.Errorf("acker: MaxBytes %d is negative (0: DefaultMaxBytes)", c.MaxBytes)
+		return c, fmt.Errorf("acker: Config.MaxBytes %d is negative (0: DefaultMaxBytes %d)", c.MaxBytes, int64(DefaultMaxBytes))
 	case c.StopTimeout < 0:
-		return Footprint{}, fmt.Errorf("acker: StopTimeout %v is negative (0: DefaultStopTimeout %v)", c.StopTimeout, DefaultStopTimeout)
+		return c, fmt.Errorf("acker: Config.StopTimeout %v is negative (0: DefaultStopTimeout %v)", c.StopTimeout, DefaultStopTimeout)
 	}
 	c.Shard.Owners = c.Producers // each producer owns its orphans (Shard, ackcore.Config.Owners)
 	if err := c.Shard.Validate(); err != nil {
-		return Footprint{}, fmt.Errorf("acker: Shard: %w", err)
+		return c, fmt.Errorf("acker: Config.Shard: %w", err)
 	}
-	f := c.footprint()
-	if t := f.Total(); t > c.MaxBytes {
-		return f, fmt.Errorf("acker: %d shards × MaxPending %d, %d producers × RingSize %d, %d receivers × OutcomeRingSize %d and Backlog %d "+
+	if f := c.footprint(); f.Total() > c.MaxBytes {
+		return c, fmt.Errorf("acker: %d shards × MaxPending %d, %d producers × RingSize %d, %d receivers × OutcomeRingSize %d and Backlog %d "+
 			"may hold %s (tables %s, rings %s, outcome rings %s, held outcomes %s), over MaxBytes %s",
 			c.Shards, c.Shard.MaxPending, c.Producers, c.RingSize, c.Receivers, c.OutcomeRingSize, c.Backlog,
-			bytesize.Of(t), bytesize.Of(f.Tables), bytesize.Of(f.Rings), bytesize.Of(f.OutcomeRings), bytesize.Of(f.Held), bytesize.Of(c.MaxBytes))
+			bytesize.Of(f.Total()), bytesize.Of(f.Tables), bytesize.Of(f.Rings), bytesize.Of(f.OutcomeRings), bytesize.Of(f.Held), bytesize.Of(c.MaxBytes))
 	}
-	return f, nil
+	return c, nil
 }
 
 // footprint computes the budget of a checked configuration (saturating:

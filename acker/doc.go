@@ -21,8 +21,8 @@
 //
 // Every call that cannot do its part says so: Send before Start, after
 // Stop or with a malformed message returns an error; messages staged and
-// never flushed are named by Stop and counted by the producer's next call
-// (NotAppliedError); Stop waits for the receivers at most until its
+// never flushed are counted by Stop, per producer (StopError,
+// Acker.NotApplied); Stop waits for the receivers at most until its
 // deadline, then names the receivers that did not take their outcomes
 // (StopError). The design follows.
 //
@@ -156,18 +156,27 @@
 // Wait returns false.
 //
 // Stopping. Stop seals every producer ring (a publish either lands before
-// the seal and is applied, or is refused and the producer counts it) and
-// the executors drain their rings to empty. A producer reserves a span
-// once per Batch messages and, only then, writes open[s] (the count it has
-// published into shard s, plus one) before it looks for the seal; Stop,
-// once the executors exit, finds a span still unpublished where shard s
-// applied exactly that count of the producer's messages, and names the
-// producer (UnflushedProducer). The count of staged messages stays with
-// the producer (publishing it per message would cost every Send an atomic
-// store): its next call returns it in a NotAppliedError. So every message
-// a send accepted is applied (one outcome, for an INIT) or reported by its
-// producer, exactly (TestStopRaceSend holds accepted = outcomes + reported
-// over thousands of rounds beside two busy processes).
+// the seal and is applied, or is refused) and the executors drain their
+// rings to empty. A producer reserves a span once per Batch messages and,
+// only then, writes open[s] (the count it has published into shard s,
+// plus one) before it looks for the seal; Stop, once the executors exit,
+// finds a span still unpublished where shard s applied exactly that count
+// of the producer's messages, reads how many messages are staged in it
+// (the count the producer keeps in a word of its own, read once by Stop:
+// no store on the send path beyond what it did before) and marks the span
+// counted with that number (a compare-and-swap of open[s]). A producer
+// that finds a ring sealed swaps open[s] out (its own compare-and-swap, on
+// that slow path only) and reports, in a NotAppliedError, only what Stop
+// did not count: staged after Stop looked (a call that overlapped Stop),
+// or refused at the seal. StopError names each producer with its count
+// (UnflushedProducer), and Acker.NotApplied(p) adds both. So every
+// message a send accepted is applied (one outcome, for an INIT) or
+// reported not applied once, by Stop or by its producer: exact, Stop's
+// count alone for a producer not in a call while Stop counts
+// (TestStopUnflushed), the two together for one whose call overlapped
+// Stop once it calls again (TestStopRaceSend holds accepted = outcomes +
+// counted + reported, per producer, over thousands of rounds beside two
+// busy processes).
 //
 // Scaling. A producer stages into one span per shard, so with S shards a
 // producer that flushes every k messages publishes up to S spans of about
@@ -184,7 +193,7 @@
 // receiver an idle one).
 //
 // Waiting. An executor with nothing to apply looks at its rings for
-// DefaultSpins looks (some 16-30 µs, about what one wake-up of a parked
+// 16,384 looks (some 16-30 µs, about what one wake-up of a parked
 // thread costs the producer that wakes it), yields a few times, then
 // parks until a producer, a receiver or its tick wakes it. That long spin
 // is the default only while the executors leave a processor to spare
@@ -212,9 +221,10 @@
 //     ReceiverOf(t)) are programmer errors: they panic, naming the index
 //     and the range. Everything from a configuration returns an error, and
 //     so does every malformed message, at the call.
-//   - Every message a send accepted is applied or reported not applied
-//     by its producer (NotAppliedError); every outcome is delivered or
-//     counted dropped (StopError, ReceiverStats.Dropped).
+//   - Every message a send accepted is applied or reported not applied,
+//     once: counted by Stop (StopError.Unflushed) or by its producer's
+//     call (NotAppliedError), both in Acker.NotApplied; every outcome is
+//     delivered or counted dropped (StopError, ReceiverStats.Dropped).
 //
 // The contract the shards keep (completion, timeouts, failures, the
 // pending bound) is in docs/semantics.md.

@@ -124,10 +124,10 @@ func ExampleReceiver_Stats() {
 	// held back: true backlog ≥ 32: true taken: 0
 }
 
-// A producer that sent without a Flush is named by Stop, and its next
-// call says how many of its messages were not applied: none is lost
-// without a word.
-func ExampleNotAppliedError() {
+// A producer that sent without a Flush is named by Stop with how many of
+// its messages were never applied, and NotApplied counts them: none is
+// lost without a word.
+func ExampleUnflushedProducer() {
 	a, err := acker.New(acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 1}, Batch: 64, Shard: ackcore.Config{MaxPending: 100}})
 	if err != nil {
 		panic(err)
@@ -142,12 +142,10 @@ func ExampleNotAppliedError() {
 	go a.Receiver(a.ReceiverOf(0)).Run(func(ackcore.Outcome) {})
 	_, err = a.StopContext(context.Background())
 	fmt.Println(err)
-	err = p.Flush()
-	var na *acker.NotAppliedError
-	fmt.Println(errors.As(err, &na), na.N, errors.Is(err, acker.ErrClosed))
+	fmt.Println(a.NotApplied(0), p.Flush())
 	// Output:
-	// acker: Stop: staged, never flushed, not applied: producer 0 in shards [0] (each one's next call says how many)
-	// true 3 true
+	// acker: Stop: staged, never flushed, not applied: producer 0: 3 in shards [0]
+	// 3 acker: acker stopped
 }
 
 // StopContext gives up on a receiver nobody polls at its deadline, and

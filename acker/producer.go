@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/internal/invariants"
 	"github.com/xorack/xorack/ring"
 )
 
@@ -38,12 +39,24 @@ type Producer struct {
 	running *atomic.Bool
 
 	// open[s] is done[s]+1 as of the producer's last span reserved in
-	// shard s: written by the producer once per span (not per message),
-	// read and cleared by Stop, which finds the span unpublished when
-	// shard s applied exactly open[s]-1 of this producer's messages (see
-	// openSpan).
+	// shard s: written by the producer once per span (not per message).
+	// Stop finds the span unpublished when shard s applied exactly
+	// open[s]-1 of this producer's messages, counts its staged messages
+	// (stagedNow) and swaps in counted|c; the producer, on finding the
+	// ring sealed, swaps in 0 and reports only the messages Stop did not
+	// count (retire).
 	open []atomic.Uint64
+
+	// unapplied counts the messages this producer's sends accepted that
+	// were never applied: Stop's count (StopError) plus what its calls
+	// reported after (NotAppliedError). Written on those slow paths only;
+	// Acker.NotApplied reads it.
+	unapplied atomic.Uint64
 }
+
+// counted marks an open[s] that Stop counted: its low bits are how many
+// of the span's staged messages Stop reported.
+const counted = 1 << 63
 
 // Send stages m for its shard. It waits (with the idle strategy) while
 // that shard's ring is full, and, for an INIT, while that shard holds back
@@ -57,9 +70,9 @@ type Producer struct {
 // no (see the package doc, "Concurrency").
 //
 // Staged messages are published when a span fills or on Flush; call Flush
-// before waiting for outcomes, and before Stop (Stop names a producer that
-// left messages staged, and its next call says how many were not
-// applied). Send returns ErrNotStarted before Start, ErrClosed once the
+// before waiting for outcomes, and before Stop (Stop counts the messages a
+// producer left staged, which are not applied: StopError, Acker.NotApplied).
+// Send returns ErrNotStarted before Start, ErrClosed once the
 // acker stops, and, sending nothing, an error naming the value for a
 // malformed message (ackcore.Msg.Validate: root 0, an unknown kind, a task
 // or timeout out of range) or an INIT whose task the acker does not have.
@@ -99,8 +112,7 @@ func (p *Producer) SendBatch(msgs []ackcore.Msg) error {
 			return p.stageAll(msgs)
 		}
 		if p.fill[0] == len(p.spans[0]) {
-			p.commit(0)
-			if !p.reserve(0, true) {
+			if !p.commit(0) || !p.reserve(0, true) {
 				return p.closedErr()
 			}
 		}
@@ -196,7 +208,9 @@ func (p *Producer) stage(m ackcore.Msg, wait bool) (bool, error) {
 		return false, p.closedErr()
 	}
 	if p.fill[s] == len(p.spans[s]) {
-		p.commit(int(s)) // sealed since the check above: counted in lost, reported below
+		if !p.commit(int(s)) { // sealed since the check above
+			return false, p.closedErr()
+		}
 		if !p.reserve(int(s), wait) {
 			if wait || r.Closed() {
 				return false, p.closedErr()
@@ -209,28 +223,64 @@ func (p *Producer) stage(m ackcore.Msg, wait bool) (bool, error) {
 	return true, nil
 }
 
-// commit publishes shard s's staged span, counting it in done[s], or in
-// lost when Stop sealed the ring first, and ends the span.
-func (p *Producer) commit(s int) {
+// commit publishes shard s's staged span, counting it in done[s], and
+// ends the span. It reports false when Stop sealed the ring first: then
+// the span's messages Stop did not count are added to lost.
+func (p *Producer) commit(s int) bool {
+	ok := true
 	if n := p.fill[s]; n > 0 {
 		if p.rings[s].Commit(n) { // the ring's seal: false when closed before this publish
 			p.done[s] += uint64(n)
 		} else {
-			p.lost += n
+			c := p.retire(s)
+			if invariants.Enabled && c > n {
+				panic(fmt.Sprintf("acker: producer %d: Stop counted %d staged messages in shard %d, %d were staged", p.id, c, s, n))
+			}
+			p.lost += n - c
+			ok = false
 		}
 	}
 	p.spans[s] = nil // a Commit ends the reservation; the next stage reserves anew
 	p.fill[s] = 0
+	return ok
 }
+
+// retire takes shard s's span back from Stop once its ring is found
+// sealed, and returns how many of its messages Stop already counted (0
+// when Stop has not looked, or found nothing staged): those are reported,
+// and the producer reports only the rest. After the swap Stop no longer
+// counts the span.
+func (p *Producer) retire(s int) int {
+	if o := p.open[s].Swap(0); o&counted != 0 {
+		return int(o &^ counted)
+	}
+	return 0
+}
+
+// stagedNow is Stop's read of how many messages the producer has staged
+// in shard s, from Stop's goroutine: a word the producer writes with
+// every message, read once, after Stop found the span open and
+// unpublished (open[s] read as that span's mark, so the read sees this
+// span's count: the mark's store follows the reset of the last span's).
+// Making it readable by the producer's own rules would cost every send
+// an atomic store, so it is a plain read of a word, which in Go sees one
+// whole value the producer wrote, and the race detector is told not to
+// look (go:norace). What it returns is exact when the producer is not in
+// a call; a call that overlaps Stop may stage more after the read, and
+// the producer reports those itself when it finds the ring sealed
+// (retire returns what Stop counted), so each message is reported once.
+//
+//go:norace
+func (p *Producer) stagedNow(s int) int { return p.fill[s] }
 
 // reserve reserves a new span in shard s (waiting for room if wait) and
 // reports whether it got one. Once per span, not per message, it tells
 // Stop that a span is open (open[s]), and only then looks whether the
 // ring is sealed: a span reserved while that look says open is seen by
-// Stop (which seals, then reads open), so a producer that stages in it
-// and never publishes is named. One found sealed is given up, and open
-// retracted unless Stop already took it; if Stop did, the span is kept,
-// and staging into it is as if Stop came just after.
+// Stop (which seals, then reads open), so what a producer stages in it
+// and never publishes is counted. One found sealed is given up, and open
+// retracted: nothing is staged in it yet, so Stop, counting nothing, left
+// the mark in place.
 func (p *Producer) reserve(s int, wait bool) bool {
 	r := p.rings[s]
 	var span []ackcore.Msg
@@ -255,7 +305,9 @@ func (p *Producer) reserve(s int, wait bool) bool {
 // publishing everything staged (so nothing of this producer's waits behind
 // the hold). It reports false once the acker stops.
 func (p *Producer) awaitGate(g *gate, rc uint32, r *ring.SPSC[ackcore.Msg]) bool {
-	p.publish()
+	if !p.publish() {
+		return false
+	}
 	for i := 0; ; i++ {
 		if g.held[rc].Load() == 0 {
 			return true
@@ -274,30 +326,39 @@ func (p *Producer) awaitGate(g *gate, rc uint32, r *ring.SPSC[ackcore.Msg]) bool
 }
 
 // publish commits every staged span whose ring is open and counts in
-// p.lost the staged messages it could not publish (their ring closed).
-func (p *Producer) publish() {
+// p.lost the staged messages it could not publish (their ring sealed)
+// that Stop did not count; it reports false when there were any such.
+func (p *Producer) publish() bool {
+	ok := true
 	for s, n := range p.fill {
-		if n > 0 {
-			p.commit(s)
+		if n > 0 && !p.commit(s) {
+			ok = false
 		}
 	}
+	return ok
 }
 
-// closedErr is the error of a send refused because the acker stopped:
-// ErrClosed, with the count of earlier staged messages that were not
-// applied either, if any (then reported, and no longer counted).
+// closedErr is the error of a call that found the acker stopped: it ends
+// every staged span first (publish), then returns ErrClosed, with the
+// count of accepted messages not applied that Stop did not count, if any
+// (reported now, and counted in unapplied).
 func (p *Producer) closedErr() error {
+	p.publish()
 	if lost := p.lost; lost > 0 {
 		p.lost = 0
+		p.unapplied.Add(uint64(lost))
 		return &NotAppliedError{N: lost}
 	}
 	return ErrClosed
 }
 
 // NotAppliedError is the error of a producer call that found the acker
-// stopped while earlier messages it had accepted were still staged: those
-// N were not applied and will get no outcome. It is ErrClosed for
-// errors.Is.
+// stopped with messages it had accepted staged and never published, that
+// Stop did not count: a call that overlapped Stop, staging after Stop
+// counted or publishing as Stop sealed the rings. Those N were not
+// applied and get no outcome; Stop counts the rest (StopError.Unflushed),
+// so each such message is reported once, by one or the other, and
+// Acker.NotApplied counts both. It is ErrClosed for errors.Is.
 type NotAppliedError struct{ N int }
 
 func (e *NotAppliedError) Error() string {
@@ -309,13 +370,13 @@ func (e *NotAppliedError) Unwrap() error { return ErrClosed }
 
 // Flush publishes every staged message. A message is applied exactly when
 // its publish landed before Stop sealed the rings (the executors drain
-// them to empty after the seal); those staged but not published then are
-// not applied, and Flush returns an error saying how many, so none is lost
-// without a word. The same count rides on the ErrClosed of a Send,
-// SendBatch or TrySend that finds the acker stopped.
+// them to empty after the seal). Those staged but not published then are
+// not applied: Flush returns ErrClosed, a NotAppliedError with their count
+// for those Stop did not already count, so none is lost without a word.
+// The same count rides on the ErrClosed of a Send, SendBatch or TrySend
+// that finds the acker stopped.
 func (p *Producer) Flush() error {
-	p.publish()
-	if p.lost > 0 {
+	if !p.publish() || p.lost > 0 {
 		return p.closedErr()
 	}
 	return nil

@@ -56,8 +56,9 @@ func (a *Acker) Stop() ackcore.Stats {
 // wraps ctx's error) names each such receiver and how many it lost, so
 // StopContext returns soon after ctx's deadline whatever the receivers
 // do. The error also names the producers that left messages staged and
-// unpublished (a missing Flush): those were not applied. Without either,
-// the error is nil.
+// unpublished (a missing Flush), each with how many: those were not
+// applied, and Acker.NotApplied counts them. Without either, the error is
+// nil.
 //
 // A second call waits for the first (or ctx) and returns its error.
 func (a *Acker) StopContext(ctx context.Context) (ackcore.Stats, error) {
@@ -145,7 +146,8 @@ func (a *Acker) logWaiting() {
 
 // stopError is StopContext's error once the executors exited: the
 // receivers whose outcomes were dropped (late: ctx's error), the
-// producers whose staged spans were never published; nil when neither.
+// producers whose staged spans were never published, with their count
+// (added to each producer's NotApplied); nil when neither.
 func (a *Acker) stopError(late error) error {
 	e := &StopError{Err: late}
 	for r, rc := range a.recvs {
@@ -155,17 +157,25 @@ func (a *Acker) stopError(late error) error {
 		}
 	}
 	for p, pr := range a.producers {
-		var shards []int
+		u := UnflushedProducer{Producer: p}
 		for s := range pr.open {
 			// A span reserved when the producer had published done
 			// messages into s, and s applied exactly done of them: the
-			// span (at least one message) was never published.
-			if o := pr.open[s].Swap(0); o != 0 && o-1 == a.execs[s].applied[p] {
-				shards = append(shards, s)
+			// span was never published. Count what is staged in it and
+			// mark it counted, unless the producer retired it first
+			// (then it reports them itself).
+			o := pr.open[s].Load()
+			if o == 0 || o&counted != 0 || o-1 != a.execs[s].applied[p] {
+				continue
+			}
+			if c := pr.stagedNow(s); c > 0 && pr.open[s].CompareAndSwap(o, counted|uint64(c)) {
+				u.Staged += c
+				u.Shards = append(u.Shards, s)
 			}
 		}
-		if shards != nil {
-			e.Unflushed = append(e.Unflushed, UnflushedProducer{Producer: p, Shards: shards})
+		if u.Staged > 0 {
+			pr.unapplied.Add(uint64(u.Staged))
+			e.Unflushed = append(e.Unflushed, u)
 		}
 	}
 	if e.Receivers == nil && e.Unflushed == nil {
@@ -184,7 +194,8 @@ type StopError struct {
 	// receiver had not taken them when ctx was done.
 	Receivers []UntakenOutcomes
 	// Unflushed lists the producers that left messages staged and never
-	// published (no Flush after their last Send): not applied.
+	// published (no Flush after their last Send), with how many: not
+	// applied.
 	Unflushed []UnflushedProducer
 }
 
@@ -196,16 +207,32 @@ type UntakenOutcomes struct {
 	Receiver, Dropped, InRings int
 }
 
-// UnflushedProducer is a producer that held staged, unpublished messages
-// when Stop sealed its rings into Shards: at least one, at most Batch per
-// shard, accepted by Send and not applied. Its next Send, TrySend,
-// SendBatch or Flush returns a NotAppliedError with their exact count
-// (only the producer's own goroutine knows it: counting each staged
-// message where Stop could read it would cost every Send an atomic
-// store).
+// UnflushedProducer is a producer that held Staged messages, accepted by
+// its sends and never published, in its spans into Shards when Stop
+// sealed the rings (at most Batch per shard): not applied, no outcome
+// comes for them. The count is exact for a producer not in a call while
+// Stop counts; when a call overlaps Stop and stages after the count, the
+// producer's next call reports those (NotAppliedError), so each message
+// is reported once (a producer that never calls again leaves those
+// unreported: flush before Stop). Acker.NotApplied(Producer) counts both.
 type UnflushedProducer struct {
 	Producer int
+	Staged   int
 	Shards   []int
+}
+
+// NotApplied is how many messages producer p's sends accepted that were
+// never applied (no outcome comes for them): those Stop counted staged
+// and unpublished (StopError.Unflushed), plus those p's calls reported
+// after (NotAppliedError). 0 until Stop; once Stop returned, exact for a
+// producer that was not in a call while Stop counted, and for one whose
+// call overlapped Stop once it has made one more call. Safe from any
+// goroutine; p out of range panics, naming it and the range.
+func (a *Acker) NotApplied(p int) uint64 {
+	if p < 0 || p >= len(a.producers) {
+		panic(fmt.Sprintf("acker: NotApplied(%d) out of range [0, %d)", p, len(a.producers)))
+	}
+	return a.producers[p].unapplied.Load()
 }
 
 func (e *StopError) Error() string {
@@ -228,10 +255,7 @@ func (e *StopError) Error() string {
 		} else {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "producer %d in shards %v", u.Producer, u.Shards)
-	}
-	if e.Unflushed != nil {
-		b.WriteString(" (each one's next call says how many)")
+		fmt.Fprintf(&b, "producer %d: %d in shards %v", u.Producer, u.Staged, u.Shards)
 	}
 	return b.String()
 }

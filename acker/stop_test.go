@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"runtime"
 	"strings"
@@ -120,56 +121,73 @@ func TestStopDefaultDeadline(t *testing.T) {
 	go a.Receiver(1).Run(func(ackcore.Outcome) {})
 }
 
-// TestStopUnflushed: a producer that sent without a Flush is named by
-// Stop, with the shards its staged messages were for, and its next call
-// reports their exact count; producers that flushed, or never sent, are
-// not named.
+// TestStopUnflushed: a producer that stages messages and never flushes
+// them is named by Stop with their exact count, in the error and in
+// NotApplied, as many as it sent less the outcomes of those published
+// (its full spans); its next call reports nothing more (Stop counted
+// them), and producers that flushed, or never sent, are not named. With
+// 1 shard and fewer messages than Batch, none is published and Stop
+// counts all of them.
 func TestStopUnflushed(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	a, err := acker.New(acker.Config{Shards: 4, Spec: acker.Spec{Producers: 3, Tasks: 1}, Batch: 64,
-		Shard: ackcore.Config{MaxPending: 1024}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan int)
-	go func() {
-		k := 0
-		a.Receiver(0).Run(func(ackcore.Outcome) { k++ })
-		done <- k
-	}()
-	forgot, flushed := a.Sender(1), a.Sender(2)
-	const staged = 5 // across the shards, under Batch each
-	for r := uint64(1); r <= staged; r++ {
-		if err := forgot.Send(ackcore.Msg{Root: r, Kind: ackcore.Init, Val: r}); err != nil {
+	for _, c := range []struct{ shards, staged int }{{1, 1}, {1, 63}, {4, 5}, {1, 200}, {4, 1000}} {
+		a, err := acker.New(acker.Config{Shards: c.shards, Spec: acker.Spec{Producers: 3, Tasks: 1}, Batch: 64,
+			Shard: ackcore.Config{MaxPending: 4096}})
+		if err != nil {
 			t.Fatal(err)
 		}
-		if err := flushed.Send(ackcore.Msg{Root: r << 32, Kind: ackcore.Init, Val: r}); err != nil {
+		if err := a.Start(); err != nil {
 			t.Fatal(err)
 		}
-	}
-	if err := flushed.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	st, err := a.StopContext(context.Background())
-	var se *acker.StopError
-	if !errors.As(err, &se) || se.Err != nil || se.Receivers != nil || len(se.Unflushed) != 1 || se.Unflushed[0].Producer != 1 {
-		t.Fatalf("StopContext: %v", err)
-	}
-	if n := len(se.Unflushed[0].Shards); n < 1 || n > staged || !strings.Contains(err.Error(), "producer 1 in shards") {
-		t.Fatalf("unflushed %+v: %v", se.Unflushed, err)
-	}
-	if k := <-done; k != staged || st.FailedStopped != staged {
-		t.Fatalf("%d outcomes, stats %+v: want the flushed producer's %d", k, st, staged)
-	}
-	var na *acker.NotAppliedError
-	if err := forgot.Flush(); !errors.As(err, &na) || na.N != staged {
-		t.Fatalf("the forgetful producer's Flush: %v, want %d not applied", err, staged)
-	}
-	if err := forgot.Flush(); err != nil {
-		t.Fatalf("a second Flush, nothing staged: %v", err)
+		outs := make(chan [3]int)
+		go func() {
+			var k [3]int
+			a.Receiver(0).Run(func(o ackcore.Outcome) { k[o.Root>>32]++ })
+			outs <- k
+		}()
+		forgot, flushed := a.Sender(1), a.Sender(2)
+		for r := uint64(1); r <= uint64(c.staged); r++ {
+			if err := forgot.Send(ackcore.Msg{Root: 1<<32 | r, Kind: ackcore.Init, Val: r}); err != nil {
+				t.Fatal(err)
+			}
+			if err := flushed.Send(ackcore.Msg{Root: 2<<32 | r, Kind: ackcore.Init, Val: r}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := flushed.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		st, err := a.StopContext(context.Background())
+		k := <-outs
+		var se *acker.StopError
+		if !errors.As(err, &se) || se.Err != nil || se.Receivers != nil || len(se.Unflushed) != 1 || se.Unflushed[0].Producer != 1 {
+			t.Fatalf("%+v: StopContext: %v", c, err)
+		}
+		u := se.Unflushed[0]
+		want := c.staged - k[1] // all but the published spans' INITs, each reported Failed{stopped}
+		if c.shards == 1 && c.staged < 64 && want != c.staged {
+			t.Fatalf("%+v: %d of the forgetful producer's INITs applied with Batch 64", c, k[1])
+		}
+		if u.Staged != want || len(u.Shards) < 1 || len(u.Shards) > c.shards ||
+			!strings.Contains(err.Error(), fmt.Sprintf("producer 1: %d in shards", want)) {
+			t.Fatalf("%+v: unflushed %+v, want %d: %v", c, u, want, err)
+		}
+		if n := a.NotApplied(1); n != uint64(want) || a.NotApplied(0) != 0 || a.NotApplied(2) != 0 {
+			t.Fatalf("%+v: NotApplied %d %d %d, want 0 %d 0", c, a.NotApplied(0), n, a.NotApplied(2), want)
+		}
+		if k[2] != c.staged || k[0] != 0 || st.FailedStopped != uint64(k[1]+k[2]) {
+			t.Fatalf("%+v: outcomes by producer %v, stats %+v", c, k, st)
+		}
+		var na *acker.NotAppliedError
+		if err := forgot.Flush(); !errors.Is(err, acker.ErrClosed) || errors.As(err, &na) {
+			t.Fatalf("%+v: the forgetful producer's Flush after Stop counted its messages: %v, want ErrClosed alone", c, err)
+		}
+		if err := forgot.Flush(); err != nil {
+			t.Fatalf("%+v: a second Flush, nothing staged: %v", c, err)
+		}
+		if n := a.NotApplied(1); n != uint64(want) {
+			t.Fatalf("%+v: NotApplied(1) %d after the Flush, want %d", c, n, want)
+		}
 	}
 }
 

@@ -71,6 +71,10 @@ const (
 	DefaultLatencyLoad = 0.5
 	// DefaultSeed makes runs repeatable unless asked otherwise.
 	DefaultSeed = 1
+	// DefaultProducers and DefaultShards are the pipeline's: one producer
+	// goroutine, one shard.
+	DefaultProducers = 1
+	DefaultShards    = 1
 
 	// MaxRowPending caps a pending window, to catch a typo before it
 	// allocates: the default run at P = 1M peaks at about 2 GiB resident
@@ -110,11 +114,12 @@ type Config struct {
 	// Pending lists the pending windows P (roots in flight); empty means
 	// DefaultPending (QuickPending with Quick).
 	Pending []int `json:"pending"`
-	// Producers is the pipeline's producer goroutines (default 1); each
+	// Producers is the pipeline's producer goroutines (default
+	// DefaultProducers); each
 	// replays its own share of the stream's trees, and is also the spout
 	// task its roots report to.
 	Producers int `json:"producers"`
-	// Shards is the pipeline's xorack shards (default 1), and the net
+	// Shards is the pipeline's xorack shards (default DefaultShards), and the net
 	// level's server shards.
 	Shards int `json:"shards"`
 	// Conns lists the net level's connection counts (one producer each);
@@ -180,9 +185,23 @@ type Progress struct {
 	Done, Weight, Total time.Duration
 }
 
-// withDefaults returns a copy of c with every zero field defaulted. It
-// does not validate.
-func (c Config) withDefaults() Config {
+// faults reports whether the workload injects fails or drops.
+func (c *Config) faults() bool { return c.FailRate > 0 || c.DropRate > 0 }
+
+// Validate checks c as Run does, with an error naming the first bad field
+// and value.
+func (c Config) Validate() error {
+	_, err := c.validate()
+	return err
+}
+
+// validate is the one check of a Config: it fills every zero field from
+// its default (Levels, DefaultPending or QuickPending, DefaultDuration or
+// QuickDuration unless Msgs is set, DefaultReps or QuickReps, and the
+// Default constants; Shapes wordcount), checks every field, the shape
+// names and the impl names, and returns the filled copy or an error
+// naming the first bad field and value.
+func (c Config) validate() (Config, error) {
 	if len(c.Levels) == 0 {
 		c.Levels = slices.Clone(Levels)
 	}
@@ -196,8 +215,8 @@ func (c Config) withDefaults() Config {
 			c.Pending = slices.Clone(DefaultPending)
 		}
 	}
-	c.Producers = cmp.Or(c.Producers, 1)
-	c.Shards = cmp.Or(c.Shards, 1)
+	c.Producers = cmp.Or(c.Producers, DefaultProducers)
+	c.Shards = cmp.Or(c.Shards, DefaultShards)
 	if len(c.Conns) == 0 {
 		c.Conns = slices.Clone(DefaultConns)
 	}
@@ -220,17 +239,103 @@ func (c Config) withDefaults() Config {
 	c.Seed = cmp.Or(c.Seed, DefaultSeed)
 	c.Batch = cmp.Or(c.Batch, DefaultBatch)
 	c.LatencyLoad = cmp.Or(c.LatencyLoad, DefaultLatencyLoad)
-	return c
-}
 
-// faults reports whether the workload injects fails or drops.
-func (c *Config) faults() bool { return c.FailRate > 0 || c.DropRate > 0 }
-
-// Validate checks c (after defaults) and returns an error naming the first
-// bad value.
-func (c Config) Validate() error {
-	_, err := c.resolve()
-	return err
+	seen := map[Level]bool{}
+	for _, l := range c.Levels {
+		switch l {
+		case LevelCore, LevelPipeline, LevelTopology, LevelSource, LevelNet, LevelFaults:
+		default:
+			return c, fmt.Errorf("bench: Config.Levels: unknown level %q (want core, pipeline, topology, source, net or faults)", l)
+		}
+		if seen[l] {
+			return c, fmt.Errorf("bench: Config.Levels: level %q given twice", l)
+		}
+		seen[l] = true
+	}
+	for _, name := range c.Shapes {
+		if _, err := workload.ByName(name); err != nil {
+			return c, fmt.Errorf("bench: Config.Shapes: %w", err)
+		}
+	}
+	for _, p := range c.Pending {
+		if p < 1 || p > MaxRowPending {
+			return c, fmt.Errorf("bench: Config.Pending %d out of range [1, %d]", p, MaxRowPending)
+		}
+	}
+	if c.Producers < 1 || c.Producers > maxProducers {
+		return c, fmt.Errorf("bench: Config.Producers %d out of range [1, %d]", c.Producers, maxProducers)
+	}
+	if seen[LevelPipeline] {
+		for _, p := range c.Pending {
+			if p < c.Producers {
+				return c, fmt.Errorf("bench: Config.Pending %d is smaller than Producers %d (each producer needs trees of its own)", p, c.Producers)
+			}
+		}
+	}
+	for _, n := range c.Conns {
+		if n < 1 || n > maxProducers {
+			return c, fmt.Errorf("bench: Config.Conns %d out of range [1, %d]", n, maxProducers)
+		}
+		if seen[LevelNet] {
+			for _, p := range c.Pending {
+				if p < n {
+					return c, fmt.Errorf("bench: Config.Pending %d is smaller than Conns %d (each connection needs trees of its own)", p, n)
+				}
+			}
+		}
+	}
+	for _, b := range c.NetBatch {
+		if b < 1 || b > maxNetBatch {
+			return c, fmt.Errorf("bench: Config.NetBatch %d out of range [1, %d]", b, maxNetBatch)
+		}
+	}
+	if c.Shards < 1 || c.Shards > maxShards {
+		return c, fmt.Errorf("bench: Config.Shards %d out of range [1, %d]", c.Shards, maxShards)
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"FailRate", c.FailRate}, {"DropRate", c.DropRate}} {
+		if math.IsNaN(f.v) || f.v < 0 || f.v > 1 {
+			return c, fmt.Errorf("bench: Config.%s %v out of range [0, 1]", f.name, f.v)
+		}
+	}
+	if c.FailRate+c.DropRate > 1 {
+		return c, fmt.Errorf("bench: Config.FailRate %v + DropRate %v exceeds 1", c.FailRate, c.DropRate)
+	}
+	if c.Duration < 0 {
+		return c, fmt.Errorf("bench: Config.Duration %v is negative", c.Duration)
+	}
+	if c.Msgs < 0 {
+		return c, fmt.Errorf("bench: Config.Msgs %d is negative", c.Msgs)
+	}
+	if c.Duration > 0 && c.Msgs > 0 {
+		return c, fmt.Errorf("bench: both Config.Duration %v and Msgs %d given; choose one", c.Duration, c.Msgs)
+	}
+	if c.Reps < 1 || c.Reps > maxReps {
+		return c, fmt.Errorf("bench: Config.Reps %d out of range [1, %d]", c.Reps, maxReps)
+	}
+	if c.Msgs > 0 && c.Msgs < int64(c.Reps) {
+		return c, fmt.Errorf("bench: Config.Msgs %d is fewer than Reps %d", c.Msgs, c.Reps)
+	}
+	if c.Timeout != 0 {
+		if c.Timeout < time.Millisecond || c.Timeout > ackcore.MaxTimeout {
+			return c, fmt.Errorf("bench: Config.Timeout %v out of range [1ms, %v]", c.Timeout, ackcore.MaxTimeout)
+		}
+		if c.Timeout%time.Millisecond != 0 {
+			return c, fmt.Errorf("bench: Config.Timeout %v is not a whole number of milliseconds (the ackers' tick)", c.Timeout)
+		}
+	}
+	if c.Batch < 1 || c.Batch > maxBatch {
+		return c, fmt.Errorf("bench: Config.Batch %d out of range [1, %d]", c.Batch, maxBatch)
+	}
+	if math.IsNaN(c.LatencyLoad) || c.LatencyLoad <= 0 || c.LatencyLoad > 1 {
+		return c, fmt.Errorf("bench: Config.LatencyLoad %v out of range (0, 1]", c.LatencyLoad)
+	}
+	if _, err := c.implsByLevel(); err != nil {
+		return c, err
+	}
+	return c, nil
 }
 
 // resolved is a validated Config with names turned into values.
@@ -243,144 +348,58 @@ type resolved struct {
 	impls   map[Level][]string // per level, in registry order
 }
 
-func (c Config) resolve() (*resolved, error) {
-	c = c.withDefaults()
-	r := &resolved{Config: c, impls: map[Level][]string{}}
-	seen := map[Level]bool{}
-	for _, l := range c.Levels {
-		switch l {
-		case LevelCore, LevelPipeline, LevelTopology, LevelSource, LevelNet, LevelFaults:
-		default:
-			return nil, fmt.Errorf("bench: unknown level %q (want core, pipeline, topology, source, net or faults)", l)
-		}
-		if seen[l] {
-			return nil, fmt.Errorf("bench: level %q given twice", l)
-		}
-		seen[l] = true
-	}
-	for _, name := range c.Shapes {
-		s, err := workload.ByName(name)
-		if err != nil {
-			return nil, fmt.Errorf("bench: %w", err)
-		}
-		r.shapes = append(r.shapes, s)
-	}
-	for _, p := range c.Pending {
-		if p < 1 || p > MaxRowPending {
-			return nil, fmt.Errorf("bench: pending window %d out of range [1, %d]", p, MaxRowPending)
-		}
-	}
-	if c.Producers < 1 || c.Producers > maxProducers {
-		return nil, fmt.Errorf("bench: producers %d out of range [1, %d]", c.Producers, maxProducers)
-	}
-	if seen[LevelPipeline] {
-		for _, p := range c.Pending {
-			if p < c.Producers {
-				return nil, fmt.Errorf("bench: pending window %d is smaller than producers %d (each producer needs trees of its own)", p, c.Producers)
-			}
-		}
-	}
-	for _, n := range c.Conns {
-		if n < 1 || n > maxProducers {
-			return nil, fmt.Errorf("bench: conns %d out of range [1, %d]", n, maxProducers)
-		}
-		if seen[LevelNet] {
-			for _, p := range c.Pending {
-				if p < n {
-					return nil, fmt.Errorf("bench: pending window %d is smaller than conns %d (each connection needs trees of its own)", p, n)
-				}
-			}
-		}
-	}
-	for _, b := range c.NetBatch {
-		if b < 1 || b > maxNetBatch {
-			return nil, fmt.Errorf("bench: net batch %d out of range [1, %d]", b, maxNetBatch)
-		}
-	}
-	if c.Shards < 1 || c.Shards > maxShards {
-		return nil, fmt.Errorf("bench: shards %d out of range [1, %d]", c.Shards, maxShards)
-	}
-	for _, f := range []struct {
-		name string
-		v    float64
-	}{{"fail rate", c.FailRate}, {"drop rate", c.DropRate}} {
-		if math.IsNaN(f.v) || f.v < 0 || f.v > 1 {
-			return nil, fmt.Errorf("bench: %s %v out of range [0, 1]", f.name, f.v)
-		}
-	}
-	if c.FailRate+c.DropRate > 1 {
-		return nil, fmt.Errorf("bench: fail rate %v + drop rate %v exceeds 1", c.FailRate, c.DropRate)
-	}
-	if c.Duration < 0 {
-		return nil, fmt.Errorf("bench: duration %v is negative", c.Duration)
-	}
-	if c.Msgs < 0 {
-		return nil, fmt.Errorf("bench: msgs %d is negative", c.Msgs)
-	}
-	if c.Duration > 0 && c.Msgs > 0 {
-		return nil, fmt.Errorf("bench: both duration %v and msgs %d given; choose one", c.Duration, c.Msgs)
-	}
-	if c.Reps < 1 || c.Reps > maxReps {
-		return nil, fmt.Errorf("bench: reps %d out of range [1, %d]", c.Reps, maxReps)
-	}
-	if c.Msgs > 0 && c.Msgs < int64(c.Reps) {
-		return nil, fmt.Errorf("bench: msgs %d is fewer than reps %d", c.Msgs, c.Reps)
-	}
-	if c.Timeout != 0 {
-		if c.Timeout < time.Millisecond || c.Timeout > ackcore.MaxTimeout {
-			return nil, fmt.Errorf("bench: timeout %v out of range [1ms, %v]", c.Timeout, ackcore.MaxTimeout)
-		}
-		if c.Timeout%time.Millisecond != 0 {
-			return nil, fmt.Errorf("bench: timeout %v is not a whole number of milliseconds (the ackers' tick)", c.Timeout)
-		}
-	}
-	if c.Batch < 1 || c.Batch > maxBatch {
-		return nil, fmt.Errorf("bench: batch %d out of range [1, %d]", c.Batch, maxBatch)
-	}
-	if math.IsNaN(c.LatencyLoad) || c.LatencyLoad <= 0 || c.LatencyLoad > 1 {
-		return nil, fmt.Errorf("bench: latency load %v out of range (0, 1]", c.LatencyLoad)
-	}
-	if err := r.resolveImpls(); err != nil {
+// prepare validates c and turns its names into values.
+func (c Config) prepare() (*resolved, error) {
+	c, err := c.validate()
+	if err != nil {
 		return nil, err
 	}
+	r := &resolved{Config: c}
+	for _, name := range c.Shapes {
+		s, _ := workload.ByName(name) // validated
+		r.shapes = append(r.shapes, s)
+	}
+	r.impls, _ = c.implsByLevel() // validated
 	return r, nil
 }
 
-// resolveImpls fills r.impls from c.Impls and the registries.
-func (r *resolved) resolveImpls() error {
-	faults := r.faults()
-	for _, l := range r.Levels {
+// implsByLevel is, per level of c, the impls c runs, in registry order,
+// from c.Impls and the registries; or an error naming a bad impl.
+func (c *Config) implsByLevel() (map[Level][]string, error) {
+	faults := c.faults()
+	impls := map[Level][]string{}
+	for _, l := range c.Levels {
 		for _, name := range implNames(l) {
-			if len(r.Impls) == 0 && (!isDefault(l, name) || faults && !canFault(l, name)) {
+			if len(c.Impls) == 0 && (!isDefault(l, name) || faults && !canFault(l, name)) {
 				continue
 			}
-			if len(r.Impls) == 0 || slices.Contains(r.Impls, name) {
-				r.impls[l] = append(r.impls[l], name)
+			if len(c.Impls) == 0 || slices.Contains(c.Impls, name) {
+				impls[l] = append(impls[l], name)
 			}
 		}
 	}
 	seen := map[string]bool{}
-	for _, name := range r.Impls {
+	for _, name := range c.Impls {
 		if seen[name] {
-			return fmt.Errorf("bench: impl %q given twice", name)
+			return nil, fmt.Errorf("bench: Config.Impls: impl %q given twice", name)
 		}
 		seen[name] = true
 		found := false
-		for _, l := range r.Levels {
+		for _, l := range c.Levels {
 			if slices.Contains(implNames(l), name) {
 				found = true
 				if faults && !canFault(l, name) {
-					return fmt.Errorf("bench: impl %q cannot run with fail or drop rates (it has no FAIL or timeout handling)", name)
+					return nil, fmt.Errorf("bench: Config.Impls: impl %q cannot run with fail or drop rates (it has no FAIL or timeout handling)", name)
 				}
 			}
 		}
 		if !found {
 			var all []string
-			for _, l := range r.Levels {
+			for _, l := range c.Levels {
 				all = append(all, string(l)+": "+strings.Join(implNames(l), ", "))
 			}
-			return fmt.Errorf("bench: unknown impl %q at the selected levels (%s)", name, strings.Join(all, "; "))
+			return nil, fmt.Errorf("bench: Config.Impls: unknown impl %q at the selected levels (%s)", name, strings.Join(all, "; "))
 		}
 	}
-	return nil
+	return impls, nil
 }

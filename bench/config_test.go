@@ -2,6 +2,7 @@ package bench
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -14,9 +15,9 @@ func TestConfigRejects(t *testing.T) {
 		cfg  Config
 		want string // in the error
 	}{
-		{Config{Levels: []Level{LevelNet}, Conns: []int{0}}, `conns 0 out of range`},
-		{Config{Levels: []Level{LevelNet}, Conns: []int{65}}, `conns 65 out of range`},
-		{Config{Levels: []Level{LevelNet}, Conns: []int{8}, Pending: []int{4}}, `pending window 4 is smaller than conns 8`},
+		{Config{Levels: []Level{LevelNet}, Conns: []int{0}}, `bench: Config.Conns 0 out of range`},
+		{Config{Levels: []Level{LevelNet}, Conns: []int{65}}, `Config.Conns 65 out of range`},
+		{Config{Levels: []Level{LevelNet}, Conns: []int{8}, Pending: []int{4}}, `Config.Pending 4 is smaller than Conns 8`},
 		{Config{Levels: []Level{"topology"}, FailRate: 0.1, Impls: []string{"acked"}}, `impl "acked" cannot run with fail or drop rates`},
 		{Config{Levels: []Level{"disk"}}, `unknown level "disk"`},
 		{Config{Levels: []Level{LevelCore, LevelCore}}, `"core" given twice`},
@@ -26,30 +27,30 @@ func TestConfigRejects(t *testing.T) {
 		{Config{Impls: []string{"limit"}, FailRate: 0.1}, `"limit" cannot run with fail or drop rates`},
 		{Config{Shapes: []string{"tree9x9"}}, `"tree9x9"`},
 		{Config{Shapes: []string{"chain0"}}, `"chain0"`},
-		{Config{Pending: []int{0}}, "pending window 0"},
-		{Config{Pending: []int{-5}}, "pending window -5"},
-		{Config{Pending: []int{MaxRowPending + 1}}, "pending window 20000001"},
-		{Config{Producers: -1}, "producers -1"},
-		{Config{Producers: 65}, "producers 65"},
-		{Config{Pending: []int{3}, Producers: 4}, "pending window 3 is smaller than producers 4"},
-		{Config{Shards: 1000}, "shards 1000"},
-		{Config{FailRate: -0.1}, "fail rate -0.1"},
-		{Config{DropRate: 1.5}, "drop rate 1.5"},
-		{Config{DropRate: math.NaN()}, "drop rate NaN"},
-		{Config{FailRate: 0.6, DropRate: 0.6}, "fail rate 0.6 + drop rate 0.6 exceeds 1"},
-		{Config{Duration: -time.Second}, "duration -1s"},
-		{Config{Msgs: -3}, "msgs -3"},
-		{Config{Duration: time.Second, Msgs: 1000}, "both duration 1s and msgs 1000"},
-		{Config{Msgs: 2, Reps: 3}, "msgs 2 is fewer than reps 3"},
-		{Config{Reps: -1}, "reps -1"},
-		{Config{Reps: 1000}, "reps 1000"},
-		{Config{Timeout: time.Microsecond}, "timeout 1µs"},
-		{Config{Timeout: 1500 * time.Microsecond}, "timeout 1.5ms is not a whole number of milliseconds"},
-		{Config{Timeout: 48 * time.Hour}, "timeout 48h0m0s"},
-		{Config{Batch: -2}, "batch -2"},
-		{Config{Batch: 1 << 20}, "batch 1048576"},
-		{Config{LatencyLoad: 1.5}, "latency load 1.5"},
-		{Config{LatencyLoad: -1}, "latency load -1"},
+		{Config{Pending: []int{0}}, "Config.Pending 0"},
+		{Config{Pending: []int{-5}}, "Config.Pending -5"},
+		{Config{Pending: []int{MaxRowPending + 1}}, "Config.Pending 20000001"},
+		{Config{Producers: -1}, "Config.Producers -1"},
+		{Config{Producers: 65}, "Config.Producers 65"},
+		{Config{Pending: []int{3}, Producers: 4}, "Config.Pending 3 is smaller than Producers 4"},
+		{Config{Shards: 1000}, "Config.Shards 1000"},
+		{Config{FailRate: -0.1}, "Config.FailRate -0.1"},
+		{Config{DropRate: 1.5}, "Config.DropRate 1.5"},
+		{Config{DropRate: math.NaN()}, "Config.DropRate NaN"},
+		{Config{FailRate: 0.6, DropRate: 0.6}, "Config.FailRate 0.6 + DropRate 0.6 exceeds 1"},
+		{Config{Duration: -time.Second}, "Config.Duration -1s"},
+		{Config{Msgs: -3}, "Config.Msgs -3"},
+		{Config{Duration: time.Second, Msgs: 1000}, "both Config.Duration 1s and Msgs 1000"},
+		{Config{Msgs: 2, Reps: 3}, "Config.Msgs 2 is fewer than Reps 3"},
+		{Config{Reps: -1}, "Config.Reps -1"},
+		{Config{Reps: 1000}, "Config.Reps 1000"},
+		{Config{Timeout: time.Microsecond}, "Config.Timeout 1µs"},
+		{Config{Timeout: 1500 * time.Microsecond}, "Config.Timeout 1.5ms is not a whole number of milliseconds"},
+		{Config{Timeout: 48 * time.Hour}, "Config.Timeout 48h0m0s"},
+		{Config{Batch: -2}, "Config.Batch -2"},
+		{Config{Batch: 1 << 20}, "Config.Batch 1048576"},
+		{Config{LatencyLoad: 1.5}, "Config.LatencyLoad 1.5"},
+		{Config{LatencyLoad: -1}, "Config.LatencyLoad -1"},
 	} {
 		err := c.cfg.Validate()
 		if err == nil {
@@ -63,7 +64,7 @@ func TestConfigRejects(t *testing.T) {
 }
 
 func TestConfigDefaults(t *testing.T) {
-	r, err := Config{}.resolve()
+	r, err := Config{}.prepare()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,11 +74,17 @@ func TestConfigDefaults(t *testing.T) {
 	if got := r.impls[LevelPipeline]; strings.Join(got, ",") != "xorack,mutexmap,chanshard" {
 		t.Errorf("default pipeline impls %v", got)
 	}
-	if r.Duration != DefaultDuration || r.Reps != DefaultReps || len(r.Pending) != len(DefaultPending) {
+	if r.Duration != DefaultDuration || r.Reps != DefaultReps || len(r.Pending) != len(DefaultPending) ||
+		r.Producers != DefaultProducers || r.Shards != DefaultShards || r.Seed != DefaultSeed || r.Batch != DefaultBatch ||
+		r.LatencyLoad != DefaultLatencyLoad || !slices.Equal(r.Conns, DefaultConns) || !slices.Equal(r.NetBatch, DefaultNetBatch) ||
+		!slices.Equal(r.Levels, Levels) || !slices.Equal(r.Shapes, []string{"wordcount"}) {
 		t.Errorf("defaults: %+v", r.Config)
 	}
+	if again, err := r.Config.validate(); err != nil || again.Duration != r.Duration || again.Reps != r.Reps || !slices.Equal(again.Pending, r.Pending) {
+		t.Errorf("validate(filled) = %+v, %v; want the same copy", again, err)
+	}
 	// Faults leave limit out by default; quick shortens everything.
-	r, err = Config{FailRate: 0.01, Quick: true}.resolve()
+	r, err = Config{FailRate: 0.01, Quick: true}.prepare()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +97,7 @@ func TestConfigDefaults(t *testing.T) {
 		t.Errorf("quick defaults: %+v", r.Config)
 	}
 	// An impl named for one level runs where it exists.
-	r, err = Config{Impls: []string{"chanshard"}}.resolve()
+	r, err = Config{Impls: []string{"chanshard"}}.prepare()
 	if err != nil {
 		t.Fatal(err)
 	}

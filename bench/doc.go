@@ -44,12 +44,16 @@
 // level's word count fed by the Kafka spout (package source/kafka) from a
 // Kafka cluster in the process (kfake), acked ("kafka-acked": the spout
 // commits only past sentences whose words were all counted) and at most
-// once ("kafka-unacked": AtMostOnce), interleaved rep by rep. The topic is
-// loaded once; each rep reads all of it as a fresh consumer group, timed
-// from Start (the group join included) until every record is done and
-// Stop has returned (the final commit included), and is verified word by
-// word and by the committed offsets read back from the broker
-// (source.go).
+// once ("kafka-unacked": AtMostOnce), beside the in-memory spout's
+// ("memory-acked", the baseline) and the JetStream spout's
+// ("jetstream-acked"), interleaved rep by rep. The topic is loaded once;
+// each rep reads all of it as a fresh consumer group, timed (wall clock
+// and CPU) from its first record (the group join and first fetch noted
+// apart) until every record is done and Stop has returned (the final
+// commit included), and is verified word by word and by the committed
+// offsets read back from the broker. -check gates each broker's records
+// per second and per CPU-second over the in-memory spout's, the best rep
+// pair of each (source.go).
 //
 // net: the pipeline's producers and spouts with the acker behind
 // loopback TCP connections, one per producer (Config.Conns of them):

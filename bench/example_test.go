@@ -44,7 +44,7 @@ func ExampleConfig_Validate() {
 	}
 	// Output:
 	// <nil>
-	// bench: both duration 1s and msgs 1000 given; choose one
-	// bench: pending window 3 is smaller than producers 4 (each producer needs trees of its own)
-	// bench: impl "limit" cannot run with fail or drop rates (it has no FAIL or timeout handling)
+	// bench: both Config.Duration 1s and Msgs 1000 given; choose one
+	// bench: Config.Pending 3 is smaller than Producers 4 (each producer needs trees of its own)
+	// bench: Config.Impls: impl "limit" cannot run with fail or drop rates (it has no FAIL or timeout handling)
 }

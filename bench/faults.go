@@ -184,145 +184,6 @@ func (r *faultRun) poison(id int) bool {
 	return r.fc.poison > 0 && chance(r.seed, id, 0, saltPoison) < r.fc.poison
 }
 
-type faultSplit struct{ r *faultRun }
-
-func (b faultSplit) Execute(t *topology.Tuple, c *topology.BoltCollector) {
-	r := b.r
-	id := t.Int(1)
-	for _, w := range strings.Fields(t.String(0)) {
-		_ = c.Emit(t, w, id)
-	}
-	if r.poison(id) || r.fc.fail > 0 && chance(r.seed, id, t.Attempt(), saltFail) < r.fc.fail {
-		r.injected[id].Add(1)
-		_ = c.Fail(t, errInjectedFault)
-		return
-	}
-	_ = c.Ack(t)
-}
-
-var errInjectedFault = errors.New("bench: injected failure")
-
-type faultCount struct {
-	r      *faultRun
-	counts map[string]int
-	held   []*topology.Tuple // join: the words since the last tick
-}
-
-func (b *faultCount) Execute(t *topology.Tuple, c *topology.BoltCollector) {
-	r := b.r
-	if r.fc.join {
-		b.join(t, c)
-		return
-	}
-	if r.fc.slow {
-		if now := int64(time.Since(r.t0)); now >= r.slowFrom.Load() && now < r.slowUntil.Load() {
-			spin(r.slowSpin)
-		}
-	}
-	b.counts[t.String(0)]++
-	id := t.Int(1)
-	// One word of a dropped sentence is never acked, on its first
-	// attempt: the tree times out and the replay completes.
-	if r.fc.drop > 0 && t.Attempt() == 1 && chance(r.seed, id, 1, saltDrop) < r.fc.drop && r.firstWord(id, t.String(0)) {
-		return
-	}
-	_ = c.Ack(t)
-}
-
-// join is the join row's count bolt: it holds the words and, on a
-// tick, emits one tuple anchored to each pair of them (the last alone
-// when their number is odd) and acks them.
-func (b *faultCount) join(t *topology.Tuple, c *topology.BoltCollector) {
-	if t.Source() != "clock" {
-		b.counts[t.String(0)]++
-		b.held = append(b.held, t)
-		return
-	}
-	for i := 0; i < len(b.held); i += 2 {
-		pair := b.held[i:min(i+2, len(b.held))]
-		_ = c.EmitMulti(pair, pair[0].String(0))
-		for _, w := range pair {
-			_ = c.Ack(w)
-		}
-	}
-	clear(b.held)
-	b.held = b.held[:0]
-}
-
-// clockSpout emits an untracked tick every faultsTick until every
-// sentence ended: the clock the join row's join flushes on.
-type clockSpout struct {
-	ended func() bool
-	last  time.Time
-}
-
-func (s *clockSpout) Next(col *topology.SpoutCollector) {
-	if s.ended() {
-		col.Done()
-		return
-	}
-	if time.Since(s.last) >= faultsTick {
-		s.last = time.Now()
-		_ = col.Emit(nil, 0)
-	}
-}
-func (*clockSpout) Ack(any)                     {}
-func (*clockSpout) Fail(any, *topology.Failure) {}
-
-// firstWord reports whether w is the first word of sentence id.
-func (r *faultRun) firstWord(id int, w string) bool {
-	s := r.corpus.sentences[id%wcSentences]
-	i := strings.IndexByte(s, ' ')
-	return i < 0 && s == w || i >= 0 && s[:i] == w
-}
-
-// spin busy-waits for d (the slow bolt's extra work; a sleep would give
-// up the processor, which is not what a slow bolt does).
-func spin(d time.Duration) {
-	for t := time.Now(); time.Since(t) < d; {
-	}
-}
-
-// faultSpout emits sentences [0, n) with their index as message id and
-// records each one's final outcome.
-type faultSpout struct {
-	r       *faultRun
-	n, next int
-	acked   []atomic.Int32
-	dead    []atomic.Int32
-	other   atomic.Int64
-	ended   atomic.Int64 // sentences with their final outcome
-	// Written on the spout's goroutine, read after Stop.
-	nAcked     int           // Ack calls so far
-	emitEnd    time.Duration // when the last first attempt was emitted, since t0
-	ackedByEnd int           // Ack calls by then
-}
-
-func (s *faultSpout) Next(col *topology.SpoutCollector) {
-	if s.next == s.n {
-		col.Done()
-		return
-	}
-	_ = col.Emit(s.next, s.r.corpus.sentences[s.next%wcSentences], s.next)
-	if s.next++; s.next == s.n {
-		s.emitEnd, s.ackedByEnd = time.Since(s.r.t0), s.nAcked
-	}
-}
-func (s *faultSpout) Ack(id any) { s.acked[id.(int)].Add(1); s.nAcked++; s.ended.Add(1) }
-func (s *faultSpout) Fail(id any, f *topology.Failure) {
-	s.ended.Add(1)
-	if f.Reason == topology.Stopped {
-		s.other.Add(1)
-		return
-	}
-	s.dead[id.(int)].Add(1)
-}
-
-// faultSink acks the join's tuples.
-type faultSink struct{}
-
-func (faultSink) Execute(t *topology.Tuple, c *topology.BoltCollector) { _ = c.Ack(t) }
-
 // faultRep is one rep's figures.
 type faultRep struct {
 	d                       time.Duration // Start to Done
@@ -431,8 +292,8 @@ sample:
 		// With the rep's failed attempts by reason: the row reports the
 		// median rep's timeouts only, and a healthy dead letter needs a
 		// failure the injection did not make.
-		bad = append(bad, fmt.Sprintf("%d healthy sentences dead-lettered (this rep's failed attempts: %d explicit, %d timeout, %d acker lost, %d rejected, %d panic)",
-			rep.healthyDead, spm.FailedExplicit, spm.FailedTimeout, spm.FailedAckerLost, spm.FailedRejected, spm.FailedPanic))
+		bad = append(bad, fmt.Sprintf("%d healthy sentences dead-lettered (this rep's failed attempts: %d explicit, %d timeout, %d lost, %d full, %d panic)",
+			rep.healthyDead, spm.FailedExplicit, spm.FailedTimeout, spm.FailedLost, spm.FailedFull, spm.FailedPanic))
 	}
 	if len(bad) > 0 {
 		sort.Strings(bad)

@@ -31,8 +31,10 @@ const (
 // (shape, window) where xorack's fault-free msgs/s is below floor times
 // gomap's, or where either row is missing; any xorack fault row that
 // FaultFloor holds whose msgs/s is below FaultFloor times its twin's;
-// a source-level kafka-acked row below SourceFloor (jetstream-acked:
-// JetStreamFloor) times the in-memory spout's records/s of the same run;
+// a source-level kafka-acked row whose records/s, or records per
+// CPU-second, are below SourceFloor (jetstream-acked: JetStreamFloor)
+// times the in-memory spout's in every rep of the run (Row.WallBestRatio,
+// Row.CPURatio);
 // and the faults level's breaker row below faultsBreakerFloor times the
 // mixed row's goodput.
 func Check(rep *Report, floor float64) []string {
@@ -44,8 +46,13 @@ func Check(rep *Report, floor float64) []string {
 		if r.Impl == Reference && r.FaultFreeRatio > 0 && r.DropRate == 0 && r.FailRate <= faultFloorRate && r.FaultFreeRatio < FaultFloor {
 			bad = append(bad, fmt.Sprintf("%s: %.2fx its fault-free twin's msgs/s (floor %.1fx)", r.Name(), r.FaultFreeRatio, FaultFloor))
 		}
-		if f := sourceFloor(r.Impl); r.Level == LevelSource && r.BaselineRatio > 0 && r.BaselineRatio < f {
-			bad = append(bad, fmt.Sprintf("%s: %.2fx the in-memory spout's records/s in the same run (floor %.1fx)", r.Name(), r.BaselineRatio, f))
+		if f := sourceFloor(r.Impl); r.Level == LevelSource {
+			if r.WallBestRatio > 0 && r.WallBestRatio < f {
+				bad = append(bad, fmt.Sprintf("%s: %.2fx the in-memory spout's records/s in the same run, best rep (floor %.2fx)", r.Name(), r.WallBestRatio, f))
+			}
+			if r.CPURatio > 0 && r.CPURatio < f {
+				bad = append(bad, fmt.Sprintf("%s: %.2fx the in-memory spout's records per CPU-second in the same run, best rep (floor %.2fx)", r.Name(), r.CPURatio, f))
+			}
 		}
 	}
 	bad = append(bad, faultsCheck(rep)...)

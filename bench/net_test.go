@@ -39,7 +39,7 @@ func TestNetLevel(t *testing.T) {
 func TestNetBatchBounds(t *testing.T) {
 	for _, b := range []int{0, -1, maxNetBatch + 1} {
 		c := Config{Levels: []Level{LevelNet}, NetBatch: []int{16, b}}
-		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "net batch") {
+		if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "Config.NetBatch") {
 			t.Errorf("batch %d: %v", b, err)
 		}
 	}

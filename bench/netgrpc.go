@@ -22,8 +22,8 @@ import (
 // The grpc baseline: what a Go user would reach for. One gRPC
 // bidirectional stream per connection (its own ClientConn, so its own
 // TCP connection); client to server, each gRPC message is one producer
-// batch (one SendBatch) of 24-byte message records (netio's encoding and
-// decoder, carried as bytes by a codec that passes them through: no
+// batch (one SendBatch) of 24-byte message records (netio's records,
+// netrecords.go, carried as bytes by a codec that passes them through: no
 // protobuf, no generated code, so the baseline pays only for gRPC's
 // framing, HTTP/2 and flow control); server to client, batches of
 // 24-byte outcome records as the acker hands them over. The server side
@@ -156,7 +156,7 @@ func (gp *grpcPipe) serve(ss grpc.ServerStream) error {
 				n := min(len(outs), maxNetFrameMsgs)
 				// A fresh buffer per message: gRPC may hold it until it
 				// is written.
-				buf := netio.AppendOutcomes(make([]byte, 0, netio.HeaderSize+n*netio.OutcomeSize), outs[:n])[netio.HeaderSize:]
+				buf := appendOutcomeRecords(make([]byte, 0, n*recordSize), outs[:n])
 				if err := ss.SendMsg(&buf); err != nil {
 					sendDone <- err
 					return
@@ -176,7 +176,7 @@ func (gp *grpcPipe) serve(ss grpc.ServerStream) error {
 			return err
 		}
 		var err error
-		if msgs, err = netio.DecodeMsgs(msgs[:0], b); err != nil {
+		if msgs, err = decodeMsgRecords(msgs[:0], b); err != nil {
 			return err
 		}
 		if err := prod.SendBatch(msgs); err != nil {
@@ -253,7 +253,7 @@ func (s *grpcSender) send(msgs []ackcore.Msg) error {
 		return nil
 	}
 	// A fresh buffer per message: gRPC may hold it until it is written.
-	b := netio.AppendMsgs(make([]byte, 0, netio.HeaderSize+len(msgs)*netio.MsgSize), msgs)[netio.HeaderSize:]
+	b := appendMsgRecords(make([]byte, 0, len(msgs)*recordSize), msgs)
 	return s.st.SendMsg(&b)
 }
 
@@ -267,7 +267,7 @@ func (s *grpcSender) read() {
 			return
 		}
 		var err error
-		if outs, err = netio.DecodeOutcomes(outs[:0], b); err != nil {
+		if outs, err = decodeOutcomeRecords(outs[:0], b); err != nil {
 			return
 		}
 		s.in.Put(outs, false)

@@ -9,7 +9,7 @@ import (
 )
 
 // BenchmarkAcker is ackbench's pipeline level as a Go benchmark: the same
-// producers, cursors and shares (pipeline.go, stream.go), the same pipes
+// producers, cursors and shares (pipeline.go, pipeproducer.go, stream.go), the same pipes
 // (package bench/internal/pipeline) and the same verification, run through
 // benchPipeline on one word-count stream with benchPending roots pending.
 // A sub-benchmark is one pipeline row of b.N measured messages in one

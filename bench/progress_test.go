@@ -34,7 +34,7 @@ func TestProgressPlan(t *testing.T) {
 // third of the estimated work (measured: 0.35 of the time), not the two
 // thirds of the steps an ETA from steps assumed.
 func TestProgressModelP1M(t *testing.T) {
-	r, err := Config{}.resolve()
+	r, err := Config{}.prepare()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -137,7 +137,16 @@ type Row struct {
 	// BaselineRatio, on a source row fed by a broker, is its records/s
 	// over the in-memory spout's sentences/s (impl memory-acked) in the
 	// same run: the source's cost beside a fixed baseline.
-	BaselineRatio  float64 `json:"baseline_ratio,omitempty"`
+	BaselineRatio float64 `json:"baseline_ratio,omitempty"`
+	// WallBestRatio and CPURatio, on a source row fed by a broker, are its
+	// records per second and per CPU-second (the process's, from each rep's
+	// first record) over the in-memory spout's, rep by rep (the reps take
+	// turns): the best of each, which Check gates. Other processes on the
+	// machine spoil single reps, a regression lowers them all; CPU time
+	// shows work that a busy machine hides in the wall clock, the wall
+	// clock work on a thread that would otherwise idle.
+	WallBestRatio  float64 `json:"wall_best_ratio,omitempty"`
+	CPURatio       float64 `json:"cpu_ratio,omitempty"`
 	OrphansEvicted uint64  `json:"orphans_evicted"`
 	OrphansDrained uint64  `json:"orphans_drained"` // drains their trees' last ACKs emptied (fail runs without FailBare)
 	FailsDropped   uint64  `json:"fails_dropped"`
@@ -174,7 +183,7 @@ func (r *Row) Name() string {
 // wraps ErrVerification; any other error means cfg was invalid or an
 // acker could not be built, and the report holds what ran.
 func Run(cfg Config) (*Report, error) {
-	r, err := cfg.resolve()
+	r, err := cfg.prepare()
 	if err != nil {
 		return nil, err
 	}

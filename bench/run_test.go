@@ -280,9 +280,19 @@ func TestVerify(t *testing.T) {
 
 func ptr[T any](v T) *T { return &v }
 
+// filled is c with its defaults, for a test that builds on a valid
+// configuration.
+func filled(c Config) Config {
+	c, err := c.validate()
+	if err != nil {
+		panic(err)
+	}
+	return c
+}
+
 // synthetic is a report with hand-set rows, for the formats and the gate.
 func synthetic(xorack, gomap float64) *Report {
-	rep := &Report{Config: Config{Reps: 3}.withDefaults(), Machine: detectMachine(), PerfNote: "test", Started: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
+	rep := &Report{Config: filled(Config{Reps: 3}), Machine: detectMachine(), PerfNote: "test", Started: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC),
 		Stalls: Stalls{Threads: 2, Seconds: 0.3, Over10us: 1200, Over100us: 45, Over1ms: 0.5, MaxNs: 2_500_000}}
 	for _, p := range []int{1000, 100000} {
 		for _, r := range []struct {
@@ -458,7 +468,7 @@ func TestCoreLoopAllocs(t *testing.T) {
 	}
 	st := newStream(workload.Build(workload.WordCount, 1000, 2))
 	for _, faults := range []bool{false, true} {
-		rn := &runner{cfg: &resolved{Config: Config{Batch: 64, Quick: true, Seed: 1}.withDefaults()}}
+		rn := &runner{cfg: &resolved{Config: filled(Config{Batch: 64, Quick: true, Seed: 1})}}
 		if faults {
 			rn.cfg.FailRate, rn.cfg.DropRate = 0.05, 0.05
 		}

@@ -91,7 +91,11 @@ type wcSplit struct{ w *wcTopology }
 
 func (s wcSplit) Execute(t *topology.Tuple, c *topology.BoltCollector) {
 	if s.w.first.Load() == 0 {
-		s.w.first.CompareAndSwap(0, int64(max(time.Since(s.w.t0), 1)))
+		// The process's CPU time too (read after Stop, as first is).
+		cpu := processCPU()
+		if s.w.first.CompareAndSwap(0, int64(max(time.Since(s.w.t0), 1))) {
+			s.w.cpuFirst.Store(int64(cpu))
+		}
 	}
 	for _, w := range strings.Fields(t.String(0)) {
 		_ = c.Emit(t, w)
@@ -110,6 +114,7 @@ func (b *wcCount) Execute(t *topology.Tuple, c *topology.BoltCollector) {
 type wcResult struct {
 	d             time.Duration
 	startup       time.Duration // from Start to the first sentence split (wcTopology.first)
+	cpuStartup    time.Duration // the process's CPU time over startup
 	trees, tuples int64
 	cpu           time.Duration
 	gc            gcSum

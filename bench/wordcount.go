@@ -28,6 +28,8 @@ type wcTopology struct {
 	// (0: none yet): the end of the spout's startup (a Kafka spout's
 	// group join and first fetch).
 	first atomic.Int64
+	// cpuFirst is the process's CPU time (processCPU) as first was set.
+	cpuFirst atomic.Int64
 }
 
 // buildWordcount builds the word count on spout (emitting one sentence
@@ -65,6 +67,9 @@ func (w *wcTopology) start() error {
 // counted exactly as often as it was written.
 func (w *wcTopology) result(corpus *wcCorpus, n int) wcResult {
 	res := wcResult{d: time.Since(w.t0), startup: time.Duration(w.first.Load()), cpu: processCPU() - w.cpu0, trees: int64(n)}
+	if res.startup > 0 && w.cpu0 >= 0 {
+		res.cpuStartup = time.Duration(w.cpuFirst.Load()) - w.cpu0
+	}
 	res.gc.add(w.g0, readGC())
 	m := w.top.Metrics()
 	res.tuples = int64(m.Component("split").Executed + m.Component("count").Executed)

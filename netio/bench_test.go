@@ -44,7 +44,7 @@ func benchLoopback(b *testing.B, batch, window int) {
 	for i := range 4096 {
 		stream = append(stream, tree(rng, uint64(i+1), 0, k)...)
 	}
-	p, ib := c.Producer(0), c.Receiver(0)
+	p, ib := c.send[0], c.inbox[0]
 	out := make([]ackcore.Outcome, 0, 4096)
 	send := make([]ackcore.Msg, 0, batch)
 	inflight, sent := 0, 0

@@ -64,9 +64,9 @@ func (c *ClientConfig) footprint(spec acker.Spec) clientFootprint {
 	q, frame := int64(c.QueueBytes), int64(c.FrameMsgs)
 	return clientFootprint{
 		pending: hosts*(slots+slots/2)*slot + mp*out,
-		queues:  hosts * 2 * 2 * (q + q/MsgSize*initRec),
+		queues:  hosts * 2 * 2 * (q + q/msgSize*initRec),
 		reads:   hosts * (int64(c.MaxFrame) + readChunk + 2*int64(deliverAt+maxMsgsPerFrame(c.MaxFrame))*out),
-		stages:  int64(spec.Producers) * hosts * (HeaderSize + frame*MsgSize + 2*frame*initRec),
+		stages:  int64(spec.Producers) * hosts * (headerSize + frame*msgSize + 2*frame*initRec),
 		inboxes: int64(spec.Receivers) * 2 * 2 * mp * out,
 	}
 }

@@ -20,8 +20,8 @@ func TestClientBudgetRefused(t *testing.T) {
 	cfg := clientCfg(s.addr)
 	cfg.MaxPending = 1 << 16
 	spec := acker.Spec{Producers: 2, Tasks: 8}
-	f := cfg
-	if err := f.fill(); err != nil {
+	f, err := cfg.validate()
+	if err != nil {
 		t.Fatal(err)
 	}
 	checked, _, err := spec.Check()
@@ -68,7 +68,7 @@ func TestClientBudgetHolds(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Stop()
-	p := c.Producer(0)
+	p := c.send[0]
 	root := uint64(1)
 	// Roots that never complete (an INIT with a val): the pending table
 	// fills to MaxPending.
@@ -105,7 +105,7 @@ func TestClientBudgetHolds(t *testing.T) {
 	if err := p.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	ib := c.Receiver(0)
+	ib := c.inbox[0]
 	waitFor(t, 10*time.Second, "every outcome in the inbox", func() bool { return ib.q.Len() == cfg.MaxPending })
 	f := c.cfg.footprint(c.spec)
 	h.pendMu.Lock()

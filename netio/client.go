@@ -90,7 +90,7 @@ type ClientConfig struct {
 	// Logger receives connection events (connected, cannot connect, host
 	// lost), every one. nil logs what went wrong, and only that, to
 	// slog.Default (the log package's stderr unless the program set
-	// another): a host's warnings at most once per LogInterval, the next
+	// another): a host's warnings at most once a minute, the next
 	// one saying how many were held back.
 	Logger *slog.Logger
 }
@@ -117,27 +117,42 @@ const (
 // maxHosts is the most hosts a client may list.
 const maxHosts = 1024
 
-// LogInterval is the least time between two warnings about one host on
+// logInterval is the least time between two warnings about one host on
 // the default logger (ClientConfig.Logger nil): a host refusing every
 // retry is reported once a minute, not at every backoff step.
-const LogInterval = time.Minute
+const logInterval = time.Minute
 
-func (c *ClientConfig) fill() error {
+// Validate reports whether c is a configuration Dial accepts before it
+// looks at a spec (Dial also checks the memory budget against the
+// spec's inboxes): the error Dial would return, naming the field and its
+// value.
+func (c ClientConfig) Validate() error {
+	_, err := c.validate()
+	return err
+}
+
+// validate fills every zero field of c from its default (ID: a random
+// one; HashKey: derived from Secret; Logger: warnings to slog.Default)
+// and checks every field: it returns the filled copy, or an error naming
+// the field and its value. Dial keeps only the copy.
+func (c ClientConfig) validate() (ClientConfig, error) {
+	const pre = "netio: ClientConfig."
 	if len(c.Hosts) == 0 {
-		return errors.New("netio: no hosts")
+		return c, errors.New(pre + "Hosts is empty")
 	}
 	if len(c.Hosts) > maxHosts {
-		return fmt.Errorf("netio: %d hosts, at most %d", len(c.Hosts), maxHosts)
+		return c, fmt.Errorf(pre+"Hosts lists %d, at most %d", len(c.Hosts), maxHosts)
 	}
-	seen := map[string]bool{}
+	seen := make(map[string]bool, len(c.Hosts))
 	for _, h := range c.Hosts {
 		if seen[h] {
-			return fmt.Errorf("netio: host %q listed twice", h)
+			return c, fmt.Errorf(pre+"Hosts lists %q twice", h)
 		}
 		seen[h] = true
 	}
-	if len(c.Secret) < 16 {
-		return fmt.Errorf("netio: secret of %d bytes, want at least 16", len(c.Secret))
+	c.Hosts = slices.Clone(c.Hosts)
+	if len(c.Secret) < minSecretBytes {
+		return c, fmt.Errorf(pre+"Secret of %d bytes, want at least %d", len(c.Secret), minSecretBytes)
 	}
 	if c.ID == 0 {
 		c.ID = rand.Uint64() | 1
@@ -173,24 +188,29 @@ func (c *ClientConfig) fill() error {
 		sum := sha256.Sum256(append([]byte("xorack-netio-route"), c.Secret...))
 		c.HashKey = binary.LittleEndian.Uint64(sum[:])
 	}
+	maxFrameMsgs := maxMsgsPerFrame(minMaxFrame) * 16
 	switch {
 	case c.MaxPending < 1 || c.MaxPending > maxClientPending:
-		return fmt.Errorf("netio: MaxPending %d out of range [1, %d]", c.MaxPending, maxClientPending)
+		return c, fmt.Errorf(pre+"MaxPending %d out of range [1, %d]", c.MaxPending, maxClientPending)
 	case c.MaxBytes < 0:
-		return fmt.Errorf("netio: MaxBytes %d is negative (0: DefaultClientMaxBytes)", c.MaxBytes)
+		return c, fmt.Errorf(pre+"MaxBytes %d is negative (0: DefaultClientMaxBytes)", c.MaxBytes)
 	case c.MaxFrame < minMaxFrame || c.MaxFrame > maxMaxFrame:
-		return fmt.Errorf("netio: MaxFrame %d out of range [%d, %d]", c.MaxFrame, minMaxFrame, maxMaxFrame)
-	case c.FrameMsgs < 1 || c.FrameMsgs > maxMsgsPerFrame(minMaxFrame)*16:
-		return fmt.Errorf("netio: FrameMsgs %d out of range [1, %d]", c.FrameMsgs, maxMsgsPerFrame(minMaxFrame)*16)
-	case c.QueueBytes < HeaderSize+c.FrameMsgs*MsgSize:
-		return fmt.Errorf("netio: QueueBytes %d holds less than one frame of %d messages", c.QueueBytes, c.FrameMsgs)
-	case c.DialTimeout < 0 || c.WriteTimeout < 0 || c.BackoffMin < 0 || c.BackoffMax < c.BackoffMin:
-		return fmt.Errorf("netio: bad timeouts (dial %v, write %v, backoff %v..%v)", c.DialTimeout, c.WriteTimeout, c.BackoffMin, c.BackoffMax)
+		return c, fmt.Errorf(pre+"MaxFrame %d out of range [%d, %d]", c.MaxFrame, minMaxFrame, maxMaxFrame)
+	case c.FrameMsgs < 1 || c.FrameMsgs > maxFrameMsgs:
+		return c, fmt.Errorf(pre+"FrameMsgs %d out of range [1, %d]", c.FrameMsgs, maxFrameMsgs)
+	case c.QueueBytes < headerSize+c.FrameMsgs*msgSize:
+		return c, fmt.Errorf(pre+"QueueBytes %d holds less than one frame of %d messages (%d bytes)", c.QueueBytes, c.FrameMsgs, headerSize+c.FrameMsgs*msgSize)
+	case c.BackoffMax < c.BackoffMin:
+		return c, fmt.Errorf(pre+"BackoffMax %v below BackoffMin %v", c.BackoffMax, c.BackoffMin)
+	}
+	if err := nonNegative(pre, namedDuration{"DialTimeout", c.DialTimeout},
+		namedDuration{"WriteTimeout", c.WriteTimeout}, namedDuration{"BackoffMin", c.BackoffMin}); err != nil {
+		return c, err
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(warnOnly{slog.Default().Handler()})
 	}
-	return nil
+	return c, nil
 }
 
 // Port opens a remote acker for spec: it is Dial, with the signature an
@@ -228,10 +248,10 @@ type Client struct {
 	hosts  []*host
 	live   atomic.Pointer[[]*host] // hosts up, by index order
 	liveMu sync.Mutex              // serialises updates of live
-	send   []*Producer
-	inbox  []*Receiver
+	send   []*producer
+	inbox  []*receiver
 	log    *slog.Logger
-	// logEvery rate-limits each host's warnings (LogInterval on the
+	// logEvery rate-limits each host's warnings (logInterval on the
 	// default logger, 0: every one): immutable after Dial.
 	logEvery time.Duration
 	epoch    time.Time
@@ -275,9 +295,10 @@ type outCounts struct {
 func Dial(cfg ClientConfig, spec acker.Spec) (*Client, error) {
 	var logEvery time.Duration
 	if cfg.Logger == nil {
-		logEvery = LogInterval
+		logEvery = logInterval
 	}
-	if err := cfg.fill(); err != nil {
+	cfg, err := cfg.validate()
+	if err != nil {
 		return nil, err
 	}
 	spec, recvOf, err := spec.Check()
@@ -294,7 +315,7 @@ func Dial(cfg ClientConfig, spec acker.Spec) (*Client, error) {
 		stopped: make(chan struct{}), frame: cfg.FrameMsgs}
 	c.slotCond = sync.NewCond(&c.slotMu)
 	for r := 0; r < spec.Receivers; r++ {
-		ib := &Receiver{q: outq.New[ackcore.Outcome](cfg.MaxPending)}
+		ib := &receiver{q: outq.New[ackcore.Outcome](cfg.MaxPending)}
 		c.inbox = append(c.inbox, ib)
 	}
 	empty := []*host{}
@@ -306,7 +327,7 @@ func Dial(cfg ClientConfig, spec acker.Spec) (*Client, error) {
 		c.hosts = append(c.hosts, h)
 	}
 	for p := 0; p < spec.Producers; p++ {
-		s := &Producer{c: c, stage: make([]stage, len(c.hosts))}
+		s := &producer{c: c, stage: make([]stage, len(c.hosts))}
 		c.send = append(c.send, s)
 	}
 	for _, h := range c.hosts {
@@ -414,19 +435,10 @@ func (c *Client) Sender(i int) acker.Sender { return c.send[i] }
 // Inbox returns outcome inbox r (acker.Port).
 func (c *Client) Inbox(r int) acker.Inbox { return c.inbox[r] }
 
-// Producer is Sender with its concrete type.
-func (c *Client) Producer(i int) *Producer { return c.send[i] }
-
-// Receiver is Inbox with its concrete type.
-func (c *Client) Receiver(r int) *Receiver { return c.inbox[r] }
-
-// TaskInbox is the inbox of spout task t's outcomes.
-func (c *Client) TaskInbox(t int) *Receiver { return c.inbox[c.recvOf[t]] }
-
 var (
 	_ acker.Port   = (*Client)(nil)
-	_ acker.Sender = (*Producer)(nil)
-	_ acker.Inbox  = (*Receiver)(nil)
+	_ acker.Sender = (*producer)(nil)
+	_ acker.Inbox  = (*receiver)(nil)
 )
 
 // Stats returns the client's counters as the acker's (sent by kind,
@@ -501,7 +513,7 @@ func (c *Client) Stop() ackcore.Stats {
 // acquire takes a slot for a root in flight, waiting at MaxPending unless
 // !wait; s's staged frames are handed over first, so that the roots they
 // finish can free slots.
-func (c *Client) acquire(s *Producer, wait bool) bool {
+func (c *Client) acquire(s *producer, wait bool) bool {
 	if c.tryAcquire(1) {
 		return true
 	}

@@ -114,7 +114,7 @@ func frameEnd(buf []byte, w int) int {
 			return len(buf)
 		}
 		n := int(binary.LittleEndian.Uint32(buf[i:]))
-		if n < HeaderSize {
+		if n < headerSize {
 			return len(buf)
 		}
 		i += n

@@ -106,7 +106,7 @@ func TestDialErrorSaysWhy(t *testing.T) {
 }
 
 // TestDefaultLoggerRateLimits: with no Logger the client warns on
-// slog.Default about a host that cannot connect once per LogInterval,
+// slog.Default about a host that cannot connect once per logInterval,
 // however often it retries, and says nothing about the host that
 // connected.
 func TestDefaultLoggerRateLimits(t *testing.T) {

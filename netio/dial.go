@@ -146,7 +146,7 @@ func (h *host) connect() (net.Conn, *frameReader, welcomeBody, error) {
 		return fail(fmt.Errorf("serves tasks [0, %d), this client owns [%d, %d)", ch.Tasks,
 			c.cfg.TaskBase, uint64(c.cfg.TaskBase)+uint64(c.spec.Tasks)))
 	}
-	if need := HeaderSize + c.frame*MsgSize; need > int(ch.MaxFrame) {
+	if need := headerSize + c.frame*msgSize; need > int(ch.MaxFrame) {
 		return fail(fmt.Errorf("accepts frames of %d bytes, FrameMsgs %d needs %d", ch.MaxFrame, c.frame, need))
 	}
 	hello := helloBody{ClientID: c.cfg.ID, MaxFrame: uint32(c.cfg.MaxFrame),

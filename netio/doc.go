@@ -5,13 +5,32 @@
 //
 //	srv, _ := netio.NewServer(netio.ServerConfig{Secret: secret, Shards: 2,
 //		Shard: ackcore.Config{MaxPending: 1 << 20}})
-//	go srv.ListenAndServe("127.0.0.1:7070")
+//	ln, _ := net.Listen("tcp", "127.0.0.1:7070")
+//	go srv.Serve(ln)
 //
 //	cfg := netio.ClientConfig{Hosts: []string{"10.0.0.1:7070", "10.0.0.2:7070"}, Secret: secret}
 //	port, _ := cfg.Port(acker.Spec{Producers: 4, Tasks: 8}) // an acker.Port
 //	port.Sender(0).Send(msg); port.Sender(0).Flush()
 //	outs = port.Inbox(3).Poll(outs[:0])
 //	port.Stop()
+//
+// # What is public, and why
+//
+// An embedder needs two things from this package: a server to put an
+// acker behind TCP, and a client that is an acker.Port. So the public
+// surface is ServerConfig and Server (NewServer, Serve, Shutdown, Close,
+// and what an operator reads: Stats, Conns, Shards, ShardStats, Backlog,
+// OldestPending, TaskOwner, Accepting, and the fairness figures Share,
+// OrphanShare and ResetShare with the memory bound ConnBytes, which
+// docs/semantics.md states its rules in), ClientConfig and Client (Dial
+// or ClientConfig.Port; Sender and Inbox, the acker.Port's handles, with
+// no concrete twins; Stats, Hosts, OldestPending, Stop), the errors a
+// caller tells apart (ErrServerClosed, ConnectError, HostError), the
+// stats types those return, each config's Validate, and the Default*
+// constants every zero field of a config takes (DefaultIdle for the
+// server's executors). The wire format is documented below for a peer
+// written in another language; its codec is not public: a Go program
+// speaks it through Client and Server.
 //
 // # Wire format
 //
@@ -24,7 +43,7 @@
 //	| u32      | u8 = 1  | u8     | u16 = 0  | length-8 bytes     |
 //	+----------+---------+--------+----------+------------ ... ---+
 //
-// offLength, offVersion, offType, offReserved and HeaderSize name these
+// offLength, offVersion, offType, offReserved and headerSize name these
 // offsets. length counts the whole frame. A reader checks it against its
 // limit (handshakeMaxFrame before authentication, MaxFrame after) as soon
 // as the first 4 bytes are in, before it allocates or reads further: an
@@ -44,7 +63,7 @@
 //	| u64    | u64    | task (u32)   | u32        |
 //	+--------+--------+--------------+------------+
 //
-// (offMsgRoot, offMsgVal, offMsgKind, offMsgTimeout, MsgSize.) kind is
+// (offMsgRoot, offMsgVal, offMsgKind, offMsgTimeout, msgSize.) kind is
 // ackcore.Kind (INIT 1, ACK 2, FAIL 3, RESET 4), task the topology-wide
 // spout task of an INIT (0 on other kinds), timeout the root's own
 // timeout (0: the server's default). A FAIL's val, when not 0, is the
@@ -63,7 +82,7 @@
 //	+--------+-------------+--------+------+--------+-------+
 //
 // (offOutRoot, offOutLatency, offOutTask, offOutKind, offOutReason,
-// offOutPad, OutcomeSize.) kind is ackcore.OutcomeKind, reason
+// offOutPad, outcomeSize.) kind is ackcore.OutcomeKind, reason
 // ackcore.Reason; the pad must be zero.
 //
 // Handshake. The server speaks first with a challenge (body 40 bytes:
@@ -170,20 +189,28 @@
 //
 // The package's files, one idea each:
 //
-//   - wire.go: the wire format in one place: frame types, sizes and
-//     offsets, the record codecs, the handshake bodies. It is over 600
-//     lines because every byte of the protocol is kept together, so a
-//     reader checks the encoders against the decoders in one file.
+//   - wire.go: the wire format's layout in one place: frame types, the
+//     header, every record's and body's sizes and offsets, close codes,
+//     limits; parseFrame and the header encoders.
+//   - wirerecords.go: the records codec: msgs and outcomes frames, each
+//     encoder beside its decoder.
+//   - wirecontrol.go: the control frames' codecs: heartbeat, close and
+//     the handshake's bodies (challenge, hello, welcome).
 //   - framereader.go: frameReader, frames read in place from a stream.
 //   - handshake.go: the server's handshake (challenge, hello, slot,
 //     tasks claimed) and the hello's HMAC.
-//   - server.go: ServerConfig, Server, accept, admission, the router.
-//   - conn.go: a server connection's life: reader, writer, slot.
+//   - serverconfig.go: ServerConfig, its defaults and checks.
+//   - server.go: Server, accept, admission, shutdown, the router.
+//   - conn.go: a server connection's life: its state, serve, its slot.
+//   - connread.go: a connection's reader: frames to the acker,
+//     backpressure, the share applied to INITs.
+//   - connwrite.go: a connection's writer: outcomes queued (bounded),
+//     the close frame, the writer goroutine.
 //   - share.go, closing.go, peer_*.go: the fair shares, a connection's
 //     close (code, reason, linger), the peer credential check.
 //   - client.go: ClientConfig, Client, Dial, Stats, Stop, the errors.
-//   - sender.go: Producer, the send handle.
-//   - inbox.go: Receiver, the outcome inbox, and delivery to it.
+//   - sender.go: producer, the send handle (Client.Sender).
+//   - inbox.go: receiver, the outcome inbox (Client.Inbox), and delivery to it.
 //   - host.go: host, one server as the client sees it: its outbound
 //     buffer and queue of INITs (enqueue), its pending table (register),
 //     and losing it (lose, hangUp).
@@ -215,8 +242,8 @@
 // router and the readers. A connection's slot returns to the pool only
 // when both its reader and its writer have exited.
 //
-// Client: a Producer belongs to one goroutine; a Receiver has one consumer
-// and many producers (the hosts' readers) and guards its queue with a
+// Client: a producer belongs to one goroutine; a receiver has one consumer
+// and many putters (the hosts' readers) and guards its queue with a
 // mutex, its length also kept in an atomic that Poll reads to skip the
 // lock when empty. A host's mu guards its outbound buffer, its queue of
 // INITs not yet registered, its up flag, connection generation and the

@@ -287,7 +287,7 @@ func TestLossWhileIdle(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Stop()
-	p := c.Producer(0)
+	p := c.send[0]
 	if err := p.SendBatch([]ackcore.Msg{{Root: 42, Kind: ackcore.Init, Val: 3}, {Root: 42, Kind: ackcore.Ack, Val: 1}}); err != nil {
 		t.Fatal(err)
 	}
@@ -325,7 +325,7 @@ func TestStopUnread(t *testing.T) {
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(7, 8))
-	p := c.Producer(0)
+	p := c.send[0]
 	for i := 1; i <= 64; i++ { // complete: the inbox fills to its bound
 		if err := p.SendBatch(tree(rng, uint64(i), 0, 3)); err != nil {
 			t.Fatal(err)
@@ -334,7 +334,7 @@ func TestStopUnread(t *testing.T) {
 	if err := p.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	ib := c.Receiver(0)
+	ib := c.inbox[0]
 	waitFor(t, 5*time.Second, "64 outcomes in the inbox", func() bool { return ib.q.Len() == 64 })
 	for i := 65; i <= 128; i++ { // pending: the last ACK withheld
 		if err := p.SendBatch(tree(rng, uint64(i), 0, 3)[:3]); err != nil {

@@ -37,14 +37,17 @@ func Example() {
 	// Output: 42 completed 0
 }
 
-// AppendMsgs encodes a batch into a reused buffer: 8 bytes of header and
-// 24 per message.
-func ExampleAppendMsgs() {
-	buf := make([]byte, 0, 4096)
-	buf = netio.AppendMsgs(buf[:0], []ackcore.Msg{{Root: 1, Kind: ackcore.Init, Task: 3, Val: 7}, {Root: 1, Kind: ackcore.Ack, Val: 7}})
-	msgs, _ := netio.DecodeMsgs(nil, buf[netio.HeaderSize:])
-	fmt.Println(len(buf), len(msgs), msgs[0].Kind, msgs[0].Task, msgs[1].Kind)
-	// Output: 56 2 INIT 3 ACK
+// Validate says what NewServer would refuse, naming the field and its
+// value; the zero value of every other field is its default.
+func ExampleServerConfig_Validate() {
+	cfg := netio.ServerConfig{Secret: []byte("example-secret-0123456789"), MaxConns: -1,
+		Shard: ackcore.Config{MaxPending: 1 << 16}}
+	fmt.Println(cfg.Validate())
+	cfg.MaxConns = 0
+	fmt.Println(cfg.Validate())
+	// Output:
+	// netio: ServerConfig.MaxConns -1 out of range [1, 4096]
+	// <nil>
 }
 
 // A client with the wrong secret: Port's error says, for each host,
@@ -77,8 +80,8 @@ func ExampleClient_Hosts() {
 		panic(err)
 	}
 	defer c.Stop()
-	c.Producer(0).Send(ackcore.Msg{Root: 7, Kind: ackcore.Init, Val: 1}) // never acked
-	c.Producer(0).Flush()
+	c.Sender(0).Send(ackcore.Msg{Root: 7, Kind: ackcore.Init, Val: 1}) // never acked
+	c.Sender(0).Flush()
 	deadline := time.Now().Add(5 * time.Second)
 	for len(c.OldestPending(1)) == 0 && time.Now().Before(deadline) { // registered by the writer
 		time.Sleep(time.Millisecond)

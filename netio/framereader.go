@@ -46,7 +46,7 @@ type frameReader struct {
 
 // newFrameReader reads frames of at most limit bytes from r.
 func newFrameReader(r io.Reader, limit int) *frameReader {
-	return &frameReader{r: r, buf: make([]byte, min(readChunk, max(limit, HeaderSize)+readChunk)), limit: limit}
+	return &frameReader{r: r, buf: make([]byte, min(readChunk, max(limit, headerSize)+readChunk)), limit: limit}
 }
 
 // SetLimit changes the frame limit (after a handshake).
@@ -66,7 +66,7 @@ func (fr *frameReader) Ready() bool {
 	}
 	b := fr.buf[fr.start:fr.end]
 	n := uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24
-	return n <= uint64(have) || n > uint64(fr.limit) || n < HeaderSize
+	return n <= uint64(have) || n > uint64(fr.limit) || n < headerSize
 }
 
 // Next returns the next frame. Its Body is valid until the next call. A
@@ -97,7 +97,7 @@ func (fr *frameReader) Next() (wireFrame, error) {
 // fill makes room and reads once.
 func (fr *frameReader) fill() {
 	have := fr.end - fr.start
-	need := HeaderSize
+	need := headerSize
 	if have >= 4 {
 		// parseFrame checked the length against the limit already.
 		need = int(uint32(fr.buf[fr.start]) | uint32(fr.buf[fr.start+1])<<8 | uint32(fr.buf[fr.start+2])<<16 | uint32(fr.buf[fr.start+3])<<24)

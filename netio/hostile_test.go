@@ -165,10 +165,10 @@ func TestHostileClients(t *testing.T) {
 		b := rc.hello([]byte("not-the-secret-at-all"), 77, taskRange{1, 1})
 		rng := rand.New(rand.NewPCG(1, 1))
 		for i := range 100 {
-			b = AppendMsgs(b, tree(rng, uint64(i+1), 1, 3))
+			b = appendMsgs(b, tree(rng, uint64(i+1), 1, 3))
 			// The good client never sends FAIL: any FAIL the acker
 			// counts came from here.
-			b = AppendMsgs(b, []ackcore.Msg{{Root: uint64(i + 1), Kind: ackcore.Fail}})
+			b = appendMsgs(b, []ackcore.Msg{{Root: uint64(i + 1), Kind: ackcore.Fail}})
 		}
 		_, _ = rc.Write(b)
 		if r := rc.closedWith(t); r != "hello MAC does not match" {
@@ -202,10 +202,10 @@ func TestHostileClients(t *testing.T) {
 		authed(t, 5, 5, hdr(9437184, protoVersion, typeMsgs, 0), "netio: frame length 9437184 exceeds limit 1048576")
 	})
 	t.Run("INIT for a task not owned", func(t *testing.T) {
-		authed(t, 6, 6, AppendMsgs(nil, []ackcore.Msg{{Root: 1, Kind: ackcore.Init, Task: 7}}), "names task 7, not owned")
+		authed(t, 6, 6, appendMsgs(nil, []ackcore.Msg{{Root: 1, Kind: ackcore.Init, Task: 7}}), "names task 7, not owned")
 	})
 	t.Run("outcomes from a client", func(t *testing.T) {
-		authed(t, 6, 6, AppendOutcomes(nil, goldenOutcomes), "unexpected outcomes frame")
+		authed(t, 6, 6, appendOutcomes(nil, goldenOutcomes), "unexpected outcomes frame")
 	})
 	t.Run("task owned by another client", func(t *testing.T) {
 		rc := rawDial(t, s.addr)
@@ -238,7 +238,7 @@ func TestHostileClients(t *testing.T) {
 
 // malformedFrames are frames a server must refuse after the handshake.
 func malformedFrames() []string {
-	rec := make([]byte, MsgSize)
+	rec := make([]byte, msgSize)
 	putU64(rec, 1)
 	putU32(rec[16:], 9<<24)
 	return []string{
@@ -288,7 +288,7 @@ func TestNeverReadingClient(t *testing.T) {
 			continue
 		}
 		_ = rc.SetWriteDeadline(time.Now().Add(time.Second))
-		n, err := rc.Write(AppendMsgs(nil, b))
+		n, err := rc.Write(appendMsgs(nil, b))
 		wrote += n
 		b = b[:0]
 		if err != nil {

@@ -96,7 +96,7 @@ func (h *host) read(conn net.Conn, fr *frameReader, idle time.Duration) string {
 			return err.Error()
 		}
 		frames++
-		bytes += uint64(HeaderSize + len(f.Body))
+		bytes += uint64(headerSize + len(f.Body))
 		switch f.Type {
 		case typeOutcomes:
 			if outs, err = h.resolve(outs, f.Body); err != nil {
@@ -127,19 +127,19 @@ func (h *host) read(conn net.Conn, fr *frameReader, idle time.Duration) string {
 // ends the parse with an error naming it; the outcomes before it stay
 // resolved, in outs.
 func (h *host) resolve(outs []ackcore.Outcome, body []byte) ([]ackcore.Outcome, error) {
-	n := len(body) / OutcomeSize
+	n := len(body) / outcomeSize
 	stale := 0
 	var err error
 	h.pendMu.Lock()
 	if n > 1 {
 		var x uint64
 		for i := range n {
-			x += h.pend.touch(binary.LittleEndian.Uint64(body[i*OutcomeSize+offOutRoot:]))
+			x += h.pend.touch(binary.LittleEndian.Uint64(body[i*outcomeSize+offOutRoot:]))
 		}
 		h.pend.sink = x
 	}
 	for i := range n {
-		r := body[i*OutcomeSize:]
+		r := body[i*outcomeSize:]
 		root, lat, _, kind, reason, ok := outcomeFields(r)
 		if !ok {
 			err = fmt.Errorf("netio: outcome %d of %d: %w", i, n, outcomeError(r))

@@ -92,36 +92,36 @@ func (c *Client) deliverWait(outs []ackcore.Outcome, oc *outCounts, wait bool) {
 	}
 }
 
-// Receiver is one outcome inbox (acker.Inbox): an outq.Queue of at most
+// receiver is one outcome inbox (acker.Inbox): an outq.Queue of at most
 // MaxPending outcomes. Hosts' readers put into it (a reader waits for
 // room), more only for a batch that came at once, or once Stop began
 // (then at most the roots still in flight, each failed once); one
 // goroutine takes from it. A put wakes the consumer only when it waits,
 // so a consumer that polls costs the readers no channel operation.
-type Receiver struct {
+type receiver struct {
 	q *outq.Queue[ackcore.Outcome]
 }
 
-func (ib *Receiver) put(outs []ackcore.Outcome, wait bool) { ib.q.Put(outs, wait) }
+func (ib *receiver) put(outs []ackcore.Outcome, wait bool) { ib.q.Put(outs, wait) }
 
 // stopping wakes the readers waiting for room: Stop began (the client is
 // closed), so puts no longer wait, and Stop never waits on a consumer
 // that stopped reading.
-func (ib *Receiver) stopping() { ib.q.Stopping() }
+func (ib *receiver) stopping() { ib.q.Stopping() }
 
 // close marks the end of the outcomes: Wait returns false once the
 // consumer took what is left.
-func (ib *Receiver) close() { ib.q.Close() }
+func (ib *receiver) close() { ib.q.Close() }
 
 // Poll appends the outcomes available now to dst, without waiting.
-func (ib *Receiver) Poll(dst []ackcore.Outcome) []ackcore.Outcome { return ib.q.Poll(dst) }
+func (ib *receiver) Poll(dst []ackcore.Outcome) []ackcore.Outcome { return ib.q.Poll(dst) }
 
 // Wait appends at least one outcome to dst, waiting for it; ok is false
 // once the client has stopped and every outcome was taken.
-func (ib *Receiver) Wait(dst []ackcore.Outcome) ([]ackcore.Outcome, bool) { return ib.q.Wait(dst) }
+func (ib *receiver) Wait(dst []ackcore.Outcome) ([]ackcore.Outcome, bool) { return ib.q.Wait(dst) }
 
 // WaitUntil is Wait that also returns, with what it has (possibly
 // nothing), when wake fires.
-func (ib *Receiver) WaitUntil(dst []ackcore.Outcome, wake <-chan time.Time) ([]ackcore.Outcome, bool) {
+func (ib *receiver) WaitUntil(dst []ackcore.Outcome, wake <-chan time.Time) ([]ackcore.Outcome, bool) {
 	return ib.q.WaitUntil(dst, wake)
 }

@@ -45,7 +45,7 @@ func TestOrphanFlood(t *testing.T) {
 				kind := [...]ackcore.Kind{ackcore.Ack, ackcore.Ack, ackcore.Fail, ackcore.Reset}[rng.IntN(4)]
 				msgs[i] = ackcore.Msg{Root: rng.Uint64() | 1, Kind: kind, Val: rng.Uint64() | 1}
 			}
-			buf = AppendMsgs(buf[:0], msgs)
+			buf = appendMsgs(buf[:0], msgs)
 			if _, err := rc.Write(buf); err != nil {
 				t.Error(err)
 				return
@@ -85,7 +85,7 @@ func TestOrphanFlood(t *testing.T) {
 		// The early ACKs written, the acker applies some thousands of the
 		// flood's messages more before their INITs follow.
 		waitFor(t, 5*time.Second, "the early ACKs to be written", func() bool {
-			return c.Hosts()[0].BytesOut >= wrote+uint64(HeaderSize+window*MsgSize)
+			return c.Hosts()[0].BytesOut >= wrote+uint64(headerSize+window*msgSize)
 		})
 		applied := func() uint64 { a := s.Stats().Acker; return a.Acks + a.Fails + a.Resets }
 		mark := applied()

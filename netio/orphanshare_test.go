@@ -59,7 +59,7 @@ func TestOrphanShareOverNet(t *testing.T) {
 		for i := range n {
 			msgs[i] = ackcore.Msg{Root: rng.Uint64() | 1, Kind: ackcore.Ack, Val: rng.Uint64() | 1}
 		}
-		buf = AppendMsgs(buf[:0], msgs[:n])
+		buf = appendMsgs(buf[:0], msgs[:n])
 		if _, err := rc.Write(buf); err != nil {
 			t.Fatal(err)
 		}

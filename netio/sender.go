@@ -3,6 +3,7 @@ package netio
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
@@ -25,10 +26,10 @@ type stage struct {
 	inits []initRec
 }
 
-// Producer is one send handle (acker.Sender): it stages messages per host
+// producer is one send handle (acker.Sender): it stages messages per host
 // and hands a host's frame to its connection when it holds FrameMsgs
 // messages or on Flush. One goroutine uses it.
-type Producer struct {
+type producer struct {
 	c     *Client
 	stage []stage
 	// messages staged since the last Flush by kind, index Kind&3 (INIT
@@ -42,21 +43,21 @@ type Producer struct {
 // an INIT is reported Failed{acker lost} at once and other messages are
 // dropped (counted). A malformed message returns an error naming the
 // value, and acker.ErrClosed once the client is stopped.
-func (s *Producer) Send(m ackcore.Msg) error {
+func (s *producer) Send(m ackcore.Msg) error {
 	_, err := s.send(m, true)
 	return err
 }
 
 // TrySend is Send without waiting: false when MaxPending roots are in
 // flight or m's host's queue is full.
-func (s *Producer) TrySend(m ackcore.Msg) (bool, error) { return s.send(m, false) }
+func (s *producer) TrySend(m ackcore.Msg) (bool, error) { return s.send(m, false) }
 
 // SendBatch is Send for each of msgs in order. With one host up it
 // stages runs of messages at once: one check of the client's state, one
 // take of root slots for a run's INITs, and an encoding loop per run; a
 // run that would pass MaxPending, and every message with several hosts
 // up (each routed by its root), go through Send one at a time.
-func (s *Producer) SendBatch(msgs []ackcore.Msg) error {
+func (s *producer) SendBatch(msgs []ackcore.Msg) error {
 	c := s.c
 	for len(msgs) > 0 {
 		live := *c.live.Load()
@@ -70,27 +71,19 @@ func (s *Producer) SendBatch(msgs []ackcore.Msg) error {
 		h := live[0]
 		st := &s.stage[h.idx]
 		run := msgs[:min(len(msgs), c.frame-st.n)]
-		inits := 0
-		for i := range run {
-			if !s.valid(&run[i]) {
-				run = run[:i]
-				break
-			}
-			if run[i].Kind == ackcore.Init {
-				inits++
-			}
-		}
-		if len(run) == 0 || inits > 0 && !c.tryAcquire(inits) {
+		n, k := s.putRun(st, run)
+		if inits := k[ackcore.Init&3]; n == 0 || inits > 0 && !c.tryAcquire(int(inits)) {
 			// A malformed message (send names it), or no room for the
-			// run's roots (send waits for it).
+			// run's roots (send waits for it): the run is not staged.
+			st.inits = st.inits[:len(st.inits)-int(inits)]
 			if _, err := s.send(msgs[0], true); err != nil {
 				return err
 			}
 			msgs = msgs[1:]
 			continue
 		}
-		s.putRun(st, run)
-		msgs = msgs[len(run):]
+		s.stageRun(st, n, &k)
+		msgs = msgs[n:]
 		if st.n >= c.frame {
 			s.handOver(h)
 		}
@@ -100,18 +93,18 @@ func (s *Producer) SendBatch(msgs []ackcore.Msg) error {
 
 // valid reports whether m may be sent: a well-formed message whose INIT
 // names one of the client's tasks (invalid says why not).
-func (s *Producer) valid(m *ackcore.Msg) bool {
+func (s *producer) valid(m *ackcore.Msg) bool {
 	return m.Valid() && (m.Kind != ackcore.Init || m.Task < uint32(s.c.spec.Tasks))
 }
 
-func (s *Producer) invalid(m *ackcore.Msg) error {
+func (s *producer) invalid(m *ackcore.Msg) error {
 	if err := m.Validate(); err != nil {
 		return fmt.Errorf("netio: %w", err)
 	}
 	return fmt.Errorf("netio: INIT root %#x names task %d, the client has %d tasks", m.Root, m.Task, s.c.spec.Tasks)
 }
 
-func (s *Producer) send(m ackcore.Msg, wait bool) (bool, error) {
+func (s *producer) send(m ackcore.Msg, wait bool) (bool, error) {
 	c := s.c
 	if c.closed.Load() {
 		s.abandon()
@@ -152,10 +145,10 @@ func (s *Producer) send(m ackcore.Msg, wait bool) (bool, error) {
 // put appends m's record to st (m valid, its root's slot taken if an
 // INIT). The stage's buffer holds a whole frame from its first use on, so
 // the append never reallocates.
-func (s *Producer) put(st *stage, m *ackcore.Msg) {
+func (s *producer) put(st *stage, m *ackcore.Msg) {
 	if st.n == 0 {
-		if cap(st.buf) < HeaderSize+s.c.frame*MsgSize {
-			st.buf = make([]byte, 0, HeaderSize+s.c.frame*MsgSize)
+		if cap(st.buf) < headerSize+s.c.frame*msgSize {
+			st.buf = make([]byte, 0, headerSize+s.c.frame*msgSize)
 		}
 		st.buf = appendHeader(st.buf[:0], typeMsgs, 0)
 	}
@@ -166,39 +159,81 @@ func (s *Producer) put(st *stage, m *ackcore.Msg) {
 	}
 	s.kinds[m.Kind&3]++
 	off := len(st.buf)
-	st.buf = st.buf[:off+MsgSize]
+	st.buf = st.buf[:off+msgSize]
 	putMsg(st.buf[off:], m, task)
 	st.n++
 }
 
-// putRun is put for each of run, in one loop that keeps the stage's
-// buffer in registers (run fits in the stage's frame).
-func (s *Producer) putRun(st *stage, run []ackcore.Msg) {
+// putRun encodes the longest valid prefix of run (see valid) into st's
+// frame after its staged records, in one pass that checks and encodes
+// each message, and appends its INITs to st.inits; run fits in the
+// frame. It returns how many it encoded and their count by kind (index
+// Kind&3, as producer.kinds), and stages nothing: stageRun does, once
+// their roots have slots; a caller that does not stage them truncates
+// st.inits by their INITs.
+func (s *producer) putRun(st *stage, run []ackcore.Msg) (n int, kinds [4]uint64) {
 	if st.n == 0 {
-		if cap(st.buf) < HeaderSize+s.c.frame*MsgSize {
-			st.buf = make([]byte, 0, HeaderSize+s.c.frame*MsgSize)
+		if cap(st.buf) < headerSize+s.c.frame*msgSize {
+			st.buf = make([]byte, 0, headerSize+s.c.frame*msgSize)
 		}
 		st.buf = appendHeader(st.buf[:0], typeMsgs, 0)
 	}
-	base := s.c.cfg.TaskBase
-	buf, inits := st.buf, st.inits
-	off := len(buf)
-	buf = buf[:off+len(run)*MsgSize]
+	off := len(st.buf)
+	k := len(st.inits)
+	st.inits = slices.Grow(st.inits, len(run))
+	var c runCount
+	n, c = encodeRun(st.buf[off:off+len(run)*msgSize], st.inits[k:k+len(run)], run, s.c.cfg.TaskBase, uint32(s.c.spec.Tasks))
+	st.inits = st.inits[:k+int(c.inits)]
+	kinds[ackcore.Init&3], kinds[ackcore.Fail&3], kinds[ackcore.Reset&3] = c.inits, c.fails, c.resets
+	kinds[ackcore.Ack&3] = uint64(n) - c.inits - c.fails - c.resets
+	return n, kinds
+}
+
+// runCount is a run's INITs, FAILs and RESETs.
+type runCount struct{ inits, fails, resets uint64 }
+
+// encodeRun is putRun's loop, a leaf of its own so that its few live
+// values stay in registers: it encodes the longest valid prefix of run
+// into buf (room for all of run) with base added to each INIT's task,
+// records each INIT in ins (room for all of run) in order, and returns
+// how many it encoded and their count by kind.
+func encodeRun(buf []byte, ins []initRec, run []ackcore.Msg, base, tasks uint32) (n int, c runCount) {
+	buf = buf[:len(run)*msgSize]
+	ins = ins[:len(run)]
 	for i := range run {
 		m := &run[i]
-		task := uint32(0)
-		if m.Kind == ackcore.Init {
-			task = m.Task + base
-			inits = append(inits, initRec{root: m.Root, task: m.Task})
+		// valid, on the fields at hand: the rule's ackcore part
+		// (Msg.Valid) and an INIT's task within the client's.
+		if m.Root == 0 || m.Kind-1 > ackcore.Reset-1 || m.TimeoutMs > ackcore.MaxTimeoutMs || m.Kind == ackcore.Init && m.Task >= tasks {
+			return i, c
 		}
-		s.kinds[m.Kind&3]++ // Reset (4) counts in slot 0; see Flush
-		putMsg(buf[off+i*MsgSize:], m, task)
+		task := uint32(0)
+		switch m.Kind {
+		case ackcore.Init:
+			task = m.Task + base
+			ins[c.inits] = initRec{root: m.Root, task: m.Task}
+			c.inits++
+		case ackcore.Fail:
+			c.fails++
+		case ackcore.Reset:
+			c.resets++
+		}
+		putMsg(buf[i*msgSize:], m, task)
 	}
-	st.buf, st.inits, st.n = buf, inits, st.n+len(run)
+	return len(run), c
+}
+
+// stageRun stages the n records putRun encoded, counted by kind in k.
+func (s *producer) stageRun(st *stage, n int, k *[4]uint64) {
+	for i, x := range k {
+		s.kinds[i] += x
+	}
+	st.buf = st.buf[:len(st.buf)+n*msgSize]
+	st.n += n
 }
 
 // abandon fails the INITs staged when the client stopped.
-func (s *Producer) abandon() {
+func (s *producer) abandon() {
 	for i := range s.stage {
 		st := &s.stage[i]
 		s.c.failLocal(st.inits, ackcore.ReasonStopped)
@@ -210,7 +245,7 @@ func (s *Producer) abandon() {
 // client is stopped it returns acker.ErrClosed when it had messages to
 // hand over (their INITs are reported Failed{stopped}), and nil when it
 // had none, as the in-process acker's Producer does.
-func (s *Producer) Flush() error {
+func (s *producer) Flush() error {
 	c := s.c
 	if c.closed.Load() {
 		staged := false
@@ -245,7 +280,7 @@ func (s *Producer) Flush() error {
 // handOver queues the stage's frame and its INITs on h (waiting for
 // room), in one step under h's lock: a host lost before that fails them
 // here, one lost after fails them from its queue or its pending table.
-func (s *Producer) handOver(h *host) {
+func (s *producer) handOver(h *host) {
 	st := &s.stage[h.idx]
 	binary.LittleEndian.PutUint32(st.buf[offLength:], uint32(len(st.buf)))
 	n := st.n

@@ -4,7 +4,6 @@ import (
 	"container/list"
 	"context"
 	"crypto/rand"
-	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -18,233 +17,12 @@ import (
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
-	"github.com/xorack/xorack/ring"
 )
 
-// ServerConfig configures a Server. The zero value of every field but
-// Secret and Shard.MaxPending means its default.
-type ServerConfig struct {
-	// Secret is the shared secret every client proves it knows in the
-	// handshake. Required, at least 16 bytes.
-	Secret []byte
-	// TLS, when set, wraps every connection in TLS with this
-	// configuration; set ClientAuth (tls.RequireAndVerifyClientCert) for
-	// mutual TLS.
-	TLS *tls.Config
-	// Shards is the acker's shards (default DefaultShards).
-	Shards int
-	// Shard configures each shard (MaxPending is required, per shard).
-	Shard ackcore.Config
-	// MaxBytes is the acker's memory budget: the most its tables, rings
-	// and held outcomes may take together (acker.Config.MaxBytes; 0:
-	// acker.DefaultMaxBytes). NewServer fails, naming the bytes, for a
-	// configuration that could take more.
-	MaxBytes int64
-	// Tasks is the number of spout task ids clients may own, [0, Tasks);
-	// default DefaultTasks.
-	Tasks int
-	// MaxConns bounds the authenticated connections open at once
-	// (default DefaultMaxConns); one more that authenticates is closed with
-	// closeOverloaded. Each is one acker producer with a ring into every
-	// shard. Connections still in the handshake count against
-	// MaxHandshakes instead.
-	MaxConns int
-	// MaxHandshakes bounds the connections still in the handshake
-	// (default DefaultMaxHandshakes). A new connection that finds it full
-	// closes the oldest one still handshaking (closeOverloaded): idle or
-	// slow handshakes, however many, never keep a client out.
-	MaxHandshakes int
-	// MaxRootTimeout caps the timeout an INIT or a RESET may ask for
-	// (default RootTimeoutFactor x Shard.Timeout, at most
-	// ackcore.MaxTimeout, whole milliseconds, at least Shard.Timeout); a
-	// message past it is a protocol error, so that an entry a connection
-	// made outlives it by at most this long.
-	MaxRootTimeout time.Duration
-	// MaxFrame bounds the frames the server accepts after a handshake
-	// (default DefaultMaxFrame); before it, handshakeMaxFrame.
-	MaxFrame int
-	// MaxConnPending bounds, per connection, the roots whose INIT the
-	// server has taken and whose outcome it has not yet written: past it,
-	// the server stops reading that connection until outcomes drain
-	// (backpressure), so a client that does not read holds at most this
-	// many outcomes in the server. Default DefaultMaxConnPending.
-	MaxConnPending int
-	// ShareSlack is the reserve: the room of the acker's table kept off
-	// the connections' base shares (Server.Share), which any connection
-	// may draw on past its share, all of them together at most this
-	// much: a connection's count of roots held in the acker runs ahead
-	// of its entries in the table by the outcomes on their way to the
-	// router. 0 means eight rings' worth, 8 × Shards × RingSize; at most
-	// a quarter of the table is kept. At or above Shards × MaxPending it
-	// turns the shares off: no bound but the acker's, for a host that
-	// expects no flood.
-	ShareSlack int
-	// HandshakeTimeout bounds the handshake, TLS included (default
-	// DefaultHandshakeTimeout).
-	HandshakeTimeout time.Duration
-	// IdleTimeout closes a connection that sent nothing, not even a
-	// heartbeat, for this long (default DefaultIdleTimeout); both sides
-	// send heartbeats every IdleTimeout/3 when otherwise idle.
-	IdleTimeout time.Duration
-	// WriteTimeout closes a connection whose socket takes no bytes for
-	// this long: a client that stopped reading (default
-	// DefaultWriteTimeout).
-	WriteTimeout time.Duration
-	// RingSize is each connection's ring into each shard (default
-	// DefaultRingSize).
-	RingSize int
-	// Pin pins the shard executors (acker.Config.Pin).
-	Pin bool
-	// Idle is how the shard executors and the outcome router wait for
-	// work (acker.Config.Idle); nil means DefaultIdle().
-	Idle *ring.Idle
-	// Logger receives connection events; nil discards them.
-	Logger *slog.Logger
-}
-
-func (c *ServerConfig) fill() error {
-	if len(c.Secret) < 16 {
-		return fmt.Errorf("netio: secret of %d bytes, want at least 16", len(c.Secret))
-	}
-	if c.Shards == 0 {
-		c.Shards = DefaultShards
-	}
-	if c.Tasks == 0 {
-		c.Tasks = DefaultTasks
-	}
-	if c.MaxConns == 0 {
-		c.MaxConns = DefaultMaxConns
-	}
-	if c.MaxHandshakes == 0 {
-		c.MaxHandshakes = DefaultMaxHandshakes
-	}
-	def := c.Shard.Timeout
-	if def == 0 {
-		def = ackcore.DefaultTimeout
-	}
-	if c.MaxRootTimeout == 0 {
-		c.MaxRootTimeout = min(RootTimeoutFactor*def, ackcore.MaxTimeout)
-	}
-	if c.MaxFrame == 0 {
-		c.MaxFrame = DefaultMaxFrame
-	}
-	if c.MaxConnPending == 0 {
-		c.MaxConnPending = DefaultMaxConnPending
-	}
-	if c.HandshakeTimeout == 0 {
-		c.HandshakeTimeout = DefaultHandshakeTimeout
-	}
-	if c.IdleTimeout == 0 {
-		c.IdleTimeout = DefaultIdleTimeout
-	}
-	if c.WriteTimeout == 0 {
-		c.WriteTimeout = DefaultWriteTimeout
-	}
-	if c.RingSize == 0 {
-		c.RingSize = DefaultRingSize
-	}
-	switch {
-	case c.Tasks < 1 || c.Tasks > ackcore.MaxTask+1:
-		return fmt.Errorf("netio: Tasks %d out of range [1, %d]", c.Tasks, ackcore.MaxTask+1)
-	case c.MaxConns < 1 || c.MaxConns > maxConnsLimit:
-		return fmt.Errorf("netio: MaxConns %d out of range [1, %d]", c.MaxConns, maxConnsLimit)
-	case c.MaxHandshakes < 1 || c.MaxHandshakes > maxHandshakesLimit:
-		return fmt.Errorf("netio: MaxHandshakes %d out of range [1, %d]", c.MaxHandshakes, maxHandshakesLimit)
-	case c.MaxRootTimeout < def || c.MaxRootTimeout > ackcore.MaxTimeout || c.MaxRootTimeout%time.Millisecond != 0:
-		return fmt.Errorf("netio: MaxRootTimeout %v out of range [%v (Shard.Timeout), %v] or not whole milliseconds", c.MaxRootTimeout, def, ackcore.MaxTimeout)
-	case c.MaxFrame < minMaxFrame || c.MaxFrame > maxMaxFrame:
-		return fmt.Errorf("netio: MaxFrame %d out of range [%d, %d]", c.MaxFrame, minMaxFrame, maxMaxFrame)
-	case c.MaxConnPending < 1:
-		return fmt.Errorf("netio: MaxConnPending %d below 1", c.MaxConnPending)
-	case c.ShareSlack < 0:
-		return fmt.Errorf("netio: ShareSlack %d below 0", c.ShareSlack)
-	case c.HandshakeTimeout < 0 || c.WriteTimeout < 0:
-		return fmt.Errorf("netio: negative timeout (handshake %v, write %v)", c.HandshakeTimeout, c.WriteTimeout)
-	case c.IdleTimeout < minIdleTimeout:
-		return fmt.Errorf("netio: IdleTimeout %v below %v", c.IdleTimeout, minIdleTimeout)
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
-	if c.Idle == nil {
-		i := DefaultIdle()
-		c.Idle = &i
-	}
-	return nil
-}
-
-// Defaults of ServerConfig.
-const (
-	// DefaultShards is Shards' default: one shard, one executor; a host
-	// with cores to spare for the acker raises it.
-	DefaultShards = 1
-	// DefaultTasks is Tasks' default: the spout task ids clients may own.
-	DefaultTasks = 4096
-	// DefaultMaxConns is MaxConns' default: each connection is an acker
-	// producer with a ring into every shard, and every executor's spin
-	// looks at each of them.
-	DefaultMaxConns = 128
-	// DefaultMaxConnPending is MaxConnPending's default: 65,536 roots
-	// per connection, 1.5 MiB of outcomes held for a client that stops
-	// reading.
-	DefaultMaxConnPending = 1 << 16
-	// DefaultIdleTimeout is IdleTimeout's default; heartbeats go every
-	// third of it.
-	DefaultIdleTimeout = 30 * time.Second
-	// DefaultWriteTimeout is WriteTimeout's default, the server's and the
-	// client's (ClientConfig.WriteTimeout): a peer whose socket takes no
-	// bytes for this long is given up.
-	DefaultWriteTimeout = 10 * time.Second
-	// DefaultRingSize is RingSize's default: each connection's ring into
-	// each shard, in messages.
-	DefaultRingSize = 1024
-	// DefaultMaxHandshakes is MaxHandshakes' default: far more than
-	// clients ever reconnect at once (a handshake takes a round trip or
-	// two), few enough that their goroutines and buffers (a challenge
-	// written, at most handshakeMaxFrame read) stay small.
-	DefaultMaxHandshakes = 64
-	// DefaultHandshakeTimeout is HandshakeTimeout's default: a TLS and
-	// netio handshake is three round trips; 3 s leaves room for a lossy
-	// WAN and still frees a slowloris' goroutine soon.
-	DefaultHandshakeTimeout = 3 * time.Second
-	// RootTimeoutFactor times the default root timeout is the default
-	// MaxRootTimeout: room for roots that ask for longer than the default,
-	// while what a departed connection left behind is gone within minutes.
-	RootTimeoutFactor = 4
-)
-
-// closeWriteTimeout bounds the write of a close frame that ends a
-// connection for cause (overloaded, replaced, slow, a protocol error in
-// the handshake): best effort, as a peer that does not read would
-// otherwise hold the goroutine for the whole WriteTimeout.
-const closeWriteTimeout = 250 * time.Millisecond
-
-// Ranges a ServerConfig is checked against.
-const (
-	maxConnsLimit      = 4096     // MaxConns at most
-	maxHandshakesLimit = 1 << 16  // MaxHandshakes at most
-	maxMaxFrame        = 64 << 20 // MaxFrame at most, server and client
-	// minIdleTimeout is IdleTimeout at least: heartbeats go every third
-	// of it.
-	minIdleTimeout = 30 * time.Millisecond
-)
-
-// peerCheckInterval is how often a reader held by backpressure looks
-// whether its peer closed (peerGone): it cannot see EOF, as it does not
-// read.
-const peerCheckInterval = 100 * time.Millisecond
-
-// DefaultIdle returns how a server's executors wait by default: a shorter
-// spin than ring's default (512 spins, 16 yields). An executor's fan-in
-// has one ring per connection slot (MaxConns of them, 128 by default),
-// and every spin looks at each, so a long spin costs in proportion to
-// MaxConns; and what wakes an executor here is a socket read, microseconds
-// apart, which a short spin does not outlast. (It once also avoided a
-// clock read per spin in ring's wait for the shard's tick; ring now looks
-// at its timer once per 64 spins. Measured since, with 1 and 4
-// connections: ring's default cost 0-20% more CPU per message than this,
-// median 4%, on the 2-vCPU machine.)
-func DefaultIdle() ring.Idle { return ring.Idle{Spins: 32, Yields: 8} }
+// The server: its counters, NewServer, accepting and admitting
+// connections (the handshake budget), the bound on a connection's memory,
+// shutting down, and the router that takes the acker's outcomes to the
+// connection owning each one's task. A connection's life is in conn.go.
 
 // ServerStats are a server's counters.
 type ServerStats struct {
@@ -342,7 +120,8 @@ type Server struct {
 // NewServer builds a server and starts its acker; Serve accepts
 // connections.
 func NewServer(cfg ServerConfig) (*Server, error) {
-	if err := cfg.fill(); err != nil {
+	cfg, err := cfg.validate()
+	if err != nil {
 		return nil, err
 	}
 	routers := 1
@@ -371,16 +150,6 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		go s.route(ak.Receiver(r))
 	}
 	return s, nil
-}
-
-// ListenAndServe listens on addr (TCP) and serves until Shutdown or
-// Close.
-func (s *Server) ListenAndServe(addr string) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("netio: %w", err)
-	}
-	return s.Serve(ln)
 }
 
 // ErrServerClosed is returned by Serve after Shutdown or Close.
@@ -465,7 +234,7 @@ func (s *Server) admit(c net.Conn) {
 // frame is limit: twice the outcomes it may have pending (backpressure
 // keeps it to MaxConnPending plus a frame's INITs; tasks taken over from
 // an earlier connection bring that one's), and a frame.
-func (s *Server) outBound(limit int) int { return 2*s.cfg.MaxConnPending*OutcomeSize + limit }
+func (s *Server) outBound(limit int) int { return 2*s.cfg.MaxConnPending*outcomeSize + limit }
 
 // ConnBytes is the most heap one authenticated connection holds, for a
 // client whose max frame is MaxFrame (one that asks for more is held to
@@ -511,17 +280,6 @@ func (s *Server) Stats() ServerStats {
 		st.Acker = s.ak.Stats()
 	}
 	return st
-}
-
-// Addrs returns the addresses the server listens on.
-func (s *Server) Addrs() []net.Addr {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var a []net.Addr
-	for _, ln := range s.lns {
-		a = append(a, ln.Addr())
-	}
-	return a
 }
 
 // Shutdown stops the server gracefully: it stops accepting and reading,

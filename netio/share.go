@@ -64,10 +64,7 @@ func (s *Server) shareOf(n int64) int64 {
 
 // initShares sets the reserve, the room and the pool (NewServer).
 func (s *Server) initShares() {
-	r := int64(s.cfg.ShareSlack)
-	if r == 0 {
-		r = defaultSlackRings * int64(s.cfg.Shards) * int64(s.cfg.RingSize)
-	}
+	r := int64(s.cfg.ShareSlack) // filled by validate
 	s.sharesOff = r >= s.total
 	s.reserve = min(r, s.total/4)
 	s.room = s.total - s.spread()
@@ -76,7 +73,8 @@ func (s *Server) initShares() {
 	s.share.Store(s.shareOf(0))
 }
 
-// defaultSlackRings is the default reserve in rings' worth per shard: a
+// defaultSlackRings is the default reserve (ServerConfig.ShareSlack,
+// filled by validate) in rings' worth per shard: a
 // connection's held count runs ahead of its entries in the table by its
 // INITs in its rings into the shards and its outcomes on their way to
 // the router (RingSize each, per shard) and held by the executors while

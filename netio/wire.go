@@ -4,10 +4,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"time"
-
-	"github.com/xorack/xorack/ackcore"
 )
+
+// The wire format's layout in one place: the frame types, the header,
+// every record's and body's offsets and sizes, the close codes and the
+// limits; parseFrame, which checks a frame against them, and the header
+// encoders. The codecs of the bodies are in wirerecords.go (messages and
+// outcomes) and wirecontrol.go (handshake, heartbeat and close frames).
 
 // protoVersion is the protocol version this package speaks; every frame
 // carries it (see doc.go, "Wire format").
@@ -40,7 +43,7 @@ const (
 	offVersion  = 4
 	offType     = 5
 	offReserved = 6
-	HeaderSize  = 8
+	headerSize  = 8
 )
 
 // Message record in a typeMsgs body: 24 bytes, the body is a whole number
@@ -58,7 +61,7 @@ const (
 	offMsgVal     = 8
 	offMsgKind    = 16 // kind in the top 8 bits, task in the low 24
 	offMsgTimeout = 20
-	MsgSize       = 24
+	msgSize       = 24
 )
 
 // Outcome record in a typeOutcomes body: 24 bytes.
@@ -75,7 +78,7 @@ const (
 	offOutKind    = 20
 	offOutReason  = 21
 	offOutPad     = 22
-	OutcomeSize   = 24
+	outcomeSize   = 24
 )
 
 // Handshake bodies.
@@ -180,7 +183,7 @@ const (
 	// this much. 64 KiB holds a hello with 8,000 task ranges.
 	handshakeMaxFrame = 64 << 10
 	// maxRanges is the most task ranges a hello may carry.
-	maxRanges = (handshakeMaxFrame - HeaderSize - helloFixed) / 8
+	maxRanges = (handshakeMaxFrame - headerSize - helloFixed) / 8
 )
 
 // errShort is returned by parseFrame when b holds no whole frame yet.
@@ -209,10 +212,10 @@ func parseFrame(b []byte, limit int) (wireFrame, int, error) {
 	if uint64(n) > uint64(limit) {
 		return wireFrame{}, 0, fmt.Errorf("netio: frame length %d exceeds limit %d", n, limit)
 	}
-	if n < HeaderSize {
-		return wireFrame{}, 0, fmt.Errorf("netio: frame length %d below the %d-byte header", n, HeaderSize)
+	if n < headerSize {
+		return wireFrame{}, 0, fmt.Errorf("netio: frame length %d below the %d-byte header", n, headerSize)
 	}
-	if len(b) < HeaderSize {
+	if len(b) < headerSize {
 		return wireFrame{}, 0, errShort
 	}
 	f := wireFrame{Version: b[offVersion], Type: b[offType]}
@@ -225,14 +228,14 @@ func parseFrame(b []byte, limit int) (wireFrame, int, error) {
 	if r := binary.LittleEndian.Uint16(b[offReserved:]); r != 0 {
 		return wireFrame{}, 0, fmt.Errorf("netio: frame reserved bits %#x are not zero", r)
 	}
-	body := int(n) - HeaderSize
+	body := int(n) - headerSize
 	if err := checkBodySize(f.Type, body); err != nil {
 		return wireFrame{}, 0, err
 	}
 	if len(b) < int(n) {
 		return wireFrame{}, 0, errShort
 	}
-	f.Body = b[HeaderSize:n:n]
+	f.Body = b[headerSize:n:n]
 	return f, int(n), nil
 }
 
@@ -247,8 +250,8 @@ func checkBodySize(t byte, n int) error {
 	case typeHeartbeat:
 		want = 0
 	case typeMsgs, typeOutcomes:
-		if n%MsgSize != 0 { // MsgSize == OutcomeSize
-			return fmt.Errorf("netio: %s body of %d bytes is not a whole number of %d-byte records", typeName(t), n, MsgSize)
+		if n%msgSize != 0 { // msgSize == outcomeSize
+			return fmt.Errorf("netio: %s body of %d bytes is not a whole number of %d-byte records", typeName(t), n, msgSize)
 		}
 		return nil
 	case typeHello:
@@ -304,415 +307,4 @@ func beginFrame(b []byte, t byte) ([]byte, int) {
 func endFrame(b []byte, off int) []byte {
 	binary.LittleEndian.PutUint32(b[off:], uint32(len(b)-off))
 	return b
-}
-
-// putMsg writes m's record at b[0:MsgSize] with task as its task field
-// (m.Task, or the client's TaskBase added to it; 0 for any kind but
-// INIT). It is the one encoder of a message record.
-func putMsg(b []byte, m *ackcore.Msg, task uint32) {
-	b = b[:MsgSize:MsgSize]
-	binary.LittleEndian.PutUint64(b[offMsgRoot:], m.Root)
-	binary.LittleEndian.PutUint64(b[offMsgVal:], m.Val)
-	binary.LittleEndian.PutUint32(b[offMsgKind:], uint32(m.Kind)<<24|task)
-	binary.LittleEndian.PutUint32(b[offMsgTimeout:], m.TimeoutMs)
-}
-
-// taskMask is the task field of a message record: 24 bits, room for
-// ackcore.MaxTask (20 bits) with the kind above it.
-const taskMask = 1<<24 - 1
-
-// AppendMsgs appends one msgs frame carrying msgs to b. msgs must be
-// valid (ackcore.Msg.Validate): the peer rejects the frame otherwise. The
-// caller keeps len(msgs) within its peer's frame limit (maxMsgsPerFrame).
-func AppendMsgs(b []byte, msgs []ackcore.Msg) []byte {
-	n := HeaderSize + len(msgs)*MsgSize
-	b = appendHeader(b, typeMsgs, n)
-	off := len(b)
-	b = grow(b, len(msgs)*MsgSize)
-	for i := range msgs {
-		putMsg(b[off+i*MsgSize:], &msgs[i], msgs[i].Task&taskMask)
-	}
-	return b
-}
-
-// maxMsgsPerFrame is the most message or outcome records a frame within
-// limit holds.
-func maxMsgsPerFrame(limit int) int { return (limit - HeaderSize) / MsgSize }
-
-// grow extends b by n bytes (contents unspecified), reusing its capacity.
-func grow(b []byte, n int) []byte {
-	if cap(b)-len(b) < n {
-		nb := make([]byte, len(b), 2*cap(b)+n)
-		copy(nb, b)
-		b = nb
-	}
-	return b[:len(b)+n]
-}
-
-// DecodeMsgs appends the messages of a msgs frame's body to dst. Every
-// record must be a valid message (ackcore.Msg.Validate): a non-zero root,
-// a known kind, a task within ackcore.MaxTask (and none on other kinds
-// than INIT), a timeout within ackcore.MaxTimeout; the first that is not
-// is named in the error, and dst is returned as it was.
-//
-// The loop reads each record's fields into registers, stores them field
-// by field and checks the stored message with one combined test
-// (ackcore's Msg.Valid and the wire's rules): building the Msg as a
-// value first made the compiler assemble it on the stack with small
-// stores and copy it with 16-byte loads, which stall on store forwarding
-// (twice per record: 12 ns a message on the 2-vCPU machine, against 1-2).
-func DecodeMsgs(dst []ackcore.Msg, body []byte) ([]ackcore.Msg, error) {
-	dst, _, _, err := decodeMsgs(dst, body, nil, ackcore.MaxTimeoutMs)
-	return dst, err
-}
-
-// decodeMsgs is DecodeMsgs that also counts the INITs and the RESETs,
-// refuses a timeout past maxTo (a server's root timeout cap; at most
-// ackcore.MaxTimeoutMs) and, when owns is not nil, checks each INIT's task with it
-// (a server: the task must be the connection's), in the same pass.
-func decodeMsgs(dst []ackcore.Msg, body []byte, owns func(task uint32) bool, maxTo uint32) (_ []ackcore.Msg, inits, resets int, _ error) {
-	if len(body)%MsgSize != 0 {
-		return dst, 0, 0, fmt.Errorf("netio: msgs body of %d bytes is not a whole number of %d-byte records", len(body), MsgSize)
-	}
-	n := len(body) / MsgSize
-	base := len(dst)
-	dst = growMsgs(dst, n)
-	out := dst[base:]
-	for i := range out {
-		r := body[i*MsgSize:]
-		r = r[:MsgSize:MsgSize]
-		root := binary.LittleEndian.Uint64(r[offMsgRoot:])
-		val := binary.LittleEndian.Uint64(r[offMsgVal:])
-		kt := binary.LittleEndian.Uint32(r[offMsgKind:])
-		to := binary.LittleEndian.Uint32(r[offMsgTimeout:])
-		kind, task := ackcore.Kind(kt>>24), kt&taskMask
-		m := &out[i]
-		m.Root, m.Val, m.Task, m.Kind, m.TimeoutMs = root, val, task, kind, to
-		// ackcore's rule (Valid), then the wire's own: a task only on an
-		// INIT, and the server's cap on the timeout.
-		if !m.Valid() || kind != ackcore.Init && task != 0 || to > maxTo {
-			if to > maxTo && m.Valid() {
-				return dst[:base], 0, 0, fmt.Errorf("netio: message %d of %d: %v root %#x asks for a timeout of %d ms, past the server's cap of %d ms", i, n, kind, root, to, maxTo)
-			}
-			return dst[:base], 0, 0, fmt.Errorf("netio: message %d of %d: %w", i, n, msgError(m))
-		}
-		switch kind {
-		case ackcore.Init:
-			inits++
-			if owns != nil && !owns(task) {
-				return dst[:base], 0, 0, fmt.Errorf("netio: message %d of %d: INIT root %#x names task %d, not owned by this client", i, n, root, task)
-			}
-		case ackcore.Reset:
-			resets++
-		}
-	}
-	return dst, inits, resets, nil
-}
-
-// msgError names what is wrong with a decoded record.
-func msgError(m *ackcore.Msg) error {
-	if m.Kind != ackcore.Init && m.Task != 0 && m.Kind >= ackcore.Init && m.Kind <= ackcore.Reset && m.Root != 0 {
-		return fmt.Errorf("%v root %#x carries task %d (only INIT names a task)", m.Kind, m.Root, m.Task)
-	}
-	if err := m.Validate(); err != nil {
-		return err
-	}
-	return fmt.Errorf("invalid message %+v", *m)
-}
-
-func growMsgs(dst []ackcore.Msg, n int) []ackcore.Msg {
-	if cap(dst)-len(dst) < n {
-		nd := make([]ackcore.Msg, len(dst), len(dst)+n)
-		copy(nd, dst)
-		dst = nd
-	}
-	return dst[:len(dst)+n]
-}
-
-// AppendOutcomes appends one outcomes frame carrying outs to b.
-func AppendOutcomes(b []byte, outs []ackcore.Outcome) []byte {
-	b = appendHeader(b, typeOutcomes, HeaderSize+len(outs)*OutcomeSize)
-	off := len(b)
-	b = grow(b, len(outs)*OutcomeSize)
-	for i := range outs {
-		putOutcome(b[off+i*OutcomeSize:], &outs[i])
-	}
-	return b
-}
-
-func putOutcome(r []byte, o *ackcore.Outcome) {
-	_ = r[OutcomeSize-1]
-	binary.LittleEndian.PutUint64(r[offOutRoot:], o.Root)
-	binary.LittleEndian.PutUint64(r[offOutLatency:], uint64(o.Latency))
-	binary.LittleEndian.PutUint32(r[offOutTask:], o.Task)
-	r[offOutKind] = byte(o.Kind)
-	r[offOutReason] = byte(o.Reason)
-	r[offOutPad], r[offOutPad+1] = 0, 0
-}
-
-// DecodeOutcomes appends the outcomes of an outcomes frame's body to dst.
-// Each record must have a known kind and reason and a zero pad; the first
-// that does not is named in the error, and dst is returned as it was.
-func DecodeOutcomes(dst []ackcore.Outcome, body []byte) ([]ackcore.Outcome, error) {
-	if len(body)%OutcomeSize != 0 {
-		return dst, fmt.Errorf("netio: outcomes body of %d bytes is not a whole number of %d-byte records", len(body), OutcomeSize)
-	}
-	n := len(body) / OutcomeSize
-	base := len(dst)
-	if cap(dst)-len(dst) < n {
-		nd := make([]ackcore.Outcome, len(dst), len(dst)+n)
-		copy(nd, dst)
-		dst = nd
-	}
-	dst = dst[:base+n]
-	out := dst[base:]
-	for i := range out {
-		r := body[i*OutcomeSize:]
-		r = r[:OutcomeSize:OutcomeSize]
-		root, lat, task, kind, reason, ok := outcomeFields(r)
-		if !ok {
-			return dst[:base], fmt.Errorf("netio: outcome %d of %d: %w", i, n, outcomeError(r))
-		}
-		o := &out[i]
-		o.Root, o.Latency, o.Task, o.Kind, o.Reason = root, lat, task, kind, reason
-	}
-	return dst, nil
-}
-
-// outcomeFields reads the outcome record r (OutcomeSize bytes); ok says
-// it is valid: a non-zero root, a known kind and reason, a zero pad (see
-// outcomeError). Plain results, not a struct: the caller keeps them in
-// registers.
-func outcomeFields(r []byte) (root uint64, lat time.Duration, task uint32, kind ackcore.OutcomeKind, reason ackcore.Reason, ok bool) {
-	r = r[:OutcomeSize:OutcomeSize]
-	root = binary.LittleEndian.Uint64(r[offOutRoot:])
-	lat = time.Duration(binary.LittleEndian.Uint64(r[offOutLatency:]))
-	task = binary.LittleEndian.Uint32(r[offOutTask:])
-	kind, reason = ackcore.OutcomeKind(r[offOutKind]), ackcore.Reason(r[offOutReason])
-	ok = kind-ackcore.Completed <= ackcore.Refused-ackcore.Completed && reason <= ackcore.ReasonLost &&
-		r[offOutPad]|r[offOutPad+1] == 0 && root != 0
-	return
-}
-
-// outcomeError names what is wrong with the invalid outcome record r.
-func outcomeError(r []byte) error {
-	return fmt.Errorf("root %#x kind %d reason %d pad %#x: not a valid outcome", binary.LittleEndian.Uint64(r[offOutRoot:]),
-		r[offOutKind], r[offOutReason], binary.LittleEndian.Uint16(r[offOutPad:]))
-}
-
-// appendHeartbeat appends a heartbeat frame.
-func appendHeartbeat(b []byte) []byte { return appendHeader(b, typeHeartbeat, HeaderSize) }
-
-// appendClose appends a close frame with code and reason (cut to
-// maxReason bytes).
-func appendClose(b []byte, code uint16, reason string) []byte {
-	if len(reason) > maxReason {
-		reason = reason[:maxReason]
-	}
-	b = appendHeader(b, typeClose, HeaderSize+closeFixed+len(reason))
-	b = binary.LittleEndian.AppendUint16(b, code)
-	b = binary.LittleEndian.AppendUint16(b, uint16(len(reason)))
-	return append(b, reason...)
-}
-
-// decodeClose parses a close body.
-func decodeClose(body []byte) (code uint16, reason string, err error) {
-	r := reader{b: body}
-	code = r.u16()
-	n := int(r.u16())
-	text := r.bytes(n)
-	if r.err == nil && len(r.b) != 0 {
-		r.fail(fmt.Errorf("netio: close body has %d bytes after its %d-byte reason", len(r.b), n))
-	}
-	if r.err != nil {
-		return 0, "", r.err
-	}
-	return code, string(text), nil
-}
-
-// challengeBody is the server's first frame.
-type challengeBody struct {
-	Nonce    [nonceSize]byte
-	MaxFrame uint32
-	Tasks    uint32
-}
-
-// appendChallenge appends a challenge frame.
-func appendChallenge(b []byte, c *challengeBody) []byte {
-	b = appendHeader(b, typeChallenge, HeaderSize+challengeSize)
-	b = append(b, c.Nonce[:]...)
-	b = binary.LittleEndian.AppendUint32(b, c.MaxFrame)
-	return binary.LittleEndian.AppendUint32(b, c.Tasks)
-}
-
-// decodeChallenge parses a challenge body.
-func decodeChallenge(body []byte) (challengeBody, error) {
-	var c challengeBody
-	r := reader{b: body}
-	copy(c.Nonce[:], r.bytes(nonceSize))
-	c.MaxFrame = r.u32()
-	c.Tasks = r.u32()
-	if err := r.end("challenge"); err != nil {
-		return challengeBody{}, err
-	}
-	if c.MaxFrame < minMaxFrame {
-		return challengeBody{}, fmt.Errorf("netio: challenge max frame %d below %d", c.MaxFrame, minMaxFrame)
-	}
-	return c, nil
-}
-
-// taskRange is the spout tasks [First, First+Count).
-type taskRange struct{ First, Count uint32 }
-
-// helloBody is the client's handshake.
-type helloBody struct {
-	MAC      [macSize]byte
-	ClientID uint64
-	MaxFrame uint32
-	Tasks    []taskRange
-}
-
-// appendHello appends a hello frame; its MAC is h.MAC as given (see
-// helloMAC).
-func appendHello(b []byte, h *helloBody) []byte {
-	b, off := beginFrame(b, typeHello)
-	b = append(b, h.MAC[:]...)
-	b = appendHelloSigned(b, h)
-	return endFrame(b, off)
-}
-
-// appendHelloSigned appends the part of a hello body the MAC covers.
-func appendHelloSigned(b []byte, h *helloBody) []byte {
-	b = binary.LittleEndian.AppendUint64(b, h.ClientID)
-	b = binary.LittleEndian.AppendUint32(b, h.MaxFrame)
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(h.Tasks)))
-	for _, t := range h.Tasks {
-		b = binary.LittleEndian.AppendUint32(b, t.First)
-		b = binary.LittleEndian.AppendUint32(b, t.Count)
-	}
-	return b
-}
-
-// decodeHello parses a hello body. It checks the range count against the
-// body before allocating, and every range against maxTasks (the tasks the
-// server serves); it does not check the MAC (see helloMAC).
-func decodeHello(body []byte, maxTasks uint32) (helloBody, error) {
-	var h helloBody
-	r := reader{b: body}
-	copy(h.MAC[:], r.bytes(macSize))
-	h.ClientID = r.u64()
-	h.MaxFrame = r.u32()
-	n := r.u32()
-	if r.err != nil {
-		return helloBody{}, r.err
-	}
-	if uint64(n)*8 != uint64(len(r.b)) {
-		return helloBody{}, fmt.Errorf("netio: hello claims %d task ranges in %d bytes", n, len(r.b))
-	}
-	if n > maxRanges {
-		return helloBody{}, fmt.Errorf("netio: hello has %d task ranges, more than %d", n, maxRanges)
-	}
-	if h.MaxFrame < minMaxFrame {
-		return helloBody{}, fmt.Errorf("netio: hello max frame %d below %d", h.MaxFrame, minMaxFrame)
-	}
-	h.Tasks = make([]taskRange, n)
-	for i := range h.Tasks {
-		t := taskRange{First: r.u32(), Count: r.u32()}
-		if t.Count == 0 || uint64(t.First)+uint64(t.Count) > uint64(maxTasks) {
-			return helloBody{}, fmt.Errorf("netio: hello task range %d [%d, %d) outside the server's tasks [0, %d)",
-				i, t.First, uint64(t.First)+uint64(t.Count), maxTasks)
-		}
-		h.Tasks[i] = t
-	}
-	return h, r.err
-}
-
-// welcomeBody is the server's acceptance.
-type welcomeBody struct {
-	ServerID  uint64
-	Heartbeat time.Duration // ms resolution on the wire
-	Idle      time.Duration
-}
-
-// appendWelcome appends a welcome frame.
-func appendWelcome(b []byte, w *welcomeBody) []byte {
-	b = appendHeader(b, typeWelcome, HeaderSize+welcomeSize)
-	b = binary.LittleEndian.AppendUint64(b, w.ServerID)
-	b = binary.LittleEndian.AppendUint32(b, uint32(w.Heartbeat/time.Millisecond))
-	b = binary.LittleEndian.AppendUint32(b, uint32(w.Idle/time.Millisecond))
-	return binary.LittleEndian.AppendUint64(b, 0)
-}
-
-// decodeWelcome parses a welcome body.
-func decodeWelcome(body []byte) (welcomeBody, error) {
-	r := reader{b: body}
-	w := welcomeBody{ServerID: r.u64()}
-	w.Heartbeat = time.Duration(r.u32()) * time.Millisecond
-	w.Idle = time.Duration(r.u32()) * time.Millisecond
-	if z := r.u64(); r.err == nil && z != 0 {
-		return welcomeBody{}, fmt.Errorf("netio: welcome reserved bytes %#x are not zero", z)
-	}
-	if err := r.end("welcome"); err != nil {
-		return welcomeBody{}, err
-	}
-	if w.Heartbeat <= 0 || w.Idle <= w.Heartbeat {
-		return welcomeBody{}, fmt.Errorf("netio: welcome heartbeat %v and idle timeout %v: want 0 < heartbeat < idle", w.Heartbeat, w.Idle)
-	}
-	return w, nil
-}
-
-// reader is a sticky-error byte reader: after the first short read every
-// read returns zero and err keeps the first error.
-type reader struct {
-	b   []byte
-	err error
-}
-
-func (r *reader) fail(err error) {
-	if r.err == nil {
-		r.err = err
-	}
-	r.b = nil
-}
-
-func (r *reader) bytes(n int) []byte {
-	if r.err != nil {
-		return nil
-	}
-	if n < 0 || n > len(r.b) {
-		r.fail(fmt.Errorf("netio: need %d bytes, have %d", n, len(r.b)))
-		return nil
-	}
-	v := r.b[:n:n]
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *reader) u16() uint16 {
-	if b := r.bytes(2); b != nil {
-		return binary.LittleEndian.Uint16(b)
-	}
-	return 0
-}
-
-func (r *reader) u32() uint32 {
-	if b := r.bytes(4); b != nil {
-		return binary.LittleEndian.Uint32(b)
-	}
-	return 0
-}
-
-func (r *reader) u64() uint64 {
-	if b := r.bytes(8); b != nil {
-		return binary.LittleEndian.Uint64(b)
-	}
-	return 0
-}
-
-// end reports an error if bytes are left or a read fell short.
-func (r *reader) end(what string) error {
-	if r.err == nil && len(r.b) != 0 {
-		return fmt.Errorf("netio: %s body has %d bytes left over", what, len(r.b))
-	}
-	return r.err
 }

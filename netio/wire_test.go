@@ -2,6 +2,7 @@ package netio
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"flag"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -48,8 +50,8 @@ func goldenHelloSigned() helloBody {
 func goldenFrames() map[string][]byte {
 	h := goldenHelloSigned()
 	return map[string][]byte{
-		"msgs":      AppendMsgs(nil, goldenMsgs),
-		"outcomes":  AppendOutcomes(nil, goldenOutcomes),
+		"msgs":      appendMsgs(nil, goldenMsgs),
+		"outcomes":  appendOutcomes(nil, goldenOutcomes),
 		"challenge": appendChallenge(nil, &goldenChallenge),
 		"hello":     appendHello(nil, &h),
 		"welcome":   appendWelcome(nil, &goldenWelcome),
@@ -72,7 +74,7 @@ func TestGolden(t *testing.T) {
 			for i := 0; i < len(got); {
 				n := 24
 				if i == 0 {
-					n = HeaderSize
+					n = headerSize
 				}
 				sb.WriteString(hex.EncodeToString(got[i:min(i+n, len(got))]))
 				sb.WriteByte('\n')
@@ -102,10 +104,10 @@ func TestGolden(t *testing.T) {
 		var wantV any
 		switch name {
 		case "msgs":
-			back, err = DecodeMsgs(nil, f.Body)
+			back, err = decodeMsgBody(nil, f.Body)
 			wantV = goldenMsgs
 		case "outcomes":
-			back, err = DecodeOutcomes(nil, f.Body)
+			back, err = decodeOutcomes(nil, f.Body)
 			wantV = goldenOutcomes
 		case "challenge":
 			back, err = decodeChallenge(f.Body)
@@ -148,7 +150,7 @@ func goldenStream() []byte {
 	for i := range big {
 		big[i] = ackcore.Msg{Root: uint64(i + 1), Val: uint64(i) * 7, Kind: ackcore.Ack}
 	}
-	return AppendMsgs(b, big)
+	return appendMsgs(b, big)
 }
 
 // readAll reads every frame of r, copying each.
@@ -225,7 +227,7 @@ func cat(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
 // is wrong; none panics.
 func TestMalformed(t *testing.T) {
 	rec := func(root, val uint64, kindTask, to uint32) []byte {
-		m := make([]byte, MsgSize)
+		m := make([]byte, msgSize)
 		putU64(m[0:], root)
 		putU64(m[8:], val)
 		putU32(m[16:], kindTask)
@@ -233,18 +235,18 @@ func TestMalformed(t *testing.T) {
 		return m
 	}
 	outRec := func(root uint64, kind, reason byte, pad uint16) []byte {
-		r := make([]byte, OutcomeSize)
+		r := make([]byte, outcomeSize)
 		putU64(r, root)
 		r[20], r[21], r[22], r[23] = kind, reason, byte(pad), byte(pad>>8)
 		return r
 	}
 	msgsFrame := func(recs ...[]byte) []byte {
 		body := cat(recs...)
-		return cat(hdr(uint32(HeaderSize+len(body)), protoVersion, typeMsgs, 0), body)
+		return cat(hdr(uint32(headerSize+len(body)), protoVersion, typeMsgs, 0), body)
 	}
 	outsFrame := func(recs ...[]byte) []byte {
 		body := cat(recs...)
-		return cat(hdr(uint32(HeaderSize+len(body)), protoVersion, typeOutcomes, 0), body)
+		return cat(hdr(uint32(headerSize+len(body)), protoVersion, typeOutcomes, 0), body)
 	}
 	helloBody := func(n uint32, ranges ...uint32) []byte {
 		b := make([]byte, helloFixed)
@@ -258,7 +260,7 @@ func TestMalformed(t *testing.T) {
 		return b
 	}
 	helloFrame := func(body []byte) []byte {
-		return cat(hdr(uint32(HeaderSize+len(body)), protoVersion, typeHello, 0), body)
+		return cat(hdr(uint32(headerSize+len(body)), protoVersion, typeHello, 0), body)
 	}
 	cases := []struct {
 		name, in, want string
@@ -340,9 +342,9 @@ func decodeBody(f wireFrame) error {
 	var err error
 	switch f.Type {
 	case typeMsgs:
-		_, err = DecodeMsgs(nil, f.Body)
+		_, err = decodeMsgBody(nil, f.Body)
 	case typeOutcomes:
-		_, err = DecodeOutcomes(nil, f.Body)
+		_, err = decodeOutcomes(nil, f.Body)
 	case typeChallenge:
 		_, err = decodeChallenge(f.Body)
 	case typeHello:
@@ -378,13 +380,13 @@ func TestRoundTripRecords(t *testing.T) {
 			msgs[i].Task = uint32(i) & ackcore.MaxTask
 		}
 	}
-	b := AppendMsgs([]byte("prefix"), msgs)
+	b := appendMsgs([]byte("prefix"), msgs)
 	f, n, err := parseFrame(b[6:], DefaultMaxFrame)
 	if err != nil || n != len(b)-6 {
 		t.Fatal(err)
 	}
 	pre := []ackcore.Msg{{Root: 9, Kind: ackcore.Fail}}
-	got, err := DecodeMsgs(pre, f.Body)
+	got, err := decodeMsgBody(pre, f.Body)
 	if err != nil || !reflect.DeepEqual(got[1:], msgs) || got[0] != pre[0] {
 		t.Fatalf("msgs differ: %v", err)
 	}
@@ -393,11 +395,11 @@ func TestRoundTripRecords(t *testing.T) {
 		outs[i] = ackcore.Outcome{Root: uint64(i + 1), Latency: time.Duration(i) * time.Microsecond, Task: uint32(i),
 			Kind: ackcore.OutcomeKind(1 + i%3), Reason: ackcore.Reason(i % 7)}
 	}
-	f, _, err = parseFrame(AppendOutcomes(nil, outs), DefaultMaxFrame)
+	f, _, err = parseFrame(appendOutcomes(nil, outs), DefaultMaxFrame)
 	if err != nil {
 		t.Fatal(err)
 	}
-	gotO, err := DecodeOutcomes(nil, f.Body)
+	gotO, err := decodeOutcomes(nil, f.Body)
 	if err != nil || !reflect.DeepEqual(gotO, outs) {
 		t.Fatalf("outcomes differ: %v", err)
 	}
@@ -408,12 +410,12 @@ func TestRoundTripRecords(t *testing.T) {
 func TestEncodeAllocs(t *testing.T) {
 	buf := make([]byte, 0, 1<<16)
 	dst := make([]ackcore.Msg, 0, 1024)
-	body := AppendMsgs(nil, goldenMsgs)[HeaderSize:]
+	body := appendMsgs(nil, goldenMsgs)[headerSize:]
 	n := testing.AllocsPerRun(100, func() {
-		buf = AppendMsgs(buf[:0], goldenMsgs)
-		buf = AppendOutcomes(buf, goldenOutcomes)
+		buf = appendMsgs(buf[:0], goldenMsgs)
+		buf = appendOutcomes(buf, goldenOutcomes)
 		buf = appendHeartbeat(buf)
-		dst, _ = DecodeMsgs(dst[:0], body)
+		dst, _ = decodeMsgBody(dst[:0], body)
 	})
 	if n != 0 {
 		t.Fatalf("%v allocations per encode/decode", n)
@@ -441,13 +443,13 @@ func FuzzDecode(f *testing.F) {
 			// A valid msgs or outcomes frame re-encodes to itself.
 			switch fr2.Type {
 			case typeMsgs:
-				m, _ := DecodeMsgs(nil, fr2.Body)
-				if re := AppendMsgs(nil, m); !bytes.Equal(re[HeaderSize:], fr2.Body) {
+				m, _ := decodeMsgBody(nil, fr2.Body)
+				if re := appendMsgs(nil, m); !bytes.Equal(re[headerSize:], fr2.Body) {
 					t.Fatalf("msgs re-encode differently")
 				}
 			case typeOutcomes:
-				o, _ := DecodeOutcomes(nil, fr2.Body)
-				if re := AppendOutcomes(nil, o); !bytes.Equal(re[HeaderSize:], fr2.Body) {
+				o, _ := decodeOutcomes(nil, fr2.Body)
+				if re := appendOutcomes(nil, o); !bytes.Equal(re[headerSize:], fr2.Body) {
 					t.Fatalf("outcomes re-encode differently")
 				}
 			}
@@ -474,5 +476,61 @@ func TestParseFrameOversized(t *testing.T) {
 	const want = "netio: frame length 9437184 exceeds limit 1048576"
 	if err == nil || err.Error() != want {
 		t.Fatalf("parseFrame: %v, want %q", err, want)
+	}
+}
+
+// TestDecodeMsgsRule: decodeMsgs' one-flag check accepts a record
+// exactly when the reference rule does (ackcore's Msg.Valid, a task only
+// on an INIT, the timeout cap, the INIT's task owned), and a frame with
+// bad records is refused naming the first of them.
+func TestDecodeMsgsRule(t *testing.T) {
+	const maxTo = 5000
+	owns := func(task uint32) bool { return task%3 != 2 }
+	roots := []uint64{0, 1, 1 << 63}
+	kinds := []uint32{0, 1, 2, 3, 4, 5, 255}
+	tasks := []uint32{0, 1, 2, ackcore.MaxTask, ackcore.MaxTask + 1, taskMask}
+	tos := []uint32{0, maxTo, maxTo + 1, ackcore.MaxTimeoutMs + 1}
+	rec := func(root uint64, kind, task, to uint32) []byte {
+		r := make([]byte, msgSize)
+		binary.LittleEndian.PutUint64(r[offMsgRoot:], root)
+		binary.LittleEndian.PutUint64(r[offMsgVal:], 7)
+		binary.LittleEndian.PutUint32(r[offMsgKind:], kind<<24|task)
+		binary.LittleEndian.PutUint32(r[offMsgTimeout:], to)
+		return r
+	}
+	good := rec(9, uint32(ackcore.Ack), 0, 0)
+	cases, bad := 0, 0
+	for _, root := range roots {
+		for _, kind := range kinds {
+			for _, task := range tasks {
+				for _, to := range tos {
+					m := ackcore.Msg{Root: root, Kind: ackcore.Kind(kind), Task: task, TimeoutMs: to}
+					want := m.Valid() && (m.Kind == ackcore.Init || task == 0) && to <= maxTo &&
+						(m.Kind != ackcore.Init || owns(task))
+					r := rec(root, kind, task, to)
+					// Alone, and as the third record of a frame whose
+					// other records are good.
+					_, _, _, err := decodeMsgs(nil, r, owns, maxTo)
+					if (err == nil) != want {
+						t.Fatalf("root %#x kind %d task %d timeout %d: err %v, want ok %v", root, kind, task, to, err, want)
+					}
+					body := slices.Concat(good, good, r, good)
+					out, _, _, err := decodeMsgs(nil, body, owns, maxTo)
+					if (err == nil) != want || !want && !strings.Contains(err.Error(), "message 2 of 4") {
+						t.Fatalf("root %#x kind %d task %d timeout %d in a frame: err %v, want ok %v", root, kind, task, to, err, want)
+					}
+					if !want && len(out) != 0 {
+						t.Fatalf("refused frame returned %d messages", len(out))
+					}
+					cases++
+					if !want {
+						bad++
+					}
+				}
+			}
+		}
+	}
+	if bad == 0 || bad == cases {
+		t.Fatalf("%d of %d cases refused: the table tests one side only", bad, cases)
 	}
 }

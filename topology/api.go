@@ -3,8 +3,9 @@ package topology
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
+
+	"github.com/xorack/xorack/ackcore"
 )
 
 // Spout is a source of tuples. Its task's executor calls Next repeatedly,
@@ -15,8 +16,8 @@ import (
 // tracked message (one emitted with a message id), once per message, on
 // the executor's goroutine: Ack when its tree was fully processed, Fail
 // when the engine gave up on it, after the last attempt of the retry
-// policy (having called Config.DeadLetter) or at shutdown (Reason
-// Stopped). The engine replays failed attempts itself, with the values it
+// policy (having called Config.DeadLetter) or at shutdown
+// (ackcore.ReasonStopped). The engine replays failed attempts itself, with the values it
 // kept, so a spout needs no replay cache (unless it is a Redeliverer,
 // whose source replays: then Fail reports every failed attempt).
 //
@@ -43,7 +44,7 @@ type Spout interface {
 //     delay (TaskContext.Config().Retry, RetryPolicy.Delay) or, at the
 //     policy's last attempt, dead-letters it, itself.
 //
-// Ack and Reason Stopped keep their meaning: the tree completed, or the
+// Ack and ackcore.ReasonStopped keep their meaning: the tree completed, or the
 // topology stopped with the message pending.
 type Redeliverer interface {
 	Spout
@@ -141,66 +142,25 @@ func (c TaskContext) ComponentTasks(name string) []int {
 	return nil
 }
 
-// Reason says why a tracked message's attempt failed.
-type Reason uint8
-
-const (
-	// Explicit: a bolt failed a tuple of the tree (Failure.Err has its
-	// error when the bolt gave one).
-	Explicit Reason = iota + 1
-	// Timeout: the tree was not fully acked within the message timeout.
-	Timeout
-	// AckerLost: the acker holding the root was lost (a remote acker's
-	// connection or host).
-	AckerLost
-	// Rejected: the acker was full and refused the root.
-	Rejected
-	// Stopped: the topology stopped while the message was pending.
-	Stopped
-	// Panic: a bolt's Execute panicked on a tuple of the tree (Failure.Err
-	// is the *PanicError, with the value and the stack).
-	Panic
-	numReasons = iota
-)
-
-func (r Reason) String() string {
-	switch r {
-	case Explicit:
-		return "explicit"
-	case Timeout:
-		return "timeout"
-	case AckerLost:
-		return "acker lost"
-	case Rejected:
-		return "rejected"
-	case Stopped:
-		return "stopped"
-	case Panic:
-		return "panic"
-	}
-	return fmt.Sprintf("Reason(%d)", uint8(r))
-}
-
-// Label is the reason as a metric label value or a key: snake_case,
-// "acker_lost" for AckerLost, otherwise String.
-func (r Reason) Label() string { return strings.ReplaceAll(r.String(), " ", "_") }
-
 // ErrFailed is Failure.Err for an explicit failure whose bolt gave no
 // error (BoltCollector.Fail(t, nil)).
 var ErrFailed = errors.New("topology: tuple failed")
 
 // Failure describes why the engine gave up on a tracked message.
 type Failure struct {
-	Reason Reason
-	// Err is the bolt's error for an Explicit failure (ErrFailed when it
-	// gave none, or when the error could not be carried), the
-	// *PanicError for a Panic.
+	// Reason is ackcore's: explicit, timeout, full (the acker was full
+	// and refused the root), stopped, lost (the acker holding the root
+	// was lost) or panic.
+	Reason ackcore.Reason
+	// Err is the bolt's error for a ReasonExplicit failure (ErrFailed
+	// when it gave none, or when the error could not be carried), the
+	// *PanicError for a ReasonPanic.
 	Err error
 	// Attempts is the number of attempts made, counting the first.
 	Attempts int
 	// Latency is the last attempt's time from emit to its failure.
 	Latency time.Duration
-	// Traced is set on a Timeout of a traced root (one in
+	// Traced is set on a ReasonTimeout of a traced root (one in
 	// Config.TraceEvery): Held then says where its unacked tuples were
 	// when it timed out: the tasks executing one first, then the tuples
 	// on their way to a task, then those lost, the longest-held first in

@@ -98,7 +98,7 @@ func (b *boltExec) execute(_ int, items []*Tuple) {
 
 // executeFrom executes items[i:] under one recover (a defer per batch, not
 // per tuple). It returns len(items), or, when an Execute panicked, the
-// index after that tuple's, which it has failed with Reason Panic.
+// index after that tuple's, which it has failed with ackcore.ReasonPanic.
 func (b *boltExec) executeFrom(items []*Tuple, i int) (next int) {
 	defer func() {
 		if v := recover(); v != nil {

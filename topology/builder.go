@@ -197,7 +197,7 @@ func LocalOrShuffle() Grouping { return Grouping{kind: groupLocal} }
 // Every problem found is in the error, each naming its component, stream
 // or field.
 func (b *Builder) Build(cfg Config) (*Topology, error) {
-	cfgErr := cfg.fill()
+	cfg, cfgErr := cfg.validate()
 	comps, err := b.check()
 	if err := errors.Join(cfgErr, err); err != nil {
 		return nil, err

@@ -33,9 +33,6 @@ func (c *SpoutCollector) Done() {
 // Task is the global id of the task being asked.
 func (c *SpoutCollector) Task() int { return c.s.tasks[c.task] }
 
-// Pending is the number of the task's roots pending now.
-func (c *SpoutCollector) Pending() int { return c.s.pending[c.task] }
-
 // SpoutStream emits on one stream; see SpoutCollector.Emit.
 type SpoutStream struct {
 	c    *SpoutCollector
@@ -175,9 +172,6 @@ func (c *BasicCollector) On(stream string) BasicStream {
 
 // Reset restarts the timeout of the input's trees (see BoltCollector.Reset).
 func (c *BasicCollector) Reset() { c.c.Reset(c.in) }
-
-// Input is the tuple being executed.
-func (c *BasicCollector) Input() *Tuple { return c.in }
 
 // Task is the global id of the task executing.
 func (c *BasicCollector) Task() int { return c.c.task }

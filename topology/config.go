@@ -35,6 +35,24 @@ const (
 	// which no task emitted anything (Storm's sleep spout wait strategy
 	// waits 1 ms).
 	DefaultSpoutWait = time.Millisecond
+	// DefaultResetCap is ResetCap's default in message timeouts, as
+	// Storm's RESET cap.
+	DefaultResetCap = 10
+	// DefaultMaxAttempts, DefaultBackoff, DefaultMaxBackoff and
+	// DefaultJitter are RetryPolicy's defaults.
+	DefaultMaxAttempts = 5
+	DefaultBackoff     = 10 * time.Millisecond
+	DefaultMaxBackoff  = 5 * time.Second
+	DefaultJitter      = 0.5
+	// The Breaker's defaults, once its FailureRate turns it on.
+	DefaultBreakerWindow      = time.Second
+	DefaultBreakerMinOutcomes = 20
+	DefaultBreakerOpenFor     = 100 * time.Millisecond
+	DefaultBreakerMaxOpenFor  = 10 * time.Second
+	DefaultBreakerProbes      = 1
+	// The Adaptive bound's defaults, once its TargetP99 turns it on.
+	DefaultAdaptiveMin      = 1
+	DefaultAdaptiveInterval = 100 * time.Millisecond
 )
 
 // Config configures a topology. Zero fields take the defaults: the zero
@@ -46,7 +64,7 @@ type Config struct {
 	// right after each emit with a message id. Storm's 0 ackers.
 	AtMostOnce bool
 	// Acker configures the in-process acker (acker.New), every field of
-	// it: Shards (default 1), ring sizes, Backlog, Batch, MaxBytes, Seed,
+	// it: Shards (default acker.DefaultShards), ring sizes, Backlog, Batch, MaxBytes, Seed,
 	// Idle (default: the engine's, Config.Idle), Pin (pins the shards
 	// alone; Config.Pin pins them with the executors) and Shard, whose
 	// MaxPending (per shard) defaults to twice the topology's spout pending
@@ -64,7 +82,7 @@ type Config struct {
 	MessageTimeout time.Duration
 	// ResetCap bounds how far RESETs can extend a root's life: a RESET
 	// never moves a root's deadline past its emit time plus ResetCap.
-	// Default 10 x MessageTimeout.
+	// Default DefaultResetCap x MessageTimeout.
 	ResetCap time.Duration
 	// ProgressTimeout makes MessageTimeout count from a tree's last
 	// progress (a bolt acking one of its tuples) instead of its emit, up
@@ -115,8 +133,8 @@ type Config struct {
 	// PanicStops makes a panic in user code stop the topology: Done is
 	// closed, Err returns the *PanicError, the spouts stop emitting and
 	// Stop (which the caller still calls) returns it too. By default a
-	// panic is recovered: the tuple being executed fails with Reason
-	// Panic, and the topology runs on.
+	// panic is recovered: the tuple being executed fails with
+	// ackcore.ReasonPanic, and the topology runs on.
 	PanicStops bool
 	// Logger gets the engine's log lines (recovered panics, at most one
 	// line per component per 10 s); nil means slog.Default().
@@ -140,7 +158,8 @@ type Config struct {
 	// anything; default DefaultSpoutWait.
 	SpoutWait time.Duration
 	// Idle is how executors, the in-process acker's included (unless
-	// Acker.Idle is set), wait for work; nil means DefaultIdle().
+	// Acker.Idle is set), wait for work; nil means ring.DefaultIdle()
+	// (a short spin: the shards share the processors with the executors).
 	Idle *ring.Idle
 	// Clock is the engine's and the in-process acker's time source; nil
 	// means a monotonic clock. Tests pass an ackcore.FakeClock.
@@ -164,30 +183,28 @@ type RetryPolicy struct {
 	// MaxAttempts is the most attempts per message, counting the first;
 	// 0 means DefaultMaxAttempts, 1 means no replays.
 	MaxAttempts int
-	// Backoff is the wait before the first replay; default 10 ms.
+	// Backoff is the wait before the first replay; default
+	// DefaultBackoff.
 	Backoff time.Duration
-	// MaxBackoff caps the wait; default 5 s.
+	// MaxBackoff caps the wait; default DefaultMaxBackoff.
 	MaxBackoff time.Duration
 	// Jitter is the fraction of each wait drawn at random, in [0, 1];
-	// default 0.5 (-1 for none).
+	// default DefaultJitter (-1 for none).
 	Jitter float64
 }
 
 // Delay is the wait after failed attempt k (from 1) of a policy whose
 // defaults are filled (as TaskContext.Config returns it):
-// Backoff*2^(k-1), at most MaxBackoff, less the fraction Jitter*u of it;
-// u is a random number in [0, 1).
+// Backoff*2^(k-1), at most MaxBackoff, less the fraction Jitter*u of it
+// (none for Jitter -1); u is a random number in [0, 1).
 func (r RetryPolicy) Delay(k int, u float64) time.Duration {
 	d := r.Backoff
 	for i := 1; i < k && d < r.MaxBackoff; i++ {
 		d *= 2
 	}
 	d = min(d, r.MaxBackoff)
-	return d - time.Duration(float64(d)*r.Jitter*u)
+	return d - time.Duration(float64(d)*max(r.Jitter, 0)*u)
 }
-
-// DefaultMaxAttempts is RetryPolicy.MaxAttempts's default.
-const DefaultMaxAttempts = 5
 
 // Breaker is the retry-storm breaker of each spout executor: when, over
 // the last Window, at least MinOutcomes first attempts ended and at least
@@ -206,11 +223,11 @@ const DefaultMaxAttempts = 5
 // untracked streams keep flowing. docs/semantics.md has the rules.
 type Breaker struct {
 	FailureRate float64       // in (0, 1]; 0 turns the breaker off
-	Window      time.Duration // default 1 s
-	MinOutcomes int           // default 20
-	OpenFor     time.Duration // default 100 ms
-	MaxOpenFor  time.Duration // default 10 s
-	Probes      int           // default 1
+	Window      time.Duration // default DefaultBreakerWindow
+	MinOutcomes int           // default DefaultBreakerMinOutcomes
+	OpenFor     time.Duration // default DefaultBreakerOpenFor
+	MaxOpenFor  time.Duration // default DefaultBreakerMaxOpenFor
+	Probes      int           // default DefaultBreakerProbes
 }
 
 // Adaptive is the adaptive pending bound: every Interval each spout
@@ -220,50 +237,48 @@ type Breaker struct {
 // and the bound was reached.
 type Adaptive struct {
 	TargetP99 time.Duration // 0: off
-	Min       int           // the least bound; default 1
-	Interval  time.Duration // default 100 ms
+	Min       int           // the least bound; default DefaultAdaptiveMin
+	Interval  time.Duration // default DefaultAdaptiveInterval
 }
 
-// DefaultIdle is how the engine's executors wait for work when
-// Config.Idle is nil, the in-process acker's shards, producers and
-// receivers included when Acker.Idle is nil too: ring.DefaultIdle(), a
-// spin of under a microsecond, then yields, then a park. Not the acker's
-// own default (acker.DefaultIdle, a spin of some 20 us for an executor
-// with a processor to itself): here the shards share the processors with
-// the spouts and bolts, and a long spin takes their CPU (with the
-// acker's default, acked word count trees/s fell by a quarter).
-func DefaultIdle() ring.Idle { return ring.DefaultIdle() }
-
-// idle is Config.Idle, or DefaultIdle.
+// idle is Config.Idle, or the engine's default when it is nil:
+// ring.DefaultIdle(), a spin of under a microsecond, then yields, then a
+// park, for the engine's executors and the in-process acker's shards,
+// producers and receivers alike (unless Acker.Idle is set). Not the
+// acker's own default (acker.DefaultIdle, a spin of some 20 us for an
+// executor with a processor to itself): here the shards share the
+// processors with the spouts and bolts, and a long spin takes their CPU
+// (with the acker's default, acked word count trees/s fell by a
+// quarter).
 func (c *Config) idle() ring.Idle {
 	if c.Idle != nil {
 		return *c.Idle
 	}
-	return DefaultIdle()
+	return ring.DefaultIdle()
 }
 
 // acking reports whether acking is on.
 func (c *Config) acking() bool { return !c.AtMostOnce }
 
-// fillAcker defaults and checks the acker fields (AtMostOnce, Acker,
-// Port): every problem through bad.
-func (c *Config) fillAcker(bad func(format string, args ...any)) {
+// validateAcker fills and checks the acker fields (AtMostOnce, Acker,
+// Port) of validate's copy: every problem through bad.
+func (c *Config) validateAcker(bad func(format string, args ...any)) {
 	a := &c.Acker
 	set := !reflect.ValueOf(*a).IsZero()
 	switch {
 	case c.AtMostOnce && c.Port != nil:
-		bad("topology: AtMostOnce with Port set: an at-most-once topology has no acker")
+		bad("topology: Config.AtMostOnce with Port set: an at-most-once topology has no acker")
 	case c.AtMostOnce && set:
-		bad("topology: AtMostOnce with Acker set: an at-most-once topology has no acker")
+		bad("topology: Config.AtMostOnce with Acker set: an at-most-once topology has no acker")
 	case c.Port != nil && set:
-		bad("topology: Port and Acker both set: Acker configures the in-process acker, Port opens another")
+		bad("topology: Config.Port and Acker both set: Acker configures the in-process acker, Port opens another")
 	}
 	if c.AtMostOnce || c.Port != nil {
 		return
 	}
 	owned := func(field string, isSet bool, why string) {
 		if isSet {
-			bad("topology: Acker.%s is set: %s; leave it zero", field, why)
+			bad("topology: Config.Acker.%s is set: %s; leave it zero", field, why)
 		}
 	}
 	const shape = "the topology sets it (the port shape of its executors and spout tasks)"
@@ -277,115 +292,125 @@ func (c *Config) fillAcker(bad func(format string, args ...any)) {
 	owned("Shard.ProgressTimeout", a.Shard.ProgressTimeout, "it is Config.ProgressTimeout")
 	owned("Shard.ProgressCap", a.Shard.ProgressCap != 0, "it is Config.ResetCap, with Config.ProgressTimeout")
 	if a.Shards == 0 {
-		a.Shards = 1
+		a.Shards = acker.DefaultShards
 	}
 	if a.Shards < 1 || a.Shards > acker.MaxShards {
-		bad("topology: Acker.Shards %d out of range [1, %d] (0: 1; at most once is AtMostOnce)", a.Shards, acker.MaxShards)
+		bad("topology: Config.Acker.Shards %d out of range [1, %d] (0: acker.DefaultShards; at most once is AtMostOnce)", a.Shards, acker.MaxShards)
 	}
 	if a.Shard.MaxPending < 0 || a.Shard.MaxPending > ackcore.MaxPendingLimit {
-		bad("topology: Acker.Shard.MaxPending %d out of range [0, %d]", a.Shard.MaxPending, ackcore.MaxPendingLimit)
+		bad("topology: Config.Acker.Shard.MaxPending %d out of range [0, %d]", a.Shard.MaxPending, ackcore.MaxPendingLimit)
 	}
 }
 
-// fill defaults c's zero fields and validates it, with errors naming the
-// field and value: every problem found, joined.
-func (c *Config) fill() error {
+// Limits of Config's fields.
+const (
+	maxSpoutPending = 1 << 20
+	maxAttempts     = 1 << 16
+	maxRingSize     = 1 << 24
+)
+
+// validate is the one check of a Config: it fills every zero field that
+// has a default (from the Default constants, ResetCap from
+// DefaultResetCap timeouts; Breaker's and Adaptive's only when they are
+// on; Clock a monotonic clock), checks every field, and returns the
+// filled copy and every problem found, joined, each naming the field and
+// the value. Build keeps the copy.
+func (c Config) validate() (Config, error) {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	c.fillAcker(bad)
+	c.validateAcker(bad)
 	if c.MessageTimeout == 0 {
 		c.MessageTimeout = DefaultMessageTimeout
 	}
 	if c.MessageTimeout < time.Millisecond || c.MessageTimeout > ackcore.MaxTimeout || c.MessageTimeout%time.Millisecond != 0 {
-		bad("topology: MessageTimeout %v is not a whole number of milliseconds in [1ms, %v]", c.MessageTimeout, ackcore.MaxTimeout)
+		bad("topology: Config.MessageTimeout %v is not a whole number of milliseconds in [1ms, %v]", c.MessageTimeout, ackcore.MaxTimeout)
 	}
 	if c.ResetCap == 0 {
-		c.ResetCap = 10 * c.MessageTimeout
+		c.ResetCap = DefaultResetCap * c.MessageTimeout
 	}
 	if c.ResetCap < c.MessageTimeout {
-		bad("topology: ResetCap %v is below MessageTimeout %v", c.ResetCap, c.MessageTimeout)
+		bad("topology: Config.ResetCap %v is below MessageTimeout %v", c.ResetCap, c.MessageTimeout)
 	}
 	if c.MaxSpoutPending == 0 {
 		c.MaxSpoutPending = DefaultMaxSpoutPending
 	}
-	if c.MaxSpoutPending < 1 || c.MaxSpoutPending > 1<<20 {
-		bad("topology: MaxSpoutPending %d out of range [1, %d]", c.MaxSpoutPending, 1<<20)
+	if c.MaxSpoutPending < 1 || c.MaxSpoutPending > maxSpoutPending {
+		bad("topology: Config.MaxSpoutPending %d out of range [1, %d]", c.MaxSpoutPending, maxSpoutPending)
 	}
 	if a := &c.Adaptive; a.TargetP99 != 0 {
 		if a.TargetP99 < 0 {
-			bad("topology: Adaptive.TargetP99 %v is negative", a.TargetP99)
+			bad("topology: Config.Adaptive.TargetP99 %v is negative", a.TargetP99)
 		}
 		if a.Min == 0 {
-			a.Min = 1
+			a.Min = DefaultAdaptiveMin
 		}
 		if a.Min < 1 || a.Min > c.MaxSpoutPending {
-			bad("topology: Adaptive.Min %d out of range [1, MaxSpoutPending %d]", a.Min, c.MaxSpoutPending)
+			bad("topology: Config.Adaptive.Min %d out of range [1, MaxSpoutPending %d]", a.Min, c.MaxSpoutPending)
 		}
 		if a.Interval == 0 {
-			a.Interval = 100 * time.Millisecond
+			a.Interval = DefaultAdaptiveInterval
 		}
 		if a.Interval < 0 {
-			bad("topology: Adaptive.Interval %v is negative", a.Interval)
+			bad("topology: Config.Adaptive.Interval %v is negative", a.Interval)
 		}
 	}
 	r := &c.Retry
 	if r.MaxAttempts == 0 {
 		r.MaxAttempts = DefaultMaxAttempts
 	}
-	if r.MaxAttempts < 1 || r.MaxAttempts > 1<<16 {
-		bad("topology: Retry.MaxAttempts %d out of range [1, %d]", r.MaxAttempts, 1<<16)
+	if r.MaxAttempts < 1 || r.MaxAttempts > maxAttempts {
+		bad("topology: Config.Retry.MaxAttempts %d out of range [1, %d]", r.MaxAttempts, maxAttempts)
 	}
 	if r.Backoff == 0 {
-		r.Backoff = 10 * time.Millisecond
+		r.Backoff = DefaultBackoff
 	}
 	if r.MaxBackoff == 0 {
-		r.MaxBackoff = 5 * time.Second
+		r.MaxBackoff = DefaultMaxBackoff
 	}
 	if r.Backoff < 0 || r.MaxBackoff < r.Backoff {
-		bad("topology: Retry.Backoff %v / MaxBackoff %v: want 0 <= Backoff <= MaxBackoff", r.Backoff, r.MaxBackoff)
+		bad("topology: Config.Retry.Backoff %v / MaxBackoff %v: want 0 <= Backoff <= MaxBackoff", r.Backoff, r.MaxBackoff)
 	}
 	switch {
 	case r.Jitter == 0:
-		r.Jitter = 0.5
-	case r.Jitter == -1:
-		r.Jitter = 0
+		r.Jitter = DefaultJitter
+	case r.Jitter == -1: // kept, so that the filled copy validates to itself; Delay reads it as 0
 	case math.IsNaN(r.Jitter) || r.Jitter < 0 || r.Jitter > 1:
-		bad("topology: Retry.Jitter %v out of range [0, 1] (-1 for none)", r.Jitter)
+		bad("topology: Config.Retry.Jitter %v out of range [0, 1] (-1 for none)", r.Jitter)
 	}
 	if b := &c.Breaker; b.FailureRate != 0 {
 		if math.IsNaN(b.FailureRate) || b.FailureRate < 0 || b.FailureRate > 1 {
-			bad("topology: Breaker.FailureRate %v out of range (0, 1]", b.FailureRate)
+			bad("topology: Config.Breaker.FailureRate %v out of range (0, 1]", b.FailureRate)
 		}
 		if b.Window == 0 {
-			b.Window = time.Second
+			b.Window = DefaultBreakerWindow
 		}
 		if b.MinOutcomes == 0 {
-			b.MinOutcomes = 20
+			b.MinOutcomes = DefaultBreakerMinOutcomes
 		}
 		if b.OpenFor == 0 {
-			b.OpenFor = 100 * time.Millisecond
+			b.OpenFor = DefaultBreakerOpenFor
 		}
 		if b.MaxOpenFor == 0 {
-			b.MaxOpenFor = 10 * time.Second
+			b.MaxOpenFor = DefaultBreakerMaxOpenFor
 		}
 		if b.Probes == 0 {
-			b.Probes = 1
+			b.Probes = DefaultBreakerProbes
 		}
 		if b.Window < 0 || b.MinOutcomes < 1 || b.OpenFor < 0 || b.MaxOpenFor < b.OpenFor || b.Probes < 1 {
-			bad("topology: Breaker %+v: want Window > 0, MinOutcomes >= 1, 0 <= OpenFor <= MaxOpenFor, Probes >= 1", *b)
+			bad("topology: Config.Breaker %+v: want Window > 0, MinOutcomes >= 1, 0 <= OpenFor <= MaxOpenFor, Probes >= 1", *b)
 		}
 	}
 	if c.RingSize == 0 {
 		c.RingSize = DefaultRingSize
 	}
-	if c.RingSize < 2 || c.RingSize > 1<<24 || c.RingSize&(c.RingSize-1) != 0 {
-		bad("topology: RingSize %d is not a power of two in [2, %d]", c.RingSize, 1<<24)
+	if c.RingSize < 2 || c.RingSize > maxRingSize || c.RingSize&(c.RingSize-1) != 0 {
+		bad("topology: Config.RingSize %d is not a power of two in [2, %d]", c.RingSize, maxRingSize)
 	}
 	if c.Batch == 0 {
 		c.Batch = DefaultBatch
 	}
 	if c.Batch < 1 || c.Batch > c.RingSize {
-		bad("topology: Batch %d out of range [1, RingSize %d]", c.Batch, c.RingSize)
+		bad("topology: Config.Batch %d out of range [1, RingSize %d]", c.Batch, c.RingSize)
 	}
 	if c.SpoutWait == 0 {
 		c.SpoutWait = DefaultSpoutWait
@@ -394,10 +419,10 @@ func (c *Config) fill() error {
 		c.TraceEvery = DefaultTraceEvery
 	}
 	if c.SpoutWait < 0 {
-		bad("topology: SpoutWait %v is negative", c.SpoutWait)
+		bad("topology: Config.SpoutWait %v is negative", c.SpoutWait)
 	}
 	if c.Clock == nil {
 		c.Clock = ackcore.NewMonotonicClock()
 	}
-	return errors.Join(errs...)
+	return c, errors.Join(errs...)
 }

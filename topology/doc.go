@@ -21,6 +21,19 @@
 //	<-top.Done() // every sentence fully processed (or dead-lettered)
 //	top.Stop(ctx)
 //
+// # Public surface
+//
+// What an embedder calls, one name per role: NewBuilder, its Decl and the
+// groupings to declare components and streams; Config (every default a
+// Default* constant; RetryPolicy, Breaker, Adaptive) for Build; the
+// Topology it returns (Start, Done, Err, Drain, Stop, Metrics and
+// AckerStats, StatusHandler, Plan); the Spout, Bolt and BasicBolt
+// interfaces with one collector each (On names a stream); Tuple's values
+// and origin; and what a failure says: Failure, whose Reason is
+// ackcore.Reason (the one failure reason from the shard to the spout),
+// DeadLetter, PanicError, Held. Executors, slots, rings and the breaker's
+// state are internal.
+//
 // # Layout
 //
 // Components are numbered in topological order, and so are their tasks
@@ -148,7 +161,7 @@
 //   - Edge and root ids are never 0.
 //   - User code runs under recover (a bolt's Execute one batch per
 //     deferred recover, each spout callback its own): a panic fails the
-//     tuple being executed with Reason Panic and is counted, and the
+//     tuple being executed with ackcore.ReasonPanic and is counted, and the
 //     engine's own state is updated before each callback into a spout, so
 //     no panic leaves a slot or a count behind.
 package topology

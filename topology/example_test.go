@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/topology"
 )
 
@@ -142,7 +143,7 @@ func ExampleConfig_deadLetter() {
 	// attempts seen by the bolt: [1 2 3]
 }
 
-// A panic in a bolt is recovered: the tuple fails with Reason Panic, its
+// A panic in a bolt is recovered: the tuple fails with ackcore.ReasonPanic, its
 // Failure carrying the panic's value (and stack), and the message goes
 // the way of any failure (here, one attempt, to the dead-letter hook);
 // the topology runs on.
@@ -187,7 +188,7 @@ func ExamplePanicError() {
 // A root that timed out says where its tuples were, for the roots traced
 // (one in Config.TraceEvery): here, a count task that never acked one.
 func ExampleHeld() {
-	f := &topology.Failure{Reason: topology.Timeout, Attempts: 1, Traced: true, Held: []topology.Held{
+	f := &topology.Failure{Reason: ackcore.ReasonTimeout, Attempts: 1, Traced: true, Held: []topology.Held{
 		{Component: "count", Task: 4, Tuples: 1, Delivered: true, For: 29800 * time.Millisecond},
 		{Component: "count", Task: 4, Tuples: 2, For: 29700 * time.Millisecond},
 	}}

@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/xorack/xorack/ackcore"
 )
 
 // The fault tests: each asserts that every message ends completed or
@@ -243,7 +245,7 @@ func TestFaultPoisonMessage(t *testing.T) {
 	}
 	d := l.dead[poison][0]
 	f := l.failed[poison][0]
-	if d.Failure.Attempts != 4 || d.Failure.Reason != Explicit || d.Failure.Err == nil || d.Failure.Err.Error() != "poison" ||
+	if d.Failure.Attempts != 4 || d.Failure.Reason != ackcore.ReasonExplicit || d.Failure.Err == nil || d.Failure.Err.Error() != "poison" ||
 		len(d.Values) != 1 || d.Values[0] != poison || d.Component != "ids" || f.Attempts != 4 || !errors.Is(&f, f.Err) {
 		t.Errorf("dead letter %+v, spout failure %+v", d, f)
 	}

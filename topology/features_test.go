@@ -119,8 +119,8 @@ func TestConfigErrors(t *testing.T) {
 		{Config{AtMostOnce: true, Port: func(acker.Spec) (acker.Port, error) { return nil, nil }}, "AtMostOnce with Port set"},
 		{Config{Acker: acker.Config{Shards: 2}, Port: func(acker.Spec) (acker.Port, error) { return nil, nil }}, "Port and Acker both set"},
 		// The acker's own check, at Build: its ring, backlog and byte bounds.
-		{Config{Acker: acker.Config{RingSize: 1000}}, "Acker: acker: RingSize 1000"},
-		{Config{Acker: acker.Config{Backlog: -1}}, "Acker: acker: Backlog -1"},
+		{Config{Acker: acker.Config{RingSize: 1000}}, "Acker: acker: Config.RingSize 1000"},
+		{Config{Acker: acker.Config{Backlog: -1}}, "Acker: acker: Config.Backlog -1"},
 		{Config{Acker: acker.Config{MaxBytes: 1 << 10}}, "over MaxBytes"},
 		{Config{MessageTimeout: 1500 * time.Microsecond}, "MessageTimeout 1.5ms"},
 		{Config{RingSize: 1000}, "RingSize 1000"},
@@ -385,7 +385,7 @@ func TestResetCapAndLateAck(t *testing.T) {
 	if h.ResetsCapped != 1 || h.Resets != 7 || h.LateAcks != 1 {
 		t.Errorf("resets %d, capped %d, late acks %d; want 7, 1, 1", h.Resets, h.ResetsCapped, h.LateAcks)
 	}
-	if f := l.failed[0][0]; f.Reason != Timeout || f.Attempts != 1 || f.Latency < 240*time.Millisecond { // it outlived the 100 ms timeout
+	if f := l.failed[0][0]; f.Reason != ackcore.ReasonTimeout || f.Attempts != 1 || f.Latency < 240*time.Millisecond { // it outlived the 100 ms timeout
 		t.Errorf("failure %+v", f)
 	}
 }

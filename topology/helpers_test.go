@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/xorack/xorack/ackcore"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -76,7 +78,7 @@ func (l *ledger) check(t *testing.T, n int, allowStopped bool) summary {
 			s.completed++
 		case a == 0 && f == 1:
 			switch fl := l.failed[id][0]; {
-			case fl.Reason == Stopped && allowStopped:
+			case fl.Reason == ackcore.ReasonStopped && allowStopped:
 				s.stopped++
 			case len(l.dead[id]) == 1:
 				s.deadLettered++

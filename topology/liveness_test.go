@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/internal/splitmix"
 )
 
@@ -84,7 +85,7 @@ func TestLateAcksNotSent(t *testing.T) {
 	s := l.check(t, n, false)
 	healthyDead := 0
 	for id, ds := range l.dead {
-		if f := ds[0].Failure; f.Reason != Explicit || rec.n[id] < f.Attempts {
+		if f := ds[0].Failure; f.Reason != ackcore.ReasonExplicit || rec.n[id] < f.Attempts {
 			healthyDead++
 			if healthyDead <= 5 {
 				t.Errorf("msg %d dead-lettered (%v after %d attempts), the bolt failed %d of its attempts", id, f.Reason, f.Attempts, rec.n[id])
@@ -92,8 +93,8 @@ func TestLateAcksNotSent(t *testing.T) {
 		}
 	}
 	sp, sk := m.Component("ids"), m.Component("sink")
-	if healthyDead != 0 || sp.FailedTimeout+sp.FailedRejected != 0 {
-		t.Errorf("%d healthy messages dead-lettered; %d timeouts, %d rejected", healthyDead, sp.FailedTimeout, sp.FailedRejected)
+	if healthyDead != 0 || sp.FailedTimeout+sp.FailedFull != 0 {
+		t.Errorf("%d healthy messages dead-lettered; %d timeouts, %d full", healthyDead, sp.FailedTimeout, sp.FailedFull)
 	}
 	if sp.FailedExplicit == 0 || sk.LateAcks < sp.FailedExplicit {
 		t.Errorf("%d explicit failures, %d late acks at the sink: want some, and 4 children per failure unsent", sp.FailedExplicit, sk.LateAcks)

@@ -28,14 +28,14 @@ type counters struct {
 	Panics       uint64 // panics recovered from the component's code
 	BusyNs       uint64 // bolts: ns executing batches of inputs (two clock reads a batch)
 
-	Completed     uint64                 // spouts: roots completed (at most once: Acks right after emit)
-	FailedBy      [numReasons + 1]uint64 // spouts: failed attempts by Reason
-	Replayed      uint64                 // spouts: replays emitted
-	DeadLettered  uint64                 // spouts: messages that failed their last attempt
-	FailedFinal   uint64                 // spouts: Fail callbacks (dead-lettered, stopped, or a Redeliverer's failed attempt)
-	Stale         uint64                 // spouts: outcomes for roots not pending (none expected)
-	BreakerOpens  uint64                 // spouts: times the breaker opened
-	BreakerHeldNs uint64                 // spouts: ns the breaker was open or half open
+	Completed     uint64                          // spouts: roots completed (at most once: Acks right after emit)
+	FailedBy      [ackcore.ReasonPanic + 1]uint64 // spouts: failed attempts by reason (failReason's)
+	Replayed      uint64                          // spouts: replays emitted
+	DeadLettered  uint64                          // spouts: messages that failed their last attempt
+	FailedFinal   uint64                          // spouts: Fail callbacks (dead-lettered, stopped, or a Redeliverer's failed attempt)
+	Stale         uint64                          // spouts: outcomes for roots not pending (none expected)
+	BreakerOpens  uint64                          // spouts: times the breaker opened
+	BreakerHeldNs uint64                          // spouts: ns the breaker was open or half open
 
 	Pending     int64 // spouts: roots pending now: in flight, waiting for a retry, or held by the breaker
 	Waiting     int64 // spouts: of those, roots waiting out a retry's backoff (not counted against Bound)
@@ -127,20 +127,21 @@ type ComponentMetrics struct {
 	// about one in TraceEvery of the timeouts it caused.
 	TimeoutsHeld uint64
 
-	// Spouts: the outcomes of their roots.
-	Completed       uint64
-	FailedExplicit  uint64 // failed attempts, by reason
-	FailedTimeout   uint64
-	FailedAckerLost uint64
-	FailedRejected  uint64
-	FailedStopped   uint64
-	FailedPanic     uint64
-	Replayed        uint64 // replays emitted (each a fresh root)
-	DeadLettered    uint64 // messages that failed their last attempt
-	FailedFinal     uint64 // Fail callbacks: dead-lettered, given up at shutdown, or a Redeliverer's failed attempts
-	Stale           uint64 // outcomes for roots that were not pending
-	BreakerOpens    uint64
-	BreakerOpen     int // executors whose breaker is open or probing now
+	// Spouts: the outcomes of their roots. The failed attempts are
+	// counted by their ackcore.Reason (FailedWith takes one).
+	Completed      uint64
+	FailedExplicit uint64
+	FailedTimeout  uint64
+	FailedFull     uint64 // the acker was full and refused the root
+	FailedStopped  uint64
+	FailedLost     uint64 // the acker holding the root was lost
+	FailedPanic    uint64
+	Replayed       uint64 // replays emitted (each a fresh root)
+	DeadLettered   uint64 // messages that failed their last attempt
+	FailedFinal    uint64 // Fail callbacks: dead-lettered, given up at shutdown, or a Redeliverer's failed attempts
+	Stale          uint64 // outcomes for roots that were not pending
+	BreakerOpens   uint64
+	BreakerOpen    int // executors whose breaker is open or probing now
 	// BreakerHeld is the time the executors' breakers were open or half
 	// open (summed over executors): what the breaker cost the spout at
 	// most.
@@ -164,35 +165,41 @@ type ComponentMetrics struct {
 }
 
 // FailedWith returns the failed attempts with reason r.
-func (c *ComponentMetrics) FailedWith(r Reason) uint64 {
+// 0 for a reason no attempt fails with (none, invalid).
+func (c *ComponentMetrics) FailedWith(r ackcore.Reason) uint64 {
 	switch r {
-	case Explicit:
+	case ackcore.ReasonExplicit:
 		return c.FailedExplicit
-	case Timeout:
+	case ackcore.ReasonTimeout:
 		return c.FailedTimeout
-	case AckerLost:
-		return c.FailedAckerLost
-	case Rejected:
-		return c.FailedRejected
-	case Stopped:
+	case ackcore.ReasonFull:
+		return c.FailedFull
+	case ackcore.ReasonStopped:
 		return c.FailedStopped
-	case Panic:
+	case ackcore.ReasonLost:
+		return c.FailedLost
+	case ackcore.ReasonPanic:
 		return c.FailedPanic
 	}
 	return 0
 }
+
+// failReasons are the reasons an attempt fails with, in the order the
+// status page lists them.
+var failReasons = [...]ackcore.Reason{ackcore.ReasonExplicit, ackcore.ReasonTimeout, ackcore.ReasonFull,
+	ackcore.ReasonStopped, ackcore.ReasonLost, ackcore.ReasonPanic}
 
 func (c *ComponentMetrics) set(m *counters) {
 	c.Emitted, c.Transferred, c.Dropped = m.Emitted, m.Transferred, m.Dropped
 	c.Executed, c.Acked, c.Failed = m.Executed, m.Acked, m.Failed
 	c.LateAcks, c.Resets, c.ResetsCapped, c.AckerErrors = m.LateAcks, m.Resets, m.ResetsCapped, m.AckerErrors
 	c.Completed = m.Completed
-	c.FailedExplicit = m.FailedBy[Explicit]
-	c.FailedTimeout = m.FailedBy[Timeout]
-	c.FailedAckerLost = m.FailedBy[AckerLost]
-	c.FailedRejected = m.FailedBy[Rejected]
-	c.FailedStopped = m.FailedBy[Stopped]
-	c.FailedPanic = m.FailedBy[Panic]
+	c.FailedExplicit = m.FailedBy[ackcore.ReasonExplicit]
+	c.FailedTimeout = m.FailedBy[ackcore.ReasonTimeout]
+	c.FailedFull = m.FailedBy[ackcore.ReasonFull]
+	c.FailedStopped = m.FailedBy[ackcore.ReasonStopped]
+	c.FailedLost = m.FailedBy[ackcore.ReasonLost]
+	c.FailedPanic = m.FailedBy[ackcore.ReasonPanic]
 	c.Panics = m.Panics
 	c.Busy = time.Duration(m.BusyNs)
 	c.Replayed, c.DeadLettered, c.FailedFinal, c.Stale = m.Replayed, m.DeadLettered, m.FailedFinal, m.Stale

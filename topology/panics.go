@@ -10,7 +10,7 @@ import (
 
 // PanicError is a panic recovered from user code: a spout's or bolt's
 // method, a Basic function, or Config.DeadLetter. A tuple whose Execute
-// panicked fails with Reason Panic and this as Failure.Err.
+// panicked fails with ackcore.ReasonPanic and this as Failure.Err.
 type PanicError struct {
 	Component string // the component whose code panicked
 	Task      int    // its global task id

@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/xorack/xorack/ackcore"
 )
 
 // countingHandler is a slog.Handler counting records by component.
@@ -49,7 +51,7 @@ func panicky(t *Tuple, c *BasicCollector) error {
 }
 
 // TestPanicInExecute: a panic in a Basic function fails its input with
-// Reason Panic, whose Failure carries the value and the stack; the
+// ackcore.ReasonPanic, whose Failure carries the value and the stack; the
 // topology runs on, every other message completes, the panics are
 // counted per component and logged once per interval.
 func TestPanicInExecute(t *testing.T) {
@@ -76,7 +78,7 @@ func TestPanicInExecute(t *testing.T) {
 	for id, ds := range l.dead {
 		f := ds[0].Failure
 		var pe *PanicError
-		if f.Reason != Panic || !errors.As(f.Err, &pe) || pe.Value != "bad record 3" || pe.Method != "Execute" ||
+		if f.Reason != ackcore.ReasonPanic || !errors.As(f.Err, &pe) || pe.Value != "bad record 3" || pe.Method != "Execute" ||
 			pe.Component != "parse" || !strings.Contains(string(pe.Stack), "panicky") || f.Attempts != 2 {
 			t.Fatalf("msg %d: failure %+v (%v)", id, f, f.Err)
 		}

@@ -142,7 +142,7 @@ func TestProgressTimeout(t *testing.T) {
 		stop(t, top)
 		s := l.check(t, trees, false)
 		f := l.failed[stuck][0]
-		if s.completed != trees-1 || f.Reason != Timeout || f.Latency != 3800*time.Millisecond {
+		if s.completed != trees-1 || f.Reason != ackcore.ReasonTimeout || f.Latency != 3800*time.Millisecond {
 			t.Errorf("completed %d of %d; the stuck tree: %+v, want a timeout at 3.8 s", s.completed, trees-1, f)
 		}
 		if d := top.Metrics().Component("drip"); mode == "port" && d.Resets == 0 {

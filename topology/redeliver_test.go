@@ -4,6 +4,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/xorack/xorack/ackcore"
 )
 
 // brokerSpout stands in for a broker that redelivers: message ids [0, n),
@@ -57,7 +59,7 @@ func (s *brokerSpout) Fail(msgID any, f *Failure) {
 	defer s.mu.Unlock()
 	id := msgID.(int)
 	s.fails[id] = append(s.fails[id], *f)
-	if f.Reason == Stopped {
+	if f.Reason == ackcore.ReasonStopped {
 		return
 	}
 	if f.Attempts >= s.retry.MaxAttempts {
@@ -143,7 +145,7 @@ func TestRedeliverer(t *testing.T) {
 			continue
 		}
 		for k, f := range fails {
-			if f.Reason != Explicit || f.Attempts != k+1 {
+			if f.Reason != ackcore.ReasonExplicit || f.Attempts != k+1 {
 				t.Errorf("msg %d: Fail %d = %+v; want Explicit at attempt %d", id, k, f, k+1)
 			}
 		}

@@ -167,7 +167,7 @@ func TestZeroConfigIsAtLeastOnce(t *testing.T) {
 }
 
 // TestAckerIdle: the in-process acker waits as the engine does
-// (Config.Idle, else DefaultIdle) unless Acker.Idle says otherwise.
+// (Config.Idle, else ring.DefaultIdle) unless Acker.Idle says otherwise.
 func TestAckerIdle(t *testing.T) {
 	engine, own := ring.Idle{Spins: 7, Yields: 3}, ring.Idle{Spins: 9000, Yields: 1}
 	for _, tc := range []struct {
@@ -175,7 +175,7 @@ func TestAckerIdle(t *testing.T) {
 		cfg  Config
 		want ring.Idle
 	}{
-		{"default", Config{}, DefaultIdle()},
+		{"default", Config{}, ring.DefaultIdle()},
 		{"engine's", Config{Idle: &engine}, engine},
 		{"acker's", Config{Idle: &engine, Acker: acker.Config{Idle: &own}}, own},
 	} {

@@ -345,7 +345,7 @@ func (s *spoutExec) stopEmitting() {
 			sl := &s.slots[idx]
 			s.waiting[sl.task]--
 			s.pending[sl.task]++ // release takes it from pending
-			f := Failure{Reason: Stopped, Attempts: int(sl.attempt), Err: sl.lastErr}
+			f := Failure{Reason: ackcore.ReasonStopped, Attempts: int(sl.attempt), Err: sl.lastErr}
 			s.final(idx, sl, &f, false)
 		}
 	}
@@ -355,7 +355,7 @@ func (s *spoutExec) stopEmitting() {
 			s.m.Pending--
 			s.m.Held--
 			s.m.FailedFinal++
-			s.fail(int32(i), h.msgID, &Failure{Reason: Stopped, Attempts: int(h.attempt) - 1})
+			s.fail(int32(i), h.msgID, &Failure{Reason: ackcore.ReasonStopped, Attempts: int(h.attempt) - 1})
 		}
 		s.held[i] = nil
 	}
@@ -379,8 +379,8 @@ func (s *spoutExec) sweepStopped() {
 	for i := range s.slots {
 		if sl := &s.slots[i]; sl.state != slotFree {
 			s.live[i].Store(0)
-			s.m.FailedBy[Stopped]++
-			s.final(uint32(i), sl, &Failure{Reason: Stopped, Attempts: int(sl.attempt)}, false)
+			s.m.FailedBy[ackcore.ReasonStopped]++
+			s.final(uint32(i), sl, &Failure{Reason: ackcore.ReasonStopped, Attempts: int(sl.attempt)}, false)
 		}
 	}
 }

@@ -112,40 +112,37 @@ func (s *spoutExec) handle(outs []ackcore.Outcome) {
 			s.ack(task, msgID)
 			continue
 		}
-		r := reasonOf(o.Reason)
+		r := failReason(o.Reason)
 		f := Failure{Reason: r, Attempts: int(sl.attempt), Latency: lat}
-		if r == Explicit {
+		if r == ackcore.ReasonExplicit {
 			f.Err = s.errs.take(o.Root)
 			if _, ok := f.Err.(*PanicError); ok {
-				f.Reason, r = Panic, Panic
+				f.Reason, r = ackcore.ReasonPanic, ackcore.ReasonPanic
 			}
 		}
-		if r == Timeout && sl.trace != nil {
+		if r == ackcore.ReasonTimeout && sl.trace != nil {
 			s.attribute(&f, sl.trace)
 		}
 		s.m.FailedBy[r]++
 		if sl.attempt == 1 {
 			s.brk.ended(sl.born)
 		}
-		if r != Stopped && s.brk.record(s.now, false, sl.probe, sl.gen, sl.attempt == 1, sl.born) {
+		if r != ackcore.ReasonStopped && s.brk.record(s.now, false, sl.probe, sl.gen, sl.attempt == 1, sl.born) {
 			s.releaseReplays()
 		}
 		s.failed(idx, sl, f)
 	}
 }
 
-func reasonOf(r ackcore.Reason) Reason {
+// failReason is the reason a Failed outcome from the acker counts under:
+// its own when it is one an acker reports a root failed with, otherwise
+// (none, invalid, panic, or one an acker adds later) ReasonLost.
+func failReason(r ackcore.Reason) ackcore.Reason {
 	switch r {
-	case ackcore.ReasonExplicit:
-		return Explicit
-	case ackcore.ReasonTimeout:
-		return Timeout
-	case ackcore.ReasonFull:
-		return Rejected
-	case ackcore.ReasonStopped:
-		return Stopped
+	case ackcore.ReasonExplicit, ackcore.ReasonTimeout, ackcore.ReasonFull, ackcore.ReasonStopped:
+		return r
 	}
-	return AckerLost // ReasonLost, and anything an acker adds later
+	return ackcore.ReasonLost
 }
 
 // attribute says in f where the traced root's unacked tuples are, and
@@ -167,10 +164,10 @@ func (s *spoutExec) attribute(f *Failure, tr *rootTrace) {
 func (s *spoutExec) failed(idx uint32, sl *slot, f Failure) {
 	cfg := &s.top.cfg
 	switch {
-	case f.Reason == Stopped || s.quiet:
-		if f.Reason != Stopped {
+	case f.Reason == ackcore.ReasonStopped || s.quiet:
+		if f.Reason != ackcore.ReasonStopped {
 			inner := f
-			f = Failure{Reason: Stopped, Err: &inner, Attempts: f.Attempts, Latency: f.Latency}
+			f = Failure{Reason: ackcore.ReasonStopped, Err: &inner, Attempts: f.Attempts, Latency: f.Latency}
 		}
 		s.final(idx, sl, &f, false)
 	case s.redeliver[sl.task] != nil:
@@ -264,7 +261,7 @@ func (s *spoutExec) replayFrom(q *retryHeap, did bool) bool {
 			// The values were routed before; a route that fails now (a
 			// field that hashed once cannot stop hashing) is a bug, but
 			// the message is still reported, not lost.
-			s.final(idx, sl, &Failure{Reason: Explicit, Err: err, Attempts: int(sl.attempt)}, true)
+			s.final(idx, sl, &Failure{Reason: ackcore.ReasonExplicit, Err: err, Attempts: int(sl.attempt)}, true)
 			continue
 		}
 		s.m.Replayed++

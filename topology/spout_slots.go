@@ -202,7 +202,7 @@ func (s *spoutExec) startHeld() bool {
 				s.m.Pending--
 				s.m.FailedFinal++
 				s.m.DeadLettered++
-				f := Failure{Reason: Explicit, Err: err, Attempts: int(h.attempt)}
+				f := Failure{Reason: ackcore.ReasonExplicit, Err: err, Attempts: int(h.attempt)}
 				if s.top.cfg.DeadLetter != nil {
 					s.deadLetter(int32(i), DeadLetter{Component: s.comp.name, Task: s.tasks[i], Stream: h.stream.name, MsgID: h.msgID, Values: h.values, Failure: f})
 				}

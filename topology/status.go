@@ -12,9 +12,9 @@ import (
 	"github.com/xorack/xorack/ackcore"
 )
 
-// StatusRefresh is how often the status page reloads itself (a meta
+// statusRefresh is how often the status page reloads itself (a meta
 // refresh: no script), and so the interval its rates are taken over.
-const StatusRefresh = 2 * time.Second
+const statusRefresh = 2 * time.Second
 
 // oldestScan is how many of the acker's oldest pending roots the status
 // page asks for to find each spout's oldest (a diagnostic scan of the
@@ -64,7 +64,7 @@ func (p *statusPage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	prev, dt := p.prev, now-p.prevAt
 	p.prev, p.prevAt = m, now
 	p.mu.Unlock()
-	d := statusData{Refresh: int(StatusRefresh / time.Second), Interval: fmtDuration(dt)}
+	d := statusData{Refresh: int(statusRefresh / time.Second), Interval: fmtDuration(dt)}
 	for i := range m.Components {
 		d.Rows = append(d.Rows, statusRowOf(&m.Components[i], prev.Component(m.Components[i].Name), dt, oldest))
 	}
@@ -121,9 +121,9 @@ func capacity(busy, dt time.Duration, executors int) float64 {
 // failedByReason lists a spout's failed attempts by reason, "0" for none.
 func failedByReason(c *ComponentMetrics) string {
 	var parts []string
-	for r := Explicit; r <= Panic; r++ {
+	for _, r := range failReasons {
 		if n := c.FailedWith(r); n > 0 {
-			parts = append(parts, fmt.Sprintf("%s %d", r.Label(), n))
+			parts = append(parts, fmt.Sprintf("%v %d", r, n))
 		}
 	}
 	if len(parts) == 0 {
@@ -133,7 +133,8 @@ func failedByReason(c *ComponentMetrics) string {
 }
 
 // oldestBySpout returns, per spout component, the age of its oldest root
-// pending at the acker, when the acker can say (the in-process one can).
+// pending at the acker, when the acker can say (the in-process one and a
+// netio client can).
 func (t *Topology) oldestBySpout() map[string]time.Duration {
 	t.mu.Lock()
 	port := t.port

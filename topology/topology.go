@@ -168,9 +168,9 @@ func newTopology(cfg Config, comps []*component) (*Topology, error) {
 	return t, nil
 }
 
-// Spec is the acker shape the topology needs: one sender per executor,
+// spec is the acker shape the topology needs: one sender per executor,
 // one task per spout task, one inbox per spout executor.
-func (t *Topology) Spec() acker.Spec {
+func (t *Topology) spec() acker.Spec {
 	recvOf := make([]int, len(t.spoutOf))
 	idx := map[*spoutExec]int{}
 	for i, s := range t.spoutExecs {
@@ -213,7 +213,7 @@ func (t *Topology) planner() *affinity.Planner {
 // the port shape, the topology's timeouts, clock and seed, and the
 // defaults the topology picks, checked as acker.New checks it.
 func (t *Topology) ackerConfig() (acker.Config, error) {
-	spec := t.Spec()
+	spec := t.spec()
 	cfg := t.cfg.Acker
 	cfg.Producers, cfg.Tasks, cfg.Receivers, cfg.ReceiverOf = spec.Producers, spec.Tasks, spec.Receivers, spec.ReceiverOf
 	if cfg.Shard.MaxPending == 0 {
@@ -230,12 +230,12 @@ func (t *Topology) ackerConfig() (acker.Config, error) {
 	cfg.Shard.ProgressTimeout, cfg.Shard.ProgressCap = t.cfg.ProgressTimeout, t.progressCap()
 	cfg.Pin = cfg.Pin || t.cfg.Pin
 	if cfg.Idle == nil {
-		// The acker's executors wait as the engine's do (DefaultIdle),
+		// The acker's executors wait as the engine's do (Config.idle),
 		// not with the acker's own default.
 		idle := t.cfg.idle()
 		cfg.Idle = &idle
 	}
-	if _, err := cfg.Check(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return cfg, fmt.Errorf("topology: Acker: %w", err)
 	}
 	return cfg, nil
@@ -244,7 +244,7 @@ func (t *Topology) ackerConfig() (acker.Config, error) {
 // openPort opens the acker: Config.Port's, or an in-process acker.Acker
 // whose shards, with Pin, take their CPUs from planner first.
 func (t *Topology) openPort(planner *affinity.Planner) (acker.Port, error) {
-	spec := t.Spec()
+	spec := t.spec()
 	if t.cfg.Port != nil {
 		p, err := t.cfg.Port(spec)
 		if err != nil {
@@ -445,13 +445,13 @@ func (t *Topology) Drain(ctx context.Context) error {
 // ends, for the pending trees to finish (replays included), so a clean
 // stop leaves nothing to reprocess. Then the spouts stop emitting and
 // replaying; the acker is stopped, which reports every root still
-// pending as failed (Reason Stopped), and the spouts report each to
+// pending as failed (ackcore.ReasonStopped), and the spouts report each to
 // their Fail (roots waiting for a replay, and any the acker never saw,
 // too): no message is left without a final outcome. Then the bolts are
 // stopped in topological order, each after executing what was already
 // queued for it, and every spout and bolt is closed. If a bolt does not
 // return from Execute before ctx ends (or, when the drain used ctx up,
-// within StopGrace after), Stop returns an error naming it (its
+// within a grace of 5 s after), Stop returns an error naming it (its
 // goroutine is left behind). Stop returns the errors of Close calls too,
 // and the panic that stopped the topology (Config.PanicStops). An
 // already-ended ctx skips the drain.
@@ -469,10 +469,10 @@ func (t *Topology) Stop(ctx context.Context) error {
 		_ = t.Drain(ctx) // until nothing is pending, or ctx ends
 	}
 	if ctx.Err() != nil {
-		// The drain used ctx up: the bolts still get StopGrace to execute
+		// The drain used ctx up: the bolts still get stopGrace to execute
 		// what is queued for them.
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), StopGrace)
+		ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), stopGrace)
 		defer cancel()
 	}
 	t.stopping.Store(true)
@@ -511,9 +511,9 @@ func (t *Topology) Stop(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// StopGrace is how long Stop waits for the bolts to execute what is
+// stopGrace is how long Stop waits for the bolts to execute what is
 // queued for them when its context ended during the drain.
-const StopGrace = 5 * time.Second
+const stopGrace = 5 * time.Second
 
 // Plan is the executors' CPU assignment when Config.Pin is set. The
 // executors take their CPUs from the same affinity.Planner as the

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/xorack/xorack/ackcore"
 )
 
 // A traced tuple costs the others nothing but a pointer, and the pointer
@@ -47,7 +49,7 @@ func TestTraceNamesTheHolder(t *testing.T) {
 		t.Fatalf("%d failures, want 1", len(fails))
 	}
 	f := fails[0]
-	if f.Reason != Timeout || !f.Traced || len(f.Held) != 1 {
+	if f.Reason != ackcore.ReasonTimeout || !f.Traced || len(f.Held) != 1 {
 		t.Fatalf("failure %+v: want a traced timeout held in one place", f)
 	}
 	h := f.Held[0]

@@ -90,20 +90,6 @@ func (t *Tuple) Values() []any { return t.values }
 // Value returns value i.
 func (t *Tuple) Value(i int) any { return t.values[i] }
 
-// Len is the number of values.
-func (t *Tuple) Len() int { return len(t.values) }
-
-// Field returns the value of the named field, or nil if the stream
-// declares no such field.
-func (t *Tuple) Field(name string) any {
-	for i, f := range t.stream.fields {
-		if f == name && i < len(t.values) {
-			return t.values[i]
-		}
-	}
-	return nil
-}
-
 // String returns value i as a string (empty if it is not one).
 func (t *Tuple) String(i int) string {
 	s, _ := t.values[i].(string)
@@ -116,28 +102,16 @@ func (t *Tuple) Int(i int) int {
 	return n
 }
 
-// Fields returns the names of the tuple's stream's fields.
-func (t *Tuple) Fields() []string { return t.stream.fields }
-
 // Stream is the name of the stream the tuple came on.
 func (t *Tuple) Stream() string { return t.stream.name }
 
 // Source is the name of the component that emitted the tuple.
 func (t *Tuple) Source() string { return t.stream.comp.name }
 
-// SourceTask is the global task id of the emitter.
-func (t *Tuple) SourceTask() int { return int(t.srcTask) }
-
-// Task is the global task id the tuple was delivered to.
-func (t *Tuple) Task() int { return int(t.dstTask) }
-
 // Attempt is the attempt number of the tuple's root (the highest, for a
 // tuple joined to several trees): 1 for a first emit, more for a replay;
 // 0 for an untracked tuple.
 func (t *Tuple) Attempt() int { return int(t.attempt) }
-
-// Tracked reports whether the tuple belongs to at least one tracked tree.
-func (t *Tuple) Tracked() bool { return t.anchors.n > 0 }
 
 func (t *Tuple) describe() string {
 	return fmt.Sprintf("tuple from %s:%s (task %d) to task %d", t.stream.comp.name, t.stream.name, t.srcTask, t.dstTask)

@@ -46,12 +46,12 @@ func TestParseFlags(t *testing.T) {
 // TestBadFlags: bad values exit 2 with a message naming them.
 func TestBadFlags(t *testing.T) {
 	for args, want := range map[string]string{
-		"-level net -conns 0":              `conns 0 out of range`,
+		"-level net -conns 0":              `Config.Conns 0 out of range`,
 		"-impl nosuch":                     `"nosuch"`,
 		"-pending 10q":                     `"10q"`,
-		"-fail 2":                          "fail rate 2",
+		"-fail 2":                          "Config.FailRate 2",
 		"-shape tree9x9":                   `"tree9x9"`,
-		"-duration 1s -msgs 10":            "both duration 1s and msgs 10",
+		"-duration 1s -msgs 10":            "both Config.Duration 1s and Msgs 10",
 		"-progress fancy":                  `"fancy"`,
 		"-check -level pipeline":           "-check needs the core level",
 		"-check -impl xorack,storm":        "-check needs the core level with impls xorack and gomap",

@@ -71,11 +71,11 @@ func TestAdminEndpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Stop()
-	p := c.Producer(0)
+	p := c.Sender(0)
 	_ = p.SendBatch([]ackcore.Msg{{Root: 0x51, Kind: ackcore.Init, Val: 6}, {Root: 0x51, Kind: ackcore.Ack, Val: 6},
 		{Root: 0x52, Kind: ackcore.Init, Val: 1}})
 	_ = p.Flush()
-	if outs, _ := c.Receiver(0).WaitUntil(nil, time.After(5*time.Second)); len(outs) != 1 || outs[0].Root != 0x51 {
+	if outs, _ := c.Inbox(0).WaitUntil(nil, time.After(5*time.Second)); len(outs) != 1 || outs[0].Root != 0x51 {
 		t.Fatalf("outcomes %v, want root 0x51's", outs)
 	}
 

@@ -76,6 +76,8 @@ var flagRewrites = []struct {
 	re *regexp.Regexp
 	to string
 }{
+	// The acker's and ackcore's "Config.RingSize": the flag names the field.
+	{regexp.MustCompile(`\bConfig\.`), ""},
 	{regexp.MustCompile(`(\d+) producers`), "-max-conns $1"},
 	{regexp.MustCompile(`(\d+) shards`), "-shards $1"},
 	{regexp.MustCompile(`\bRingSize (\d+)`), "-ring-size $1"},

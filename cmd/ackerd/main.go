@@ -256,8 +256,9 @@ func readSecret(file string) ([]byte, error) {
 	} else {
 		s = []byte(os.Getenv("ACKERD_SECRET"))
 	}
-	if len(s) < 16 {
-		return nil, fmt.Errorf("secret of %d bytes (from %s), want at least 16", len(s), secretSource(file))
+	// The server's own rule on the secret, before anything listens.
+	if err := (netio.ServerConfig{Secret: s}).Validate(); err != nil {
+		return nil, fmt.Errorf("%w (from %s)", err, secretSource(file))
 	}
 	return s, nil
 }

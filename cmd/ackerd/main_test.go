@@ -63,7 +63,7 @@ func TestBadFlags(t *testing.T) {
 	}
 	t.Setenv("ACKERD_SECRET", "short")
 	var b bytes.Buffer
-	if rc := run(nil, &b, nil); rc != 2 || !strings.Contains(b.String(), "secret of 5 bytes") {
+	if rc := run(nil, &b, nil); rc != 2 || !strings.Contains(b.String(), "Secret of 5 bytes, want at least 16 (from $ACKERD_SECRET)") {
 		t.Errorf("short secret: %d %s", rc, b.String())
 	}
 }
@@ -136,12 +136,12 @@ func startDaemon(t *testing.T, prefix []string, addr string, extra ...string) *d
 
 // scenario keeps a window of open trees going through c (one task) and
 // calls kill once half the roots are sent. It checks that every root
-// ends with exactly one outcome, Completed or Failed{acker lost}, and
+// ends with exactly one outcome, Completed or Failed{lost}, and
 // returns the counts and how long after the kill the last lost root was
 // reported.
 func scenario(c *netio.Client, n, window int, kill func()) (done, lost int, lastLost time.Duration, err error) {
 	rng := rand.New(rand.NewPCG(11, 12))
-	p, ib := c.Producer(0), c.Receiver(0)
+	p, ib := c.Sender(0), c.Inbox(0)
 	got := map[uint64]ackcore.Outcome{}
 	var buf []ackcore.Outcome
 	var killed time.Time
@@ -231,7 +231,7 @@ func dial(t testing.TB, hosts ...string) *netio.Client {
 
 // TestKillOneProcess: two ackerd processes, one killed with SIGKILL
 // mid-run: every root gets exactly one outcome, the killed one's pending
-// roots fail with "acker lost" well before the 20 s timeout.
+// roots fail with "lost" well before the 20 s timeout.
 func TestKillOneProcess(t *testing.T) {
 	d1 := startDaemon(t, nil, "127.0.0.1:0")
 	d2 := startDaemon(t, nil, "127.0.0.1:0")
@@ -257,7 +257,7 @@ func TestSIGTERM(t *testing.T) {
 	d := startDaemon(t, nil, "127.0.0.1:0")
 	c := dial(t, d.addr)
 	defer c.Stop()
-	p, ib := c.Producer(0), c.Receiver(0)
+	p, ib := c.Sender(0), c.Inbox(0)
 	const n = 2000
 	for i := 1; i <= n; i++ {
 		// INIT and one of its two ACKs: pending until the other.

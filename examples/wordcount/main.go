@@ -190,8 +190,8 @@ func wordcount(o options, out io.Writer) error {
 	kit.PrintTop(out, counts, 10)
 	m := top.Metrics()
 	sp, split, count := m.Component("sentences"), m.Component("split"), m.Component("count")
-	fmt.Fprintf(out, "sentences: completed %d, failed attempts %d explicit / %d timeout / %d rejected, replayed %d, dead-lettered %d\n",
-		acked.Load(), sp.FailedExplicit, sp.FailedTimeout, sp.FailedRejected, sp.Replayed, sp.DeadLettered)
+	fmt.Fprintf(out, "sentences: completed %d, failed attempts %d explicit / %d timeout / %d full, replayed %d, dead-lettered %d\n",
+		acked.Load(), sp.FailedExplicit, sp.FailedTimeout, sp.FailedFull, sp.Replayed, sp.DeadLettered)
 	if sp.Latency.TotalCount() > 0 {
 		us := func(q float64) time.Duration { return time.Duration(sp.Latency.ValueAtQuantile(q)) * time.Microsecond }
 		fmt.Fprintf(out, "complete latency: p50 %v, p99 %v, max %v\n", us(50), us(99), time.Duration(sp.Latency.Max())*time.Microsecond)

@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
+	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/topology"
 )
 
@@ -356,7 +357,7 @@ func (s *Spout) Next(c *topology.SpoutCollector) {
 		if err := c.Emit(in, values...); err != nil {
 			// A route that fails (a bad direct task, a missing field):
 			// the attempt failed.
-			s.fail(in, &topology.Failure{Reason: topology.Explicit, Err: err, Attempts: in.delivered})
+			s.fail(in, &topology.Failure{Reason: ackcore.ReasonExplicit, Err: err, Attempts: in.delivered})
 			continue
 		}
 		in.emitted.Store(int64(max(time.Since(s.epoch), 1)))
@@ -398,7 +399,7 @@ func (s *Spout) Ack(msgID any) {
 // Stopped) it hands the message back at once.
 func (s *Spout) Fail(msgID any, f *topology.Failure) {
 	in := msgID.(*inflight)
-	if f.Reason == topology.Stopped {
+	if f.Reason == ackcore.ReasonStopped {
 		s.stopping.Store(true) // fetch nothing more only to hand it back
 		s.release(in)
 		s.reply(in.msg.Nak(), &s.st.nakedStopped)

@@ -10,6 +10,7 @@ import (
 
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
+	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/topology"
 )
 
@@ -226,7 +227,7 @@ func TestDeadLetterThenTerm(t *testing.T) {
 	d := dead[0]
 	var f *topology.Failure
 	if d.Position != (Position{"S", 3}) || d.Delivered != 3 || !errors.As(d.Err, &f) || f.Attempts != 3 ||
-		f.Reason != topology.Explicit || !errors.Is(d.Err, errInjected) || string(d.Msg.Data()) != "message 3" {
+		f.Reason != ackcore.ReasonExplicit || !errors.Is(d.Err, errInjected) || string(d.Msg.Data()) != "message 3" {
 		t.Errorf("dead letter %+v (%v)", d, d.Err)
 	}
 	if termedBefore[0] != 0 {

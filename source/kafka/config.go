@@ -52,6 +52,10 @@ const (
 	// broker. Lower than franz-go's 5 s because a partition resumed after
 	// a pause joins only the next fetch to its broker.
 	DefaultFetchMaxWait = 250 * time.Millisecond
+	// DefaultFetchMaxPartitionBytes is the most a fetch asks of one
+	// partition when the client's options do not say (franz-go's default
+	// for kgo.FetchMaxPartitionBytes).
+	DefaultFetchMaxPartitionBytes = 1 << 20
 )
 
 // Config configures a Kafka spout. Brokers, Topics and Group are
@@ -130,9 +134,12 @@ type Config struct {
 	Opts []kgo.Opt
 }
 
-// withDefaults fills c's zero fields and validates it, with errors naming
-// the field and the value.
-func (c Config) withDefaults() (Config, error) {
+// maxPollRecordsLimit is the most Config.MaxPollRecords may be.
+const maxPollRecordsLimit = 1 << 20
+
+// validate returns c with every zero field filled from its Default
+// constant, or an error naming the field and the value.
+func (c Config) validate() (Config, error) {
 	if len(c.Brokers) == 0 {
 		return c, errors.New("kafka: Config.Brokers is empty")
 	}
@@ -164,8 +171,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.MaxPollRecords == 0 {
 		c.MaxPollRecords = DefaultMaxPollRecords
 	}
-	if c.MaxPollRecords < 1 || c.MaxPollRecords > 1<<20 {
-		return c, fmt.Errorf("kafka: Config.MaxPollRecords %d out of range [1, %d]", c.MaxPollRecords, 1<<20)
+	if c.MaxPollRecords < 1 || c.MaxPollRecords > maxPollRecordsLimit {
+		return c, fmt.Errorf("kafka: Config.MaxPollRecords %d out of range [1, %d]", c.MaxPollRecords, maxPollRecordsLimit)
 	}
 	if c.CommitInterval == 0 {
 		c.CommitInterval = DefaultCommitInterval

@@ -15,7 +15,7 @@ const (
 	HeaderTopic     = "xorack-topic"     // the record's topic
 	HeaderPartition = "xorack-partition" // its partition, decimal
 	HeaderOffset    = "xorack-offset"    // its offset, decimal
-	HeaderReason    = "xorack-reason"    // the last attempt's failure reason (topology.Reason)
+	HeaderReason    = "xorack-reason"    // the last attempt's failure reason (ackcore.Reason)
 	HeaderAttempts  = "xorack-attempts"  // the attempts made, decimal
 	HeaderError     = "xorack-error"     // the last error, when there was one
 )

@@ -89,23 +89,9 @@ type SinkStats struct {
 // NewSink returns a sink for cfg, or an error naming a bad field. Its
 // client connects on the first produce; Close closes it.
 func NewSink(cfg SinkConfig) (*Sink, error) {
-	switch {
-	case len(cfg.Brokers) == 0:
-		return nil, errors.New("kafka: SinkConfig.Brokers is empty")
-	case cfg.Topic == "":
-		return nil, errors.New("kafka: SinkConfig.Topic is empty")
-	case cfg.Value == nil:
-		return nil, errors.New("kafka: SinkConfig.Value is nil")
-	case cfg.MaxInFlightBytes < 0:
-		return nil, fmt.Errorf("kafka: SinkConfig.MaxInFlightBytes %d is negative", cfg.MaxInFlightBytes)
-	case cfg.ProduceTimeout < 0:
-		return nil, fmt.Errorf("kafka: SinkConfig.ProduceTimeout %v is negative", cfg.ProduceTimeout)
-	}
-	if cfg.MaxInFlightBytes == 0 {
-		cfg.MaxInFlightBytes = DefaultSinkMaxInFlightBytes
-	}
-	if cfg.ProduceTimeout == 0 {
-		cfg.ProduceTimeout = DefaultProduceTimeout
+	cfg, err := cfg.validate()
+	if err != nil {
+		return nil, err
 	}
 	opts := append(append([]kgo.Opt(nil), cfg.Opts...),
 		kgo.SeedBrokers(cfg.Brokers...),
@@ -117,6 +103,35 @@ func NewSink(cfg SinkConfig) (*Sink, error) {
 		return nil, fmt.Errorf("kafka: sink client for topic %q: %w", cfg.Topic, err)
 	}
 	return &Sink{cfg: cfg, cl: cl, timeout: cfg.ProduceTimeout}, nil
+}
+
+// validate returns c with every zero field filled from its Default
+// constant, or an error naming the field and the value.
+func (c SinkConfig) validate() (SinkConfig, error) {
+	switch {
+	case len(c.Brokers) == 0:
+		return c, errors.New("kafka: SinkConfig.Brokers is empty")
+	case c.Topic == "":
+		return c, errors.New("kafka: SinkConfig.Topic is empty")
+	case c.Value == nil:
+		return c, errors.New("kafka: SinkConfig.Value is nil")
+	case c.MaxInFlightBytes < 0:
+		return c, fmt.Errorf("kafka: SinkConfig.MaxInFlightBytes %d is negative", c.MaxInFlightBytes)
+	case c.ProduceTimeout < 0:
+		return c, fmt.Errorf("kafka: SinkConfig.ProduceTimeout %v is negative", c.ProduceTimeout)
+	}
+	for _, b := range c.Brokers {
+		if b == "" {
+			return c, fmt.Errorf("kafka: empty broker address in SinkConfig.Brokers %q", c.Brokers)
+		}
+	}
+	if c.MaxInFlightBytes == 0 {
+		c.MaxInFlightBytes = DefaultSinkMaxInFlightBytes
+	}
+	if c.ProduceTimeout == 0 {
+		c.ProduceTimeout = DefaultProduceTimeout
+	}
+	return c, nil
 }
 
 // Bolt returns a bolt task of the sink: pass it to Builder.Bolt.

@@ -291,3 +291,33 @@ func TestSinkBoundsInFlightBytes(t *testing.T) {
 	}
 	t.Logf("%d records of %d bytes through %d executors: peak %d bytes in flight, bound %d", n, recBytes, executors, peak, bound)
 }
+
+func TestSinkConfigErrorsNameTheValue(t *testing.T) {
+	val := func(*topology.Tuple) ([]byte, error) { return nil, nil }
+	ok := SinkConfig{Brokers: []string{"127.0.0.1:9092"}, Topic: "t", Value: val}
+	for _, tc := range []struct {
+		change func(*SinkConfig)
+		want   string
+	}{
+		{func(c *SinkConfig) { c.Brokers = nil }, "kafka: SinkConfig.Brokers is empty"},
+		{func(c *SinkConfig) { c.Brokers = []string{"a:1", ""} }, `kafka: empty broker address in SinkConfig.Brokers ["a:1" ""]`},
+		{func(c *SinkConfig) { c.Topic = "" }, "kafka: SinkConfig.Topic is empty"},
+		{func(c *SinkConfig) { c.Value = nil }, "kafka: SinkConfig.Value is nil"},
+		{func(c *SinkConfig) { c.MaxInFlightBytes = -1 }, "kafka: SinkConfig.MaxInFlightBytes -1 is negative"},
+		{func(c *SinkConfig) { c.ProduceTimeout = -time.Second }, "kafka: SinkConfig.ProduceTimeout -1s is negative"},
+	} {
+		c := ok
+		tc.change(&c)
+		if _, err := NewSink(c); err == nil || err.Error() != tc.want {
+			t.Errorf("got %v, want %q", err, tc.want)
+		}
+	}
+	s, err := NewSink(ok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.cfg.MaxInFlightBytes != DefaultSinkMaxInFlightBytes || s.timeout != DefaultProduceTimeout {
+		t.Errorf("defaults: %+v", s.cfg)
+	}
+}

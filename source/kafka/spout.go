@@ -15,6 +15,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/source/offsets"
 	"github.com/xorack/xorack/topology"
 )
@@ -191,7 +192,7 @@ type PartitionStats struct {
 // nothing: Open (called by the topology before the first Next) creates the
 // client and joins the group.
 func New(cfg Config) (*Spout, error) {
-	cfg, err := cfg.withDefaults()
+	cfg, err := cfg.validate()
 	if err != nil {
 		return nil, err
 	}
@@ -247,7 +248,7 @@ func (s *Spout) Open(tc topology.TaskContext) error {
 	s.fetchBytes, _ = cl.OptValue(kgo.FetchMaxBytes).(int32)
 	s.maxPartBytes, _ = cl.OptValue(kgo.FetchMaxPartitionBytes).(int32)
 	if s.maxPartBytes <= 0 {
-		s.maxPartBytes = 1 << 20
+		s.maxPartBytes = DefaultFetchMaxPartitionBytes
 	}
 	s.partBytes = s.maxPartBytes
 	s.resizeFetch(max(minPartBytes, s.maxPartBytes/firstInflation))
@@ -412,7 +413,7 @@ func (s *Spout) Fail(msgID any, f *topology.Failure) {
 		s.unknown()
 		return
 	}
-	if f == nil || f.Reason == topology.Stopped {
+	if f == nil || f.Reason == ackcore.ReasonStopped {
 		s.mu.Lock()
 		s.stats.Stopped++
 		s.freeEntry(e)

@@ -10,7 +10,7 @@
 // # Layout
 //
 // Every series is labelled with the component; failed roots also with the
-// reason, in snake_case (reason="acker_lost", Reason.Label). One more,
+// reason, ackcore.Reason's String (reason="lost"). One more,
 // xorack_topology_build_info, is 1 with the build's version, revision and
 // Go version as labels. Counters end in _total; pending, the pending bound and the
 // breaker's state are gauges; the complete latency is a histogram in
@@ -36,6 +36,7 @@ import (
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/internal/buildinfo"
 	"github.com/xorack/xorack/topology"
 )
@@ -124,7 +125,7 @@ var metrics = []metric{
 		func(c *topology.ComponentMetrics) float64 { return float64(c.BreakerOpen) }, true, false},
 }
 
-var reasons = []topology.Reason{topology.Explicit, topology.Timeout, topology.AckerLost, topology.Rejected, topology.Stopped, topology.Panic}
+var reasons = []ackcore.Reason{ackcore.ReasonExplicit, ackcore.ReasonTimeout, ackcore.ReasonFull, ackcore.ReasonStopped, ackcore.ReasonLost, ackcore.ReasonPanic}
 
 // ExecuteBuckets are the execute-latency histogram's upper bounds in
 // seconds: 1 µs to 10 s, about three per decade.
@@ -182,7 +183,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		for _, r := range reasons {
 			ch <- prometheus.MustNewConstMetric(c.descs["roots_failed_total"], prometheus.CounterValue,
-				float64(cm.FailedWith(r)), cm.Name, r.Label())
+				float64(cm.FailedWith(r)), cm.Name, r.String())
 		}
 		if h := cm.Latency; h != nil {
 			ch <- histogram(c.descs["complete_latency_seconds"], h, time.Microsecond, LatencyBuckets, cm.Name)

@@ -48,10 +48,10 @@ xorack_topology_roots_completed_total{component="numbers"} 500
 xorack_topology_tuples_acked_total{component="odd"} 500
 # HELP xorack_topology_roots_failed_total Failed attempts, by reason.
 # TYPE xorack_topology_roots_failed_total counter
-xorack_topology_roots_failed_total{component="numbers",reason="acker_lost"} 0
 xorack_topology_roots_failed_total{component="numbers",reason="explicit"} 0
+xorack_topology_roots_failed_total{component="numbers",reason="full"} 0
+xorack_topology_roots_failed_total{component="numbers",reason="lost"} 0
 xorack_topology_roots_failed_total{component="numbers",reason="panic"} 0
-xorack_topology_roots_failed_total{component="numbers",reason="rejected"} 0
 xorack_topology_roots_failed_total{component="numbers",reason="stopped"} 0
 xorack_topology_roots_failed_total{component="numbers",reason="timeout"} 0
 `

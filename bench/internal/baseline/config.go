@@ -19,7 +19,7 @@ type Config struct {
 	// Tick is the timer resolution; 0 means ackcore.DefaultTick. Storm and
 	// Limit have no timer wheel and ignore it.
 	Tick time.Duration
-	// Clock is the time source; nil means a new ackcore.MonotonicClock.
+	// Clock is the time source; nil means ackcore.NewMonotonicClock().
 	// Every baseline reads it once per Apply or Expire call.
 	Clock ackcore.Clock
 }
@@ -30,16 +30,18 @@ func FromShardConfig(c ackcore.Config) Config {
 	return Config{MaxPending: c.MaxPending, Timeout: c.Timeout, Tick: c.Tick, Clock: c.Clock}
 }
 
-// withDefaults checks c with the shard's limits and fills in the defaults.
-func (c Config) withDefaults() (Config, error) {
+// validate is the one check of a Config, with the shard's limits: it
+// fills Timeout, Tick and Clock with ackcore's defaults and returns the
+// filled copy, or an error naming the field and the value.
+func (c Config) validate() (Config, error) {
 	if c.MaxPending <= 0 || c.MaxPending > ackcore.MaxPendingLimit {
-		return c, fmt.Errorf("baseline: MaxPending %d out of range [1, %d]", c.MaxPending, ackcore.MaxPendingLimit)
+		return c, fmt.Errorf("baseline: Config.MaxPending %d out of range [1, %d]", c.MaxPending, ackcore.MaxPendingLimit)
 	}
 	if c.Timeout < 0 || c.Timeout > ackcore.MaxTimeout {
-		return c, fmt.Errorf("baseline: Timeout %v out of range [0, %v]", c.Timeout, ackcore.MaxTimeout)
+		return c, fmt.Errorf("baseline: Config.Timeout %v out of range [0, %v]", c.Timeout, ackcore.MaxTimeout)
 	}
 	if c.Tick < 0 || c.Tick > time.Second || (c.Tick > 0 && c.Tick < time.Microsecond) {
-		return c, fmt.Errorf("baseline: Tick %v out of range [1µs, 1s]", c.Tick)
+		return c, fmt.Errorf("baseline: Config.Tick %v out of range [1µs, 1s]", c.Tick)
 	}
 	if c.Timeout == 0 {
 		c.Timeout = ackcore.DefaultTimeout
@@ -48,7 +50,7 @@ func (c Config) withDefaults() (Config, error) {
 		c.Tick = ackcore.DefaultTick
 	}
 	if c.Timeout%c.Tick != 0 {
-		return c, fmt.Errorf("baseline: Timeout %v is not a whole number of ticks (Tick %v)", c.Timeout, c.Tick)
+		return c, fmt.Errorf("baseline: Config.Timeout %v is not a whole number of ticks (Tick %v)", c.Timeout, c.Tick)
 	}
 	if c.Clock == nil {
 		c.Clock = ackcore.NewMonotonicClock()

@@ -67,7 +67,7 @@ func NewGoMap(cfg Config) (*GoMap, error) {
 }
 
 func (g *GoMap) init(cfg Config) error {
-	cfg, err := cfg.withDefaults()
+	cfg, err := cfg.validate()
 	if err != nil {
 		return err
 	}

@@ -59,7 +59,7 @@ var _ ackcore.Interface = (*Limit)(nil)
 // NewLimit makes a Limit with room for cfg.MaxPending roots; Timeout, Tick
 // and Clock are checked like the others' and otherwise unused.
 func NewLimit(cfg Config) (*Limit, error) {
-	cfg, err := cfg.withDefaults()
+	cfg, err := cfg.validate()
 	if err != nil {
 		return nil, err
 	}

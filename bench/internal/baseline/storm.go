@@ -83,7 +83,7 @@ const maxStormBuckets = 64
 // NewStorm makes a Storm acker. cfg.Tick is ignored: Storm has no timer
 // wheel, and its latencies have the clock's resolution.
 func NewStorm(cfg Config, opt StormOptions) (*Storm, error) {
-	cfg, err := cfg.withDefaults()
+	cfg, err := cfg.validate()
 	if err != nil {
 		return nil, err
 	}

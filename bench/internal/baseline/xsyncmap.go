@@ -64,7 +64,7 @@ var _ ackcore.Interface = (*XsyncMap)(nil)
 // NewXsyncMap makes an XsyncMap, presizing the map (grow-only) and the
 // timers for cfg.MaxPending.
 func NewXsyncMap(cfg Config) (*XsyncMap, error) {
-	cfg, err := cfg.withDefaults()
+	cfg, err := cfg.validate()
 	if err != nil {
 		return nil, err
 	}

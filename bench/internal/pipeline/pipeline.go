@@ -71,7 +71,10 @@ func New(impl string, cfg Config) (Pipe, error) {
 	return nil, fmt.Errorf("pipeline: unknown impl %q (want one of %v)", impl, Impls)
 }
 
-func (c *Config) fill() error {
+// validate is the one check of a Config: it fills Receivers (Tasks) and
+// Batch (acker.DefaultBatch) and returns the filled copy, or an error
+// naming the field and the value. The port shape is acker.Spec's to check.
+func (c Config) validate() (Config, error) {
 	if c.Receivers == 0 {
 		c.Receivers = c.Tasks
 	}
@@ -80,11 +83,11 @@ func (c *Config) fill() error {
 	}
 	switch {
 	case c.Shards < 1:
-		return fmt.Errorf("pipeline: Shards %d below 1", c.Shards)
+		return c, fmt.Errorf("pipeline: Config.Shards %d below 1", c.Shards)
 	case c.Batch < 1:
-		return fmt.Errorf("pipeline: Batch %d below 1", c.Batch)
+		return c, fmt.Errorf("pipeline: Config.Batch %d below 1", c.Batch)
 	}
-	return nil
+	return c, nil
 }
 
 // base is what the baselines share: their task -> inbox table and their
@@ -98,11 +101,13 @@ type base struct {
 	once    sync.Once   // Stop's work
 }
 
-// init fills cfg and sets b up for it.
+// init validates cfg, keeping the filled copy, and sets b up for it.
 func (b *base) init(name string, cfg *Config) error {
-	if err := cfg.fill(); err != nil {
+	c, err := cfg.validate()
+	if err != nil {
 		return err
 	}
+	*cfg = c
 	_, of, err := acker.Spec{Producers: cfg.Producers, Tasks: cfg.Tasks, Receivers: cfg.Receivers, ReceiverOf: cfg.ReceiverOf}.Check()
 	if err != nil {
 		return fmt.Errorf("pipeline: %w", err)
@@ -149,7 +154,8 @@ type xorackPipe struct{ *acker.Acker }
 // NewXorack is acker.Acker: producers -> SPSC rings -> shard executors ->
 // outcome rings -> receivers.
 func NewXorack(cfg Config) (Pipe, error) {
-	if err := cfg.fill(); err != nil {
+	cfg, err := cfg.validate()
+	if err != nil {
 		return nil, err
 	}
 	a, err := acker.New(acker.Config{
