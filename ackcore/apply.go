@@ -161,7 +161,7 @@ loop:
 			e := &es[j]
 			nv := e.val ^ m.Val
 			if nv == 0 {
-				if e.word()&(flagInit|kindMask|flagNear) != flagInit {
+				if !e.word().completesPlain() {
 					s.stats.Acks += acks
 					return i, j, out // ends a drain, or completes a root of another timing: step
 				}
@@ -169,7 +169,7 @@ loop:
 				// and no near timer: what step and store would do,
 				// without loading a cur.
 				start := s.expand(uint32(e.meta)) - s.defTicks
-				out = append(out, Outcome{Root: root, Task: e.word() & taskMask, Kind: Completed, Latency: s.latency(start)})
+				out = append(out, Outcome{Root: root, Task: e.word().spoutTask(), Kind: Completed, Latency: s.latency(start)})
 				s.removeSlot(int(j))
 				s.stats.Completed++
 				acks++
@@ -221,7 +221,7 @@ loop:
 		}
 		j := z*groupSlots + pos
 		(*[groupBytes]byte)(unsafe.Pointer(&ctrl[z]))[pos] = uint8(tag)
-		es[j] = entry{key: root, val: m.Val, meta: uint64(flagInit|m.Task)<<32 | d<<metaDistShift | uint64(uint32(s.defDeadline))}
+		es[j] = entry{key: root, val: m.Val, meta: uint64(initWord(m.Task))<<32 | d<<metaDistShift | uint64(uint32(s.defDeadline))}
 		if p := s.prog; p != nil {
 			p[j] = s.progNow
 		}

@@ -77,9 +77,9 @@ func (s *Shard) verify() error {
 		}
 		seen[k] = i
 		w := e.word()
-		if w&flagInit == 0 {
+		if !w.inited() {
 			if o := s.ownerOf(w); o >= len(s.ownerOrphans) {
-				return fmt.Errorf("ackcore: root %#x without INIT has owner %d of %d (task bits %#x)", k, o, len(s.ownerOrphans), w&taskMask)
+				return fmt.Errorf("ackcore: root %#x without INIT has owner %d of %d (task bits %#x)", k, o, len(s.ownerOrphans), w.orphanBits())
 			} else {
 				owned[o]++
 			}
@@ -97,7 +97,7 @@ func (s *Shard) verify() error {
 				return fmt.Errorf("ackcore: root %#x of kind %d without an ext array", k, kindOf(w))
 			}
 		}
-		if w&flagNear != 0 {
+		if w.near() {
 			near++
 			h := uint32(e.meta)
 			if int(h) >= len(s.nearRoots) || s.nearRoots[h] != k || !s.near.Scheduled(h) {
@@ -229,8 +229,8 @@ func (s *Shard) OldestPending(n int, dst []PendingRoot) []PendingRoot {
 		en := &s.t.e[e.slot]
 		w := en.word()
 		task := NoTask
-		if w&flagInit != 0 {
-			task = w & taskMask
+		if w.inited() {
+			task = w.spoutTask()
 		}
 		d := s.deadlineOf(en)
 		dst = append(dst, PendingRoot{

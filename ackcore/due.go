@@ -77,7 +77,7 @@ func (s *Shard) expand(d uint32) uint64 {
 
 // deadlineOf is e's deadline.
 func (s *Shard) deadlineOf(e *entry) uint64 {
-	if e.word()&flagNear != 0 {
+	if e.word().near() {
 		d, _ := s.near.Deadline(uint32(e.meta))
 		return d
 	}
@@ -149,13 +149,13 @@ func (s *Shard) expireNear(out []Outcome) (_ []Outcome, more bool) {
 		s.releaseNear(h)
 		slot, found := s.t.find(root)
 		e := &s.t.e[slot]
-		if !found || e.word()&flagNear == 0 || uint32(e.meta) != h {
+		if !found || !e.word().near() || uint32(e.meta) != h {
 			if invariants.Enabled {
 				panic(fmt.Sprintf("ackcore: near timer %d fired for root %#x, not in the table with that timer", h, root))
 			}
 			continue
 		}
-		e.meta = uint64(e.word()&^flagNear)<<32 | uint64(uint32(deadline)) // its timer just fired
+		e.meta = uint64(uint32(e.word())&^flagNear)<<32 | uint64(uint32(deadline)) // its timer just fired
 		out = s.expireSlot(slot, deadline, out)
 	}
 }
@@ -182,7 +182,7 @@ func (s *Shard) expireDue(out []Outcome) (_ []Outcome, more bool) {
 				continue // completed, failed or expired since it was listed
 			}
 			e := &s.t.e[slot]
-			if e.word()&flagNear != 0 {
+			if e.word().near() {
 				continue // re-armed near since
 			}
 			dl := s.expand(uint32(e.meta))
@@ -230,7 +230,7 @@ func (s *Shard) advancePass(out []Outcome) (_ []Outcome, more bool) {
 			}
 			s.call.Slots++
 			e := &es[s.scan]
-			if e.key == 0 || e.word()&flagNear != 0 {
+			if e.key == 0 || e.word().near() {
 				s.scan++
 				continue
 			}
@@ -248,7 +248,7 @@ func (s *Shard) advancePass(out []Outcome) (_ []Outcome, more bool) {
 			}
 			// Already due: the pass is behind. Expire it here (the slot
 			// is empty after).
-			if e.word()&flagInit != 0 && len(out) == cap(out) {
+			if e.word().inited() && len(out) == cap(out) {
 				return out, true
 			}
 			out = s.expireSlot(s.scan, d, out)
@@ -267,7 +267,7 @@ func (s *Shard) advancePass(out []Outcome) (_ []Outcome, more bool) {
 // orphan; or, with ProgressTimeout, re-arms it if it progressed since.
 func (s *Shard) expireSlot(slot int, deadline uint64, out []Outcome) []Outcome {
 	e := &s.t.e[slot]
-	if w := e.word(); w&flagInit != 0 && s.prog != nil {
+	if w := e.word(); w.inited() && s.prog != nil {
 		if d, ok := s.progressDeadline(slot, e, deadline); ok {
 			s.rearm(slot, d) // progress came since: not due yet (progress.go)
 			return out
@@ -281,14 +281,14 @@ func (s *Shard) expireSlot(slot int, deadline uint64, out []Outcome) []Outcome {
 // with its latency if it saw INIT, else counted as an orphan.
 func (s *Shard) endEntry(slot int, deadline uint64, reason Reason, out []Outcome) []Outcome {
 	e := &s.t.e[slot]
-	if w := e.word(); w&flagInit != 0 {
+	if w := e.word(); w.inited() {
 		start, _ := s.startTimeout(slot, e, deadline)
 		if reason == ReasonTimeout {
 			s.stats.FailedTimeout++
 		} else {
 			s.stats.FailedStopped++
 		}
-		out = append(out, Outcome{Root: e.key, Task: w & taskMask, Kind: Failed, Reason: reason, Latency: s.latency(start)})
+		out = append(out, Outcome{Root: e.key, Task: w.spoutTask(), Kind: Failed, Reason: reason, Latency: s.latency(start)})
 	} else {
 		s.stats.Orphans++
 		s.orphanGone(w)

@@ -135,7 +135,7 @@ func (s *Shard) nearBytes() int {
 // setDeadline (re)arms e's timeout at tick d, giving it a near timer when
 // d is before limit and taking its near timer away when not.
 func (s *Shard) setDeadline(e *entry, d uint64) {
-	w := e.word()
+	w := uint32(e.word())
 	if w&flagNear != 0 {
 		h := uint32(e.meta)
 		if d < s.limit {

@@ -165,7 +165,7 @@ func (s *Shard) orphanSlot(root uint64, tag uint32) (slot int, ok bool) {
 		return slot, false
 	}
 	w := s.t.e[slot].word()
-	return slot, w&flagInit == 0 && w&s.orphanQ.mask == tag
+	return slot, !w.inited() && w.orphanBits()&s.orphanQ.mask == tag
 }
 
 // retag is orphanFIFO.keep's test: root's orphan entry tagged tag, if it
@@ -256,8 +256,8 @@ func (s *Shard) evictOrphan() bool {
 }
 
 // evict removes root's orphan entry, in slot with word w, at the bound.
-func (s *Shard) evict(root uint64, slot int, w uint32) {
-	if w&flagFailed != 0 {
+func (s *Shard) evict(root uint64, slot int, w metaWord) {
+	if w.failedEarly() {
 		s.holdFail(root)
 	}
 	s.dropEntry(slot)
@@ -282,7 +282,7 @@ func (s *Shard) victimOwner() int {
 // orphanGone is called for every orphan entry that leaves the table other
 // than by eviction (expiry, StopAll, its INIT) or becomes live (its INIT),
 // with the entry's word (which names its owner).
-func (s *Shard) orphanGone(w uint32) {
+func (s *Shard) orphanGone(w metaWord) {
 	s.ownerOrphans[s.ownerOf(w)]--
 	if s.orphans--; s.orphans == 0 && s.orphanQ.n > 0 {
 		s.orphanQ.empty() // every root left is stale

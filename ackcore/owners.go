@@ -62,7 +62,7 @@ func (s *Shard) initOwners(cfg Config) {
 }
 
 // ownerOf is the owner kept in an orphan entry's word.
-func (s *Shard) ownerOf(w uint32) int { return int((w & taskMask) >> s.ownerShift) }
+func (s *Shard) ownerOf(w metaWord) int { return int(w.orphanBits() >> s.ownerShift) }
 
 // SetOwner says that the messages applied next come from owner (in
 // [0, Config.Owners)): their orphans are counted against it. The shard's

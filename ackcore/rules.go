@@ -23,7 +23,7 @@ type cur struct {
 	// for ProgressTimeout, is now).
 	progressed bool
 	val        uint64
-	word       uint32 // flagInit | task, or flagFailed; the other bits are the table's
+	word       metaWord // flagInit | task, or an orphan's bits; the other bits are the table's
 
 	deadline uint64 // tick
 	start    uint64 // tick: the INIT's, or the entry's creation without INIT
@@ -35,7 +35,7 @@ func (s *Shard) loadAt(c *cur, root uint64, slot int, found bool) {
 	*c = cur{root: root, slot: slot, inTable: found, live: found}
 	if found {
 		e := &s.t.e[slot]
-		c.val, c.word = e.val, e.word()&(flagInit|taskMask)
+		c.val, c.word = e.val, e.word().meaning()
 	}
 }
 
@@ -126,7 +126,7 @@ func (s *Shard) step(c *cur, m *Msg, out []Outcome) []Outcome {
 			if to == 0 {
 				to = s.defNs
 			}
-			c.val, c.word = m.Val, flagInit|m.Task
+			c.val, c.word = m.Val, initWord(m.Task)
 			s.begin(c, s.nowStart(), to)
 			return out
 		}
@@ -135,9 +135,9 @@ func (s *Shard) step(c *cur, m *Msg, out []Outcome) []Outcome {
 		if to == 0 {
 			to = c.timeout // the default, or a timeout a RESET set before the INIT
 		}
-		failed := c.word&flagInit == 0 && (c.word&flagFailed != 0 || s.fails.active() && s.fails.has(mix(m.Root, &s.t.keys)))
+		failed := !c.word.inited() && (c.word.failedEarly() || s.fails.active() && s.fails.has(mix(m.Root, &s.t.keys)))
 		c.val ^= m.Val
-		c.word = flagInit | m.Task
+		c.word = initWord(m.Task)
 		c.progressed = true
 		s.begin(c, s.nowStart(), to)
 		switch {
@@ -164,15 +164,15 @@ func (s *Shard) step(c *cur, m *Msg, out []Outcome) []Outcome {
 		}
 		c.val ^= m.Val
 		c.progressed = true
-		if c.val == 0 && c.word&(flagInit|flagTomb) == flagTomb { // a drain's last ACK
+		if c.val == 0 && c.word.isDrain() { // a drain's last ACK
 			s.kill(c)
 			s.stats.OrphansDrained++
 			return out
 		}
-		if c.val == 0 && c.word&flagInit != 0 {
+		if c.val == 0 && c.word.inited() {
 			s.loadTiming(c)
 			lat := s.latency(c.start)
-			task := c.word & taskMask
+			task := c.word.spoutTask()
 			s.kill(c)
 			s.stats.Completed++
 			return append(out, Outcome{Root: m.Root, Task: task, Kind: Completed, Latency: lat})
@@ -194,24 +194,24 @@ func (s *Shard) step(c *cur, m *Msg, out []Outcome) []Outcome {
 			if !c.inTable && s.t.count >= s.maxPending {
 				s.stats.FailsReserved++
 			}
-			c.val, c.word = 0, flagFailed // remembered until the INIT (rule 3) or expiry (rule 6)
+			c.val, c.word = 0, metaWord(flagFailed) // remembered until the INIT (rule 3) or expiry (rule 6)
 			s.begin(c, s.nowStart(), s.defNs)
 			return out
 		}
-		if c.word&(flagInit|flagTomb) == flagTomb { // another FAIL of a failed tree: its val drains too
+		if c.word.isDrain() { // another FAIL of a failed tree: its val drains too
 			if c.val ^= m.Val; c.val == 0 {
 				s.kill(c)
 				s.stats.OrphansDrained++
 			}
 			return out
 		}
-		if c.word&flagInit == 0 {
-			c.word |= flagFailed
+		if !c.word.inited() {
+			c.word |= metaWord(flagFailed)
 			return out
 		}
 		s.loadTiming(c)
 		lat := s.latency(c.start)
-		task := c.word & taskMask
+		task := c.word.spoutTask()
 		s.stats.FailedExplicit++
 		// A FAIL that carries the failed tuple's ack val leaves what the
 		// tree still owes as a drain: an orphan that the tree's last ACK
@@ -224,7 +224,7 @@ func (s *Shard) step(c *cur, m *Msg, out []Outcome) []Outcome {
 		if c.val ^= m.Val; m.Val == 0 || c.val == 0 || s.ownerFull() {
 			s.kill(c)
 		} else {
-			c.word = flagTomb
+			c.word = metaWord(flagTomb)
 			c.made = true
 			s.begin(c, s.nowStart(), s.defNs)
 		}
@@ -257,16 +257,16 @@ func (s *Shard) step(c *cur, m *Msg, out []Outcome) []Outcome {
 // keeps the orphan count and FIFO (orphans.go) right: an entry without
 // INIT made by this message is a new orphan, queued with a new tag.
 func (s *Shard) store(c *cur) {
-	wasOrphan := c.inTable && s.t.e[c.slot].word()&flagInit == 0
-	isOrphan := c.live && c.word&flagInit == 0
+	wasOrphan := c.inTable && !s.t.e[c.slot].word().inited()
+	isOrphan := c.live && !c.word.inited()
 	if wasOrphan && (!isOrphan || c.made) {
 		s.orphanGone(s.t.e[c.slot].word()) // its INIT came, or it ended (and another began)
 	}
 	if isOrphan && (!wasOrphan || c.made) {
 		s.orphans++
 		s.ownerOrphans[s.owner]++
-		c.word = c.word&(flagFailed|flagTomb) | uint32(s.owner)<<s.ownerShift
-		c.word |= s.queueOrphan(c.root)
+		c.word = c.word.orphanFlags() | metaWord(uint32(s.owner)<<s.ownerShift)
+		c.word |= metaWord(s.queueOrphan(c.root))
 	}
 	switch {
 	case c.inTable && c.live:
@@ -275,8 +275,7 @@ func (s *Shard) store(c *cur) {
 			s.prog[c.slot] = uint32(s.nowStart())
 		}
 		e.val = c.val
-		keep := ^(flagInit | taskMask)
-		e.meta = uint64(c.word|e.word()&keep)<<32 | e.meta&0xffffffff
+		e.meta = uint64(c.word|e.word().tableBits())<<32 | e.meta&0xffffffff
 		if c.resched {
 			s.setTiming(c.slot, e, c.deadline, c.start, c.timeout)
 			s.setDeadline(e, c.deadline)

@@ -82,11 +82,64 @@ const entryBytes = 24
 // groupBytes is the size of a group's control word.
 const groupBytes = 16
 
-func (e *entry) word() uint32 { return uint32(e.meta >> 32) }
+func (e *entry) word() metaWord { return metaWord(e.meta >> 32) }
 
 // storedDist is the distance field of e's word: its distance in groups, or
 // distSat for distSat and beyond.
-func (e *entry) storedDist() uint64 { return uint64(e.word()&distMask) >> distShift }
+func (e *entry) storedDist() uint64 { return uint64(uint32(e.word())&distMask) >> distShift }
+
+// metaWord is an entry's word, the high 32 bits of meta, laid out above
+// (and a cur's copy of it, rules.go). Its task bits mean one thing with
+// flagInit and another without: read them through the accessor for the
+// meaning wanted, not through masks. (ackRun, in assembly, uses the
+// constants themselves, from go_asm.h.)
+type metaWord uint32
+
+// initWord is the word of an entry whose INIT was seen, from spout task.
+func initWord(task uint32) metaWord { return metaWord(flagInit | task) }
+
+// meaning is w's flagInit and task bits: what a cur holds of it.
+func (w metaWord) meaning() metaWord { return w & metaWord(flagInit|taskMask) }
+
+// tableBits is the rest of w: flagNear, the timing kind and X's high
+// bits, the distance; the table's, which a cur leaves alone.
+func (w metaWord) tableBits() metaWord { return w &^ metaWord(flagInit|taskMask) }
+
+// orphanFlags is an orphan's flagTomb and flagFailed, without its owner
+// and tag.
+func (w metaWord) orphanFlags() metaWord { return w & metaWord(flagTomb|flagFailed) }
+
+// inited says an INIT was seen: the task bits are its spout task.
+func (w metaWord) inited() bool { return uint32(w)&flagInit != 0 }
+
+// spoutTask is the spout task of an entry whose INIT was seen.
+func (w metaWord) spoutTask() uint32 { return uint32(w) & taskMask }
+
+// orphanBits are the task bits of an orphan (no INIT seen): its owner and
+// tag, flagTomb and flagFailed.
+func (w metaWord) orphanBits() uint32 { return uint32(w) & taskMask }
+
+// isDrain says the entry is a drain: an orphan that a failed tree still
+// owes (rules.go).
+func (w metaWord) isDrain() bool { return uint32(w)&(flagInit|flagTomb) == flagTomb }
+
+// failedEarly says a FAIL arrived before the INIT (an orphan's sticky
+// flagFailed).
+func (w metaWord) failedEarly() bool { return uint32(w)&(flagInit|flagFailed) == flagFailed }
+
+// near says the timer is in the near wheel: the low 32 bits of meta are
+// its handle.
+func (w metaWord) near() bool { return uint32(w)&flagNear != 0 }
+
+// kind is the timing kind (timing.go).
+func (w metaWord) kind() uint32 { return (uint32(w) & kindMask) >> kindShift }
+
+// completesPlain says the entry's INIT was seen, its timing is the
+// default and it has no near timer: what the fast paths complete
+// themselves.
+func (w metaWord) completesPlain() bool {
+	return uint32(w)&(flagInit|kindMask|flagNear) == flagInit
+}
 
 // group is a group's control word: bytes 0..14 are the tags of its
 // fifteen slots (0: empty), byte 15 its overflow count. One more word
@@ -329,7 +382,7 @@ func (t *table) countOverflow(h, g uint64, delta uint64) {
 // near timer, its ext or side-map timing.
 func (s *Shard) dropEntry(slot int) {
 	e := &s.t.e[slot]
-	if e.word()&flagNear != 0 {
+	if e.word().near() {
 		s.freeNear(uint32(e.meta))
 	}
 	s.dropTiming(e)

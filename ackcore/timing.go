@@ -41,11 +41,11 @@ type timing struct {
 	side     sideTable // kind 3 entries, by root
 }
 
-func kindOf(w uint32) uint32 { return (w & kindMask) >> kindShift }
+func kindOf(w metaWord) uint32 { return w.kind() }
 
 // xOf is the X of the entry in slot, whose word is w.
-func (s *Shard) xOf(slot int, w uint32) uint64 {
-	return uint64(s.ext[slot]) | uint64((w&xhiMask)>>xhiShift)<<16
+func (s *Shard) xOf(slot int, w metaWord) uint64 {
+	return uint64(s.ext[slot]) | uint64((uint32(w)&xhiMask)>>xhiShift)<<16
 }
 
 // startTimeout decodes the start tick and the timeout of the entry e in
@@ -100,7 +100,7 @@ func (s *Shard) setTiming(slot int, e *entry, d, start uint64, timeout int64) {
 		}
 		s.ext[slot] = uint16(x)
 	}
-	w = w&^(kindMask|xhiMask) | kind<<kindShift | uint32(x>>16)<<xhiShift
+	w = w&^metaWord(kindMask|xhiMask) | metaWord(kind<<kindShift|uint32(x>>16)<<xhiShift)
 	e.meta = uint64(w)<<32 | e.meta&0xffffffff
 }
 

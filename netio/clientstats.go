@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/internal/layout"
 )
 
@@ -66,35 +67,31 @@ func (h *host) setLastErr(s string) {
 	h.mu.Unlock()
 }
 
-// PendingRoot is a root the client sent and has no outcome for
-// (Client.OldestPending).
-type PendingRoot struct {
-	Root uint64
-	Task uint32        // the local (Spec) task of its INIT
-	Age  time.Duration // since its INIT was written, to the millisecond
-	Host string        // the host it was sent to
-}
-
 // OldestPending returns up to n roots in flight, oldest first, from the
-// hosts' pending tables: what this client sent and is still waiting for.
-// It scans every table under its lock (a diagnostic, not a hot path).
-// The servers' own view (their acker's deadlines, roots of other
-// clients) is their admin endpoint's /pending: the wire protocol has no
-// frame to ask for it, and one is not worth a protocol version.
-func (c *Client) OldestPending(n int) []PendingRoot {
+// hosts' pending tables: what this client sent and is still waiting for,
+// each with its local (Spec) task and its age since its INIT was written
+// (to the millisecond). Deadline is 0 in every entry: the timeout is kept
+// by the server's acker, not by the client. It scans every table under
+// its lock (a diagnostic, not a hot path). It has the in-process acker's
+// signature, so an engine's status page shows a remote acker's oldest
+// roots as it shows a local one's. The servers' own view (their acker's
+// deadlines, roots of other clients) is their admin endpoint's /pending:
+// the wire protocol has no frame to ask for it, and one is not worth a
+// protocol version.
+func (c *Client) OldestPending(n int) []ackcore.PendingRoot {
 	if n <= 0 {
 		return nil
 	}
 	now := time.Since(c.epoch)
-	var all []PendingRoot
+	var all []ackcore.PendingRoot
 	for _, h := range c.hosts {
 		h.pendMu.Lock()
 		h.pend.each(func(root, v uint64) {
-			all = append(all, PendingRoot{Root: root, Task: uint32(v & pendTaskMask),
-				Age: now - time.Duration(v>>pendMsShift)*time.Millisecond, Host: h.addr})
+			all = append(all, ackcore.PendingRoot{Root: root, Task: uint32(v & pendTaskMask),
+				Age: now - time.Duration(v>>pendMsShift)*time.Millisecond})
 		})
 		h.pendMu.Unlock()
 	}
-	slices.SortStableFunc(all, func(x, y PendingRoot) int { return cmp.Compare(y.Age, x.Age) })
+	slices.SortStableFunc(all, func(x, y ackcore.PendingRoot) int { return cmp.Compare(y.Age, x.Age) })
 	return all[:min(n, len(all))]
 }

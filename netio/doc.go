@@ -189,15 +189,23 @@
 //
 // The package's files, one idea each:
 //
-//   - wire.go: the wire format in one place: frame types, sizes and
-//     offsets, the record codecs, the handshake bodies. It is over 600
-//     lines because every byte of the protocol is kept together, so a
-//     reader checks the encoders against the decoders in one file.
+//   - wire.go: the wire format's layout in one place: frame types, the
+//     header, every record's and body's sizes and offsets, close codes,
+//     limits; parseFrame and the header encoders.
+//   - wirerecords.go: the records codec: msgs and outcomes frames, each
+//     encoder beside its decoder.
+//   - wirecontrol.go: the control frames' codecs: heartbeat, close and
+//     the handshake's bodies (challenge, hello, welcome).
 //   - framereader.go: frameReader, frames read in place from a stream.
 //   - handshake.go: the server's handshake (challenge, hello, slot,
 //     tasks claimed) and the hello's HMAC.
-//   - server.go: ServerConfig, Server, accept, admission, the router.
-//   - conn.go: a server connection's life: reader, writer, slot.
+//   - serverconfig.go: ServerConfig, its defaults and checks.
+//   - server.go: Server, accept, admission, shutdown, the router.
+//   - conn.go: a server connection's life: its state, serve, its slot.
+//   - connread.go: a connection's reader: frames to the acker,
+//     backpressure, the share applied to INITs.
+//   - connwrite.go: a connection's writer: outcomes queued (bounded),
+//     the close frame, the writer goroutine.
 //   - share.go, closing.go, peer_*.go: the fair shares, a connection's
 //     close (code, reason, linger), the peer credential check.
 //   - client.go: ClientConfig, Client, Dial, Stats, Stop, the errors.

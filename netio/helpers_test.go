@@ -132,6 +132,27 @@ func waitFor(t testing.TB, d time.Duration, what string, cond func() bool) {
 	}
 }
 
+// waitProgress polls progress until it reaches target, failing only when
+// it has not advanced for d: a deadline that stretches with a busy
+// machine's pace and still catches a stall.
+func waitProgress(t testing.TB, d time.Duration, what string, target uint64, progress func() uint64) {
+	t.Helper()
+	last := progress()
+	deadline := time.Now().Add(d)
+	for last < target {
+		if now := progress(); now > last {
+			last, deadline = now, time.Now().Add(d)
+			continue
+		}
+		if time.Now().After(deadline) {
+			var b strings.Builder
+			_ = pprof.Lookup("goroutine").WriteTo(&b, 1)
+			t.Fatalf("timed out waiting for %s: %d of %d, none for %v; goroutines:\n%s", what, last, target, d, b.String())
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
 func shutdown(t testing.TB, s *testServer) {

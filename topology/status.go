@@ -133,7 +133,8 @@ func failedByReason(c *ComponentMetrics) string {
 }
 
 // oldestBySpout returns, per spout component, the age of its oldest root
-// pending at the acker, when the acker can say (the in-process one can).
+// pending at the acker, when the acker can say (the in-process one and a
+// netio client can).
 func (t *Topology) oldestBySpout() map[string]time.Duration {
 	t.mu.Lock()
 	port := t.port
