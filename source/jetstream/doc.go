@@ -66,7 +66,7 @@
 // (Stats.LetGo) and the server redelivers it after AckWait, so a hung
 // pipeline does not hold messages forever.
 //
-// spout.go (about 660 lines) keeps the pull loop, the in-progress
+// spout.go (about 680 lines) keeps the pull loop, the in-progress
 // heartbeats and the ack/nak/term decisions together: they share the
 // table of messages in flight.
 //
