@@ -351,6 +351,20 @@ func TestFaultJoinOneParentFails(t *testing.T) {
 	t.Logf("joined children processed twice: %d; late acks at join %d, sink %d", dups, m.Component("join").LateAcks, m.Component("sink").LateAcks)
 }
 
+// addOutage adds a database that is down at first: bolt "db", fed by
+// spout "ids", fails every tuple while down is set, counting them in
+// failed.
+func addOutage(b *Builder, l *ledger) (down *atomic.Bool, failed *atomic.Int64) {
+	down, failed = new(atomic.Bool), new(atomic.Int64)
+	down.Store(true)
+	b.Bolt("db", func() Bolt { return &outageBolt{l: l, down: down, failed: failed} }).Input("ids", Shuffle())
+	return down, failed
+}
+
+// outageRetry replays a failed root at once and all but without end: an
+// outage's failures are for the breaker to bound.
+var outageRetry = RetryPolicy{MaxAttempts: 1000, Backoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond}
+
 // outageBolt fails everything while down is set.
 type outageBolt struct {
 	l      *ledger
@@ -371,15 +385,12 @@ func (o *outageBolt) Execute(t *Tuple, c *BoltCollector) {
 func TestFaultOutageBreaker(t *testing.T) {
 	l := newLedger()
 	const n = 3000
-	var down atomic.Bool
-	var failedDuringOutage atomic.Int64
-	down.Store(true)
 	b := NewBuilder()
 	b.Spout("ids", newIDSpout(l, n)).Output("id")
-	b.Bolt("db", func() Bolt { return &outageBolt{l: l, down: &down, failed: &failedDuringOutage} }).Input("ids", Shuffle())
+	down, failedDuringOutage := addOutage(b, l)
 	cfg := testConfig()
 	cfg.MaxSpoutPending = 64
-	cfg.Retry = RetryPolicy{MaxAttempts: 1000, Backoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond}
+	cfg.Retry = outageRetry
 	cfg.Breaker = Breaker{FailureRate: 0.5, Window: time.Second, MinOutcomes: 20, OpenFor: 10 * time.Millisecond, MaxOpenFor: 40 * time.Millisecond}
 	cfg.DeadLetter = l.deadLetter
 	top := start(t, b, cfg)

@@ -57,6 +57,16 @@ func (l *ledger) process(id, attempt int) {
 	l.mu.Unlock()
 }
 
+// idsToSink builds the smallest acking topology: n ids from a spout that
+// records their outcomes in a new ledger, into a sink bolt that acks each.
+func idsToSink(n int) (*ledger, *Builder) {
+	l := newLedger()
+	b := NewBuilder()
+	b.Spout("ids", newIDSpout(l, n)).Output("id")
+	b.Bolt("sink", func() Bolt { return nopBolt{} }).Input("ids", Shuffle())
+	return l, b
+}
+
 // summary counts final outcomes.
 type summary struct {
 	completed, deadLettered, stopped, failedOther, duplicates, missing int

@@ -82,11 +82,8 @@ func TestPinOnePlanner(t *testing.T) {
 // TestPinAckerOnly: Acker.Pin without Config.Pin pins the shards alone,
 // from the planner's first CPUs; the executors stay unplanned.
 func TestPinAckerOnly(t *testing.T) {
-	l := newLedger()
 	const n = 100
-	b := NewBuilder()
-	b.Spout("ids", newIDSpout(l, n)).Output("id")
-	b.Bolt("sink", func() Bolt { return nopBolt{} }).Input("ids", Shuffle())
+	l, b := idsToSink(n)
 	cfg := testConfig()
 	cfg.Acker = acker.Config{Shards: 2, Pin: true}
 	top, err := b.Build(cfg)

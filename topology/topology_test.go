@@ -73,11 +73,8 @@ func TestEndToEnd(t *testing.T) {
 }
 
 func TestPinned(t *testing.T) {
-	l := newLedger()
 	const n = 1000
-	b := NewBuilder()
-	b.Spout("ids", newIDSpout(l, n)).Output("id")
-	b.Bolt("sink", func() Bolt { return nopBolt{} }).Input("ids", Shuffle())
+	l, b := idsToSink(n)
 	cfg := testConfig()
 	cfg.Pin = true
 	top := start(t, b, cfg)
