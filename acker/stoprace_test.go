@@ -71,9 +71,7 @@ func stopRaceRound(t *testing.T, producers, batch int, delay time.Duration, tryS
 	reported := make([]int64, producers)
 	var wg sync.WaitGroup
 	for i := range producers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			p := a.Sender(i)
 			note := func(err error) bool {
 				var na *acker.NotAppliedError
@@ -107,7 +105,7 @@ func stopRaceRound(t *testing.T, producers, batch int, delay time.Duration, tryS
 				}
 			}
 			note(p.Flush())
-		}()
+		})
 	}
 	time.Sleep(delay) // not synchronisation: where Stop lands is what varies
 	st, stopErr := a.StopContext(context.Background())
