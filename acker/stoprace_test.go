@@ -32,16 +32,10 @@ import (
 // calls reported.
 func stopRaceRound(t *testing.T, producers, batch int, delay time.Duration, trySend, waitUntil bool) (byStop, byCalls int64) {
 	t.Helper()
-	a, err := acker.New(acker.Config{
+	a := started(t, acker.Config{
 		Shards: 2, Spec: acker.Spec{Producers: producers, Tasks: 1}, Batch: batch, RingSize: 64,
 		Shard: ackcore.Config{MaxPending: 1 << 16},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(); err != nil {
-		t.Fatal(err)
-	}
 	outcomes := make([]int64, producers) // by producer: root>>32 - 1; written by the receiver
 	recvDone := make(chan struct{})
 	go func() {
