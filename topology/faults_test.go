@@ -44,10 +44,9 @@ func (f *flakyBolt) Execute(t *Tuple, c *BoltCollector) {
 }
 
 func TestFaultFailingBolt(t *testing.T) {
-	l := newLedger()
 	const n = 4000
-	b := NewBuilder()
-	b.Spout("ids", newIDSpout(l, n)).Tasks(2).Output("id")
+	l, b, ids := idSource(n)
+	ids.Tasks(2)
 	b.Bolt("fan", fanout(3)).Input("ids", Shuffle()).Output("id", "k")
 	b.Bolt("flaky", func() Bolt { return &flakyBolt{l: l, rate: 0.05} }).Tasks(2).Input("fan", Fields("id"))
 	cfg := testConfig()
@@ -67,10 +66,8 @@ func TestFaultFailingBolt(t *testing.T) {
 }
 
 func TestFaultDropsInTransit(t *testing.T) {
-	l := newLedger()
 	const n = 2000
-	b := NewBuilder()
-	b.Spout("ids", newIDSpout(l, n)).Output("id")
+	l, b, _ := idSource(n)
 	b.Bolt("fan", fanout(4)).Tasks(2).Input("ids", Shuffle()).Output("id", "k")
 	b.Bolt("sink", recordingSink(l)).Input("fan", Fields("id"))
 	cfg := testConfig()
@@ -227,11 +224,9 @@ func (p *poisonBolt) Execute(t *Tuple, c *BoltCollector) {
 }
 
 func TestFaultPoisonMessage(t *testing.T) {
-	l := newLedger()
 	const n, poison = 1000, 137
 	var seen sync.Map
-	b := NewBuilder()
-	b.Spout("ids", newIDSpout(l, n)).Output("id")
+	l, b, _ := idSource(n)
 	b.Bolt("check", func() Bolt { return &poisonBolt{l: l, poison: poison, attempts: &seen} }).Tasks(2).Input("ids", Fields("id"))
 	cfg := testConfig()
 	cfg.Retry.MaxAttempts = 4
@@ -383,10 +378,8 @@ func (o *outageBolt) Execute(t *Tuple, c *BoltCollector) {
 }
 
 func TestFaultOutageBreaker(t *testing.T) {
-	l := newLedger()
 	const n = 3000
-	b := NewBuilder()
-	b.Spout("ids", newIDSpout(l, n)).Output("id")
+	l, b, _ := idSource(n)
 	down, failedDuringOutage := addOutage(b, l)
 	cfg := testConfig()
 	cfg.MaxSpoutPending = 64

@@ -57,12 +57,19 @@ func (l *ledger) process(id, attempt int) {
 	l.mu.Unlock()
 }
 
-// idsToSink builds the smallest acking topology: n ids from a spout that
-// records their outcomes in a new ledger, into a sink bolt that acks each.
-func idsToSink(n int) (*ledger, *Builder) {
+// idSource starts a topology with spout "ids", which emits ids [0, n)
+// on its "id" field and records their outcomes in a new ledger; the
+// spout's declaration is returned for its tasks and executors.
+func idSource(n int) (*ledger, *Builder, *Decl) {
 	l := newLedger()
 	b := NewBuilder()
-	b.Spout("ids", newIDSpout(l, n)).Output("id")
+	return l, b, b.Spout("ids", newIDSpout(l, n)).Output("id")
+}
+
+// idsToSink builds the smallest acking topology: idSource into a sink
+// bolt that acks each id.
+func idsToSink(n int) (*ledger, *Builder) {
+	l, b, _ := idSource(n)
 	b.Bolt("sink", func() Bolt { return nopBolt{} }).Input("ids", Shuffle())
 	return l, b
 }

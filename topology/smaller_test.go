@@ -202,10 +202,8 @@ func (d dupBolt) Execute(t *Tuple, c *BoltCollector) {
 // FAIL per failed tree.
 func TestDuplicateAckFail(t *testing.T) {
 	const n = 6
-	l := newLedger()
 	errs := make(chan error, 2*n)
-	b := NewBuilder()
-	b.Spout("ids", newIDSpout(l, n)).Output("id")
+	l, b, _ := idSource(n)
 	b.Bolt("dup", func() Bolt { return dupBolt{errs: errs} }).Input("ids", Shuffle()).Output("id")
 	b.Bolt("sink", func() Bolt { return nopBolt{} }).Input("dup", Shuffle())
 	cfg := testConfig()
