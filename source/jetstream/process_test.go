@@ -18,10 +18,7 @@ import (
 // the other, which finishes the stream: every message processed, the
 // consumer settled with its ack floor at the last sequence.
 func TestSeveralProcessesOneConsumer(t *testing.T) {
-	n := 3000
-	if testing.Short() {
-		n = 1000
-	}
+	n := size(3000, 1000)
 	e, _ := newStream(t, n, time.Second, 0)
 	bin := filepath.Join(t.TempDir(), "crashworker")
 	if out, err := exec.Command("go", "build", "-o", bin, "./internal/crashworker").CombinedOutput(); err != nil {
