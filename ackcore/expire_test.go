@@ -11,6 +11,7 @@ import (
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/internal/invariants"
 	"github.com/xorack/xorack/internal/splitmix"
+	"github.com/xorack/xorack/internal/testkit"
 )
 
 // waveSize is the number of roots the expiry tests time out together:
@@ -369,9 +370,7 @@ func TestStatsCountRefused(t *testing.T) {
 // the heap sees it, on the common paths and with every root in the side
 // map (timeouts longer than the slot holds).
 func TestTableBytesReal(t *testing.T) {
-	if invariants.Enabled {
-		t.Skip("the invariant checks allocate")
-	}
+	testkit.SkipUnderInvariants(t, "the invariant checks allocate")
 	const n = 100_000
 	for _, timeoutMs := range []uint32{0, 45_000, 10 * 60_000} {
 		before := heapInUse()

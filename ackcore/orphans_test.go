@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/xorack/xorack/ackcore"
-	"github.com/xorack/xorack/internal/invariants"
+	"github.com/xorack/xorack/internal/testkit"
 )
 
 // TestOrphansGiveWay: at the bound, an INIT evicts the oldest entry made
@@ -78,9 +78,7 @@ func TestOrphansGiveWay(t *testing.T) {
 // timeout that never passes: every root not failed completes, no INIT is
 // refused, and the orphans' memory stays within Bytes.
 func TestOrphanStormShard(t *testing.T) {
-	if invariants.Enabled {
-		t.Skip("400,000 roots at a bound of 4,096: the invariant checks (O(table) a step) take minutes; the differential tests run them")
-	}
+	testkit.SkipUnderInvariants(t, "400,000 roots at a bound of 4,096: the invariant checks (O(table) a step) take minutes; the differential tests run them")
 	const bound, roots, window = 4096, 400_000, 1000
 	clock := &ackcore.FakeClock{}
 	cfg := ackcore.Config{MaxPending: bound, Timeout: 30 * time.Second, Clock: clock, Seed: 7}
@@ -155,9 +153,7 @@ func TestOrphanStormShard(t *testing.T) {
 // they never had; FAILs past the filter's budget are dropped and counted;
 // after two timeouts the filter is empty.
 func TestFailFlood(t *testing.T) {
-	if invariants.Enabled {
-		t.Skip("a bound of 65,536: the invariant checks (O(table) a step) take minutes; the differential tests run them")
-	}
+	testkit.SkipUnderInvariants(t, "a bound of 65,536: the invariant checks (O(table) a step) take minutes; the differential tests run them")
 	for _, x := range []float64{1.1, 2, 4} {
 		const bound, fresh = 65536, 10_000
 		clock := &ackcore.FakeClock{}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/internal/acktest"
-	"github.com/xorack/xorack/internal/invariants"
+	"github.com/xorack/xorack/internal/testkit"
 )
 
 func newShard(t testing.TB, maxPending int) (*ackcore.Shard, *ackcore.FakeClock) {
@@ -265,9 +265,7 @@ func TestOldestPending(t *testing.T) {
 // TestNoAllocs: the batch paths allocate nothing once warm, given room
 // for outcomes.
 func TestNoAllocs(t *testing.T) {
-	if invariants.Enabled {
-		t.Skip("the invariant checks allocate")
-	}
+	testkit.SkipUnderInvariants(t, "the invariant checks allocate")
 	s, clock := newShard(t, 1<<12)
 	msgs := make([]ackcore.Msg, 0, 64)
 	out := make([]ackcore.Outcome, 0, 128)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
-	"github.com/xorack/xorack/internal/invariants"
+	"github.com/xorack/xorack/internal/testkit"
 )
 
 // TestExpiryInterleaves: a wave of timeouts is reported a slice per pass,
@@ -27,9 +27,7 @@ import (
 // and the probe's Completed in the stream are the ones the shard reported
 // before applying the probe, whatever the scheduler did meanwhile.
 func TestExpiryInterleaves(t *testing.T) {
-	if invariants.Enabled {
-		t.Skip("the invariant build checks the whole table at every step: 300,000 roots take minutes")
-	}
+	testkit.SkipUnderInvariants(t, "the invariant build checks the whole table at every step: 300,000 roots take minutes")
 	defer goleak.VerifyNone(t)
 	const wave = 300_000
 	a := started(t, acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 2, Receivers: 1}, Backlog: wave + 16,

@@ -11,7 +11,7 @@ import (
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
-	"github.com/xorack/xorack/internal/invariants"
+	"github.com/xorack/xorack/internal/testkit"
 	"go.uber.org/goleak"
 )
 
@@ -22,9 +22,7 @@ import (
 // spout's INITs) still make theirs: every tree completes, nothing times
 // out, and nothing of the bolt's or the spout's is refused.
 func TestOrphanShareFlood(t *testing.T) {
-	if invariants.Enabled {
-		t.Skip("a flood of 100,000 messages into a table of 4,096: the invariant checks (O(table) a step) take minutes")
-	}
+	testkit.SkipUnderInvariants(t, "a flood of 100,000 messages into a table of 4,096: the invariant checks (O(table) a step) take minutes")
 	defer goleak.VerifyNone(t)
 	const bound, share, window = 4096, 1024, 256
 	roots := 80 * window

@@ -1,11 +1,11 @@
 package netio
 
 import (
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/internal/testkit"
 )
 
 // TestConfigValidate: validate returns the filled copy (every zero field
@@ -28,18 +28,18 @@ func TestConfigValidate(t *testing.T) {
 	if sc.Shards != 0 || sc.Logger != nil {
 		t.Errorf("validate changed its receiver: %+v", sc)
 	}
-	wantRefused(t, sc, ServerConfig.Validate, []refusal[ServerConfig]{
-		{func(c *ServerConfig) { c.Secret = secret[:5] }, "netio: ServerConfig.Secret of 5 bytes"},
-		{func(c *ServerConfig) { c.Shards = -2 }, "netio: ServerConfig.Shards -2"},
-		{func(c *ServerConfig) { c.MaxConns = 5000 }, "netio: ServerConfig.MaxConns 5000"},
-		{func(c *ServerConfig) { c.Tasks = -1 }, "netio: ServerConfig.Tasks -1"},
-		{func(c *ServerConfig) { c.MaxFrame = 12 }, "netio: ServerConfig.MaxFrame 12"},
-		{func(c *ServerConfig) { c.MaxConnPending = -3 }, "netio: ServerConfig.MaxConnPending -3"},
-		{func(c *ServerConfig) { c.MaxBytes = -1 }, "netio: ServerConfig.MaxBytes -1"},
-		{func(c *ServerConfig) { c.WriteTimeout = -time.Second }, "netio: ServerConfig.WriteTimeout -1s below 0"},
-		{func(c *ServerConfig) { c.HandshakeTimeout = -time.Second }, "netio: ServerConfig.HandshakeTimeout -1s below 0"},
-		{func(c *ServerConfig) { c.IdleTimeout = time.Millisecond }, "netio: ServerConfig.IdleTimeout 1ms"},
-		{func(c *ServerConfig) { c.MaxRootTimeout = 1500 * time.Microsecond }, "netio: ServerConfig.MaxRootTimeout 1.5ms"},
+	testkit.Refuses(t, sc, ServerConfig.Validate, []testkit.Refusal[ServerConfig]{
+		{Edit: func(c *ServerConfig) { c.Secret = secret[:5] }, Want: "netio: ServerConfig.Secret of 5 bytes..."},
+		{Edit: func(c *ServerConfig) { c.Shards = -2 }, Want: "netio: ServerConfig.Shards -2..."},
+		{Edit: func(c *ServerConfig) { c.MaxConns = 5000 }, Want: "netio: ServerConfig.MaxConns 5000..."},
+		{Edit: func(c *ServerConfig) { c.Tasks = -1 }, Want: "netio: ServerConfig.Tasks -1..."},
+		{Edit: func(c *ServerConfig) { c.MaxFrame = 12 }, Want: "netio: ServerConfig.MaxFrame 12..."},
+		{Edit: func(c *ServerConfig) { c.MaxConnPending = -3 }, Want: "netio: ServerConfig.MaxConnPending -3..."},
+		{Edit: func(c *ServerConfig) { c.MaxBytes = -1 }, Want: "netio: ServerConfig.MaxBytes -1..."},
+		{Edit: func(c *ServerConfig) { c.WriteTimeout = -time.Second }, Want: "netio: ServerConfig.WriteTimeout -1s below 0..."},
+		{Edit: func(c *ServerConfig) { c.HandshakeTimeout = -time.Second }, Want: "netio: ServerConfig.HandshakeTimeout -1s below 0..."},
+		{Edit: func(c *ServerConfig) { c.IdleTimeout = time.Millisecond }, Want: "netio: ServerConfig.IdleTimeout 1ms..."},
+		{Edit: func(c *ServerConfig) { c.MaxRootTimeout = 1500 * time.Microsecond }, Want: "netio: ServerConfig.MaxRootTimeout 1.5ms..."},
 	})
 
 	cc := ClientConfig{Hosts: []string{"127.0.0.1:1"}, Secret: secret}
@@ -54,35 +54,16 @@ func TestConfigValidate(t *testing.T) {
 	if cc.ID != 0 || cc.Logger != nil {
 		t.Errorf("validate changed its receiver: %+v", cc)
 	}
-	wantRefused(t, cc, ClientConfig.Validate, []refusal[ClientConfig]{
-		{func(c *ClientConfig) { c.Hosts = nil }, "netio: ClientConfig.Hosts is empty"},
-		{func(c *ClientConfig) { c.Hosts = []string{"a:1", "a:1"} }, `netio: ClientConfig.Hosts lists "a:1" twice`},
-		{func(c *ClientConfig) { c.Secret = nil }, "netio: ClientConfig.Secret of 0 bytes"},
-		{func(c *ClientConfig) { c.MaxPending = -1 }, "netio: ClientConfig.MaxPending -1"},
-		{func(c *ClientConfig) { c.MaxBytes = -1 }, "netio: ClientConfig.MaxBytes -1"},
-		{func(c *ClientConfig) { c.FrameMsgs = 1 << 30 }, "netio: ClientConfig.FrameMsgs 1073741824"},
-		{func(c *ClientConfig) { c.QueueBytes = 100 }, "netio: ClientConfig.QueueBytes 100"},
-		{func(c *ClientConfig) { c.DialTimeout = -time.Second }, "netio: ClientConfig.DialTimeout -1s below 0"},
-		{func(c *ClientConfig) { c.BackoffMin = -time.Second }, "netio: ClientConfig.BackoffMin -1s below 0"},
-		{func(c *ClientConfig) { c.BackoffMin, c.BackoffMax = time.Second, time.Millisecond }, "netio: ClientConfig.BackoffMax 1ms below BackoffMin 1s"},
+	testkit.Refuses(t, cc, ClientConfig.Validate, []testkit.Refusal[ClientConfig]{
+		{Edit: func(c *ClientConfig) { c.Hosts = nil }, Want: "netio: ClientConfig.Hosts is empty..."},
+		{Edit: func(c *ClientConfig) { c.Hosts = []string{"a:1", "a:1"} }, Want: `netio: ClientConfig.Hosts lists "a:1" twice`},
+		{Edit: func(c *ClientConfig) { c.Secret = nil }, Want: "netio: ClientConfig.Secret of 0 bytes..."},
+		{Edit: func(c *ClientConfig) { c.MaxPending = -1 }, Want: "netio: ClientConfig.MaxPending -1..."},
+		{Edit: func(c *ClientConfig) { c.MaxBytes = -1 }, Want: "netio: ClientConfig.MaxBytes -1..."},
+		{Edit: func(c *ClientConfig) { c.FrameMsgs = 1 << 30 }, Want: "netio: ClientConfig.FrameMsgs 1073741824..."},
+		{Edit: func(c *ClientConfig) { c.QueueBytes = 100 }, Want: "netio: ClientConfig.QueueBytes 100..."},
+		{Edit: func(c *ClientConfig) { c.DialTimeout = -time.Second }, Want: "netio: ClientConfig.DialTimeout -1s below 0..."},
+		{Edit: func(c *ClientConfig) { c.BackoffMin = -time.Second }, Want: "netio: ClientConfig.BackoffMin -1s below 0..."},
+		{Edit: func(c *ClientConfig) { c.BackoffMin, c.BackoffMax = time.Second, time.Millisecond }, Want: "netio: ClientConfig.BackoffMax 1ms below BackoffMin 1s..."},
 	})
-}
-
-// refusal is an edit of a valid config and the error it must bring.
-type refusal[C any] struct {
-	edit func(*C)
-	want string
-}
-
-// wantRefused checks that validate refuses each edit of good with an
-// error containing its want.
-func wantRefused[C any](t *testing.T, good C, validate func(C) error, edits []refusal[C]) {
-	t.Helper()
-	for _, r := range edits {
-		bad := good
-		r.edit(&bad)
-		if err := validate(bad); err == nil || !strings.Contains(err.Error(), r.want) {
-			t.Errorf("got %v, want an error containing %q", err, r.want)
-		}
-	}
 }

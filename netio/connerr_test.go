@@ -13,20 +13,10 @@ import (
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
+	"github.com/xorack/xorack/internal/testkit"
 )
 
 var oneTask = acker.Spec{Producers: 1, Tasks: 1}
-
-// closedAddr is a loopback address nothing listens on.
-func closedAddr(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
 
 // TestDialErrorSaysWhy: Dial's error carries each host's reason, in its
 // own words, and Port's error comes with a nil interface.
@@ -54,7 +44,7 @@ func TestDialErrorSaysWhy(t *testing.T) {
 			c.Close()
 		}
 	}()
-	refused := closedAddr(t)
+	refused := testkit.ClosedAddr(t)
 
 	wrongSecret := clientCfg(s.addr)
 	wrongSecret.Secret = []byte("not-the-secret-0123456789")
@@ -116,7 +106,7 @@ func TestDefaultLoggerRateLimits(t *testing.T) {
 	defer slog.SetDefault(old)
 
 	s := startServer(t, nil)
-	refused := closedAddr(t)
+	refused := testkit.ClosedAddr(t)
 	cfg := clientCfg(s.addr, refused)
 	cfg.BackoffMin, cfg.BackoffMax = time.Millisecond, 2*time.Millisecond
 	c := mustDial(t, cfg, oneTask)

@@ -16,8 +16,8 @@ import (
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
-	"github.com/xorack/xorack/internal/invariants"
 	"github.com/xorack/xorack/internal/race"
+	"github.com/xorack/xorack/internal/testkit"
 )
 
 // The hostile-client suite, part two: each attack beside a well-behaved
@@ -215,9 +215,7 @@ func TestResetFlood(t *testing.T) {
 // INIT at the bound, the acker's rule, which netio does not
 // duplicate.
 func TestAckFlood(t *testing.T) {
-	if invariants.Enabled {
-		t.Skip("tables of tens of thousands of roots or more: the invariant checks (O(table) an Apply) take minutes; the differential tests run them")
-	}
+	testkit.SkipUnderInvariants(t, "tables of tens of thousands of roots or more: the invariant checks (O(table) an Apply) take minutes; the differential tests run them")
 	s := startServer(t, func(c *ServerConfig) { c.Shard.MaxPending = 1 << 14 })
 	rc := rawDial(t, s.addr)
 	defer rc.Close()
@@ -257,9 +255,7 @@ func TestAckFlood(t *testing.T) {
 // room is answered Failed{full}, counted on its connection, and reaches
 // its client.
 func TestFairShare(t *testing.T) {
-	if invariants.Enabled {
-		t.Skip("tables of tens of thousands of roots or more: the invariant checks (O(table) an Apply) take minutes; the differential tests run them")
-	}
+	testkit.SkipUnderInvariants(t, "tables of tens of thousands of roots or more: the invariant checks (O(table) an Apply) take minutes; the differential tests run them")
 	const flooders, perShard = 20, 10000
 	s := startServer(t, func(c *ServerConfig) {
 		c.Shards = 2
@@ -685,9 +681,7 @@ func TestCloseReasons(t *testing.T) {
 // Server.ConnBytes each, and once they are closed the heap goes back to
 // within 10 MiB of where it was (and within half a connection's cost).
 func TestMemoryComesBack(t *testing.T) {
-	if invariants.Enabled {
-		t.Skip("tables of tens of thousands of roots or more: the invariant checks (O(table) an Apply) take minutes; the differential tests run them")
-	}
+	testkit.SkipUnderInvariants(t, "tables of tens of thousands of roots or more: the invariant checks (O(table) an Apply) take minutes; the differential tests run them")
 	if race.Enabled {
 		t.Skip("the race detector shadows the heap it weighs (a connection measured 8.2 MiB against its 7.3 MiB formula under -race)")
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/internal/layout"
+	"github.com/xorack/xorack/internal/testkit"
 )
 
 // A topology's status page asks its acker port for this method (topology's
@@ -103,7 +104,7 @@ func TestServerCounterLines(t *testing.T) {
 // for, on which host.
 func TestClientHosts(t *testing.T) {
 	s := startServer(t, nil)
-	refused := closedAddr(t)
+	refused := testkit.ClosedAddr(t)
 	cfg := clientCfg(s.addr, refused)
 	cfg.Logger = slog.New(slog.DiscardHandler)
 	c := mustDial(t, cfg, oneTask)

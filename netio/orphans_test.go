@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/xorack/xorack/ackcore"
-	"github.com/xorack/xorack/internal/invariants"
+	"github.com/xorack/xorack/internal/testkit"
 )
 
 // TestOrphanFlood (netio rule 9): a connection owning no task floods ACKs,
@@ -22,9 +22,7 @@ import (
 // completes: none times out (the test's deadline is under the server's
 // timeout).
 func TestOrphanFlood(t *testing.T) {
-	if invariants.Enabled {
-		t.Skip("tables of thousands of roots flooded by millions of messages: the invariant checks (O(table) an Apply) take minutes; the differential tests run them")
-	}
+	testkit.SkipUnderInvariants(t, "tables of thousands of roots flooded by millions of messages: the invariant checks (O(table) an Apply) take minutes; the differential tests run them")
 	const bound = 1 << 12
 	s, c, rc := floodPair(t, bound)
 

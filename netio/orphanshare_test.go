@@ -7,7 +7,7 @@ import (
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
-	"github.com/xorack/xorack/internal/invariants"
+	"github.com/xorack/xorack/internal/testkit"
 )
 
 // TestOrphanShareOverNet (acker rule 10, netio rule 9): at the bound, the
@@ -20,9 +20,7 @@ import (
 // survive: when their INITs and the rest of their ACKs arrive, the 100
 // trees complete (well before the server's 10 s timeout).
 func TestOrphanShareOverNet(t *testing.T) {
-	if invariants.Enabled {
-		t.Skip("20,000 ACKs at the bound of a table of thousands: the invariant checks (O(table) a message at the bound) take minutes; the differential tests run them")
-	}
+	testkit.SkipUnderInvariants(t, "20,000 ACKs at the bound of a table of thousands: the invariant checks (O(table) a message at the bound) take minutes; the differential tests run them")
 	const bound, live, early, flood = 1 << 12, 2400, 100, 20_000
 	s, c, rc := floodPair(t, bound)
 	waitFor(t, 5*time.Second, "the orphan share of two connections", func() bool { return s.OrphanShare() == bound/2 })

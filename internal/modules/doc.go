@@ -49,7 +49,8 @@
 //     timing wheel (internal/timerwheel), the outcome queue netio's client
 //     and the harness share (internal/outq), what the broker sources'
 //     process tests share with their worker commands (internal/workerproc),
-//     and the proxy builder, which
+//     the small helpers the packages' and modules' tests share
+//     (internal/testkit), and the proxy builder, which
 //     is a module of its own so that golang.org/x/mod never enters the
 //     library's requirements.
 //
