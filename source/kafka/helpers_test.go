@@ -122,26 +122,6 @@ func (c *cluster) waitCaughtUp(t *testing.T, group string, topics ...string) {
 	}
 }
 
-// configCase is a config with one field changed, and the error that must
-// name it.
-type configCase[C any] struct {
-	change func(*C)
-	want   string
-}
-
-// checkRejects applies each case's change to ok and checks that
-// construct refuses the result with exactly the case's error.
-func checkRejects[C any](t *testing.T, ok C, construct func(C) error, cases []configCase[C]) {
-	t.Helper()
-	for _, tc := range cases {
-		c := ok
-		tc.change(&c)
-		if err := construct(c); err == nil || err.Error() != tc.want {
-			t.Errorf("got %v, want %q", err, tc.want)
-		}
-	}
-}
-
 // size is n, or short under -short.
 func size(n, short int) int {
 	if testing.Short() {

@@ -9,26 +9,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xorack/xorack/internal/testkit"
 	"github.com/xorack/xorack/topology"
 )
-
-// closedPort returns an address on 127.0.0.1 where nothing listens: a
-// port the kernel handed out and that was closed again.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	return addr
-}
 
 // A spout whose brokers do not answer fails to start within OpenTimeout,
 // with the brokers' reason, and counts the failed connections.
 func TestUnreachableBrokerFailsStart(t *testing.T) {
-	addr := closedPort(t)
+	addr := testkit.ClosedAddr(t)
 	sp, err := New(Config{Brokers: []string{addr}, Topics: []string{"t"}, Group: "g",
 		OpenTimeout: 500 * time.Millisecond, Logger: quietLogger()})
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/xorack/xorack/internal/testkit"
 	"github.com/xorack/xorack/topology"
 )
 
@@ -294,13 +295,13 @@ func TestSinkBoundsInFlightBytes(t *testing.T) {
 func TestSinkConfigErrorsNameTheValue(t *testing.T) {
 	val := func(*topology.Tuple) ([]byte, error) { return nil, nil }
 	ok := SinkConfig{Brokers: []string{"127.0.0.1:9092"}, Topic: "t", Value: val}
-	checkRejects(t, ok, func(c SinkConfig) error { _, err := NewSink(c); return err }, []configCase[SinkConfig]{
-		{func(c *SinkConfig) { c.Brokers = nil }, "kafka: SinkConfig.Brokers is empty"},
-		{func(c *SinkConfig) { c.Brokers = []string{"a:1", ""} }, `kafka: empty broker address in SinkConfig.Brokers ["a:1" ""]`},
-		{func(c *SinkConfig) { c.Topic = "" }, "kafka: SinkConfig.Topic is empty"},
-		{func(c *SinkConfig) { c.Value = nil }, "kafka: SinkConfig.Value is nil"},
-		{func(c *SinkConfig) { c.MaxInFlightBytes = -1 }, "kafka: SinkConfig.MaxInFlightBytes -1 is negative"},
-		{func(c *SinkConfig) { c.ProduceTimeout = -time.Second }, "kafka: SinkConfig.ProduceTimeout -1s is negative"},
+	testkit.Refuses(t, ok, func(c SinkConfig) error { _, err := NewSink(c); return err }, []testkit.Refusal[SinkConfig]{
+		{Edit: func(c *SinkConfig) { c.Brokers = nil }, Want: "kafka: SinkConfig.Brokers is empty"},
+		{Edit: func(c *SinkConfig) { c.Brokers = []string{"a:1", ""} }, Want: `kafka: empty broker address in SinkConfig.Brokers ["a:1" ""]`},
+		{Edit: func(c *SinkConfig) { c.Topic = "" }, Want: "kafka: SinkConfig.Topic is empty"},
+		{Edit: func(c *SinkConfig) { c.Value = nil }, Want: "kafka: SinkConfig.Value is nil"},
+		{Edit: func(c *SinkConfig) { c.MaxInFlightBytes = -1 }, Want: "kafka: SinkConfig.MaxInFlightBytes -1 is negative"},
+		{Edit: func(c *SinkConfig) { c.ProduceTimeout = -time.Second }, Want: "kafka: SinkConfig.ProduceTimeout -1s is negative"},
 	})
 	s, err := NewSink(ok)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/xorack/xorack/internal/testkit"
 	"github.com/xorack/xorack/topology"
 )
 
@@ -46,18 +47,18 @@ func TestWordCount(t *testing.T) {
 
 func TestConfigErrorsNameTheValue(t *testing.T) {
 	ok := Config{Brokers: []string{"127.0.0.1:9092"}, Topics: []string{"t"}, Group: "g"}
-	checkRejects(t, ok, func(c Config) error { _, err := New(c); return err }, []configCase[Config]{
-		{func(c *Config) { c.Brokers = nil }, "kafka: Config.Brokers is empty"},
-		{func(c *Config) { c.Brokers = []string{"a:1", ""} }, `kafka: empty broker address in Config.Brokers ["a:1" ""]`},
-		{func(c *Config) { c.Topics = nil }, "kafka: Config.Topics is empty"},
-		{func(c *Config) { c.Topics = []string{""} }, `kafka: empty topic in Config.Topics [""]`},
-		{func(c *Config) { c.DeadLetterTopic = "t" }, `kafka: Config.DeadLetterTopic "t" is also consumed (Config.Topics ["t"])`},
-		{func(c *Config) { c.Group = "" }, "kafka: Config.Group is empty"},
-		{func(c *Config) { c.MaxUncommitted = -1 }, "kafka: Config.MaxUncommitted -1 out of range [1, 1073741824]"},
-		{func(c *Config) { c.MaxPollRecords = 1 << 21 }, "kafka: Config.MaxPollRecords 2097152 out of range [1, 1048576]"},
-		{func(c *Config) { c.CommitInterval = time.Microsecond }, "kafka: Config.CommitInterval 1µs below 1ms"},
-		{func(c *Config) { c.CommitTimeout = -time.Second }, "kafka: Config.CommitTimeout -1s below 1ms"},
-		{func(c *Config) { c.CommitMetadataBytes = 20 }, "kafka: Config.CommitMetadataBytes 20 out of range [39, 65536] (or -1: none)"},
+	testkit.Refuses(t, ok, func(c Config) error { _, err := New(c); return err }, []testkit.Refusal[Config]{
+		{Edit: func(c *Config) { c.Brokers = nil }, Want: "kafka: Config.Brokers is empty"},
+		{Edit: func(c *Config) { c.Brokers = []string{"a:1", ""} }, Want: `kafka: empty broker address in Config.Brokers ["a:1" ""]`},
+		{Edit: func(c *Config) { c.Topics = nil }, Want: "kafka: Config.Topics is empty"},
+		{Edit: func(c *Config) { c.Topics = []string{""} }, Want: `kafka: empty topic in Config.Topics [""]`},
+		{Edit: func(c *Config) { c.DeadLetterTopic = "t" }, Want: `kafka: Config.DeadLetterTopic "t" is also consumed (Config.Topics ["t"])`},
+		{Edit: func(c *Config) { c.Group = "" }, Want: "kafka: Config.Group is empty"},
+		{Edit: func(c *Config) { c.MaxUncommitted = -1 }, Want: "kafka: Config.MaxUncommitted -1 out of range [1, 1073741824]"},
+		{Edit: func(c *Config) { c.MaxPollRecords = 1 << 21 }, Want: "kafka: Config.MaxPollRecords 2097152 out of range [1, 1048576]"},
+		{Edit: func(c *Config) { c.CommitInterval = time.Microsecond }, Want: "kafka: Config.CommitInterval 1µs below 1ms"},
+		{Edit: func(c *Config) { c.CommitTimeout = -time.Second }, Want: "kafka: Config.CommitTimeout -1s below 1ms"},
+		{Edit: func(c *Config) { c.CommitMetadataBytes = 20 }, Want: "kafka: Config.CommitMetadataBytes 20 out of range [39, 65536] (or -1: none)"},
 	})
 	s, err := New(ok)
 	if err != nil {
