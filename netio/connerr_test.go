@@ -27,23 +27,12 @@ func TestDialErrorSaysWhy(t *testing.T) {
 		c.TLS = &tls.Config{Certificates: []tls.Certificate{ca.issue(t, "server", x509.ExtKeyUsageServerAuth)}, MinVersion: tls.VersionTLS13}
 	})
 	// A server of another protocol version: its first frame says 2.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			ch := appendChallenge(nil, &challengeBody{MaxFrame: DefaultMaxFrame, Tasks: 64})
-			ch[offVersion] = protoVersion + 1
-			_, _ = c.Write(ch)
-			c.Close()
-		}
-	}()
+	other := testkit.Serve(t, func(c net.Conn) {
+		ch := appendChallenge(nil, &challengeBody{MaxFrame: DefaultMaxFrame, Tasks: 64})
+		ch[offVersion] = protoVersion + 1
+		_, _ = c.Write(ch)
+		c.Close()
+	})
 	refused := testkit.ClosedAddr(t)
 
 	wrongSecret := clientCfg(s.addr)
@@ -60,7 +49,7 @@ func TestDialErrorSaysWhy(t *testing.T) {
 		{"refused", clientCfg(refused), "netio: could not connect to any of 1 hosts: " + refused + ": connect: connection refused", syscall.ECONNREFUSED},
 		{"wrong secret", wrongSecret, "netio: could not connect to any of 1 hosts: " + s.addr + ": hello MAC does not match (handshake refused, code auth)", nil},
 		{"tls", badTLS, "netio: could not connect to any of 1 hosts: " + tlsSrv.addr + ": TLS handshake: tls: failed to verify certificate: x509: certificate signed by unknown authority...", nil},
-		{"version", clientCfg(ln.Addr().String()), "netio: could not connect to any of 1 hosts: " + ln.Addr().String() + ": reading challenge: frame version 2, this side speaks 1", nil},
+		{"version", clientCfg(other), "netio: could not connect to any of 1 hosts: " + other + ": reading challenge: frame version 2, this side speaks 1", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, err := tc.cfg.Port(oneTask)
@@ -87,7 +76,7 @@ func TestDialErrorSaysWhy(t *testing.T) {
 	// Two hosts down: both reasons, in address order.
 	both := clientCfg(refused, s.addr)
 	both.Secret = wrongSecret.Secret
-	_, err = Dial(both, oneTask)
+	_, err := Dial(both, oneTask)
 	if err == nil || !strings.HasPrefix(err.Error(), "netio: could not connect to any of 2 hosts: ") ||
 		!strings.Contains(err.Error(), refused+": connect: connection refused") ||
 		!strings.Contains(err.Error(), s.addr+": hello MAC does not match") || strings.Count(err.Error(), "; ") != 1 {

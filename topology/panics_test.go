@@ -5,39 +5,26 @@ import (
 	"errors"
 	"log/slog"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/internal/testkit"
 )
 
-// countingHandler is a slog.Handler counting records by component.
-type countingHandler struct {
-	mu sync.Mutex
-	n  map[string]int
-}
-
-func (h *countingHandler) Enabled(context.Context, slog.Level) bool { return true }
-func (h *countingHandler) Handle(_ context.Context, r slog.Record) error {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	r.Attrs(func(a slog.Attr) bool {
-		if a.Key == "component" {
-			h.n[a.Value.String()]++
-		}
-		return true
-	})
-	return nil
-}
-func (h *countingHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
-func (h *countingHandler) WithGroup(string) slog.Handler      { return h }
-
-func (h *countingHandler) lines(comp string) int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.n[comp]
+// lines counts the records logged for component comp.
+func lines(h *testkit.Logs, comp string) int {
+	n := 0
+	for _, r := range h.Records() {
+		r.Attrs(func(a slog.Attr) bool {
+			if a.Key == "component" && a.Value.String() == comp {
+				n++
+			}
+			return true
+		})
+	}
+	return n
 }
 
 // panicky is a basic bolt that panics on every attempt of ids ≡ 3 mod 10
@@ -56,7 +43,7 @@ func panicky(t *Tuple, c *BasicCollector) error {
 // counted per component and logged once per interval.
 func TestPanicInExecute(t *testing.T) {
 	const n = 1000
-	h := &countingHandler{n: map[string]int{}}
+	h := &testkit.Logs{}
 	l, b, _ := idSource(n)
 	b.Bolt("parse", func() Bolt { return Basic(BasicFunc(panicky)) }).Tasks(2).Input("ids", Shuffle()).Output("id", "k")
 	b.Bolt("sink", func() Bolt { return nopBolt{} }).Input("parse", Shuffle())
@@ -86,7 +73,7 @@ func TestPanicInExecute(t *testing.T) {
 	if p.Panics != 2*n/10 || sp.FailedPanic != 2*n/10 || sp.FailedExplicit != 0 {
 		t.Errorf("panics counted %d, spout failed attempts by panic %d, explicit %d; want %d, %d, 0", p.Panics, sp.FailedPanic, sp.FailedExplicit, 2*n/10, 2*n/10)
 	}
-	if got, most := h.lines("parse"), 1+int(took/panicLogEvery); got < 1 || got > most {
+	if got, most := lines(h, "parse"), 1+int(took/panicLogEvery); got < 1 || got > most {
 		t.Errorf("%d log lines for %d panics in %v, want 1 to %d (once per component and interval)", got, p.Panics, took, most)
 	}
 }
@@ -140,7 +127,7 @@ func TestPanicInSpout(t *testing.T) {
 	b.Bolt("odd", func() Bolt { return failOdd{} }).Input("ids", Shuffle())
 	cfg := testConfig()
 	cfg.Retry.MaxAttempts = 1
-	cfg.Logger = slog.New(&countingHandler{n: map[string]int{}})
+	cfg.Logger = slog.New(&testkit.Logs{})
 	var hooks atomic.Int64
 	cfg.DeadLetter = func(d DeadLetter) {
 		l.deadLetter(d)
@@ -222,7 +209,7 @@ func TestPanicStops(t *testing.T) {
 	b.Bolt("sink", func() Bolt { return nopBolt{} }).Input("parse", Shuffle())
 	cfg := testConfig()
 	cfg.PanicStops = true
-	cfg.Logger = slog.New(&countingHandler{n: map[string]int{}})
+	cfg.Logger = slog.New(&testkit.Logs{})
 	top := start(t, b, cfg)
 	waitDone(t, top, 30*time.Second)
 	var pe *PanicError

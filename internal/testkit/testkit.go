@@ -1,13 +1,18 @@
 // Package testkit holds the small helpers that the tests of several
-// packages and modules share: an address nothing listens on, the table
-// check of a config's refusals, and the skip of a test too slow for the
-// invariant build. It imports package testing and belongs in _test.go
-// files only.
+// packages and modules share: an address nothing listens on, a loopback
+// server that does one thing with each connection, a log handler that
+// keeps what it is given, the table check of a config's refusals, and the
+// skip of a test too slow for the invariant build. It imports package
+// testing and belongs in _test.go files only.
 package testkit
 
 import (
+	"context"
+	"log/slog"
 	"net"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/xorack/xorack/internal/invariants"
@@ -25,6 +30,73 @@ func ClosedAddr(t testing.TB) string {
 	addr := ln.Addr().String()
 	ln.Close()
 	return addr
+}
+
+// Serve listens on a port of 127.0.0.1 and hands each connection it
+// accepts to handle, on the accepting goroutine, until the test ends; then
+// it closes the listener and every connection it accepted, and waits for
+// the goroutine. It returns the address. With a nil handle, a connection
+// is held open and never answered.
+func Serve(t testing.TB, handle func(net.Conn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var conns []net.Conn
+		defer func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c)
+			if handle != nil {
+				handle(c)
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		<-done
+	})
+	return ln.Addr().String()
+}
+
+// Logs is a slog.Handler that keeps every record it is given, for a test
+// to read while the code under test logs. Attributes and groups given to
+// WithAttrs and WithGroup are dropped: a record keeps its own. The zero
+// Logs is ready; it is safe for concurrent use.
+type Logs struct {
+	mu   sync.Mutex
+	recs []slog.Record
+}
+
+func (h *Logs) Enabled(context.Context, slog.Level) bool { return true }
+
+func (h *Logs) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	h.recs = append(h.recs, r.Clone())
+	h.mu.Unlock()
+	return nil
+}
+
+func (h *Logs) WithAttrs([]slog.Attr) slog.Handler { return h }
+
+func (h *Logs) WithGroup(string) slog.Handler { return h }
+
+// Records returns the records kept so far, oldest first.
+func (h *Logs) Records() []slog.Record {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return slices.Clone(h.recs)
 }
 
 // Refusal is an edit of a valid config and the error it must bring: the

@@ -3,7 +3,10 @@ package testkit
 import (
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
+	"os"
 	"syscall"
 	"testing"
 	"time"
@@ -72,5 +75,52 @@ func TestSkipUnderInvariants(t *testing.T) {
 	SkipUnderInvariants(r, "slow")
 	if want := invariants.Enabled; (r.skipped != nil) != want || want && r.skipped[0] != "slow" {
 		t.Fatalf("skipped %v in a build with invariants %v", r.skipped, invariants.Enabled)
+	}
+}
+
+// TestServe: each connection goes to the handler; with none, it is held
+// open, unanswered, until the test ends.
+func TestServe(t *testing.T) {
+	addr := Serve(t, func(c net.Conn) {
+		_, _ = c.Write([]byte("hi"))
+		c.Close()
+	})
+	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if got, err := io.ReadAll(c); err != nil || string(got) != "hi" {
+		t.Fatalf("read %q, %v; want \"hi\" then EOF", got, err)
+	}
+
+	held, err := net.DialTimeout("tcp", Serve(t, nil), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	if err := held.SetReadDeadline(time.Now().Add(50 * time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := held.Read(make([]byte, 1)); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("read on a held connection: %d bytes, %v; want the deadline", n, err)
+	}
+}
+
+// TestLogs: records are kept in order with their attributes, through a
+// logger's With too.
+func TestLogs(t *testing.T) {
+	h := &Logs{}
+	l := slog.New(h)
+	l.Warn("one", "k", 1)
+	l.With("dropped", true).Info("two")
+	recs := h.Records()
+	if len(recs) != 2 || recs[0].Message != "one" || recs[0].Level != slog.LevelWarn || recs[1].Message != "two" {
+		t.Fatalf("records %v", recs)
+	}
+	var k slog.Value
+	recs[0].Attrs(func(a slog.Attr) bool { k = a.Value; return a.Key != "k" })
+	if k.Int64() != 1 || recs[1].NumAttrs() != 0 {
+		t.Fatalf("attributes: k=%v, the second record has %d", k, recs[1].NumAttrs())
 	}
 }
