@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/xorack/xorack/internal/testkit"
 	"github.com/xorack/xorack/source/offsets"
 	"github.com/xorack/xorack/topology"
 )
@@ -102,7 +103,7 @@ func TestForeignMetadataIsIgnored(t *testing.T) {
 	c := startFilled(t, topic, parts, n)
 	member := "kgo-1b4e28ba-2fa1-11d2-883f-0016d3cca427" // franz-go's default metadata: the member id
 	commitEmptyGroupMeta(t, c, group, topic, 0, 10, &member)
-	logs := &logRecords{}
+	logs := &testkit.Logs{}
 	l := newLedger()
 	pl := startPipeline(t, c, l, pipeOpts{cfg: Config{Topics: []string{topic}, Group: group, Logger: slog.New(logs)}})
 	c.waitCaughtUp(t, group, topic)
@@ -112,7 +113,7 @@ func TestForeignMetadataIsIgnored(t *testing.T) {
 	if st.DoneSetIgnored == 0 || st.Emitted != n-10 || st.SkippedDone != 0 {
 		t.Fatalf("ignored %d (want some), emitted %d (want %d), skipped %d", st.DoneSetIgnored, st.Emitted, n-10, st.SkippedDone)
 	}
-	ws := logs.find(slog.LevelWarn, "kafka: committed metadata is not this spout's done set")
+	ws := find(logs, slog.LevelWarn, "kafka: committed metadata is not this spout's done set")
 	if len(ws) == 0 || uint64(len(ws)) != st.DoneSetIgnored {
 		t.Fatalf("%d warnings for %d ignored", len(ws), st.DoneSetIgnored)
 	}

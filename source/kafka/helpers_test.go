@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/xorack/xorack/internal/testkit"
 	"github.com/xorack/xorack/source/kafka/kafkatest"
 	"github.com/xorack/xorack/topology"
 )
@@ -346,28 +347,10 @@ func (s *Spout) abandon() {
 	s.cl.Close()
 }
 
-// logRecords is a slog handler that keeps what it is given.
-type logRecords struct {
-	mu   sync.Mutex
-	recs []slog.Record
-}
-
-func (h *logRecords) Enabled(context.Context, slog.Level) bool { return true }
-func (h *logRecords) Handle(_ context.Context, r slog.Record) error {
-	h.mu.Lock()
-	h.recs = append(h.recs, r.Clone())
-	h.mu.Unlock()
-	return nil
-}
-func (h *logRecords) WithAttrs([]slog.Attr) slog.Handler { return h }
-func (h *logRecords) WithGroup(string) slog.Handler      { return h }
-
 // find returns the records at level whose message contains msg.
-func (h *logRecords) find(level slog.Level, msg string) []slog.Record {
-	h.mu.Lock()
-	defer h.mu.Unlock()
+func find(logs *testkit.Logs, level slog.Level, msg string) []slog.Record {
 	var out []slog.Record
-	for _, r := range h.recs {
+	for _, r := range logs.Records() {
 		if r.Level == level && strings.Contains(r.Message, msg) {
 			out = append(out, r)
 		}

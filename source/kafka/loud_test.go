@@ -3,7 +3,6 @@ package kafka
 import (
 	"errors"
 	"log/slog"
-	"net"
 	"strings"
 	"syscall"
 	"testing"
@@ -50,21 +49,8 @@ func TestUnreachableBrokerFailsStart(t *testing.T) {
 
 	// A broker that accepts and never answers: Open gives up at
 	// OpenTimeout.
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			defer c.Close() // held open, never answered, until the test ends
-		}
-	}()
-	sp, err = New(Config{Brokers: []string{ln.Addr().String()}, Topics: []string{"t"}, Group: "g",
+	silent := testkit.Serve(t, nil) // each connection held open, never answered
+	sp, err = New(Config{Brokers: []string{silent}, Topics: []string{"t"}, Group: "g",
 		OpenTimeout: 300 * time.Millisecond, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
@@ -83,7 +69,7 @@ func TestUnreachableBrokerFailsStart(t *testing.T) {
 func TestLostBrokerIsLoudAndCounted(t *testing.T) {
 	const topic, group, parts = "t", "g", 1
 	c := startFilled(t, topic, parts, 10)
-	logs := &logRecords{}
+	logs := &testkit.Logs{}
 	l := newLedger()
 	pl := startPipeline(t, c, l, pipeOpts{cfg: Config{Topics: []string{topic}, Group: group, Logger: slog.New(logs)}})
 	defer pl.stopNow(t)
@@ -91,7 +77,7 @@ func TestLostBrokerIsLoudAndCounted(t *testing.T) {
 	c.k.Close()
 	waitFor(t, "connection errors counted", func() bool { return pl.spout.Stats().ConnectErrors >= 3 })
 	st := pl.spout.Stats()
-	ws := logs.find(slog.LevelWarn, "kafka: broker connection failed")
+	ws := find(logs, slog.LevelWarn, "kafka: broker connection failed")
 	if len(ws) != 1 || st.Disconnects == 0 || st.LastBrokerError == "" {
 		t.Fatalf("%d warnings for %d connect errors (want 1 per 10 s), %d disconnects, last error %q",
 			len(ws), st.ConnectErrors, st.Disconnects, st.LastBrokerError)

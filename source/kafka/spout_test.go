@@ -79,7 +79,7 @@ func TestConfigErrorsNameTheValue(t *testing.T) {
 func TestRefusedEmitIsOfferedAgain(t *testing.T) {
 	const topic, group, n = "t", "g", 20
 	c := startFilled(t, topic, 1, n)
-	logs := &logRecords{}
+	logs := &testkit.Logs{}
 	refusals := 0
 	values := func(r *kgo.Record) []any {
 		if r.Offset == 0 && refusals < 3 {
@@ -98,7 +98,7 @@ func TestRefusedEmitIsOfferedAgain(t *testing.T) {
 	if st := pl.spout.Stats(); st.EmitErrors != 3 || st.Emitted != n || st.Completed != n {
 		t.Errorf("stats %+v", st)
 	}
-	if e := logs.find(slog.LevelError, "the engine refused a record"); len(e) != 2 { // at the 1st and 2nd refusal
+	if e := find(logs, slog.LevelError, "the engine refused a record"); len(e) != 2 { // at the 1st and 2nd refusal
 		t.Errorf("error logs: %v", e)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/xorack/xorack/internal/testkit"
 	"github.com/xorack/xorack/topology"
 )
 
@@ -127,7 +128,7 @@ func TestRetryCountSurvivesUntilDone(t *testing.T) {
 	c := startCluster(t, 1, topic, dlq)
 	c.produce(t, topic, 1, n)
 	poison, flaky := pos{topic, 0, 2}, pos{topic, 0, 5}
-	logs := &logRecords{}
+	logs := &testkit.Logs{}
 	l := newLedger()
 	pl := startPipeline(t, c, l, pipeOpts{
 		cfg: Config{Topics: []string{topic}, Group: group, MaxUncommitted: 4, DeadLetterTopic: dlq,
@@ -162,7 +163,7 @@ func TestRetryCountSurvivesUntilDone(t *testing.T) {
 	if st.DeadLettered != 1 || st.Completed != n-1 || st.DeadLetterErrors != 0 || st.Pauses == 0 {
 		t.Errorf("stats %+v", st)
 	}
-	errs := logs.find(slog.LevelError, "dead-lettered")
+	errs := find(logs, slog.LevelError, "dead-lettered")
 	if len(errs) != 1 || attr(errs[0], "offset").Int64() != poison.offset || attr(errs[0], "attempts").Int64() != 4 {
 		t.Errorf("error-level dead-letter logs: %v", errs)
 	}
@@ -275,7 +276,7 @@ func TestOutcomesOfRevokedAssignmentsAreDropped(t *testing.T) {
 func TestStartsAtTheGreaterOfCommittedAndPosition(t *testing.T) {
 	const topic, group = "t", "g"
 	c := startFilled(t, topic, 1, 20)
-	logs := &logRecords{}
+	logs := &testkit.Logs{}
 	l := newLedger()
 	a := startPipeline(t, c, l, pipeOpts{cfg: Config{Topics: []string{topic}, Group: group, Opts: []kgo.Opt{eager}, Logger: slog.New(logs)}})
 	c.waitCaughtUp(t, group, topic)
@@ -313,7 +314,7 @@ func TestStartsAtTheGreaterOfCommittedAndPosition(t *testing.T) {
 	if st := a.spout.Stats(); st.StartRaised != 1 {
 		t.Errorf("StartRaised %d, want 1", st.StartRaised)
 	}
-	w := logs.find(slog.LevelWarn, "behind this spout's own commit")
+	w := find(logs, slog.LevelWarn, "behind this spout's own commit")
 	if len(w) != 1 || attr(w[0], "group_offset").Int64() != 20 || attr(w[0], "spout_offset").Int64() != 40 {
 		t.Errorf("warnings: %v", w)
 	}
@@ -621,7 +622,7 @@ func TestProcessingLongerThanTheRebalanceTimeoutIsReported(t *testing.T) {
 	const rebalanceTimeout = 200 * time.Millisecond
 	c := startFilled(t, topic, 2, n)
 	h := newHolder(pos{topic, 0, heldOff})
-	logs := &logRecords{}
+	logs := &testkit.Logs{}
 	l := newLedger()
 	opts := pipeOpts{
 		cfg:  Config{Topics: []string{topic}, Group: group, Logger: slog.New(logs), Opts: []kgo.Opt{eager, kgo.RebalanceTimeout(rebalanceTimeout)}},
@@ -666,11 +667,11 @@ func TestProcessingLongerThanTheRebalanceTimeoutIsReported(t *testing.T) {
 	if sa.CommitErrors+sb.CommitErrors == 0 {
 		t.Error("the refused commit was not counted")
 	}
-	w := logs.find(slog.LevelWarn, "outcome for a record whose partition was revoked")
+	w := find(logs, slog.LevelWarn, "outcome for a record whose partition was revoked")
 	if len(w) == 0 || attr(w[0], "age").Duration() < rebalanceTimeout {
 		t.Errorf("late-outcome warnings: %v", w)
 	}
-	if len(logs.find(slog.LevelWarn, "commit failed")) == 0 {
+	if len(find(logs, slog.LevelWarn, "commit failed")) == 0 {
 		t.Error("the refused commit was not logged")
 	}
 }
@@ -682,7 +683,7 @@ func TestUndeliveredDeadLetterIsNotDone(t *testing.T) {
 	const topic, group, n = "t", "g", 10
 	poison := pos{topic, 0, 4}
 	c := startFilled(t, topic, 1, n)
-	logs := &logRecords{}
+	logs := &testkit.Logs{}
 	l := newLedger()
 	pl := startPipeline(t, c, l, pipeOpts{
 		cfg: Config{Topics: []string{topic}, Group: group, DeadLetterTopic: "no-such-topic", Logger: slog.New(logs),
@@ -704,7 +705,7 @@ func TestUndeliveredDeadLetterIsNotDone(t *testing.T) {
 	if st := pl.spout.Stats(); st.DeadLettered != 0 || st.Completed != n-1 {
 		t.Errorf("stats %+v", st)
 	}
-	if e := logs.find(slog.LevelError, "dead letter not delivered"); len(e) != 1 || attr(e[0], "offset").Int64() != poison.offset {
+	if e := find(logs, slog.LevelError, "dead letter not delivered"); len(e) != 1 || attr(e[0], "offset").Int64() != poison.offset {
 		t.Errorf("error logs: %v", e)
 	}
 }
