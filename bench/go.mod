@@ -2,7 +2,7 @@ module github.com/xorack/xorack/bench
 
 go 1.26.0
 
-require github.com/xorack/xorack v0.0.0-20261203140140-70e032f43e72
+require github.com/xorack/xorack v0.0.0-20261203191425-0852da96e2e4
 
 require github.com/xorack/xorack/source/kafka v0.0.0-20261203093748-d06afcb236d4
 

@@ -18,7 +18,7 @@ import (
 	"github.com/xorack/xorack/acker"
 	"github.com/xorack/xorack/bench/internal/pipeline"
 	"github.com/xorack/xorack/internal/acktest/workload"
-	"github.com/xorack/xorack/internal/invariants"
+	"github.com/xorack/xorack/internal/testkit"
 )
 
 // tiny is a run small enough for a unit test: a window of 500 roots and a
@@ -463,9 +463,7 @@ func TestTableAndHTML(t *testing.T) {
 // sampling, Expire) allocates nothing once warm, with and without the
 // fault generator.
 func TestCoreLoopAllocs(t *testing.T) {
-	if invariants.Enabled {
-		t.Skip("the invariant checks allocate")
-	}
+	testkit.SkipUnderInvariants(t, "the invariant checks allocate")
 	st := newStream(workload.Build(workload.WordCount, 1000, 2))
 	for _, faults := range []bool{false, true} {
 		rn := &runner{cfg: &resolved{Config: filled(Config{Batch: 64, Quick: true, Seed: 1})}}
