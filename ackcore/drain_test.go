@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/internal/acktest"
 )
 
 // failv is a FAIL that carries the failed tuple's ack val: it leaves what
@@ -22,8 +23,8 @@ func TestDrainQueuedInPlace(t *testing.T) {
 	// Orphans 1 and 3; then one batch: orphan 101, the INIT of tree
 	// 102 (edges 0x10, 0x20), orphan 103, then 102's FAIL for edge
 	// 0x10: a drain owing 0x20, made after orphan 103.
-	none(t, s.Apply([]ackcore.Msg{ack(1, 1), ack(3, 3)}, nil))
-	out := s.Apply([]ackcore.Msg{ack(101, 1), init1(102, 4, 0x10^0x20), ack(103, 3), failv(102, 0x10)}, nil)
+	none(t, s.Apply([]ackcore.Msg{acktest.AckMsg(1, 1), acktest.AckMsg(3, 3)}, nil))
+	out := s.Apply([]ackcore.Msg{acktest.AckMsg(101, 1), acktest.InitMsg(102, 4, 0x10^0x20), acktest.AckMsg(103, 3), failv(102, 0x10)}, nil)
 	if o := one(t, out); o.Root != 102 || o.Kind != ackcore.Failed || o.Reason != ackcore.ReasonExplicit {
 		t.Fatalf("FAIL of tree 102: %+v", o)
 	}
@@ -32,15 +33,15 @@ func TestDrainQueuedInPlace(t *testing.T) {
 	// 1, 3, 101 and 103, not the drain.
 	var msgs []ackcore.Msg
 	for r := uint64(1000); s.Pending()+len(msgs) < bound; r++ {
-		msgs = append(msgs, init1(r, 1, r))
+		msgs = append(msgs, acktest.InitMsg(r, 1, r))
 	}
 	none(t, s.Apply(msgs, nil))
-	none(t, s.Apply([]ackcore.Msg{init1(2001, 1, 1), init1(2002, 1, 1), init1(2003, 1, 1), init1(2004, 1, 1)}, nil))
+	none(t, s.Apply([]ackcore.Msg{acktest.InitMsg(2001, 1, 1), acktest.InitMsg(2002, 1, 1), acktest.InitMsg(2003, 1, 1), acktest.InitMsg(2004, 1, 1)}, nil))
 	if st := s.Stats(); st.OrphansEvicted != 4 || st.FailedFull != 0 {
 		t.Fatalf("after 4 INITs at the bound: %+v", st)
 	}
 	// The drain is still there: the tree's last ACK ends it.
-	none(t, s.Apply([]ackcore.Msg{ack(102, 0x20)}, nil))
+	none(t, s.Apply([]ackcore.Msg{acktest.AckMsg(102, 0x20)}, nil))
 	if st := s.Stats(); st.OrphansDrained != 1 || st.OrphansEvicted != 4 {
 		t.Fatalf("the drain was evicted before the orphans made before it: %+v", st)
 	}
@@ -73,31 +74,31 @@ func TestDrainOfAdoptedOrphan(t *testing.T) {
 	// Owner 1: two early ACKs (orphans 7 and 8; 8's tag is not the
 	// FIFO's first).
 	s.SetOwner(1)
-	none(t, s.Apply([]ackcore.Msg{ack(7, 0x1), ack(8, 0x2)}, nil))
+	none(t, s.Apply([]ackcore.Msg{acktest.AckMsg(7, 0x1), acktest.AckMsg(8, 0x2)}, nil))
 	counts("early ACKs", 0, 2, 0)
 	// Owner 2, one batch: 8's INIT (edges 0x2, 0x4, 0x8) adopts it, its
 	// FAIL for edge 0x4 leaves a drain owing 0x8.
 	s.SetOwner(2)
-	if o := one(t, s.Apply([]ackcore.Msg{init1(8, 3, 0x2^0x4^0x8), failv(8, 0x4)}, nil)); o.Kind != ackcore.Failed {
+	if o := one(t, s.Apply([]ackcore.Msg{acktest.InitMsg(8, 3, 0x2^0x4^0x8), failv(8, 0x4)}, nil)); o.Kind != ackcore.Failed {
 		t.Fatalf("FAIL of 8: %+v", o)
 	}
 	counts("drain", 0, 1, 1)
 	// Owner 1 is under its share again: a new early ACK is kept.
 	s.SetOwner(1)
-	none(t, s.Apply([]ackcore.Msg{ack(9, 0x1)}, nil))
+	none(t, s.Apply([]ackcore.Msg{acktest.AckMsg(9, 0x1)}, nil))
 	counts("owner 1 again", 0, 2, 1)
 	// 7 and 9 adopted and completed: the drain is the only orphan.
-	if out := s.Apply([]ackcore.Msg{init1(7, 1, 0x1), init1(9, 1, 0x1)}, nil); len(out) != 2 {
+	if out := s.Apply([]ackcore.Msg{acktest.InitMsg(7, 1, 0x1), acktest.InitMsg(9, 1, 0x1)}, nil); len(out) != 2 {
 		t.Fatalf("adopting 7 and 9: %v", out)
 	}
 	counts("adopted", 0, 0, 1)
 	// At the bound, an INIT evicts the drain (its tag is live).
 	var msgs []ackcore.Msg
 	for r := uint64(1000); s.Pending()+len(msgs) < bound; r++ {
-		msgs = append(msgs, init1(r, 1, r))
+		msgs = append(msgs, acktest.InitMsg(r, 1, r))
 	}
 	none(t, s.Apply(msgs, nil))
-	none(t, s.Apply([]ackcore.Msg{init1(2000, 1, 1)}, nil))
+	none(t, s.Apply([]ackcore.Msg{acktest.InitMsg(2000, 1, 1)}, nil))
 	if st := s.Stats(); st.OrphansEvicted != 1 || st.FailedFull != 0 {
 		t.Fatalf("INIT at the bound with the drain as the only orphan: %+v", st)
 	}
@@ -111,17 +112,17 @@ func TestDrainEndsAgainstItsOwner(t *testing.T) {
 	clock := &ackcore.FakeClock{}
 	s := mustShard(t, ackcore.Config{MaxPending: 64, Timeout: time.Second, Clock: clock, Seed: 6, Owners: 2, OrphanShare: 3})
 	s.SetOwner(1)
-	none(t, s.Apply([]ackcore.Msg{ack(5, 0x1)}, nil))
-	one(t, s.Apply([]ackcore.Msg{init1(5, 2, 0x1^0x2^0x4), failv(5, 0x2)}, nil))
+	none(t, s.Apply([]ackcore.Msg{acktest.AckMsg(5, 0x1)}, nil))
+	one(t, s.Apply([]ackcore.Msg{acktest.InitMsg(5, 2, 0x1^0x2^0x4), failv(5, 0x2)}, nil))
 	if n := s.OwnerStats(1).Orphans; n != 1 {
 		t.Fatalf("owner 1 has %d orphans with one drain", n)
 	}
-	none(t, s.Apply([]ackcore.Msg{ack(5, 0x4)}, nil))
+	none(t, s.Apply([]ackcore.Msg{acktest.AckMsg(5, 0x4)}, nil))
 	if st := s.Stats(); st.OrphansDrained != 1 || st.Pending != 0 {
 		t.Fatalf("%+v", st)
 	}
 	// The whole share again: three early ACKs kept, the fourth refused.
-	out := s.Apply([]ackcore.Msg{ack(10, 1), ack(11, 1), ack(12, 1), ack(13, 1)}, nil)
+	out := s.Apply([]ackcore.Msg{acktest.AckMsg(10, 1), acktest.AckMsg(11, 1), acktest.AckMsg(12, 1), acktest.AckMsg(13, 1)}, nil)
 	if o := one(t, out); o.Root != 13 || o.Kind != ackcore.Refused {
 		t.Fatalf("owner 1's share after its drain ended: %v", out)
 	}

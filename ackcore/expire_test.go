@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/internal/acktest"
 	"github.com/xorack/xorack/internal/invariants"
 	"github.com/xorack/xorack/internal/splitmix"
 	"github.com/xorack/xorack/internal/testkit"
@@ -142,7 +143,7 @@ func TestClockJump(t *testing.T) {
 		if got := s.ExpireAll(nil); len(got) != 100 || s.Pending() != 0 {
 			t.Fatalf("jump of %d days: %d timeouts for 100 roots, %d pending", days, len(got), s.Pending())
 		}
-		none(t, s.Apply([]ackcore.Msg{init1(7, 1, 1)}, nil))
+		none(t, s.Apply([]ackcore.Msg{acktest.InitMsg(7, 1, 1)}, nil))
 		clock.Add(30*time.Second - time.Millisecond)
 		none(t, s.ExpireAll(nil))
 		clock.Add(time.Millisecond)
@@ -192,7 +193,7 @@ func TestPerRootTimingInSlot(t *testing.T) {
 			timeouts := map[uint64]time.Duration{}
 			var msgs []ackcore.Msg
 			for r := uint64(1); r <= n; r++ {
-				m := init1(r<<16, 1, r)
+				m := acktest.InitMsg(r<<16, 1, r)
 				switch mode {
 				case "per-root":
 					m.TimeoutMs = 1000 + rng.Uint32N(59_001)
@@ -207,7 +208,7 @@ func TestPerRootTimingInSlot(t *testing.T) {
 				clock.Add(7 * time.Second)
 				msgs = msgs[:0]
 				for r := uint64(1); r <= n; r++ {
-					msgs = append(msgs, reset(r<<16))
+					msgs = append(msgs, acktest.ResetMsg(r<<16))
 					timeouts[r<<16] = 37 * time.Second // from the INIT
 				}
 				none(t, s.Apply(msgs, nil))
@@ -263,9 +264,9 @@ func TestPerRootTimingInSlot(t *testing.T) {
 // made, not from its last RESET.
 func TestOldestPendingNoInit(t *testing.T) {
 	s, clock := newShard(t, 100)
-	none(t, s.Apply([]ackcore.Msg{ack(99, 1)}, nil))
+	none(t, s.Apply([]ackcore.Msg{acktest.AckMsg(99, 1)}, nil))
 	clock.Add(5 * time.Second)
-	none(t, s.Apply([]ackcore.Msg{reset(99)}, nil))
+	none(t, s.Apply([]ackcore.Msg{acktest.ResetMsg(99)}, nil))
 	clock.Add(time.Second)
 	got := s.OldestPending(1, nil)
 	if len(got) != 1 || got[0].Root != 99 || got[0].Task != ackcore.NoTask {
@@ -285,27 +286,27 @@ func TestOldestPendingNoInit(t *testing.T) {
 // FAILs are held in the filter and still win.
 func TestFailAtBound(t *testing.T) {
 	s, clock := newShard(t, 1)
-	none(t, s.Apply([]ackcore.Msg{init1(1, 1, 5)}, nil))
-	none(t, s.Apply([]ackcore.Msg{fail(2)}, nil))
+	none(t, s.Apply([]ackcore.Msg{acktest.InitMsg(1, 1, 5)}, nil))
+	none(t, s.Apply([]ackcore.Msg{acktest.FailMsg(2)}, nil))
 	if st := s.Stats(); st.FailsReserved != 1 || st.RefusedFull != 0 {
 		t.Fatalf("FAIL at the bound: %+v", st)
 	}
-	if o := one(t, s.Apply([]ackcore.Msg{ack(1, 5)}, nil)); o.Root != 1 || o.Kind != ackcore.Completed {
+	if o := one(t, s.Apply([]ackcore.Msg{acktest.AckMsg(1, 5)}, nil)); o.Root != 1 || o.Kind != ackcore.Completed {
 		t.Fatalf("root 1: %+v", o)
 	}
-	out := s.Apply([]ackcore.Msg{init1(2, 3, 9), ack(2, 9)}, nil)
+	out := s.Apply([]ackcore.Msg{acktest.InitMsg(2, 3, 9), acktest.AckMsg(2, 9)}, nil)
 	if len(out) != 1 || out[0].Root != 2 || out[0].Kind != ackcore.Failed || out[0].Reason != ackcore.ReasonExplicit || out[0].Task != 3 {
 		t.Fatalf("root 2 after its FAIL: %v", out)
 	}
 	clock.Add(31 * time.Second) // the stale ACK's orphan goes
 	s.ExpireAll(nil)
-	none(t, s.Apply([]ackcore.Msg{init1(1, 1, 5)}, nil)) // root 1 again: the table at its bound
+	none(t, s.Apply([]ackcore.Msg{acktest.InitMsg(1, 1, 5)}, nil)) // root 1 again: the table at its bound
 	// Fill the reserve, then overflow it: the overflowing FAILs are
 	// held in the filter and still fail their roots.
 	var fails []ackcore.Msg
 	r0 := uint64(1000)
 	for r := r0; r < r0+uint64(s.FailReserve())+50; r++ {
-		fails = append(fails, fail(r))
+		fails = append(fails, acktest.FailMsg(r))
 	}
 	none(t, s.Apply(fails, nil))
 	st := s.Stats()
@@ -313,7 +314,7 @@ func TestFailAtBound(t *testing.T) {
 		t.Fatalf("FAILs over the reserve: %+v", st)
 	}
 	for _, f := range fails {
-		o := one(t, s.Apply([]ackcore.Msg{init1(f.Root, 4, 1)}, nil))
+		o := one(t, s.Apply([]ackcore.Msg{acktest.InitMsg(f.Root, 4, 1)}, nil))
 		if o.Kind != ackcore.Failed || o.Reason != ackcore.ReasonExplicit {
 			t.Fatalf("INIT of root %d after its FAIL: %+v", f.Root, o)
 		}
@@ -322,10 +323,10 @@ func TestFailAtBound(t *testing.T) {
 	// reserve's orphans.
 	clock.Add(61 * time.Second)
 	s.ExpireAll(nil)
-	none(t, s.Apply([]ackcore.Msg{ack(1, 5)}, nil)) // root 1 timed out: a new entry, no INIT
+	none(t, s.Apply([]ackcore.Msg{acktest.AckMsg(1, 5)}, nil)) // root 1 timed out: a new entry, no INIT
 	clock.Add(31 * time.Second)
 	s.ExpireAll(nil)
-	none(t, s.Apply([]ackcore.Msg{init1(r0+uint64(s.FailReserve())+1, 4, 1)}, nil))
+	none(t, s.Apply([]ackcore.Msg{acktest.InitMsg(r0+uint64(s.FailReserve())+1, 4, 1)}, nil))
 	mustVerify(t, s)
 }
 
@@ -359,7 +360,7 @@ func TestMemoryBudget(t *testing.T) {
 // malformed one only under RefusedInvalid.
 func TestStatsCountRefused(t *testing.T) {
 	s, _ := newShard(t, 1)
-	s.Apply([]ackcore.Msg{init1(1, 1, 1), init1(2, 1, 1), ack(3, 1), reset(4), {Root: 0, Kind: ackcore.Ack}}, nil)
+	s.Apply([]ackcore.Msg{acktest.InitMsg(1, 1, 1), acktest.InitMsg(2, 1, 1), acktest.AckMsg(3, 1), acktest.ResetMsg(4), {Root: 0, Kind: ackcore.Ack}}, nil)
 	st := s.Stats()
 	if st.Inits != 2 || st.FailedFull != 1 || st.Acks != 1 || st.Resets != 1 || st.RefusedFull != 2 || st.RefusedInvalid != 1 {
 		t.Fatalf("%+v", st)
@@ -396,10 +397,10 @@ func heapInUse() int64 {
 // timeout also when it was last used long ago.
 func TestFailFilterLater(t *testing.T) {
 	s, clock := newShard(t, 1)
-	none(t, s.Apply([]ackcore.Msg{init1(1, 1, 5)}, nil))
+	none(t, s.Apply([]ackcore.Msg{acktest.InitMsg(1, 1, 5)}, nil))
 	var fails []ackcore.Msg
 	for r := uint64(100); r < 100+uint64(s.FailReserve())+1; r++ {
-		fails = append(fails, fail(r))
+		fails = append(fails, acktest.FailMsg(r))
 	}
 	clock.Add(10 * time.Minute) // the filter's generation was set at creation
 	none(t, s.Apply(fails, nil))
@@ -408,10 +409,10 @@ func TestFailFilterLater(t *testing.T) {
 	}
 	last := fails[len(fails)-1].Root
 	clock.Add(29 * time.Second)
-	if o := one(t, s.Apply([]ackcore.Msg{ack(1, 5)}, nil)); o.Kind != ackcore.Completed { // room for the INIT below
+	if o := one(t, s.Apply([]ackcore.Msg{acktest.AckMsg(1, 5)}, nil)); o.Kind != ackcore.Completed { // room for the INIT below
 		t.Fatalf("root 1: %+v", o)
 	}
-	if o := one(t, s.Apply([]ackcore.Msg{init1(last, 2, 1)}, nil)); o.Kind != ackcore.Failed || o.Reason != ackcore.ReasonExplicit {
+	if o := one(t, s.Apply([]ackcore.Msg{acktest.InitMsg(last, 2, 1)}, nil)); o.Kind != ackcore.Failed || o.Reason != ackcore.ReasonExplicit {
 		t.Fatalf("INIT of a root whose FAIL the filter holds, 29s later: %+v", o)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/internal/acktest"
 	"github.com/xorack/xorack/internal/testkit"
 )
 
@@ -18,16 +19,16 @@ func TestOrphansGiveWay(t *testing.T) {
 	// Half live roots, half orphans (ACKs for roots never INITed).
 	var msgs []ackcore.Msg
 	for r := uint64(1); r <= bound/2; r++ {
-		msgs = append(msgs, init1(r, 1, r))
+		msgs = append(msgs, acktest.InitMsg(r, 1, r))
 	}
 	for r := uint64(1001); r <= 1000+bound/2; r++ {
-		msgs = append(msgs, ack(r, r))
+		msgs = append(msgs, acktest.AckMsg(r, r))
 	}
 	none(t, s.Apply(msgs, nil))
 	// New INITs evict the orphans, oldest first: none is refused.
 	msgs = msgs[:0]
 	for r := uint64(2001); r <= 2000+bound/2; r++ {
-		msgs = append(msgs, init1(r, 2, r))
+		msgs = append(msgs, acktest.InitMsg(r, 2, r))
 	}
 	none(t, s.Apply(msgs[:10], nil))
 	st := s.Stats()
@@ -36,12 +37,12 @@ func TestOrphansGiveWay(t *testing.T) {
 	}
 	// The oldest went: 1001..1010 are gone (an ACK recreates 1001 in
 	// the place of the next oldest, 1011), 1011.. are there.
-	none(t, s.Apply([]ackcore.Msg{ack(1001, 5)}, nil))
+	none(t, s.Apply([]ackcore.Msg{acktest.AckMsg(1001, 5)}, nil))
 	if st := s.Stats(); st.OrphansEvicted != 11 || st.RefusedFull != 0 {
 		t.Fatalf("ACK at the bound: %+v", st)
 	}
 	// An INIT of 1012 adopts its orphan: val 1012 ^ 1012 = 0, completed.
-	if o := one(t, s.Apply([]ackcore.Msg{init1(1012, 3, 1012)}, nil)); o.Kind != ackcore.Completed || o.Task != 3 {
+	if o := one(t, s.Apply([]ackcore.Msg{acktest.InitMsg(1012, 3, 1012)}, nil)); o.Kind != ackcore.Completed || o.Task != 3 {
 		t.Fatalf("INIT of a queued orphan: %+v", o)
 	}
 	none(t, s.Apply(msgs[10:], nil))
@@ -53,19 +54,19 @@ func TestOrphansGiveWay(t *testing.T) {
 	}
 	// Only live roots now: an INIT is refused Full, and so is an ACK
 	// for an unknown root.
-	if o := one(t, s.Apply([]ackcore.Msg{init1(9999, 1, 1)}, nil)); o.Reason != ackcore.ReasonFull {
+	if o := one(t, s.Apply([]ackcore.Msg{acktest.InitMsg(9999, 1, 1)}, nil)); o.Reason != ackcore.ReasonFull {
 		t.Fatalf("INIT with only live roots: %+v", o)
 	}
-	if o := one(t, s.Apply([]ackcore.Msg{ack(9998, 1)}, nil)); o.Kind != ackcore.Refused || o.Reason != ackcore.ReasonFull {
+	if o := one(t, s.Apply([]ackcore.Msg{acktest.AckMsg(9998, 1)}, nil)); o.Kind != ackcore.Refused || o.Reason != ackcore.ReasonFull {
 		t.Fatalf("ACK with only live roots: %+v", o)
 	}
 	// Every live root still completes.
 	msgs = msgs[:0]
 	for r := uint64(1); r <= bound/2; r++ {
-		msgs = append(msgs, ack(r, r))
+		msgs = append(msgs, acktest.AckMsg(r, r))
 	}
 	for r := uint64(2001); r <= 2000+bound/2; r++ {
-		msgs = append(msgs, ack(r, r))
+		msgs = append(msgs, acktest.AckMsg(r, r))
 	}
 	if out := s.Apply(msgs, nil); len(out) != bound {
 		t.Fatalf("%d completions of %d live roots", len(out), bound)
@@ -96,15 +97,15 @@ func TestOrphanStormShard(t *testing.T) {
 			root := rng.Uint64() | 1
 			var tr tree
 			if rng.IntN(20) == 0 {
-				tr.msgs = append(tr.msgs, fail(root))
+				tr.msgs = append(tr.msgs, acktest.FailMsg(root))
 			}
 			val := uint64(0)
 			for range 4 {
 				e := rng.Uint64() | 1
 				val ^= e
-				tr.msgs = append(tr.msgs, ack(root, e))
+				tr.msgs = append(tr.msgs, acktest.AckMsg(root, e))
 			}
-			batch = append(batch, init1(root, 0, val))
+			batch = append(batch, acktest.InitMsg(root, 0, val))
 			live = append(live, tr)
 			made++
 		}
@@ -165,7 +166,7 @@ func TestFailFlood(t *testing.T) {
 		batch := make([]ackcore.Msg, 0, 256)
 		var out []ackcore.Outcome
 		for i := 0; i < n; i++ { // over one second
-			batch = append(batch, fail(rng.Uint64()|1))
+			batch = append(batch, acktest.FailMsg(rng.Uint64()|1))
 			if len(batch) == cap(batch) || i == n-1 {
 				none(t, s.Apply(batch, out[:0]))
 				batch = batch[:0]
@@ -175,7 +176,7 @@ func TestFailFlood(t *testing.T) {
 		clock.Add(2 * time.Second)
 		falsely, refused := 0, 0
 		for i := 0; i < fresh; i++ {
-			out = s.Apply([]ackcore.Msg{init1(rng.Uint64()|1, 1, 1)}, out[:0])
+			out = s.Apply([]ackcore.Msg{acktest.InitMsg(rng.Uint64()|1, 1, 1)}, out[:0])
 			for _, o := range out {
 				switch {
 				case o.Reason == ackcore.ReasonExplicit:
@@ -228,8 +229,8 @@ func TestDrain(t *testing.T) {
 	const e1, e2, c1, c2 = 0x11, 0x22, 0x33, 0x44 // edge ids
 	// The spout emitted e1 and e2; the bolt of e1 anchored c1 and acked;
 	// the bolt of e2 anchored c2 and failed e2; c1 and c2 are acked later.
-	withVal := []ackcore.Msg{init1(7, 3, e1^e2), ack(7, e1^c1), {Root: 7, Kind: ackcore.Fail, Val: e2 ^ c2}, ack(7, c1), ack(7, c2)}
-	bare := []ackcore.Msg{init1(8, 3, e1^e2), ack(8, e1^c1), fail(8), ack(8, c1), ack(8, c2)}
+	withVal := []ackcore.Msg{acktest.InitMsg(7, 3, e1^e2), acktest.AckMsg(7, e1^c1), {Root: 7, Kind: ackcore.Fail, Val: e2 ^ c2}, acktest.AckMsg(7, c1), acktest.AckMsg(7, c2)}
+	bare := []ackcore.Msg{acktest.InitMsg(8, 3, e1^e2), acktest.AckMsg(8, e1^c1), acktest.FailMsg(8), acktest.AckMsg(8, c1), acktest.AckMsg(8, c2)}
 	for _, batch := range []bool{false, true} {
 		s, _ := newShard(t, 100)
 		var out []ackcore.Outcome
@@ -269,7 +270,7 @@ func TestDrainGivesWay(t *testing.T) {
 	s, _ := newShard(t, bound)
 	var msgs []ackcore.Msg
 	for r := uint64(1); r <= bound; r++ {
-		msgs = append(msgs, init1(r, 1, 3), ackcore.Msg{Root: r, Kind: ackcore.Fail, Val: 1}) // 2 still owed
+		msgs = append(msgs, acktest.InitMsg(r, 1, 3), ackcore.Msg{Root: r, Kind: ackcore.Fail, Val: 1}) // 2 still owed
 	}
 	if out := s.Apply(msgs, nil); len(out) != bound {
 		t.Fatalf("%d outcomes for %d FAILs", len(out), bound)
@@ -278,13 +279,13 @@ func TestDrainGivesWay(t *testing.T) {
 		t.Fatalf("after %d FAILs with a val: %+v", bound, st)
 	}
 	// The table is at its bound, all drains: new INITs evict the oldest.
-	none(t, s.Apply([]ackcore.Msg{init1(101, 1, 5), init1(102, 1, 5)}, nil))
+	none(t, s.Apply([]ackcore.Msg{acktest.InitMsg(101, 1, 5), acktest.InitMsg(102, 1, 5)}, nil))
 	if st := s.Stats(); st.OrphansEvicted != 2 || st.FailedFull != 0 || st.Pending != bound {
 		t.Fatalf("INITs at a bound of drains: %+v", st)
 	}
 	// Roots 1 and 2 went first: their last ACKs now make orphans (taking
 	// the places of drains 3 and 4); root 5's drains as it should.
-	none(t, s.Apply([]ackcore.Msg{ack(1, 2), ack(2, 2), ack(5, 2)}, nil))
+	none(t, s.Apply([]ackcore.Msg{acktest.AckMsg(1, 2), acktest.AckMsg(2, 2), acktest.AckMsg(5, 2)}, nil))
 	if st := s.Stats(); st.OrphansDrained != 1 || st.OrphansEvicted != 4 {
 		t.Fatalf("late ACKs of evicted and live drains: %+v", st)
 	}
@@ -293,7 +294,7 @@ func TestDrainGivesWay(t *testing.T) {
 	// second (its owner is at its share) removes its entry.
 	s2 := mustShard(t, ackcore.Config{MaxPending: 100, Clock: &ackcore.FakeClock{}, Owners: 2, OrphanShare: 1})
 	s2.SetOwner(1)
-	s2.Apply([]ackcore.Msg{init1(1, 1, 3), init1(2, 1, 3), {Root: 1, Kind: ackcore.Fail, Val: 1}, {Root: 2, Kind: ackcore.Fail, Val: 1}}, nil)
+	s2.Apply([]ackcore.Msg{acktest.InitMsg(1, 1, 3), acktest.InitMsg(2, 1, 3), {Root: 1, Kind: ackcore.Fail, Val: 1}, {Root: 2, Kind: ackcore.Fail, Val: 1}}, nil)
 	if st := s2.Stats(); st.Pending != 1 || s2.OwnerStats(1).Orphans != 1 {
 		t.Fatalf("a sender at its share: %+v, owner %+v", st, s2.OwnerStats(1))
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/internal/acktest"
 )
 
 // TestOrphanShare: an owner at its OrphanShare makes no more orphans: its
@@ -24,11 +25,11 @@ func TestOrphanShare(t *testing.T) {
 		for r := uint64(1); r <= 3*share; r++ {
 			switch r % 3 {
 			case 0:
-				msgs = append(msgs, ack(1_000_000+r, r))
+				msgs = append(msgs, acktest.AckMsg(1_000_000+r, r))
 			case 1:
-				msgs = append(msgs, fail(1_000_000+r))
+				msgs = append(msgs, acktest.FailMsg(1_000_000+r))
 			default:
-				msgs = append(msgs, reset(1_000_000+r))
+				msgs = append(msgs, acktest.ResetMsg(1_000_000+r))
 			}
 		}
 		out := s.Apply(msgs, nil)
@@ -52,7 +53,7 @@ func TestOrphanShare(t *testing.T) {
 		s.SetOwner(good)
 		msgs = msgs[:0]
 		for r := uint64(1); r <= share; r++ {
-			msgs = append(msgs, ack(r, r))
+			msgs = append(msgs, acktest.AckMsg(r, r))
 		}
 		none(t, s.Apply(msgs, nil))
 		if os := s.OwnerStats(good); os.Orphans != share || os.Refused != 0 {
@@ -61,7 +62,7 @@ func TestOrphanShare(t *testing.T) {
 		s.SetOwner(0)
 		msgs = msgs[:0]
 		for r := uint64(1); r <= share; r++ {
-			msgs = append(msgs, init1(r, 1, r))
+			msgs = append(msgs, acktest.InitMsg(r, 1, r))
 		}
 		if out := s.Apply(msgs, nil); len(out) != share {
 			t.Fatalf("owners %d: %d outcomes for %d adopted orphans", owners, len(out), share)
@@ -72,7 +73,7 @@ func TestOrphanShare(t *testing.T) {
 		// The flooder is still at its share; when its orphans expire
 		// it has room again.
 		s.SetOwner(flooder)
-		if o := one(t, s.Apply([]ackcore.Msg{ack(7, 7)}, nil)); o.Kind != ackcore.Refused {
+		if o := one(t, s.Apply([]ackcore.Msg{acktest.AckMsg(7, 7)}, nil)); o.Kind != ackcore.Refused {
 			t.Fatalf("owners %d: %+v", owners, o)
 		}
 		clock.Add(2 * time.Second)
@@ -81,7 +82,7 @@ func TestOrphanShare(t *testing.T) {
 		if os := s.OwnerStats(flooder); os.Orphans != 0 {
 			t.Fatalf("owners %d: flooder after expiry %+v", owners, os)
 		}
-		none(t, s.Apply([]ackcore.Msg{ack(7, 7)}, nil))
+		none(t, s.Apply([]ackcore.Msg{acktest.AckMsg(7, 7)}, nil))
 		if os := s.OwnerStats(flooder); os.Orphans != 1 || os.Refused != 2*share+1 {
 			t.Fatalf("owners %d: flooder %+v", owners, os)
 		}
@@ -97,7 +98,7 @@ func TestOrphanShareNone(t *testing.T) {
 	s, _ := newShard(t, bound)
 	var msgs []ackcore.Msg
 	for r := uint64(1); r <= 2*bound; r++ {
-		msgs = append(msgs, ack(r, r))
+		msgs = append(msgs, acktest.AckMsg(r, r))
 	}
 	none(t, s.Apply(msgs, nil))
 	st := s.Stats()
@@ -117,13 +118,13 @@ func TestOrphanShareEvicted(t *testing.T) {
 	s.SetOwner(1)
 	var msgs []ackcore.Msg
 	for r := uint64(1); r <= bound; r++ {
-		msgs = append(msgs, ack(r, r))
+		msgs = append(msgs, acktest.AckMsg(r, r))
 	}
 	none(t, s.Apply(msgs, nil))
 	s.SetOwner(0)
 	msgs = msgs[:0]
 	for r := uint64(1); r <= 10; r++ {
-		msgs = append(msgs, init1(1000+r, 1, r))
+		msgs = append(msgs, acktest.InitMsg(1000+r, 1, r))
 	}
 	none(t, s.Apply(msgs, nil))
 	if os, st := s.OwnerStats(1), s.Stats(); os.Orphans != bound-10 || st.OrphansEvicted != 10 {
@@ -160,16 +161,16 @@ func TestOrphanShareKeepsOthers(t *testing.T) {
 	s.SetOwner(0)
 	var msgs []ackcore.Msg
 	for r := uint64(1); r <= 600; r++ {
-		msgs = append(msgs, init1(r, 1, r))
+		msgs = append(msgs, acktest.InitMsg(r, 1, r))
 	}
 	for r := uint64(10_001); r <= 10_100; r++ { // early ACKs: edge r of root r
-		msgs = append(msgs, ack(r, r))
+		msgs = append(msgs, acktest.AckMsg(r, r))
 	}
 	none(t, s.Apply(msgs, nil))
 	s.SetOwner(1)
 	msgs = msgs[:0]
 	for r := uint64(100_001); r <= 105_000; r++ {
-		msgs = append(msgs, ack(r, 1))
+		msgs = append(msgs, acktest.AckMsg(r, 1))
 	}
 	var refused int
 	for i := 0; i < len(msgs); i += 256 {
@@ -192,12 +193,12 @@ func TestOrphanShareKeepsOthers(t *testing.T) {
 	s.SetOwner(0)
 	msgs = msgs[:0]
 	for r := uint64(10_001); r <= 10_100; r++ {
-		msgs = append(msgs, init1(r, 2, r^(r+1)))
+		msgs = append(msgs, acktest.InitMsg(r, 2, r^(r+1)))
 	}
 	none(t, s.Apply(msgs, nil))
 	msgs = msgs[:0]
 	for r := uint64(10_001); r <= 10_100; r++ {
-		msgs = append(msgs, ack(r, r+1))
+		msgs = append(msgs, acktest.AckMsg(r, r+1))
 	}
 	completed := 0
 	for _, o := range s.Apply(msgs, nil) {
@@ -226,14 +227,14 @@ func TestOrphanEvictionMostOver(t *testing.T) {
 		s.SetOwner(o)
 		var msgs []ackcore.Msg
 		for i := range n {
-			msgs = append(msgs, ack(base[o]+uint64(i), 1))
+			msgs = append(msgs, acktest.AckMsg(base[o]+uint64(i), 1))
 		}
 		none(t, s.Apply(msgs, nil))
 	}
 	s.SetOwner(0)
 	var msgs []ackcore.Msg
 	for r := uint64(1); r <= bound-60+25; r++ {
-		msgs = append(msgs, init1(r, 1, r))
+		msgs = append(msgs, acktest.InitMsg(r, 1, r))
 	}
 	none(t, s.Apply(msgs, nil))
 	for o, want := range []int{10, 12, 13} {
@@ -250,7 +251,7 @@ func TestOrphanEvictionMostOver(t *testing.T) {
 		root uint64
 		more uint64
 	}{{3017, 0}, {2008, 0}, {3016, 1}, {2007, 1}} {
-		none(t, s.Apply([]ackcore.Msg{ack(c.root, 1)}, nil))
+		none(t, s.Apply([]ackcore.Msg{acktest.AckMsg(c.root, 1)}, nil))
 		if n := s.Stats().OrphansEvicted; n-evicted != c.more {
 			t.Fatalf("ACK to orphan %d: %d evictions, want %d", c.root, n-evicted, c.more)
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/internal/acktest"
 )
 
 // TestProgressTimeout: with a 1 s timeout, trees acked every 500 ms for 5 s
@@ -25,9 +26,9 @@ func TestProgressTimeout(t *testing.T) {
 		const slow, stuck, capped = 100, 200, 300 // root ids: 100 slow trees, then the stuck one, then one acked forever
 		var msgs []ackcore.Msg
 		for r := uint64(1); r <= slow; r++ {
-			msgs = append(msgs, init1(r, 1, 1<<10-1)) // ten edges: bits 0..9
+			msgs = append(msgs, acktest.InitMsg(r, 1, 1<<10-1)) // ten edges: bits 0..9
 		}
-		msgs = append(msgs, init1(stuck, 1, 3), init1(capped, 1, 1<<62))
+		msgs = append(msgs, acktest.InitMsg(stuck, 1, 3), acktest.InitMsg(capped, 1, 1<<62))
 		var out []ackcore.Outcome
 		outcomes := map[uint64]ackcore.Outcome{}
 		apply := func(m []ackcore.Msg) {
@@ -56,13 +57,13 @@ func TestProgressTimeout(t *testing.T) {
 			msgs = msgs[:0]
 			if step <= 10 {
 				for r := uint64(1); r <= slow; r++ {
-					msgs = append(msgs, ack(r, 1<<(step-1)))
+					msgs = append(msgs, acktest.AckMsg(r, 1<<(step-1)))
 				}
 			}
 			if step == 1 {
-				msgs = append(msgs, ack(stuck, 1))
+				msgs = append(msgs, acktest.AckMsg(stuck, 1))
 			}
-			msgs = append(msgs, ack(capped, 1))
+			msgs = append(msgs, acktest.AckMsg(capped, 1))
 			apply(msgs)
 		}
 		mustVerify(t, s)

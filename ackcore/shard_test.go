@@ -36,13 +36,6 @@ func mustVerify(t testing.TB, s *ackcore.Shard) {
 	}
 }
 
-func init1(root uint64, task uint32, val uint64) ackcore.Msg {
-	return ackcore.Msg{Root: root, Kind: ackcore.Init, Task: task, Val: val}
-}
-func ack(root, val uint64) ackcore.Msg { return ackcore.Msg{Root: root, Kind: ackcore.Ack, Val: val} }
-func fail(root uint64) ackcore.Msg     { return ackcore.Msg{Root: root, Kind: ackcore.Fail} }
-func reset(root uint64) ackcore.Msg    { return ackcore.Msg{Root: root, Kind: ackcore.Reset} }
-
 func one(t *testing.T, out []ackcore.Outcome) ackcore.Outcome {
 	t.Helper()
 	if len(out) != 1 {
@@ -90,10 +83,10 @@ func TestRules(t *testing.T) {
 
 func testRules(t *testing.T, s *ackcore.Shard, clock *ackcore.FakeClock) {
 	// Rule 2: completion, latency from INIT.
-	none(t, s.Apply([]ackcore.Msg{init1(1, 7, 0xa^0xb)}, nil))
+	none(t, s.Apply([]ackcore.Msg{acktest.InitMsg(1, 7, 0xa^0xb)}, nil))
 	clock.Add(5 * time.Millisecond)
-	none(t, s.Apply([]ackcore.Msg{ack(1, 0xa)}, nil))
-	o := one(t, s.Apply([]ackcore.Msg{ack(1, 0xb)}, nil))
+	none(t, s.Apply([]ackcore.Msg{acktest.AckMsg(1, 0xa)}, nil))
+	o := one(t, s.Apply([]ackcore.Msg{acktest.AckMsg(1, 0xb)}, nil))
 	if o.Kind != ackcore.Completed || o.Task != 7 || o.Root != 1 {
 		t.Fatalf("completion: %+v", o)
 	}
@@ -101,31 +94,31 @@ func testRules(t *testing.T, s *ackcore.Shard, clock *ackcore.FakeClock) {
 		t.Fatalf("latency %v, want 5ms within a tick", o.Latency)
 	}
 	// Rule 1: ACK before INIT.
-	none(t, s.Apply([]ackcore.Msg{ack(2, 0xc)}, nil))
-	if o := one(t, s.Apply([]ackcore.Msg{init1(2, 3, 0xc)}, nil)); o.Kind != ackcore.Completed || o.Task != 3 {
+	none(t, s.Apply([]ackcore.Msg{acktest.AckMsg(2, 0xc)}, nil))
+	if o := one(t, s.Apply([]ackcore.Msg{acktest.InitMsg(2, 3, 0xc)}, nil)); o.Kind != ackcore.Completed || o.Task != 3 {
 		t.Fatalf("ack before init: %+v", o)
 	}
 	// Rule 3: FAIL before INIT wins when the INIT comes, even at val 0.
-	none(t, s.Apply([]ackcore.Msg{fail(3), ack(3, 0xd)}, nil))
-	if o := one(t, s.Apply([]ackcore.Msg{init1(3, 4, 0xd)}, nil)); o.Kind != ackcore.Failed || o.Reason != ackcore.ReasonExplicit || o.Task != 4 {
+	none(t, s.Apply([]ackcore.Msg{acktest.FailMsg(3), acktest.AckMsg(3, 0xd)}, nil))
+	if o := one(t, s.Apply([]ackcore.Msg{acktest.InitMsg(3, 4, 0xd)}, nil)); o.Kind != ackcore.Failed || o.Reason != ackcore.ReasonExplicit || o.Task != 4 {
 		t.Fatalf("fail before init: %+v", o)
 	}
 	// Rule 3: FAIL after INIT reports at once.
-	none(t, s.Apply([]ackcore.Msg{init1(4, 1, 0xe)}, nil))
-	if o := one(t, s.Apply([]ackcore.Msg{fail(4)}, nil)); o.Kind != ackcore.Failed || o.Reason != ackcore.ReasonExplicit {
+	none(t, s.Apply([]ackcore.Msg{acktest.InitMsg(4, 1, 0xe)}, nil))
+	if o := one(t, s.Apply([]ackcore.Msg{acktest.FailMsg(4)}, nil)); o.Kind != ackcore.Failed || o.Reason != ackcore.ReasonExplicit {
 		t.Fatalf("fail: %+v", o)
 	}
 	// Rule 4: INIT with val 0.
-	if o := one(t, s.Apply([]ackcore.Msg{init1(5, 2, 0)}, nil)); o.Kind != ackcore.Completed {
+	if o := one(t, s.Apply([]ackcore.Msg{acktest.InitMsg(5, 2, 0)}, nil)); o.Kind != ackcore.Completed {
 		t.Fatalf("init 0: %+v", o)
 	}
 	if s.Pending() != 0 {
 		t.Fatalf("%d pending", s.Pending())
 	}
 	// Rule 5: timeout, RESET extends; rule 6: orphans expire silently.
-	none(t, s.Apply([]ackcore.Msg{init1(6, 9, 0xf), init1(7, 9, 0xf), ack(8, 0x1)}, nil))
+	none(t, s.Apply([]ackcore.Msg{acktest.InitMsg(6, 9, 0xf), acktest.InitMsg(7, 9, 0xf), acktest.AckMsg(8, 0x1)}, nil))
 	clock.Add(20 * time.Second)
-	none(t, s.Apply([]ackcore.Msg{reset(7)}, nil))
+	none(t, s.Apply([]ackcore.Msg{acktest.ResetMsg(7)}, nil))
 	clock.Add(10 * time.Second)
 	out, _ := s.Expire(make([]ackcore.Outcome, 0, 8))
 	o = one(t, out)
@@ -143,7 +136,7 @@ func testRules(t *testing.T, s *ackcore.Shard, clock *ackcore.FakeClock) {
 		t.Fatalf("reset root latency %v, want 50s (from its INIT)", o.Latency)
 	}
 	// Per-root timeout.
-	m := init1(9, 1, 0x5)
+	m := acktest.InitMsg(9, 1, 0x5)
 	m.TimeoutMs = 100
 	none(t, s.Apply([]ackcore.Msg{m}, nil))
 	clock.Add(99 * time.Millisecond)
@@ -165,7 +158,7 @@ func TestBound(t *testing.T) {
 	s, _ := newShard(t, bound)
 	var msgs []ackcore.Msg
 	for r := uint64(1); r <= bound+10; r++ {
-		msgs = append(msgs, init1(r, uint32(r%5), r*splitmix.Golden))
+		msgs = append(msgs, acktest.InitMsg(r, uint32(r%5), r*splitmix.Golden))
 	}
 	out := s.Apply(msgs, nil)
 	if len(out) != 10 {
@@ -176,13 +169,13 @@ func TestBound(t *testing.T) {
 			t.Fatalf("outcome %d: %+v", i, o)
 		}
 	}
-	if o := one(t, s.Apply([]ackcore.Msg{ack(5000, 1)}, nil)); o.Kind != ackcore.Refused || o.Reason != ackcore.ReasonFull || o.Task != ackcore.NoTask {
+	if o := one(t, s.Apply([]ackcore.Msg{acktest.AckMsg(5000, 1)}, nil)); o.Kind != ackcore.Refused || o.Reason != ackcore.ReasonFull || o.Task != ackcore.NoTask {
 		t.Fatalf("ack past bound: %+v", o)
 	}
 	// Every accepted root still completes.
 	msgs = msgs[:0]
 	for r := uint64(1); r <= bound; r++ {
-		msgs = append(msgs, ack(r, r*splitmix.Golden))
+		msgs = append(msgs, acktest.AckMsg(r, r*splitmix.Golden))
 	}
 	out = s.Apply(msgs, out[:0])
 	if len(out) != bound {
@@ -193,7 +186,7 @@ func TestBound(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 	// Room is back.
-	none(t, s.Apply([]ackcore.Msg{init1(bound+1, 0, 3)}, nil))
+	none(t, s.Apply([]ackcore.Msg{acktest.InitMsg(bound+1, 0, 3)}, nil))
 	mustVerify(t, s)
 }
 
@@ -242,10 +235,10 @@ func TestConfigErrors(t *testing.T) {
 func TestOldestPending(t *testing.T) {
 	s, clock := newShard(t, 100)
 	for r := uint64(1); r <= 20; r++ {
-		s.Apply([]ackcore.Msg{init1(r, uint32(r), 1)}, nil)
+		s.Apply([]ackcore.Msg{acktest.InitMsg(r, uint32(r), 1)}, nil)
 		clock.Add(time.Second)
 	}
-	s.Apply([]ackcore.Msg{ack(99, 1)}, nil) // no INIT yet, newest
+	s.Apply([]ackcore.Msg{acktest.AckMsg(99, 1)}, nil) // no INIT yet, newest
 	got := s.OldestPending(3, nil)
 	if len(got) != 3 {
 		t.Fatalf("%d roots", len(got))
@@ -274,7 +267,7 @@ func TestNoAllocs(t *testing.T) {
 		msgs = msgs[:0]
 		for i := 0; i < 8; i++ {
 			r++
-			msgs = append(msgs, init1(r, 1, 3), ack(r, 1), ack(r+1000000, 5), fail(r+2000000), ack(r, 2))
+			msgs = append(msgs, acktest.InitMsg(r, 1, 3), acktest.AckMsg(r, 1), acktest.AckMsg(r+1000000, 5), acktest.FailMsg(r+2000000), acktest.AckMsg(r, 2))
 		}
 		out = s.Apply(msgs, out[:0])
 		clock.Add(40 * time.Second) // everything left expires
@@ -299,8 +292,8 @@ func TestBoundInOrder(t *testing.T) {
 		left  int
 	}{{
 		name:  "acks-around-completion",
-		init:  init1(a, 1, 5),
-		batch: []ackcore.Msg{ack(b, 0x10), ack(a, 5), ack(b, 0x20)},
+		init:  acktest.InitMsg(a, 1, 5),
+		batch: []ackcore.Msg{acktest.AckMsg(b, 0x10), acktest.AckMsg(a, 5), acktest.AckMsg(b, 0x20)},
 		want: []ackcore.Outcome{
 			{Root: b, Task: ackcore.NoTask, Kind: ackcore.Refused, Reason: ackcore.ReasonFull},
 			{Root: a, Task: 1, Kind: ackcore.Completed},
@@ -308,8 +301,8 @@ func TestBoundInOrder(t *testing.T) {
 		left: 1, // B, made by its second ACK once A left
 	}, {
 		name:  "init-between-acks",
-		init:  init1(a, 1, 3),
-		batch: []ackcore.Msg{ack(a, 1), init1(b, 2, 7), ack(a, 2)},
+		init:  acktest.InitMsg(a, 1, 3),
+		batch: []ackcore.Msg{acktest.AckMsg(a, 1), acktest.InitMsg(b, 2, 7), acktest.AckMsg(a, 2)},
 		want: []ackcore.Outcome{
 			{Root: b, Task: 2, Kind: ackcore.Failed, Reason: ackcore.ReasonFull},
 			{Root: a, Task: 1, Kind: ackcore.Completed},
