@@ -46,6 +46,10 @@ type Acker struct {
 	running  atomic.Bool
 	stopDone chan struct{}
 	stopErr  error
+	// counted is set once Stop has counted the producers' unpublished
+	// spans (stopError), after the executors exited: from then on the
+	// shards' applied counts are final, and NotApplied reads them.
+	counted atomic.Bool
 
 	oldMu sync.Mutex // serialises OldestPending
 

@@ -169,14 +169,21 @@
 // that slow path only) and reports, in a NotAppliedError, only what Stop
 // did not count: staged after Stop looked (a call that overlapped Stop),
 // or refused at the seal. StopError names each producer with its count
-// (UnflushedProducer), and Acker.NotApplied(p) adds both. So every
-// message a send accepted is applied (one outcome, for an INIT) or
-// reported not applied once, by Stop or by its producer: exact, Stop's
-// count alone for a producer not in a call while Stop counts
-// (TestStopUnflushed), the two together for one whose call overlapped
-// Stop once it calls again (TestStopRaceSend holds accepted = outcomes +
-// counted + reported, per producer, over thousands of rounds beside two
-// busy processes).
+// (UnflushedProducer), and Acker.NotApplied(p) adds both, and, for a
+// producer that never calls again after a send that overlapped Stop and
+// returned nil, what that send staged past Stop's count: after Stop it
+// reads the fill of every span still open and unpublished once more, and
+// adds what exceeds Stop's count (a span the producer retired is not
+// read: its call reported). So every message a send accepted is applied
+// (one outcome, for an INIT) or reported not applied once, and
+// NotApplied counts it, exact once the producer's goroutine is quiet
+// (its last call happens before NotApplied's: a WaitGroup), with no cost
+// on the send path. TestStopUnflushed checks Stop's count for producers
+// not in a call; TestStopLateStage plays a send staging past Stop's
+// count, with and without a later call; TestStopRaceSend (producers that
+// call again) and TestStopRaceLastSend (producers that never do) hold
+// accepted = outcomes + NotApplied, per producer, over thousands of
+// rounds beside two busy processes.
 //
 // Scaling. A producer stages into one span per shard, so with S shards a
 // producer that flushes every k messages publishes up to S spans of about
@@ -222,9 +229,11 @@
 //     and the range. Everything from a configuration returns an error, and
 //     so does every malformed message, at the call.
 //   - Every message a send accepted is applied or reported not applied,
-//     once: counted by Stop (StopError.Unflushed) or by its producer's
-//     call (NotAppliedError), both in Acker.NotApplied; every outcome is
-//     delivered or counted dropped (StopError, ReceiverStats.Dropped).
+//     once: counted by Stop (StopError.Unflushed), by its producer's
+//     call (NotAppliedError), or, staged past Stop's count by a producer
+//     that never called again, by NotApplied's own read; all in
+//     Acker.NotApplied. Every outcome is delivered or counted dropped
+//     (StopError, ReceiverStats.Dropped).
 //
 // The contract the shards keep (completion, timeouts, failures, the
 // pending bound) is in docs/semantics.md.
