@@ -87,7 +87,7 @@ func New(cfg Config) (*Acker, error) {
 		return nil, err
 	}
 	foot := cfg.footprint()
-	_, recvOf, err := cfg.Spec.Check()
+	_, recvOf, err := cfg.Spec.InboxTable()
 	if err != nil {
 		return nil, err
 	}

@@ -377,9 +377,9 @@ func TestBacklogNegativeWording(t *testing.T) {
 	}
 }
 
-// TestSpecCheck: the one check of a port's shape names the value out of
+// TestSpecInboxTable: the one check of a port's shape names the value out of
 // range, fills Receivers, and tables each task's inbox.
-func TestSpecCheck(t *testing.T) {
+func TestSpecInboxTable(t *testing.T) {
 	for _, tc := range []struct {
 		spec acker.Spec
 		want string // "" for valid
@@ -391,7 +391,7 @@ func TestSpecCheck(t *testing.T) {
 		{acker.Spec{Producers: 1, Tasks: 2, Receivers: 3}, "Receivers 3 out of range [1, Tasks 2]"},
 		{acker.Spec{Producers: 1, Tasks: 2, Receivers: 2, ReceiverOf: func(int) int { return 2 }}, "ReceiverOf(0) = 2, out of range"},
 	} {
-		s, of, err := tc.spec.Check()
+		s, of, err := tc.spec.InboxTable()
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%+v: %v", tc.spec, err)

@@ -33,7 +33,7 @@ type Config struct {
 	// do, gives each executor one receiver: the shards then publish one
 	// span per executor per pass, not one per task) and ReceiverOf (task
 	// to receiver; nil: task mod Receivers; called once per task by New).
-	// Spec.Check validates it, here as for a remote acker.
+	// Spec.InboxTable validates it, here as for a remote acker.
 	Spec
 	// Shard configures each shard; MaxPending is per shard. Its Clock is
 	// the source the executors sample once per pass (nil: monotonic). Its
@@ -219,7 +219,7 @@ func (c Config) validate() (Config, error) {
 	if c.StopTimeout == 0 {
 		c.StopTimeout = DefaultStopTimeout
 	}
-	spec, _, err := c.Spec.Check()
+	spec, _, err := c.Spec.InboxTable()
 	if err != nil {
 		return c, err
 	}
