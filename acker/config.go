@@ -27,7 +27,7 @@ type Config struct {
 	// spout or bolt executor of the embedding engine, and has one SPSC
 	// ring into every shard), Tasks (the spout tasks; required; INITs must
 	// name a task below it, and task t's outcomes arrive at
-	// Receiver(ReceiverOf(t))), Receivers (default Tasks: one receiver per task;
+	// Inbox(ReceiverOf(t))), Receivers (default Tasks: one receiver per task;
 	// each has one ring from every shard and is polled by one goroutine;
 	// an engine whose executors each run several spout tasks, as Storm's
 	// do, gives each executor one receiver: the shards then publish one

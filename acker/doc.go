@@ -15,7 +15,7 @@
 //	p.Send(ackcore.Msg{Root: root, Kind: ackcore.Ack, Val: e1})        // a bolt acked each
 //	p.Send(ackcore.Msg{Root: root, Kind: ackcore.Ack, Val: e2})
 //	p.Flush()                          // Send stages, Flush publishes
-//	outs, _ := a.Receiver(0).Wait(nil) // outs[0]: Completed, or Failed{reason}
+//	outs, _ := a.Inbox(0).Wait(nil)    // outs[0]: Completed, or Failed{reason}
 //	// On Failed, replay the message: a replay is a new root (a fresh EdgeID).
 //	st, err := a.StopContext(ctx) // its error names whatever it could not deliver
 //
@@ -102,7 +102,7 @@
 // never polled and checks the heap against it; with -short, as CI's race
 // run has it, 1,000,000.
 //
-// Visibility. Receiver(r).Stats() reports a receiver's Backlog (in its rings
+// Visibility. A Receiver's Stats reports a receiver's Backlog (in its rings
 // and held), Held, how many shards hold back its INITs (HeldBack), the
 // outcomes it took, and the time since it last took one (SinceTake): a
 // receiver with a Backlog whose SinceTake keeps growing, or with HeldBack
@@ -224,7 +224,7 @@
 //   - A shard holds at most Footprint.Held / Shards bytes of outcomes
 //     beyond its rings; nothing allocates on the message path in steady
 //     state (TestHotPathAllocs).
-//   - Out-of-range handles (Sender(i), Receiver(r), Inbox(r),
+//   - Out-of-range handles (Sender(i), Inbox(r),
 //     ReceiverOf(t)) are programmer errors: they panic, naming the index
 //     and the range. Everything from a configuration returns an error, and
 //     so does every malformed message, at the call.
@@ -243,9 +243,15 @@
 // What an engine embedding the acker calls: New with a Config (its Spec,
 // Default* values and Max* limits), Start, Stop and StopContext, the
 // handles, and what they report (Stats, Footprint, Plan, OldestPending,
-// the errors). The handles have one accessor each: Sender(i) and
-// Inbox(r) are the Port an engine drives, in process or across netio;
-// Receiver(r) is Inbox(r)'s concrete *Receiver, for Run and Stats, which
-// the Port does not have (a spout task t's is Receiver(ReceiverOf(t))).
-// The outcome queue netio's client shares with the harness is internal.
+// the errors). The handles have one accessor each, the Port's: Sender(i)
+// for a producer and Inbox(r) for a receiver (a spout task t's is
+// Inbox(ReceiverOf(t))), so an engine written against the Port runs on
+// an in-process acker or across netio alike, and *Acker needs no second
+// name for either. In process they are always a *Producer and a
+// *Receiver; what only the in-process receiver has, Run and Stats, is a
+// type assertion away: a.Inbox(r).(*acker.Receiver).Run(fn). (A twin
+// accessor returning the concrete type could not also satisfy the Port,
+// Go's method sets having no covariant results; one name per role
+// costs the assertion where Run or Stats is wanted.) The outcome queue
+// netio's client shares with the harness is internal.
 package acker

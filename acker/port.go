@@ -101,9 +101,6 @@ func (s Spec) InboxTable() (Spec, []uint32, error) {
 	return s, of, nil
 }
 
-// Inbox returns Receiver(r) as an Inbox (Port).
-func (a *Acker) Inbox(r int) Inbox { return a.Receiver(r) }
-
 var (
 	_ Port   = (*Acker)(nil)
 	_ Sender = (*Producer)(nil)

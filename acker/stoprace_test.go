@@ -55,7 +55,7 @@ func stopRaceRound(t *testing.T, producers, batch int, delay time.Duration, tryS
 			}
 			outcomes[o.Root>>32-1]++
 		}
-		rc := a.Receiver(a.ReceiverOf(0))
+		rc := a.Inbox(a.ReceiverOf(0)).(*acker.Receiver)
 		if !waitUntil {
 			rc.Run(see)
 			return
@@ -244,7 +244,7 @@ func TestStopRaceLastSend(t *testing.T) {
 		recvDone := make(chan struct{})
 		go func() {
 			defer close(recvDone)
-			a.Receiver(0).Run(func(o ackcore.Outcome) { outcomes[o.Root>>32-1]++ })
+			a.Inbox(0).(*acker.Receiver).Run(func(o ackcore.Outcome) { outcomes[o.Root>>32-1]++ })
 		}()
 		var halt atomic.Bool
 		accepted := make([]int64, producers)
