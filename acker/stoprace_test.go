@@ -74,9 +74,7 @@ func stopRaceRound(t *testing.T, producers, batch int, delay time.Duration, tryS
 	reported := make([]int64, producers)
 	var wg sync.WaitGroup
 	for i := range producers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			p := a.Sender(i)
 			note := func(err error) bool {
 				var na *acker.NotAppliedError
@@ -110,7 +108,7 @@ func stopRaceRound(t *testing.T, producers, batch int, delay time.Duration, tryS
 				}
 			}
 			note(p.Flush())
-		}()
+		})
 	}
 	time.Sleep(delay) // not synchronisation: where Stop lands is what varies
 	st, stopErr := a.StopContext(context.Background())
@@ -251,9 +249,7 @@ func TestStopRaceLastSend(t *testing.T) {
 		refused := make([]bool, producers) // its last send returned an error
 		var wg sync.WaitGroup
 		for j := range producers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				p := a.Sender(j)
 				for n := uint64(1); n < 1<<14 && !halt.Load(); n++ {
 					if p.Send(ackcore.Msg{Root: uint64(j+1)<<32 | n, Kind: ackcore.Init, Val: 1}) != nil {
@@ -262,7 +258,7 @@ func TestStopRaceLastSend(t *testing.T) {
 					}
 					accepted[j]++
 				}
-			}()
+			})
 		}
 		delay := time.Duration(rng.IntN(1000)) * time.Microsecond
 		time.Sleep(delay) // not synchronisation: where Stop lands is what varies
