@@ -46,6 +46,10 @@ type Acker struct {
 	running  atomic.Bool
 	stopDone chan struct{}
 	stopErr  error
+	// counted is set once Stop has counted the producers' unpublished
+	// spans (stopError), after the executors exited: from then on the
+	// shards' applied counts are final, and NotApplied reads them.
+	counted atomic.Bool
 
 	oldMu sync.Mutex // serialises OldestPending
 
@@ -83,7 +87,7 @@ func New(cfg Config) (*Acker, error) {
 		return nil, err
 	}
 	foot := cfg.footprint()
-	_, recvOf, err := cfg.Spec.Check()
+	_, recvOf, err := cfg.Spec.InboxTable()
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +192,7 @@ func joinNote(parts ...string) string {
 	return out
 }
 
-// Sender returns producer handle i, in [0, Config.Producers), as the
+// Sender returns producer handle i, in [0, Spec.Producers), as the
 // Port's Sender; it is always a *Producer. Each handle belongs to one
 // goroutine. An index out of range is a programmer error: it panics with
 // a message naming the index and the range.
@@ -199,15 +203,15 @@ func (a *Acker) Sender(i int) Sender {
 	return a.producers[i]
 }
 
-// Receiver returns outcome receiver r, in [0, Spec.Receivers); out of range,
-// it panics naming r and the range. Spout task t's receiver, which it
+// Inbox returns outcome receiver r, in [0, Spec.Receivers), as the Port's
+// Inbox; it is always a *Receiver, which has, beyond the Inbox, Run and
+// Stats: a.Inbox(r).(*acker.Receiver). Spout task t's receiver, which it
 // shares with the other tasks mapped to it (Config.Receivers), is
-// Receiver(ReceiverOf(t)); one goroutine takes from a receiver. Inbox(r)
-// is the same receiver as the Port's Inbox: Receiver has, beyond it, Run
-// and Stats.
-func (a *Acker) Receiver(r int) *Receiver {
+// Inbox(ReceiverOf(t)); one goroutine takes from a receiver. Out of
+// range, it panics naming r and the range.
+func (a *Acker) Inbox(r int) Inbox {
 	if r < 0 || r >= len(a.recvs) {
-		panic(fmt.Sprintf("acker: Receiver(%d) out of range [0, %d)", r, len(a.recvs)))
+		panic(fmt.Sprintf("acker: Inbox(%d) out of range [0, %d)", r, len(a.recvs)))
 	}
 	return a.recvs[r]
 }

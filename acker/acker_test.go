@@ -119,13 +119,13 @@ func runSharded(t *testing.T, shards, producers, receivers int, recvOf func(int)
 	collected := make(chan struct{}, total)
 	var spouts sync.WaitGroup
 	for task := 0; task < tasks; task++ {
-		if a.ReceiverOf(task) != recvOf(task) || a.Receiver(a.ReceiverOf(task)) != a.Receiver(recvOf(task)) {
+		if a.ReceiverOf(task) != recvOf(task) || a.Inbox(a.ReceiverOf(task)) != a.Inbox(recvOf(task)) {
 			t.Fatalf("task %d: ReceiverOf %d, Spout is Receiver(%d): %v; want receiver %d",
-				task, a.ReceiverOf(task), recvOf(task), a.Receiver(a.ReceiverOf(task)) == a.Receiver(recvOf(task)), recvOf(task))
+				task, a.ReceiverOf(task), recvOf(task), a.Inbox(a.ReceiverOf(task)) == a.Inbox(recvOf(task)), recvOf(task))
 		}
 	}
 	for r := 0; r < receivers; r++ {
-		sp := a.Receiver(r)
+		sp := a.Inbox(r).(*acker.Receiver)
 		spouts.Go(func() {
 			sp.Run(func(o ackcore.Outcome) {
 				if recvOf(int(o.Task)) != r {
@@ -219,7 +219,7 @@ func TestShardedStopReportsPending(t *testing.T) {
 	var outs []ackcore.Outcome
 	done := make(chan struct{})
 	go func() {
-		a.Receiver(a.ReceiverOf(0)).Run(func(o ackcore.Outcome) { outs = append(outs, o) })
+		a.Inbox(a.ReceiverOf(0)).(*acker.Receiver).Run(func(o ackcore.Outcome) { outs = append(outs, o) })
 		close(done)
 	}()
 	st := a.Stop()
@@ -291,7 +291,7 @@ func TestShardedSendBatch(t *testing.T) {
 		var wg sync.WaitGroup
 		for task := range 2 {
 			wg.Go(func() {
-				a.Receiver(a.ReceiverOf(task)).Run(func(o ackcore.Outcome) { outs[task] = append(outs[task], o) })
+				a.Inbox(a.ReceiverOf(task)).(*acker.Receiver).Run(func(o ackcore.Outcome) { outs[task] = append(outs[task], o) })
 			})
 		}
 		p := a.Sender(0)

@@ -32,9 +32,9 @@ func startWith(t *testing.T, n int) *acker.Acker {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(30 * time.Second)
-	for a.Receiver(0).Stats().Backlog < n {
+	for a.Inbox(0).(*acker.Receiver).Stats().Backlog < n {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d outcomes arrived", a.Receiver(0).Stats().Backlog, n)
+			t.Fatalf("%d of %d outcomes arrived", a.Inbox(0).(*acker.Receiver).Stats().Backlog, n)
 		}
 		runtime.Gosched()
 	}
@@ -58,7 +58,7 @@ func TestRunPanicExactlyOnce(t *testing.T) {
 	for _, resume := range []string{"Run", "Poll", "Wait", "WaitUntil"} {
 		t.Run("then="+resume, func(t *testing.T) {
 			a := startWith(t, n)
-			rc := a.Receiver(0)
+			rc := a.Inbox(0).(*acker.Receiver)
 			seen := map[uint64]int{}
 			calls := 0
 			p := runPanicking(rc, func(o ackcore.Outcome) {
@@ -110,7 +110,7 @@ func TestRunPanicExactlyOnce(t *testing.T) {
 			if len(seen) != n || st.Completed != n {
 				t.Fatalf("%d roots seen, stats %+v", len(seen), st)
 			}
-			if got := a.Receiver(0).Stats().Taken; got != n {
+			if got := a.Inbox(0).(*acker.Receiver).Stats().Taken; got != n {
 				t.Fatalf("receiver took %d, want %d", got, n)
 			}
 		})
@@ -201,10 +201,10 @@ func TestHandleRange(t *testing.T) {
 		{func() { a.Sender(2) }, "Sender(2) out of range [0, 2)"},
 		{func() { a.Sender(-1) }, "Sender(-1) out of range [0, 2)"},
 		{func() { a.Sender(5) }, "Sender(5) out of range [0, 2)"},
-		{func() { a.Receiver(2) }, "Receiver(2) out of range [0, 2)"},
-		{func() { a.Inbox(-3) }, "Receiver(-3) out of range [0, 2)"},
-		{func() { a.Receiver(7).Stats() }, "Receiver(7) out of range [0, 2)"},
-		{func() { a.Receiver(a.ReceiverOf(3)) }, "task 3 out of range [0, 3)"},
+		{func() { a.Inbox(2) }, "Inbox(2) out of range [0, 2)"},
+		{func() { a.Inbox(-3) }, "Inbox(-3) out of range [0, 2)"},
+		{func() { a.Inbox(7).(*acker.Receiver).Stats() }, "Inbox(7) out of range [0, 2)"},
+		{func() { a.Inbox(a.ReceiverOf(3)) }, "task 3 out of range [0, 3)"},
 		{func() { a.ReceiverOf(-1) }, "task -1 out of range [0, 3)"},
 	} {
 		func() {
@@ -315,7 +315,7 @@ func TestOldestPending(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		a.Receiver(0).Run(func(ackcore.Outcome) {})
+		a.Inbox(0).(*acker.Receiver).Run(func(ackcore.Outcome) {})
 	}()
 	st := a.Stop()
 	<-done
@@ -335,7 +335,7 @@ func TestHotPathAllocs(t *testing.T) {
 	a := started(t, acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 2}, Shard: ackcore.Config{MaxPending: 4096}})
 	defer a.Stop()
 	p := a.Sender(0)
-	rcs := []*acker.Receiver{a.Receiver(0), a.Receiver(1)}
+	rcs := []*acker.Receiver{a.Inbox(0).(*acker.Receiver), a.Inbox(1).(*acker.Receiver)}
 	buf := make([]ackcore.Outcome, 0, 1024)
 	root := uint64(0)
 	round := func() {
@@ -375,9 +375,9 @@ func TestBacklogNegativeWording(t *testing.T) {
 	}
 }
 
-// TestSpecCheck: the one check of a port's shape names the value out of
+// TestSpecInboxTable: the one check of a port's shape names the value out of
 // range, fills Receivers, and tables each task's inbox.
-func TestSpecCheck(t *testing.T) {
+func TestSpecInboxTable(t *testing.T) {
 	for _, tc := range []struct {
 		spec acker.Spec
 		want string // "" for valid
@@ -389,7 +389,7 @@ func TestSpecCheck(t *testing.T) {
 		{acker.Spec{Producers: 1, Tasks: 2, Receivers: 3}, "Receivers 3 out of range [1, Tasks 2]"},
 		{acker.Spec{Producers: 1, Tasks: 2, Receivers: 2, ReceiverOf: func(int) int { return 2 }}, "ReceiverOf(0) = 2, out of range"},
 	} {
-		s, of, err := tc.spec.Check()
+		s, of, err := tc.spec.InboxTable()
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%+v: %v", tc.spec, err)

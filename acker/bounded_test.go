@@ -71,7 +71,7 @@ func TestStuckReceiver(t *testing.T) {
 			buf := make([]ackcore.Outcome, 0, 4096)
 			for {
 				var ok bool
-				if buf, ok = a.Receiver(r).Wait(buf[:0]); !ok {
+				if buf, ok = a.Inbox(r).Wait(buf[:0]); !ok {
 					return
 				}
 				see(buf)
@@ -119,7 +119,7 @@ func TestStuckReceiver(t *testing.T) {
 					return
 				}
 				if p == 0 && i%(roots/samples) < producers {
-					st := a.Receiver(0).Stats()
+					st := a.Inbox(0).(*acker.Receiver).Stats()
 					peakHeld = max(peakHeld, st.Held)
 					heldBack = max(heldBack, st.HeldBack)
 					var ms runtime.MemStats
@@ -138,7 +138,7 @@ func TestStuckReceiver(t *testing.T) {
 	}
 	runtime.ReadMemStats(&ms)
 	peakHeap = max(peakHeap, ms.HeapAlloc)
-	st := a.Receiver(0).Stats()
+	st := a.Inbox(0).(*acker.Receiver).Stats()
 	peakHeld = max(peakHeld, st.Held)
 	heldBack = max(heldBack, st.HeldBack)
 	want0 := 0
@@ -167,7 +167,7 @@ func TestStuckReceiver(t *testing.T) {
 	buf := make([]ackcore.Outcome, 0, 4096)
 	n0 := 0
 	for n0 < want0 && time.Now().Before(deadline) {
-		buf = a.Receiver(0).Poll(buf[:0])
+		buf = a.Inbox(0).Poll(buf[:0])
 		see(buf)
 		if n0 += len(buf); len(buf) == 0 {
 			runtime.Gosched()
@@ -176,7 +176,7 @@ func TestStuckReceiver(t *testing.T) {
 	final := a.Stop()
 	for {
 		var ok bool
-		if buf, ok = a.Receiver(0).Wait(buf[:0]); !ok {
+		if buf, ok = a.Inbox(0).Wait(buf[:0]); !ok {
 			break
 		}
 		see(buf)
@@ -194,7 +194,7 @@ func TestStuckReceiver(t *testing.T) {
 	if final.Completed != uint64(roots) || final.Pending != 0 {
 		t.Fatalf("stats %+v, want %d completed", final, roots)
 	}
-	if st := a.Receiver(0).Stats(); st.Taken != uint64(want0) || st.Backlog != 0 || st.HeldBack != 0 {
+	if st := a.Inbox(0).(*acker.Receiver).Stats(); st.Taken != uint64(want0) || st.Backlog != 0 || st.HeldBack != 0 {
 		t.Fatalf("receiver 0 after resuming: %+v, want %d taken", st, want0)
 	}
 }
@@ -213,7 +213,7 @@ func TestHeldBackSend(t *testing.T) {
 	done1 := make(chan struct{})
 	go func() {
 		defer close(done1)
-		a.Receiver(1).Run(func(ackcore.Outcome) { got1.Add(1) })
+		a.Inbox(1).(*acker.Receiver).Run(func(ackcore.Outcome) { got1.Add(1) })
 	}()
 	sendErr := make(chan error, 1)
 	go func() {
@@ -231,7 +231,7 @@ func TestHeldBackSend(t *testing.T) {
 		sendErr <- p.Flush()
 	}()
 	deadline := time.After(60 * time.Second)
-	for a.Receiver(0).Stats().HeldBack == 0 {
+	for a.Inbox(0).(*acker.Receiver).Stats().HeldBack == 0 {
 		select {
 		case err := <-sendErr:
 			t.Fatalf("all %d roots sent (%v) without a hold-back", roots, err)
@@ -276,7 +276,7 @@ func TestHeldBackSend(t *testing.T) {
 	done0 := make(chan struct{})
 	go func() {
 		defer close(done0)
-		a.Receiver(0).Run(func(o ackcore.Outcome) { seen[o.Root]++ })
+		a.Inbox(0).(*acker.Receiver).Run(func(o ackcore.Outcome) { seen[o.Root]++ })
 	}()
 	select {
 	case err := <-sendErr:
@@ -318,7 +318,7 @@ func TestSpoutPollsWhileHeldBack(t *testing.T) {
 	}
 	res := make(chan result, 1)
 	go func() {
-		p, in := a.Sender(0), a.Receiver(0)
+		p, in := a.Sender(0), a.Inbox(0)
 		seen := make([]uint8, roots+1)
 		var buf []ackcore.Outcome
 		refused, taken := 0, 0
@@ -398,7 +398,7 @@ func TestStopReleasesHeldSend(t *testing.T) {
 		}
 	}()
 	deadline := time.After(60 * time.Second)
-	for a.Receiver(0).Stats().HeldBack == 0 {
+	for a.Inbox(0).(*acker.Receiver).Stats().HeldBack == 0 {
 		select {
 		case err := <-sendErr:
 			t.Fatalf("Send returned %v before any hold-back", err)
@@ -419,7 +419,7 @@ func TestStopReleasesHeldSend(t *testing.T) {
 		t.Fatal("held Send still waiting after Stop")
 	}
 	n := 0
-	a.Receiver(0).Run(func(ackcore.Outcome) { n++ })
+	a.Inbox(0).(*acker.Receiver).Run(func(ackcore.Outcome) { n++ })
 	st := <-stopped
 	if uint64(n) != st.Completed || n == 0 {
 		t.Fatalf("%d outcomes delivered, stats %+v", n, st)

@@ -27,13 +27,13 @@ type Config struct {
 	// spout or bolt executor of the embedding engine, and has one SPSC
 	// ring into every shard), Tasks (the spout tasks; required; INITs must
 	// name a task below it, and task t's outcomes arrive at
-	// Receiver(ReceiverOf(t))), Receivers (default Tasks: one receiver per task;
+	// Inbox(ReceiverOf(t))), Receivers (default Tasks: one receiver per task;
 	// each has one ring from every shard and is polled by one goroutine;
 	// an engine whose executors each run several spout tasks, as Storm's
 	// do, gives each executor one receiver: the shards then publish one
 	// span per executor per pass, not one per task) and ReceiverOf (task
 	// to receiver; nil: task mod Receivers; called once per task by New).
-	// Spec.Check validates it, here as for a remote acker.
+	// Spec.InboxTable validates it, here as for a remote acker.
 	Spec
 	// Shard configures each shard; MaxPending is per shard. Its Clock is
 	// the source the executors sample once per pass (nil: monotonic). Its
@@ -219,7 +219,7 @@ func (c Config) validate() (Config, error) {
 	if c.StopTimeout == 0 {
 		c.StopTimeout = DefaultStopTimeout
 	}
-	spec, _, err := c.Spec.Check()
+	spec, _, err := c.Spec.InboxTable()
 	if err != nil {
 		return c, err
 	}

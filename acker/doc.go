@@ -15,7 +15,7 @@
 //	p.Send(ackcore.Msg{Root: root, Kind: ackcore.Ack, Val: e1})        // a bolt acked each
 //	p.Send(ackcore.Msg{Root: root, Kind: ackcore.Ack, Val: e2})
 //	p.Flush()                          // Send stages, Flush publishes
-//	outs, _ := a.Receiver(0).Wait(nil) // outs[0]: Completed, or Failed{reason}
+//	outs, _ := a.Inbox(0).Wait(nil)    // outs[0]: Completed, or Failed{reason}
 //	// On Failed, replay the message: a replay is a new root (a fresh EdgeID).
 //	st, err := a.StopContext(ctx) // its error names whatever it could not deliver
 //
@@ -102,7 +102,7 @@
 // never polled and checks the heap against it; with -short, as CI's race
 // run has it, 1,000,000.
 //
-// Visibility. Receiver(r).Stats() reports a receiver's Backlog (in its rings
+// Visibility. A Receiver's Stats reports a receiver's Backlog (in its rings
 // and held), Held, how many shards hold back its INITs (HeldBack), the
 // outcomes it took, and the time since it last took one (SinceTake): a
 // receiver with a Backlog whose SinceTake keeps growing, or with HeldBack
@@ -169,14 +169,21 @@
 // that slow path only) and reports, in a NotAppliedError, only what Stop
 // did not count: staged after Stop looked (a call that overlapped Stop),
 // or refused at the seal. StopError names each producer with its count
-// (UnflushedProducer), and Acker.NotApplied(p) adds both. So every
-// message a send accepted is applied (one outcome, for an INIT) or
-// reported not applied once, by Stop or by its producer: exact, Stop's
-// count alone for a producer not in a call while Stop counts
-// (TestStopUnflushed), the two together for one whose call overlapped
-// Stop once it calls again (TestStopRaceSend holds accepted = outcomes +
-// counted + reported, per producer, over thousands of rounds beside two
-// busy processes).
+// (UnflushedProducer), and Acker.NotApplied(p) adds both, and, for a
+// producer that never calls again after a send that overlapped Stop and
+// returned nil, what that send staged past Stop's count: after Stop it
+// reads the fill of every span still open and unpublished once more, and
+// adds what exceeds Stop's count (a span the producer retired is not
+// read: its call reported). So every message a send accepted is applied
+// (one outcome, for an INIT) or reported not applied once, and
+// NotApplied counts it, exact once the producer's goroutine is quiet
+// (its last call happens before NotApplied's: a WaitGroup), with no cost
+// on the send path. TestStopUnflushed checks Stop's count for producers
+// not in a call; TestStopLateStage plays a send staging past Stop's
+// count, with and without a later call; TestStopRaceSend (producers that
+// call again) and TestStopRaceLastSend (producers that never do) hold
+// accepted = outcomes + NotApplied, per producer, over thousands of
+// rounds beside two busy processes.
 //
 // Scaling. A producer stages into one span per shard, so with S shards a
 // producer that flushes every k messages publishes up to S spans of about
@@ -217,14 +224,16 @@
 //   - A shard holds at most Footprint.Held / Shards bytes of outcomes
 //     beyond its rings; nothing allocates on the message path in steady
 //     state (TestHotPathAllocs).
-//   - Out-of-range handles (Sender(i), Receiver(r), Inbox(r),
+//   - Out-of-range handles (Sender(i), Inbox(r),
 //     ReceiverOf(t)) are programmer errors: they panic, naming the index
 //     and the range. Everything from a configuration returns an error, and
 //     so does every malformed message, at the call.
 //   - Every message a send accepted is applied or reported not applied,
-//     once: counted by Stop (StopError.Unflushed) or by its producer's
-//     call (NotAppliedError), both in Acker.NotApplied; every outcome is
-//     delivered or counted dropped (StopError, ReceiverStats.Dropped).
+//     once: counted by Stop (StopError.Unflushed), by its producer's
+//     call (NotAppliedError), or, staged past Stop's count by a producer
+//     that never called again, by NotApplied's own read; all in
+//     Acker.NotApplied. Every outcome is delivered or counted dropped
+//     (StopError, ReceiverStats.Dropped).
 //
 // The contract the shards keep (completion, timeouts, failures, the
 // pending bound) is in docs/semantics.md.
@@ -234,9 +243,15 @@
 // What an engine embedding the acker calls: New with a Config (its Spec,
 // Default* values and Max* limits), Start, Stop and StopContext, the
 // handles, and what they report (Stats, Footprint, Plan, OldestPending,
-// the errors). The handles have one accessor each: Sender(i) and
-// Inbox(r) are the Port an engine drives, in process or across netio;
-// Receiver(r) is Inbox(r)'s concrete *Receiver, for Run and Stats, which
-// the Port does not have (a spout task t's is Receiver(ReceiverOf(t))).
-// The outcome queue netio's client shares with the harness is internal.
+// the errors). The handles have one accessor each, the Port's: Sender(i)
+// for a producer and Inbox(r) for a receiver (a spout task t's is
+// Inbox(ReceiverOf(t))), so an engine written against the Port runs on
+// an in-process acker or across netio alike, and *Acker needs no second
+// name for either. In process they are always a *Producer and a
+// *Receiver; what only the in-process receiver has, Run and Stats, is a
+// type assertion away: a.Inbox(r).(*acker.Receiver).Run(fn). (A twin
+// accessor returning the concrete type could not also satisfy the Port,
+// Go's method sets having no covariant results; one name per role
+// costs the assertion where Run or Stats is wanted.) The outcome queue
+// netio's client shares with the harness is internal.
 package acker

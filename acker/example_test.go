@@ -28,7 +28,7 @@ func Example() {
 	p.Send(ackcore.Msg{Root: root, Kind: ackcore.Ack, Val: e2})
 	p.Flush()
 
-	outs, _ := a.Receiver(a.ReceiverOf(0)).Wait(nil)
+	outs, _ := a.Inbox(a.ReceiverOf(0)).Wait(nil)
 	fmt.Printf("root %#x: %v\n", outs[0].Root, outs[0].Kind)
 	st := a.Stop()
 	fmt.Println("completed:", st.Completed, "pending:", st.Pending)
@@ -56,7 +56,7 @@ func mustStart(cfg acker.Config) *acker.Acker {
 func ExampleProducer_TrySend() {
 	a := mustStart(acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 1}, OutcomeRingSize: 16, Backlog: 8,
 		Shard: ackcore.Config{MaxPending: 1024}})
-	p, in := a.Sender(0), a.Receiver(0)
+	p, in := a.Sender(0), a.Inbox(0)
 	var buf []ackcore.Outcome
 	done := 0
 	for root := uint64(1); root <= 1000; root++ {
@@ -108,7 +108,7 @@ func ExampleReceiver_Stats() {
 	p := a.Sender(0)
 	// Nobody polls task 1's receiver: after 16 outcomes in its ring and 16
 	// held, the shard holds back its INITs.
-	for root := uint64(1); a.Receiver(1).Stats().HeldBack == 0; {
+	for root := uint64(1); a.Inbox(1).(*acker.Receiver).Stats().HeldBack == 0; {
 		if ok, _ := p.TrySend(ackcore.Msg{Root: root, Kind: ackcore.Init, Task: 1}); ok {
 			root++
 		} else {
@@ -116,9 +116,9 @@ func ExampleReceiver_Stats() {
 		}
 		p.Flush()
 	}
-	st := a.Receiver(1).Stats()
+	st := a.Inbox(1).(*acker.Receiver).Stats()
 	fmt.Println("held back:", st.HeldBack > 0, "backlog ≥ 32:", st.Backlog >= 32, "taken:", st.Taken)
-	go a.Receiver(1).Run(func(ackcore.Outcome) {})
+	go a.Inbox(1).(*acker.Receiver).Run(func(ackcore.Outcome) {})
 	a.Stop()
 	// Output:
 	// held back: true backlog ≥ 32: true taken: 0
@@ -133,7 +133,7 @@ func ExampleUnflushedProducer() {
 	for r := uint64(1); r <= 3; r++ {
 		_ = p.Send(ackcore.Msg{Root: r, Kind: ackcore.Init, Val: r}) // staged: Batch 64 not reached
 	}
-	go a.Receiver(a.ReceiverOf(0)).Run(func(ackcore.Outcome) {})
+	go a.Inbox(a.ReceiverOf(0)).(*acker.Receiver).Run(func(ackcore.Outcome) {})
 	_, err := a.StopContext(context.Background())
 	fmt.Println(err)
 	fmt.Println(a.NotApplied(0), p.Flush())
@@ -166,7 +166,7 @@ func ExampleAcker_StopContext() {
 // new root, with a new id.
 func ExampleEdgeID() {
 	a := mustStart(acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 1}, Shard: ackcore.Config{MaxPending: 1024}})
-	p, in := a.Sender(0), a.Receiver(0)
+	p, in := a.Sender(0), a.Inbox(0)
 	emit := func() uint64 { // a spout emits one tuple; a bolt fails it
 		root, edge := acker.EdgeID(), acker.EdgeID()
 		_ = p.Send(ackcore.Msg{Root: root, Kind: ackcore.Init, Val: edge})

@@ -52,7 +52,7 @@ func TestExpiryInterleaves(t *testing.T) {
 	res := make(chan result, 1)
 	go func() {
 		deadline := time.Now().Add(30 * time.Second)
-		r := a.Receiver(0)
+		r := a.Inbox(0).(*acker.Receiver)
 		var out []ackcore.Outcome
 		n, sentAt, doneAt := 0, -1, -1
 		for n < wave || doneAt < 0 {

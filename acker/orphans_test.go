@@ -37,7 +37,7 @@ func TestOrphanStorm(t *testing.T) {
 	var completed, failedExplicit, other atomic.Int64
 	done := make(chan struct{})
 	go func() {
-		a.Receiver(a.ReceiverOf(0)).Run(func(o ackcore.Outcome) {
+		a.Inbox(a.ReceiverOf(0)).(*acker.Receiver).Run(func(o ackcore.Outcome) {
 			switch {
 			case o.Kind == ackcore.Completed:
 				completed.Add(1)

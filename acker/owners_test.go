@@ -36,7 +36,7 @@ func TestOrphanShareFlood(t *testing.T) {
 	var completed, other atomic.Int64
 	done := make(chan struct{})
 	go func() {
-		a.Receiver(a.ReceiverOf(0)).Run(func(o ackcore.Outcome) {
+		a.Inbox(a.ReceiverOf(0)).(*acker.Receiver).Run(func(o ackcore.Outcome) {
 			if o.Kind == ackcore.Completed {
 				completed.Add(1)
 			} else {

@@ -67,14 +67,15 @@ type Spec struct {
 	ReceiverOf func(task int) int
 }
 
-// Check is the one validation of a port's shape, for an in-process acker
-// (Config), a remote one's client (netio) and the benchmark pipes alike:
-// Producers in [1, MaxProducers], Tasks in [1, MaxTask+1], Receivers in
-// [1, Tasks] (0 means Tasks), and ReceiverOf mapping every task into
-// range, called once per task. It returns the shape with its defaults
-// filled and the table of each task's inbox, or an error naming the first
-// value out of range.
-func (s Spec) Check() (Spec, []uint32, error) {
+// InboxTable is the inbox of each task, the table a port routes outcomes
+// by, with s itself checked and filled: the one validation of a port's
+// shape, for an in-process acker (Config), a remote one's client (netio)
+// and the benchmark pipes alike. Producers in [1, MaxProducers], Tasks in
+// [1, MaxTask+1], Receivers in [1, Tasks] (0 means Tasks), and ReceiverOf
+// mapping every task into range, called once per task. It returns s with
+// its defaults filled and the table (entry t is task t's inbox), or an
+// error naming the first value out of range.
+func (s Spec) InboxTable() (Spec, []uint32, error) {
 	if s.Receivers == 0 {
 		s.Receivers = s.Tasks
 	}
@@ -99,9 +100,6 @@ func (s Spec) Check() (Spec, []uint32, error) {
 	}
 	return s, of, nil
 }
-
-// Inbox returns Receiver(r) as an Inbox (Port).
-func (a *Acker) Inbox(r int) Inbox { return a.Receiver(r) }
 
 var (
 	_ Port   = (*Acker)(nil)

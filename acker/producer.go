@@ -44,7 +44,8 @@ type Producer struct {
 	// open[s]-1 of this producer's messages, counts its staged messages
 	// (stagedNow) and swaps in counted|c; the producer, on finding the
 	// ring sealed, swaps in 0 and reports only the messages Stop did not
-	// count (retire).
+	// count (retire). A span still open after Stop holds what a racing
+	// send staged past Stop's count: NotApplied adds those (unseen).
 	open []atomic.Uint64
 
 	// unapplied counts the messages this producer's sends accepted that
@@ -266,12 +267,45 @@ func (p *Producer) retire(s int) int {
 // an atomic store, so it is a plain read of a word, which in Go sees one
 // whole value the producer wrote, and the race detector is told not to
 // look (go:norace). What it returns is exact when the producer is not in
-// a call; a call that overlaps Stop may stage more after the read, and
-// the producer reports those itself when it finds the ring sealed
-// (retire returns what Stop counted), so each message is reported once.
+// a call; a call that overlaps Stop may stage more after the read. Those
+// are reported once either way: by the producer's next call, when it
+// finds the ring sealed (retire returns what Stop counted), or, while it
+// makes none, by NotApplied, which reads the fill again (unseen) once
+// the producer is quiet.
 //
 //go:norace
 func (p *Producer) stagedNow(s int) int { return p.fill[s] }
+
+// unseen is, once Stop counted (the shards' applied counts final), how
+// many messages the producer has staged in spans Stop found unpublished
+// beyond what Stop counted in them, that no call of the producer reported
+// since: a send that overlapped Stop staged them after Stop read its
+// count (or after it read 0 and left the span unmarked) and returned nil.
+// A span the producer retired counts 0: its call reported what Stop did
+// not count. NotApplied adds it to unapplied, which it loads first: a
+// retire swaps open[s] out before its call adds to unapplied, so a sum
+// that sees the add sees the span retired, and nothing counts twice. It
+// reads the producer's fill as Stop does (stagedNow): exact once the
+// producer's last call happens before it, possibly less during a call.
+func (p *Producer) unseen(execs []*executor) uint64 {
+	var n uint64
+	for s := range p.open {
+		o := p.open[s].Load()
+		var c uint64 // what Stop counted in the span
+		switch {
+		case o == 0:
+			continue // no span, or retired
+		case o&counted != 0:
+			c = o &^ counted
+		case o-1 != execs[s].applied[p.id]:
+			continue // published since the mark
+		}
+		if f := uint64(p.stagedNow(s)); f > c {
+			n += f - c
+		}
+	}
+	return n
+}
 
 // reserve reserves a new span in shard s (waiting for room if wait) and
 // reports whether it got one. Once per span, not per message, it tells
@@ -358,7 +392,8 @@ func (p *Producer) closedErr() error {
 // counted or publishing as Stop sealed the rings. Those N were not
 // applied and get no outcome; Stop counts the rest (StopError.Unflushed),
 // so each such message is reported once, by one or the other, and
-// Acker.NotApplied counts both. It is ErrClosed for errors.Is.
+// Acker.NotApplied counts both (and, before this call, already counted
+// the N, as staged past Stop's count). It is ErrClosed for errors.Is.
 type NotAppliedError struct{ N int }
 
 func (e *NotAppliedError) Error() string {

@@ -24,7 +24,7 @@ func BenchmarkSend(b *testing.B) {
 			}
 			done := make(chan struct{})
 			go func() {
-				a.Receiver(0).Run(func(ackcore.Outcome) {})
+				a.Inbox(0).(*acker.Receiver).Run(func(ackcore.Outcome) {})
 				close(done)
 			}()
 			p := a.Sender(0).(*acker.Producer) // the concrete handle: direct calls, as before

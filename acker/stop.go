@@ -56,8 +56,9 @@ func (a *Acker) Stop() ackcore.Stats {
 // wraps ctx's error) names each such receiver and how many it lost, so
 // StopContext returns soon after ctx's deadline whatever the receivers
 // do. The error also names the producers that left messages staged and
-// unpublished (a missing Flush), each with how many: those were not
-// applied, and Acker.NotApplied counts them. Without either, the error is
+// unpublished (a missing Flush), each with how many it counted: those
+// were not applied, and Acker.NotApplied counts them, with any a send
+// racing this call staged after the count. Without either, the error is
 // nil.
 //
 // A second call waits for the first (or ctx) and returns its error.
@@ -147,7 +148,9 @@ func (a *Acker) logWaiting() {
 // stopError is StopContext's error once the executors exited: the
 // receivers whose outcomes were dropped (late: ctx's error), the
 // producers whose staged spans were never published, with their count
-// (added to each producer's NotApplied); nil when neither.
+// (added to each producer's unapplied); nil when neither. Then, the
+// shards' applied counts final, it sets counted: NotApplied reads the
+// spans it left open from then on (Producer.unseen).
 func (a *Acker) stopError(late error) error {
 	e := &StopError{Err: late}
 	for r, rc := range a.recvs {
@@ -178,6 +181,7 @@ func (a *Acker) stopError(late error) error {
 			e.Unflushed = append(e.Unflushed, u)
 		}
 	}
+	a.counted.Store(true)
 	if e.Receivers == nil && e.Unflushed == nil {
 		return nil // the deadline, if it passed, cost nothing
 	}
@@ -211,10 +215,10 @@ type UntakenOutcomes struct {
 // its sends and never published, in its spans into Shards when Stop
 // sealed the rings (at most Batch per shard): not applied, no outcome
 // comes for them. The count is exact for a producer not in a call while
-// Stop counts; when a call overlaps Stop and stages after the count, the
-// producer's next call reports those (NotAppliedError), so each message
-// is reported once (a producer that never calls again leaves those
-// unreported: flush before Stop). Acker.NotApplied(Producer) counts both.
+// Stop counts; a call that overlaps Stop may stage more after the count,
+// which the producer's next call reports (NotAppliedError) and, whether
+// or not it makes one, Acker.NotApplied(Producer) counts: each message
+// once. Flush before Stop and there is nothing to count.
 type UnflushedProducer struct {
 	Producer int
 	Staged   int
@@ -223,16 +227,24 @@ type UnflushedProducer struct {
 
 // NotApplied is how many messages producer p's sends accepted that were
 // never applied (no outcome comes for them): those Stop counted staged
-// and unpublished (StopError.Unflushed), plus those p's calls reported
-// after (NotAppliedError). 0 until Stop; once Stop returned, exact for a
-// producer that was not in a call while Stop counted, and for one whose
-// call overlapped Stop once it has made one more call. Safe from any
-// goroutine; p out of range panics, naming it and the range.
+// and unpublished (StopError.Unflushed), those p's calls reported after
+// (NotAppliedError), and those a send that overlapped Stop staged after
+// Stop counted, in a span p has not looked at since (p never called
+// again). 0 until Stop; once Stop returned, exact whenever p's goroutine
+// is not in a call and its last call happens before this one (the
+// caller's own synchronisation: a WaitGroup, a channel); while p is in a
+// call it may say less, never more. Safe from any goroutine; p out of
+// range panics, naming it and the range.
 func (a *Acker) NotApplied(p int) uint64 {
 	if p < 0 || p >= len(a.producers) {
 		panic(fmt.Sprintf("acker: NotApplied(%d) out of range [0, %d)", p, len(a.producers)))
 	}
-	return a.producers[p].unapplied.Load()
+	pr := a.producers[p]
+	n := pr.unapplied.Load() // first: see unstaged below
+	if !a.counted.Load() {
+		return n
+	}
+	return n + pr.unseen(a.execs)
 }
 
 func (e *StopError) Error() string {

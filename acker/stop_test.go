@@ -46,7 +46,7 @@ func stuckAcker(t *testing.T, n int, cfg acker.Config) (a *acker.Acker, polled <
 	got := make(chan int, 1)
 	go func() {
 		k := 0
-		a.Receiver(0).Run(func(ackcore.Outcome) { k++ })
+		a.Inbox(0).(*acker.Receiver).Run(func(ackcore.Outcome) { k++ })
 		got <- k
 	}()
 	return a, got
@@ -84,11 +84,11 @@ func TestStopUnpolledReceiver(t *testing.T) {
 	if k := <-polled; k != 1 {
 		t.Fatalf("receiver 0 took %d outcomes, want 1", k)
 	}
-	if d := a.Receiver(1).Stats().Dropped; d != u.Dropped {
+	if d := a.Inbox(1).(*acker.Receiver).Stats().Dropped; d != u.Dropped {
 		t.Fatalf("ReceiverStats.Dropped %d, error says %d", d, u.Dropped)
 	}
 	left := 0
-	a.Receiver(1).Run(func(ackcore.Outcome) { left++ })
+	a.Inbox(1).(*acker.Receiver).Run(func(ackcore.Outcome) { left++ })
 	if left != u.InRings {
 		t.Fatalf("receiver 1 took %d after Stop, error says %d in its rings", left, u.InRings)
 	}
@@ -112,13 +112,13 @@ func TestStopDefaultDeadline(t *testing.T) {
 		t.Errorf("Stop returned after %v, StopTimeout 200ms", took)
 	}
 	<-polled
-	if st.FailedStopped != 10_001 || a.Receiver(1).Stats().Dropped == 0 {
-		t.Fatalf("stats %+v, receiver 1 %+v", st, a.Receiver(1).Stats())
+	if st.FailedStopped != 10_001 || a.Inbox(1).(*acker.Receiver).Stats().Dropped == 0 {
+		t.Fatalf("stats %+v, receiver 1 %+v", st, a.Inbox(1).(*acker.Receiver).Stats())
 	}
 	if l := logs.String(); !strings.Contains(l, "level=ERROR") || !strings.Contains(l, "receiver 1 dropped") {
 		t.Fatalf("Stop logged no error naming receiver 1:\n%s", l)
 	}
-	go a.Receiver(1).Run(func(ackcore.Outcome) {})
+	go a.Inbox(1).(*acker.Receiver).Run(func(ackcore.Outcome) {})
 }
 
 // TestStopUnflushed: a producer that stages messages and never flushes
@@ -136,7 +136,7 @@ func TestStopUnflushed(t *testing.T) {
 		outs := make(chan [3]int)
 		go func() {
 			var k [3]int
-			a.Receiver(0).Run(func(o ackcore.Outcome) { k[o.Root>>32]++ })
+			a.Inbox(0).(*acker.Receiver).Run(func(o ackcore.Outcome) { k[o.Root>>32]++ })
 			outs <- k
 		}()
 		forgot, flushed := a.Sender(1), a.Sender(2)
@@ -232,7 +232,7 @@ func TestSendMisuse(t *testing.T) {
 	if err := p.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	go a.Receiver(1).Run(func(ackcore.Outcome) {})
+	go a.Inbox(1).(*acker.Receiver).Run(func(ackcore.Outcome) {})
 	st, err := a.StopContext(context.Background())
 	if err != nil || st.Inits != 0 || st.RefusedInvalid != 0 {
 		t.Fatalf("the refused messages reached the shard: %v, %+v", err, st)

@@ -6,8 +6,10 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -15,6 +17,16 @@ import (
 	"github.com/xorack/xorack/acker"
 	"go.uber.org/goleak"
 )
+
+// stopRaceConfig is the Stop-race tests' acker: 2 shards, one task,
+// small rings (64 messages), so that sends wait for room and spans turn
+// over often.
+func stopRaceConfig(producers, batch int) acker.Config {
+	return acker.Config{
+		Shards: 2, Spec: acker.Spec{Producers: producers, Tasks: 1}, Batch: batch, RingSize: 64,
+		Shard: ackcore.Config{MaxPending: 1 << 16},
+	}
+}
 
 // stopRaceRound runs producers sending INITs (each pending until Stop, so
 // each one applied comes back Failed{stopped}) while Stop lands after
@@ -32,10 +44,7 @@ import (
 // calls reported.
 func stopRaceRound(t *testing.T, producers, batch int, delay time.Duration, trySend, waitUntil bool) (byStop, byCalls int64) {
 	t.Helper()
-	a := started(t, acker.Config{
-		Shards: 2, Spec: acker.Spec{Producers: producers, Tasks: 1}, Batch: batch, RingSize: 64,
-		Shard: ackcore.Config{MaxPending: 1 << 16},
-	})
+	a := started(t, stopRaceConfig(producers, batch))
 	outcomes := make([]int64, producers) // by producer: root>>32 - 1; written by the receiver
 	recvDone := make(chan struct{})
 	go func() {
@@ -46,7 +55,7 @@ func stopRaceRound(t *testing.T, producers, batch int, delay time.Duration, tryS
 			}
 			outcomes[o.Root>>32-1]++
 		}
-		rc := a.Receiver(a.ReceiverOf(0))
+		rc := a.Inbox(a.ReceiverOf(0)).(*acker.Receiver)
 		if !waitUntil {
 			rc.Run(see)
 			return
@@ -172,6 +181,20 @@ func busyLoops(t *testing.T, n int, limit time.Duration) {
 	}
 }
 
+// raceRounds sets up a Stop-race test: its rounds and time bound (the
+// short ones with -short), two busy processes beside it for that long,
+// and the source of its delays, seeded from the clock (logged) on stream.
+func raceRounds(t *testing.T, rounds int, bound time.Duration, shortRounds int, shortBound time.Duration, stream uint64) (int, time.Duration, *rand.Rand) {
+	t.Helper()
+	if testing.Short() {
+		rounds, bound = shortRounds, shortBound
+	}
+	busyLoops(t, 2, bound+30*time.Second)
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("delays drawn with seed %d", seed)
+	return rounds, bound, rand.New(rand.NewPCG(seed, stream))
+}
+
 // TestStopRaceSend: Stop at random moments while 6 producers send, with
 // Batch 1 and 64, Send and TrySend, the receiver taking with Run and with
 // WaitUntil, beside two busy processes that take
@@ -181,14 +204,7 @@ func busyLoops(t *testing.T, n int, limit time.Duration) {
 // -short) on a slow machine.
 func TestStopRaceSend(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	rounds, bound := 3000, time.Minute
-	if testing.Short() {
-		rounds, bound = 300, 15*time.Second
-	}
-	busyLoops(t, 2, bound+30*time.Second)
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("delays drawn with seed %d", seed)
-	rng := rand.New(rand.NewPCG(seed, 2))
+	rounds, bound, rng := raceRounds(t, 3000, time.Minute, 300, 15*time.Second, 2)
 	start := time.Now()
 	i, stopped, called := 0, 0, 0
 	for ; i < rounds && time.Since(start) < bound; i++ {
@@ -204,4 +220,79 @@ func TestStopRaceSend(t *testing.T) {
 	}
 	t.Logf("%d rounds in %v beside 2 busy processes; messages not applied counted by Stop in %d rounds, reported by the producers' calls in %d",
 		i, time.Since(start).Round(time.Millisecond), stopped, called)
+}
+
+// TestStopRaceLastSend: producers send INITs without Flush until Stop
+// lands, each ending at its first refused send or at a halt set around
+// Stop, and none calls again after its last send: what a send that
+// returned nil staged after Stop counted is reported by no later call,
+// so NotApplied alone must account for it: accepted = outcomes +
+// NotApplied, exactly, for every producer, over 2,000 rounds (200 with
+// -short; fewer past the time bound) beside two busy processes.
+func TestStopRaceLastSend(t *testing.T) {
+	defer goleak.VerifyNone(t)
+	rounds, bound, rng := raceRounds(t, 2000, 45*time.Second, 200, 10*time.Second, 3)
+	const producers = 6
+	start := time.Now()
+	i, late := 0, 0
+	for ; i < rounds && time.Since(start) < bound; i++ {
+		batch := []int{1, 4, 64}[i%3]
+		a := started(t, stopRaceConfig(producers, batch))
+		outcomes := make([]int64, producers) // by producer; written by the receiver
+		recvDone := make(chan struct{})
+		go func() {
+			defer close(recvDone)
+			a.Inbox(0).(*acker.Receiver).Run(func(o ackcore.Outcome) { outcomes[o.Root>>32-1]++ })
+		}()
+		var halt atomic.Bool
+		accepted := make([]int64, producers)
+		refused := make([]bool, producers) // its last send returned an error
+		var wg sync.WaitGroup
+		for j := range producers {
+			wg.Go(func() {
+				p := a.Sender(j)
+				for n := uint64(1); n < 1<<14 && !halt.Load(); n++ {
+					if p.Send(ackcore.Msg{Root: uint64(j+1)<<32 | n, Kind: ackcore.Init, Val: 1}) != nil {
+						refused[j] = true // the error reports its own count (NotAppliedError), in NotApplied too
+						return
+					}
+					accepted[j]++
+				}
+			})
+		}
+		delay := time.Duration(rng.IntN(1000)) * time.Microsecond
+		time.Sleep(delay) // not synchronisation: where Stop lands is what varies
+		go func() {
+			runtime.Gosched()
+			halt.Store(true)
+		}()
+		_, stopErr := a.StopContext(context.Background())
+		wg.Wait()
+		<-recvDone
+		var se *acker.StopError
+		if stopErr != nil && (!errors.As(stopErr, &se) || se.Err != nil || se.Receivers != nil) {
+			t.Fatalf("StopContext: %v", stopErr)
+		}
+		counted := make([]uint64, producers)
+		if se != nil {
+			for _, u := range se.Unflushed {
+				counted[u.Producer] = uint64(u.Staged)
+			}
+		}
+		for j := range producers {
+			na := a.NotApplied(j)
+			if outcomes[j]+int64(na) != accepted[j] {
+				t.Fatalf("round %d, batch %d, delay %v: producer %d: accepted %d, outcomes %d + NotApplied %d (Stop counted %d) = %d",
+					i, batch, delay, j, accepted[j], outcomes[j], na, counted[j], outcomes[j]+int64(na))
+			}
+			if na < counted[j] {
+				t.Fatalf("round %d: producer %d: NotApplied %d below Stop's count %d", i, j, na, counted[j])
+			}
+			if na > counted[j] && !refused[j] {
+				late++
+			}
+		}
+	}
+	t.Logf("%d rounds in %v beside 2 busy processes; %d producers whose last send returned nil had NotApplied beyond Stop's count (staged after Stop counted)",
+		i, time.Since(start).Round(time.Millisecond), late)
 }

@@ -37,9 +37,11 @@ const (
 	LevelNet Level = "net"
 )
 
-// Levels lists the levels a run has by default, in run order; the
-// topology, source, net and faults (faults.go) levels run when asked for.
-var Levels = []Level{LevelCore, LevelPipeline}
+// DefaultLevels is Config.Levels' default, in run order: core, then
+// pipeline; the topology, source, net and faults (faults.go) levels run
+// when asked for. A function, so that no caller can change the default
+// another reads: each call returns a new slice.
+func DefaultLevels() []Level { return []Level{LevelCore, LevelPipeline} }
 
 // Defaults. Each explains itself in its comment; Quick swaps in the
 // quick ones.
@@ -100,7 +102,7 @@ var (
 // Config is one benchmark run: the cross product levels x shapes x pending
 // x impls, each a Row. The zero value means the defaults (see Defaults).
 type Config struct {
-	// Levels to run; empty means Levels (core, then pipeline).
+	// Levels to run; empty means DefaultLevels (core, then pipeline).
 	Levels []Level `json:"levels"`
 	// Impls names the implementations to run; empty means every one
 	// registered at each level (CoreImpls, PipelineImpls), less those that
@@ -196,14 +198,14 @@ func (c Config) Validate() error {
 }
 
 // validate is the one check of a Config: it fills every zero field from
-// its default (Levels, DefaultPending or QuickPending, DefaultDuration or
+// its default (DefaultLevels, DefaultPending or QuickPending, DefaultDuration or
 // QuickDuration unless Msgs is set, DefaultReps or QuickReps, and the
 // Default constants; Shapes wordcount), checks every field, the shape
 // names and the impl names, and returns the filled copy or an error
 // naming the first bad field and value.
 func (c Config) validate() (Config, error) {
 	if len(c.Levels) == 0 {
-		c.Levels = slices.Clone(Levels)
+		c.Levels = DefaultLevels()
 	}
 	if len(c.Shapes) == 0 {
 		c.Shapes = []string{workload.WordCount.Name}

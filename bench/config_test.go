@@ -77,7 +77,7 @@ func TestConfigDefaults(t *testing.T) {
 	if r.Duration != DefaultDuration || r.Reps != DefaultReps || len(r.Pending) != len(DefaultPending) ||
 		r.Producers != DefaultProducers || r.Shards != DefaultShards || r.Seed != DefaultSeed || r.Batch != DefaultBatch ||
 		r.LatencyLoad != DefaultLatencyLoad || !slices.Equal(r.Conns, DefaultConns) || !slices.Equal(r.NetBatch, DefaultNetBatch) ||
-		!slices.Equal(r.Levels, Levels) || !slices.Equal(r.Shapes, []string{"wordcount"}) {
+		!slices.Equal(r.Levels, DefaultLevels()) || !slices.Equal(r.Shapes, []string{"wordcount"}) {
 		t.Errorf("defaults: %+v", r.Config)
 	}
 	if again, err := r.Config.validate(); err != nil || again.Duration != r.Duration || again.Reps != r.Reps || !slices.Equal(again.Pending, r.Pending) {

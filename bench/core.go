@@ -176,7 +176,7 @@ func (rn *runner) coreOn(st *stream, p int) ([]Row, error) {
 			continue
 		}
 		if n == 2 {
-			row.FaultFreeRatio = pairedRatio(row.RepMsgsPerSec, twins[len(twins)-1].RepMsgsPerSec)
+			row.FaultFreeRatio = median(pairRatios(row.RepMsgsPerSec, twins[len(twins)-1].RepMsgsPerSec))
 		}
 		rows = append(rows, row)
 	}

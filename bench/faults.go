@@ -384,7 +384,7 @@ func (rn *runner) faultsLevel() ([]Row, error) {
 		}
 		if fc.fault == "breaker" && len(mixedReps) > 0 {
 			fs.Gated = true
-			fs.GoodputRatio = pairedRatio(gp, mixedReps)
+			fs.GoodputRatio = median(pairRatios(gp, mixedReps))
 			fs.GoodputFloor = faultsBreakerFloor * median(mixedReps)
 			if fs.GoodputRatio < faultsBreakerFloor {
 				floor = append(floor, fmt.Sprintf("goodput %.2f x the mixed row's, the breaker off (median of the reps' paired ratios), below the floor %.2f x", fs.GoodputRatio, faultsBreakerFloor))
@@ -392,7 +392,7 @@ func (rn *runner) faultsLevel() ([]Row, error) {
 		}
 		if fc.fault == "fail" && fc.fail > 0 && base > 0 {
 			fs.GoodputFloor = faultsFloor * (1 - fc.fail) * base
-			fs.GoodputRatio = pairedRatio(gp, baseReps)
+			fs.GoodputRatio = median(pairRatios(gp, baseReps))
 			if want := faultsFloor * (1 - fc.fail); fs.GoodputRatio < want {
 				floor = append(floor, fmt.Sprintf("goodput %.2f x fault-free (median of the reps' paired ratios), below the floor %.2f x (0.8 x (1-%g))", fs.GoodputRatio, want, fc.fail))
 			}
@@ -447,16 +447,4 @@ func faultsCheck(rep *Report) []string {
 		}
 	}
 	return bad
-}
-
-// pairedRatio is the median over reps k of gp[k] / base[k] (reps with no
-// baseline goodput left out; 0 when none is left).
-func pairedRatio(gp, base []float64) float64 {
-	var rs []float64
-	for k := range min(len(gp), len(base)) {
-		if base[k] > 0 {
-			rs = append(rs, gp[k]/base[k])
-		}
-	}
-	return median(rs)
 }

@@ -82,10 +82,11 @@ func TestPairedRatio(t *testing.T) {
 		{[]float64{80, 85}, []float64{100, 100}, 0.825},        // even count: the middle two
 		{[]float64{80, 80, 80}, []float64{100, 0, 100}, 0.8},   // a rep with no baseline left out
 		{[]float64{80}, nil, 0},                                // no baseline
+		{[]float64{0, 80, 0}, []float64{100, 100, 100}, 0},     // goodput collapsed in two reps: 0, not left out
 		{[]float64{10, 90, 95}, []float64{100, 100, 100}, 0.9}, // one slow rep of the row
 	} {
-		if got := pairedRatio(tc.gp, tc.base); got < tc.want-1e-9 || got > tc.want+1e-9 {
-			t.Errorf("pairedRatio(%v, %v) = %v, want %v", tc.gp, tc.base, got, tc.want)
+		if got := median(pairRatios(tc.gp, tc.base)); got < tc.want-1e-9 || got > tc.want+1e-9 {
+			t.Errorf("median(pairRatios(%v, %v)) = %v, want %v", tc.gp, tc.base, got, tc.want)
 		}
 	}
 }

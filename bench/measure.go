@@ -139,6 +139,24 @@ func (t *tally) merge(o *tally) {
 	}
 }
 
+// pairRatios is the paired ratio of two rows rep by rep: row[k] /
+// base[k] for each rep k both ran (the shorter length), leaving out a
+// rep with no baseline (base[k] not above 0) or no figure of its own
+// (row[k] NaN or negative). A row's 0 is a figure: the ratio 0 (a rep
+// whose goodput collapsed must count against a floor, not vanish). The
+// gated ratios are their median or their best.
+func pairRatios(row, base []float64) []float64 {
+	var out []float64
+	for k := range min(len(row), len(base)) {
+		if base[k] > 0 && row[k] >= 0 { // false for NaN too
+			out = append(out, row[k]/base[k])
+		}
+	}
+	return out
+}
+
+// median is the middle of xs (the mean of the middle two for an even
+// count); 0 for none.
 func median(xs []float64) float64 {
 	if len(xs) == 0 {
 		return 0

@@ -143,7 +143,7 @@ func (gp *grpcPipe) serve(ss grpc.ServerStream) error {
 	sendDone := make(chan error, 1)
 	go func() {
 		// Outcomes of task p, as they come, one gRPC message per batch.
-		r := gp.ak.Receiver(gp.ak.ReceiverOf(p))
+		r := gp.ak.Inbox(gp.ak.ReceiverOf(p))
 		var outs []ackcore.Outcome
 		for {
 			var ok bool

@@ -55,7 +55,7 @@ func (rn *runner) pipeline(st *stream, p int) ([]Row, error) {
 		if err = errors.Join(baseErr, err); err != nil {
 			return append(twins, rows...), err
 		}
-		row.FaultFreeRatio = pairedRatio(row.RepMsgsPerSec, base.RepMsgsPerSec)
+		row.FaultFreeRatio = median(pairRatios(row.RepMsgsPerSec, base.RepMsgsPerSec))
 		twins, rows = append(twins, base), append(rows, row)
 	}
 	return append(twins, rows...), nil

@@ -518,7 +518,7 @@ func TestFaultTwins(t *testing.T) {
 		case r.FailRate == 0.05 && r.FaultFreeRatio > 0:
 			faults[k] = r
 			tw, ok := twins[k]
-			want := pairedRatio(r.RepMsgsPerSec, tw.RepMsgsPerSec) // both levels pair them rep by rep
+			want := median(pairRatios(r.RepMsgsPerSec, tw.RepMsgsPerSec)) // both levels pair them rep by rep
 			if !ok || len(r.RepMsgsPerSec) != cfg.Reps || len(tw.RepMsgsPerSec) != cfg.Reps || math.Abs(r.FaultFreeRatio-want) > 1e-9 {
 				t.Errorf("%s: fault-free ratio %v, twin %+v (want it before its fault row)", r.Name(), r.FaultFreeRatio, tw)
 			}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -218,19 +219,6 @@ func checkCommitted(ctx context.Context, k *kafkatest.Cluster, group string, top
 	return nil
 }
 
-// pairRatios divides each rep's rate (records per second or per
-// CPU-second) by the baseline's in the same rep; reps without a figure on
-// either side are left out.
-func pairRatios(base, row []float64) []float64 {
-	var out []float64
-	for i := range min(len(base), len(row)) {
-		if base[i] > 0 && row[i] > 0 {
-			out = append(out, row[i]/base[i])
-		}
-	}
-	return out
-}
-
 // ratioList formats ratios for a note.
 func ratioList(rs []float64) string {
 	txt := make([]string, len(rs))
@@ -328,7 +316,7 @@ func (rn *runner) sourceLevel() ([]Row, error) {
 				if rep >= 0 {
 					cpuStartup[name] += r.cpuStartup
 					repWall[name] = append(repWall[name], float64(r.trees)/r.d.Seconds())
-					cpuRate := 0.0 // none: no CPU clock here
+					cpuRate := math.NaN() // no figure: no CPU clock here (pairRatios leaves the rep out)
 					if r.cpu > 0 {
 						cpuRate = float64(r.trees) / r.cpu.Seconds()
 					}
@@ -380,7 +368,7 @@ func (rn *runner) sourceLevel() ([]Row, error) {
 			r.BaselineRatio = r.TreesPerSec / base.TreesPerSec
 			rn.rep.Notes = append(rn.rep.Notes, fmt.Sprintf("source: %s records/s / %s sentences/s = %.2f (same run, wall clock)",
 				r.Impl, srcBaseline, r.BaselineRatio))
-			wall, cpu := pairRatios(repWall[srcBaseline], repWall[r.Impl]), pairRatios(repCPU[srcBaseline], repCPU[r.Impl])
+			wall, cpu := pairRatios(repWall[r.Impl], repWall[srcBaseline]), pairRatios(repCPU[r.Impl], repCPU[srcBaseline])
 			if len(wall) == 0 || len(cpu) == 0 {
 				continue
 			}

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -153,11 +154,20 @@ func reportSource(b *testing.B, r wcResult) {
 	b.ReportMetric(0, "ns/op")
 }
 
-// The gated ratios pair the reps that ran side by side and leave out a
-// rep without a figure.
+// TestPairRatios: the gated ratios pair the reps that ran side by side;
+// a rep with no baseline (0) or no figure of its own (NaN: no CPU clock)
+// is left out, and a row's 0 is a ratio of 0, not left out.
 func TestPairRatios(t *testing.T) {
-	got := pairRatios([]float64{100, 100, 0, 100}, []float64{80, 200, 100})
-	if want := []float64{0.8, 2}; !slices.Equal(got, want) {
-		t.Errorf("pairRatios = %v, want %v", got, want)
+	for _, tc := range []struct {
+		row, base, want []float64
+	}{
+		{[]float64{80, 200, 100}, []float64{100, 100, 0, 100}, []float64{0.8, 2}}, // base 0 and the row's missing rep 4 left out
+		{[]float64{0, 50}, []float64{100, 100}, []float64{0, 0.5}},                // a row's 0 counts
+		{[]float64{math.NaN(), 50}, []float64{100, 100}, []float64{0.5}},          // no figure left out
+		{[]float64{80}, nil, nil},
+	} {
+		if got := pairRatios(tc.row, tc.base); !slices.Equal(got, tc.want) {
+			t.Errorf("pairRatios(%v, %v) = %v, want %v", tc.row, tc.base, got, tc.want)
+		}
 	}
 }

@@ -24,7 +24,7 @@ func TestClientBudgetRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	checked, _, err := spec.Check()
+	checked, _, err := spec.InboxTable()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -301,7 +301,7 @@ func Dial(cfg ClientConfig, spec acker.Spec) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	spec, recvOf, err := spec.Check()
+	spec, recvOf, err := spec.InboxTable()
 	if err != nil {
 		return nil, fmt.Errorf("netio: %w", err)
 	}

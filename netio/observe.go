@@ -74,7 +74,7 @@ func (s *Server) Shards() int { return s.cfg.Shards }
 
 // Backlog returns the router's receiver counters: the outcomes waiting
 // for the router in the shards' rings and held by the shards.
-func (s *Server) Backlog() acker.ReceiverStats { return s.ak.Receiver(0).Stats() }
+func (s *Server) Backlog() acker.ReceiverStats { return s.ak.Inbox(0).(*acker.Receiver).Stats() }
 
 // OldestPending returns up to n of the acker's pending roots, oldest
 // first (acker.Acker.OldestPending: each shard scans its table at its

@@ -147,7 +147,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	}
 	for r := range routers {
 		s.routers.Add(1)
-		go s.route(ak.Receiver(r))
+		go s.route(ak.Inbox(r).(*acker.Receiver))
 	}
 	return s, nil
 }

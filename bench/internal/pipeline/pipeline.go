@@ -110,7 +110,7 @@ func (b *base) init(name string, cfg *Config) error {
 		return err
 	}
 	*cfg = c
-	_, of, err := acker.Spec{Producers: cfg.Producers, Tasks: cfg.Tasks, Receivers: cfg.Receivers, ReceiverOf: cfg.ReceiverOf}.Check()
+	_, of, err := acker.Spec{Producers: cfg.Producers, Tasks: cfg.Tasks, Receivers: cfg.Receivers, ReceiverOf: cfg.ReceiverOf}.InboxTable()
 	if err != nil {
 		return fmt.Errorf("pipeline: %w", err)
 	}
