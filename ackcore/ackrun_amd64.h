@@ -108,6 +108,7 @@ primed2:
 loop:
 	CMPQ SI, R11
 	JAE  tail
+next:
 	MOVQ Msg_Root(SI), R8
 	TESTQ R8, R8
 	JZ   none
@@ -121,14 +122,16 @@ body:
 	// An ACK whose root is in the predicted slot (nearly all): found.
 	CMPQ entry_key(DI)(AX*8), R8
 	JNE  aprobe
-	LEAQ (DI)(AX*8), R9
-	MOVQ entry_val(R9), R10
+	MOVQ entry_val(DI)(AX*8), R10
 	XORQ Msg_Val(SI), R10
 	JZ   pcomplete
-	MOVQ R10, entry_val(R9)
+	MOVQ R10, entry_val(DI)(AX*8)
 	ADDQ $Msg__size, SI
-	JMP  loop
-pcomplete: // DX = slot = AX / 3
+	CMPQ SI, R11
+	JB   next
+	JMP  tail
+pcomplete: // R9 = &es[slot], DX = slot = AX / 3
+	LEAQ (DI)(AX*8), R9
 	MOVQ $0xaaaaaaaaaaaaaaab, DX
 	MULQ DX
 	SHRQ $1, DX
