@@ -36,7 +36,7 @@ type runState struct {
 	nowStart   uint64     // Shard.nowStart()
 	limit      uint64     // Shard.limit: deadlines before it need a near timer
 	insx       uint64     //lint:ignore U1000 ackRun's scratch: the timeout of the INIT being inserted, 0 for the default
-	ring       [32]uint64 //lint:ignore U1000 ackRun's look-ahead, 16 messages: home group << 8 | tag, predicted slot
+	ring       [64]uint64 //lint:ignore U1000 ackRun's look-ahead, 16 messages of 32 bytes: home group * 16, tag, predicted slot * 3, unused
 }
 
 // The assembly steps through msgs and out 32 bytes at a time (shifts by
@@ -87,14 +87,13 @@ func (s *Shard) applyRun(msgs []Msg, out []Outcome) []Outcome {
 		}
 		st.nowStart, st.limit = s.nowStart(), s.limit
 		st.count = s.t.count
-		var done, probe int
-		var slot, a uint64
-		done, slot, probe, a = ackRun(&st, &msgs[i], len(msgs)-i)
+		inits := st.inits
+		done, slot, probe := ackRun(&st, &msgs[i], len(msgs)-i)
 		out = out[:st.outLen]
 		s.t.count = st.count
 		s.extCount += int(st.extAdds) - int(st.extDrops)
 		st.extDrops, st.extAdds = 0, 0
-		acks += a
+		acks += uint64(done) - (st.inits - inits) // ackRun applies ACKs and INITs it inserts
 		i += done
 		if invariants.Enabled {
 			s.check()

@@ -5,7 +5,7 @@ import "golang.org/x/sys/cpu"
 // ackRun is Shard.applyRun's loop in assembly (ackrun_amd64.s).
 //
 //go:noescape
-func ackRun(st *runState, msgs *Msg, count int) (done int, slot uint64, probe int, acks uint64)
+func ackRun(st *runState, msgs *Msg, count int) (done int, slot uint64, probe int)
 
 // haveAckRun says whether ackRun may run here (it needs AVX2). Tests turn
 // it off to cover the portable loop too.

@@ -1,59 +1,47 @@
 // The body of ackRun (ackrun_amd64.s), kept apart from its description
 // there. Offsets and constants come from go_asm.h.
 
-// HASH: R14 = home group << 8 | tag of the root in AX (table.hashOf:
-// the top byte of the low word, 0 taken as 1, 255 as 254).
-// Clobbers AX, DX.
-#define HASH \
-	XORQ  runState_k1(R12), AX; \
-	MULQ  runState_k2(R12); \
-	XORQ  DX, AX; \
-	IMULQ runState_k3(R12), AX; \
-	MULQ  CX; \
-	SHRQ  $56, AX; \
-	CMPB  AL, $1; \
-	ADCB  $0, AL; \
-	CMPB  AL, $const_sentinelTag; \
-	ADCB  $-1, AL; \
-	SHLQ  $8, DX; \
-	ORQ   AX, DX; \
-	MOVQ  DX, R14
+// RING(R, D): BX = the offset in st.ring of the entry of the message at
+// D(R) (32 bytes a message, at (address/32) mod 16).
+#define RING(R, D) \
+	LEAQ (D)(R), BX; \
+	ANDL $0x1e0, BX
 
-// RING: BX = the offset in st.ring of the entry of the message AX points
-// to (16 bytes a message, at (address/32) mod 16).
-#define RING \
-	MOVQ AX, BX; \
-	SHRQ $1, BX; \
-	ANDL $0xf0, BX
+// STAGE1(R, D) looks far ahead at the message at D(R): hashes its root
+// (table.hashOf: the top byte of the low word the tag, 0 taken as 1, 255
+// as 254) into its ring entry (home group * 16, tag) and prefetches the
+// home group's and the next group's control words. Clobbers AX, BX, DX.
+#define STAGE1(R, D) \
+	RING(R, D); \
+	MOVQ       (D+Msg_Root)(R), AX; \
+	XORQ       runState_k1(R12), AX; \
+	MULQ       runState_k2(R12); \
+	XORQ       DX, AX; \
+	IMULQ      runState_k3(R12), AX; \
+	MULQ       CX; \
+	SHRQ       $56, AX; \
+	CMPB       AL, $1; \
+	ADCB       $0, AL; \
+	CMPB       AL, $const_sentinelTag; \
+	ADCB       $-1, AL; \
+	MOVQ       AX, (runState_ring+8)(R12)(BX*1); \
+	SHLQ       $4, DX; \
+	MOVQ       DX, runState_ring(R12)(BX*1); \
+	PREFETCHT0 (R15)(DX*1); \
+	PREFETCHT0 31(R15)(DX*1)
 
-// STAGE1 looks far ahead at the message AX points to: hashes its root
-// into its ring entry (home group << 8 | tag) and prefetches the home
-// group's and the next group's control words. Clobbers AX, BX, DX, R14.
-#define STAGE1 \
-	RING; \
-	MOVQ       Msg_Root(AX), AX; \
-	HASH; \
-	MOVQ       R14, runState_ring(R12)(BX*1); \
-	SHRQ       $8, R14; \
-	SHLQ       $4, R14; \
-	PREFETCHT0 (R15)(R14*1); \
-	PREFETCHT0 31(R15)(R14*1)
-
-// STAGE2 looks nearer ahead at the message AX points to: compares its
+// STAGE2(R, D) looks nearer ahead at the message at D(R): compares its
 // tag (from its ring entry) with its home group's and the next group's
 // control bytes, which STAGE1 fetched, writes the slot its probe most
 // likely ends at (the first tag match, else the first empty slot, else
-// the home group's first) into the ring entry and prefetches that slot.
-// Clobbers AX, BX, DX, R9, R14, Y4, Y5, Y6.
-#define STAGE2 \
-	RING; \
+// the home group's first), times 3, into the ring entry and prefetches
+// that slot. Bit b of the pair's masks is control byte c = group*16 + b,
+// slot c - c/16. Clobbers AX, BX, R9, R14, Y4, Y5, Y6.
+#define STAGE2(R, D) \
+	RING(R, D); \
 	MOVQ         runState_ring(R12)(BX*1), R14; \
-	VMOVQ        R14, X4; \
-	VPBROADCASTB X4, Y4; \
-	SHRQ         $8, R14; \
-	MOVQ         R14, DX; \
-	SHLQ         $4, DX; \
-	VMOVDQU      (R15)(DX*1), Y5; \
+	VPBROADCASTB (runState_ring+8)(R12)(BX*1), Y4; \
+	VMOVDQU      (R15)(R14*1), Y5; \
 	VPCMPEQB     Y5, Y4, Y6; \
 	VPMOVMSKB    Y6, AX; \
 	VPCMPEQB     Y5, Y7, Y6; \
@@ -63,23 +51,21 @@
 	CMOVLEQ      R9, AX; \
 	TZCNTL       AX, AX; \
 	ANDL         $31, AX; \
-	SUBQ         R14, DX; \
+	ADDQ         R14, AX; \
 	MOVQ         AX, R9; \
 	SHRQ         $4, R9; \
 	SUBQ         R9, AX; \
-	ADDQ         AX, DX; \
-	MOVQ         DX, (runState_ring+8)(R12)(BX*1); \
-	LEAQ         (DX)(DX*2), DX; \
-	PREFETCHT0   8(DI)(DX*8)
+	LEAQ         (AX)(AX*2), AX; \
+	MOVQ         AX, (runState_ring+16)(R12)(BX*1); \
+	PREFETCHT0   8(DI)(AX*8)
 
-// HOME: X3 = the message's home group << 8 | tag (from its ring entry at
-// BX), Y1 = its tag in every byte, DX = its home group. Clobbers R10.
+// HOME: X3 = the message's home group * 16, Y1 = its tag in every byte,
+// DX = its home group (from its ring entry at BX).
 #define HOME \
-	MOVQ         runState_ring(R12)(BX*1), R10; \
-	VMOVQ        R10, X3; \
-	VPBROADCASTB X3, Y1; \
-	MOVQ         R10, DX; \
-	SHRQ         $8, DX
+	MOVQ         runState_ring(R12)(BX*1), DX; \
+	VPBROADCASTB (runState_ring+8)(R12)(BX*1), Y1; \
+	VMOVQ        DX, X3; \
+	SHRQ         $4, DX
 
 	MOVQ st+0(FP), R12
 	MOVQ runState_es(R12), DI
@@ -89,7 +75,6 @@
 	MOVQ count+16(FP), R11
 	IMULQ $Msg__size, R11
 	ADDQ SI, R11
-	XORQ R13, R13
 	VPXOR X7, X7, X7
 	// Look ahead at the first PFD1 messages (STAGE1) and the first PFD2
 	// (STAGE2); the loop then looks ahead at messages i+PFD1 and i+PFD2
@@ -101,8 +86,7 @@
 prime1:
 	CMPQ R10, R8
 	JAE  primed1
-	MOVQ R10, AX
-	STAGE1
+	STAGE1(R10, 0)
 	ADDQ $Msg__size, R10
 	JMP  prime1
 primed1:
@@ -112,40 +96,61 @@ primed1:
 	CMOVQHI R11, R8
 prime2:
 	CMPQ R10, R8
-	JAE  loop
-	MOVQ R10, AX
-	STAGE2
+	JAE  primed2
+	STAGE2(R10, 0)
 	ADDQ $Msg__size, R10
 	JMP  prime2
+primed2:
+	// R11: the end of the messages with one PFD1 after them; those past
+	// it take the tail's checks.
+	SUBQ $(PFD1*Msg__size), R11
 
 loop:
 	CMPQ SI, R11
+	JAE  tail
+next:
+	MOVQ Msg_Root(SI), R8
+	TESTQ R8, R8
+	JZ   none
+	STAGE1(SI, PFD1*Msg__size)
+	STAGE2(SI, PFD2*Msg__size)
+body:
+	RING(SI, 0)
+	MOVQ (runState_ring+16)(R12)(BX*1), AX // the predicted slot * 3
+	CMPB Msg_Kind(SI), $const_Ack
+	JNE  notack
+	// An ACK whose root is in the predicted slot (nearly all): found.
+	CMPQ entry_key(DI)(AX*8), R8
+	JNE  aprobe
+	MOVQ entry_val(DI)(AX*8), R10
+	XORQ Msg_Val(SI), R10
+	JZ   pcomplete
+	MOVQ R10, entry_val(DI)(AX*8)
+	ADDQ $Msg__size, SI
+	CMPQ SI, R11
+	JB   next
+	JMP  tail
+pcomplete: // R9 = &es[slot], DX = slot = AX / 3
+	LEAQ (DI)(AX*8), R9
+	MOVQ $0xaaaaaaaaaaaaaaab, DX
+	MULQ DX
+	SHRQ $1, DX
+	JMP  complete
+
+// The last PFD1 messages: no STAGE1, and STAGE2 while one is PFD2 on.
+tail:
+	LEAQ (PFD1*Msg__size)(R11), AX // the end of msgs
+	CMPQ SI, AX
 	JAE  none
 	MOVQ Msg_Root(SI), R8
 	TESTQ R8, R8
 	JZ   none
-	LEAQ (PFD1*Msg__size)(SI), AX
-	CMPQ AX, R11
-	JAE  staged1 // none that far ahead
-	STAGE1
-staged1:
-	LEAQ (PFD2*Msg__size)(SI), AX
-	CMPQ AX, R11
-	JAE  staged2
-	STAGE2
-staged2:
-	MOVQ SI, AX
-	RING
-	MOVQ (runState_ring+8)(R12)(BX*1), R9 // the predicted slot
-	CMPB Msg_Kind(SI), $const_Ack
-	JNE  notack
-	// An ACK whose root is in the predicted slot (nearly all): found.
-	LEAQ (R9)(R9*2), AX
-	CMPQ entry_key(DI)(AX*8), R8
-	JNE  aprobe
-	MOVQ R9, DX
-	LEAQ (DI)(AX*8), R9
-	JMP  ackfound
+	LEAQ (PFD2*Msg__size)(SI), BX
+	CMPQ BX, AX
+	JAE  body
+	STAGE2(SI, PFD2*Msg__size)
+	JMP  body
+
 aprobe:
 	HOME
 
@@ -195,7 +200,7 @@ snext:
 	XORQ DX, DX
 snowrap:
 	VMOVQ X3, AX
-	SHRQ  $8, AX
+	SHRQ  $4, AX
 	CMPQ  DX, AX
 	JEQ   absent // round the whole table (never at the bound's load)
 	JMP   search
@@ -208,7 +213,6 @@ ackfound:
 	XORQ Msg_Val(SI), AX
 	JZ   complete
 	MOVQ AX, entry_val(R9)
-	INCQ R13
 	ADDQ $Msg__size, SI
 	JMP  loop
 
@@ -255,7 +259,6 @@ deftimeout:
 	ANDL      $0x7fff7fff, AX
 	JZ        initabsent // both full
 	MOVQ      R8, runState_save+8(R12)
-	MOVQ      R13, runState_save(R12)
 	MOVQ      DX, R10 // home
 	TESTL     $0x7fff, AX
 	JNZ       efound
@@ -268,9 +271,8 @@ deftimeout:
 // from the home group on.
 initabsent:
 	MOVQ R8, runState_save+8(R12)
-	MOVQ R13, runState_save(R12)
 	VMOVQ X3, R10
-	SHRQ $8, R10 // home
+	SHRQ $4, R10 // home
 	MOVQ R10, DX
 egroup:
 	MOVQ      DX, R9
@@ -298,7 +300,7 @@ edist: // R13 = the distance in groups
 	MOVQ $1, BX
 	JMP  count // count the entry into the groups it passed, home up to DX
 ecounted:
-	VMOVQ X3, R8
+	VMOVQ X1, R8
 	ADDQ AX, R9
 	MOVB R8, (R15)(R9*1) // the tag
 	SUBQ DX, R9
@@ -323,11 +325,9 @@ insdone:
 	MOVQ DX, entry_meta(R9)
 	INCQ runState_count(R12)
 	INCQ runState_inits(R12)
-	MOVQ runState_save(R12), R13
 	ADDQ $Msg__size, SI
 	JMP  loop
 efar: // a distance near saturation: step
-	MOVQ runState_save(R12), R13
 	MOVQ runState_save+8(R12), R8
 	JMP  missx
 
@@ -379,11 +379,9 @@ latok:
 	MOVQ $0, (Outcome_Task+8)(AX)
 	INCQ runState_outLen(R12)
 	INCQ runState_completed(R12)
-	INCQ R13
 
 	// Empty the slot: its group (slot/15), its distance, the overflow
 	// counts of the groups from its home up to it, its tag, the entry.
-	MOVQ R13, runState_save(R12)
 	MOVQ DX, R13 // slot
 	MOVQ $0x8888888888888889, AX
 	MULQ R13
@@ -405,7 +403,6 @@ rmcounted:
 	VMOVDQU X7, entry_key(R9) // key and val
 	MOVQ $0, entry_meta(R9)
 	DECQ runState_count(R12)
-	MOVQ runState_save(R12), R13
 	ADDQ $Msg__size, SI
 	JMP  loop
 
@@ -427,7 +424,6 @@ completex:
 	JGE  hit // no room in out
 	MOVQ entry_meta(R9), R10
 	SHRQ $60, R10
-	MOVQ R13, runState_save(R12)
 	MOVQ runState_ext(R12), AX
 	MOVWQZX (AX)(DX*2), R13
 	MOVQ entry_meta(R9), AX
@@ -446,7 +442,6 @@ cxstart:
 	MOVLQSX AX, AX
 	ADDQ    R10, AX // deadline
 	SUBQ    R13, AX // start
-	MOVQ    runState_save(R12), R13
 	INCQ    runState_extDrops(R12)
 	JMP     latstart
 
@@ -522,6 +517,5 @@ ret:
 	MOVQ SI, done+24(FP)
 	MOVQ DX, slot+32(FP)
 	MOVQ R10, probe+40(FP)
-	MOVQ R13, acks+48(FP)
 	RET
 

@@ -11,7 +11,7 @@
 #define PFD1 12
 #define PFD2 6
 
-// func ackRun(st *runState, msgs *Msg, count int) (done int, slot uint64, probe int, acks uint64)
+// func ackRun(st *runState, msgs *Msg, count int) (done int, slot uint64, probe int)
 //
 // Shard.applyRun's loop (see there). It looks ahead: as it applies
 // message i it hashes the root of message i+PFD1 to its home group and
@@ -41,13 +41,15 @@
 // says whether it found the root: probe 1 (slot holds the root) or 0 (not
 // probed, or not there: the caller probes).
 //
-// Registers: SI msg, R11 end of msgs, DI slots, R15 control words, CX
-// groups, R12 st, R13 acks, R8 root, BX the message's st.ring offset,
-// then (HOME, off the predicted ACK's path) X3 its home group << 8 | tag
-// and Y1 its tag in every byte; Y7 zero; AX, DX, R9, R10, R14, Y4-Y6
-// scratch. The rare paths spill to st's save words. R14 and R15 are free
-// in ABI0 code: Go's caller restores R14 (g) after an ABI0 call, and R15
+// Registers: SI msg, R11 the end of msgs less PFD1 messages (the tail
+// past it looks ahead at fewer), DI slots, R15 control words, CX groups,
+// R12 st, R8 root, BX the message's st.ring offset, then (HOME, off the
+// predicted ACK's path) X3 its home group * 16 and Y1 its tag in every
+// byte; Y7 zero; AX, DX, R9, R10, R13, R14, Y4-Y6 scratch. The rare paths
+// spill to st's save words. The ACKs applied are done less the INITs
+// inserted (st.inits): the caller counts them. R14 and R15 are free in
+// ABI0 code: Go's caller restores R14 (g) after an ABI0 call, and R15
 // matters only to dynamically linked code that addresses globals, which
 // this does not.
-TEXT ·ackRun(SB), NOSPLIT, $0-56
+TEXT ·ackRun(SB), NOSPLIT, $0-48
 #include "ackrun_amd64.h"

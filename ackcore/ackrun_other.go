@@ -3,7 +3,7 @@
 package ackcore
 
 // ackRun is never called where haveAckRun is false.
-func ackRun(st *runState, msgs *Msg, count int) (done int, slot uint64, probe int, acks uint64) {
+func ackRun(st *runState, msgs *Msg, count int) (done int, slot uint64, probe int) {
 	panic("ackcore: ackRun without assembly")
 }
 
