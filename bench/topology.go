@@ -97,7 +97,7 @@ func (s wcSplit) Execute(t *topology.Tuple, c *topology.BoltCollector) {
 			s.w.cpuFirst.Store(int64(cpu))
 		}
 	}
-	for _, w := range strings.Fields(t.String(0)) {
+	for _, w := range strings.Fields(sentence(t)) {
 		_ = c.Emit(t, w)
 	}
 	c.Ack(t)

@@ -38,7 +38,11 @@ func (s *Spout) check() {
 		bytes := 0
 		if p.buffered() <= 64 { // summed only for short buffers: check runs after every change
 			for _, r := range p.buf[p.head:] {
-				bytes += recBytes(r)
+				if n := recBytes(r.rec); n != r.bytes || r.offset != r.rec.Offset || r.control != r.rec.Attrs.IsControl() {
+					panic(fmt.Sprintf("kafka: %s/%d buffered offset %d, %d bytes, control %v; its record %d, %d, %v",
+						p.topic, p.partition, r.offset, r.bytes, r.control, r.rec.Offset, n, r.rec.Attrs.IsControl()))
+				}
+				bytes += r.bytes
 			}
 		} else {
 			bytes = p.bytes

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -254,10 +255,14 @@ func (s *Spout) distribute(fs kgo.Fetches) []error {
 			clear(p.buf[k:])
 			p.buf, p.head = p.buf[:k], 0
 		}
-		p.buf = append(p.buf, fp.Records...)
+		// One pass over the records, which the client decoded a while
+		// ago: everything take needs of them is read here.
 		b := 0
+		p.buf = slices.Grow(p.buf, len(fp.Records))
 		for _, r := range fp.Records {
-			b += recBytes(r)
+			n := recBytes(r)
+			b += n
+			p.buf = append(p.buf, bufRec{rec: r, offset: r.Offset, bytes: n, control: r.Attrs.IsControl()})
 		}
 		p.bytes += b
 		s.takenRecs += int64(len(fp.Records))

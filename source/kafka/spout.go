@@ -34,7 +34,7 @@ type partition struct {
 	owned       bool             // assigned to this member now
 	paused      bool             // fetching paused because tr is Full
 	fetchPaused bool             // the client is told not to fetch it (paused)
-	buf         []*kgo.Record    // fetched and not yet emitted, from head on
+	buf         []bufRec         // fetched and not yet emitted, from head on
 	head        int
 	bytes       int // recBytes of buf[head:]
 	// caughtUp: the last poll brought the partition's records up to the
@@ -51,6 +51,18 @@ type partition struct {
 }
 
 func (p *partition) buffered() int { return len(p.buf) - p.head }
+
+// bufRec is a fetched record in its partition's buffer, with what take
+// needs of it read when it was buffered (distribute reads the record's
+// lengths then): take decides on the entry alone, without touching the
+// record, which the client decoded long before and the buffers hold for
+// up to two fetches (byteBound), so its memory is cold by then.
+type bufRec struct {
+	rec     *kgo.Record
+	offset  int64
+	bytes   int  // recBytes(rec)
+	control bool // rec.Attrs.IsControl(): a transaction marker
+}
 
 // clearBuf drops the fetched records not yet emitted.
 func (p *partition) clearBuf() {
@@ -332,10 +344,10 @@ func (s *Spout) take() *inflight {
 				break
 			}
 			r := p.buf[p.head]
-			m, err := p.tr.Emit(r.Offset) // not ErrFull: checked above
-			p.buf[p.head] = nil
+			m, err := p.tr.Emit(r.offset) // not ErrFull: checked above
+			p.buf[p.head] = bufRec{}
 			p.head++
-			b := recBytes(r)
+			b := r.bytes
 			p.bytes -= b
 			s.buffered-- // p is not paused: paused partitions are full
 			s.bufBytes -= b
@@ -346,12 +358,12 @@ func (s *Spout) take() *inflight {
 				s.stats.Skipped++
 				continue
 			}
-			if r.Attrs.IsControl() {
+			if r.control {
 				_ = p.tr.Done(m) // m is current: Done cannot fail
 				s.stats.Control++
 				continue
 			}
-			if len(p.skip.Ranges) > 0 && p.skip.Contains(r.Offset) {
+			if len(p.skip.Ranges) > 0 && p.skip.Contains(r.offset) {
 				_ = p.tr.Done(m) // done before the crash or rebalance, committed as done
 				s.stats.SkippedDone++
 				continue
@@ -361,7 +373,7 @@ func (s *Spout) take() *inflight {
 			}
 			s.stats.Emitted++
 			s.wakePoller()
-			return s.newEntry(p, m, r)
+			return s.newEntry(p, m, r.rec)
 		}
 		if p.head == len(p.buf) && p.head > 0 {
 			p.clearBuf()
