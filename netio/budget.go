@@ -31,15 +31,13 @@ type clientFootprint struct {
 	pending int64
 	// queues: per host, the outbound buffer the senders fill and the one
 	// the writer writes (QueueBytes each, grown by append) and their
-	// queues of INITs (a 16-byte record per message they hold at most,
-	// packedMsgBytes each).
+	// queues of INITs (a 16-byte record per message they hold at most).
 	queues int64
 	// reads: per host, the read buffer (MaxFrame and a read chunk) and
 	// the reader's outcomes (deliverAt and a frame's, grown by append).
 	reads int64
-	// stages: per sender and host, a staged frame (FrameMsgs messages,
-	// packedMaxMsg bytes each at most, and its kind and extras sections
-	// while it fills) and its INITs.
+	// stages: per sender and host, a staged frame (FrameMsgs records)
+	// and its INITs.
 	stages int64
 	// inboxes: per inbox, its MaxPending outcomes and, past them, a lost
 	// host's (at most MaxPending), grown by append.
@@ -66,9 +64,9 @@ func (c *ClientConfig) footprint(spec acker.Spec) clientFootprint {
 	q, frame := int64(c.QueueBytes), int64(c.FrameMsgs)
 	return clientFootprint{
 		pending: hosts*(slots+slots/2)*slot + mp*out,
-		queues:  hosts * 2 * 2 * (q + q/packedMsgBytes*initRec),
+		queues:  hosts * 2 * 2 * (q + q/msgSize*initRec),
 		reads:   hosts * (int64(c.MaxFrame) + readChunk + 2*int64(deliverAt+maxMsgsPerFrame(c.MaxFrame))*out),
-		stages:  int64(spec.Producers) * hosts * (int64(packedFrameBytes(int(frame))) + frame*(1+packedExtra) + 2*frame*initRec),
+		stages:  int64(spec.Producers) * hosts * (headerSize + frame*msgSize + 2*frame*initRec),
 		inboxes: int64(spec.Receivers) * 2 * 2 * mp * out,
 	}
 }

@@ -198,8 +198,8 @@ func (c ClientConfig) validate() (ClientConfig, error) {
 		return c, fmt.Errorf(pre+"MaxFrame %d out of range [%d, %d]", c.MaxFrame, minMaxFrame, maxMaxFrame)
 	case c.FrameMsgs < 1 || c.FrameMsgs > maxFrameMsgs:
 		return c, fmt.Errorf(pre+"FrameMsgs %d out of range [1, %d]", c.FrameMsgs, maxFrameMsgs)
-	case c.QueueBytes < packedFrameBytes(c.FrameMsgs):
-		return c, fmt.Errorf(pre+"QueueBytes %d holds less than one frame of %d messages (%d bytes)", c.QueueBytes, c.FrameMsgs, packedFrameBytes(c.FrameMsgs))
+	case c.QueueBytes < headerSize+c.FrameMsgs*msgSize:
+		return c, fmt.Errorf(pre+"QueueBytes %d holds less than one frame of %d messages (%d bytes)", c.QueueBytes, c.FrameMsgs, headerSize+c.FrameMsgs*msgSize)
 	case c.BackoffMax < c.BackoffMin:
 		return c, fmt.Errorf(pre+"BackoffMax %v below BackoffMin %v", c.BackoffMax, c.BackoffMin)
 	}

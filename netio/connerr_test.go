@@ -36,7 +36,7 @@ func TestDialErrorSaysWhy(t *testing.T) {
 	tlsSrv := startServer(t, func(c *ServerConfig) {
 		c.TLS = &tls.Config{Certificates: []tls.Certificate{ca.issue(t, "server", x509.ExtKeyUsageServerAuth)}, MinVersion: tls.VersionTLS13}
 	})
-	// A server of another protocol version: its first frame says 3.
+	// A server of another protocol version: its first frame says 2.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -70,7 +70,7 @@ func TestDialErrorSaysWhy(t *testing.T) {
 		{"refused", clientCfg(refused), "netio: could not connect to any of 1 hosts: " + refused + ": connect: connection refused", syscall.ECONNREFUSED},
 		{"wrong secret", wrongSecret, "netio: could not connect to any of 1 hosts: " + s.addr + ": hello MAC does not match (handshake refused, code auth)", nil},
 		{"tls", badTLS, "netio: could not connect to any of 1 hosts: " + tlsSrv.addr + ": TLS handshake: tls: failed to verify certificate: x509: certificate signed by unknown authority...", nil},
-		{"version", clientCfg(ln.Addr().String()), "netio: could not connect to any of 1 hosts: " + ln.Addr().String() + ": reading challenge: frame version 3, this side speaks 1 to 2", nil},
+		{"version", clientCfg(ln.Addr().String()), "netio: could not connect to any of 1 hosts: " + ln.Addr().String() + ": reading challenge: frame version 2, this side speaks 1", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, err := tc.cfg.Port(oneTask)

@@ -102,9 +102,9 @@ func (c *sconn) readLoop() error {
 		frames++
 		bytes += uint64(headerSize + len(f.Body))
 		switch f.Type {
-		case typeMsgs, typeMsgsPacked:
+		case typeMsgs:
 			var n, resets int
-			c.msgs, n, resets, err = decodeFrameMsgs(f.Type, c.msgs[:0], f.Body, c.owns, s.maxToMs)
+			c.msgs, n, resets, err = decodeMsgs(c.msgs[:0], f.Body, c.owns, s.maxToMs)
 			if err != nil {
 				return c.protocolError(err)
 			}

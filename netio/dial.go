@@ -146,7 +146,7 @@ func (h *host) connect() (net.Conn, *frameReader, welcomeBody, error) {
 		return fail(fmt.Errorf("serves tasks [0, %d), this client owns [%d, %d)", ch.Tasks,
 			c.cfg.TaskBase, uint64(c.cfg.TaskBase)+uint64(c.spec.Tasks)))
 	}
-	if need := packedFrameBytes(c.frame); need > int(ch.MaxFrame) {
+	if need := headerSize + c.frame*msgSize; need > int(ch.MaxFrame) {
 		return fail(fmt.Errorf("accepts frames of %d bytes, FrameMsgs %d needs %d", ch.MaxFrame, c.frame, need))
 	}
 	hello := helloBody{ClientID: c.cfg.ID, MaxFrame: uint32(c.cfg.MaxFrame),
@@ -162,14 +162,8 @@ func (h *host) connect() (net.Conn, *frameReader, welcomeBody, error) {
 	if err != nil {
 		return fail(unprefixed(err))
 	}
-	if f.Version != protoVersion {
-		// A server answers with the version the hello offered, or refuses
-		// it (one of version 1: "frame version 2, this side speaks 1").
-		return fail(fmt.Errorf("welcome of version %d answers a hello of version %d", f.Version, protoVersion))
-	}
 	_ = conn.SetDeadline(time.Time{})
 	fr.SetLimit(c.cfg.MaxFrame)
-	fr.SetVersion(f.Version)
 	if t, ok := nc.(*tls.Conn); ok {
 		return t, fr, w, nil
 	}

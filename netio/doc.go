@@ -40,7 +40,7 @@
 //	0          4         5        6          8
 //	+----------+---------+--------+----------+------------ ... ---+
 //	| length   | version | type   | reserved | body               |
-//	| u32      | u8      | u8     | u16 = 0  | length-8 bytes     |
+//	| u32      | u8 = 1  | u8     | u16 = 0  | length-8 bytes     |
 //	+----------+---------+--------+----------+------------ ... ---+
 //
 // offLength, offVersion, offType, offReserved and headerSize name these
@@ -48,25 +48,11 @@
 // limit (handshakeMaxFrame before authentication, MaxFrame after) as soon
 // as the first 4 bytes are in, before it allocates or reads further: an
 // oversized prefix is refused with "netio: frame length 9437184 exceeds
-// limit 1048576" and the connection closed.
-//
-// Versions. This package speaks versions 1 and 2; version 2 adds one
-// frame type, packed msgs, and changes nothing else. A frame's version
-// byte is the version that defines its type: 1 on every frame but a
-// packed msgs frame (2), a hello (the highest version the client speaks)
-// and a welcome (the version the connection speaks from then on: the
-// hello's, when the server speaks it). A frame of a version the reader
-// does not speak, or past its connection's, is refused naming both
-// ("netio: frame version 3, this side speaks 1 to 2"; "netio: packed msgs
-// frame of version 2 on a connection that speaks version 1"). So a
-// client of version 1 is served in version 1 by a server of version 2,
-// and sends msgs frames; this package's client offers version 2 and
-// sends packed msgs frames only, and a server of version 1 refuses its
-// hello ("frame version 2, this side speaks 1", which the client reports
-// as the host's error): upgrade the servers first.
+// limit 1048576" and the connection closed. Every frame carries the
+// version; a peer speaking another one is refused at its first frame.
 //
 // Types: challenge (1), hello (2), welcome (3), msgs (4), outcomes (5),
-// heartbeat (6), close (7), packed msgs (8, version 2).
+// heartbeat (6), close (7).
 //
 // msgs (client to server): a batch of 24-byte message records, as many as
 // the body holds (it must hold a whole number):
@@ -86,28 +72,6 @@
 // connection's orphan share like any orphan it makes. A record that is not a valid
 // message (root 0, unknown kind, task past ackcore.MaxTask, a task on a
 // non-INIT, a timeout past ackcore.MaxTimeout) is a protocol error.
-
-// packed msgs (client to server, version 2): the same messages in fewer
-// bytes, 17 a message and 8 more for one with a task or a timeout (an
-// INIT of a task other than 0, a timeout override), against msgs' 24:
-// counts, then three sections in message order.
-//
-//	0        4        8                 8+16n          8+17n
-//	+--------+--------+-----------------+--------------+-----------------+
-//	| n      | x      | n x (root, val) | n x kind     | x x (task,      |
-//	| u32    | u32    | u64, u64        | u8           |  timeout ms)    |
-//	|        |        |                 |              | u32, u32        |
-//	+--------+--------+-----------------+--------------+-----------------+
-//
-// (offPackedN, offPackedX, packedFixed, packedPair, packedExtra.) The
-// body is exactly 8 + 17n + 8x bytes. A kind byte is the kind with its
-// top bit (kindExtra) set when the message's task and timeout are the
-// next extras record; without it both are 0. Every extras record belongs
-// to one message and none is all zero (a message has one encoding). A
-// body whose size, counts, kind bytes or extras disagree is a protocol
-// error naming the values; each message is checked as in a msgs frame.
-// A word-count tree (an INIT of task 0 and 9 ACKs) takes 170 bytes
-// against 240.
 //
 // outcomes (server to client): 24-byte outcome records.
 //
@@ -197,9 +161,7 @@
 // connection and take the close frame with it.
 //
 // Client. A Sender stages messages per host, encoding each straight into
-// the packed msgs frame it builds for that host (its (root, val) pairs in
-// the frame's buffer, its kind bytes and extras records beside it, put
-// after the pairs when the frame is handed over): each root goes to the host its keyed
+// the frame it builds for that host: each root goes to the host its keyed
 // rendezvous hash picks among the hosts up (the highest
 // mix(mix(root^key)^hash(address)) wins), so a lost host's roots, and
 // only they, move to the others. With one host up, SendBatch stages runs
@@ -229,9 +191,9 @@
 //
 //   - wire.go: the wire format's layout in one place: frame types, the
 //     header, every record's and body's sizes and offsets, close codes,
-//     limits, the versions; parseFrame and the header encoders.
-//   - wirerecords.go: the records codec: msgs, packed msgs and outcomes
-//     frames, each encoder beside its decoder.
+//     limits; parseFrame and the header encoders.
+//   - wirerecords.go: the records codec: msgs and outcomes frames, each
+//     encoder beside its decoder.
 //   - wirecontrol.go: the control frames' codecs: heartbeat, close and
 //     the handshake's bodies (challenge, hello, welcome).
 //   - framereader.go: frameReader, frames read in place from a stream.

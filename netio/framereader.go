@@ -2,7 +2,6 @@ package netio
 
 import (
 	"errors"
-	"fmt"
 	"io"
 )
 
@@ -42,23 +41,16 @@ type frameReader struct {
 	start int // first unparsed byte
 	end   int // end of read data
 	limit int
-	// version is the highest frame version accepted: protoVersion until
-	// a handshake settles the connection's (SetVersion).
-	version byte
-	err     error // sticky read error
+	err   error // sticky read error
 }
 
 // newFrameReader reads frames of at most limit bytes from r.
 func newFrameReader(r io.Reader, limit int) *frameReader {
-	return &frameReader{r: r, buf: make([]byte, min(readChunk, max(limit, headerSize)+readChunk)), limit: limit, version: protoVersion}
+	return &frameReader{r: r, buf: make([]byte, min(readChunk, max(limit, headerSize)+readChunk)), limit: limit}
 }
 
 // SetLimit changes the frame limit (after a handshake).
 func (fr *frameReader) SetLimit(limit int) { fr.limit = limit }
-
-// SetVersion sets the highest frame version accepted (after a handshake:
-// the version the connection speaks).
-func (fr *frameReader) SetVersion(v byte) { fr.version = v }
 
 // Buffered reports the bytes read but not yet returned as frames: when it
 // is 0, the next Next will block on the stream.
@@ -86,9 +78,6 @@ func (fr *frameReader) Next() (wireFrame, error) {
 	for {
 		f, n, err := parseFrame(fr.buf[fr.start:fr.end], fr.limit)
 		if err == nil {
-			if f.Version > fr.version {
-				return wireFrame{}, fmt.Errorf("netio: %s frame of version %d on a connection that speaks version %d", typeName(f.Type), f.Version, fr.version)
-			}
 			fr.start += n
 			return f, nil
 		}

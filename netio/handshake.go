@@ -71,17 +71,12 @@ func (c *sconn) handshake() error {
 	}
 	hb := s.cfg.IdleTimeout / 3
 	w := welcomeBody{ServerID: s.id, Heartbeat: hb, Idle: s.cfg.IdleTimeout}
-	// The connection speaks the version the hello offered (parseFrame
-	// refused one past protoVersion): a client of version 1 gets frames of
-	// version 1 only, and may not send packed msgs frames.
-	v := f.Version
-	if _, err := c.nc.Write(appendWelcome(nil, &w, v)); err != nil {
+	if _, err := c.nc.Write(appendWelcome(nil, &w)); err != nil {
 		c.release()
 		return fmt.Errorf("netio: writing welcome: %w", err)
 	}
 	_ = c.raw.SetDeadline(time.Time{})
 	c.fr.SetLimit(s.cfg.MaxFrame)
-	c.fr.SetVersion(v)
 	s.log.Info("netio: client connected", "remote", c.tag, "client", clientID(c.id), "tasks", len(c.tasks))
 	return nil
 }

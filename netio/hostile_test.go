@@ -244,15 +244,14 @@ func malformedFrames() []string {
 	return []string{
 		string(hdr(9437184, protoVersion, typeMsgs, 0)),
 		string(hdr(7, protoVersion, typeHeartbeat, 0)),
-		string(hdr(8, protoVersion+1, typeHeartbeat, 0)),
-		string(packedFrame(protoVersion, 1, 0, []uint64{1, 1}, []byte{0x82}, nil)),
+		string(hdr(8, 2, typeHeartbeat, 0)),
 		string(hdr(8, protoVersion, 0, 0)),
 		string(hdr(8, protoVersion, typeHeartbeat, 1)),
 		string(cat(hdr(8+23, protoVersion, typeMsgs, 0), make([]byte, 23))),
 		string(cat(hdr(8+24, protoVersion, typeMsgs, 0), rec)),
 		string(cat(hdr(8+24, protoVersion, typeMsgs, 0), make([]byte, 24))),
 		string(appendChallenge(nil, &goldenChallenge)),
-		string(appendWelcome(nil, &goldenWelcome, protoVersion)),
+		string(appendWelcome(nil, &goldenWelcome)),
 	}
 }
 

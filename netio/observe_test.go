@@ -132,7 +132,7 @@ func TestClientHosts(t *testing.T) {
 	})
 	good, bad := hs[0], hs[1]
 	if good.Addr != s.addr || !good.Up || good.Connections != 1 || good.ConnectFailures != 0 || good.LastError != "" ||
-		good.Pending != 1 || good.Completed != 1 || good.FramesOut < 1 || good.BytesOut < headerSize+packedFixed+3*packedMsgBytes ||
+		good.Pending != 1 || good.Completed != 1 || good.FramesOut < 1 || good.BytesOut < headerSize+3*msgSize ||
 		good.BytesIn < headerSize+outcomeSize {
 		t.Errorf("good host %+v", good)
 	}

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
-	"unsafe"
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
@@ -18,48 +17,13 @@ type initRec struct {
 	ms   uint32
 }
 
-// stage is one sender's frame under construction for one host, a packed
-// msgs frame built in its three sections (see wire.go): the (root, val)
-// pairs in buf after the header and counts, the kind bytes and the
-// extras records beside it, appended to buf when the frame is handed
-// over. Its buffers stay with the sender: a hand-over copies the frame
-// into the host's outbound buffer.
+// stage is one sender's frame under construction for one host. Its
+// buffer stays with the sender: a hand-over copies the frame into the
+// host's outbound buffer.
 type stage struct {
-	buf   []byte // header, counts, then n pairs
-	kinds []byte // n kind bytes
-	extra []byte // x extras records
-	x     int    // extras records staged
-	runX  int    // extras records of the run putRun encoded last
+	buf   []byte // a msgs frame header, then n records
 	n     int
 	inits []initRec
-}
-
-// open starts st's frame when it holds none, sizing its buffers for a
-// whole frame of frame messages, so that no append in it reallocates.
-func (st *stage) open(frame int) {
-	if st.n > 0 {
-		return
-	}
-	if cap(st.buf) < packedFrameBytes(frame) {
-		st.buf = make([]byte, 0, packedFrameBytes(frame))
-		st.kinds = make([]byte, frame)
-		st.extra = make([]byte, frame*packedExtra)
-	}
-	st.buf = appendHeaderV(st.buf[:0], typeMsgsPacked, 0, protoV2)
-	st.buf = st.buf[:headerSize+packedFixed]
-	st.x = 0
-}
-
-// close completes st's frame in its buffer (counts, sections, length)
-// and returns it.
-func (st *stage) close() []byte {
-	body := st.buf[headerSize:]
-	binary.LittleEndian.PutUint32(body[offPackedN:], uint32(st.n))
-	binary.LittleEndian.PutUint32(body[offPackedX:], uint32(st.x))
-	st.buf = append(st.buf, st.kinds[:st.n]...)
-	st.buf = append(st.buf, st.extra[:st.x*packedExtra]...)
-	binary.LittleEndian.PutUint32(st.buf[offLength:], uint32(len(st.buf)))
-	return st.buf
 }
 
 // producer is one send handle (acker.Sender): it stages messages per host
@@ -178,55 +142,69 @@ func (s *producer) send(m ackcore.Msg, wait bool) (bool, error) {
 	return true, nil
 }
 
-// put stages m (m valid, its root's slot taken if an INIT) in st.
+// put appends m's record to st (m valid, its root's slot taken if an
+// INIT). The stage's buffer holds a whole frame from its first use on, so
+// the append never reallocates.
 func (s *producer) put(st *stage, m *ackcore.Msg) {
-	n, k := s.putRun(st, unsafe.Slice(m, 1))
-	s.stageRun(st, n, &k)
+	if st.n == 0 {
+		if cap(st.buf) < headerSize+s.c.frame*msgSize {
+			st.buf = make([]byte, 0, headerSize+s.c.frame*msgSize)
+		}
+		st.buf = appendHeader(st.buf[:0], typeMsgs, 0)
+	}
+	task := uint32(0)
+	if m.Kind == ackcore.Init {
+		task = m.Task + s.c.cfg.TaskBase
+		st.inits = append(st.inits, initRec{root: m.Root, task: m.Task})
+	}
+	s.kinds[m.Kind&3]++
+	off := len(st.buf)
+	st.buf = st.buf[:off+msgSize]
+	putMsg(st.buf[off:], m, task)
+	st.n++
 }
 
 // putRun encodes the longest valid prefix of run (see valid) into st's
-// frame after its staged messages, in one pass that checks and encodes
+// frame after its staged records, in one pass that checks and encodes
 // each message, and appends its INITs to st.inits; run fits in the
 // frame. It returns how many it encoded and their count by kind (index
 // Kind&3, as producer.kinds), and stages nothing: stageRun does, once
 // their roots have slots; a caller that does not stage them truncates
-// st.inits by their INITs (their bytes past the staged ones are
-// overwritten by the next run).
+// st.inits by their INITs.
 func (s *producer) putRun(st *stage, run []ackcore.Msg) (n int, kinds [4]uint64) {
-	st.open(s.c.frame)
+	if st.n == 0 {
+		if cap(st.buf) < headerSize+s.c.frame*msgSize {
+			st.buf = make([]byte, 0, headerSize+s.c.frame*msgSize)
+		}
+		st.buf = appendHeader(st.buf[:0], typeMsgs, 0)
+	}
 	off := len(st.buf)
 	k := len(st.inits)
 	st.inits = slices.Grow(st.inits, len(run))
 	var c runCount
-	n, c = encodeRun(st.buf[off:off+len(run)*packedPair], st.kinds[st.n:st.n+len(run)], st.extra[st.x*packedExtra:],
-		st.inits[k:k+len(run)], run, s.c.cfg.TaskBase, uint32(s.c.spec.Tasks))
+	n, c = encodeRun(st.buf[off:off+len(run)*msgSize], st.inits[k:k+len(run)], run, s.c.cfg.TaskBase, uint32(s.c.spec.Tasks))
 	st.inits = st.inits[:k+int(c.inits)]
 	kinds[ackcore.Init&3], kinds[ackcore.Fail&3], kinds[ackcore.Reset&3] = c.inits, c.fails, c.resets
 	kinds[ackcore.Ack&3] = uint64(n) - c.inits - c.fails - c.resets
-	st.runX = int(c.extras) // stageRun counts them
 	return n, kinds
 }
 
-// runCount is a run's INITs, FAILs and RESETs, and the extras records
-// it wrote.
-type runCount struct{ inits, fails, resets, extras uint64 }
+// runCount is a run's INITs, FAILs and RESETs.
+type runCount struct{ inits, fails, resets uint64 }
 
 // encodeRun is putRun's loop, a leaf of its own so that its few live
 // values stay in registers: it encodes the longest valid prefix of run
-// into a packed frame's sections (pairs and kinds with room for all of
-// run, extra from the first free extras record on) with base added to
-// each INIT's task, records each INIT in ins (room for all of run) in
-// order, and returns how many it encoded and their counts.
-func encodeRun(pairs, kinds, extra []byte, ins []initRec, run []ackcore.Msg, base, tasks uint32) (n int, c runCount) {
-	pairs, kinds = pairs[:len(run)*packedPair], kinds[:len(run)]
+// into buf (room for all of run) with base added to each INIT's task,
+// records each INIT in ins (room for all of run) in order, and returns
+// how many it encoded and their count by kind.
+func encodeRun(buf []byte, ins []initRec, run []ackcore.Msg, base, tasks uint32) (n int, c runCount) {
+	buf = buf[:len(run)*msgSize]
 	ins = ins[:len(run)]
-	x := 0
 	for i := range run {
 		m := &run[i]
 		// valid, on the fields at hand: the rule's ackcore part
 		// (Msg.Valid) and an INIT's task within the client's.
 		if m.Root == 0 || m.Kind-1 > ackcore.Reset-1 || m.TimeoutMs > ackcore.MaxTimeoutMs || m.Kind == ackcore.Init && m.Task >= tasks {
-			c.extras = uint64(x)
 			return i, c
 		}
 		task := uint32(0)
@@ -240,20 +218,18 @@ func encodeRun(pairs, kinds, extra []byte, ins []initRec, run []ackcore.Msg, bas
 		case ackcore.Reset:
 			c.resets++
 		}
-		x = putPacked(pairs, kinds, extra, i, x, m, task)
+		putMsg(buf[i*msgSize:], m, task)
 	}
-	c.extras = uint64(x)
 	return len(run), c
 }
 
-// stageRun stages the n messages putRun encoded, counted by kind in k.
+// stageRun stages the n records putRun encoded, counted by kind in k.
 func (s *producer) stageRun(st *stage, n int, k *[4]uint64) {
 	for i, x := range k {
 		s.kinds[i] += x
 	}
-	st.buf = st.buf[:len(st.buf)+n*packedPair]
+	st.buf = st.buf[:len(st.buf)+n*msgSize]
 	st.n += n
-	st.x += st.runX
 }
 
 // abandon fails the INITs staged when the client stopped.
@@ -261,7 +237,7 @@ func (s *producer) abandon() {
 	for i := range s.stage {
 		st := &s.stage[i]
 		s.c.failLocal(st.inits, ackcore.ReasonStopped)
-		st.inits, st.n, st.x, st.buf = st.inits[:0], 0, 0, st.buf[:0]
+		st.inits, st.n, st.buf = st.inits[:0], 0, st.buf[:0]
 	}
 }
 
@@ -306,8 +282,9 @@ func (s *producer) Flush() error {
 // here, one lost after fails them from its queue or its pending table.
 func (s *producer) handOver(h *host) {
 	st := &s.stage[h.idx]
+	binary.LittleEndian.PutUint32(st.buf[offLength:], uint32(len(st.buf)))
 	n := st.n
-	if !h.enqueue(st.close(), st.inits) {
+	if !h.enqueue(st.buf, st.inits) {
 		reason := ackcore.ReasonLost
 		if s.c.closed.Load() {
 			reason = ackcore.ReasonStopped
@@ -317,5 +294,5 @@ func (s *producer) handOver(h *host) {
 	} else {
 		s.cnt.sent.Add(uint64(n))
 	}
-	st.buf, st.n, st.x, st.inits = st.buf[:0], 0, 0, st.inits[:0]
+	st.buf, st.n, st.inits = st.buf[:0], 0, st.inits[:0]
 }

@@ -12,16 +12,9 @@ import (
 // encoders. The codecs of the bodies are in wirerecords.go (messages and
 // outcomes) and wirecontrol.go (handshake, heartbeat and close frames).
 
-// Protocol versions (see doc.go, "Wire format"). A frame's version byte
-// is the version that defines its type: protoV1 for every type but
-// typeMsgsPacked, which version 2 added, and for the hello the highest
-// version the client speaks, for the welcome the version the connection
-// then speaks. protoVersion is the highest this package speaks.
-const (
-	protoV1      = 1
-	protoV2      = 2
-	protoVersion = protoV2
-)
+// protoVersion is the protocol version this package speaks; every frame
+// carries it (see doc.go, "Wire format").
+const protoVersion = 1
 
 // wireFrame types.
 const (
@@ -32,10 +25,7 @@ const (
 	typeOutcomes  byte = 5 // server -> client: a batch of outcomes
 	typeHeartbeat byte = 6 // either way, when idle
 	typeClose     byte = 7 // either way: a reason, then the sender closes
-	// typeMsgsPacked (client -> server, version 2): a batch of messages
-	// in the packed layout below.
-	typeMsgsPacked byte = 8
-	maxType             = typeMsgsPacked
+	maxType            = typeClose
 )
 
 // wireFrame header: 8 bytes before every body.
@@ -73,39 +63,6 @@ const (
 	offMsgTimeout = 20
 	msgSize       = 24
 )
-
-// Packed msgs body (typeMsgsPacked): the same messages as a typeMsgs
-// body in fewer bytes, 17 a message and 8 more for one that carries a
-// task or a timeout (an INIT of a task other than 0, a timeout
-// override), against 24: counts, then three sections in message order.
-//
-//	0        4        8                 8+16n          8+17n
-//	+--------+--------+-----------------+--------------+-----------------+
-//	| n      | x      | n x (root, val) | n x kind     | x x (task,      |
-//	| u32 LE | u32 LE | u64 LE, u64 LE  | u8           |  timeout ms)    |
-//	|        |        |                 |              | u32 LE, u32 LE  |
-//	+--------+--------+-----------------+--------------+-----------------+
-//
-// The body is exactly packedFixed + 17n + 8x bytes. A kind byte is
-// ackcore.Kind, with kindExtra set when the message's task and timeout
-// are the next extras record; without it both are 0. Every extras record
-// belongs to one message, and none is all zero: a message has one
-// encoding.
-const (
-	offPackedN     = 0
-	offPackedX     = 4
-	packedFixed    = 8
-	packedPair     = 16 // root, val
-	packedExtra    = 8  // task, timeout ms
-	kindExtra      = 0x80
-	packedMsgBytes = packedPair + 1 // a message without extras
-	// packedMaxMsg is the most bytes a message takes in a packed body.
-	packedMaxMsg = packedMsgBytes + packedExtra
-)
-
-// packedFrameBytes is the most bytes a packed msgs frame of n messages
-// takes: the bound a sender's frame of FrameMsgs messages is held to.
-func packedFrameBytes(n int) int { return headerSize + packedFixed + n*packedMaxMsg }
 
 // Outcome record in a typeOutcomes body: 24 bytes.
 //
@@ -262,14 +219,11 @@ func parseFrame(b []byte, limit int) (wireFrame, int, error) {
 		return wireFrame{}, 0, errShort
 	}
 	f := wireFrame{Version: b[offVersion], Type: b[offType]}
-	if f.Version < protoV1 || f.Version > protoVersion {
-		return wireFrame{}, 0, fmt.Errorf("netio: frame version %d, this side speaks %d to %d", f.Version, protoV1, protoVersion)
+	if f.Version != protoVersion {
+		return wireFrame{}, 0, fmt.Errorf("netio: frame version %d, this side speaks %d", f.Version, protoVersion)
 	}
 	if f.Type == 0 || f.Type > maxType {
 		return wireFrame{}, 0, fmt.Errorf("netio: unknown frame type %d", f.Type)
-	}
-	if f.Type == typeMsgsPacked && f.Version < protoV2 {
-		return wireFrame{}, 0, fmt.Errorf("netio: %s frame of version %d: the type needs version %d", typeName(f.Type), f.Version, protoV2)
 	}
 	if r := binary.LittleEndian.Uint16(b[offReserved:]); r != 0 {
 		return wireFrame{}, 0, fmt.Errorf("netio: frame reserved bits %#x are not zero", r)
@@ -300,11 +254,6 @@ func checkBodySize(t byte, n int) error {
 			return fmt.Errorf("netio: %s body of %d bytes is not a whole number of %d-byte records", typeName(t), n, msgSize)
 		}
 		return nil
-	case typeMsgsPacked:
-		if n < packedFixed {
-			return fmt.Errorf("netio: packed msgs body of %d bytes, below its %d-byte counts", n, packedFixed)
-		}
-		return nil
 	case typeHello:
 		if n < helloFixed || (n-helloFixed)%8 != 0 {
 			return fmt.Errorf("netio: hello body of %d bytes: want %d + 8 per task range", n, helloFixed)
@@ -332,8 +281,6 @@ func typeName(t byte) string {
 		return "welcome"
 	case typeMsgs:
 		return "msgs"
-	case typeMsgsPacked:
-		return "packed msgs"
 	case typeOutcomes:
 		return "outcomes"
 	case typeHeartbeat:
@@ -344,21 +291,16 @@ func typeName(t byte) string {
 	return fmt.Sprintf("type %d", t)
 }
 
-// appendHeader appends a header of version 1 for a frame of n bytes in
-// all.
-func appendHeader(b []byte, t byte, n int) []byte { return appendHeaderV(b, t, n, protoV1) }
-
-// appendHeaderV appends a header of version v for a frame of n bytes in
-// all.
-func appendHeaderV(b []byte, t byte, n int, v byte) []byte {
+// appendHeader appends a header for a frame of n bytes in all.
+func appendHeader(b []byte, t byte, n int) []byte {
 	b = binary.LittleEndian.AppendUint32(b, uint32(n))
-	return append(b, v, t, 0, 0)
+	return append(b, protoVersion, t, 0, 0)
 }
 
-// beginFrame appends a header of version v whose length endFrame fills
-// in, and returns the header's offset.
-func beginFrame(b []byte, t, v byte) ([]byte, int) {
-	return appendHeaderV(b, t, 0, v), len(b)
+// beginFrame appends a header whose length EndFrame fills in, and returns
+// the header's offset.
+func beginFrame(b []byte, t byte) ([]byte, int) {
+	return appendHeader(b, t, 0), len(b)
 }
 
 // endFrame sets the length of the frame begun at off.

@@ -51,11 +51,10 @@ func goldenFrames() map[string][]byte {
 	h := goldenHelloSigned()
 	return map[string][]byte{
 		"msgs":      appendMsgs(nil, goldenMsgs),
-		"packed":    appendPacked(nil, goldenMsgs),
 		"outcomes":  appendOutcomes(nil, goldenOutcomes),
 		"challenge": appendChallenge(nil, &goldenChallenge),
 		"hello":     appendHello(nil, &h),
-		"welcome":   appendWelcome(nil, &goldenWelcome, protoVersion),
+		"welcome":   appendWelcome(nil, &goldenWelcome),
 		"heartbeat": appendHeartbeat(nil),
 		"close":     appendClose(nil, closeShutdown, "server shutting down"),
 	}
@@ -107,9 +106,6 @@ func TestGolden(t *testing.T) {
 		case "msgs":
 			back, err = decodeMsgBody(nil, f.Body)
 			wantV = goldenMsgs
-		case "packed":
-			back, _, _, err = decodePacked(nil, f.Body, nil, ackcore.MaxTimeoutMs)
-			wantV = goldenMsgs
 		case "outcomes":
 			back, err = decodeOutcomes(nil, f.Body)
 			wantV = goldenOutcomes
@@ -147,7 +143,7 @@ func TestGolden(t *testing.T) {
 // stream is every golden frame back to back, and a large msgs frame.
 func goldenStream() []byte {
 	var b []byte
-	for _, name := range []string{"challenge", "hello", "welcome", "msgs", "packed", "outcomes", "heartbeat", "close"} {
+	for _, name := range []string{"challenge", "hello", "welcome", "msgs", "outcomes", "heartbeat", "close"} {
 		b = append(b, goldenFrames()[name]...)
 	}
 	big := make([]ackcore.Msg, 3000)
@@ -179,7 +175,7 @@ func readAll(r io.Reader, limit int) ([]wireFrame, error) {
 func TestFrameReaderSplits(t *testing.T) {
 	s := goldenStream()
 	want, err := readAll(bytes.NewReader(s), DefaultMaxFrame)
-	if err != nil || len(want) != 9 {
+	if err != nil || len(want) != 8 {
 		t.Fatalf("whole: %d frames, %v", len(want), err)
 	}
 	got, err := readAll(iotest.OneByteReader(bytes.NewReader(s)), DefaultMaxFrame)
@@ -273,21 +269,10 @@ func TestMalformed(t *testing.T) {
 		{"max length prefix", string(hdr(^uint32(0), protoVersion, typeMsgs, 0)), "frame length 4294967295 exceeds limit"},
 		{"length below header", string(hdr(7, protoVersion, typeHeartbeat, 0)), "frame length 7 below the 8-byte header"},
 		{"zero length", string(hdr(0, protoVersion, typeHeartbeat, 0)), "frame length 0 below"},
-		{"other version", string(hdr(8, protoVersion+1, typeHeartbeat, 0)), "frame version 3, this side speaks 1 to 2"},
+		{"other version", string(hdr(8, 2, typeHeartbeat, 0)), "frame version 2, this side speaks 1"},
 		{"version zero", string(hdr(8, 0, typeHeartbeat, 0)), "frame version 0"},
 		{"type zero", string(hdr(8, protoVersion, 0, 0)), "unknown frame type 0"},
-		{"type past the last", string(hdr(8, protoVersion, maxType+1, 0)), "unknown frame type 9"},
-		{"packed in version 1", string(packedFrame(protoV1, 0, 0, nil, nil, nil)), "packed msgs frame of version 1: the type needs version 2"},
-		{"packed short", string(cat(hdr(8+7, protoVersion, typeMsgsPacked, 0), make([]byte, 7))), "packed msgs body of 7 bytes, below its 8-byte counts"},
-		{"packed size lies", string(packedFrame(protoVersion, 1, 0, nil, nil, nil)), "packed msgs body of 8 bytes, want 25 for 1 messages and 0 extras records"},
-		{"packed extras past messages", string(packedFrame(protoVersion, 0, 1, nil, nil, []uint32{0, 0})), "claims 1 extras records for 0 messages"},
-		{"packed extras past the last", string(packedFrame(protoVersion, 1, 0, []uint64{1, 1}, []byte{0x82}, nil)), "message 0 of 1: kind byte 0x82 asks for an extras record past the frame's 0"},
-		{"packed extras left over", string(packedFrame(protoVersion, 2, 1, []uint64{1, 1, 2, 2}, []byte{2, 2}, []uint32{0, 0})), "2 messages uses 0 of its 1 extras records"},
-		{"packed ack with a task", string(packedFrame(protoVersion, 1, 1, []uint64{1, 1}, []byte{0x82}, []uint32{3, 0})), "ACK root 0x1 carries task 3"},
-		{"packed zero extras", string(packedFrame(protoVersion, 1, 1, []uint64{1, 1}, []byte{0x81}, []uint32{0, 0})), "INIT root 0x1 has an extras record of task 0 and timeout 0"},
-		{"packed kind bits", string(packedFrame(protoVersion, 1, 0, []uint64{1, 1}, []byte{0x12}, nil)), "unknown message kind 18"},
-		{"packed root zero", string(packedFrame(protoVersion, 1, 0, []uint64{0, 1}, []byte{2}, nil)), "message 0 of 1: ackcore: ACK with root 0"},
-		{"packed timeout too long", string(packedFrame(protoVersion, 2, 1, []uint64{1, 1, 2, 2}, []byte{2, 0x81}, []uint32{4, 86400001})), "message 1 of 2: ackcore: INIT root 0x2: timeout 86400001 ms exceeds"},
+		{"type past the last", string(hdr(8, protoVersion, 8, 0)), "unknown frame type 8"},
 		{"reserved bits", string(hdr(8, protoVersion, typeHeartbeat, 0x100)), "reserved bits 0x100"},
 		{"heartbeat with a body", string(cat(hdr(9, protoVersion, typeHeartbeat, 0), []byte{0})), "heartbeat body of 1 bytes, want 0"},
 		{"msgs partial record", string(cat(hdr(8+23, protoVersion, typeMsgs, 0), make([]byte, 23))), "msgs body of 23 bytes is not a whole number"},
@@ -358,8 +343,6 @@ func decodeBody(f wireFrame) error {
 	switch f.Type {
 	case typeMsgs:
 		_, err = decodeMsgBody(nil, f.Body)
-	case typeMsgsPacked:
-		_, _, _, err = decodePacked(nil, f.Body, nil, ackcore.MaxTimeoutMs)
 	case typeOutcomes:
 		_, err = decodeOutcomes(nil, f.Body)
 	case typeChallenge:
@@ -372,23 +355,6 @@ func decodeBody(f wireFrame) error {
 		_, _, err = decodeClose(f.Body)
 	}
 	return err
-}
-
-// packedFrame builds a packed msgs frame of version v from its parts as
-// given, counts included, whether or not they agree: pairs holds (root,
-// val) and extras (task, timeout) flattened.
-func packedFrame(v byte, n, x uint32, pairs []uint64, kinds []byte, extras []uint32) []byte {
-	body := make([]byte, packedFixed)
-	putU32(body, n)
-	putU32(body[4:], x)
-	for _, p := range pairs {
-		body = binary.LittleEndian.AppendUint64(body, p)
-	}
-	body = append(body, kinds...)
-	for _, e := range extras {
-		body = binary.LittleEndian.AppendUint32(body, e)
-	}
-	return cat(hdr(uint32(headerSize+len(body)), v, typeMsgsPacked, 0), body)
 }
 
 func putU64(b []byte, v uint64) {
@@ -445,10 +411,7 @@ func TestEncodeAllocs(t *testing.T) {
 	buf := make([]byte, 0, 1<<16)
 	dst := make([]ackcore.Msg, 0, 1024)
 	body := appendMsgs(nil, goldenMsgs)[headerSize:]
-	packed := appendPacked(nil, goldenMsgs)[headerSize:]
 	n := testing.AllocsPerRun(100, func() {
-		dst, _, _, _ = decodePacked(dst[:0], packed, nil, ackcore.MaxTimeoutMs)
-		buf = appendPacked(buf[:0], goldenMsgs)
 		buf = appendMsgs(buf[:0], goldenMsgs)
 		buf = appendOutcomes(buf, goldenOutcomes)
 		buf = appendHeartbeat(buf)
@@ -484,15 +447,6 @@ func FuzzDecode(f *testing.F) {
 				if re := appendMsgs(nil, m); !bytes.Equal(re[headerSize:], fr2.Body) {
 					t.Fatalf("msgs re-encode differently")
 				}
-			case typeMsgsPacked:
-				m, _, _, _ := decodePacked(nil, fr2.Body, nil, ackcore.MaxTimeoutMs)
-				if re := appendPacked(nil, m); !bytes.Equal(re[headerSize:], fr2.Body) {
-					t.Fatalf("packed msgs re-encode differently")
-				}
-				// The same messages in the other layout.
-				if m2, err := decodeMsgBody(nil, appendMsgs(nil, m)[headerSize:]); err != nil || !reflect.DeepEqual(m2, m) {
-					t.Fatalf("packed msgs through a msgs frame: %v", err)
-				}
 			case typeOutcomes:
 				o, _ := decodeOutcomes(nil, fr2.Body)
 				if re := appendOutcomes(nil, o); !bytes.Equal(re[headerSize:], fr2.Body) {
@@ -525,8 +479,8 @@ func TestParseFrameOversized(t *testing.T) {
 	}
 }
 
-// TestDecodeMsgsRule: decodeMsgs' and decodePacked's one-flag checks
-// accept a record exactly when the reference rule does (ackcore's Msg.Valid, a task only
+// TestDecodeMsgsRule: decodeMsgs' one-flag check accepts a record
+// exactly when the reference rule does (ackcore's Msg.Valid, a task only
 // on an INIT, the timeout cap, the INIT's task owned), and a frame with
 // bad records is refused naming the first of them.
 func TestDecodeMsgsRule(t *testing.T) {
@@ -567,20 +521,6 @@ func TestDecodeMsgsRule(t *testing.T) {
 					}
 					if !want && len(out) != 0 {
 						t.Fatalf("refused frame returned %d messages", len(out))
-					}
-					// The same record in a packed frame (its kind byte's
-					// top bit is the extras flag: kind 255 is kind 127).
-					kp := ackcore.Kind(kind) &^ kindExtra
-					mp := ackcore.Msg{Root: root, Kind: kp, Task: task, TimeoutMs: to}
-					wantP := mp.Valid() && (kp == ackcore.Init || task == 0) && to <= maxTo && (kp != ackcore.Init || owns(task))
-					g := ackcore.Msg{Root: 9, Val: 7, Kind: ackcore.Ack}
-					pb := appendPacked(nil, []ackcore.Msg{g, g, {Root: root, Val: 7, Kind: kp, Task: task, TimeoutMs: to}, g})
-					out, _, _, err = decodePacked(nil, pb[headerSize:], owns, maxTo)
-					if (err == nil) != wantP || !wantP && !strings.Contains(err.Error(), "message 2 of 4") {
-						t.Fatalf("root %#x kind %d task %d timeout %d in a packed frame: err %v, want ok %v", root, kp, task, to, err, wantP)
-					}
-					if !wantP && len(out) != 0 || wantP && out[2] != (ackcore.Msg{Root: root, Val: 7, Kind: kp, Task: task, TimeoutMs: to}) {
-						t.Fatalf("packed frame decoded to %+v (ok %v)", out, wantP)
 					}
 					cases++
 					if !want {

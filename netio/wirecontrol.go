@@ -82,13 +82,10 @@ type helloBody struct {
 	Tasks    []taskRange
 }
 
-// appendHello appends a hello frame offering the highest version this
-// package speaks; its MAC is h.MAC as given (see helloMAC).
-func appendHello(b []byte, h *helloBody) []byte { return appendHelloV(b, h, protoVersion) }
-
-// appendHelloV is appendHello offering version v.
-func appendHelloV(b []byte, h *helloBody, v byte) []byte {
-	b, off := beginFrame(b, typeHello, v)
+// appendHello appends a hello frame; its MAC is h.MAC as given (see
+// helloMAC).
+func appendHello(b []byte, h *helloBody) []byte {
+	b, off := beginFrame(b, typeHello)
 	b = append(b, h.MAC[:]...)
 	b = appendHelloSigned(b, h)
 	return endFrame(b, off)
@@ -147,10 +144,9 @@ type welcomeBody struct {
 	Idle      time.Duration
 }
 
-// appendWelcome appends a welcome frame of version v: the version the
-// connection speaks from then on.
-func appendWelcome(b []byte, w *welcomeBody, v byte) []byte {
-	b = appendHeaderV(b, typeWelcome, headerSize+welcomeSize, v)
+// appendWelcome appends a welcome frame.
+func appendWelcome(b []byte, w *welcomeBody) []byte {
+	b = appendHeader(b, typeWelcome, headerSize+welcomeSize)
 	b = binary.LittleEndian.AppendUint64(b, w.ServerID)
 	b = binary.LittleEndian.AppendUint32(b, uint32(w.Heartbeat/time.Millisecond))
 	b = binary.LittleEndian.AppendUint32(b, uint32(w.Idle/time.Millisecond))

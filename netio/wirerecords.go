@@ -110,7 +110,7 @@ func decodeMsgs(dst []ackcore.Msg, body []byte, owns func(task uint32) bool, max
 // and hi, and reports false at the first record that is not a valid
 // message (its fields are then partly decoded).
 func decodeRecords(out []ackcore.Msg, body []byte, maxTo uint32) (inits, resets int, lo, hi uint32, ok bool) {
-	t := recTally{lo: math.MaxUint32}
+	lo = math.MaxUint32
 	body = body[:len(out)*msgSize]
 	for i := range out {
 		r := (*[msgSize]byte)(body[i*msgSize:])
@@ -121,36 +121,18 @@ func decodeRecords(out []ackcore.Msg, body []byte, maxTo uint32) (inits, resets 
 		kind, task := ackcore.Kind(kt>>24), kt&taskMask
 		m := &out[i]
 		m.Root, m.Val, m.Task, m.Kind, m.TimeoutMs = root, val, task, kind, to
-		if !t.add(root, kind, task, to, maxTo) {
-			return t.inits, t.resets, t.lo, t.hi, false
+		if root == 0 || kind-1 > ackcore.Reset-1 || to > maxTo || task > ackcore.MaxTask || task != 0 && kind != ackcore.Init {
+			return inits, resets, lo, hi, false
+		}
+		switch kind {
+		case ackcore.Init:
+			inits++
+			lo, hi = min(lo, task), max(hi, task)
+		case ackcore.Reset:
+			resets++
 		}
 	}
-	return t.inits, t.resets, t.lo, t.hi, true
-}
-
-// recTally is what the decoders' loops count of a frame's messages: its
-// INITs and RESETs, and the range of the INITs' tasks. Four words, which
-// the compiler keeps in registers once add is inlined.
-type recTally struct {
-	inits, resets int
-	lo, hi        uint32
-}
-
-// add checks one decoded message's fields (ackcore's rule, Msg.Valid, and
-// the wire's: a known kind, a task only on an INIT and within MaxTask,
-// the timeout cap) and counts it; false when it is not valid.
-func (t *recTally) add(root uint64, kind ackcore.Kind, task, to, maxTo uint32) bool {
-	if root == 0 || kind-1 > ackcore.Reset-1 || to > maxTo || task > ackcore.MaxTask || task != 0 && kind != ackcore.Init {
-		return false
-	}
-	switch kind {
-	case ackcore.Init:
-		t.inits++
-		t.lo, t.hi = min(t.lo, task), max(t.hi, task)
-	case ackcore.Reset:
-		t.resets++
-	}
-	return true
+	return inits, resets, lo, hi, true
 }
 
 // ownsRangeMax is the widest range of INIT tasks in one frame that
@@ -185,34 +167,11 @@ func ownsRange(owns func(task uint32) bool, lo, hi uint32, msgs []ackcore.Msg) b
 // refuses: the error path, one record at a time.
 func decodeMsgsError(body []byte, owns func(task uint32) bool, maxTo uint32) error {
 	n := len(body) / msgSize
-	err := recordsError(n, func(i int) (ackcore.Msg, error) {
+	for i := range n {
 		r := body[i*msgSize:]
 		kt := binary.LittleEndian.Uint32(r[offMsgKind:])
-		return ackcore.Msg{Root: binary.LittleEndian.Uint64(r[offMsgRoot:]), Val: binary.LittleEndian.Uint64(r[offMsgVal:]),
-			Task: kt & taskMask, Kind: ackcore.Kind(kt >> 24), TimeoutMs: binary.LittleEndian.Uint32(r[offMsgTimeout:])}, nil
-	}, owns, maxTo)
-	if err != nil {
-		return err
-	}
-	return errOwnerChanged(n)
-}
-
-// errOwnerChanged is the error of a frame none of whose n records is at
-// fault on the second pass: only an INIT's task changing owner between
-// the two passes gets there.
-func errOwnerChanged(n int) error {
-	return fmt.Errorf("netio: msgs body of %d records refused: an INIT's task changed owner while the frame was read", n)
-}
-
-// recordsError walks a frame's n records in order (rec decodes record
-// i, or says what keeps it from being decoded) and names the first the
-// decoders refuse, or returns nil when none is at fault.
-func recordsError(n int, rec func(i int) (ackcore.Msg, error), owns func(task uint32) bool, maxTo uint32) error {
-	for i := range n {
-		m, err := rec(i)
-		if err != nil {
-			return fmt.Errorf("netio: message %d of %d: %w", i, n, err)
-		}
+		m := ackcore.Msg{Root: binary.LittleEndian.Uint64(r[offMsgRoot:]), Val: binary.LittleEndian.Uint64(r[offMsgVal:]),
+			Task: kt & taskMask, Kind: ackcore.Kind(kt >> 24), TimeoutMs: binary.LittleEndian.Uint32(r[offMsgTimeout:])}
 		if !m.Valid() || m.Kind != ackcore.Init && m.Task != 0 {
 			return fmt.Errorf("netio: message %d of %d: %w", i, n, msgError(&m))
 		}
@@ -223,7 +182,8 @@ func recordsError(n int, rec func(i int) (ackcore.Msg, error), owns func(task ui
 			return fmt.Errorf("netio: message %d of %d: INIT root %#x names task %d, not owned by this client", i, n, m.Root, m.Task)
 		}
 	}
-	return nil
+	// Only an INIT's task changing owner between the two passes gets here.
+	return fmt.Errorf("netio: msgs body of %d records refused: an INIT's task changed owner while the frame was read", n)
 }
 
 // msgError names what is wrong with a decoded record.
@@ -244,169 +204,6 @@ func growMsgs(dst []ackcore.Msg, n int) []ackcore.Msg {
 		dst = nd
 	}
 	return dst[:len(dst)+n]
-}
-
-// putPacked writes m as message i of a packed body's sections (pairs,
-// kinds, extras; see wire.go), with task as its task field, and its
-// extras record at index x when its task or timeout is not 0; it returns
-// the extras records written so far. It is the one encoder of a packed
-// message.
-func putPacked(pairs, kinds, extra []byte, i, x int, m *ackcore.Msg, task uint32) int {
-	p := (*[packedPair]byte)(pairs[i*packedPair:])
-	binary.LittleEndian.PutUint64(p[0:], m.Root)
-	binary.LittleEndian.PutUint64(p[8:], m.Val)
-	k := byte(m.Kind)
-	if task|m.TimeoutMs != 0 {
-		k |= kindExtra
-		e := (*[packedExtra]byte)(extra[x*packedExtra:])
-		binary.LittleEndian.PutUint32(e[0:], task)
-		binary.LittleEndian.PutUint32(e[4:], m.TimeoutMs)
-		x++
-	}
-	kinds[i] = k
-	return x
-}
-
-// appendPacked appends one packed msgs frame carrying msgs to b, each
-// with its own Task, as appendMsgs does.
-func appendPacked(b []byte, msgs []ackcore.Msg) []byte {
-	n, x := len(msgs), 0
-	for i := range msgs {
-		if msgs[i].Task|msgs[i].TimeoutMs != 0 {
-			x++
-		}
-	}
-	size := packedFixed + n*packedMsgBytes + x*packedExtra
-	b = appendHeaderV(b, typeMsgsPacked, headerSize+size, protoV2)
-	off := len(b)
-	b = grow(b, size)
-	body := b[off:]
-	binary.LittleEndian.PutUint32(body[offPackedN:], uint32(n))
-	binary.LittleEndian.PutUint32(body[offPackedX:], uint32(x))
-	pairs, kinds, extra := packedSections(body, n)
-	j := 0
-	for i := range msgs {
-		j = putPacked(pairs, kinds, extra, i, j, &msgs[i], msgs[i].Task)
-	}
-	return b
-}
-
-// packedCounts reads a packed msgs body's counts, n messages and x
-// extras records, and checks the body's size against them.
-func packedCounts(body []byte) (n, x int, err error) {
-	if len(body) < packedFixed {
-		return 0, 0, fmt.Errorf("netio: packed msgs body of %d bytes, below its %d-byte counts", len(body), packedFixed)
-	}
-	n32 := binary.LittleEndian.Uint32(body[offPackedN:])
-	x32 := binary.LittleEndian.Uint32(body[offPackedX:])
-	if x32 > n32 {
-		return 0, 0, fmt.Errorf("netio: packed msgs body claims %d extras records for %d messages", x32, n32)
-	}
-	if want := packedFixed + uint64(n32)*packedMsgBytes + uint64(x32)*packedExtra; want != uint64(len(body)) {
-		return 0, 0, fmt.Errorf("netio: packed msgs body of %d bytes, want %d for %d messages and %d extras records", len(body), want, n32, x32)
-	}
-	return int(n32), int(x32), nil
-}
-
-// packedSections splits a packed body of n messages (its size checked)
-// into its sections.
-func packedSections(body []byte, n int) (pairs, kinds, extra []byte) {
-	k := packedFixed + n*packedPair
-	return body[packedFixed:k], body[k : k+n], body[k+n:]
-}
-
-// decodePacked is decodeMsgs for a packed msgs body: the same messages,
-// checks and counts, from the packed layout.
-func decodePacked(dst []ackcore.Msg, body []byte, owns func(task uint32) bool, maxTo uint32) (_ []ackcore.Msg, inits, resets int, _ error) {
-	n, _, err := packedCounts(body)
-	if err != nil {
-		return dst, 0, 0, err
-	}
-	base := len(dst)
-	dst = growMsgs(dst, n)
-	out := dst[base:]
-	maxTo = min(maxTo, ackcore.MaxTimeoutMs)
-	pairs, kinds, extra := packedSections(body, n)
-	inits, resets, lo, hi, ok := decodePackedRecords(out, pairs, kinds, extra, maxTo)
-	if !ok || inits > 0 && owns != nil && !ownsRange(owns, lo, hi, out) {
-		return dst[:base], 0, 0, decodePackedError(body, owns, maxTo)
-	}
-	return dst, inits, resets, nil
-}
-
-// decodePackedRecords is decodeRecords for a packed body's sections: it
-// also reports false when a kind byte asks for an extras record past the
-// last, for an extras record of task 0 and timeout 0 (each message has
-// one encoding), and when extras records are left over.
-func decodePackedRecords(out []ackcore.Msg, pairs, kinds, extra []byte, maxTo uint32) (inits, resets int, lo, hi uint32, ok bool) {
-	t := recTally{lo: math.MaxUint32}
-	pairs, kinds = pairs[:len(out)*packedPair], kinds[:len(out)]
-	j := 0
-	for i := range out {
-		p := (*[packedPair]byte)(pairs[i*packedPair:])
-		root := binary.LittleEndian.Uint64(p[0:])
-		val := binary.LittleEndian.Uint64(p[8:])
-		kb := kinds[i]
-		var task, to uint32
-		if kb&kindExtra != 0 {
-			if (j+1)*packedExtra > len(extra) {
-				return t.inits, t.resets, t.lo, t.hi, false
-			}
-			e := (*[packedExtra]byte)(extra[j*packedExtra:])
-			task, to = binary.LittleEndian.Uint32(e[0:]), binary.LittleEndian.Uint32(e[4:])
-			if task|to == 0 {
-				return t.inits, t.resets, t.lo, t.hi, false // not the one encoding
-			}
-			j++
-		}
-		kind := ackcore.Kind(kb &^ kindExtra)
-		m := &out[i]
-		m.Root, m.Val, m.Task, m.Kind, m.TimeoutMs = root, val, task, kind, to
-		if !t.add(root, kind, task, to, maxTo) {
-			return t.inits, t.resets, t.lo, t.hi, false
-		}
-	}
-	return t.inits, t.resets, t.lo, t.hi, j*packedExtra == len(extra)
-}
-
-// decodePackedError names what decodePacked refuses in body (its counts
-// checked): the first message at fault, or extras records left over.
-func decodePackedError(body []byte, owns func(task uint32) bool, maxTo uint32) error {
-	n, x, _ := packedCounts(body)
-	pairs, kinds, extra := packedSections(body, n)
-	j := 0
-	err := recordsError(n, func(i int) (ackcore.Msg, error) {
-		p := pairs[i*packedPair:]
-		m := ackcore.Msg{Root: binary.LittleEndian.Uint64(p[0:]), Val: binary.LittleEndian.Uint64(p[8:]), Kind: ackcore.Kind(kinds[i] &^ kindExtra)}
-		if kinds[i]&kindExtra != 0 {
-			if j == x {
-				return m, fmt.Errorf("kind byte %#x asks for an extras record past the frame's %d", kinds[i], x)
-			}
-			e := extra[j*packedExtra:]
-			m.Task, m.TimeoutMs = binary.LittleEndian.Uint32(e[0:]), binary.LittleEndian.Uint32(e[4:])
-			if m.Task|m.TimeoutMs == 0 {
-				return m, fmt.Errorf("%v root %#x has an extras record of task 0 and timeout 0 (a message without either has none)", m.Kind, m.Root)
-			}
-			j++
-		}
-		return m, nil
-	}, owns, maxTo)
-	if err != nil {
-		return err
-	}
-	if j != x {
-		return fmt.Errorf("netio: packed msgs body of %d messages uses %d of its %d extras records", n, j, x)
-	}
-	return errOwnerChanged(n)
-}
-
-// decodeFrameMsgs decodes a msgs or packed msgs frame's body with
-// decodeMsgs or decodePacked.
-func decodeFrameMsgs(t byte, dst []ackcore.Msg, body []byte, owns func(task uint32) bool, maxTo uint32) ([]ackcore.Msg, int, int, error) {
-	if t == typeMsgsPacked {
-		return decodePacked(dst, body, owns, maxTo)
-	}
-	return decodeMsgs(dst, body, owns, maxTo)
 }
 
 // appendOutcomes appends one outcomes frame carrying outs to b.
