@@ -200,10 +200,7 @@ func BenchmarkMassExpiry(b *testing.B) {
 		for _, end := range []string{"timeout", "timeout-ticking", "completed"} {
 			b.Run(fmt.Sprintf("P=%d/end=%s", p, end), func(b *testing.B) {
 				clock := &ackcore.FakeClock{}
-				s, err := ackcore.NewShard(ackcore.Config{MaxPending: p, Clock: clock})
-				if err != nil {
-					b.Fatal(err)
-				}
+				s := mustShard(b, ackcore.Config{MaxPending: p, Clock: clock})
 				inits := make([]ackcore.Msg, p)
 				acks := make([]ackcore.Msg, p)
 				out := make([]ackcore.Outcome, 0, 1024)

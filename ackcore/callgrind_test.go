@@ -50,10 +50,7 @@ func TestCallgrindWorkload(t *testing.T) {
 	}
 	st := workload.Build(shape, p, 1)
 	clock := &ackcore.FakeClock{}
-	s, err := ackcore.NewShard(ackcore.Config{MaxPending: st.MaxPending(), Clock: clock, Seed: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustShard(t, ackcore.Config{MaxPending: st.MaxPending(), Clock: clock, Seed: 1})
 	out := make([]ackcore.Outcome, 0, benchBatch)
 	apply := func(msgs []ackcore.Msg) {
 		for i := 0; i < len(msgs); i += benchBatch {

@@ -4,6 +4,8 @@ import (
 	"container/heap"
 	"fmt"
 	"time"
+
+	"github.com/xorack/xorack/internal/sliceheap"
 )
 
 // check verifies the shard's invariants and panics on the first violation.
@@ -205,7 +207,8 @@ func (s *Shard) OldestPending(n int, dst []PendingRoot) []PendingRoot {
 		return dst
 	}
 	s.setNow()
-	h := &byStart{}
+	// A max-heap on start: its top is the youngest of the n kept.
+	h := &sliceheap.Heap[startSlot]{Before: func(a, b startSlot) bool { return a.start > b.start }}
 	for i := range s.t.e {
 		k := s.t.e[i].key
 		if k == 0 {
@@ -215,8 +218,8 @@ func (s *Shard) OldestPending(n int, dst []PendingRoot) []PendingRoot {
 		st, _ := s.startTimeout(i, e, s.deadlineOf(e))
 		if h.Len() < n {
 			heap.Push(h, startSlot{st, i})
-		} else if st < h.s[0].start {
-			h.s[0] = startSlot{st, i}
+		} else if st < h.S[0].start {
+			h.S[0] = startSlot{st, i}
 			heap.Fix(h, 0)
 		}
 	}
@@ -246,17 +249,4 @@ func (s *Shard) OldestPending(n int, dst []PendingRoot) []PendingRoot {
 type startSlot struct {
 	start uint64
 	slot  int
-}
-
-// byStart is a max-heap on start: its top is the youngest of the n kept.
-type byStart struct{ s []startSlot }
-
-func (h *byStart) Len() int           { return len(h.s) }
-func (h *byStart) Less(i, j int) bool { return h.s[i].start > h.s[j].start }
-func (h *byStart) Swap(i, j int)      { h.s[i], h.s[j] = h.s[j], h.s[i] }
-func (h *byStart) Push(x any)         { h.s = append(h.s, x.(startSlot)) }
-func (h *byStart) Pop() any {
-	x := h.s[len(h.s)-1]
-	h.s = h.s[:len(h.s)-1]
-	return x
 }

@@ -58,10 +58,7 @@ func TestDrainQueuedInPlace(t *testing.T) {
 func TestDrainOfAdoptedOrphan(t *testing.T) {
 	const bound, share = 16, 2
 	clock := &ackcore.FakeClock{}
-	s, err := ackcore.NewShard(ackcore.Config{MaxPending: bound, Timeout: time.Second, Clock: clock, Seed: 5, Owners: 3, OrphanShare: share})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustShard(t, ackcore.Config{MaxPending: bound, Timeout: time.Second, Clock: clock, Seed: 5, Owners: 3, OrphanShare: share})
 	counts := func(when string, want ...int) {
 		t.Helper()
 		for o, n := range want {
@@ -112,10 +109,7 @@ func TestDrainOfAdoptedOrphan(t *testing.T) {
 // ACK, leaves its owner's count at 0: the owner keeps its whole share.
 func TestDrainEndsAgainstItsOwner(t *testing.T) {
 	clock := &ackcore.FakeClock{}
-	s, err := ackcore.NewShard(ackcore.Config{MaxPending: 64, Timeout: time.Second, Clock: clock, Seed: 6, Owners: 2, OrphanShare: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustShard(t, ackcore.Config{MaxPending: 64, Timeout: time.Second, Clock: clock, Seed: 6, Owners: 2, OrphanShare: 3})
 	s.SetOwner(1)
 	none(t, s.Apply([]ackcore.Msg{ack(5, 0x1)}, nil))
 	one(t, s.Apply([]ackcore.Msg{init1(5, 2, 0x1^0x2^0x4), failv(5, 0x2)}, nil))

@@ -79,10 +79,7 @@ func TestExpireSlices(t *testing.T) {
 					t.Skip("room 1 at this size takes long; smaller waves cover it")
 				}
 				clock := &ackcore.FakeClock{}
-				s, err := ackcore.NewShard(ackcore.Config{MaxPending: n, Clock: clock, Seed: 9})
-				if err != nil {
-					t.Fatal(err)
-				}
+				s := mustShard(t, ackcore.Config{MaxPending: n, Clock: clock, Seed: 9})
 				idle := s.NearBytes()
 				initWave(t, s, n, 0)
 				got := 0
@@ -106,9 +103,7 @@ func TestExpireSlices(t *testing.T) {
 				if b := s.NearBytes(); b != idle {
 					t.Fatalf("near tier holds %d bytes after the wave, %d idle", b, idle)
 				}
-				if err := s.Verify(); err != nil {
-					t.Fatal(err)
-				}
+				mustVerify(t, s)
 			})
 		}
 	}
@@ -155,9 +150,7 @@ func TestClockJump(t *testing.T) {
 		} else if d := o.Latency - 30*time.Second; d < -time.Millisecond || d > time.Millisecond {
 			t.Fatalf("after the jump: latency %v, want 30s", o.Latency)
 		}
-		if err := s.Verify(); err != nil {
-			t.Fatal(err)
-		}
+		mustVerify(t, s)
 	}
 }
 
@@ -260,9 +253,7 @@ func TestPerRootTimingInSlot(t *testing.T) {
 			if seen != int(n) {
 				t.Fatalf("%d of %d roots timed out", seen, n)
 			}
-			if err := s.Verify(); err != nil {
-				t.Fatal(err)
-			}
+			mustVerify(t, s)
 		})
 	}
 }
@@ -334,9 +325,7 @@ func TestFailAtBound(t *testing.T) {
 	clock.Add(31 * time.Second)
 	s.ExpireAll(nil)
 	none(t, s.Apply([]ackcore.Msg{init1(r0+uint64(s.FailReserve())+1, 4, 1)}, nil))
-	if err := s.Verify(); err != nil {
-		t.Fatal(err)
-	}
+	mustVerify(t, s)
 }
 
 // TestMemoryBudget: a bound whose memory exceeds the budget is refused

@@ -44,10 +44,7 @@ func TestStructuredIDsScatter(t *testing.T) {
 	}
 	for _, pat := range idPatterns {
 		for _, seed := range []uint64{0, 1, 42} {
-			s, err := ackcore.NewShard(ackcore.Config{MaxPending: p, Clock: &ackcore.FakeClock{}, Seed: seed})
-			if err != nil {
-				t.Fatal(err)
-			}
+			s := mustShard(t, ackcore.Config{MaxPending: p, Clock: &ackcore.FakeClock{}, Seed: seed})
 			msgs := make([]ackcore.Msg, 0, 256)
 			for n := uint64(1); n <= uint64(p); n++ {
 				msgs = append(msgs, ackcore.Msg{Root: pat.id(n), Kind: ackcore.Init, Task: 1, Val: 1})
@@ -169,10 +166,7 @@ func BenchmarkShardIDs(b *testing.B) {
 			b.Run(fmt.Sprintf("ids=%s/P=%d", pat.name, p), func(b *testing.B) {
 				st := stream(workload.WordCount, p)
 				ids := newIDStream(st, pat.id, fmt.Sprintf("%s/%d", st.Shape.Name, p))
-				s, err := ackcore.NewShard(ackcore.Config{MaxPending: st.MaxPending()})
-				if err != nil {
-					b.Fatal(err)
-				}
+				s := mustShard(b, ackcore.Config{MaxPending: st.MaxPending()})
 				out := make([]ackcore.Outcome, 0, benchBatch)
 				pre := ids.prefix()
 				for i := 0; i < len(pre); i += benchBatch {

@@ -24,19 +24,9 @@ const (
 	Reset
 )
 
-func (k Kind) String() string {
-	switch k {
-	case Init:
-		return "INIT"
-	case Ack:
-		return "ACK"
-	case Fail:
-		return "FAIL"
-	case Reset:
-		return "RESET"
-	}
-	return fmt.Sprintf("Kind(%d)", uint8(k))
-}
+var kindNames = [...]string{Init: "INIT", Ack: "ACK", Fail: "FAIL", Reset: "RESET"}
+
+func (k Kind) String() string { return enumName(kindNames[:], k, "Kind") }
 
 // MaxTask is the largest spout task id a message may carry (about a
 // million): the top 12 bits of an entry's 32-bit task word hold its flags
@@ -84,17 +74,9 @@ const (
 	Refused
 )
 
-func (k OutcomeKind) String() string {
-	switch k {
-	case Completed:
-		return "completed"
-	case Failed:
-		return "failed"
-	case Refused:
-		return "refused"
-	}
-	return fmt.Sprintf("OutcomeKind(%d)", uint8(k))
-}
+var outcomeKindNames = [...]string{Completed: "completed", Failed: "failed", Refused: "refused"}
+
+func (k OutcomeKind) String() string { return enumName(outcomeKindNames[:], k, "OutcomeKind") }
 
 // Reason says why a root failed or a message was refused. It is the one
 // failure reason of the whole project: the shard, the in-process acker,
@@ -117,29 +99,12 @@ const (
 	ReasonPanic
 )
 
+var reasonNames = [...]string{ReasonNone: "none", ReasonExplicit: "explicit", ReasonTimeout: "timeout", ReasonFull: "full",
+	ReasonInvalid: "invalid", ReasonStopped: "stopped", ReasonLost: "lost", ReasonPanic: "panic"}
+
 // String is the reason's name, one lower-case word: what logs, status
 // pages and metric labels (reason="lost") print.
-func (r Reason) String() string {
-	switch r {
-	case ReasonNone:
-		return "none"
-	case ReasonExplicit:
-		return "explicit"
-	case ReasonTimeout:
-		return "timeout"
-	case ReasonFull:
-		return "full"
-	case ReasonInvalid:
-		return "invalid"
-	case ReasonStopped:
-		return "stopped"
-	case ReasonLost:
-		return "lost"
-	case ReasonPanic:
-		return "panic"
-	}
-	return fmt.Sprintf("Reason(%d)", uint8(r))
-}
+func (r Reason) String() string { return enumName(reasonNames[:], r, "Reason") }
 
 // Outcome is what the acker reports: exactly one Completed or Failed per
 // root that saw an INIT, plus a Refused for each message it could not apply.
@@ -232,3 +197,13 @@ type Interface interface {
 }
 
 var _ Interface = (*Shard)(nil)
+
+// enumName is the name of v in names (indexed by value), or, for a value
+// with no name, the type's name and the number: what the String methods
+// of the package's enums return.
+func enumName[T ~uint8](names []string, v T, typ string) string {
+	if int(v) < len(names) && names[v] != "" {
+		return names[v]
+	}
+	return fmt.Sprintf("%s(%d)", typ, uint8(v))
+}

@@ -70,9 +70,7 @@ func TestOrphansGiveWay(t *testing.T) {
 	if out := s.Apply(msgs, nil); len(out) != bound {
 		t.Fatalf("%d completions of %d live roots", len(out), bound)
 	}
-	if err := s.Verify(); err != nil {
-		t.Fatal(err)
-	}
+	mustVerify(t, s)
 }
 
 // TestOrphanStormShard: 5% of roots failed after a fan-out of 4, their
@@ -86,10 +84,7 @@ func TestOrphanStormShard(t *testing.T) {
 	const bound, roots, window = 4096, 400_000, 1000
 	clock := &ackcore.FakeClock{}
 	cfg := ackcore.Config{MaxPending: bound, Timeout: 30 * time.Second, Clock: clock, Seed: 7}
-	s, err := ackcore.NewShard(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustShard(t, cfg)
 	rng := rand.New(rand.NewPCG(3, 4))
 	// A tree's messages after its INIT: a healthy one acks its four
 	// edges; a failed one sends its FAIL, then the same four ACKs (late).
@@ -167,10 +162,7 @@ func TestFailFlood(t *testing.T) {
 		const bound, fresh = 65536, 10_000
 		clock := &ackcore.FakeClock{}
 		cfg := ackcore.Config{MaxPending: bound, Timeout: 30 * time.Second, Clock: clock, Seed: 9}
-		s, err := ackcore.NewShard(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := mustShard(t, cfg)
 		base := s.TableBytes()
 		rng := rand.New(rand.NewPCG(5, uint64(x*10)))
 		n := int(x * bound)
@@ -222,9 +214,7 @@ func TestFailFlood(t *testing.T) {
 		if got := s.TableBytes(); got > base+orphanInitialBytes {
 			t.Fatalf("flood %.1fx: %d bytes held after two timeouts, %d before the flood", x, got, base)
 		}
-		if err := s.Verify(); err != nil {
-			t.Fatal(err)
-		}
+		mustVerify(t, s)
 	}
 }
 
@@ -305,10 +295,7 @@ func TestDrainGivesWay(t *testing.T) {
 
 	// An orphan share of 1: the first FAIL with a val leaves a drain, the
 	// second (its owner is at its share) removes its entry.
-	s2, err := ackcore.NewShard(ackcore.Config{MaxPending: 100, Clock: &ackcore.FakeClock{}, Owners: 2, OrphanShare: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s2 := mustShard(t, ackcore.Config{MaxPending: 100, Clock: &ackcore.FakeClock{}, Owners: 2, OrphanShare: 1})
 	s2.SetOwner(1)
 	s2.Apply([]ackcore.Msg{init1(1, 1, 3), init1(2, 1, 3), {Root: 1, Kind: ackcore.Fail, Val: 1}, {Root: 2, Kind: ackcore.Fail, Val: 1}}, nil)
 	if st := s2.Stats(); st.Pending != 1 || s2.OwnerStats(1).Orphans != 1 {

@@ -17,10 +17,7 @@ func TestOrphanShare(t *testing.T) {
 	for _, owners := range []int{2, 3, 128, ackcore.MaxOwners} {
 		const bound, share = 1000, 50
 		clock := &ackcore.FakeClock{}
-		s, err := ackcore.NewShard(ackcore.Config{MaxPending: bound, Timeout: time.Second, Clock: clock, Seed: 9, Owners: owners, OrphanShare: share})
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := mustShard(t, ackcore.Config{MaxPending: bound, Timeout: time.Second, Clock: clock, Seed: 9, Owners: owners, OrphanShare: share})
 		flooder, good := owners-1, owners/2-1+owners%2 // apart, and in the owner bits' top and middle
 		s.SetOwner(flooder)
 		var msgs []ackcore.Msg
@@ -88,9 +85,7 @@ func TestOrphanShare(t *testing.T) {
 		if os := s.OwnerStats(flooder); os.Orphans != 1 || os.Refused != 2*share+1 {
 			t.Fatalf("owners %d: flooder %+v", owners, os)
 		}
-		if err := s.Verify(); err != nil {
-			t.Fatal(err)
-		}
+		mustVerify(t, s)
 	}
 }
 
@@ -118,10 +113,7 @@ func TestOrphanShareNone(t *testing.T) {
 // count.
 func TestOrphanShareEvicted(t *testing.T) {
 	const bound = 100
-	s, err := ackcore.NewShard(ackcore.Config{MaxPending: bound, Seed: 3, Owners: 2, OrphanShare: bound})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustShard(t, ackcore.Config{MaxPending: bound, Seed: 3, Owners: 2, OrphanShare: bound})
 	s.SetOwner(1)
 	var msgs []ackcore.Msg
 	for r := uint64(1); r <= bound; r++ {
@@ -137,9 +129,7 @@ func TestOrphanShareEvicted(t *testing.T) {
 	if os, st := s.OwnerStats(1), s.Stats(); os.Orphans != bound-10 || st.OrphansEvicted != 10 {
 		t.Fatalf("%+v %+v", os, st)
 	}
-	if err := s.Verify(); err != nil {
-		t.Fatal(err)
-	}
+	mustVerify(t, s)
 }
 
 func TestOwnersValidate(t *testing.T) {
@@ -166,10 +156,7 @@ func TestOwnersValidate(t *testing.T) {
 func TestOrphanShareKeepsOthers(t *testing.T) {
 	const bound, share = 1000, 500
 	clock := &ackcore.FakeClock{}
-	s, err := ackcore.NewShard(ackcore.Config{MaxPending: bound, Timeout: time.Minute, Clock: clock, Seed: 11, Owners: 2, OrphanShare: share})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustShard(t, ackcore.Config{MaxPending: bound, Timeout: time.Minute, Clock: clock, Seed: 11, Owners: 2, OrphanShare: share})
 	s.SetOwner(0)
 	var msgs []ackcore.Msg
 	for r := uint64(1); r <= 600; r++ {
@@ -233,10 +220,7 @@ func TestOrphanShareKeepsOthers(t *testing.T) {
 // 2 losing their oldest.
 func TestOrphanEvictionMostOver(t *testing.T) {
 	const bound = 100
-	s, err := ackcore.NewShard(ackcore.Config{MaxPending: bound, Seed: 12, Owners: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustShard(t, ackcore.Config{MaxPending: bound, Seed: 12, Owners: 3})
 	base := []uint64{1000, 2000, 3000}
 	for o, n := range []int{10, 20, 30} { // owner 2's are the newest
 		s.SetOwner(o)
@@ -272,7 +256,5 @@ func TestOrphanEvictionMostOver(t *testing.T) {
 		}
 		evicted = s.Stats().OrphansEvicted
 	}
-	if err := s.Verify(); err != nil {
-		t.Fatal(err)
-	}
+	mustVerify(t, s)
 }

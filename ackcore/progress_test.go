@@ -65,9 +65,7 @@ func TestProgressTimeout(t *testing.T) {
 			msgs = append(msgs, ack(capped, 1))
 			apply(msgs)
 		}
-		if err := s.Verify(); err != nil {
-			t.Fatal(err)
-		}
+		mustVerify(t, s)
 		if !progress {
 			if o := outcomes[1]; o.Reason != ackcore.ReasonTimeout || o.Latency < time.Second || o.Latency > time.Second+2*time.Millisecond {
 				t.Fatalf("no progress timeouts: slow tree %+v, want a timeout at 1 s", o)

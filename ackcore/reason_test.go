@@ -23,3 +23,20 @@ func TestReasonNames(t *testing.T) {
 		t.Errorf("unknown reason prints %q, want Reason(8)", got)
 	}
 }
+
+// TestKindNames: the message and outcome kinds print their names, and a
+// value with none (the zero kind, one past the last) its type and number.
+func TestKindNames(t *testing.T) {
+	for _, c := range []struct {
+		got, want string
+	}{
+		{Init.String(), "INIT"}, {Ack.String(), "ACK"}, {Fail.String(), "FAIL"}, {Reset.String(), "RESET"},
+		{Kind(0).String(), "Kind(0)"}, {(Reset + 1).String(), "Kind(5)"},
+		{Completed.String(), "completed"}, {Failed.String(), "failed"}, {Refused.String(), "refused"},
+		{OutcomeKind(0).String(), "OutcomeKind(0)"}, {(Refused + 1).String(), "OutcomeKind(4)"},
+	} {
+		if c.got != c.want {
+			t.Errorf("String() = %q, want %q", c.got, c.want)
+		}
+	}
+}

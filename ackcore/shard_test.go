@@ -14,11 +14,26 @@ import (
 func newShard(t testing.TB, maxPending int) (*ackcore.Shard, *ackcore.FakeClock) {
 	t.Helper()
 	clock := &ackcore.FakeClock{}
-	s, err := ackcore.NewShard(ackcore.Config{MaxPending: maxPending, Timeout: 30 * time.Second, Clock: clock, Seed: 42})
+	s := mustShard(t, ackcore.Config{MaxPending: maxPending, Timeout: 30 * time.Second, Clock: clock, Seed: 42})
+	return s, clock
+}
+
+// mustShard makes a shard, or fails the test.
+func mustShard(t testing.TB, cfg ackcore.Config) *ackcore.Shard {
+	t.Helper()
+	s, err := ackcore.NewShard(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s, clock
+	return s
+}
+
+// mustVerify fails the test if the shard's invariants do not hold.
+func mustVerify(t testing.TB, s *ackcore.Shard) {
+	t.Helper()
+	if err := s.Verify(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func init1(root uint64, task uint32, val uint64) ackcore.Msg {
@@ -139,9 +154,7 @@ func testRules(t *testing.T, s *ackcore.Shard, clock *ackcore.FakeClock) {
 	if o := one(t, out); o.Root != 9 || o.Reason != ackcore.ReasonTimeout {
 		t.Fatalf("custom timeout: %+v", o)
 	}
-	if err := s.Verify(); err != nil {
-		t.Fatal(err)
-	}
+	mustVerify(t, s)
 }
 
 // TestBound fills the table past its bound: INITs beyond it fail with
@@ -181,9 +194,7 @@ func TestBound(t *testing.T) {
 	}
 	// Room is back.
 	none(t, s.Apply([]ackcore.Msg{init1(bound+1, 0, 3)}, nil))
-	if err := s.Verify(); err != nil {
-		t.Fatal(err)
-	}
+	mustVerify(t, s)
 }
 
 func TestInvalid(t *testing.T) {

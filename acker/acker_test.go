@@ -126,9 +126,7 @@ func runSharded(t *testing.T, shards, producers, receivers int, recvOf func(int)
 	}
 	for r := 0; r < receivers; r++ {
 		sp := a.Receiver(r)
-		spouts.Add(1)
-		go func() {
-			defer spouts.Done()
+		spouts.Go(func() {
 			sp.Run(func(o ackcore.Outcome) {
 				if recvOf(int(o.Task)) != r {
 					t.Errorf("receiver %d got an outcome for task %d, whose receiver is %d", r, o.Task, recvOf(int(o.Task)))
@@ -138,14 +136,12 @@ func runSharded(t *testing.T, shards, producers, receivers int, recvOf func(int)
 				}
 				collected <- struct{}{}
 			})
-		}()
+		})
 	}
 	var prods sync.WaitGroup
 	for p := 0; p < producers; p++ {
 		pr := a.Sender(p)
-		prods.Add(1)
-		go func() {
-			defer prods.Done()
+		prods.Go(func() {
 			for i, m := range per[p] {
 				if err := pr.Send(m); err != nil {
 					t.Errorf("send: %v", err)
@@ -156,7 +152,7 @@ func runSharded(t *testing.T, shards, producers, receivers int, recvOf func(int)
 				}
 			}
 			pr.Flush()
-		}()
+		})
 	}
 	prods.Wait()
 	deadline := time.After(60 * time.Second) // a hang fails, it does not pass
@@ -294,11 +290,9 @@ func TestShardedSendBatch(t *testing.T) {
 		outs := make([][]ackcore.Outcome, 2)
 		var wg sync.WaitGroup
 		for task := range 2 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				a.Receiver(a.ReceiverOf(task)).Run(func(o ackcore.Outcome) { outs[task] = append(outs[task], o) })
-			}()
+			})
 		}
 		p := a.Sender(0)
 		bad := []ackcore.Msg{{Root: 1, Kind: ackcore.Init, Task: 0, Val: 1}, {Root: 2, Kind: ackcore.Init, Task: 2, Val: 1}}

@@ -234,9 +234,7 @@ func TestPlanAnyTime(t *testing.T) {
 	var wg sync.WaitGroup
 	quit := make(chan struct{})
 	for range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for {
 				select {
 				case <-quit:
@@ -249,7 +247,7 @@ func TestPlanAnyTime(t *testing.T) {
 				}
 				runtime.Gosched()
 			}
-		}()
+		})
 	}
 	if err := a.Start(); err != nil {
 		t.Fatal(err)

@@ -206,14 +206,8 @@ func TestStuckReceiver(t *testing.T) {
 func TestHeldBackSend(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	const roots = 2000
-	a, err := acker.New(acker.Config{Spec: acker.Spec{Producers: 2, Tasks: 2}, RingSize: 64, OutcomeRingSize: 16, Backlog: 32,
+	a := started(t, acker.Config{Spec: acker.Spec{Producers: 2, Tasks: 2}, RingSize: 64, OutcomeRingSize: 16, Backlog: 32,
 		Shard: ackcore.Config{MaxPending: 4096}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(); err != nil {
-		t.Fatal(err)
-	}
 	// Receiver 1 is polled all along.
 	var got1 atomic.Int64
 	done1 := make(chan struct{})
@@ -315,14 +309,8 @@ func TestSpoutPollsWhileHeldBack(t *testing.T) {
 	if testing.Short() {
 		roots = 20_000
 	}
-	a, err := acker.New(acker.Config{Shards: 2, Spec: acker.Spec{Producers: 1, Tasks: 1}, RingSize: 64, OutcomeRingSize: 16, Backlog: 8,
+	a := started(t, acker.Config{Shards: 2, Spec: acker.Spec{Producers: 1, Tasks: 1}, RingSize: 64, OutcomeRingSize: 16, Backlog: 8,
 		Shard: ackcore.Config{MaxPending: 1 << 16}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(); err != nil {
-		t.Fatal(err)
-	}
 	type result struct {
 		seen    []uint8
 		refused int
@@ -397,14 +385,8 @@ func TestSpoutPollsWhileHeldBack(t *testing.T) {
 // returns ErrClosed when the acker stops, and Stop delivers what was held.
 func TestStopReleasesHeldSend(t *testing.T) {
 	defer goleak.VerifyNone(t)
-	a, err := acker.New(acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 1}, OutcomeRingSize: 16, Backlog: 16,
+	a := started(t, acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 1}, OutcomeRingSize: 16, Backlog: 16,
 		Shard: ackcore.Config{MaxPending: 4096}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(); err != nil {
-		t.Fatal(err)
-	}
 	sendErr := make(chan error, 1)
 	go func() {
 		p := a.Sender(0)

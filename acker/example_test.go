@@ -37,19 +37,25 @@ func Example() {
 	// completed: 1 pending: 0
 }
 
-// A spout executor that emits and takes its own acks sends its INITs with
-// TrySend and polls its receiver while TrySend says no: a shard holding
-// back its INITs (its receiver fell Backlog behind) waits for exactly
-// those polls, so a blocking Send here could wait forever.
-func ExampleProducer_TrySend() {
-	a, err := acker.New(acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 1}, OutcomeRingSize: 16, Backlog: 8,
-		Shard: ackcore.Config{MaxPending: 1024}})
+// mustStart builds and starts an acker, as Example does.
+func mustStart(cfg acker.Config) *acker.Acker {
+	a, err := acker.New(cfg)
 	if err != nil {
 		panic(err)
 	}
 	if err := a.Start(); err != nil {
 		panic(err)
 	}
+	return a
+}
+
+// A spout executor that emits and takes its own acks sends its INITs with
+// TrySend and polls its receiver while TrySend says no: a shard holding
+// back its INITs (its receiver fell Backlog behind) waits for exactly
+// those polls, so a blocking Send here could wait forever.
+func ExampleProducer_TrySend() {
+	a := mustStart(acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 1}, OutcomeRingSize: 16, Backlog: 8,
+		Shard: ackcore.Config{MaxPending: 1024}})
 	p, in := a.Sender(0), a.Receiver(0)
 	var buf []ackcore.Outcome
 	done := 0
@@ -97,14 +103,8 @@ func ExampleNew_budget() {
 
 // A receiver's Stats name a spout that stopped taking its outcomes.
 func ExampleReceiver_Stats() {
-	a, err := acker.New(acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 2}, OutcomeRingSize: 16, Backlog: 16,
+	a := mustStart(acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 2}, OutcomeRingSize: 16, Backlog: 16,
 		Shard: ackcore.Config{MaxPending: 1024}})
-	if err != nil {
-		panic(err)
-	}
-	if err := a.Start(); err != nil {
-		panic(err)
-	}
 	p := a.Sender(0)
 	// Nobody polls task 1's receiver: after 16 outcomes in its ring and 16
 	// held, the shard holds back its INITs.
@@ -128,19 +128,13 @@ func ExampleReceiver_Stats() {
 // its messages were never applied, and NotApplied counts them: none is
 // lost without a word.
 func ExampleUnflushedProducer() {
-	a, err := acker.New(acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 1}, Batch: 64, Shard: ackcore.Config{MaxPending: 100}})
-	if err != nil {
-		panic(err)
-	}
-	if err := a.Start(); err != nil {
-		panic(err)
-	}
+	a := mustStart(acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 1}, Batch: 64, Shard: ackcore.Config{MaxPending: 100}})
 	p := a.Sender(0)
 	for r := uint64(1); r <= 3; r++ {
 		_ = p.Send(ackcore.Msg{Root: r, Kind: ackcore.Init, Val: r}) // staged: Batch 64 not reached
 	}
 	go a.Receiver(a.ReceiverOf(0)).Run(func(ackcore.Outcome) {})
-	_, err = a.StopContext(context.Background())
+	_, err := a.StopContext(context.Background())
 	fmt.Println(err)
 	fmt.Println(a.NotApplied(0), p.Flush())
 	// Output:
@@ -151,14 +145,8 @@ func ExampleUnflushedProducer() {
 // StopContext gives up on a receiver nobody polls at its deadline, and
 // names it with the outcomes it lost.
 func ExampleAcker_StopContext() {
-	a, err := acker.New(acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 1}, OutcomeRingSize: 16,
+	a := mustStart(acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 1}, OutcomeRingSize: 16,
 		Shard: ackcore.Config{MaxPending: 1024}})
-	if err != nil {
-		panic(err)
-	}
-	if err := a.Start(); err != nil {
-		panic(err)
-	}
 	p := a.Sender(0)
 	for r := uint64(1); r <= 100; r++ {
 		_ = p.Send(ackcore.Msg{Root: r, Kind: ackcore.Init, Val: r}) // pending until Stop
@@ -177,13 +165,7 @@ func ExampleAcker_StopContext() {
 // EdgeID makes the ids of roots and edges: random, never 0. A replay is a
 // new root, with a new id.
 func ExampleEdgeID() {
-	a, err := acker.New(acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 1}, Shard: ackcore.Config{MaxPending: 1024}})
-	if err != nil {
-		panic(err)
-	}
-	if err := a.Start(); err != nil {
-		panic(err)
-	}
+	a := mustStart(acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 1}, Shard: ackcore.Config{MaxPending: 1024}})
 	p, in := a.Sender(0), a.Receiver(0)
 	emit := func() uint64 { // a spout emits one tuple; a bolt fails it
 		root, edge := acker.EdgeID(), acker.EdgeID()
@@ -199,7 +181,7 @@ func ExampleEdgeID() {
 	fmt.Println(replay != first && replay != 0)
 	outs, _ = in.Wait(outs[:0])
 	fmt.Println(outs[0].Root == replay)
-	_, err = a.StopContext(context.Background())
+	_, err := a.StopContext(context.Background())
 	fmt.Println(err)
 	// Output:
 	// failed explicit

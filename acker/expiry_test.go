@@ -32,14 +32,8 @@ func TestExpiryInterleaves(t *testing.T) {
 	}
 	defer goleak.VerifyNone(t)
 	const wave = 300_000
-	a, err := acker.New(acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 2, Receivers: 1}, Backlog: wave + 16,
+	a := started(t, acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 2, Receivers: 1}, Backlog: wave + 16,
 		Shard: ackcore.Config{MaxPending: wave + 16, Timeout: 500 * time.Millisecond, Tick: 100 * time.Millisecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(); err != nil {
-		t.Fatal(err)
-	}
 	p := a.Sender(0)
 	msgs := make([]ackcore.Msg, wave)
 	for i := range msgs {

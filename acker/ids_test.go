@@ -15,13 +15,11 @@ func TestEdgeID(t *testing.T) {
 	ids := make([][]uint64, goroutines)
 	var wg sync.WaitGroup
 	for g := range ids {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for range each {
 				ids[g] = append(ids[g], acker.EdgeID())
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	seen := make(map[uint64]bool, goroutines*each)

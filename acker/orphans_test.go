@@ -31,15 +31,9 @@ func TestOrphanStorm(t *testing.T) {
 	runtime.ReadMemStats(&ms)
 	base0, peak := ms.HeapAlloc, uint64(0)
 	clock := &ackcore.FakeClock{}
-	a, err := acker.New(acker.Config{
+	a := started(t, acker.Config{
 		Spec: acker.Spec{Producers: 2, Tasks: 1}, Shard: ackcore.Config{MaxPending: bound, Timeout: 30 * time.Second, Clock: clock},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(); err != nil {
-		t.Fatal(err)
-	}
 	var completed, failedExplicit, other atomic.Int64
 	done := make(chan struct{})
 	go func() {

@@ -32,15 +32,9 @@ func TestOrphanShareFlood(t *testing.T) {
 		roots = 20 * window
 	}
 	clock := &ackcore.FakeClock{}
-	a, err := acker.New(acker.Config{
+	a := started(t, acker.Config{
 		Spec: acker.Spec{Producers: 3, Tasks: 1}, Shard: ackcore.Config{MaxPending: bound, Timeout: 30 * time.Second, Clock: clock, OrphanShare: share},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(); err != nil {
-		t.Fatal(err)
-	}
 	var completed, other atomic.Int64
 	done := make(chan struct{})
 	go func() {

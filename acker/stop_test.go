@@ -131,14 +131,8 @@ func TestStopDefaultDeadline(t *testing.T) {
 func TestStopUnflushed(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	for _, c := range []struct{ shards, staged int }{{1, 1}, {1, 63}, {4, 5}, {1, 200}, {4, 1000}} {
-		a, err := acker.New(acker.Config{Shards: c.shards, Spec: acker.Spec{Producers: 3, Tasks: 1}, Batch: 64,
+		a := started(t, acker.Config{Shards: c.shards, Spec: acker.Spec{Producers: 3, Tasks: 1}, Batch: 64,
 			Shard: ackcore.Config{MaxPending: 4096}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := a.Start(); err != nil {
-			t.Fatal(err)
-		}
 		outs := make(chan [3]int)
 		go func() {
 			var k [3]int

@@ -32,16 +32,10 @@ import (
 // calls reported.
 func stopRaceRound(t *testing.T, producers, batch int, delay time.Duration, trySend, waitUntil bool) (byStop, byCalls int64) {
 	t.Helper()
-	a, err := acker.New(acker.Config{
+	a := started(t, acker.Config{
 		Shards: 2, Spec: acker.Spec{Producers: producers, Tasks: 1}, Batch: batch, RingSize: 64,
 		Shard: ackcore.Config{MaxPending: 1 << 16},
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := a.Start(); err != nil {
-		t.Fatal(err)
-	}
 	outcomes := make([]int64, producers) // by producer: root>>32 - 1; written by the receiver
 	recvDone := make(chan struct{})
 	go func() {
@@ -71,9 +65,7 @@ func stopRaceRound(t *testing.T, producers, batch int, delay time.Duration, tryS
 	reported := make([]int64, producers)
 	var wg sync.WaitGroup
 	for i := range producers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			p := a.Sender(i)
 			note := func(err error) bool {
 				var na *acker.NotAppliedError
@@ -107,7 +99,7 @@ func stopRaceRound(t *testing.T, producers, batch int, delay time.Duration, tryS
 				}
 			}
 			note(p.Flush())
-		}()
+		})
 	}
 	time.Sleep(delay) // not synchronisation: where Stop lands is what varies
 	st, stopErr := a.StopContext(context.Background())

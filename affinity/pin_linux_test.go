@@ -9,10 +9,7 @@ import (
 )
 
 func TestPin(t *testing.T) {
-	before, err := allowedCPUs()
-	if err != nil {
-		t.Fatal(err)
-	}
+	before := mustAllowed(t)
 	// Pin to the last allowed CPU: on a machine with one CPU it is the only
 	// choice, elsewhere it is unlikely to be where the test already runs.
 	cpu := before[len(before)-1]
@@ -48,10 +45,7 @@ func TestPin(t *testing.T) {
 }
 
 func TestPinNests(t *testing.T) {
-	allowed, err := allowedCPUs()
-	if err != nil {
-		t.Fatal(err)
-	}
+	allowed := mustAllowed(t)
 	// A caller that already locked its thread stays locked after unpin.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
@@ -60,9 +54,7 @@ func TestPinNests(t *testing.T) {
 		t.Fatal(err)
 	}
 	unpin()
-	if after, _ := allowedCPUs(); !slices.Equal(after, allowed) {
-		t.Errorf("mask after unpin = %v, want %v", after, allowed)
-	}
+	wantMask(t, allowed, "after unpin")
 }
 
 func TestPinRejects(t *testing.T) {
@@ -70,10 +62,7 @@ func TestPinRejects(t *testing.T) {
 	// the failed Pins saw.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	allowed, err := allowedCPUs()
-	if err != nil {
-		t.Fatal(err)
-	}
+	allowed := mustAllowed(t)
 	for _, cpu := range []int{-1, allowed[len(allowed)-1] + 1, maxCPU, 1 << 20} {
 		unpin, err := Pin(cpu)
 		if unpin == nil {
@@ -91,23 +80,36 @@ func TestPinRejects(t *testing.T) {
 		}
 	}
 	// A failed Pin leaves the thread's mask alone.
-	if after, _ := allowedCPUs(); !slices.Equal(after, allowed) {
-		t.Errorf("mask after failed Pins = %v, want %v", after, allowed)
-	}
+	wantMask(t, allowed, "after failed Pins")
 }
 
 func TestCurrentCPU(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	allowed, err := allowedCPUs()
-	if err != nil {
-		t.Fatal(err)
-	}
+	allowed := mustAllowed(t)
 	cpu, err := CurrentCPU()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Contains(allowed, cpu) {
 		t.Errorf("CurrentCPU = %d, not in the allowed set %v", cpu, allowed)
+	}
+}
+
+// mustAllowed is the calling thread's allowed CPUs, or the test's end.
+func mustAllowed(t *testing.T) []int {
+	t.Helper()
+	allowed, err := allowedCPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return allowed
+}
+
+// wantMask fails the test unless the calling thread's mask is still want.
+func wantMask(t *testing.T, want []int, when string) {
+	t.Helper()
+	if got, _ := allowedCPUs(); !slices.Equal(got, want) {
+		t.Errorf("mask %s = %v, want %v", when, got, want)
 	}
 }

@@ -10,10 +10,7 @@ import (
 // sentence ended once, no healthy sentence dead-lettered, the poison
 // dead-lettered, replays where failures were injected.
 func TestFaultsLevel(t *testing.T) {
-	rep, err := Run(Config{Levels: []Level{LevelFaults}, Msgs: 4000, Reps: 1, NoPin: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := runOK(t, Config{Levels: []Level{LevelFaults}, Msgs: 4000, Reps: 1, NoPin: true})
 	cases := faultCases()
 	if len(rep.Rows) != len(cases) {
 		t.Fatalf("%d rows, want %d", len(rep.Rows), len(cases))

@@ -10,11 +10,8 @@ import (
 // connection count and batch size, in that nesting, with latency, the
 // conns and batch fields and the ratio to the netio row of its group.
 func TestNetLevel(t *testing.T) {
-	rep, err := Run(Config{Levels: []Level{LevelNet}, Pending: []int{2000}, Conns: []int{1, 2}, NetBatch: []int{16, 64},
+	rep := runOK(t, Config{Levels: []Level{LevelNet}, Pending: []int{2000}, Conns: []int{1, 2}, NetBatch: []int{16, 64},
 		Duration: 40 * time.Millisecond, Reps: 1, NoPin: true})
-	if err != nil {
-		t.Fatal(err)
-	}
 	impls := []string{"netio", "grpc", "inproc"}
 	if len(rep.Rows) != 2*2*len(impls) {
 		t.Fatalf("%d rows", len(rep.Rows))

@@ -9,10 +9,7 @@ import (
 )
 
 func TestSourceLevel(t *testing.T) {
-	rep, err := Run(Config{Levels: []Level{LevelSource}, Msgs: 4000, Reps: 2, NoPin: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := runOK(t, Config{Levels: []Level{LevelSource}, Msgs: 4000, Reps: 2, NoPin: true})
 	if len(rep.Rows) != len(sourceImpls) {
 		t.Fatalf("%d rows, want %v", len(rep.Rows), sourceImpls)
 	}

@@ -5,10 +5,7 @@ import (
 )
 
 func TestTopologyLevel(t *testing.T) {
-	rep, err := Run(Config{Levels: []Level{LevelTopology}, Msgs: 6000, Reps: 2, NoPin: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := runOK(t, Config{Levels: []Level{LevelTopology}, Msgs: 6000, Reps: 2, NoPin: true})
 	if len(rep.Rows) != 2 {
 		t.Fatalf("%d rows, want acked and unacked", len(rep.Rows))
 	}

@@ -31,10 +31,7 @@ func BenchmarkLoopback(b *testing.B) {
 
 func benchLoopback(b *testing.B, batch, window int) {
 	s := startServer(b, func(c *ServerConfig) { c.Shard.MaxPending = 1 << 18; c.MaxConns = 4 })
-	c, err := Dial(clientCfg(s.addr), acker.Spec{Producers: 1, Tasks: 1})
-	if err != nil {
-		b.Fatal(err)
-	}
+	c := mustDial(b, clientCfg(s.addr), acker.Spec{Producers: 1, Tasks: 1})
 	defer c.Stop()
 	rng := rand.New(rand.NewPCG(1, 1))
 	const k = 8

@@ -63,10 +63,7 @@ func TestClientBudgetHolds(t *testing.T) {
 	cfg := clientCfg(s.addr)
 	cfg.MaxPending = 5000
 	spec := acker.Spec{Producers: 1, Tasks: 1}
-	c, err := Dial(cfg, spec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustDial(t, cfg, spec)
 	defer c.Stop()
 	p := c.send[0]
 	root := uint64(1)

@@ -28,10 +28,7 @@ func TestConfigValidate(t *testing.T) {
 	if sc.Shards != 0 || sc.Logger != nil {
 		t.Errorf("validate changed its receiver: %+v", sc)
 	}
-	for _, c := range []struct {
-		edit func(*ServerConfig)
-		want string
-	}{
+	wantRefused(t, sc, ServerConfig.Validate, []refusal[ServerConfig]{
 		{func(c *ServerConfig) { c.Secret = secret[:5] }, "netio: ServerConfig.Secret of 5 bytes"},
 		{func(c *ServerConfig) { c.Shards = -2 }, "netio: ServerConfig.Shards -2"},
 		{func(c *ServerConfig) { c.MaxConns = 5000 }, "netio: ServerConfig.MaxConns 5000"},
@@ -43,13 +40,7 @@ func TestConfigValidate(t *testing.T) {
 		{func(c *ServerConfig) { c.HandshakeTimeout = -time.Second }, "netio: ServerConfig.HandshakeTimeout -1s below 0"},
 		{func(c *ServerConfig) { c.IdleTimeout = time.Millisecond }, "netio: ServerConfig.IdleTimeout 1ms"},
 		{func(c *ServerConfig) { c.MaxRootTimeout = 1500 * time.Microsecond }, "netio: ServerConfig.MaxRootTimeout 1.5ms"},
-	} {
-		bad := sc
-		c.edit(&bad)
-		if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("got %v, want an error containing %q", err, c.want)
-		}
-	}
+	})
 
 	cc := ClientConfig{Hosts: []string{"127.0.0.1:1"}, Secret: secret}
 	cg, err := cc.validate()
@@ -63,10 +54,7 @@ func TestConfigValidate(t *testing.T) {
 	if cc.ID != 0 || cc.Logger != nil {
 		t.Errorf("validate changed its receiver: %+v", cc)
 	}
-	for _, c := range []struct {
-		edit func(*ClientConfig)
-		want string
-	}{
+	wantRefused(t, cc, ClientConfig.Validate, []refusal[ClientConfig]{
 		{func(c *ClientConfig) { c.Hosts = nil }, "netio: ClientConfig.Hosts is empty"},
 		{func(c *ClientConfig) { c.Hosts = []string{"a:1", "a:1"} }, `netio: ClientConfig.Hosts lists "a:1" twice`},
 		{func(c *ClientConfig) { c.Secret = nil }, "netio: ClientConfig.Secret of 0 bytes"},
@@ -77,11 +65,24 @@ func TestConfigValidate(t *testing.T) {
 		{func(c *ClientConfig) { c.DialTimeout = -time.Second }, "netio: ClientConfig.DialTimeout -1s below 0"},
 		{func(c *ClientConfig) { c.BackoffMin = -time.Second }, "netio: ClientConfig.BackoffMin -1s below 0"},
 		{func(c *ClientConfig) { c.BackoffMin, c.BackoffMax = time.Second, time.Millisecond }, "netio: ClientConfig.BackoffMax 1ms below BackoffMin 1s"},
-	} {
-		bad := cc
-		c.edit(&bad)
-		if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("got %v, want an error containing %q", err, c.want)
+	})
+}
+
+// refusal is an edit of a valid config and the error it must bring.
+type refusal[C any] struct {
+	edit func(*C)
+	want string
+}
+
+// wantRefused checks that validate refuses each edit of good with an
+// error containing its want.
+func wantRefused[C any](t *testing.T, good C, validate func(C) error, edits []refusal[C]) {
+	t.Helper()
+	for _, r := range edits {
+		bad := good
+		r.edit(&bad)
+		if err := validate(bad); err == nil || !strings.Contains(err.Error(), r.want) {
+			t.Errorf("got %v, want an error containing %q", err, r.want)
 		}
 	}
 }

@@ -119,10 +119,7 @@ func TestDefaultLoggerRateLimits(t *testing.T) {
 	refused := closedAddr(t)
 	cfg := clientCfg(s.addr, refused)
 	cfg.BackoffMin, cfg.BackoffMax = time.Millisecond, 2*time.Millisecond
-	c, err := Dial(cfg, oneTask)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustDial(t, cfg, oneTask)
 	defer c.Stop()
 	waitFor(t, 5*time.Second, "ten failed attempts", func() bool {
 		_, cs := c.Stats()
@@ -147,10 +144,7 @@ func TestDefaultLoggerRateLimits(t *testing.T) {
 // Failed{stopped}.
 func TestFlushAfterStop(t *testing.T) {
 	s := startServer(t, nil)
-	c, err := Dial(clientCfg(s.addr), acker.Spec{Producers: 2, Tasks: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustDial(t, clientCfg(s.addr), acker.Spec{Producers: 2, Tasks: 1})
 	p, staged := c.Sender(0), c.Sender(1)
 	if err := staged.Send(ackcore.Msg{Root: 9, Kind: ackcore.Init, Val: 1}); err != nil {
 		t.Fatal(err)

@@ -16,25 +16,16 @@ func TestRoundTrip(t *testing.T) {
 	s := startServer(t, nil)
 	cfg := clientCfg(s.addr)
 	cfg.TaskBase = 10
-	c, err := Dial(cfg, acker.Spec{Producers: 1, Tasks: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustDial(t, cfg, acker.Spec{Producers: 1, Tasks: 2})
 	rng := rand.New(rand.NewPCG(1, 2))
-	p := c.Sender(0)
 	const n = 5000
-	for i := 1; i <= n; i++ {
-		msgs := tree(rng, uint64(i), uint32(i%2), 4)
+	sendTrees(t, c.Sender(0), rng, n, 4, func(i int, msgs []ackcore.Msg) []ackcore.Msg {
+		msgs[0].Task = uint32(i % 2)
 		if i%10 == 0 {
 			msgs[2] = ackcore.Msg{Root: uint64(i), Kind: ackcore.Fail}
 		}
-		if err := p.SendBatch(msgs); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := p.Flush(); err != nil {
-		t.Fatal(err)
-	}
+		return msgs
+	})
 	got0 := collect(t, c.Inbox(0), n/2, 10*time.Second)
 	got1 := collect(t, c.Inbox(1), n/2, 10*time.Second)
 	for task, got := range []map[uint64][]ackcore.Outcome{got0, got1} {
@@ -73,10 +64,7 @@ func TestKillOneOfTwo(t *testing.T) {
 	const timeout = 20 * time.Second
 	mod := func(c *ServerConfig) { c.Shard.Timeout = timeout }
 	s1, s2 := startServer(t, mod), startServer(t, mod)
-	c, err := Dial(clientCfg(s1.addr, s2.addr), acker.Spec{Producers: 1, Tasks: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustDial(t, clientCfg(s1.addr, s2.addr), acker.Spec{Producers: 1, Tasks: 1})
 	n := 40000
 	if testing.Short() {
 		n = 8000
@@ -196,22 +184,12 @@ func TestKillOneOfTwo(t *testing.T) {
 // connection, before it closes; the client then has nothing left.
 func TestShutdownFailsPending(t *testing.T) {
 	s := startServer(t, nil)
-	c, err := Dial(clientCfg(s.addr), acker.Spec{Producers: 1, Tasks: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustDial(t, clientCfg(s.addr), acker.Spec{Producers: 1, Tasks: 1})
 	rng := rand.New(rand.NewPCG(5, 6))
-	p := c.Sender(0)
 	const n = 3000
-	for i := 1; i <= n; i++ {
-		msgs := tree(rng, uint64(i), 0, 3)
-		if err := p.SendBatch(msgs[:3]); err != nil { // the last ACK withheld
-			t.Fatal(err)
-		}
-	}
-	if err := p.Flush(); err != nil {
-		t.Fatal(err)
-	}
+	sendTrees(t, c.Sender(0), rng, n, 3, func(_ int, msgs []ackcore.Msg) []ackcore.Msg {
+		return msgs[:3] // the last ACK withheld
+	})
 	waitFor(t, 5*time.Second, "the server to read every message", func() bool { return s.Stats().Msgs == 3*n })
 	shutdown(t, s)
 	got := collect(t, c.Inbox(0), n, 5*time.Second)
@@ -233,10 +211,7 @@ func TestShutdownFailsPending(t *testing.T) {
 // server's outcomes as usual.
 func TestRegisterAfterLoss(t *testing.T) {
 	s := startServer(t, nil)
-	c, err := Dial(clientCfg(s.addr), acker.Spec{Producers: 1, Tasks: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustDial(t, clientCfg(s.addr), acker.Spec{Producers: 1, Tasks: 3})
 	defer c.Stop()
 	h := c.hosts[0]
 	h.pendMu.Lock()
@@ -282,10 +257,7 @@ func TestRegisterAfterLoss(t *testing.T) {
 // pending on it fails as lost at once, not at the next heartbeat.
 func TestLossWhileIdle(t *testing.T) {
 	s := startServer(t, func(c *ServerConfig) { c.IdleTimeout = 3 * time.Minute })
-	c, err := Dial(clientCfg(s.addr), acker.Spec{Producers: 1, Tasks: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustDial(t, clientCfg(s.addr), acker.Spec{Producers: 1, Tasks: 1})
 	defer c.Stop()
 	p := c.send[0]
 	if err := p.SendBatch([]ackcore.Msg{{Root: 42, Kind: ackcore.Init, Val: 3}, {Root: 42, Kind: ackcore.Ack, Val: 1}}); err != nil {
@@ -320,10 +292,7 @@ func TestStopUnread(t *testing.T) {
 	s := startServer(t, nil)
 	cfg := clientCfg(s.addr)
 	cfg.MaxPending = 64
-	c, err := Dial(cfg, acker.Spec{Producers: 1, Tasks: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustDial(t, cfg, acker.Spec{Producers: 1, Tasks: 1})
 	rng := rand.New(rand.NewPCG(7, 8))
 	p := c.send[0]
 	for i := 1; i <= 64; i++ { // complete: the inbox fills to its bound
@@ -373,15 +342,10 @@ func TestStopUnread(t *testing.T) {
 func TestDrainOverTheWire(t *testing.T) {
 	for _, withVal := range []bool{true, false} {
 		s := startServer(t, nil)
-		c, err := Dial(clientCfg(s.addr), acker.Spec{Producers: 1, Tasks: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := mustDial(t, clientCfg(s.addr), acker.Spec{Producers: 1, Tasks: 1})
 		rng := rand.New(rand.NewPCG(3, 4))
-		p := c.Sender(0)
 		const n = 2000
-		for i := 1; i <= n; i++ {
-			msgs := tree(rng, uint64(i), 0, 4)
+		sendTrees(t, c.Sender(0), rng, n, 4, func(i int, msgs []ackcore.Msg) []ackcore.Msg {
 			if i%10 == 0 {
 				val := msgs[2].Val // the failed tuple's ack val; ACKs 3 and 4 still come
 				if !withVal {
@@ -389,13 +353,8 @@ func TestDrainOverTheWire(t *testing.T) {
 				}
 				msgs[2] = ackcore.Msg{Root: uint64(i), Kind: ackcore.Fail, Val: val}
 			}
-			if err := p.SendBatch(msgs); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := p.Flush(); err != nil {
-			t.Fatal(err)
-		}
+			return msgs
+		})
 		got := collect(t, c.Inbox(0), n, 10*time.Second)
 		failed := 0
 		for _, os := range got {

@@ -93,10 +93,7 @@ func trees(t testing.TB, addr string, task uint32, n, window int) (completed int
 	cfg := clientCfg(addr)
 	cfg.TaskBase = task
 	cfg.ID = 0x5eed0000 + uint64(task)
-	c, err := Dial(cfg, acker.Spec{Producers: 1, Tasks: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustDial(t, cfg, acker.Spec{Producers: 1, Tasks: 1})
 	defer c.Stop()
 	return treesOn(t, c, 0, task, n, window)
 }
@@ -124,14 +121,8 @@ func treesOn(t testing.TB, c *Client, first uint64, task uint32, n, window int) 
 		if !ok || len(buf) == 0 {
 			t.Fatalf("%d of %d outcomes before the deadline", got, n)
 		}
-		for _, o := range buf {
-			got++
-			if o.Kind == ackcore.Completed {
-				completed++
-			} else {
-				failed[o.Reason]++
-			}
-		}
+		got += len(buf)
+		tally(buf, &completed, failed)
 	}
 	return completed, failed
 }
@@ -290,10 +281,7 @@ func TestFairShare(t *testing.T) {
 	}
 	cfg := clientCfg(s.addr)
 	cfg.ID = 1
-	steady, err := Dial(cfg, acker.Spec{Producers: 1, Tasks: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	steady := mustDial(t, cfg, acker.Spec{Producers: 1, Tasks: 1})
 	defer steady.Stop()
 	// Its rate over three rounds, after one to warm up: their median
 	// and their best. A round's rate is its trees per second of CPU the
@@ -337,10 +325,7 @@ func TestFairShare(t *testing.T) {
 		// Three base shares in flight at most: past their room, and far
 		// past it together (old shares held 2.8x the table at this).
 		cfg.TaskBase, cfg.ID, cfg.MaxPending = uint32(10+i), uint64(100+i), int(3*table/(flooders+1))
-		c, err := Dial(cfg, acker.Spec{Producers: 1, Tasks: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := mustDial(t, cfg, acker.Spec{Producers: 1, Tasks: 1})
 		clients = append(clients, c)
 	}
 	quiet, _ := rate()
@@ -351,9 +336,7 @@ func TestFairShare(t *testing.T) {
 	var wg sync.WaitGroup
 	full := make([]atomic.Int64, flooders)
 	for i, c := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			p, ib := c.Sender(0), c.Inbox(0)
 			var buf []ackcore.Outcome
 			for root := uint64(1); !stop.Load(); root++ {
@@ -375,7 +358,7 @@ func TestFairShare(t *testing.T) {
 					full[i].Add(1)
 				}
 			}
-		}()
+		})
 	}
 	defer func() {
 		stop.Store(true)
@@ -758,9 +741,7 @@ func TestMemoryComesBack(t *testing.T) {
 		// reader at the outcome bound, its writer blocked on our full
 		// receive buffer); the write blocks then, until the connection is
 		// closed.
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(5, uint64(i)))
 			frame := make([]ackcore.Msg, 0, maxMsgsPerFrame(DefaultMaxFrame))
 			root := uint64(i+1) << 32
@@ -774,7 +755,7 @@ func TestMemoryComesBack(t *testing.T) {
 					return
 				}
 			}
-		}()
+		})
 	}
 	// Held: each reader waits for room (every root it took has its
 	// outcome queued, unwritten).
@@ -821,16 +802,11 @@ func TestStopRace(t *testing.T) {
 	for it := range iters {
 		cfg := clientCfg(s.addr)
 		cfg.ID = 1000 // one client, reconnecting: it takes its tasks over
-		c, err := Dial(cfg, acker.Spec{Producers: senders, Tasks: senders})
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := mustDial(t, cfg, acker.Spec{Producers: senders, Tasks: senders})
 		var accepted [senders]atomic.Int64
 		var wg sync.WaitGroup
 		for p := range senders {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				sd := c.Sender(p)
 				for root := uint64(1); ; root++ {
 					id := uint64(it)<<40 | uint64(p)<<32 | root
@@ -847,7 +823,7 @@ func TestStopRace(t *testing.T) {
 						_ = sd.Flush()
 					}
 				}
-			}()
+			})
 		}
 		at := int64(1 + it*97%3000)
 		waitFor(t, 5*time.Second, "the senders to start", func() bool {
@@ -888,10 +864,7 @@ func TestSharesOff(t *testing.T) {
 	for i := range 2 {
 		cfg := clientCfg(s.addr)
 		cfg.TaskBase, cfg.ID = uint32(i), uint64(i+1)
-		c, err := Dial(cfg, acker.Spec{Producers: 1, Tasks: 1})
-		if err != nil {
-			t.Fatal(err)
-		}
+		c := mustDial(t, cfg, acker.Spec{Producers: 1, Tasks: 1})
 		defer c.Stop()
 		p := c.Sender(0)
 		for r := range 3 * bound / 4 {

@@ -73,6 +73,42 @@ func clientCfg(addrs ...string) ClientConfig {
 		BackoffMin: 10 * time.Millisecond, BackoffMax: 200 * time.Millisecond}
 }
 
+// mustDial dials a client, or fails the test.
+func mustDial(t testing.TB, cfg ClientConfig, spec acker.Spec) *Client {
+	t.Helper()
+	c, err := Dial(cfg, spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// sendTrees sends through p, in order, the trees (task 0, fanout ACKs) of
+// roots 1 to n, each as edit(root, its messages) returns it, and flushes.
+func sendTrees(t *testing.T, p acker.Sender, rng *rand.Rand, n, fanout int, edit func(root int, msgs []ackcore.Msg) []ackcore.Msg) {
+	t.Helper()
+	for i := 1; i <= n; i++ {
+		if err := p.SendBatch(edit(i, tree(rng, uint64(i), 0, fanout))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := p.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// tally counts outcomes: the completed in completed, the others in
+// failed by reason.
+func tally(os []ackcore.Outcome, completed *int, failed map[ackcore.Reason]int) {
+	for _, o := range os {
+		if o.Kind == ackcore.Completed {
+			*completed++
+		} else {
+			failed[o.Reason]++
+		}
+	}
+}
+
 // tree is one root's messages: an INIT naming task and fanout ACKs that
 // zero its val.
 func tree(rng *rand.Rand, root uint64, task uint32, fanout int) []ackcore.Msg {

@@ -83,10 +83,7 @@ func (rc *rawConn) closedWith(t testing.TB) string {
 func goodClient(t *testing.T, addr string, task uint32) (stop func() int) {
 	cfg := clientCfg(addr)
 	cfg.TaskBase = task
-	c, err := Dial(cfg, acker.Spec{Producers: 1, Tasks: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustDial(t, cfg, acker.Spec{Producers: 1, Tasks: 1})
 	quit := make(chan struct{})
 	res := make(chan int)
 	go func() {
@@ -330,11 +327,9 @@ func TestConnectFlood(t *testing.T) {
 		var conns idleConns
 		var wg sync.WaitGroup
 		for range per {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				conns.dial(s.addr)
-			}()
+			})
 		}
 		wg.Wait()
 		// Let the server see them; its goroutines are the count that

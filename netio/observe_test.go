@@ -31,10 +31,7 @@ func TestServerObservers(t *testing.T) {
 	}
 	cfg := clientCfg(s.addr)
 	cfg.ID, cfg.TaskBase = 0x77, 5
-	c, err := Dial(cfg, oneTask)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustDial(t, cfg, oneTask)
 	defer c.Stop()
 	// One root completes, one stays pending (local task 0 is task 5 on the
 	// server).
@@ -109,10 +106,7 @@ func TestClientHosts(t *testing.T) {
 	refused := closedAddr(t)
 	cfg := clientCfg(s.addr, refused)
 	cfg.Logger = slog.New(slog.DiscardHandler)
-	c, err := Dial(cfg, oneTask)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustDial(t, cfg, oneTask)
 	defer c.Stop()
 	snd := c.Sender(0)
 	for _, m := range []ackcore.Msg{{Root: 21, Kind: ackcore.Init, Val: 3}, {Root: 21, Kind: ackcore.Ack, Val: 3},

@@ -33,9 +33,7 @@ func TestOrphanFlood(t *testing.T) {
 	var stop atomic.Bool
 	var wg sync.WaitGroup
 	var flooded atomic.Int64
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
+	wg.Go(func() {
 		_ = rc.SetDeadline(time.Now().Add(time.Minute))
 		rng := rand.New(rand.NewPCG(1, 2))
 		msgs := make([]ackcore.Msg, maxMsgsPerFrame(DefaultMaxFrame))
@@ -52,7 +50,7 @@ func TestOrphanFlood(t *testing.T) {
 			}
 			flooded.Add(int64(len(msgs)))
 		}
-	}()
+	})
 	waitFor(t, 10*time.Second, "the flood to reach the acker", func() bool { return s.Stats().Msgs > 4*bound })
 
 	// The second client's trees: each window's first ACKs, then (the flood
@@ -105,14 +103,8 @@ func TestOrphanFlood(t *testing.T) {
 				t.Errorf("after %d trees: %d outcomes of the last %d before the deadline (completed %d, failed %v)", base, got, window, completed, failed)
 				break
 			}
-			for _, o := range buf {
-				got++
-				if o.Kind == ackcore.Completed {
-					completed++
-				} else {
-					failed[o.Reason]++
-				}
-			}
+			got += len(buf)
+			tally(buf, &completed, failed)
 		}
 	}
 	stop.Store(true)

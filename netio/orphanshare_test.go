@@ -100,10 +100,7 @@ func floodPair(t *testing.T, bound int) (*testServer, *Client, *rawConn) {
 	// share but the acker's bound.
 	cfg := clientCfg(s.addr)
 	cfg.ID = 2
-	c, err := Dial(cfg, acker.Spec{Producers: 1, Tasks: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustDial(t, cfg, acker.Spec{Producers: 1, Tasks: 1})
 	t.Cleanup(func() { c.Stop() })
 	rc := rawDial(t, s.addr)
 	t.Cleanup(func() { rc.Close() })

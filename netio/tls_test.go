@@ -71,10 +71,7 @@ func TestMutualTLS(t *testing.T) {
 	cfg.TLS = &tls.Config{RootCAs: ca.pool, Certificates: []tls.Certificate{ca.issue(t, "client", x509.ExtKeyUsageClientAuth)}}
 	clog := &syncBuf{}
 	cfg.Logger = slog.New(slog.NewTextHandler(clog, nil))
-	c, err := Dial(cfg, acker.Spec{Producers: 1, Tasks: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := mustDial(t, cfg, acker.Spec{Producers: 1, Tasks: 1})
 	rng := mrand.New(mrand.NewPCG(8, 8))
 	for i := 1; i <= 500; i++ {
 		if err := c.Sender(0).SendBatch(tree(rng, uint64(i), 0, 3)); err != nil {

@@ -26,16 +26,11 @@ const (
 	modeHardware
 )
 
+var modeNames = [...]string{modeNone: "none", modeThreadClock: "thread-clock", modeSoftware: "software", modeHardware: "hardware"}
+
 func (m mode) String() string {
-	switch m {
-	case modeNone:
-		return "none"
-	case modeThreadClock:
-		return "thread-clock"
-	case modeSoftware:
-		return "software"
-	case modeHardware:
-		return "hardware"
+	if int(m) < len(modeNames) {
+		return modeNames[m]
 	}
 	return fmt.Sprintf("Mode(%d)", uint8(m))
 }

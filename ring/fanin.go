@@ -197,24 +197,7 @@ func (f *FanIn[T]) DrainWait(fn func(producer int, items []T)) int {
 
 // awaitItems waits until some ring has an element (true) or the FanIn is
 // closed and every ring is empty (false).
-func (f *FanIn[T]) awaitItems() bool {
-	for i := 0; ; i++ {
-		if f.hasItems() {
-			return true
-		}
-		if f.closed.Load() {
-			return f.hasItems()
-		}
-		if f.idle.step(i) {
-			f.park.prepare()
-			if f.closed.Load() || f.hasItems() {
-				f.park.cancel()
-				continue
-			}
-			f.park.wait()
-		}
-	}
-}
+func (f *FanIn[T]) awaitItems() bool { return awaitItems(f.idle, &f.park, &f.closed, f.hasItems) }
 
 func (f *FanIn[T]) hasItems() bool {
 	for _, r := range f.rings {

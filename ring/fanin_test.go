@@ -222,9 +222,7 @@ func TestFanInHammer(t *testing.T) {
 				f := NewFanIn[item](producers, 16, 5, idle)
 				var wg sync.WaitGroup
 				for p := range producers {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
+					wg.Go(func() {
 						r := f.Producer(p)
 						for next := uint64(0); next < per; {
 							switch p {
@@ -253,7 +251,7 @@ func TestFanInHammer(t *testing.T) {
 								}
 							}
 						}
-					}()
+					})
 				}
 				go func() { wg.Wait(); f.Close() }()
 
@@ -376,14 +374,7 @@ func TestFanInCloseUnblocks(t *testing.T) {
 			}()
 			awaitParked(t, &f.park)
 			f.Close()
-			select {
-			case ok := <-consumer:
-				if ok {
-					t.Fatal(how + " returned elements after Close on empty rings")
-				}
-			case <-time.After(10 * time.Second):
-				t.Fatal("Close did not unblock " + how)
-			}
+			wantUnblocked(t, consumer, how)
 		})
 	}
 	t.Run("Push", func(t *testing.T) {
@@ -394,14 +385,7 @@ func TestFanInCloseUnblocks(t *testing.T) {
 		go func() { producer <- r.Push(mkItem(1, 1)) }()
 		awaitParked(t, &r.prodPark)
 		f.Close()
-		select {
-		case ok := <-producer:
-			if ok {
-				t.Fatal("Push returned true after Close")
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("Close did not unblock Push")
-		}
+		wantUnblocked(t, producer, "Push")
 		// What was published before Close still comes out, then false.
 		if v, ok := f.Pop(); !ok || v != mkItem(1, 0) {
 			t.Fatalf("Pop after Close = %v %v", v, ok)

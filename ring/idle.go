@@ -86,6 +86,35 @@ func (p *parker) cancel() {
 // wait sleeps until a waker hands over a token.
 func (p *parker) wait() { <-p.ch }
 
+// sleep is the park protocol in one call: prepare, then cancel if ready
+// (re-checked after the prepare, so that no wake-up is lost), else wait.
+func (p *parker) sleep(ready func() bool) {
+	p.prepare()
+	if ready() {
+		p.cancel()
+		return
+	}
+	p.wait()
+}
+
+// awaitItems is a consumer's wait, an SPSC's and a FanIn's: until
+// hasItems (true), or closed and still empty after it (false: a
+// producer's last publish happens before its Close), stepping idle and
+// parking on p.
+func awaitItems(idle Idle, p *parker, closed *atomic.Bool, hasItems func() bool) bool {
+	for i := 0; ; i++ {
+		if hasItems() {
+			return true
+		}
+		if closed.Load() {
+			return hasItems()
+		}
+		if idle.step(i) {
+			p.sleep(func() bool { return closed.Load() || hasItems() })
+		}
+	}
+}
+
 // waitUntil is wait that also returns, false, when wake fires first. It
 // then withdraws the prepare like cancel, taking the token a waker that
 // already won the flag sends, so ch stays empty for the next park.

@@ -257,13 +257,7 @@ func (r *SPSC[T]) awaitSpace() bool {
 			return true
 		}
 		if r.idle.step(i) {
-			p := &r.prodPark
-			p.prepare()
-			if r.closed.Load() || r.hasSpace() {
-				p.cancel()
-				continue
-			}
-			p.wait()
+			r.prodPark.sleep(func() bool { return r.closed.Load() || r.hasSpace() })
 		}
 	}
 }
@@ -399,26 +393,7 @@ func (r *SPSC[T]) popBatch(dst []T) int {
 
 // awaitItems waits until the ring has an element (true) or is closed and
 // empty (false).
-func (r *SPSC[T]) awaitItems() bool {
-	for i := 0; ; i++ {
-		if r.hasItems() {
-			return true
-		}
-		if r.closed.Load() {
-			// The producer's last publish happens before its Close.
-			return r.hasItems()
-		}
-		if r.idle.step(i) {
-			p := r.cons
-			p.prepare()
-			if r.closed.Load() || r.hasItems() {
-				p.cancel()
-				continue
-			}
-			p.wait()
-		}
-	}
-}
+func (r *SPSC[T]) awaitItems() bool { return awaitItems(r.idle, r.cons, &r.closed, r.hasItems) }
 
 func (r *SPSC[T]) hasItems() bool {
 	r.tailCache = r.tail.Load() &^ sealed

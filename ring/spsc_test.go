@@ -666,6 +666,20 @@ func TestBlockingHammer(t *testing.T) {
 	}
 }
 
+// wantUnblocked waits for the result of call, blocked before a Close:
+// it must come, and say the call did not succeed.
+func wantUnblocked(t *testing.T, res <-chan bool, call string) {
+	t.Helper()
+	select {
+	case ok := <-res:
+		if ok {
+			t.Fatal(call + " succeeded after Close")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not unblock " + call)
+	}
+}
+
 // awaitParked waits, without sleeping, until p's owner has announced that it
 // parks.
 func awaitParked(t *testing.T, p *parker) {
@@ -802,14 +816,7 @@ func TestCloseUnblocks(t *testing.T) {
 					awaitParked(t, r.cons)
 				}
 				r.Close()
-				select {
-				case ok := <-res:
-					if ok {
-						t.Fatal(call + " returned true after Close on an empty ring")
-					}
-				case <-time.After(10 * time.Second):
-					t.Fatal("Close did not unblock " + call)
-				}
+				wantUnblocked(t, res, call)
 			})
 		}
 		for _, call := range []string{"Push", "ReserveWait"} {
@@ -828,14 +835,7 @@ func TestCloseUnblocks(t *testing.T) {
 					awaitParked(t, &r.prodPark)
 				}
 				r.Close()
-				select {
-				case ok := <-res:
-					if ok {
-						t.Fatal(call + " succeeded after Close")
-					}
-				case <-time.After(10 * time.Second):
-					t.Fatal("Close did not unblock " + call)
-				}
+				wantUnblocked(t, res, call)
 				if len(r.ReserveWait(1)) != 0 || r.Push(item{}) {
 					t.Fatal("producer blocking call succeeded on a closed ring")
 				}

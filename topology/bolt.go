@@ -251,17 +251,10 @@ func (b *boltExec) emit(st *stream, direct int, one *Tuple, many []*Tuple, value
 }
 
 func (b *boltExec) ack(t *Tuple) error {
-	if err := b.owns(t); err != nil {
+	if err := b.end(t, "Ack", tupleAcked); err != nil {
 		return err
 	}
-	if t.state != tupleLive {
-		return b.ended(t, "Ack")
-	}
-	t.state = tupleAcked
 	b.m.Acked++
-	if t.trace != nil {
-		t.trace.set(traceDone, 0)
-	}
 	for i := 0; i < t.anchors.len(); i++ {
 		a := t.anchors.at(i)
 		if !b.top.spoutOf[a.spout].isLive(a.root) {
@@ -286,6 +279,23 @@ func (b *boltExec) ack(t *Tuple) error {
 			b.send(b.heldMsg)
 		}
 		b.held, b.heldMsg = true, ackcore.Msg{Root: a.root, Val: v, Kind: ackcore.Ack}
+	}
+	return nil
+}
+
+// end moves t from live to its end state (acked or failed) for call (Ack
+// or Fail), closing its trace, or says why it may not: t is not this
+// executor's, or has ended already (then nothing may be sent for it).
+func (b *boltExec) end(t *Tuple, call string, state tupleState) error {
+	if err := b.owns(t); err != nil {
+		return err
+	}
+	if t.state != tupleLive {
+		return b.ended(t, call)
+	}
+	t.state = state
+	if t.trace != nil {
+		t.trace.set(traceDone, 0)
 	}
 	return nil
 }
@@ -320,17 +330,10 @@ func (b *boltExec) ended(t *Tuple, call string) error {
 // sends an ACK, RESET or second FAIL for it; it puts err in the spout's
 // errBox, then sends the one FAIL.
 func (b *boltExec) fail(t *Tuple, err error) error {
-	if e := b.owns(t); e != nil {
+	if e := b.end(t, "Fail", tupleFailed); e != nil {
 		return e
 	}
-	if t.state != tupleLive {
-		return b.ended(t, "Fail")
-	}
-	t.state = tupleFailed
 	b.m.Failed++
-	if t.trace != nil {
-		t.trace.set(traceDone, 0)
-	}
 	for i := 0; i < t.anchors.len(); i++ {
 		a := t.anchors.at(i)
 		sp := b.top.spoutOf[a.spout]

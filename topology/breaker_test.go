@@ -156,14 +156,11 @@ func (s *idleSpout) Fail(id any, f *Failure) { s.l.fail(id.(int), f) }
 func TestBreakerIdleSource(t *testing.T) {
 	l := newLedger()
 	const n = 40
-	var down atomic.Bool
-	var failed atomic.Int64
-	down.Store(true)
 	b := NewBuilder()
 	b.Spout("ids", func() Spout { return &idleSpout{l: l, n: n} }).Output("id")
-	b.Bolt("db", func() Bolt { return &outageBolt{l: l, down: &down, failed: &failed} }).Input("ids", Shuffle())
+	down, _ := addOutage(b, l)
 	cfg := testConfig()
-	cfg.Retry = RetryPolicy{MaxAttempts: 1000, Backoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond}
+	cfg.Retry = outageRetry
 	cfg.Breaker = Breaker{FailureRate: 0.5, MinOutcomes: 20, OpenFor: 10 * time.Millisecond, MaxOpenFor: 20 * time.Millisecond}
 	top := start(t, b, cfg)
 	sp := func() *ComponentMetrics { m := top.Metrics(); return m.Component("ids") }
@@ -305,19 +302,17 @@ func TestBreakerTailPoison(t *testing.T) {
 func TestBreakerOutageHolds(t *testing.T) {
 	l := newLedger()
 	const n = 4000
-	var down atomic.Bool
-	var failed, ticks atomic.Int64
-	down.Store(true)
+	var ticks atomic.Int64
 	b := NewBuilder()
 	b.Spout("ids", func() Spout { return &tickingSpout{idSpout: idSpout{l: l, n: n, step: 1}} }).
 		Output("id").Stream("tick", "n")
-	b.Bolt("db", func() Bolt { return &outageBolt{l: l, down: &down, failed: &failed} }).Input("ids", Shuffle())
+	down, failed := addOutage(b, l)
 	b.Bolt("ticks", func() Bolt {
 		return Basic(BasicFunc(func(*Tuple, *BasicCollector) error { ticks.Add(1); return nil }))
 	}).InputStream("ids", "tick", Shuffle())
 	cfg := testConfig()
 	cfg.MaxSpoutPending = 64
-	cfg.Retry = RetryPolicy{MaxAttempts: 1000, Backoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond}
+	cfg.Retry = outageRetry
 	cfg.Breaker = Breaker{FailureRate: 0.5, OpenFor: 20 * time.Millisecond, MaxOpenFor: 200 * time.Millisecond}
 	cfg.DeadLetter = l.deadLetter
 	top := start(t, b, cfg)

@@ -411,6 +411,15 @@ func (c *component) stream(name string) *stream {
 	return nil
 }
 
+// emitStream is the stream the component emits on by name, or the error
+// of an emit on one it did not declare.
+func (c *component) emitStream(name string) (*stream, error) {
+	if st := c.stream(name); st != nil {
+		return st, nil
+	}
+	return nil, fmt.Errorf("topology: %s %q emits on undeclared stream %q (it declares: %s)", c.kind(), c.name, name, c.streamNames())
+}
+
 func (c *component) streamNames() string {
 	if len(c.streams) == 0 {
 		return "none"

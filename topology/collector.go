@@ -40,11 +40,7 @@ type SpoutStream struct {
 }
 
 func (o SpoutStream) stream() (*stream, error) {
-	s := o.c.s
-	if st := s.comp.stream(o.name); st != nil {
-		return st, nil
-	}
-	return nil, fmt.Errorf("topology: spout %q emits on undeclared stream %q (it declares: %s)", s.comp.name, o.name, s.comp.streamNames())
+	return o.c.s.comp.emitStream(o.name)
 }
 
 // Emit emits values on the stream; see SpoutCollector.Emit.
@@ -117,11 +113,7 @@ type BoltStream struct {
 }
 
 func (o BoltStream) stream() (*stream, error) {
-	b := o.c.b
-	if st := b.comp.stream(o.name); st != nil {
-		return st, nil
-	}
-	return nil, fmt.Errorf("topology: bolt %q emits on undeclared stream %q (it declares: %s)", b.comp.name, o.name, b.comp.streamNames())
+	return o.c.b.comp.emitStream(o.name)
 }
 
 // Emit emits values anchored to anchor (nil: unanchored).

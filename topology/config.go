@@ -288,9 +288,7 @@ func (c *Config) validateAcker(bad func(format string, args ...any)) {
 	owned("Shard.Clock", a.Shard.Clock != nil, "it is Config.Clock")
 	owned("Shard.ProgressTimeout", a.Shard.ProgressTimeout, "it is Config.ProgressTimeout")
 	owned("Shard.ProgressCap", a.Shard.ProgressCap != 0, "it is Config.ResetCap, with Config.ProgressTimeout")
-	if a.Shards == 0 {
-		a.Shards = acker.DefaultShards
-	}
+	setDefault(&a.Shards, acker.DefaultShards)
 	if a.Shards < 1 || a.Shards > acker.MaxShards {
 		bad("topology: Config.Acker.Shards %d out of range [1, %d] (0: acker.DefaultShards; at most once is AtMostOnce)", a.Shards, acker.MaxShards)
 	}
@@ -306,6 +304,15 @@ const (
 	maxRingSize     = 1 << 24
 )
 
+// setDefault sets *v to d when it is zero, the value that means "the
+// default" in every config field.
+func setDefault[T comparable](v *T, d T) {
+	var zero T
+	if *v == zero {
+		*v = d
+	}
+}
+
 // validate is the one check of a Config: it fills every zero field that
 // has a default (from the Default constants, ResetCap from
 // DefaultResetCap timeouts; Breaker's and Adaptive's only when they are
@@ -316,21 +323,15 @@ func (c Config) validate() (Config, error) {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	c.validateAcker(bad)
-	if c.MessageTimeout == 0 {
-		c.MessageTimeout = DefaultMessageTimeout
-	}
+	setDefault(&c.MessageTimeout, DefaultMessageTimeout)
 	if c.MessageTimeout < time.Millisecond || c.MessageTimeout > ackcore.MaxTimeout || c.MessageTimeout%time.Millisecond != 0 {
 		bad("topology: Config.MessageTimeout %v is not a whole number of milliseconds in [1ms, %v]", c.MessageTimeout, ackcore.MaxTimeout)
 	}
-	if c.ResetCap == 0 {
-		c.ResetCap = DefaultResetCap * c.MessageTimeout
-	}
+	setDefault(&c.ResetCap, DefaultResetCap*c.MessageTimeout)
 	if c.ResetCap < c.MessageTimeout {
 		bad("topology: Config.ResetCap %v is below MessageTimeout %v", c.ResetCap, c.MessageTimeout)
 	}
-	if c.MaxSpoutPending == 0 {
-		c.MaxSpoutPending = DefaultMaxSpoutPending
-	}
+	setDefault(&c.MaxSpoutPending, DefaultMaxSpoutPending)
 	if c.MaxSpoutPending < 1 || c.MaxSpoutPending > maxSpoutPending {
 		bad("topology: Config.MaxSpoutPending %d out of range [1, %d]", c.MaxSpoutPending, maxSpoutPending)
 	}
@@ -338,32 +339,22 @@ func (c Config) validate() (Config, error) {
 		if a.TargetP99 < 0 {
 			bad("topology: Config.Adaptive.TargetP99 %v is negative", a.TargetP99)
 		}
-		if a.Min == 0 {
-			a.Min = DefaultAdaptiveMin
-		}
+		setDefault(&a.Min, DefaultAdaptiveMin)
 		if a.Min < 1 || a.Min > c.MaxSpoutPending {
 			bad("topology: Config.Adaptive.Min %d out of range [1, MaxSpoutPending %d]", a.Min, c.MaxSpoutPending)
 		}
-		if a.Interval == 0 {
-			a.Interval = DefaultAdaptiveInterval
-		}
+		setDefault(&a.Interval, DefaultAdaptiveInterval)
 		if a.Interval < 0 {
 			bad("topology: Config.Adaptive.Interval %v is negative", a.Interval)
 		}
 	}
 	r := &c.Retry
-	if r.MaxAttempts == 0 {
-		r.MaxAttempts = DefaultMaxAttempts
-	}
+	setDefault(&r.MaxAttempts, DefaultMaxAttempts)
 	if r.MaxAttempts < 1 || r.MaxAttempts > maxAttempts {
 		bad("topology: Config.Retry.MaxAttempts %d out of range [1, %d]", r.MaxAttempts, maxAttempts)
 	}
-	if r.Backoff == 0 {
-		r.Backoff = DefaultBackoff
-	}
-	if r.MaxBackoff == 0 {
-		r.MaxBackoff = DefaultMaxBackoff
-	}
+	setDefault(&r.Backoff, DefaultBackoff)
+	setDefault(&r.MaxBackoff, DefaultMaxBackoff)
 	if r.Backoff < 0 || r.MaxBackoff < r.Backoff {
 		bad("topology: Config.Retry.Backoff %v / MaxBackoff %v: want 0 <= Backoff <= MaxBackoff", r.Backoff, r.MaxBackoff)
 	}
@@ -378,43 +369,25 @@ func (c Config) validate() (Config, error) {
 		if math.IsNaN(b.FailureRate) || b.FailureRate < 0 || b.FailureRate > 1 {
 			bad("topology: Config.Breaker.FailureRate %v out of range (0, 1]", b.FailureRate)
 		}
-		if b.Window == 0 {
-			b.Window = DefaultBreakerWindow
-		}
-		if b.MinOutcomes == 0 {
-			b.MinOutcomes = DefaultBreakerMinOutcomes
-		}
-		if b.OpenFor == 0 {
-			b.OpenFor = DefaultBreakerOpenFor
-		}
-		if b.MaxOpenFor == 0 {
-			b.MaxOpenFor = DefaultBreakerMaxOpenFor
-		}
-		if b.Probes == 0 {
-			b.Probes = DefaultBreakerProbes
-		}
+		setDefault(&b.Window, DefaultBreakerWindow)
+		setDefault(&b.MinOutcomes, DefaultBreakerMinOutcomes)
+		setDefault(&b.OpenFor, DefaultBreakerOpenFor)
+		setDefault(&b.MaxOpenFor, DefaultBreakerMaxOpenFor)
+		setDefault(&b.Probes, DefaultBreakerProbes)
 		if b.Window < 0 || b.MinOutcomes < 1 || b.OpenFor < 0 || b.MaxOpenFor < b.OpenFor || b.Probes < 1 {
 			bad("topology: Config.Breaker %+v: want Window > 0, MinOutcomes >= 1, 0 <= OpenFor <= MaxOpenFor, Probes >= 1", *b)
 		}
 	}
-	if c.RingSize == 0 {
-		c.RingSize = DefaultRingSize
-	}
+	setDefault(&c.RingSize, DefaultRingSize)
 	if c.RingSize < 2 || c.RingSize > maxRingSize || c.RingSize&(c.RingSize-1) != 0 {
 		bad("topology: Config.RingSize %d is not a power of two in [2, %d]", c.RingSize, maxRingSize)
 	}
-	if c.Batch == 0 {
-		c.Batch = DefaultBatch
-	}
+	setDefault(&c.Batch, DefaultBatch)
 	if c.Batch < 1 || c.Batch > c.RingSize {
 		bad("topology: Config.Batch %d out of range [1, RingSize %d]", c.Batch, c.RingSize)
 	}
-	if c.SpoutWait == 0 {
-		c.SpoutWait = DefaultSpoutWait
-	}
-	if c.TraceEvery == 0 {
-		c.TraceEvery = DefaultTraceEvery
-	}
+	setDefault(&c.SpoutWait, DefaultSpoutWait)
+	setDefault(&c.TraceEvery, DefaultTraceEvery)
 	if c.SpoutWait < 0 {
 		bad("topology: Config.SpoutWait %v is negative", c.SpoutWait)
 	}

@@ -102,6 +102,24 @@ func (s *poisonSpout) Next(c *topology.SpoutCollector) {
 func (s *poisonSpout) Ack(msgID any)                       { fmt.Println("completed", msgID) }
 func (s *poisonSpout) Fail(msgID any, f *topology.Failure) {}
 
+// runToDone builds and starts the topology, waits until its spouts are
+// done and every root ended, and stops it: the lifecycle Example spells
+// out.
+func runToDone(b *topology.Builder, cfg topology.Config) *topology.Topology {
+	top, err := b.Build(cfg)
+	if err != nil {
+		panic(err)
+	}
+	if err := top.Start(); err != nil {
+		panic(err)
+	}
+	<-top.Done()
+	if err := top.Stop(context.Background()); err != nil {
+		panic(err)
+	}
+	return top
+}
+
 // A message that always fails is replayed by the engine (with the values
 // it kept) up to the retry policy's attempts, then handed to the
 // dead-letter hook; bolts see each replay's attempt number.
@@ -127,13 +145,7 @@ func ExampleConfig_deadLetter() {
 	cfg.DeadLetter = func(d topology.DeadLetter) {
 		fmt.Printf("dead letter: %v values %v: %v\n", d.MsgID, d.Values, &d.Failure)
 	}
-	top, err := b.Build(cfg)
-	if err != nil {
-		panic(err)
-	}
-	_ = top.Start()
-	<-top.Done()
-	_ = top.Stop(context.Background())
+	runToDone(b, cfg)
 	slices.Sort(seen)
 	fmt.Println("attempts seen by the bolt:", seen)
 	// Unordered output:
@@ -170,13 +182,7 @@ func ExamplePanicError() {
 			fmt.Printf("dead letter %v (%v): %s %q panicked in %s: %v\n", d.MsgID, d.Failure.Reason, "bolt", pe.Component, pe.Method, pe.Value)
 		}
 	}
-	top, err := b.Build(cfg)
-	if err != nil {
-		panic(err)
-	}
-	_ = top.Start()
-	<-top.Done()
-	_ = top.Stop(context.Background())
+	top := runToDone(b, cfg)
 	fmt.Println("panics:", top.Metrics().Component("check").Panics)
 	// Unordered output:
 	// completed 0

@@ -44,10 +44,9 @@ func (f *flakyBolt) Execute(t *Tuple, c *BoltCollector) {
 }
 
 func TestFaultFailingBolt(t *testing.T) {
-	l := newLedger()
 	const n = 4000
-	b := NewBuilder()
-	b.Spout("ids", newIDSpout(l, n)).Tasks(2).Output("id")
+	l, b, ids := idSource(n)
+	ids.Tasks(2)
 	b.Bolt("fan", fanout(3)).Input("ids", Shuffle()).Output("id", "k")
 	b.Bolt("flaky", func() Bolt { return &flakyBolt{l: l, rate: 0.05} }).Tasks(2).Input("fan", Fields("id"))
 	cfg := testConfig()
@@ -67,10 +66,8 @@ func TestFaultFailingBolt(t *testing.T) {
 }
 
 func TestFaultDropsInTransit(t *testing.T) {
-	l := newLedger()
 	const n = 2000
-	b := NewBuilder()
-	b.Spout("ids", newIDSpout(l, n)).Output("id")
+	l, b, _ := idSource(n)
 	b.Bolt("fan", fanout(4)).Tasks(2).Input("ids", Shuffle()).Output("id", "k")
 	b.Bolt("sink", recordingSink(l)).Input("fan", Fields("id"))
 	cfg := testConfig()
@@ -227,11 +224,9 @@ func (p *poisonBolt) Execute(t *Tuple, c *BoltCollector) {
 }
 
 func TestFaultPoisonMessage(t *testing.T) {
-	l := newLedger()
 	const n, poison = 1000, 137
 	var seen sync.Map
-	b := NewBuilder()
-	b.Spout("ids", newIDSpout(l, n)).Output("id")
+	l, b, _ := idSource(n)
 	b.Bolt("check", func() Bolt { return &poisonBolt{l: l, poison: poison, attempts: &seen} }).Tasks(2).Input("ids", Fields("id"))
 	cfg := testConfig()
 	cfg.Retry.MaxAttempts = 4
@@ -351,6 +346,20 @@ func TestFaultJoinOneParentFails(t *testing.T) {
 	t.Logf("joined children processed twice: %d; late acks at join %d, sink %d", dups, m.Component("join").LateAcks, m.Component("sink").LateAcks)
 }
 
+// addOutage adds a database that is down at first: bolt "db", fed by
+// spout "ids", fails every tuple while down is set, counting them in
+// failed.
+func addOutage(b *Builder, l *ledger) (down *atomic.Bool, failed *atomic.Int64) {
+	down, failed = new(atomic.Bool), new(atomic.Int64)
+	down.Store(true)
+	b.Bolt("db", func() Bolt { return &outageBolt{l: l, down: down, failed: failed} }).Input("ids", Shuffle())
+	return down, failed
+}
+
+// outageRetry replays a failed root at once and all but without end: an
+// outage's failures are for the breaker to bound.
+var outageRetry = RetryPolicy{MaxAttempts: 1000, Backoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond}
+
 // outageBolt fails everything while down is set.
 type outageBolt struct {
 	l      *ledger
@@ -369,17 +378,12 @@ func (o *outageBolt) Execute(t *Tuple, c *BoltCollector) {
 }
 
 func TestFaultOutageBreaker(t *testing.T) {
-	l := newLedger()
 	const n = 3000
-	var down atomic.Bool
-	var failedDuringOutage atomic.Int64
-	down.Store(true)
-	b := NewBuilder()
-	b.Spout("ids", newIDSpout(l, n)).Output("id")
-	b.Bolt("db", func() Bolt { return &outageBolt{l: l, down: &down, failed: &failedDuringOutage} }).Input("ids", Shuffle())
+	l, b, _ := idSource(n)
+	down, failedDuringOutage := addOutage(b, l)
 	cfg := testConfig()
 	cfg.MaxSpoutPending = 64
-	cfg.Retry = RetryPolicy{MaxAttempts: 1000, Backoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond}
+	cfg.Retry = outageRetry
 	cfg.Breaker = Breaker{FailureRate: 0.5, Window: time.Second, MinOutcomes: 20, OpenFor: 10 * time.Millisecond, MaxOpenFor: 40 * time.Millisecond}
 	cfg.DeadLetter = l.deadLetter
 	top := start(t, b, cfg)

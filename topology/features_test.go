@@ -403,11 +403,9 @@ func (c *clockBolt) Execute(t *Tuple, col *BoltCollector) {
 }
 
 func TestAdaptivePending(t *testing.T) {
-	l := newLedger()
 	clock := &ackcore.FakeClock{}
 	const n = 30000
-	b := NewBuilder()
-	b.Spout("ids", newIDSpout(l, n)).Output("id")
+	l, b, _ := idSource(n)
 	b.Bolt("slow", func() Bolt { return &clockBolt{clock: clock, d: 100 * time.Microsecond} }).Input("ids", Shuffle())
 	cfg := testConfig()
 	cfg.Clock = clock
@@ -437,11 +435,10 @@ func TestAdaptivePending(t *testing.T) {
 // network acker's client would be), which also makes the spouts send
 // explicit per-root timeouts.
 func TestPort(t *testing.T) {
-	l := newLedger()
 	const n = 2000
 	var opened atomic.Int32
-	b := NewBuilder()
-	b.Spout("ids", newIDSpout(l, n)).Tasks(2).Output("id")
+	l, b, ids := idSource(n)
+	ids.Tasks(2)
 	b.Bolt("fan", fanout(2)).Input("ids", Shuffle()).Output("id", "k")
 	b.Bolt("sink", recordingSink(l)).Input("fan", Shuffle())
 	cfg := testConfig()

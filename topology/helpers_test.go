@@ -57,6 +57,23 @@ func (l *ledger) process(id, attempt int) {
 	l.mu.Unlock()
 }
 
+// idSource starts a topology with spout "ids", which emits ids [0, n)
+// on its "id" field and records their outcomes in a new ledger; the
+// spout's declaration is returned for its tasks and executors.
+func idSource(n int) (*ledger, *Builder, *Decl) {
+	l := newLedger()
+	b := NewBuilder()
+	return l, b, b.Spout("ids", newIDSpout(l, n)).Output("id")
+}
+
+// idsToSink builds the smallest acking topology: idSource into a sink
+// bolt that acks each id.
+func idsToSink(n int) (*ledger, *Builder) {
+	l, b, _ := idSource(n)
+	b.Bolt("sink", func() Bolt { return nopBolt{} }).Input("ids", Shuffle())
+	return l, b
+}
+
 // summary counts final outcomes.
 type summary struct {
 	completed, deadLettered, stopped, failedOther, duplicates, missing int

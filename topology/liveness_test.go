@@ -68,10 +68,8 @@ func TestLateAcksNotSent(t *testing.T) {
 	if testing.Short() {
 		n = 20_000
 	}
-	l := newLedger()
 	rec := &failRecord{}
-	b := NewBuilder()
-	b.Spout("ids", newIDSpout(l, n)).Output("id")
+	l, b, _ := idSource(n)
 	b.Bolt("split", func() Bolt { return &failAfterFanout{k: 4, fails: rateFails(0.05), rec: rec} }).
 		Input("ids", Shuffle()).Output("id", "k")
 	b.Bolt("sink", func() Bolt { return nopBolt{} }).Tasks(2).Input("split", Shuffle())

@@ -167,21 +167,24 @@ type ComponentMetrics struct {
 // FailedWith returns the failed attempts with reason r.
 // 0 for a reason no attempt fails with (none, invalid).
 func (c *ComponentMetrics) FailedWith(r ackcore.Reason) uint64 {
-	switch r {
-	case ackcore.ReasonExplicit:
-		return c.FailedExplicit
-	case ackcore.ReasonTimeout:
-		return c.FailedTimeout
-	case ackcore.ReasonFull:
-		return c.FailedFull
-	case ackcore.ReasonStopped:
-		return c.FailedStopped
-	case ackcore.ReasonLost:
-		return c.FailedLost
-	case ackcore.ReasonPanic:
-		return c.FailedPanic
+	if p := c.failed(r); p != nil {
+		return *p
 	}
 	return 0
+}
+
+// failed is the field counting the attempts failed with reason r; nil
+// for a reason no attempt fails with (none, invalid).
+func (c *ComponentMetrics) failed(r ackcore.Reason) *uint64 {
+	fields := [...]*uint64{
+		ackcore.ReasonExplicit: &c.FailedExplicit, ackcore.ReasonTimeout: &c.FailedTimeout,
+		ackcore.ReasonFull: &c.FailedFull, ackcore.ReasonStopped: &c.FailedStopped,
+		ackcore.ReasonLost: &c.FailedLost, ackcore.ReasonPanic: &c.FailedPanic,
+	}
+	if int(r) < len(fields) {
+		return fields[r]
+	}
+	return nil
 }
 
 // failReasons are the reasons an attempt fails with, in the order the
@@ -194,12 +197,9 @@ func (c *ComponentMetrics) set(m *counters) {
 	c.Executed, c.Acked, c.Failed = m.Executed, m.Acked, m.Failed
 	c.LateAcks, c.Resets, c.ResetsCapped, c.AckerErrors = m.LateAcks, m.Resets, m.ResetsCapped, m.AckerErrors
 	c.Completed = m.Completed
-	c.FailedExplicit = m.FailedBy[ackcore.ReasonExplicit]
-	c.FailedTimeout = m.FailedBy[ackcore.ReasonTimeout]
-	c.FailedFull = m.FailedBy[ackcore.ReasonFull]
-	c.FailedStopped = m.FailedBy[ackcore.ReasonStopped]
-	c.FailedLost = m.FailedBy[ackcore.ReasonLost]
-	c.FailedPanic = m.FailedBy[ackcore.ReasonPanic]
+	for _, r := range failReasons {
+		*c.failed(r) = m.FailedBy[r]
+	}
 	c.Panics = m.Panics
 	c.Busy = time.Duration(m.BusyNs)
 	c.Replayed, c.DeadLettered, c.FailedFinal, c.Stale = m.Replayed, m.DeadLettered, m.FailedFinal, m.Stale

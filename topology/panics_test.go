@@ -55,11 +55,9 @@ func panicky(t *Tuple, c *BasicCollector) error {
 // topology runs on, every other message completes, the panics are
 // counted per component and logged once per interval.
 func TestPanicInExecute(t *testing.T) {
-	l := newLedger()
 	const n = 1000
 	h := &countingHandler{n: map[string]int{}}
-	b := NewBuilder()
-	b.Spout("ids", newIDSpout(l, n)).Output("id")
+	l, b, _ := idSource(n)
 	b.Bolt("parse", func() Bolt { return Basic(BasicFunc(panicky)) }).Tasks(2).Input("ids", Shuffle()).Output("id", "k")
 	b.Bolt("sink", func() Bolt { return nopBolt{} }).Input("parse", Shuffle())
 	cfg := testConfig()
@@ -218,10 +216,8 @@ func TestPanicInOpenClose(t *testing.T) {
 // TestPanicStops: with Config.PanicStops, the first panic closes Done,
 // Err and Stop return it, and every message still has its one outcome.
 func TestPanicStops(t *testing.T) {
-	l := newLedger()
 	const n = 100_000
-	b := NewBuilder()
-	b.Spout("ids", newIDSpout(l, n)).Output("id")
+	l, b, _ := idSource(n)
 	b.Bolt("parse", func() Bolt { return Basic(BasicFunc(panicky)) }).Input("ids", Shuffle()).Output("id", "k")
 	b.Bolt("sink", func() Bolt { return nopBolt{} }).Input("parse", Shuffle())
 	cfg := testConfig()

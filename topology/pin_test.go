@@ -35,10 +35,9 @@ func TestPinOnePlanner(t *testing.T) {
 		{"short", 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l := newLedger()
 			const n = 200
-			b := NewBuilder()
-			b.Spout("ids", newIDSpout(l, n)).Tasks(2).Executors(2).Output("id")
+			l, b, ids := idSource(n)
+			ids.Tasks(2).Executors(2)
 			b.Bolt("sink", func() Bolt { return nopBolt{} }).Tasks(3).Executors(3).Input("ids", Shuffle())
 			cfg := testConfig()
 			cfg.Acker.Shards = 2
@@ -82,11 +81,8 @@ func TestPinOnePlanner(t *testing.T) {
 // TestPinAckerOnly: Acker.Pin without Config.Pin pins the shards alone,
 // from the planner's first CPUs; the executors stay unplanned.
 func TestPinAckerOnly(t *testing.T) {
-	l := newLedger()
 	const n = 100
-	b := NewBuilder()
-	b.Spout("ids", newIDSpout(l, n)).Output("id")
-	b.Bolt("sink", func() Bolt { return nopBolt{} }).Input("ids", Shuffle())
+	l, b := idsToSink(n)
 	cfg := testConfig()
 	cfg.Acker = acker.Config{Shards: 2, Pin: true}
 	top, err := b.Build(cfg)

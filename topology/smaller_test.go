@@ -97,11 +97,8 @@ func TestMetricsAckerOnNetio(t *testing.T) {
 	go func() { defer close(served); _ = srv.Serve(ln) }()
 	defer func() { srv.Close(); <-served }()
 
-	l := newLedger()
 	const n = 500
-	b := NewBuilder()
-	b.Spout("ids", newIDSpout(l, n)).Output("id")
-	b.Bolt("sink", func() Bolt { return nopBolt{} }).Input("ids", Shuffle())
+	l, b := idsToSink(n)
 	cfg := testConfig()
 	ccfg := netio.ClientConfig{Hosts: []string{ln.Addr().String()}, Secret: secret}
 	cfg.Port = func(s acker.Spec) (acker.Port, error) { return ccfg.Port(s) }
@@ -119,11 +116,8 @@ func TestMetricsAckerOnNetio(t *testing.T) {
 // topology runs, the final counters after Stop; at most once none.
 func TestAckerStats(t *testing.T) {
 	for _, ackers := range []int{0, 1} {
-		l := newLedger()
 		const n = 500
-		b := NewBuilder()
-		b.Spout("ids", newIDSpout(l, n)).Output("id")
-		b.Bolt("sink", func() Bolt { return nopBolt{} }).Input("ids", Shuffle())
+		l, b := idsToSink(n)
 		cfg := testConfig()
 		cfg.AtMostOnce = ackers == 0
 		top := start(t, b, cfg)
@@ -143,11 +137,8 @@ func TestAckerStats(t *testing.T) {
 // TestZeroConfigIsAtLeastOnce: the zero Config tracks every tree with one
 // in-process acker shard; at most once is only AtMostOnce.
 func TestZeroConfigIsAtLeastOnce(t *testing.T) {
-	l := newLedger()
 	const n = 300
-	b := NewBuilder()
-	b.Spout("ids", newIDSpout(l, n)).Output("id")
-	b.Bolt("sink", func() Bolt { return nopBolt{} }).Input("ids", Shuffle())
+	l, b := idsToSink(n)
 	top := start(t, b, Config{})
 	waitDone(t, top, 30*time.Second)
 	stop(t, top)
@@ -211,10 +202,8 @@ func (d dupBolt) Execute(t *Tuple, c *BoltCollector) {
 // FAIL per failed tree.
 func TestDuplicateAckFail(t *testing.T) {
 	const n = 6
-	l := newLedger()
 	errs := make(chan error, 2*n)
-	b := NewBuilder()
-	b.Spout("ids", newIDSpout(l, n)).Output("id")
+	l, b, _ := idSource(n)
 	b.Bolt("dup", func() Bolt { return dupBolt{errs: errs} }).Input("ids", Shuffle()).Output("id")
 	b.Bolt("sink", func() Bolt { return nopBolt{} }).Input("dup", Shuffle())
 	cfg := testConfig()

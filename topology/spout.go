@@ -107,8 +107,8 @@ func newSpoutExec(base executor, spouts []Spout, ackTask []uint32, cfg *Config) 
 		s.mask = 1<<s.slotBits - 1
 		s.slots = make([]slot, 1<<s.slotBits)
 		s.live = make([]atomic.Uint64, len(s.slots))
-		s.retryQ.slots = s.slots
-		s.passQ.slots = s.slots
+		byDue := func(a, b uint32) bool { return s.slots[a].due < s.slots[b].due }
+		s.retryQ.Before, s.passQ.Before = byDue, byDue
 		s.free = make([]uint32, 0, len(s.slots))
 		for i := len(s.slots) - 1; i >= 0; i-- {
 			s.free = append(s.free, uint32(i))
@@ -201,13 +201,13 @@ func (s *spoutExec) idle() bool {
 	case s.canAsk():
 		wait = s.top.cfg.SpoutWait // Next emitted nothing: Storm's spout wait
 	}
-	if len(s.passQ.idx) > 0 {
-		if d := time.Duration(s.slots[s.passQ.idx[0]].due - s.now); wait < 0 || d < wait {
+	if len(s.passQ.S) > 0 {
+		if d := time.Duration(s.slots[s.passQ.S[0]].due - s.now); wait < 0 || d < wait {
 			wait = max(d, 0)
 		}
 	}
-	if len(s.retryQ.idx) > 0 {
-		d, timed := time.Duration(s.slots[s.retryQ.idx[0]].due-s.now), true
+	if len(s.retryQ.S) > 0 {
+		d, timed := time.Duration(s.slots[s.retryQ.S[0]].due-s.now), true
 		if !s.replayAllowed() { // until the spout runs dry, else the breaker's next event
 			d, timed = time.Duration(s.lastNew+int64(s.brk.cfg.OpenFor)-s.now), s.nheld == 0 && s.roomForNew()
 		}
@@ -340,7 +340,7 @@ func (s *spoutExec) recoverIn(task int, method string) {
 // once, and tells the topology.
 func (s *spoutExec) stopEmitting() {
 	for _, q := range [...]*retryHeap{&s.retryQ, &s.passQ} {
-		for len(q.idx) > 0 {
+		for len(q.S) > 0 {
 			idx := heap.Pop(q).(uint32)
 			sl := &s.slots[idx]
 			s.waiting[sl.task]--
@@ -417,7 +417,7 @@ func (s *spoutExec) control() bool {
 
 func (s *spoutExec) publish() {
 	s.lastPub = s.now
-	s.m.Waiting = int64(len(s.retryQ.idx) + len(s.passQ.idx)) // every waiting root is in one of the queues
+	s.m.Waiting = int64(len(s.retryQ.S) + len(s.passQ.S)) // every waiting root is in one of the queues
 	s.pub.Lock()
 	s.pub.m = s.m
 	s.pubHist.Merge(s.hist)
@@ -461,8 +461,8 @@ func (s *spoutExec) check() {
 	for i := range s.held {
 		held += len(s.held[i])
 	}
-	if inUse != sum || int64(sum+held) != s.m.Pending || held != s.nheld || int64(held) != s.m.Held || inUse+len(s.free) != len(s.slots) || len(s.retryQ.idx)+len(s.passQ.idx) != waiting {
+	if inUse != sum || int64(sum+held) != s.m.Pending || held != s.nheld || int64(held) != s.m.Held || inUse+len(s.free) != len(s.slots) || len(s.retryQ.S)+len(s.passQ.S) != waiting {
 		panic(fmt.Sprintf("topology: spout %q: %d slots in use, in flight %v, waiting %v (counted %d), %d free of %d, %d+%d in the retry queues",
-			s.comp.name, inUse, s.pending, s.waiting, s.m.Pending, len(s.free), len(s.slots), len(s.retryQ.idx), len(s.passQ.idx)))
+			s.comp.name, inUse, s.pending, s.waiting, s.m.Pending, len(s.free), len(s.slots), len(s.retryQ.S), len(s.passQ.S)))
 	}
 }

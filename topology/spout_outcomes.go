@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/internal/sliceheap"
 )
 
 // errBox carries bolts' errors to the spout: a bolt puts the error for a
@@ -215,16 +216,16 @@ func (s *spoutExec) final(idx uint32, sl *slot, f *Failure, dead bool) {
 // its try at the next failed probe.
 func (s *spoutExec) releaseReplays() {
 	ep := s.brk.episode
-	keep := s.retryQ.idx[:0]
-	for _, idx := range s.retryQ.idx {
+	keep := s.retryQ.S[:0]
+	for _, idx := range s.retryQ.S {
 		if sl := &s.slots[idx]; sl.tried != ep {
 			sl.tried = ep
-			s.passQ.idx = append(s.passQ.idx, idx)
+			s.passQ.S = append(s.passQ.S, idx)
 		} else {
 			keep = append(keep, idx)
 		}
 	}
-	s.retryQ.idx = keep
+	s.retryQ.S = keep
 	heap.Init(&s.retryQ)
 	heap.Init(&s.passQ)
 }
@@ -242,8 +243,8 @@ func (s *spoutExec) replayDue() bool {
 // does not); did says an earlier call replayed some.
 func (s *spoutExec) replayFrom(q *retryHeap, did bool) bool {
 	started := false
-	for len(q.idx) > 0 && !s.quiet {
-		idx := q.idx[0]
+	for len(q.S) > 0 && !s.quiet {
+		idx := q.S[0]
 		sl := &s.slots[idx]
 		if sl.due > s.now || q == &s.retryQ && !s.replayAllowed() || s.staged() && (did || started) || s.pending[sl.task] >= s.bound {
 			break
@@ -270,22 +271,6 @@ func (s *spoutExec) replayFrom(q *retryHeap, did bool) bool {
 	return started
 }
 
-// retryHeap orders the slots waiting for a replay by due time.
-type retryHeap struct {
-	idx   []uint32
-	slots []slot
-}
-
-func (h *retryHeap) Len() int { return len(h.idx) }
-
-func (h *retryHeap) Less(i, j int) bool { return h.slots[h.idx[i]].due < h.slots[h.idx[j]].due }
-
-func (h *retryHeap) Swap(i, j int) { h.idx[i], h.idx[j] = h.idx[j], h.idx[i] }
-
-func (h *retryHeap) Push(x any) { h.idx = append(h.idx, x.(uint32)) }
-
-func (h *retryHeap) Pop() any {
-	x := h.idx[len(h.idx)-1]
-	h.idx = h.idx[:len(h.idx)-1]
-	return x
-}
+// retryHeap holds the slots waiting for a replay (their indexes), by due
+// time (Before, set with the slots).
+type retryHeap = sliceheap.Heap[uint32]

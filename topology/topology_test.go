@@ -32,10 +32,9 @@ func (s *sink) Execute(t *Tuple, c *BoltCollector) {
 func TestEndToEnd(t *testing.T) {
 	for _, ackers := range []int{0, 1, 2} {
 		t.Run(map[int]string{0: "ackers=0", 1: "ackers=1", 2: "ackers=2"}[ackers], func(t *testing.T) {
-			l := newLedger()
 			const n = 5000
-			b := NewBuilder()
-			b.Spout("ids", newIDSpout(l, n)).Tasks(3).Executors(2).Output("id")
+			l, b, ids := idSource(n)
+			ids.Tasks(3).Executors(2)
 			b.Bolt("fan", fanout(4)).Tasks(2).Input("ids", Shuffle()).Output("id", "k")
 			b.Bolt("sink", func() Bolt { return &sink{l: l} }).Tasks(3).Executors(2).Input("fan", Fields("id"))
 			cfg := testConfig()
@@ -73,11 +72,8 @@ func TestEndToEnd(t *testing.T) {
 }
 
 func TestPinned(t *testing.T) {
-	l := newLedger()
 	const n = 1000
-	b := NewBuilder()
-	b.Spout("ids", newIDSpout(l, n)).Output("id")
-	b.Bolt("sink", func() Bolt { return nopBolt{} }).Input("ids", Shuffle())
+	l, b := idsToSink(n)
 	cfg := testConfig()
 	cfg.Pin = true
 	top := start(t, b, cfg)

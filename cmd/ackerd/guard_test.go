@@ -62,9 +62,7 @@ func hammer(url string, stop chan struct{}, answered *atomic.Int64) func() map[i
 	paths := []string{"/", "/pending?n=1000", "/metrics"}
 	cl := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
 	for i := range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for {
 				select {
 				case <-stop:
@@ -82,7 +80,7 @@ func hammer(url string, stop chan struct{}, answered *atomic.Int64) func() map[i
 				mu.Unlock()
 				answered.Add(1)
 			}
-		}()
+		})
 	}
 	return func() map[int]int { close(stop); wg.Wait(); cl.CloseIdleConnections(); return codes }
 }

@@ -62,42 +62,47 @@ func TestIdempotentSinkReplay(t *testing.T) {
 	}
 	o := options{Common: kit.Common{Fail: 0.02, Seed: 3}, stream: "WC", consumer: "first", spouts: 2, ackWait: 2 * time.Second, attempts: 10}
 	sink := kit.NewSink[jetstream.Position]()
-	r1, err := countOnce(ctx, js, o, first, last, sink)
-	if err != nil {
-		t.Fatal(err)
+	// pass counts the stream once into sink through o's consumer, checks
+	// the run's verdict and returns the run with the sink's totals and
+	// writes after it.
+	type state struct {
+		idem, naive    map[string]int
+		applied, noops int
 	}
-	if err := r1.verdict(io.Discard, sink, n); err != nil {
-		t.Fatal(err)
+	pass := func() (*result, state) {
+		t.Helper()
+		r, err := countOnce(ctx, js, o, first, last, sink)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.verdict(io.Discard, sink, n); err != nil {
+			t.Fatal(err)
+		}
+		var st state
+		st.idem, st.naive = sink.Totals()
+		st.applied, st.noops = sink.Writes()
+		return r, st
 	}
-	idem1, naive1 := sink.Totals()
-	applied1, noops1 := sink.Writes()
-	if !maps.Equal(idem1, corpus.Counts(n)) {
-		t.Fatalf("after the first pass the sink holds %v, want %v", idem1, corpus.Counts(n))
+	r1, s1 := pass()
+	if !maps.Equal(s1.idem, corpus.Counts(n)) {
+		t.Fatalf("after the first pass the sink holds %v, want %v", s1.idem, corpus.Counts(n))
 	}
-	if _, again, _ := r1.duplicates(); again == 0 || noops1 == 0 {
-		t.Fatalf("the first pass processed nothing twice (%d no-op writes): raise -fail", noops1)
+	if _, again, _ := r1.duplicates(); again == 0 || s1.noops == 0 {
+		t.Fatalf("the first pass processed nothing twice (%d no-op writes): raise -fail", s1.noops)
 	}
 
 	// The replay: every message again, as a redelivery would bring it.
 	o.consumer, o.Fail = "replay", 0
-	r2, err := countOnce(ctx, js, o, first, last, sink)
-	if err != nil {
-		t.Fatal(err)
+	_, s2 := pass()
+	if !maps.Equal(s2.idem, s1.idem) {
+		t.Errorf("the replay moved the idempotent totals: %v, then %v", s1.idem, s2.idem)
 	}
-	if err := r2.verdict(io.Discard, sink, n); err != nil {
-		t.Fatal(err)
-	}
-	idem2, naive2 := sink.Totals()
-	applied2, noops2 := sink.Writes()
-	if !maps.Equal(idem2, idem1) {
-		t.Errorf("the replay moved the idempotent totals: %v, then %v", idem1, idem2)
-	}
-	if replayed := applied2 + noops2 - applied1 - noops1; replayed == 0 || noops2-noops1 != replayed {
-		t.Errorf("the replay made %d writes, %d of them no-ops; want all", replayed, noops2-noops1)
+	if replayed := s2.applied + s2.noops - s1.applied - s1.noops; replayed == 0 || s2.noops-s1.noops != replayed {
+		t.Errorf("the replay made %d writes, %d of them no-ops; want all", replayed, s2.noops-s1.noops)
 	}
 	for w, c := range corpus.Counts(n) {
-		if naive2[w] != naive1[w]+c {
-			t.Errorf("plain total of %q: %d, then %d; want the replay to add %d", w, naive1[w], naive2[w], c)
+		if s2.naive[w] != s1.naive[w]+c {
+			t.Errorf("plain total of %q: %d, then %d; want the replay to add %d", w, s1.naive[w], s2.naive[w], c)
 		}
 	}
 }

@@ -25,6 +25,28 @@ func InvalidMsgs() []ackcore.Msg {
 	}
 }
 
+// InitMsg is root's INIT from task, with the XOR of its first edges.
+// InitMsg, AckMsg, FailMsg and ResetMsg are for the tests that write their
+// message streams by hand.
+func InitMsg(root uint64, task uint32, val uint64) ackcore.Msg {
+	return ackcore.Msg{Root: root, Kind: ackcore.Init, Task: task, Val: val}
+}
+
+// AckMsg is an ACK of val for root.
+func AckMsg(root, val uint64) ackcore.Msg {
+	return ackcore.Msg{Root: root, Kind: ackcore.Ack, Val: val}
+}
+
+// FailMsg is a FAIL of root, without a val.
+func FailMsg(root uint64) ackcore.Msg {
+	return ackcore.Msg{Root: root, Kind: ackcore.Fail}
+}
+
+// ResetMsg is a RESET of root's timeout.
+func ResetMsg(root uint64) ackcore.Msg {
+	return ackcore.Msg{Root: root, Kind: ackcore.Reset}
+}
+
 // The clock geometry of every scenario. Timeout is short so that roots time
 // out within a run; custom timeouts from DefaultGen reach 40 ms, twice it.
 const (

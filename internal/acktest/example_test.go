@@ -81,6 +81,16 @@ func ExampleCases() {
 	// drains-tight: seed=1 roots=300 maxPending=24 window=150 dup=0 drop=0.02 maxBatch=16 jump=0.05 owners=3 orphanShare=6 drains
 }
 
+// keeping is the newShard of ExampleRun: it makes ackcore shards and
+// keeps the last one in *kept, for the example to print its counters.
+func keeping(kept **ackcore.Shard) func(ackcore.Config) (ackcore.Interface, error) {
+	return func(cfg ackcore.Config) (ackcore.Interface, error) {
+		s, err := ackcore.NewShard(cfg)
+		*kept = s
+		return s, err
+	}
+}
+
 // ExampleScenario_drains holds the shard to the model on fails after
 // fan-out whose FAILs carry the failed tuple's ack val: each failed tree
 // leaves a drain, which its children's late ACKs empty, so the table
@@ -88,13 +98,8 @@ func ExampleCases() {
 // scenario's 20 ms timeout expires as an orphan instead).
 func ExampleScenario_drains() {
 	var shard *ackcore.Shard
-	newShard := func(cfg ackcore.Config) (ackcore.Interface, error) {
-		s, err := ackcore.NewShard(cfg)
-		shard = s
-		return s, err
-	}
 	sc := acktest.Scenario{Seed: 1, Roots: 300, MaxPending: 4096, Window: 20, MaxBatch: 256, Drains: true}
-	acktest.Run(exampleTB{}, sc, newShard)
+	acktest.Run(exampleTB{}, sc, keeping(&shard))
 
 	st := shard.Stats()
 	fmt.Println("failed:", st.FailedExplicit, "drained:", st.OrphansDrained, "expired:", st.Orphans, "pending:", st.Pending)

@@ -47,7 +47,9 @@
 //     test, this test, the test kits every acker in the repository is held
 //     to and the benchmarks' workloads (internal/acktest), the shard's
 //     timing wheel (internal/timerwheel), the outcome queue netio's client
-//     and the harness share (internal/outq), and the proxy builder, which
+//     and the harness share (internal/outq), what the broker sources'
+//     process tests share with their worker commands (internal/workerproc),
+//     and the proxy builder, which
 //     is a module of its own so that golang.org/x/mod never enters the
 //     library's requirements.
 //

@@ -103,49 +103,58 @@ func BenchmarkTimers(b *testing.B) {
 }
 
 // newBenchWheel populates handles [0, live) and returns the wheel with
-// benchSpares unscheduled handles after them, and its B/timer.
-func newBenchWheel(live int, delays []Tick) (*Wheel, float64) {
+// benchSpares unscheduled handles after them, the delay table and its
+// B/timer.
+func newBenchWheel(b *testing.B, live int) (*Wheel, []Tick, float64) {
+	var w *Wheel
+	delays, bpt := populate(b, live, func() { w = New(live+benchSpares, 0) }, func(h Handle, d Tick) { w.Schedule(h, d) })
+	return w, delays, bpt
+}
+
+// populate makes a timer set (build) and schedules handles [0, live) on
+// it, their deadlines spread over benchSpread ticks, and returns the
+// delay table and the set's B/timer. Allocations are reported from the
+// benchmark loop on.
+func populate(b *testing.B, live int, build func(), schedule func(Handle, Tick)) ([]Tick, float64) {
+	delays := benchDelayTable()
 	before := liveHeap()
-	w := New(live+benchSpares, 0)
+	build()
 	for h := range Handle(live) {
-		w.Schedule(h, delays[h%benchDelays]+Tick(h)%benchSpread)
+		schedule(h, delays[h%benchDelays]+Tick(h)%benchSpread)
 	}
-	return w, bytesPer(before, liveHeap(), live)
+	b.ReportAllocs()
+	return delays, bytesPer(before, liveHeap(), live)
 }
 
 func benchWheelCancel(b *testing.B, live int) {
-	delays := benchDelayTable()
-	w, bpt := newBenchWheel(live, delays)
-	b.ReportAllocs()
-	b.ResetTimer()
-	i := 0
-	for b.Loop() {
+	w, delays, bpt := newBenchWheel(b, live)
+	for i := 0; b.Loop(); i++ {
 		h := Handle(live + i&(benchSpares-1))
 		w.Schedule(h, w.Now()+delays[i&(benchDelays-1)])
 		w.Cancel(h)
-		i++
 	}
-	b.ReportMetric(bpt, "B/timer")
-	if w.Len() != live {
-		b.Fatalf("len %d, want %d", w.Len(), live)
-	}
+	reportTimers(b, bpt, w.Len(), live)
 }
 
 func benchWheelExpire(b *testing.B, live int) {
-	delays := benchDelayTable()
-	w, bpt := newBenchWheel(live, delays)
-	b.ReportAllocs()
-	b.ResetTimer()
-	i := 0
-	for b.Loop() {
+	w, delays, bpt := newBenchWheel(b, live)
+	for i := 0; b.Loop(); i++ {
 		h, ok := w.Expire(w.Now() + MaxDelay)
 		if !ok {
 			b.Fatal("nothing to expire")
 		}
 		w.Schedule(h, w.Now()+delays[i&(benchDelays-1)])
-		i++
 	}
+	reportTimers(b, bpt, w.Len(), live)
+}
+
+// reportTimers reports the B/timer of a population of live timers and
+// fails the benchmark unless the set still holds exactly them (n).
+func reportTimers(b *testing.B, bpt float64, n, live int) {
 	b.ReportMetric(bpt, "B/timer")
+	if n != live {
+		b.Fatalf("len %d, want %d", n, live)
+	}
 }
 
 // timerHeap is the baseline: a binary heap from container/heap ordered by
@@ -187,50 +196,37 @@ func (q *timerHeap) cancel(h Handle) {
 	heap.Remove(q, int(q.pos[h]))
 }
 
-func newBenchHeap(live int, delays []Tick) (*timerHeap, float64) {
-	before := liveHeap()
-	q := &timerHeap{items: make([]heapItem, 0, live+benchSpares), pos: make([]int32, live+benchSpares)}
-	for i := range q.pos {
-		q.pos[i] = -1
-	}
-	for h := range Handle(live) {
-		q.schedule(h, delays[h%benchDelays]+Tick(h)%benchSpread)
-	}
-	return q, bytesPer(before, liveHeap(), live)
+// newBenchHeap is newBenchWheel for the heap.
+func newBenchHeap(b *testing.B, live int) (*timerHeap, []Tick, float64) {
+	var q *timerHeap
+	delays, bpt := populate(b, live, func() {
+		q = &timerHeap{items: make([]heapItem, 0, live+benchSpares), pos: make([]int32, live+benchSpares)}
+		for i := range q.pos {
+			q.pos[i] = -1
+		}
+	}, func(h Handle, d Tick) { q.schedule(h, d) })
+	return q, delays, bpt
 }
 
 func benchHeapCancel(b *testing.B, live int) {
-	delays := benchDelayTable()
-	q, bpt := newBenchHeap(live, delays)
+	q, delays, bpt := newBenchHeap(b, live)
 	now := Tick(0)
-	b.ReportAllocs()
-	b.ResetTimer()
-	i := 0
-	for b.Loop() {
+	for i := 0; b.Loop(); i++ {
 		h := Handle(live + i&(benchSpares-1))
 		q.schedule(h, now+delays[i&(benchDelays-1)])
 		q.cancel(h)
-		i++
 	}
-	b.ReportMetric(bpt, "B/timer")
-	if q.Len() != live {
-		b.Fatalf("len %d, want %d", q.Len(), live)
-	}
+	reportTimers(b, bpt, q.Len(), live)
 }
 
 func benchHeapExpire(b *testing.B, live int) {
-	delays := benchDelayTable()
-	q, bpt := newBenchHeap(live, delays)
-	b.ReportAllocs()
-	b.ResetTimer()
-	i := 0
-	for b.Loop() {
+	q, delays, bpt := newBenchHeap(b, live)
+	for i := 0; b.Loop(); i++ {
 		it := q.items[0]
 		heap.Pop(q)
 		q.schedule(it.h, it.deadline+delays[i&(benchDelays-1)])
-		i++
 	}
-	b.ReportMetric(bpt, "B/timer")
+	reportTimers(b, bpt, q.Len(), live)
 }
 
 // benchNop is the one callback every runtime timer shares, so populating
@@ -252,12 +248,9 @@ func benchAfterFuncCancel(b *testing.B, live int) {
 		}
 	})
 	b.ReportAllocs()
-	b.ResetTimer()
-	i := 0
-	for b.Loop() {
+	for i := 0; b.Loop(); i++ {
 		t := time.AfterFunc(time.Hour+time.Duration(delays[i&(benchDelays-1)])*time.Millisecond, benchNop)
 		t.Stop()
-		i++
 	}
 	b.ReportMetric(bpt, "B/timer")
 }

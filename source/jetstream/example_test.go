@@ -57,21 +57,35 @@ func load(js natsjs.JetStream, stream, consumer string, msgs ...string) {
 	}
 }
 
-// settle waits until consumer has acknowledged everything up to last.
-func settle(js natsjs.JetStream, stream, consumer string, last uint64) {
+// runToEnd builds and starts the topology, waits until consumer has
+// acknowledged everything up to last (a stream has no end: its ack floor
+// says when the work is done), and stops it.
+func runToEnd(b *topology.Builder, js natsjs.JetStream, stream, consumer string, last uint64) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	top, err := b.Build(topology.Config{})
+	if err != nil {
+		panic(err)
+	}
+	if err := top.Start(); err != nil {
+		panic(err)
+	}
 	for ctx.Err() == nil {
 		c, err := js.Consumer(ctx, stream, consumer)
 		if err != nil {
 			panic(err)
 		}
 		if i := c.CachedInfo(); i.AckFloor.Stream == last && i.NumAckPending == 0 && i.NumPending == 0 {
-			return
+			break
 		}
-		time.Sleep(5 * time.Millisecond)
+		time.Sleep(5 * time.Millisecond) // polling the server, within the deadline
 	}
-	panic("consumer did not settle")
+	if ctx.Err() != nil {
+		panic("consumer did not settle")
+	}
+	if err := top.Stop(ctx); err != nil {
+		panic(err)
+	}
 }
 
 // A word count over a stream: a durable pull consumer with explicit
@@ -98,17 +112,7 @@ func Example() {
 			return nil
 		}))
 	}).Input("sentences", topology.Shuffle())
-	top, err := b.Build(topology.Config{})
-	if err != nil {
-		panic(err)
-	}
-	if err := top.Start(); err != nil {
-		panic(err)
-	}
-	settle(js, "SENTENCES", "wordcount", 3) // a stream has no end: wait for the ack floor
-	if err := top.Stop(context.Background()); err != nil {
-		panic(err)
-	}
+	runToEnd(b, js, "SENTENCES", "wordcount", 3)
 	mu.Lock()
 	defer mu.Unlock()
 	fmt.Println("the:", counts["the"], "over:", counts["over"], "store:", counts["store"])
@@ -148,17 +152,7 @@ func Example_deadLetter() {
 			return nil
 		}))
 	}).Input("in", topology.Shuffle())
-	top, err := b.Build(topology.Config{})
-	if err != nil {
-		panic(err)
-	}
-	if err := top.Start(); err != nil {
-		panic(err)
-	}
-	settle(js, "IN", "reader", 3)
-	if err := top.Stop(context.Background()); err != nil {
-		panic(err)
-	}
+	runToEnd(b, js, "IN", "reader", 3)
 	slices.Sort(got)
 	fmt.Println("processed:", got)
 	fmt.Println("dead letters:", dead)
@@ -189,17 +183,7 @@ func ExampleSink() {
 		return jetstream.New(jetstream.Config{JetStream: js, Stream: "IN", Consumer: "copy"})
 	}).Output("pos", "data")
 	b.Bolt("out", sink.Bolt).Input("in", topology.Shuffle())
-	top, err := b.Build(topology.Config{})
-	if err != nil {
-		panic(err)
-	}
-	if err := top.Start(); err != nil {
-		panic(err)
-	}
-	settle(js, "IN", "copy", 3)
-	if err := top.Stop(context.Background()); err != nil {
-		panic(err)
-	}
+	runToEnd(b, js, "IN", "copy", 3)
 	// A replay of the same positions writes nothing new.
 	_, err = js.PublishMsg(context.Background(), &nats.Msg{Subject: "OUT.copy", Data: []byte("one")}, natsjs.WithMsgID("IN/1"))
 	if err != nil {

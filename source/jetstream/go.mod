@@ -5,7 +5,7 @@ go 1.26.0
 require (
 	github.com/nats-io/nats-server/v2 v2.15.3
 	github.com/nats-io/nats.go v1.55.0
-	github.com/xorack/xorack v0.0.0-20261203093748-d06afcb236d4
+	github.com/xorack/xorack v0.0.0-20261203183343-9efaf0c8b4f2
 	go.uber.org/goleak v1.3.0
 )
 

@@ -25,6 +25,14 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // with other work; the tests take seconds.
 const testTimeout = 30 * time.Second
 
+// size is n, or short under -short.
+func size(n, short int) int {
+	if testing.Short() {
+		return short
+	}
+	return n
+}
+
 // env is an embedded nats-server with JetStream, a client connection and a
 // monitor of every ack reply sent to the server.
 type env struct {

@@ -7,9 +7,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/xorack/xorack/internal/workerproc"
 )
 
 // Several processes, one durable consumer: two worker processes
@@ -18,40 +19,29 @@ import (
 // the other, which finishes the stream: every message processed, the
 // consumer settled with its ack floor at the last sequence.
 func TestSeveralProcessesOneConsumer(t *testing.T) {
-	n := 3000
-	if testing.Short() {
-		n = 1000
-	}
+	n := size(3000, 1000)
 	e, _ := newStream(t, n, time.Second, 0)
-	bin := filepath.Join(t.TempDir(), "crashworker")
-	if out, err := exec.Command("go", "build", "-o", bin, "./internal/crashworker").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := workerproc.Build(t, "./internal/crashworker")
 	ledger := filepath.Join(t.TempDir(), "ledger")
 	start := func() *exec.Cmd {
 		cmd := exec.Command(bin, "-nats", e.srv.URL(), "-stream", "S", "-consumer", "c", "-ledger", ledger, "-throttle", "2")
 		cmd.Stderr = os.Stderr
-		reapWorker(t, cmd)
+		workerproc.Start(t, cmd)
 		return cmd
 	}
 	a, b := start(), start()
-	size := func() int64 {
+	ledgerSize := func() int64 {
 		fi, err := os.Stat(ledger)
 		if err != nil {
 			return 0
 		}
 		return fi.Size()
 	}
-	waitFor(t, "a third processed", func() bool { return size() >= int64(n/3*20) }, func() string { return strconv.FormatInt(size(), 10) })
+	waitFor(t, "a third processed", func() bool { return ledgerSize() >= int64(n/3*20) }, func() string { return strconv.FormatInt(ledgerSize(), 10) })
 	_ = a.Process.Kill()
 	_ = a.Wait()
 	info := e.waitSettled("S", "c", uint64(n))
-	if err := b.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Wait(); err != nil {
-		t.Fatalf("worker after SIGTERM: %v", err)
-	}
+	workerproc.Stop(t, b)
 	data, err := os.ReadFile(ledger)
 	if err != nil {
 		t.Fatal(err)
@@ -72,21 +62,4 @@ func TestSeveralProcessesOneConsumer(t *testing.T) {
 		}
 	}
 	t.Logf("%d messages, %d processed (%d again after the kill); consumer %s", n, lines, lines-n, describe(info))
-}
-
-// reapWorker starts cmd and kills and waits for it when the test ends,
-// unless the test has already waited for it: a failing test (t.Fatal
-// between Start and Wait) must not leave a worker running.
-func reapWorker(t *testing.T, cmd *exec.Cmd) {
-	t.Helper()
-	dieWithTest(cmd)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-	})
 }

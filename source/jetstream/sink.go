@@ -133,29 +133,25 @@ func (c SinkConfig) validate() (SinkConfig, error) {
 	return c, nil
 }
 
-// Bolt returns a bolt task of the sink: pass it to Builder.Bolt.
-func (s *Sink) Bolt() topology.Bolt { return sinkBolt{s} }
+// Bolt returns a bolt task of the sink: pass it to Builder.Bolt. It is a
+// basic bolt: publish's error fails the input, nil acks it.
+func (s *Sink) Bolt() topology.Bolt { return topology.Basic(topology.BasicFunc(s.publish)) }
 
-type sinkBolt struct{ s *Sink }
-
-// Execute publishes t's message and acks t on its PubAck, or fails it with
-// a *PublishError.
-func (b sinkBolt) Execute(t *topology.Tuple, c *topology.BoltCollector) {
-	s := b.s
+// publish publishes t's message and returns on its PubAck, or with the
+// error to fail t with: a *PublishError, or the Data function's.
+func (s *Sink) publish(t *topology.Tuple, _ *topology.BasicCollector) error {
 	data, err := s.cfg.Data(t)
 	if err != nil {
 		s.stats.failed.Add(1)
-		_ = c.Fail(t, fmt.Errorf("jetstream: sink data: %w", err))
-		return
+		return fmt.Errorf("jetstream: sink data: %w", err)
 	}
 	m := &nats.Msg{Subject: s.cfg.Subject(t), Data: data}
 	id := s.cfg.MsgID(t)
 	n := int64(len(m.Subject) + len(m.Data))
 	if n > int64(s.cfg.MaxInFlightBytes) {
 		s.stats.failed.Add(1)
-		_ = c.Fail(t, &PublishError{Subject: m.Subject, MsgID: id,
-			Err: fmt.Errorf("message of %d bytes, over SinkConfig.MaxInFlightBytes %d", n, s.cfg.MaxInFlightBytes)})
-		return
+		return &PublishError{Subject: m.Subject, MsgID: id,
+			Err: fmt.Errorf("message of %d bytes, over SinkConfig.MaxInFlightBytes %d", n, s.cfg.MaxInFlightBytes)}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.PublishTimeout)
 	var ack *natsjs.PubAck
@@ -166,15 +162,14 @@ func (b sinkBolt) Execute(t *topology.Tuple, c *topology.BoltCollector) {
 	cancel()
 	if err != nil {
 		s.stats.failed.Add(1)
-		_ = c.Fail(t, &PublishError{Subject: m.Subject, MsgID: id, Err: err})
-		return
+		return &PublishError{Subject: m.Subject, MsgID: id, Err: err}
 	}
 	if ack.Duplicate {
 		s.stats.duplicates.Add(1)
 	} else {
 		s.stats.published.Add(1)
 	}
-	_ = c.Ack(t)
+	return nil
 }
 
 // Stats returns the sink's counters; any goroutine.

@@ -85,14 +85,28 @@ func TestSinkFailsWithTheServersError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	fails := sinkFailures(t, e, sink, n)
+	for _, err := range fails {
+		var pe *PublishError
+		if !errors.As(err, &pe) || pe.Subject != "nowhere" || !errors.Is(pe.Err, natsjs.ErrNoStreamResponse) {
+			t.Fatalf("failure %v: want a *PublishError with no stream response", err)
+		}
+	}
+	t.Logf("failure: %v", fails[0])
+}
+
+// sinkFailures runs stream S's n messages, one attempt each, into sink,
+// and returns the errors of their n dead letters, the pipeline stopped.
+func sinkFailures(t *testing.T, e *env, sink *Sink, n int) []error {
+	t.Helper()
 	cfg := testTopology()
 	cfg.Retry = topology.RetryPolicy{MaxAttempts: 1}
-	var fails []error
 	dead := make(chan DeadLetter, n)
 	p := start(t, cfg, Config{JetStream: e.js, Stream: "S", Consumer: "c", FetchWait: 20 * time.Millisecond,
 		DeadLetter: func(d DeadLetter) { dead <- d }}, 1, func(b *topology.Builder) {
 		b.Bolt("out", sink.Bolt).Input("js", topology.Shuffle())
 	})
+	var fails []error
 	for range n {
 		select {
 		case d := <-dead:
@@ -102,13 +116,7 @@ func TestSinkFailsWithTheServersError(t *testing.T) {
 		}
 	}
 	p.stop(t)
-	for _, err := range fails {
-		var pe *PublishError
-		if !errors.As(err, &pe) || pe.Subject != "nowhere" || !errors.Is(pe.Err, natsjs.ErrNoStreamResponse) {
-			t.Fatalf("failure %v: want a *PublishError with no stream response", err)
-		}
-	}
-	t.Logf("failure: %v", fails[0])
+	return fails
 }
 
 // gatedJetStream is the sink's JetStream with PublishMsg counted and,
@@ -162,10 +170,7 @@ func TestSinkBoundsInFlightBytes(t *testing.T) {
 	const subject, dataBytes, fit, executors = "out.x", 1000, 4, 16
 	const msgBytes = len(subject) + dataBytes
 	const bound = fit*msgBytes + msgBytes/2
-	n := 1000
-	if testing.Short() {
-		n = 300
-	}
+	n := size(1000, 300)
 	e, _ := newStream(t, n, time.Second, 0)
 	if _, err := e.js.CreateStream(ctx(t), natsjs.StreamConfig{Name: "OUT", Subjects: []string{"out.>"}, Duplicates: time.Minute}); err != nil {
 		t.Fatal(err)
@@ -248,25 +253,12 @@ func TestSinkRefusesAMessageOverTheBound(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := testTopology()
-	cfg.Retry = topology.RetryPolicy{MaxAttempts: 1}
-	dead := make(chan DeadLetter, n)
-	p := start(t, cfg, Config{JetStream: e.js, Stream: "S", Consumer: "c", FetchWait: 20 * time.Millisecond,
-		DeadLetter: func(d DeadLetter) { dead <- d }}, 1, func(b *topology.Builder) {
-		b.Bolt("out", sink.Bolt).Input("js", topology.Shuffle())
-	})
-	for range n {
-		select {
-		case d := <-dead:
-			var pe *PublishError
-			if !errors.As(d.Err, &pe) || !strings.Contains(pe.Error(), "over SinkConfig.MaxInFlightBytes 8") {
-				t.Fatalf("failure %v: want a *PublishError naming the bound", d.Err)
-			}
-		case <-time.After(testTimeout):
-			t.Fatal("timed out waiting for the dead letters")
+	for _, err := range sinkFailures(t, e, sink, n) {
+		var pe *PublishError
+		if !errors.As(err, &pe) || !strings.Contains(pe.Error(), "over SinkConfig.MaxInFlightBytes 8") {
+			t.Fatalf("failure %v: want a *PublishError naming the bound", err)
 		}
 	}
-	p.stop(t)
 	if _, peak, _ := g.state(); peak != 0 || sink.Stats().Failed != n {
 		t.Fatalf("%d bytes published, sink %+v; want none published, %d failed", peak, sink.Stats(), n)
 	}

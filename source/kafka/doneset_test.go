@@ -28,8 +28,7 @@ func (c *cluster) committedMeta(group, topic string, partition int32) string {
 func TestCrashReplaysOnlyWhatDidNotFinish(t *testing.T) {
 	const topic, group, parts, stuckOff = "t", "g", 1, 3
 	n := size(400, 200)
-	c := startCluster(t, parts, topic)
-	c.produce(t, topic, parts, n)
+	c := startFilled(t, topic, parts, n)
 	stuck := pos{topic, 0, stuckOff}
 	l := newLedger()
 	first := startPipeline(t, c, l, pipeOpts{
@@ -72,8 +71,7 @@ func TestCrashReplaysOnlyWhatDidNotFinish(t *testing.T) {
 func TestDoneSetOverBudgetIsCountedAndCommits(t *testing.T) {
 	const topic, group, parts = "t", "g", 1
 	n := size(3000, 2000)
-	c := startCluster(t, parts, topic)
-	c.produce(t, topic, parts, n)
+	c := startFilled(t, topic, parts, n)
 	l := newLedger()
 	pl := startPipeline(t, c, l, pipeOpts{
 		cfg: Config{Topics: []string{topic}, Group: group, CommitMetadataBytes: offsets.MinDoneBudget},
@@ -101,8 +99,7 @@ func TestDoneSetOverBudgetIsCountedAndCommits(t *testing.T) {
 // replays from its committed offset.
 func TestForeignMetadataIsIgnored(t *testing.T) {
 	const topic, group, parts, n = "t", "g", 1, 50
-	c := startCluster(t, parts, topic)
-	c.produce(t, topic, parts, n)
+	c := startFilled(t, topic, parts, n)
 	member := "kgo-1b4e28ba-2fa1-11d2-883f-0016d3cca427" // franz-go's default metadata: the member id
 	commitEmptyGroupMeta(t, c, group, topic, 0, 10, &member)
 	logs := &logRecords{}

@@ -35,6 +35,18 @@ func produce(addrs []string, topic string, sentences ...string) {
 	}
 }
 
+// firstRecord reads topic's first record.
+func firstRecord(addrs []string, topic string) *kgo.Record {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ConsumeTopics(topic))
+	if err != nil {
+		panic(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return cl.PollFetches(ctx).Records()[0]
+}
+
 // runToEnd builds and starts the topology, waits until the spout's group
 // has committed every partition of topic to its end, and stops it (the
 // spout commits what is done and leaves the group).
@@ -143,14 +155,7 @@ func Example_deadLetter() {
 	cfg.Retry = topology.RetryPolicy{MaxAttempts: 3, Backoff: time.Millisecond}
 	runToEnd(b, cfg, sp, "orders", "orders")
 
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	rd, err := kgo.NewClient(kgo.SeedBrokers(k.Addrs()...), kgo.ConsumeTopics("orders-dlq"))
-	if err != nil {
-		panic(err)
-	}
-	defer rd.Close()
-	r := rd.PollFetches(ctx).Records()[0]
+	r := firstRecord(k.Addrs(), "orders-dlq")
 	var hs []string
 	for _, h := range r.Headers {
 		hs = append(hs, h.Key+"="+string(h.Value))

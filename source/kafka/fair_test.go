@@ -17,8 +17,7 @@ import (
 func TestEveryPartitionIsServed(t *testing.T) {
 	const topic, group, parts = "t", "g", 8
 	n := size(20_000, 10_000) // per partition
-	c := startCluster(t, parts, topic)
-	c.produce(t, topic, parts, n)
+	c := startFilled(t, topic, parts, n)
 
 	var (
 		mu    sync.Mutex

@@ -6,7 +6,7 @@ require (
 	github.com/twmb/franz-go v1.22.3
 	github.com/twmb/franz-go/pkg/kfake v0.0.0-20260918054303-01f206a7e32c
 	github.com/twmb/franz-go/pkg/kmsg v1.15.1
-	github.com/xorack/xorack v0.0.0-20261203093748-d06afcb236d4
+	github.com/xorack/xorack v0.0.0-20261203183343-9efaf0c8b4f2
 )
 
 require (

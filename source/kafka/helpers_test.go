@@ -44,6 +44,15 @@ func startCluster(t *testing.T, partitions int32, topics ...string) *cluster {
 	return startClusterWith(t, kafkatest.Config{Topics: topics, Partitions: partitions})
 }
 
+// startFilled starts a cluster with one topic of the given partitions,
+// each holding n records (produce).
+func startFilled(t *testing.T, topic string, partitions int32, n int) *cluster {
+	t.Helper()
+	c := startCluster(t, partitions, topic)
+	c.produce(t, topic, partitions, n)
+	return c
+}
+
 func startClusterWith(t *testing.T, cfg kafkatest.Config) *cluster {
 	t.Helper()
 	k, err := kafkatest.Start(cfg)
@@ -110,6 +119,26 @@ func (c *cluster) waitCaughtUp(t *testing.T, group string, topics ...string) {
 	defer cancel()
 	if err := WaitCaughtUp(ctx, c.cl, group, 5*time.Millisecond, topics...); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// configCase is a config with one field changed, and the error that must
+// name it.
+type configCase[C any] struct {
+	change func(*C)
+	want   string
+}
+
+// checkRejects applies each case's change to ok and checks that
+// construct refuses the result with exactly the case's error.
+func checkRejects[C any](t *testing.T, ok C, construct func(C) error, cases []configCase[C]) {
+	t.Helper()
+	for _, tc := range cases {
+		c := ok
+		tc.change(&c)
+		if err := construct(c); err == nil || err.Error() != tc.want {
+			t.Errorf("got %v, want %q", err, tc.want)
+		}
 	}
 }
 

@@ -94,8 +94,7 @@ func TestUnreachableBrokerFailsStart(t *testing.T) {
 // interval however often the client retries.
 func TestLostBrokerIsLoudAndCounted(t *testing.T) {
 	const topic, group, parts = "t", "g", 1
-	c := startCluster(t, parts, topic)
-	c.produce(t, topic, parts, 10)
+	c := startFilled(t, topic, parts, 10)
 	logs := &logRecords{}
 	l := newLedger()
 	pl := startPipeline(t, c, l, pipeOpts{cfg: Config{Topics: []string{topic}, Group: group, Logger: slog.New(logs)}})

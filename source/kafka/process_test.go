@@ -16,26 +16,15 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/xorack/xorack/internal/workerproc"
 	"github.com/xorack/xorack/source/kafka/kafkatest"
 	"github.com/xorack/xorack/topology"
 )
-
-// buildWorker builds internal/crashworker into a temporary directory.
-func buildWorker(t *testing.T) string {
-	t.Helper()
-	bin := filepath.Join(t.TempDir(), "crashworker")
-	cmd := exec.Command("go", "build", "-o", bin, "./internal/crashworker")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
-}
 
 // sizedCommit is a commit as the broker received it, with the ledger's
 // size at that moment: every record processed before the commit was
@@ -124,7 +113,7 @@ type killFigure struct {
 // not modelled.
 func TestReplayBoundAcrossProcesses(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
-	bin := buildWorker(t)
+	bin := workerproc.Build(t, "./internal/crashworker")
 	var on, off []killFigure
 	t.Run("done-set", func(t *testing.T) { on = replayAcrossKills(t, bin, seed, 0) })
 	if os.Getenv(replayCompareEnv) == "" {
@@ -185,7 +174,7 @@ func replayAcrossKills(t *testing.T, bin string, seed uint64, metaBytes int) []k
 	}
 	final := start()
 	waitCommittedTo(t, c, group, topic, parts, n)
-	stopWorker(t, final)
+	workerproc.Stop(t, final)
 
 	lines := readLedger(t, ledger)
 	checkLedger(t, lines, rec.all(), parts, n)
@@ -292,36 +281,8 @@ func startWorker(t *testing.T, bin string, c *cluster, topic, group, ledger stri
 	cmd := exec.Command(bin, append([]string{"-brokers", c.k.Addrs()[0], "-topic", topic, "-group", group,
 		"-ledger", ledger, "-interval", interval.String(), "-throttle", "4"}, args...)...)
 	cmd.Stderr = os.Stderr
-	reapWorker(t, cmd)
+	workerproc.Start(t, cmd)
 	return cmd
-}
-
-// reapWorker starts cmd and kills and waits for it when the test ends,
-// unless the test has already waited for it: a failing test (t.Fatal
-// between Start and Wait) must not leave a worker running.
-func reapWorker(t *testing.T, cmd *exec.Cmd) {
-	t.Helper()
-	dieWithTest(cmd)
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			_ = cmd.Process.Kill()
-			_ = cmd.Wait()
-		}
-	})
-}
-
-// stopWorker stops a worker cleanly (SIGTERM) and checks it exits 0.
-func stopWorker(t *testing.T, cmd *exec.Cmd) {
-	t.Helper()
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("worker after SIGTERM: %v", err)
-	}
 }
 
 func waitCommittedTo(t *testing.T, c *cluster, group, topic string, parts int32, n int) {
@@ -386,7 +347,7 @@ func checkLedger(t *testing.T, lines []ledgerLine, commits []sizedCommit, parts 
 func TestSeveralProcessesOneGroup(t *testing.T) {
 	const topic, group, parts = "t", "g", 6
 	n := size(6_000, 2_000) // per partition
-	bin := buildWorker(t)
+	bin := workerproc.Build(t, "./internal/crashworker")
 	c := startClusterWith(t, kafkatest.Config{Topics: []string{topic}, Partitions: parts, MinSessionTimeout: 100 * time.Millisecond})
 	c.produce(t, topic, parts, n)
 	ledger := filepath.Join(t.TempDir(), "ledger")
@@ -400,8 +361,8 @@ func TestSeveralProcessesOneGroup(t *testing.T) {
 	_ = ws[0].Process.Kill()
 	_ = ws[0].Wait()
 	waitCommittedTo(t, c, group, topic, parts, n)
-	stopWorker(t, ws[1])
-	stopWorker(t, ws[2])
+	workerproc.Stop(t, ws[1])
+	workerproc.Stop(t, ws[2])
 	lines := readLedger(t, ledger)
 	checkLedger(t, lines, rec.all(), parts, n)
 	t.Logf("%d records, %d processed (%d again after the kill)", n*parts, len(lines), len(lines)-n*parts)
@@ -426,7 +387,7 @@ func TestCommitsContinueThroughRebalances(t *testing.T) {
 	const topic, group, parts, victim, slow = "t", "g", 6, 1, 2
 	const interval = 100 * time.Millisecond
 	n := size(12_000, 6_000) // per partition
-	bin := buildWorker(t)
+	bin := workerproc.Build(t, "./internal/crashworker")
 	c := startClusterWith(t, kafkatest.Config{Topics: []string{topic}, Partitions: parts, MinSessionTimeout: 100 * time.Millisecond})
 	c.produce(t, topic, parts, n)
 	dir := t.TempDir()

@@ -134,22 +134,18 @@ func (c SinkConfig) validate() (SinkConfig, error) {
 	return c, nil
 }
 
-// Bolt returns a bolt task of the sink: pass it to Builder.Bolt.
-func (s *Sink) Bolt() topology.Bolt { return sinkBolt{s} }
+// Bolt returns a bolt task of the sink: pass it to Builder.Bolt. It is a
+// basic bolt: produce's error fails the input, nil acks it.
+func (s *Sink) Bolt() topology.Bolt { return topology.Basic(topology.BasicFunc(s.produce)) }
 
-type sinkBolt struct{ s *Sink }
-
-// Execute produces t's record and acks t when the broker has it, or fails
-// it with a *ProduceError.
-func (b sinkBolt) Execute(t *topology.Tuple, c *topology.BoltCollector) {
-	s := b.s
-	v, err := s.cfg.Value(t)
-	if err != nil {
+// produce produces t's record and returns when the broker has it, or with
+// the error to fail t with: a *ProduceError, or the Value function's.
+func (s *Sink) produce(t *topology.Tuple, _ *topology.BasicCollector) (err error) {
+	r := &kgo.Record{Topic: s.cfg.Topic}
+	if r.Value, err = s.cfg.Value(t); err != nil {
 		s.stats.failed.Add(1)
-		_ = c.Fail(t, fmt.Errorf("kafka: sink value for topic %q: %w", s.cfg.Topic, err))
-		return
+		return fmt.Errorf("kafka: sink value for topic %q: %w", s.cfg.Topic, err)
 	}
-	r := &kgo.Record{Topic: s.cfg.Topic, Value: v}
 	if s.cfg.Key != nil {
 		r.Key = s.cfg.Key(t)
 	}
@@ -158,11 +154,10 @@ func (b sinkBolt) Execute(t *topology.Tuple, c *topology.BoltCollector) {
 	cancel()
 	if err != nil {
 		s.stats.failed.Add(1)
-		_ = c.Fail(t, &ProduceError{Topic: s.cfg.Topic, Err: err})
-		return
+		return &ProduceError{Topic: s.cfg.Topic, Err: err}
 	}
 	s.stats.produced.Add(1)
-	_ = c.Ack(t)
+	return nil
 }
 
 // Stats returns the sink's counters; any goroutine.

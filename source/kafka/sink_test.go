@@ -107,8 +107,7 @@ func TestSinkAcksWhenTheBrokerHasTheRecord(t *testing.T) {
 // carrying the broker's error.
 func TestSinkFailsWithTheBrokersError(t *testing.T) {
 	const n = 5
-	c := startCluster(t, 1, "in")
-	c.produce(t, "in", 1, n)
+	c := startFilled(t, "in", 1, n)
 	sink, err := NewSink(SinkConfig{Brokers: c.k.Addrs(), Topic: "missing", Value: recordValue,
 		Opts: []kgo.Opt{kgo.UnknownTopicRetries(0)}})
 	if err != nil {
@@ -295,23 +294,14 @@ func TestSinkBoundsInFlightBytes(t *testing.T) {
 func TestSinkConfigErrorsNameTheValue(t *testing.T) {
 	val := func(*topology.Tuple) ([]byte, error) { return nil, nil }
 	ok := SinkConfig{Brokers: []string{"127.0.0.1:9092"}, Topic: "t", Value: val}
-	for _, tc := range []struct {
-		change func(*SinkConfig)
-		want   string
-	}{
+	checkRejects(t, ok, func(c SinkConfig) error { _, err := NewSink(c); return err }, []configCase[SinkConfig]{
 		{func(c *SinkConfig) { c.Brokers = nil }, "kafka: SinkConfig.Brokers is empty"},
 		{func(c *SinkConfig) { c.Brokers = []string{"a:1", ""} }, `kafka: empty broker address in SinkConfig.Brokers ["a:1" ""]`},
 		{func(c *SinkConfig) { c.Topic = "" }, "kafka: SinkConfig.Topic is empty"},
 		{func(c *SinkConfig) { c.Value = nil }, "kafka: SinkConfig.Value is nil"},
 		{func(c *SinkConfig) { c.MaxInFlightBytes = -1 }, "kafka: SinkConfig.MaxInFlightBytes -1 is negative"},
 		{func(c *SinkConfig) { c.ProduceTimeout = -time.Second }, "kafka: SinkConfig.ProduceTimeout -1s is negative"},
-	} {
-		c := ok
-		tc.change(&c)
-		if _, err := NewSink(c); err == nil || err.Error() != tc.want {
-			t.Errorf("got %v, want %q", err, tc.want)
-		}
-	}
+	})
 	s, err := NewSink(ok)
 	if err != nil {
 		t.Fatal(err)

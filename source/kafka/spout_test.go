@@ -15,8 +15,7 @@ import (
 // end.
 func TestWordCount(t *testing.T) {
 	const topic, group, parts, n = "words", "wc", 3, 1000
-	c := startCluster(t, parts, topic)
-	c.produce(t, topic, parts, n)
+	c := startFilled(t, topic, parts, n)
 	l := newLedger()
 	// A small pending bound keeps records waiting in the buffers, which
 	// then never run empty.
@@ -47,10 +46,7 @@ func TestWordCount(t *testing.T) {
 
 func TestConfigErrorsNameTheValue(t *testing.T) {
 	ok := Config{Brokers: []string{"127.0.0.1:9092"}, Topics: []string{"t"}, Group: "g"}
-	for _, tc := range []struct {
-		change func(*Config)
-		want   string
-	}{
+	checkRejects(t, ok, func(c Config) error { _, err := New(c); return err }, []configCase[Config]{
 		{func(c *Config) { c.Brokers = nil }, "kafka: Config.Brokers is empty"},
 		{func(c *Config) { c.Brokers = []string{"a:1", ""} }, `kafka: empty broker address in Config.Brokers ["a:1" ""]`},
 		{func(c *Config) { c.Topics = nil }, "kafka: Config.Topics is empty"},
@@ -62,13 +58,7 @@ func TestConfigErrorsNameTheValue(t *testing.T) {
 		{func(c *Config) { c.CommitInterval = time.Microsecond }, "kafka: Config.CommitInterval 1µs below 1ms"},
 		{func(c *Config) { c.CommitTimeout = -time.Second }, "kafka: Config.CommitTimeout -1s below 1ms"},
 		{func(c *Config) { c.CommitMetadataBytes = 20 }, "kafka: Config.CommitMetadataBytes 20 out of range [39, 65536] (or -1: none)"},
-	} {
-		c := ok
-		tc.change(&c)
-		if _, err := New(c); err == nil || err.Error() != tc.want {
-			t.Errorf("got %v, want %q", err, tc.want)
-		}
-	}
+	})
 	s, err := New(ok)
 	if err != nil {
 		t.Fatal(err)
@@ -87,8 +77,7 @@ func TestConfigErrorsNameTheValue(t *testing.T) {
 // counted, logged, and still processed once.
 func TestRefusedEmitIsOfferedAgain(t *testing.T) {
 	const topic, group, n = "t", "g", 20
-	c := startCluster(t, 1, topic)
-	c.produce(t, topic, 1, n)
+	c := startFilled(t, topic, 1, n)
 	logs := &logRecords{}
 	refusals := 0
 	values := func(r *kgo.Record) []any {

@@ -68,8 +68,7 @@ func (h *holder) wait(t *testing.T) {
 // catches up and fetching resumes.
 func TestFailingRecordStopsNeitherCommitsNorItsRetries(t *testing.T) {
 	const topic, group, parts, n, stuckOff = "t", "g", 2, 60, 3
-	c := startCluster(t, parts, topic)
-	c.produce(t, topic, parts, n)
+	c := startFilled(t, topic, parts, n)
 	commits := c.logCommits(group)
 	stuck := pos{topic, 0, stuckOff}
 	var released atomic.Bool
@@ -198,8 +197,7 @@ func TestOutcomesOfRevokedAssignmentsAreDropped(t *testing.T) {
 	}{{"same member rejoins", false}, {"second member joins", true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			const topic, group, n, heldOff = "t", "g", 20, 5
-			c := startCluster(t, 1, topic)
-			c.produce(t, topic, 1, n)
+			c := startFilled(t, topic, 1, n)
 			commits := c.logCommits(group)
 			held := pos{topic, 0, heldOff}
 			h := newHolder(held)
@@ -276,8 +274,7 @@ func TestOutcomesOfRevokedAssignmentsAreDropped(t *testing.T) {
 // done; starting there would emit committed records again.
 func TestStartsAtTheGreaterOfCommittedAndPosition(t *testing.T) {
 	const topic, group = "t", "g"
-	c := startCluster(t, 1, topic)
-	c.produce(t, topic, 1, 20)
+	c := startFilled(t, topic, 1, 20)
 	logs := &logRecords{}
 	l := newLedger()
 	a := startPipeline(t, c, l, pipeOpts{cfg: Config{Topics: []string{topic}, Group: group, Opts: []kgo.Opt{eager}, Logger: slog.New(logs)}})
@@ -519,8 +516,7 @@ func (h *inflightCommits) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e kgo.Bro
 func TestCommitsAreMonotonicFromOneCommitter(t *testing.T) {
 	const topic, group, parts = "t", "g", 2
 	n := size(1000, 300)
-	c := startCluster(t, parts, topic)
-	c.produce(t, topic, parts, n/2)
+	c := startFilled(t, topic, parts, n/2)
 	kc := c.k.Cluster()
 	var (
 		done    atomic.Uint64 // records processed by either member
@@ -623,8 +619,7 @@ func TestCommitsAreMonotonicFromOneCommitter(t *testing.T) {
 func TestProcessingLongerThanTheRebalanceTimeoutIsReported(t *testing.T) {
 	const topic, group, n, heldOff = "t", "g", 20, 3
 	const rebalanceTimeout = 200 * time.Millisecond
-	c := startCluster(t, 2, topic)
-	c.produce(t, topic, 2, n)
+	c := startFilled(t, topic, 2, n)
 	h := newHolder(pos{topic, 0, heldOff})
 	logs := &logRecords{}
 	l := newLedger()
@@ -686,8 +681,7 @@ func TestProcessingLongerThanTheRebalanceTimeoutIsReported(t *testing.T) {
 func TestUndeliveredDeadLetterIsNotDone(t *testing.T) {
 	const topic, group, n = "t", "g", 10
 	poison := pos{topic, 0, 4}
-	c := startCluster(t, 1, topic)
-	c.produce(t, topic, 1, n)
+	c := startFilled(t, topic, 1, n)
 	logs := &logRecords{}
 	l := newLedger()
 	pl := startPipeline(t, c, l, pipeOpts{

@@ -7,6 +7,7 @@ import (
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/bench/internal/baseline"
+	"github.com/xorack/xorack/internal/acktest"
 	"github.com/xorack/xorack/internal/acktest/treegen"
 )
 
@@ -22,13 +23,6 @@ func newStorm(t *testing.T) (*baseline.Storm, *ackcore.FakeClock) {
 	return s, clock
 }
 
-func ini(root uint64, task uint32, val uint64) ackcore.Msg {
-	return ackcore.Msg{Root: root, Kind: ackcore.Init, Task: task, Val: val}
-}
-func ack(root, val uint64) ackcore.Msg { return ackcore.Msg{Root: root, Kind: ackcore.Ack, Val: val} }
-func fail(root uint64) ackcore.Msg     { return ackcore.Msg{Root: root, Kind: ackcore.Fail} }
-func reset(root uint64) ackcore.Msg    { return ackcore.Msg{Root: root, Kind: ackcore.Reset} }
-
 func expireNone(t *testing.T, a ackcore.Interface) {
 	t.Helper()
 	out, more := a.Expire(make([]ackcore.Outcome, 0, 8))
@@ -41,15 +35,15 @@ func TestStormCompletes(t *testing.T) {
 	s, clock := newStorm(t)
 	// A clean tree: spout edges a, b; b anchors c; acks in any order.
 	const a, b, c = 0xa1, 0xb2, 0xc3
-	out := s.Apply([]ackcore.Msg{ack(1, b^c), ini(1, 7, a^b)}, nil)
+	out := s.Apply([]ackcore.Msg{acktest.AckMsg(1, b^c), acktest.InitMsg(1, 7, a^b)}, nil)
 	clock.Add(3 * time.Millisecond)
-	out = s.Apply([]ackcore.Msg{ack(1, c), ack(1, a)}, out)
+	out = s.Apply([]ackcore.Msg{acktest.AckMsg(1, c), acktest.AckMsg(1, a)}, out)
 	want := ackcore.Outcome{Root: 1, Task: 7, Kind: ackcore.Completed, Latency: 3 * time.Millisecond}
 	if len(out) != 1 || out[0] != want {
 		t.Fatalf("outcomes %v, want [%+v]", out, want)
 	}
 	// INIT with val 0 completes at once.
-	if out = s.Apply([]ackcore.Msg{ini(2, 1, 0)}, out[:0]); len(out) != 1 || out[0].Kind != ackcore.Completed {
+	if out = s.Apply([]ackcore.Msg{acktest.InitMsg(2, 1, 0)}, out[:0]); len(out) != 1 || out[0].Kind != ackcore.Completed {
 		t.Fatalf("INIT 0: %v", out)
 	}
 	if st := s.Stats(); st.Completed != 2 || st.Pending != 0 || st.Inits != 2 || st.Acks != 3 {
@@ -60,17 +54,17 @@ func TestStormCompletes(t *testing.T) {
 func TestStormFail(t *testing.T) {
 	s, _ := newStorm(t)
 	// FAIL after INIT reports at once.
-	out := s.Apply([]ackcore.Msg{ini(1, 4, 0x5), fail(1)}, nil)
+	out := s.Apply([]ackcore.Msg{acktest.InitMsg(1, 4, 0x5), acktest.FailMsg(1)}, nil)
 	if len(out) != 1 || out[0].Kind != ackcore.Failed || out[0].Reason != ackcore.ReasonExplicit || out[0].Task != 4 {
 		t.Fatalf("fail: %v", out)
 	}
 	// FAIL before INIT is remembered and reported when the INIT comes.
-	if out = s.Apply([]ackcore.Msg{fail(2), ini(2, 5, 0x6)}, out[:0]); len(out) != 1 || out[0].Kind != ackcore.Failed || out[0].Task != 5 {
+	if out = s.Apply([]ackcore.Msg{acktest.FailMsg(2), acktest.InitMsg(2, 5, 0x6)}, out[:0]); len(out) != 1 || out[0].Kind != ackcore.Failed || out[0].Task != 5 {
 		t.Fatalf("fail before init: %v", out)
 	}
 	// Storm's corner (docs/semantics.md, rule 3): FAIL before INIT, and the val
 	// reaches 0 with the INIT: Storm checks val first and acks.
-	if out = s.Apply([]ackcore.Msg{fail(3), ack(3, 0x7), ini(3, 6, 0x7)}, out[:0]); len(out) != 1 || out[0].Kind != ackcore.Completed {
+	if out = s.Apply([]ackcore.Msg{acktest.FailMsg(3), acktest.AckMsg(3, 0x7), acktest.InitMsg(3, 6, 0x7)}, out[:0]); len(out) != 1 || out[0].Kind != ackcore.Completed {
 		t.Fatalf("fail-vs-ack corner: %v, Storm reports Completed", out)
 	}
 	if st := s.Stats(); st.FailedExplicit != 2 || st.Completed != 1 || st.Pending != 0 {
@@ -82,14 +76,14 @@ func TestStormFail(t *testing.T) {
 // after it was made, ACKs notwithstanding (they do not refresh it).
 func TestStormExpiry(t *testing.T) {
 	s, clock := newStorm(t)
-	s.Apply([]ackcore.Msg{ini(1, 2, 0x3), ack(9, 0x4)}, nil) // 9: no INIT
+	s.Apply([]ackcore.Msg{acktest.InitMsg(1, 2, 0x3), acktest.AckMsg(9, 0x4)}, nil) // 9: no INIT
 	for i := 1; i <= 2; i++ {
 		clock.Add(stormT)
 		expireNone(t, s)
 		if p := s.Stats().Pending; p != 2 {
 			t.Fatalf("after rotation %d: %d pending, want 2", i, p)
 		}
-		s.Apply([]ackcore.Msg{ack(1, 0x10)}, nil) // busy, but not refreshed
+		s.Apply([]ackcore.Msg{acktest.AckMsg(1, 0x10)}, nil) // busy, but not refreshed
 	}
 	clock.Add(stormT)
 	expireNone(t, s)
@@ -98,7 +92,7 @@ func TestStormExpiry(t *testing.T) {
 		t.Fatalf("after rotation 3: stats %+v, dropped with INIT %d", st, s.DroppedInit())
 	}
 	// A late ACK makes a new entry without a task; it completes nothing.
-	if out := s.Apply([]ackcore.Msg{ack(1, 0x3)}, nil); len(out) != 0 || s.Stats().Pending != 1 {
+	if out := s.Apply([]ackcore.Msg{acktest.AckMsg(1, 0x3)}, nil); len(out) != 0 || s.Stats().Pending != 1 {
 		t.Fatalf("late ack: %v, %+v", out, s.Stats())
 	}
 }
@@ -107,16 +101,16 @@ func TestStormExpiry(t *testing.T) {
 // survives the rotation that would have dropped it and can still complete.
 func TestStormReset(t *testing.T) {
 	s, clock := newStorm(t)
-	s.Apply([]ackcore.Msg{ini(1, 2, 0x3), ini(2, 2, 0x3)}, nil)
+	s.Apply([]ackcore.Msg{acktest.InitMsg(1, 2, 0x3), acktest.InitMsg(2, 2, 0x3)}, nil)
 	clock.Add(2 * stormT)
-	expireNone(t, s)                      // two rotations: both in the oldest bucket
-	s.Apply([]ackcore.Msg{reset(1)}, nil) // 1 back to the newest
+	expireNone(t, s)                                 // two rotations: both in the oldest bucket
+	s.Apply([]ackcore.Msg{acktest.ResetMsg(1)}, nil) // 1 back to the newest
 	clock.Add(stormT)
 	expireNone(t, s) // third rotation: 2 is dropped, 1 is not
 	if st := s.Stats(); st.Pending != 1 || st.Orphans != 1 || st.Resets != 1 {
 		t.Fatalf("stats %+v", st)
 	}
-	if out := s.Apply([]ackcore.Msg{ack(1, 0x3), ack(2, 0x3)}, nil); len(out) != 1 || out[0].Root != 1 || out[0].Kind != ackcore.Completed {
+	if out := s.Apply([]ackcore.Msg{acktest.AckMsg(1, 0x3), acktest.AckMsg(2, 0x3)}, nil); len(out) != 1 || out[0].Root != 1 || out[0].Kind != ackcore.Completed {
 		t.Fatalf("after reset: %v, want root 1 completed", out)
 	}
 	// Two more rotations keep it (now the 2's late ACK's entry), the third drops it.
@@ -136,10 +130,10 @@ func TestStormReset(t *testing.T) {
 // once per bucket and keeps its rotation schedule.
 func TestStormIdleGap(t *testing.T) {
 	s, clock := newStorm(t)
-	s.Apply([]ackcore.Msg{ini(1, 2, 0x3)}, nil)
+	s.Apply([]ackcore.Msg{acktest.InitMsg(1, 2, 0x3)}, nil)
 	clock.Add(1000*stormT + stormT/2)
 	expireNone(t, s)
-	s.Apply([]ackcore.Msg{ini(2, 2, 0x3)}, nil) // at 1000.5 T
+	s.Apply([]ackcore.Msg{acktest.InitMsg(2, 2, 0x3)}, nil) // at 1000.5 T
 	if st := s.Stats(); st.Orphans != 1 || st.Pending != 1 {
 		t.Fatalf("stats %+v", st)
 	}

@@ -178,12 +178,7 @@ func (c *xcall) step(e xentry, loaded bool) (xentry, bool) {
 	case ackcore.Ack:
 		c.stats.Acks++
 		if !loaded {
-			if !x.reserve() {
-				c.stats.RefusedFull++
-				c.emit(refuseFull(m.Root))
-				return e, del
-			}
-			return x.create(m.Root, xentry{val: m.Val, timeout: x.defNs}, c.nowNs), keep
+			return c.storeOrphan(e, xentry{val: m.Val, timeout: x.defNs})
 		}
 		e.val ^= m.Val
 		if e.val != 0 || e.word&(flagInit|flagDrain) == 0 {
@@ -236,12 +231,7 @@ func (c *xcall) step(e xentry, loaded bool) (xentry, bool) {
 	case ackcore.Fail:
 		c.stats.Fails++
 		if !loaded {
-			if !x.reserve() {
-				c.stats.RefusedFull++
-				c.emit(refuseFull(m.Root))
-				return e, del
-			}
-			return x.create(m.Root, xentry{word: flagFailed, timeout: x.defNs}, c.nowNs), keep
+			return c.storeOrphan(e, xentry{word: flagFailed, timeout: x.defNs})
 		}
 		if e.word&flagDrain != 0 { // another FAIL of a failed tree: its val drains too
 			if e.val ^= m.Val; e.val != 0 {
@@ -272,17 +262,24 @@ func (c *xcall) step(e xentry, loaded bool) (xentry, bool) {
 	default: // Reset
 		c.stats.Resets++
 		if !loaded {
-			if !x.reserve() {
-				c.stats.RefusedFull++
-				c.emit(refuseFull(m.Root))
-				return e, del
-			}
-			return x.create(m.Root, xentry{timeout: msgTimeout(m, x.defNs)}, c.nowNs), keep
+			return c.storeOrphan(e, xentry{timeout: msgTimeout(m, x.defNs)})
 		}
 		e.timeout = msgTimeout(m, e.timeout)
 		x.rearm(e.h, x.deadlineAfter(c.nowNs, e.timeout))
 		return e, keep
 	}
+}
+
+// storeOrphan is step for an ACK, FAIL or RESET of an absent root: it stores
+// entry n for it, or, at the bound, refuses the message and stores
+// nothing.
+func (c *xcall) storeOrphan(e, n xentry) (xentry, bool) {
+	if !c.x.reserve() {
+		c.stats.RefusedFull++
+		c.emit(refuseFull(c.m.Root))
+		return e, true
+	}
+	return c.x.create(c.m.Root, n, c.nowNs), false
 }
 
 // reserve takes a place for a new entry, or reports the bound reached.

@@ -41,8 +41,6 @@ type chanPipe struct {
 	over  [][]ackcore.Outcome // outcomes a full channel could not take yet; shard goroutine only
 	send  []*chanSender
 	inbox []*chanInbox
-	tick  time.Duration
-	done  chan struct{}
 
 	mu   sync.Mutex // guards snap
 	snap ackcore.Stats
@@ -52,7 +50,7 @@ type chanPipe struct {
 // message blocks, answering through a channel of outcome blocks per
 // receiver.
 func NewChanShard(cfg Config) (Pipe, error) {
-	cp := &chanPipe{in: make(chan msgBlock, chanDepth), tick: ackcore.DefaultTick, done: make(chan struct{})}
+	cp := &chanPipe{in: make(chan msgBlock, chanDepth)}
 	if err := cp.init("chanshard", &cfg); err != nil {
 		return nil, err
 	}
@@ -78,10 +76,7 @@ func (cp *chanPipe) Start() error { return cp.start(cp.loop) }
 // blocked sending to a shard blocked sending to it would deadlock), and
 // goes first next pass. Stopping, it reports what is pending and waits
 // for the receivers to take everything.
-func (cp *chanPipe) loop() {
-	defer close(cp.done)
-	t := time.NewTicker(cp.tick)
-	defer t.Stop()
+func (cp *chanPipe) loop(tick <-chan time.Time) {
 	out := make([]ackcore.Outcome, 0, 1024)
 	for {
 		select {
@@ -97,7 +92,7 @@ func (cp *chanPipe) loop() {
 			}
 			out = cp.sh.Apply(b.m[:b.n], out[:0])
 			cp.route(out)
-		case <-t.C:
+		case <-tick:
 			for more := true; more; {
 				out, more = cp.sh.Expire(out[:0])
 				cp.route(out)

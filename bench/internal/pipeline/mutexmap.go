@@ -24,16 +24,13 @@ type mutexPipe struct {
 	batch int
 	inbox []*outq.Queue[ackcore.Outcome] // the outcome inbox netio's client uses too
 	send  []*mutexSender
-	tick  time.Duration
-
-	quit chan struct{} // closed by Stop: the expirer exits
-	done chan struct{} // closed by the expirer
+	quit  chan struct{} // closed by Stop: the expirer exits
 }
 
 // NewMutexMap is the "mutex-guarded map shared by producers" design: every
 // sender applies its batches to one baseline.MutexMap under its lock.
 func NewMutexMap(cfg Config) (Pipe, error) {
-	mp := &mutexPipe{tick: ackcore.DefaultTick, quit: make(chan struct{}), done: make(chan struct{})}
+	mp := &mutexPipe{quit: make(chan struct{})}
 	if err := mp.init("mutexmap", &cfg); err != nil {
 		return nil, err
 	}
@@ -53,16 +50,13 @@ func NewMutexMap(cfg Config) (Pipe, error) {
 
 func (mp *mutexPipe) Start() error { return mp.start(mp.expirer) }
 
-func (mp *mutexPipe) expirer() {
-	defer close(mp.done)
-	t := time.NewTicker(mp.tick)
-	defer t.Stop()
+func (mp *mutexPipe) expirer(tick <-chan time.Time) {
 	out := make([]ackcore.Outcome, 0, 1024)
 	for {
 		select {
 		case <-mp.quit:
 			return
-		case <-t.C:
+		case <-tick:
 		}
 		for more := true; more; {
 			out, more = mp.mm.Expire(out[:0])

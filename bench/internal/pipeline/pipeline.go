@@ -91,11 +91,13 @@ func (c Config) validate() (Config, error) {
 }
 
 // base is what the baselines share: their task -> inbox table and their
-// life cycle.
+// life cycle, with the goroutine that expires roots every tick.
 type base struct {
 	name    string
 	recvOf  []uint32
 	tasks   uint32
+	tick    time.Duration
+	done    chan struct{} // closed when the loop returns
 	started atomic.Bool
 	closed  atomic.Bool // Stop began: sends fail
 	once    sync.Once   // Stop's work
@@ -113,15 +115,22 @@ func (b *base) init(name string, cfg *Config) error {
 		return fmt.Errorf("pipeline: %w", err)
 	}
 	b.name, b.recvOf, b.tasks = name, of, uint32(cfg.Tasks)
+	b.tick, b.done = ackcore.DefaultTick, make(chan struct{})
 	return nil
 }
 
-// start runs loop on a goroutine, once.
-func (b *base) start(loop func()) error {
+// start runs loop on a goroutine, once, with a ticker of the pipe's tick;
+// done closes when it returns.
+func (b *base) start(loop func(tick <-chan time.Time)) error {
 	if b.started.Swap(true) {
 		return fmt.Errorf("pipeline: %s started twice", b.name)
 	}
-	go loop()
+	go func() {
+		defer close(b.done)
+		t := time.NewTicker(b.tick)
+		defer t.Stop()
+		loop(t.C)
+	}()
 	return nil
 }
 

@@ -16,7 +16,7 @@ type Kafka struct {
 	Addrs  []string // the seed brokers
 	Where  string   // the cluster, for a report: its brokers, or "a Kafka cluster in the process (kfake)"
 	Client *kgo.Client
-	k      *kafkatest.Cluster
+	undo   undo
 }
 
 // StartKafka connects to the comma-separated seed brokers; brokers empty,
@@ -25,10 +25,12 @@ type Kafka struct {
 func StartKafka(brokers string, cfg kafkatest.Config) (_ *Kafka, err error) {
 	k := &Kafka{Where: brokers}
 	if brokers == "" {
-		if k.k, err = kafkatest.Start(cfg); err != nil {
+		var c *kafkatest.Cluster
+		if c, err = kafkatest.Start(cfg); err != nil {
 			return nil, err
 		}
-		k.Addrs, k.Where = k.k.Addrs(), "a Kafka cluster in the process (kfake)"
+		k.undo.push(c.Close)
+		k.Addrs, k.Where = c.Addrs(), "a Kafka cluster in the process (kfake)"
 	} else {
 		k.Addrs = strings.Split(brokers, ",")
 	}
@@ -36,18 +38,12 @@ func StartKafka(brokers string, cfg kafkatest.Config) (_ *Kafka, err error) {
 		k.Close()
 		return nil, err
 	}
+	k.undo.push(k.Client.Close)
 	return k, nil
 }
 
 // Close closes the client and stops the cluster it started.
-func (k *Kafka) Close() {
-	if k.Client != nil {
-		k.Client.Close()
-	}
-	if k.k != nil {
-		k.k.Close()
-	}
-}
+func (k *Kafka) Close() { k.undo.run() }
 
 // Produce writes sentences 0 to n-1 of s to topic and returns the records
 // as the brokers took them (partition and offset set).

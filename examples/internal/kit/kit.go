@@ -129,3 +129,15 @@ func (c *Common) Check(ch *Checks) {
 	ch.AtLeast("-sentences", c.Sentences, 1)
 	ch.Fraction("-fail", c.Fail)
 }
+
+// undo is what a Start did, undone by run in reverse order, once.
+type undo []func()
+
+func (u *undo) push(f func()) { *u = append(*u, f) }
+
+func (u *undo) run() {
+	for i := len(*u) - 1; i >= 0; i-- {
+		(*u)[i]()
+	}
+	*u = nil
+}

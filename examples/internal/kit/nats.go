@@ -17,9 +17,8 @@ import (
 type NATS struct {
 	JS    natsjs.JetStream
 	Where string // the server, for a report: its URL, or "an embedded nats-server"
-	nc    *nats.Conn
-	srv   *jstest.Server
-	dir   string
+	undo  undo
+	dir   string // the embedded server's store
 }
 
 // StartNATS connects to the NATS server at url as client name; url empty,
@@ -36,15 +35,20 @@ func StartNATS(url, name string) (_ *NATS, err error) {
 		if n.dir, err = os.MkdirTemp("", name+"-"); err != nil {
 			return nil, err
 		}
-		if n.srv, err = jstest.Start(jstest.Config{StoreDir: n.dir}); err != nil {
+		n.undo.push(func() { os.RemoveAll(n.dir) })
+		var srv *jstest.Server
+		if srv, err = jstest.Start(jstest.Config{StoreDir: n.dir}); err != nil {
 			return nil, err
 		}
-		url, n.Where = n.srv.URL(), "an embedded nats-server"
+		n.undo.push(srv.Close)
+		url, n.Where = srv.URL(), "an embedded nats-server"
 	}
-	if n.nc, err = nats.Connect(url, nats.Name(name)); err != nil {
+	nc, err := nats.Connect(url, nats.Name(name))
+	if err != nil {
 		return nil, fmt.Errorf("connecting to %s: %w", url, err)
 	}
-	if n.JS, err = natsjs.New(n.nc); err != nil {
+	n.undo.push(nc.Close)
+	if n.JS, err = natsjs.New(nc); err != nil {
 		return nil, err
 	}
 	return n, nil
@@ -52,17 +56,7 @@ func StartNATS(url, name string) (_ *NATS, err error) {
 
 // Close closes the connection and stops the server it started, removing
 // its store.
-func (n *NATS) Close() {
-	if n.nc != nil {
-		n.nc.Close()
-	}
-	if n.srv != nil {
-		n.srv.Close()
-	}
-	if n.dir != "" {
-		os.RemoveAll(n.dir)
-	}
-}
+func (n *NATS) Close() { n.undo.run() }
 
 // PublishWindow bounds the publishes Publish has in flight, far below the
 // client's limit.

@@ -7,19 +7,17 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"strconv"
-	"sync"
-	"syscall"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
+	"github.com/xorack/xorack/internal/workerproc"
 	"github.com/xorack/xorack/source/jetstream"
 	"github.com/xorack/xorack/topology"
 )
@@ -38,11 +36,11 @@ func main() {
 }
 
 func run(url, stream, consumer, ledger string, throttle int) error {
-	f, err := os.OpenFile(ledger, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	l, err := workerproc.OpenLedger(ledger)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer l.Close()
 	nc, err := nats.Connect(url)
 	if err != nil {
 		return err
@@ -52,8 +50,7 @@ func run(url, stream, consumer, ledger string, throttle int) error {
 	if err != nil {
 		return err
 	}
-	var mu sync.Mutex
-	k := 0
+	var k atomic.Int64
 	b := topology.NewBuilder()
 	b.Spout("js", func() topology.Spout {
 		return jetstream.New(jetstream.Config{JetStream: js, Stream: stream, Consumer: consumer, FetchWait: 50 * time.Millisecond})
@@ -64,12 +61,8 @@ func run(url, stream, consumer, ledger string, throttle int) error {
 			line = append(line, ' ')
 			line = strconv.AppendInt(line, time.Now().UnixNano(), 10)
 			line = append(line, '\n')
-			mu.Lock()
-			_, err := f.Write(line)
-			k++
-			slow := throttle > 0 && k%throttle == 0
-			mu.Unlock()
-			if slow {
+			err := l.Write(line)
+			if throttle > 0 && k.Add(1)%int64(throttle) == 0 {
 				time.Sleep(time.Millisecond) // the throttle, not synchronisation
 			}
 			return err
@@ -79,13 +72,5 @@ func run(url, stream, consumer, ledger string, throttle int) error {
 	if err != nil {
 		return err
 	}
-	if err := top.Start(); err != nil {
-		return err
-	}
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
-	<-sig
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	return top.Stop(ctx)
+	return workerproc.RunUntilTerm(top)
 }

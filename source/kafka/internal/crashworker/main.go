@@ -16,21 +16,18 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/xorack/xorack/internal/workerproc"
 	"github.com/xorack/xorack/source/kafka"
 	"github.com/xorack/xorack/topology"
 )
@@ -71,12 +68,11 @@ type worker struct {
 }
 
 func (w worker) run(brokers, topic, group, instance, ledger string, interval time.Duration, stuckPart int32, stuckOff int64, backoff time.Duration, metaBytes int) error {
-	f, err := os.OpenFile(ledger, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	l, err := workerproc.OpenLedger(ledger)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	var mu sync.Mutex // one write per line, whole
+	defer l.Close()
 	// A short session by default: the test's cluster allows it, so a
 	// killed worker's partitions move on in well under a second.
 	opts := []kgo.Opt{kgo.HeartbeatInterval(w.heartbeat), kgo.SessionTimeout(w.session),
@@ -125,20 +121,13 @@ func (w worker) run(brokers, topic, group, instance, ledger string, interval tim
 				line = append(line, ' ')
 				line = strconv.AppendInt(line, int64(w.id), 10)
 			}
-			line = append(line, '\n')
-			mu.Lock()
-			_, err := f.Write(line)
-			mu.Unlock()
-			return err
+			return l.Write(append(line, '\n'))
 		}))
 	}).Executors(2).Input("records", topology.Shuffle())
 	cfg := topology.Config{}
 	cfg.Retry = topology.RetryPolicy{MaxAttempts: 1 << 10, Backoff: backoff, MaxBackoff: backoff}
 	top, err := b.Build(cfg)
 	if err != nil {
-		return err
-	}
-	if err := top.Start(); err != nil {
 		return err
 	}
 	if os.Getenv("CRASHWORKER_STATS") != "" {
@@ -153,10 +142,5 @@ func (w worker) run(brokers, topic, group, instance, ledger string, interval tim
 			}
 		}()
 	}
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGTERM, os.Interrupt)
-	<-sig
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	return top.Stop(ctx)
+	return workerproc.RunUntilTerm(top)
 }
