@@ -6,8 +6,8 @@
 // messages themselves.
 
 // STAGE1(R, D) looks far ahead at the message at D(R): hashes its root
-// (table.hashOf: the top byte of the low word the tag, 0 taken as 1, 255
-// as 254) into its look-ahead entry (home group * 16, tag) and prefetches
+// (table.hashOf: the top byte of the low word the tag, 0 taken as 1)
+// into its look-ahead entry (home group * 16, tag) and prefetches
 // the home group's and the next group's control words. Clobbers AX, DX.
 #define STAGE1(R, D) \
 	MOVQ       (D+Msg_Root)(R), AX; \
@@ -19,8 +19,6 @@
 	SHRQ       $56, AX; \
 	CMPB       AL, $1; \
 	ADCB       $0, AL; \
-	CMPB       AL, $const_sentinelTag; \
-	ADCB       $-1, AL; \
 	MOVQ       AX, (D+8)(R11)(R*1); \
 	SHLQ       $4, DX; \
 	MOVQ       DX, (D)(R11)(R*1); \
@@ -30,23 +28,21 @@
 // STAGE2(R, D) looks nearer ahead at the message at D(R): compares its
 // tag (from its look-ahead entry) with its home group's and the next
 // group's control bytes, which STAGE1 fetched, writes the slot its probe
-// most likely ends at (the first tag match, else the first empty slot,
-// else the home group's first), times 3, into the look-ahead entry and
-// prefetches that slot. Bit b of the pair's masks is control byte c =
-// group*16 + b, slot c - c/16. Clobbers AX, R9, R14, Y4, Y5, Y6.
+// most likely ends at, times 3, into the look-ahead entry and prefetches
+// that slot: the slot of the first control byte that matches (bit b of
+// the pair's mask is control byte c = group*16 + b, slot c - c/16; a
+// count byte that happens to equal the tag names the next group's first
+// slot, or the one after it), or with none the first slot two groups on
+// (c = home*16 + 32, past the last group in the table's padding slots).
+// A prediction only: the loop compares the key. INITs, which need an
+// empty slot, find theirs themselves; their stores do not wait on a
+// miss. Clobbers AX, R9, R14, Y4, Y6.
 #define STAGE2(R, D) \
 	MOVQ         (D)(R11)(R*1), R14; \
 	VPBROADCASTB (D+8)(R11)(R*1), Y4; \
-	VMOVDQU      (R15)(R14*1), Y5; \
-	VPCMPEQB     Y5, Y4, Y6; \
+	VPCMPEQB     (R15)(R14*1), Y4, Y6; \
 	VPMOVMSKB    Y6, AX; \
-	VPCMPEQB     Y5, Y7, Y6; \
-	VPMOVMSKB    Y6, R9; \
-	ANDL         $0x7fff7fff, R9; \
-	ANDL         $0x7fff7fff, AX; \
-	CMOVLEQ      R9, AX; \
 	TZCNTL       AX, AX; \
-	ANDL         $31, AX; \
 	ADDQ         R14, AX; \
 	MOVQ         AX, R9; \
 	SHRQ         $4, R9; \

@@ -157,7 +157,7 @@ func (c Config) validate() (Config, error) {
 // tableBytes is the slots and control words NewShard allocates up front
 // for c.
 func (c *Config) tableBytes() int64 {
-	return int64(tableSlots(c.MaxPending))*entryBytes + int64(tableGroups(c.MaxPending)+1)*groupBytes
+	return int64(tableSlots(c.MaxPending)+padSlots)*entryBytes + int64(tableGroups(c.MaxPending)+1)*groupBytes
 }
 
 // Bytes is the most memory a shard with configuration c can hold, checked
