@@ -241,7 +241,7 @@ func alignedGroups(n int) []group {
 	for uintptr(unsafe.Pointer(&buf[k]))%layout.CacheLine != 0 {
 		k++
 	}
-	buf[k+n] = group{^uint64(0), ^uint64(0)}
+	buf[k+n] = group{lowBits * sentinelTag, lowBits * sentinelTag}
 	return buf[k : k+n+1 : k+n+1]
 }
 
