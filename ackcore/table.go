@@ -20,16 +20,16 @@ const (
 	// ackRun compares at once.
 	maxLoadNum, maxLoadDen = 3, 4
 	// Bounds up to sparseMaxPending fill at most sparseLoadNum/
-	// sparseLoadDen of their slots (MaxPending*10/7): 35.8 bytes per
-	// pending root at the bound, 2.4 more, under 40 KB in all. Fewer
-	// INITs then meet a home group and a next that entries passed (the
-	// probe that reads on, with the branches it mispredicts), and fewer
-	// lookups a false tag match: on the word count at 10,000 roots
-	// pending ackRun's mispredicted branches (callgrind) drop from 0.42 a
-	// message to 0.35 and its msgs/s rise about 5%. Past the bound the
-	// bytes a root weigh more than a table that small makes up for.
+	// sparseLoadDen of their slots (MaxPending*25/18): 34.8 bytes per
+	// pending root at the bound, 1.4 more, under 25 KB in all. Fewer INITs
+	// then meet a home group and a next that entries passed (the probe
+	// that reads on, with the branches it mispredicts), and fewer lookups
+	// a false tag match: on the word count at 10,000 roots pending
+	// ackRun mispredicts 0.39 branches a message under callgrind, 0.42 at
+	// 3/4 (0.35 at 7/10, which costs 2.4 bytes a root). Past the bound
+	// the bytes a root weigh more than a table that small makes up for.
 	sparseMaxPending             = 1 << 14
-	sparseLoadNum, sparseLoadDen = 7, 10
+	sparseLoadNum, sparseLoadDen = 18, 25
 	// overflowSticky is an overflow count that has saturated: it is never
 	// decremented again (see table).
 	overflowSticky = 0xff
@@ -197,7 +197,7 @@ type table struct {
 }
 
 // tableGroups is the group count for a bound: maxPending*4/3 slots
-// (maxPending*10/7 up to sparseMaxPending) rounded up to whole groups,
+// (maxPending*25/18 up to sparseMaxPending) rounded up to whole groups,
 // and room for the FAIL reserve beyond the bound plus one empty slot in
 // the smallest tables.
 func tableGroups(maxPending int) int {
