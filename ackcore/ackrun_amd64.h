@@ -29,19 +29,25 @@
 // tag (from its look-ahead entry) with its home group's and the next
 // group's control bytes, which STAGE1 fetched, writes the slot its probe
 // most likely ends at, times 3, into the look-ahead entry and prefetches
-// that slot: the slot of the first control byte that matches (bit b of
-// the pair's mask is control byte c = group*16 + b, slot c - c/16; a
-// count byte that happens to equal the tag names the next group's first
-// slot, or the one after it), or with none the first slot two groups on
-// (c = home*16 + 32, past the last group in the table's padding slots).
-// A prediction only: the loop compares the key. INITs, which need an
-// empty slot, find theirs themselves; their stores do not wait on a
-// miss. Clobbers AX, R9, R14, Y4, Y6.
+// that slot: the first tag match's (a count byte that happens to equal
+// the tag names the first slot of the next group or of the one after),
+// else the first empty slot's (where an INIT goes, and where an ACK soon
+// after it finds its root), else, with neither, the first slot two groups
+// on (c = home*16 + 32, past the last group in the table's padding
+// slots). Bit b of the pair's masks is control byte c = group*16 + b,
+// slot c - c/16. A prediction only: the loop compares the key. Clobbers
+// AX, R9, R14, Y4, Y5, Y6.
 #define STAGE2(R, D) \
 	MOVQ         (D)(R11)(R*1), R14; \
 	VPBROADCASTB (D+8)(R11)(R*1), Y4; \
-	VPCMPEQB     (R15)(R14*1), Y4, Y6; \
+	VMOVDQU      (R15)(R14*1), Y5; \
+	VPCMPEQB     Y5, Y4, Y6; \
 	VPMOVMSKB    Y6, AX; \
+	VPCMPEQB     Y5, Y7, Y6; \
+	VPMOVMSKB    Y6, R9; \
+	ANDL         $0x7fff7fff, R9; \
+	TESTL        AX, AX; \
+	CMOVLEQ      R9, AX; \
 	TZCNTL       AX, AX; \
 	ADDQ         R14, AX; \
 	MOVQ         AX, R9; \
