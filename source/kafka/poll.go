@@ -134,6 +134,23 @@ func (s *Spout) resizeFetch(b int32) {
 	}
 }
 
+// compact moves p's records not yet taken to the front of its buffer once
+// the taken ones before them are at least as many, so that each record is
+// moved at most once on average: a buffer that never runs empty (Next kept
+// waiting by the pending bound) does not grow without end (it holds at
+// most twice its records, plus a poll), and a poll appending a few hundred
+// records to one holding thousands does not move them all (it moved each
+// record a dozen times or more, a copy with the garbage collector's write
+// barriers). Called with mu held.
+func (p *partition) compact() {
+	if p.head == 0 || p.head < p.buffered() {
+		return
+	}
+	k := copy(p.buf, p.buf[p.head:])
+	clear(p.buf[k:])
+	p.buf, p.head = p.buf[:k], 0
+}
+
 // starveBounds is how many times byteBound the buffers may hold while a
 // partition starves. A fetch asks for up to kgo.FetchMaxPartitionBytes of
 // each partition on the wire, and compressed records of a few dozen bytes
@@ -247,14 +264,7 @@ func (s *Spout) distribute(fs kgo.Fetches) []error {
 			// to a relative offset): the first record fetched is it.
 			p.tr.Assign(fp.Records[0].Offset)
 		}
-		if p.head > 0 {
-			// Move what is left to the front before appending, or a
-			// buffer that never runs empty (Next kept waiting by the
-			// pending bound) would grow without end.
-			k := copy(p.buf, p.buf[p.head:])
-			clear(p.buf[k:])
-			p.buf, p.head = p.buf[:k], 0
-		}
+		p.compact()
 		// One pass over the records, which the client decoded a while
 		// ago: everything take needs of them is read here.
 		b := 0
