@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -134,23 +133,6 @@ func (s *Spout) resizeFetch(b int32) {
 	}
 }
 
-// compact moves p's records not yet taken to the front of its buffer once
-// the taken ones before them are at least as many, so that each record is
-// moved at most once on average: a buffer that never runs empty (Next kept
-// waiting by the pending bound) does not grow without end (it holds at
-// most twice its records, plus a poll), and a poll appending a few hundred
-// records to one holding thousands does not move them all (it moved each
-// record a dozen times or more, a copy with the garbage collector's write
-// barriers). Called with mu held.
-func (p *partition) compact() {
-	if p.head == 0 || p.head < p.buffered() {
-		return
-	}
-	k := copy(p.buf, p.buf[p.head:])
-	clear(p.buf[k:])
-	p.buf, p.head = p.buf[:k], 0
-}
-
 // starveBounds is how many times byteBound the buffers may hold while a
 // partition starves. A fetch asks for up to kgo.FetchMaxPartitionBytes of
 // each partition on the wire, and compressed records of a few dozen bytes
@@ -264,15 +246,13 @@ func (s *Spout) distribute(fs kgo.Fetches) []error {
 			// to a relative offset): the first record fetched is it.
 			p.tr.Assign(fp.Records[0].Offset)
 		}
-		p.compact()
 		// One pass over the records, which the client decoded a while
 		// ago: everything take needs of them is read here.
 		b := 0
-		p.buf = slices.Grow(p.buf, len(fp.Records))
 		for _, r := range fp.Records {
 			n := recBytes(r)
 			b += n
-			p.buf = append(p.buf, bufRec{rec: r, offset: r.Offset, bytes: n, control: r.Attrs.IsControl()})
+			p.buf.push(bufRec{rec: r, offset: r.Offset, bytes: n, control: r.Attrs.IsControl()}, &s.spare)
 		}
 		p.bytes += b
 		s.takenRecs += int64(len(fp.Records))

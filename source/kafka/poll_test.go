@@ -76,8 +76,8 @@ func (g *bufferRig) take(tb testing.TB, n int) {
 
 // A buffer that never runs empty (each poll appends what was taken since
 // the last, as when Next is held back by the pending bound) hands out its
-// records in order and stays within twice its records plus a poll: the
-// records taken are dropped from its front, though never all at once.
+// records in order and holds no more blocks than its records need; the
+// blocks it empties are reused, and hold no record once taken.
 func TestBufferNeverEmptyStaysBounded(t *testing.T) {
 	const held, poll = 3000, 500
 	g := newBufferRig(t, 2*(held+poll))
@@ -88,18 +88,34 @@ func TestBufferNeverEmptyStaysBounded(t *testing.T) {
 		if n := g.p.buffered(); n != held {
 			t.Fatalf("%d records buffered, want %d", n, held)
 		}
-		if len(g.p.buf) > 2*held+poll {
-			t.Fatalf("buffer of %d entries (head %d) for %d records: not dropping those taken", len(g.p.buf), g.p.head, held)
+		if n, most := len(g.p.buf.blocks), (held+recBlock-1)/recBlock+1; n > most {
+			t.Fatalf("%d blocks for %d records, want at most %d", n, held, most)
+		}
+		if n, most := len(g.p.buf.blocks)+len(g.s.spare), (held+poll)/recBlock+2; n > most {
+			t.Fatalf("%d blocks queued and spare, want at most %d: emptied blocks not reused", n, most)
+		}
+	}
+	for i := range g.p.buf.head { // taken: no longer held
+		if r := g.p.buf.blocks[0][i]; r != (bufRec{}) {
+			t.Fatalf("entry %d before the head %d still holds offset %d", i, g.p.buf.head, r.offset)
 		}
 	}
 	g.take(t, held)
 	if g.p.buffered() != 0 || g.s.bufBytes != 0 || g.s.buffered != 0 {
 		t.Fatalf("drained: %d buffered, %d bytes, %d counted", g.p.buffered(), g.s.bufBytes, g.s.buffered)
 	}
-	// Every entry before the head no longer holds its record.
-	for i, r := range g.p.buf[:g.p.head] {
-		if r.rec != nil {
-			t.Fatalf("entry %d before the head %d still holds offset %d", i, g.p.head, r.rec.Offset)
+	// A revocation drops what is buffered; every block comes back zeroed.
+	g.poll(3 * recBlock / 2)
+	g.s.mu.Lock()
+	g.s.release(nil, g.p)
+	g.s.check()
+	g.s.mu.Unlock()
+	if g.p.buffered() != 0 || len(g.p.buf.blocks) != 0 || g.s.bufBytes != 0 || g.s.buffered != 0 {
+		t.Fatalf("released: %d buffered in %d blocks, %d bytes, %d counted", g.p.buffered(), len(g.p.buf.blocks), g.s.bufBytes, g.s.buffered)
+	}
+	for _, b := range g.s.spare {
+		if *b != (block{}) {
+			t.Fatal("a spare block holds records")
 		}
 	}
 }
