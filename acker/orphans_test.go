@@ -1,17 +1,18 @@
 package acker_test
 
 import (
-	"github.com/xorack/xorack/internal/splitmix"
 	"math/rand/v2"
 	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
 	"github.com/xorack/xorack/internal/invariants"
-	"go.uber.org/goleak"
+	"github.com/xorack/xorack/internal/splitmix"
 )
 
 // TestOrphanStorm: the acker under a bolt that fails 5% of its inputs after

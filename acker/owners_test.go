@@ -1,7 +1,6 @@
 package acker_test
 
 import (
-	"github.com/xorack/xorack/internal/splitmix"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -9,10 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
+	"github.com/xorack/xorack/internal/splitmix"
 	"github.com/xorack/xorack/internal/testkit"
-	"go.uber.org/goleak"
 )
 
 // TestOrphanShareFlood: with an orphan share per producer, a producer

@@ -13,9 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
-	"go.uber.org/goleak"
 )
 
 // stopRaceConfig is the Stop-race tests' acker: 2 shards, one task,

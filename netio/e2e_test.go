@@ -1,13 +1,13 @@
 package netio
 
 import (
-	"github.com/xorack/xorack/internal/splitmix"
 	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
+	"github.com/xorack/xorack/internal/splitmix"
 )
 
 // TestRoundTrip: trees sent over one connection complete, failed ones

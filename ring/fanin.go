@@ -2,9 +2,10 @@ package ring
 
 import (
 	"fmt"
-	"github.com/xorack/xorack/internal/layout"
 	"sync/atomic"
 	"time"
+
+	"github.com/xorack/xorack/internal/layout"
 )
 
 // FanIn is one consumer draining one SPSC ring per producer.

@@ -2,11 +2,11 @@ package ring
 
 import (
 	"fmt"
-	"github.com/xorack/xorack/internal/layout"
 	"math/bits"
 	"sync/atomic"
 
 	"github.com/xorack/xorack/internal/invariants"
+	"github.com/xorack/xorack/internal/layout"
 )
 
 // SPSC is a bounded single-producer single-consumer ring of T.

@@ -2,7 +2,6 @@ package acktest
 
 import (
 	"fmt"
-	"github.com/xorack/xorack/internal/splitmix"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/internal/acktest/model"
 	"github.com/xorack/xorack/internal/acktest/treegen"
+	"github.com/xorack/xorack/internal/splitmix"
 )
 
 // InvalidMsgs returns one message for each way a message can be malformed,
