@@ -50,17 +50,13 @@ func NewMutexMap(cfg Config) (Pipe, error) {
 
 func (mp *mutexPipe) Start() error { return mp.start(mp.expirer) }
 
-func (mp *mutexPipe) expirer(tick <-chan time.Time) {
-	out := make([]ackcore.Outcome, 0, 1024)
+func (mp *mutexPipe) expirer(tick <-chan time.Time, out []ackcore.Outcome) {
 	for {
 		select {
 		case <-mp.quit:
 			return
 		case <-tick:
-		}
-		for more := true; more; {
-			out, more = mp.mm.Expire(out[:0])
-			mp.deliver(out)
+			out = expireDue(out, mp.mm.Expire, mp.deliver)
 		}
 	}
 }
