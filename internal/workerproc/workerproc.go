@@ -11,12 +11,15 @@ package workerproc
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -99,6 +102,58 @@ func (l *Ledger) Write(line []byte) error {
 
 // Close closes the file.
 func (l *Ledger) Close() error { return l.f.Close() }
+
+// Record appends a line of fields, space-separated, whole.
+func (l *Ledger) Record(fields ...int64) error {
+	var line []byte
+	for i, f := range fields {
+		if i > 0 {
+			line = append(line, ' ')
+		}
+		line = strconv.AppendInt(line, f, 10)
+	}
+	return l.Write(append(line, '\n'))
+}
+
+// Throttle makes a worker slower than its source: Tick sleeps a
+// millisecond every Every calls (never when Every is 0). Safe from any
+// goroutine.
+type Throttle struct {
+	Every int
+	calls atomic.Int64
+}
+
+// Tick counts a call and sleeps on every Every-th.
+func (t *Throttle) Tick() {
+	if t.Every > 0 && t.calls.Add(1)%int64(t.Every) == 0 {
+		time.Sleep(time.Millisecond) // the throttle, not synchronisation
+	}
+}
+
+// Main is a worker command's main: it defines -ledger and -throttle and
+// the worker's own flags (define), parses the command line, opens the
+// ledger and calls run; on an error it prints it, prefixed with the
+// command's name, and exits 1.
+func Main(name string, define func(fs *flag.FlagSet), run func(l *Ledger, th *Throttle) error) {
+	var ledger string
+	var th Throttle
+	flag.StringVar(&ledger, "ledger", "", "ledger file, appended to")
+	flag.IntVar(&th.Every, "throttle", 0, "sleep 1ms every this many inputs (0: never): a worker slower than its source")
+	define(flag.CommandLine)
+	flag.Parse()
+	err := func() error {
+		l, err := OpenLedger(ledger)
+		if err != nil {
+			return err
+		}
+		defer l.Close()
+		return run(l, &th)
+	}()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		os.Exit(1)
+	}
+}
 
 // StopTimeout bounds the clean stop RunUntilTerm makes on SIGTERM.
 const StopTimeout = 10 * time.Second
