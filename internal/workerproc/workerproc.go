@@ -130,16 +130,22 @@ func (t *Throttle) Tick() {
 	}
 }
 
-// Main is a worker command's main: it defines -ledger and -throttle and
-// the worker's own flags (define), parses the command line, opens the
-// ledger and calls run; on an error it prints it, prefixed with the
-// command's name, and exits 1.
-func Main(name string, define func(fs *flag.FlagSet), run func(l *Ledger, th *Throttle) error) {
+// Worker is a worker command: its own flags, and its run, given the
+// ledger and the throttle Main set up.
+type Worker interface {
+	Flags(fs *flag.FlagSet)
+	Run(l *Ledger, th *Throttle) error
+}
+
+// Main is a worker command's main: it defines -ledger, -throttle and w's
+// own flags, parses the command line, opens the ledger and runs w; on an
+// error it prints it, prefixed with the command's name, and exits 1.
+func Main(w Worker) {
 	var ledger string
 	var th Throttle
 	flag.StringVar(&ledger, "ledger", "", "ledger file, appended to")
 	flag.IntVar(&th.Every, "throttle", 0, "sleep 1ms every this many inputs (0: never): a worker slower than its source")
-	define(flag.CommandLine)
+	w.Flags(flag.CommandLine)
 	flag.Parse()
 	err := func() error {
 		l, err := OpenLedger(ledger)
@@ -147,10 +153,10 @@ func Main(name string, define func(fs *flag.FlagSet), run func(l *Ledger, th *Th
 			return err
 		}
 		defer l.Close()
-		return run(l, &th)
+		return w.Run(l, &th)
 	}()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "%s: %v\n", name, err)
+		fmt.Fprintf(os.Stderr, "%s: %v\n", filepath.Base(os.Args[0]), err)
 		os.Exit(1)
 	}
 }

@@ -149,12 +149,8 @@ func (cp *chanPipe) Stats() ackcore.Stats {
 }
 
 func (cp *chanPipe) Stop() ackcore.Stats {
-	cp.once.Do(func() {
-		cp.closed.Store(true)
-		close(cp.in)
-		if cp.started.Load() {
-			<-cp.done
-		} else {
+	cp.stop(func() { close(cp.in) }, func(started bool) {
+		if !started { // else the loop closed them
 			for _, ch := range cp.outs {
 				close(ch)
 			}

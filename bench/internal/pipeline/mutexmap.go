@@ -85,12 +85,7 @@ func (mp *mutexPipe) deliver(out []ackcore.Outcome) {
 func (mp *mutexPipe) Stats() ackcore.Stats { return mp.mm.Stats() }
 
 func (mp *mutexPipe) Stop() ackcore.Stats {
-	mp.once.Do(func() {
-		mp.closed.Store(true)
-		close(mp.quit)
-		if mp.started.Load() {
-			<-mp.done
-		}
+	mp.stop(func() { close(mp.quit) }, func(bool) {
 		for _, q := range mp.inbox {
 			q.Close() // Wait says false once its outcomes are taken
 		}

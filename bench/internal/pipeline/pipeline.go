@@ -149,6 +149,21 @@ func expireDue(out []ackcore.Outcome, expire func([]ackcore.Outcome) ([]ackcore.
 	return out
 }
 
+// stop is a baseline's Stop, once: sends fail from then on, halt tells
+// the loop to return and stop waits for it if it started; then closeOuts
+// closes what the loop did not (started says whether it ran).
+func (b *base) stop(halt func(), closeOuts func(started bool)) {
+	b.once.Do(func() {
+		b.closed.Store(true)
+		halt()
+		started := b.started.Load()
+		if started {
+			<-b.done
+		}
+		closeOuts(started)
+	})
+}
+
 // check refuses m once the pipe stops, or for an INIT naming a task the
 // pipe does not have.
 func (b *base) check(m *ackcore.Msg) error {

@@ -18,21 +18,20 @@ import (
 	"github.com/xorack/xorack/topology"
 )
 
-func main() {
-	var w worker
-	workerproc.Main("crashworker", w.flags, w.run)
-}
+func main() { workerproc.Main(new(worker)) }
 
 // worker is what the flags set.
 type worker struct{ url, stream, consumer string }
 
-func (w *worker) flags(fs *flag.FlagSet) {
+// Flags defines the worker's flags.
+func (w *worker) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&w.url, "nats", "", "server URL")
 	fs.StringVar(&w.stream, "stream", "", "stream")
 	fs.StringVar(&w.consumer, "consumer", "", "durable consumer")
 }
 
-func (w *worker) run(l *workerproc.Ledger, th *workerproc.Throttle) error {
+// Run runs the worker until SIGTERM.
+func (w *worker) Run(l *workerproc.Ledger, th *workerproc.Throttle) error {
 	nc, err := nats.Connect(w.url)
 	if err != nil {
 		return err

@@ -32,10 +32,7 @@ import (
 	"github.com/xorack/xorack/topology"
 )
 
-func main() {
-	var w worker
-	workerproc.Main("crashworker", w.flags, w.run)
-}
+func main() { workerproc.Main(new(worker)) }
 
 // worker is what the flags set.
 type worker struct {
@@ -48,7 +45,8 @@ type worker struct {
 	heartbeat, session, rebalance   time.Duration
 }
 
-func (w *worker) flags(fs *flag.FlagSet) {
+// Flags defines the worker's flags.
+func (w *worker) Flags(fs *flag.FlagSet) {
 	fs.StringVar(&w.brokers, "brokers", "", "seed brokers")
 	fs.StringVar(&w.topic, "topic", "", "topic")
 	fs.StringVar(&w.group, "group", "", "consumer group")
@@ -65,7 +63,8 @@ func (w *worker) flags(fs *flag.FlagSet) {
 	fs.DurationVar(&w.rebalance, "rebalance", 0, "group rebalance timeout (0: the client's default)")
 }
 
-func (w *worker) run(l *workerproc.Ledger, th *workerproc.Throttle) error {
+// Run runs the worker until SIGTERM.
+func (w *worker) Run(l *workerproc.Ledger, th *workerproc.Throttle) error {
 	// A short session by default: the test's cluster allows it, so a
 	// killed worker's partitions move on in well under a second.
 	opts := []kgo.Opt{kgo.HeartbeatInterval(w.heartbeat), kgo.SessionTimeout(w.session),
