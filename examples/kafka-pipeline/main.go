@@ -47,13 +47,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var c kit.Common
 	var partitions int
 	return kit.Example{
-		Name: "kafka-pipeline",
+		Name:   "kafka-pipeline",
+		Common: &c,
+		Defaults: kit.Defaults{Server: "brokers", Sentences: 2000, Fail: 0.01,
+			FailUsage: "fraction of records whose first attempt fails after its words were emitted (replayed)"},
 		Flags: func(fs *flag.FlagSet) {
-			c.Define(fs, "brokers", 2000, 0.01, "fraction of records whose first attempt fails after its words were emitted (replayed)")
 			fs.IntVar(&partitions, "partitions", 4, "partitions of each topic (in-process cluster only)")
 		},
 		Check: func(ch *kit.Checks) {
-			c.Check(ch)
 			ch.Rule(partitions >= 1 && partitions <= kafkatest.MaxPartitions, "-partitions", partitions, fmt.Sprintf("want 1 to %d", kafkatest.MaxPartitions))
 		},
 		Run: func(stdout, stderr io.Writer) error { return pipeline(int32(partitions), c, stdout, stderr) },

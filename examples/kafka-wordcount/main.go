@@ -54,7 +54,6 @@ func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 type options struct {
 	kit.Common
 	partitions int
-	attempts   int
 	topic      string
 	group      string
 }
@@ -78,18 +77,17 @@ type Sink = kit.Sink[Position]
 func run(args []string, stdout, stderr io.Writer) int {
 	var o options
 	return kit.Example{
-		Name: "kafka-wordcount",
+		Name:   "kafka-wordcount",
+		Common: &o.Common,
+		Defaults: kit.Defaults{Server: "brokers", Sentences: 5000, Fail: 0.01, Attempts: 20,
+			FailUsage: "fraction of sink writes whose ack is lost (the count bolt fails after writing; the engine replays the record)"},
 		Flags: func(fs *flag.FlagSet) {
-			o.Define(fs, "brokers", 5000, 0.01, "fraction of sink writes whose ack is lost (the count bolt fails after writing; the engine replays the record)")
 			fs.IntVar(&o.partitions, "partitions", 4, "partitions of the topic")
-			fs.IntVar(&o.attempts, "attempts", 20, "most attempts per record before it is dead-lettered")
 			fs.StringVar(&o.topic, "topic", "", "topic (default: a fresh one per run)")
 			fs.StringVar(&o.group, "group", "", "consumer group (default: a fresh one per run)")
 		},
 		Check: func(c *kit.Checks) {
-			o.Common.Check(c)
 			c.Rule(o.partitions >= 1 && o.partitions <= kafkatest.MaxPartitions, "-partitions", o.partitions, fmt.Sprintf("want 1 to %d", kafkatest.MaxPartitions))
-			c.AtLeast("-attempts", o.attempts, 1)
 		},
 		Run: func(stdout, stderr io.Writer) error {
 			run := time.Now().UnixNano()
@@ -123,7 +121,7 @@ func wordcountMain(o options, out, logw io.Writer) error {
 	sink := kit.NewSink[Position]()
 	logger := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	res, err := wordcount(ctx, wcConfig{brokers: k.Addrs, topic: o.topic, group: o.group, fail: o.Fail,
-		attempts: o.attempts, seed: o.Seed, logger: logger}, sink)
+		attempts: o.Attempts, seed: o.Seed, logger: logger}, sink)
 	if err != nil {
 		return err
 	}

@@ -24,8 +24,12 @@ import (
 type Example struct {
 	// Name prefixes what it prints to stderr: "name: ...".
 	Name string
-	// Flags defines the flags on fs; Check, after parsing, names the
-	// values that break their rule.
+	// Common, when set, receives the flags every example has, defined
+	// with Defaults and checked before Check.
+	Common   *Common
+	Defaults Defaults
+	// Flags, when set, defines the example's own flags on fs; Check, after
+	// parsing, names the values that break their rule.
 	Flags func(fs *flag.FlagSet)
 	Check func(c *Checks)
 	// Run runs the example and verifies what it did: nil only if the
@@ -39,11 +43,19 @@ type Example struct {
 func (e Example) Main(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet(e.Name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	e.Flags(fs)
+	if e.Common != nil {
+		e.Common.define(fs, e.Defaults)
+	}
+	if e.Flags != nil {
+		e.Flags(fs)
+	}
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	var c Checks
+	if e.Common != nil {
+		e.Common.check(&c)
+	}
 	if e.Check != nil {
 		e.Check(&c)
 	}
@@ -99,35 +111,56 @@ func Verdict(out io.Writer, pass string, checks ...error) error {
 
 // Common is the flags every example has: the server (for those that read
 // from a broker), how many sentences, the fraction of its work it fails on
-// purpose, how long it may take, and the seed of its fault injection.
+// purpose, how long it may take, the seed of its fault injection, and, for
+// those that dead-letter, the most attempts per message.
 type Common struct {
 	Server    string // -nats or -brokers; empty: one started in the process
 	Sentences int
 	Fail      float64
 	Deadline  time.Duration
 	Seed      uint64
+	Attempts  int // -attempts, where Defaults.Attempts defined it
+
+	hasAttempts bool
 }
 
-// Define defines the flags on fs with the example's defaults: server names
-// the server's flag ("nats", "brokers", or "" for none), failUsage says
-// what a failure does in the example.
-func (c *Common) Define(fs *flag.FlagSet, server string, sentences int, fail float64, failUsage string) {
-	switch server {
+// Defaults are an example's defaults for the common flags.
+type Defaults struct {
+	// Server names the server's flag: "nats", "brokers", or "" for none.
+	Server    string
+	Sentences int
+	Fail      float64
+	// FailUsage says what a failure does in the example.
+	FailUsage string
+	// Attempts is the default of -attempts; 0 for an example that does
+	// not dead-letter (no -attempts flag).
+	Attempts int
+}
+
+// define defines the common flags on fs with d's defaults.
+func (c *Common) define(fs *flag.FlagSet, d Defaults) {
+	switch d.Server {
 	case "nats":
-		fs.StringVar(&c.Server, server, "", "a NATS server's URL (nats://host:port); empty starts one in the process")
+		fs.StringVar(&c.Server, d.Server, "", "a NATS server's URL (nats://host:port); empty starts one in the process")
 	case "brokers":
-		fs.StringVar(&c.Server, server, "", "comma-separated seed brokers (host:port); empty starts a Kafka cluster in the process")
+		fs.StringVar(&c.Server, d.Server, "", "comma-separated seed brokers (host:port); empty starts a Kafka cluster in the process")
 	}
-	fs.IntVar(&c.Sentences, "sentences", sentences, "sentences to run through")
-	fs.Float64Var(&c.Fail, "fail", fail, failUsage)
+	fs.IntVar(&c.Sentences, "sentences", d.Sentences, "sentences to run through")
+	fs.Float64Var(&c.Fail, "fail", d.Fail, d.FailUsage)
 	fs.DurationVar(&c.Deadline, "deadline", time.Minute, "give up after this long")
 	fs.Uint64Var(&c.Seed, "seed", 1, "fault injection seed")
+	if c.hasAttempts = d.Attempts > 0; c.hasAttempts {
+		fs.IntVar(&c.Attempts, "attempts", d.Attempts, "most attempts per message before it is dead-lettered")
+	}
 }
 
-// Check checks -sentences and -fail.
-func (c *Common) Check(ch *Checks) {
+// check checks -sentences, -fail and -attempts.
+func (c *Common) check(ch *Checks) {
 	ch.AtLeast("-sentences", c.Sentences, 1)
 	ch.Fraction("-fail", c.Fail)
+	if c.hasAttempts {
+		ch.AtLeast("-attempts", c.Attempts, 1)
+	}
 }
 
 // undo is what a Start did, undone by run in reverse order, once.

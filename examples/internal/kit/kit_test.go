@@ -60,6 +60,35 @@ func TestExampleMain(t *testing.T) {
 	}
 }
 
+// TestExampleCommon: Main defines the common flags with the example's
+// defaults and checks them; -attempts exists only where a default is
+// given.
+func TestExampleCommon(t *testing.T) {
+	for _, tc := range []struct {
+		d      Defaults
+		args   []string
+		code   int
+		stderr string
+		want   Common
+	}{
+		{Defaults{Sentences: 5, Attempts: 3}, nil, 0, "", Common{Sentences: 5, Deadline: time.Minute, Seed: 1, Attempts: 3}},
+		{Defaults{Server: "nats", Sentences: 5, Attempts: 3}, []string{"-nats", "nats://h:1", "-attempts", "0", "-sentences", "0"}, 2,
+			"ex: -sentences 0: want at least 1; -attempts 0: want at least 1\n", Common{}},
+		{Defaults{Sentences: 5}, []string{"-attempts", "2"}, 2, "flag provided but not defined: -attempts", Common{}},
+	} {
+		var c Common
+		var errw bytes.Buffer
+		e := Example{Name: "ex", Common: &c, Defaults: tc.d, Run: func(io.Writer, io.Writer) error { return nil }}
+		code := e.Main(tc.args, io.Discard, &errw)
+		if code != tc.code || !strings.HasPrefix(errw.String(), tc.stderr) {
+			t.Errorf("%+v %v: exit %d, stderr %q; want %d, %q", tc.d, tc.args, code, errw.String(), tc.code, tc.stderr)
+		}
+		if c.hasAttempts = false; code == 0 && c != tc.want {
+			t.Errorf("%+v %v: parsed %+v, want %+v", tc.d, tc.args, c, tc.want)
+		}
+	}
+}
+
 func TestVerdict(t *testing.T) {
 	var out bytes.Buffer
 	a, b := errors.New("a"), errors.New("b")
