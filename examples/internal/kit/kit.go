@@ -18,6 +18,8 @@ import (
 	"io"
 	"strings"
 	"time"
+
+	"github.com/xorack/xorack/source/kafka/kafkatest"
 )
 
 // Example is one example's command line.
@@ -111,17 +113,19 @@ func Verdict(out io.Writer, pass string, checks ...error) error {
 
 // Common is the flags every example has: the server (for those that read
 // from a broker), how many sentences, the fraction of its work it fails on
-// purpose, how long it may take, the seed of its fault injection, and, for
-// those that dead-letter, the most attempts per message.
+// purpose, how long it may take, the seed of its fault injection, for
+// those that dead-letter the most attempts per message, and for those that
+// create Kafka topics their partitions.
 type Common struct {
-	Server    string // -nats or -brokers; empty: one started in the process
-	Sentences int
-	Fail      float64
-	Deadline  time.Duration
-	Seed      uint64
-	Attempts  int // -attempts, where Defaults.Attempts defined it
+	Server     string // -nats or -brokers; empty: one started in the process
+	Sentences  int
+	Fail       float64
+	Deadline   time.Duration
+	Seed       uint64
+	Attempts   int // -attempts, where Defaults.Attempts defined it
+	Partitions int // -partitions, where Defaults.Partitions defined it
 
-	hasAttempts bool
+	hasAttempts, hasPartitions bool
 }
 
 // Defaults are an example's defaults for the common flags.
@@ -135,6 +139,9 @@ type Defaults struct {
 	// Attempts is the default of -attempts; 0 for an example that does
 	// not dead-letter (no -attempts flag).
 	Attempts int
+	// Partitions is the default of -partitions; 0 for an example that
+	// creates no Kafka topic (no -partitions flag).
+	Partitions int
 }
 
 // define defines the common flags on fs with d's defaults.
@@ -152,14 +159,20 @@ func (c *Common) define(fs *flag.FlagSet, d Defaults) {
 	if c.hasAttempts = d.Attempts > 0; c.hasAttempts {
 		fs.IntVar(&c.Attempts, "attempts", d.Attempts, "most attempts per message before it is dead-lettered")
 	}
+	if c.hasPartitions = d.Partitions > 0; c.hasPartitions {
+		fs.IntVar(&c.Partitions, "partitions", d.Partitions, "partitions of each topic the example creates")
+	}
 }
 
-// check checks -sentences, -fail and -attempts.
+// check checks -sentences, -fail, -attempts and -partitions.
 func (c *Common) check(ch *Checks) {
 	ch.AtLeast("-sentences", c.Sentences, 1)
 	ch.Fraction("-fail", c.Fail)
 	if c.hasAttempts {
 		ch.AtLeast("-attempts", c.Attempts, 1)
+	}
+	if c.hasPartitions {
+		ch.Rule(c.Partitions >= 1 && c.Partitions <= kafkatest.MaxPartitions, "-partitions", c.Partitions, fmt.Sprintf("want 1 to %d", kafkatest.MaxPartitions))
 	}
 }
 
