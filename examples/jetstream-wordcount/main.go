@@ -70,8 +70,7 @@ type Sink = kit.Sink[jetstream.Position]
 func run(args []string, stdout, stderr io.Writer) int {
 	var o options
 	return kit.Example{
-		Name:   "jetstream-wordcount",
-		Common: &o.Common,
+		Name: "jetstream-wordcount",
 		Defaults: kit.Defaults{Server: "nats", Sentences: 5000, Fail: 0.01, Attempts: 10,
 			FailUsage: "fraction of word counts failed after the sink wrote them (the sentence is redelivered after a delay)"},
 		Flags: func(fs *flag.FlagSet) {
@@ -85,7 +84,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			c.Rule(o.stream != "", "-stream", `""`, "want a stream name")
 			c.Rule(o.consumer != "", "-consumer", `""`, "want a consumer name")
 		},
-		Run: func(stdout, _ io.Writer) error { return wordcount(o, stdout) },
+		Run: func(c kit.Common, stdout, _ io.Writer) error { o.Common = c; return wordcount(o, stdout) },
 	}.Main(args, stdout, stderr)
 }
 

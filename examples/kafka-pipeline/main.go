@@ -43,13 +43,11 @@ const inTopic, outTopic, group = "sentences", "words", "kafka-pipeline"
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	var c kit.Common
 	return kit.Example{
-		Name:   "kafka-pipeline",
-		Common: &c,
+		Name: "kafka-pipeline",
 		Defaults: kit.Defaults{Server: "brokers", Sentences: 2000, Fail: 0.01, Partitions: 4,
 			FailUsage: "fraction of records whose first attempt fails after its words were emitted (replayed)"},
-		Run: func(stdout, stderr io.Writer) error { return pipeline(c, stdout, stderr) },
+		Run: func(c kit.Common, stdout, stderr io.Writer) error { return pipeline(c, stdout, stderr) },
 	}.Main(args, stdout, stderr)
 }
 

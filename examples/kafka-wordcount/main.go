@@ -76,15 +76,15 @@ type Sink = kit.Sink[Position]
 func run(args []string, stdout, stderr io.Writer) int {
 	var o options
 	return kit.Example{
-		Name:   "kafka-wordcount",
-		Common: &o.Common,
+		Name: "kafka-wordcount",
 		Defaults: kit.Defaults{Server: "brokers", Sentences: 5000, Fail: 0.01, Attempts: 20, Partitions: 4,
 			FailUsage: "fraction of sink writes whose ack is lost (the count bolt fails after writing; the engine replays the record)"},
 		Flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&o.topic, "topic", "", "topic (default: a fresh one per run)")
 			fs.StringVar(&o.group, "group", "", "consumer group (default: a fresh one per run)")
 		},
-		Run: func(stdout, stderr io.Writer) error {
+		Run: func(c kit.Common, stdout, stderr io.Writer) error {
+			o.Common = c
 			run := time.Now().UnixNano()
 			if o.topic == "" {
 				o.topic = fmt.Sprintf("xorack-wordcount-%d", run)

@@ -51,7 +51,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var o options
 	return kit.Example{
 		Name:     "wordcount",
-		Common:   &o.Common,
 		Defaults: kit.Defaults{Sentences: 100_000, Attempts: 20, FailUsage: "fraction of sentences the split bolt fails (they are replayed)"},
 		Flags: func(fs *flag.FlagSet) {
 			fs.Float64Var(&o.drop, "drop", 0, "fraction of sentences the split bolt loses without a word (they time out and are replayed)")
@@ -65,7 +64,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			c.Rule(o.splitters >= 1, "-split", o.splitters, "want at least 1 task")
 			c.Rule(o.counters >= 1, "-count", o.counters, "want at least 1 task")
 		},
-		Run: func(stdout, _ io.Writer) error { return wordcount(o, stdout) },
+		Run: func(c kit.Common, stdout, _ io.Writer) error { o.Common = c; return wordcount(o, stdout) },
 	}.Main(args, stdout, stderr)
 }
 

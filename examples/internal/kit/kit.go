@@ -26,17 +26,16 @@ import (
 type Example struct {
 	// Name prefixes what it prints to stderr: "name: ...".
 	Name string
-	// Common, when set, receives the flags every example has, defined
-	// with Defaults and checked before Check.
-	Common   *Common
+	// Defaults are the defaults of the flags every example has (Common),
+	// which Main defines and checks before the example's own.
 	Defaults Defaults
 	// Flags, when set, defines the example's own flags on fs; Check, after
 	// parsing, names the values that break their rule.
 	Flags func(fs *flag.FlagSet)
 	Check func(c *Checks)
-	// Run runs the example and verifies what it did: nil only if the
-	// verification passed.
-	Run func(stdout, stderr io.Writer) error
+	// Run runs the example with the common flags' values and verifies
+	// what it did: nil only if the verification passed.
+	Run func(c Common, stdout, stderr io.Writer) error
 }
 
 // Main parses args and runs the example. It returns the exit code: 2 for
@@ -45,9 +44,8 @@ type Example struct {
 func (e Example) Main(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet(e.Name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	if e.Common != nil {
-		e.Common.define(fs, e.Defaults)
-	}
+	var common Common
+	common.define(fs, e.Defaults)
 	if e.Flags != nil {
 		e.Flags(fs)
 	}
@@ -55,9 +53,7 @@ func (e Example) Main(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	var c Checks
-	if e.Common != nil {
-		e.Common.check(&c)
-	}
+	common.check(&c)
 	if e.Check != nil {
 		e.Check(&c)
 	}
@@ -65,7 +61,7 @@ func (e Example) Main(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: %v\n", e.Name, err)
 		return 2
 	}
-	if err := e.Run(stdout, stderr); err != nil {
+	if err := e.Run(common, stdout, stderr); err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", e.Name, err)
 		return 1
 	}
