@@ -14,6 +14,7 @@ import (
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
 	"github.com/xorack/xorack/internal/invariants"
+	"github.com/xorack/xorack/internal/testkit"
 )
 
 // startWith builds and starts an acker with one receiver and roots
@@ -406,11 +407,5 @@ func TestSpecInboxTable(t *testing.T) {
 func started(t testing.TB, cfg acker.Config) *acker.Acker {
 	t.Helper()
 	a, err := acker.New(cfg)
-	if err == nil {
-		err = a.Start()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
+	return testkit.Started(t, a, err)
 }
