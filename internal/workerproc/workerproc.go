@@ -1,8 +1,9 @@
 // Package workerproc is what the broker sources' process tests share with
 // their worker commands (source/kafka and source/jetstream, each
 // internal/crashworker): the test side builds a worker, starts it so that
-// it never outlives the test, and stops it cleanly; the worker side
-// appends what it processes to a ledger file and runs until SIGTERM.
+// it never outlives the test, and stops it cleanly; the worker side (Main,
+// given a Worker) parses the common flags, appends what it processes to a
+// ledger file, optionally throttled, and runs until SIGTERM.
 //
 // It is internal test support. The test side takes a T, the part of
 // testing.T it uses, so that the workers, which import this package, do
