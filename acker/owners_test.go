@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
 	"github.com/xorack/xorack/internal/splitmix"
@@ -24,7 +22,6 @@ import (
 // out, and nothing of the bolt's or the spout's is refused.
 func TestOrphanShareFlood(t *testing.T) {
 	testkit.SkipUnderInvariants(t, "a flood of 100,000 messages into a table of 4,096: the invariant checks (O(table) a step) take minutes")
-	defer goleak.VerifyNone(t)
 	const bound, share, window = 4096, 1024, 256
 	roots := 80 * window
 	if testing.Short() {
