@@ -59,6 +59,12 @@ type Producer struct {
 // of the span's staged messages Stop reported.
 const counted = 1 << 63
 
+// unpublished reports whether the span marked o (an uncounted, nonzero
+// open[s]) was never published: e, shard s's executor, applied exactly
+// the o-1 messages the producer had published into s when it reserved
+// the span. Meaningful once Stop made the shards' applied counts final.
+func (p *Producer) unpublished(o uint64, e *executor) bool { return o-1 == e.applied[p.id] }
+
 // Send stages m for its shard. It waits (with the idle strategy) while
 // that shard's ring is full, and, for an INIT, while that shard holds back
 // the INITs of m.Task's receiver (it holds Backlog outcomes the receiver
@@ -297,7 +303,7 @@ func (p *Producer) unseen(execs []*executor) uint64 {
 			continue // no span, or retired
 		case o&counted != 0:
 			c = o &^ counted
-		case o-1 != execs[s].applied[p.id]:
+		case !p.unpublished(o, execs[s]):
 			continue // published since the mark
 		}
 		if f := uint64(p.stagedNow(s)); f > c {
