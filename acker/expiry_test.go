@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
 	"github.com/xorack/xorack/internal/testkit"
@@ -28,7 +26,6 @@ import (
 // before applying the probe, whatever the scheduler did meanwhile.
 func TestExpiryInterleaves(t *testing.T) {
 	testkit.SkipUnderInvariants(t, "the invariant build checks the whole table at every step: 300,000 roots take minutes")
-	defer goleak.VerifyNone(t)
 	const wave = 300_000
 	a := started(t, acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 2, Receivers: 1}, Backlog: wave + 16,
 		Shard: ackcore.Config{MaxPending: wave + 16, Timeout: 500 * time.Millisecond, Tick: 100 * time.Millisecond}})

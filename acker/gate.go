@@ -1,9 +1,10 @@
 package acker
 
 import (
-	"github.com/xorack/xorack/internal/layout"
 	"sync"
 	"sync/atomic"
+
+	"github.com/xorack/xorack/internal/layout"
 )
 
 // gate is one shard's hold-back flags: held[r] is 1 while the shard holds

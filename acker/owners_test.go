@@ -1,7 +1,6 @@
 package acker_test
 
 import (
-	"github.com/xorack/xorack/internal/splitmix"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -11,8 +10,8 @@ import (
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
+	"github.com/xorack/xorack/internal/splitmix"
 	"github.com/xorack/xorack/internal/testkit"
-	"go.uber.org/goleak"
 )
 
 // TestOrphanShareFlood: with an orphan share per producer, a producer
@@ -23,7 +22,6 @@ import (
 // out, and nothing of the bolt's or the spout's is refused.
 func TestOrphanShareFlood(t *testing.T) {
 	testkit.SkipUnderInvariants(t, "a flood of 100,000 messages into a table of 4,096: the invariant checks (O(table) a step) take minutes")
-	defer goleak.VerifyNone(t)
 	const bound, share, window = 4096, 1024, 256
 	roots := 80 * window
 	if testing.Short() {

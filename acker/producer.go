@@ -59,6 +59,12 @@ type Producer struct {
 // of the span's staged messages Stop reported.
 const counted = 1 << 63
 
+// unpublished reports whether the span marked o (an uncounted, nonzero
+// open[s]) was never published: e, shard s's executor, applied exactly
+// the o-1 messages the producer had published into s when it reserved
+// the span. Meaningful once Stop made the shards' applied counts final.
+func (p *Producer) unpublished(o uint64, e *executor) bool { return o-1 == e.applied[p.id] }
+
 // Send stages m for its shard. It waits (with the idle strategy) while
 // that shard's ring is full, and, for an INIT, while that shard holds back
 // the INITs of m.Task's receiver (it holds Backlog outcomes the receiver
@@ -122,6 +128,66 @@ func (p *Producer) SendBatch(msgs []ackcore.Msg) error {
 		msgs = msgs[n:]
 	}
 	return nil
+}
+
+// Room is for a caller that decodes messages straight into the ring (a
+// network server): it returns at least n free places of this producer's
+// span in the shard's ring, reserving a new span (publishing the staged
+// one first, waiting for room as Send does) when the current one has
+// fewer. The caller writes messages into a prefix of it and calls Staged
+// with how many, which stages them as SendBatch would, without SendBatch's
+// check and copy. Room returns nil when it cannot offer n places in one
+// span, and the caller then decodes elsewhere and calls SendBatch: an
+// acker of several shards (each message goes to its root's shard), a
+// receiver held back (each INIT is looked at), n above the ring's size,
+// or free places that wrap past the ring's end. It returns SendBatch's
+// errors before Start and once the acker stops.
+//
+// The messages written must be valid, as SendBatch would find them
+// (ackcore.Msg.Valid, an INIT's task below Spec.Tasks): Staged does not
+// check them (a build with the invariants tag does, and panics). The
+// places are the ring's and valid only until the producer's next call.
+func (p *Producer) Room(n int) ([]ackcore.Msg, error) {
+	if p.route.n > 1 || n < 1 {
+		return nil, nil
+	}
+	if !p.started {
+		if err := p.start(0); err != nil {
+			return nil, err
+		}
+	}
+	r := p.rings[0]
+	if r.Closed() {
+		return nil, p.closedErr()
+	}
+	if p.gates[0].n.Load() != 0 || n > r.Cap() {
+		return nil, nil
+	}
+	if len(p.spans[0])-p.fill[0] < n {
+		if !p.commit(0) || !p.reserveN(0, max(n, p.batch), true) {
+			return nil, p.closedErr()
+		}
+		if len(p.spans[0]) < n {
+			return nil, nil
+		}
+	}
+	return p.spans[0][p.fill[0]:], nil
+}
+
+// Staged stages the first n messages the caller wrote into what Room
+// returned last, as SendBatch stages them: published when the span is
+// committed (a later Room that needs a new span, a send that fills it,
+// Flush).
+func (p *Producer) Staged(n int) {
+	s := p.spans[0][p.fill[0] : p.fill[0]+n]
+	if invariants.Enabled {
+		for i := range s {
+			if !p.valid(&s[i]) {
+				panic(fmt.Sprintf("acker: producer %d: Staged message %d: %v", p.id, i, p.refuse(i, &s[i])))
+			}
+		}
+	}
+	p.fill[0] += len(s)
 }
 
 // stageAll stages each of msgs with Send's waits.
@@ -297,7 +363,7 @@ func (p *Producer) unseen(execs []*executor) uint64 {
 			continue // no span, or retired
 		case o&counted != 0:
 			c = o &^ counted
-		case o-1 != execs[s].applied[p.id]:
+		case !p.unpublished(o, execs[s]):
 			continue // published since the mark
 		}
 		if f := uint64(p.stagedNow(s)); f > c {
@@ -315,13 +381,16 @@ func (p *Producer) unseen(execs []*executor) uint64 {
 // and never publishes is counted. One found sealed is given up, and open
 // retracted: nothing is staged in it yet, so Stop, counting nothing, left
 // the mark in place.
-func (p *Producer) reserve(s int, wait bool) bool {
+func (p *Producer) reserve(s int, wait bool) bool { return p.reserveN(s, p.batch, wait) }
+
+// reserveN is reserve of a span of up to n places.
+func (p *Producer) reserveN(s, n int, wait bool) bool {
 	r := p.rings[s]
 	var span []ackcore.Msg
 	if wait {
-		span = r.ReserveWait(p.batch)
+		span = r.ReserveWait(n)
 	} else {
-		span = r.Reserve(p.batch)
+		span = r.Reserve(n)
 	}
 	if len(span) == 0 {
 		return false

@@ -1,11 +1,11 @@
 package acker
 
 import (
-	"github.com/xorack/xorack/internal/layout"
 	"sync/atomic"
 	"time"
 
 	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/internal/layout"
 	"github.com/xorack/xorack/ring"
 )
 

@@ -162,13 +162,11 @@ func (a *Acker) stopError(late error) error {
 	for p, pr := range a.producers {
 		u := UnflushedProducer{Producer: p}
 		for s := range pr.open {
-			// A span reserved when the producer had published done
-			// messages into s, and s applied exactly done of them: the
-			// span was never published. Count what is staged in it and
+			// A span never published: count what is staged in it and
 			// mark it counted, unless the producer retired it first
 			// (then it reports them itself).
 			o := pr.open[s].Load()
-			if o == 0 || o&counted != 0 || o-1 != a.execs[s].applied[p] {
+			if o == 0 || o&counted != 0 || !pr.unpublished(o, a.execs[s]) {
 				continue
 			}
 			if c := pr.stagedNow(s); c > 0 && pr.open[s].CompareAndSwap(o, counted|uint64(c)) {
@@ -253,23 +251,26 @@ func (e *StopError) Error() string {
 	if e.Err != nil {
 		fmt.Fprintf(&b, ": %v", e.Err)
 	}
-	for i, r := range e.Receivers {
-		if i == 0 {
-			b.WriteString(": outcomes not taken: ")
-		} else {
-			b.WriteString(", ")
-		}
-		fmt.Fprintf(&b, "receiver %d dropped %d (%d left in its rings)", r.Receiver, r.Dropped, r.InRings)
-	}
-	for i, u := range e.Unflushed {
-		if i == 0 {
-			b.WriteString(": staged, never flushed, not applied: ")
-		} else {
-			b.WriteString(", ")
-		}
-		fmt.Fprintf(&b, "producer %d: %d in shards %v", u.Producer, u.Staged, u.Shards)
-	}
+	writeList(&b, "outcomes not taken", e.Receivers, func(r UntakenOutcomes) string {
+		return fmt.Sprintf("receiver %d dropped %d (%d left in its rings)", r.Receiver, r.Dropped, r.InRings)
+	})
+	writeList(&b, "staged, never flushed, not applied", e.Unflushed, func(u UnflushedProducer) string {
+		return fmt.Sprintf("producer %d: %d in shards %v", u.Producer, u.Staged, u.Shards)
+	})
 	return b.String()
+}
+
+// writeList writes ": what: " and the items, comma-separated, to b;
+// nothing when there are none.
+func writeList[T any](b *strings.Builder, what string, items []T, item func(T) string) {
+	for i, it := range items {
+		if i == 0 {
+			b.WriteString(": " + what + ": ")
+		} else {
+			b.WriteString(", ")
+		}
+		b.WriteString(item(it))
+	}
 }
 
 // Unwrap returns Err: errors.Is(err, context.DeadlineExceeded) holds when

@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
 )
@@ -58,7 +56,6 @@ func stuckAcker(t *testing.T, n int, cfg acker.Config) (a *acker.Acker, polled <
 // one of its outcomes accounted for: dropped, or left in its rings (and
 // taken from them after Stop).
 func TestStopUnpolledReceiver(t *testing.T) {
-	defer goleak.VerifyNone(t)
 	const n, wait = 10_000, 1500 * time.Millisecond
 	var logs bytes.Buffer // written by StopContext on this goroutine
 	a, polled := stuckAcker(t, n, acker.Config{Shards: 2, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
@@ -103,7 +100,6 @@ func TestStopUnpolledReceiver(t *testing.T) {
 // TestStopDefaultDeadline: Stop (Port's, no context) gives up after
 // Config.StopTimeout and logs the error naming the receiver.
 func TestStopDefaultDeadline(t *testing.T) {
-	defer goleak.VerifyNone(t)
 	var logs bytes.Buffer // written by StopContext on this goroutine
 	a, polled := stuckAcker(t, 10_000, acker.Config{StopTimeout: 200 * time.Millisecond, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	start := time.Now()
@@ -129,7 +125,6 @@ func TestStopDefaultDeadline(t *testing.T) {
 // 1 shard and fewer messages than Batch, none is published and Stop
 // counts all of them.
 func TestStopUnflushed(t *testing.T) {
-	defer goleak.VerifyNone(t)
 	for _, c := range []struct{ shards, staged int }{{1, 1}, {1, 63}, {4, 5}, {1, 200}, {4, 1000}} {
 		a := started(t, acker.Config{Shards: c.shards, Spec: acker.Spec{Producers: 3, Tasks: 1}, Batch: 64,
 			Shard: ackcore.Config{MaxPending: 4096}})
@@ -189,7 +184,6 @@ func TestStopUnflushed(t *testing.T) {
 // refused at the call, naming the value, and sends nothing; after Stop
 // sends return ErrClosed.
 func TestSendMisuse(t *testing.T) {
-	defer goleak.VerifyNone(t)
 	a, err := acker.New(acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 2}, Shard: ackcore.Config{MaxPending: 1024}})
 	if err != nil {
 		t.Fatal(err)

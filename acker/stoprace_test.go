@@ -15,7 +15,6 @@ import (
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
-	"go.uber.org/goleak"
 )
 
 // stopRaceConfig is the Stop-race tests' acker: 2 shards, one task,
@@ -203,7 +202,6 @@ func raceRounds(t *testing.T, rounds int, bound time.Duration, shortRounds int, 
 // with -short), fewer if they pass the time bound (a minute, 15 s with
 // -short) on a slow machine.
 func TestStopRaceSend(t *testing.T) {
-	defer goleak.VerifyNone(t)
 	rounds, bound, rng := raceRounds(t, 3000, time.Minute, 300, 15*time.Second, 2)
 	start := time.Now()
 	i, stopped, called := 0, 0, 0
@@ -230,7 +228,6 @@ func TestStopRaceSend(t *testing.T) {
 // NotApplied, exactly, for every producer, over 2,000 rounds (200 with
 // -short; fewer past the time bound) beside two busy processes.
 func TestStopRaceLastSend(t *testing.T) {
-	defer goleak.VerifyNone(t)
 	rounds, bound, rng := raceRounds(t, 2000, 45*time.Second, 200, 10*time.Second, 3)
 	const producers = 6
 	start := time.Now()

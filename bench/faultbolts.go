@@ -1,7 +1,8 @@
 package bench
 
-// The faults level's components: the split and count bolts that fail,
-// drop, poison and panic on cue, the spouts that feed them, the sink.
+// The faults level's components: the split bolt that fails (and
+// poisons) on cue, the count bolt that drops an ACK, slows down or joins,
+// the spouts that feed them, the sink.
 
 import (
 	"errors"

@@ -8,7 +8,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	natsjs "github.com/nats-io/nats.go/jetstream"
 
 	"github.com/xorack/xorack/source/jetstream"
@@ -21,7 +20,6 @@ import (
 type jsSource struct {
 	dir     string
 	srv     *jstest.Server
-	nc      *nats.Conn
 	js      natsjs.JetStream
 	streams map[int]string // by messages
 }
@@ -36,24 +34,17 @@ func startJetStream() (*jsSource, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	nc, err := nats.Connect(srv.URL())
+	js, err := srv.Connect()
 	if err != nil {
 		srv.Close()
 		os.RemoveAll(dir)
-		return nil, fmt.Errorf("bench: connecting to the NATS server: %w", err)
+		return nil, fmt.Errorf("bench: %w", err)
 	}
-	js, err := natsjs.New(nc)
-	if err != nil {
-		nc.Close()
-		srv.Close()
-		os.RemoveAll(dir)
-		return nil, fmt.Errorf("bench: jetstream client: %w", err)
-	}
-	return &jsSource{dir: dir, srv: srv, nc: nc, js: js, streams: map[int]string{}}, nil
+	return &jsSource{dir: dir, srv: srv, js: js, streams: map[int]string{}}, nil
 }
 
 func (j *jsSource) close() {
-	j.nc.Close()
+	j.js.Conn().Close()
 	j.srv.Close()
 	os.RemoveAll(j.dir)
 }

@@ -122,8 +122,7 @@ func TestDefaultLoggerRateLimits(t *testing.T) {
 // with messages staged says acker.ErrClosed and reports their INITs
 // Failed{stopped}.
 func TestFlushAfterStop(t *testing.T) {
-	s := startServer(t, nil)
-	c := mustDial(t, clientCfg(s.addr), acker.Spec{Producers: 2, Tasks: 1})
+	_, c := dialNew(t, acker.Spec{Producers: 2, Tasks: 1}, nil)
 	p, staged := c.Sender(0), c.Sender(1)
 	if err := staged.Send(ackcore.Msg{Root: 9, Kind: ackcore.Init, Val: 1}); err != nil {
 		t.Fatal(err)

@@ -21,6 +21,7 @@ import (
 func (c *sconn) readLoop() error {
 	s := c.s
 	p := s.ak.Sender(c.slot)
+	ap := p.(*acker.Producer) // always: Room and Staged are the concrete producer's
 	idle := s.cfg.IdleTimeout
 	maxPend := int64(s.cfg.MaxConnPending)
 	var lastDeadline time.Time
@@ -103,15 +104,38 @@ func (c *sconn) readLoop() error {
 		bytes += uint64(headerSize + len(f.Body))
 		switch f.Type {
 		case typeMsgs:
-			var n, resets int
-			c.msgs, n, resets, err = decodeMsgs(c.msgs[:0], f.Body, c.owns, s.maxToMs)
+			// The frame is decoded straight into the acker's ring when
+			// it has room for the whole of it in one span (Room), and
+			// staged there as it is when nothing in it needs a second
+			// look (no RESET to charge, no bound near): no check and copy
+			// by SendBatch. Otherwise into c.msgs, as before.
+			dst := c.msgs[:0]
+			direct := false
+			if len(f.Body)%msgSize == 0 {
+				span, err := ap.Room(len(f.Body) / msgSize)
+				if err != nil {
+					return err
+				}
+				dst, direct = span[:0], span != nil
+			}
+			msgs, n, resets, err := decodeMsgs(dst, f.Body, c.owns, s.maxToMs)
 			if err != nil {
 				return c.protocolError(err)
 			}
+			inits := int64(n)
+			if direct {
+				if resets == 0 && (inits == 0 || base+taken+inits <= maxPend && hbase+taken+inits <= c.alloc.Load()) {
+					ap.Staged(len(msgs))
+					taken += inits
+					read += uint64(len(msgs))
+					break
+				}
+				msgs = append(c.msgs[:0], msgs...)
+			}
+			c.msgs = msgs
 			if resets > 0 {
 				c.chargeResets(resets)
 			}
-			inits := int64(n)
 			if inits > 0 && (base+taken+inits > maxPend || hbase+taken+inits > c.alloc.Load()) {
 				// Maybe at a bound: count exactly.
 				c.pending.Add(taken)

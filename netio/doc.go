@@ -126,10 +126,14 @@
 // connection takes one of MaxConns producer slots (claim; none free:
 // closeOverloaded); a slot is one acker producer (SPSC rings into every
 // shard). The goroutine then reads the socket into one reused buffer (frameReader, 64 KiB
-// reads) and parses frames in place; it decodes each msgs frame into a
-// reused []ackcore.Msg (one pass, fields straight to their slots), checks
-// that every INIT names a task this connection owns, and hands the batch
-// to its producer (SendBatch); it flushes the producer when the next
+// reads) and parses frames in place; it decodes each msgs frame (one
+// pass, fields straight to their slots) and checks that every INIT names
+// a task this connection owns: straight into its acker producer's span of
+// the ring when the acker has one shard and the span has room for the
+// whole frame (acker.Producer.Room), the frame then staged where it lies
+// (Staged) unless it holds RESETs or INITs near a bound below, which take
+// it, as every other frame, through a reused []ackcore.Msg and the
+// producer's SendBatch; it flushes the producer when the next
 // frame is not wholly buffered, before a read may block (one publish per
 // shard per read batch), and counts the INITs it took against
 // MaxConnPending and the connection's fair share once per read batch,

@@ -1,22 +1,19 @@
 package netio
 
 import (
-	"github.com/xorack/xorack/internal/splitmix"
 	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
+	"github.com/xorack/xorack/internal/splitmix"
 )
 
 // TestRoundTrip: trees sent over one connection complete, failed ones
 // fail, each exactly once, with the client's local task.
 func TestRoundTrip(t *testing.T) {
-	s := startServer(t, nil)
-	cfg := clientCfg(s.addr)
-	cfg.TaskBase = 10
-	c := mustDial(t, cfg, acker.Spec{Producers: 1, Tasks: 2})
+	s, c := dialNew(t, acker.Spec{Producers: 1, Tasks: 2}, func(cfg *ClientConfig) { cfg.TaskBase = 10 })
 	rng := rand.New(rand.NewPCG(1, 2))
 	const n = 5000
 	sendTrees(t, c.Sender(0), rng, n, 4, func(i int, msgs []ackcore.Msg) []ackcore.Msg {
@@ -183,8 +180,7 @@ func TestKillOneOfTwo(t *testing.T) {
 // that shuts down are reported Failed{stopped} by it, over the
 // connection, before it closes; the client then has nothing left.
 func TestShutdownFailsPending(t *testing.T) {
-	s := startServer(t, nil)
-	c := mustDial(t, clientCfg(s.addr), acker.Spec{Producers: 1, Tasks: 1})
+	s, c := dialNew(t, acker.Spec{Producers: 1, Tasks: 1}, nil)
 	rng := rand.New(rand.NewPCG(5, 6))
 	const n = 3000
 	sendTrees(t, c.Sender(0), rng, n, 3, func(_ int, msgs []ackcore.Msg) []ackcore.Msg {
@@ -210,8 +206,7 @@ func TestShutdownFailsPending(t *testing.T) {
 // same INITs registered for the live generation are resolved by the
 // server's outcomes as usual.
 func TestRegisterAfterLoss(t *testing.T) {
-	s := startServer(t, nil)
-	c := mustDial(t, clientCfg(s.addr), acker.Spec{Producers: 1, Tasks: 3})
+	_, c := dialNew(t, acker.Spec{Producers: 1, Tasks: 3}, nil)
 	defer c.Stop()
 	h := c.hosts[0]
 	h.pendMu.Lock()
@@ -289,10 +284,7 @@ func TestLossWhileIdle(t *testing.T) {
 // the inbox holds, and the roots Stop failed, are read after it, each
 // once, and Wait then says the inbox is closed.
 func TestStopUnread(t *testing.T) {
-	s := startServer(t, nil)
-	cfg := clientCfg(s.addr)
-	cfg.MaxPending = 64
-	c := mustDial(t, cfg, acker.Spec{Producers: 1, Tasks: 1})
+	s, c := dialNew(t, acker.Spec{Producers: 1, Tasks: 1}, func(cfg *ClientConfig) { cfg.MaxPending = 64 })
 	rng := rand.New(rand.NewPCG(7, 8))
 	p := c.send[0]
 	for i := 1; i <= 64; i++ { // complete: the inbox fills to its bound
@@ -341,8 +333,7 @@ func TestStopUnread(t *testing.T) {
 // the same FAILs without a val leave those ACKs orphans instead.
 func TestDrainOverTheWire(t *testing.T) {
 	for _, withVal := range []bool{true, false} {
-		s := startServer(t, nil)
-		c := mustDial(t, clientCfg(s.addr), acker.Spec{Producers: 1, Tasks: 1})
+		s, c := dialNew(t, acker.Spec{Producers: 1, Tasks: 1}, nil)
 		rng := rand.New(rand.NewPCG(3, 4))
 		const n = 2000
 		sendTrees(t, c.Sender(0), rng, n, 4, func(i int, msgs []ackcore.Msg) []ackcore.Msg {

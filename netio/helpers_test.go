@@ -73,6 +73,18 @@ func clientCfg(addrs ...string) ClientConfig {
 		BackoffMin: 10 * time.Millisecond, BackoffMax: 200 * time.Millisecond}
 }
 
+// dialNew starts a server with startServer's settings and dials a client
+// to it with clientCfg's, edit applied to them (nil: none), for spec.
+func dialNew(t testing.TB, spec acker.Spec, edit func(*ClientConfig)) (*testServer, *Client) {
+	t.Helper()
+	s := startServer(t, nil)
+	cfg := clientCfg(s.addr)
+	if edit != nil {
+		edit(&cfg)
+	}
+	return s, mustDial(t, cfg, spec)
+}
+
 // mustDial dials a client, or fails the test.
 func mustDial(t testing.TB, cfg ClientConfig, spec acker.Spec) *Client {
 	t.Helper()

@@ -201,6 +201,17 @@ func TestHostileClients(t *testing.T) {
 	t.Run("INIT for a task not owned", func(t *testing.T) {
 		authed(t, 6, 6, appendMsgs(nil, []ackcore.Msg{{Root: 1, Kind: ackcore.Init, Task: 7}}), "names task 7, not owned")
 	})
+	t.Run("a frame whose last record is bad", func(t *testing.T) {
+		// Decoded straight into the acker's ring (one shard), the
+		// frame's valid FAILs before the bad record must not be staged:
+		// the check after the subtests finds no FAIL counted.
+		var fails []ackcore.Msg
+		for i := range 200 {
+			fails = append(fails, ackcore.Msg{Root: uint64(i + 1), Kind: ackcore.Fail})
+		}
+		frame := appendMsgs(nil, append(fails, ackcore.Msg{Root: 1, Kind: ackcore.Ack, Task: 3}))
+		authed(t, 7, 7, frame, "message 200 of 201")
+	})
 	t.Run("outcomes from a client", func(t *testing.T) {
 		authed(t, 6, 6, appendOutcomes(nil, goldenOutcomes), "unexpected outcomes frame")
 	})

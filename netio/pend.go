@@ -2,7 +2,6 @@ package netio
 
 import (
 	"github.com/xorack/xorack/ackcore"
-
 	"github.com/xorack/xorack/internal/splitmix"
 )
 

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"flag"
-	"github.com/xorack/xorack/internal/splitmix"
 	"io"
 	"os"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/internal/splitmix"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden vectors in testdata/")

@@ -176,3 +176,36 @@ func BenchmarkTryPushPop(b *testing.B) {
 		b.Fatal("lost items")
 	}
 }
+
+// BenchmarkPushPop is the single-goroutine cost of the blocking calls when
+// they need not wait: Push, then Pop of an SPSC and of a one-ring FanIn.
+func BenchmarkPushPop(b *testing.B) {
+	f := NewFanIn[item](1, 64, 64, DefaultIdle())
+	for _, c := range []struct {
+		name  string
+		r     *SPSC[item]
+		fanIn bool // Pop from f, whose one ring r is
+	}{
+		{"spsc", New[item](64), false},
+		{"fanin", f.Producer(0), true},
+	} {
+		b.Run("impl="+c.name, func(b *testing.B) {
+			v := benchItem(1)
+			var sum uint64
+			b.ReportAllocs()
+			for b.Loop() {
+				c.r.Push(v)
+				var w item
+				if c.fanIn {
+					w, _ = f.Pop()
+				} else {
+					w, _ = c.r.Pop()
+				}
+				sum += w.seq
+			}
+			if sum != uint64(b.N) {
+				b.Fatal("lost items")
+			}
+		})
+	}
+}

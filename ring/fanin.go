@@ -2,9 +2,10 @@ package ring
 
 import (
 	"fmt"
-	"github.com/xorack/xorack/internal/layout"
 	"sync/atomic"
 	"time"
+
+	"github.com/xorack/xorack/internal/layout"
 )
 
 // FanIn is one consumer draining one SPSC ring per producer.
@@ -100,17 +101,7 @@ func (f *FanIn[T]) tryPop() (v T, ok bool) {
 
 // Pop is tryPop that waits with the FanIn's idle strategy. It reports false
 // once the FanIn is closed and every ring is empty.
-func (f *FanIn[T]) Pop() (T, bool) {
-	for {
-		if v, ok := f.tryPop(); ok {
-			return v, true
-		}
-		if !f.awaitItems() {
-			var zero T
-			return zero, false
-		}
-	}
-}
+func (f *FanIn[T]) Pop() (T, bool) { return await(f.tryPop, f.awaitItems) }
 
 // popBatch makes one pass, moving at most batch elements from each ring into
 // dst until dst is full, and returns how many it moved. Each ring's elements

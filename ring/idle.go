@@ -97,6 +97,22 @@ func (p *parker) sleep(ready func() bool) {
 	p.wait()
 }
 
+// await is a consumer's blocking take: try until it takes something (its
+// result, true), waiting with awaitItems between tries; the zero value and
+// false once awaitItems reports the rings closed and empty. Small enough
+// to inline, so that try and awaitItems are direct calls in the caller.
+func await[V any](try func() (V, bool), awaitItems func() bool) (V, bool) {
+	for {
+		if v, ok := try(); ok {
+			return v, true
+		}
+		if !awaitItems() {
+			var zero V
+			return zero, false
+		}
+	}
+}
+
 // awaitItems is a consumer's wait, an SPSC's and a FanIn's: until
 // hasItems (true), or closed and still empty after it (false: a
 // producer's last publish happens before its Close), stepping idle and

@@ -2,11 +2,11 @@ package ring
 
 import (
 	"fmt"
-	"github.com/xorack/xorack/internal/layout"
 	"math/bits"
 	"sync/atomic"
 
 	"github.com/xorack/xorack/internal/invariants"
+	"github.com/xorack/xorack/internal/layout"
 )
 
 // SPSC is a bounded single-producer single-consumer ring of T.
@@ -292,17 +292,7 @@ func (r *SPSC[T]) tryPop() (v T, ok bool) {
 
 // Pop removes and returns the oldest element, waiting for one with the
 // ring's idle strategy. It reports false once the ring is closed and empty.
-func (r *SPSC[T]) Pop() (T, bool) {
-	for {
-		if v, ok := r.tryPop(); ok {
-			return v, true
-		}
-		if !r.awaitItems() {
-			var zero T
-			return zero, false
-		}
-	}
-}
+func (r *SPSC[T]) Pop() (T, bool) { return await(r.tryPop, r.awaitItems) }
 
 // Peek returns the oldest published elements, at most n of them and all
 // contiguous in the ring's buffer, for the consumer to read in place. The

@@ -2,7 +2,6 @@ package ring
 
 import (
 	"fmt"
-	"github.com/xorack/xorack/internal/layout"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -11,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/xorack/xorack/internal/invariants"
+	"github.com/xorack/xorack/internal/layout"
 	"github.com/xorack/xorack/internal/splitmix"
 )
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
 	"github.com/xorack/xorack/internal/invariants"

@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/xorack/xorack/internal/splitmix"
 	"hash/maphash"
 	"io"
 	"sync"
@@ -16,6 +15,7 @@ import (
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
 	"github.com/xorack/xorack/affinity"
+	"github.com/xorack/xorack/internal/splitmix"
 	"github.com/xorack/xorack/ring"
 )
 

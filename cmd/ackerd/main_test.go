@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/xorack/xorack/internal/splitmix"
 	"io"
 	"log/slog"
 	"math/rand/v2"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
+	"github.com/xorack/xorack/internal/splitmix"
 	"github.com/xorack/xorack/netio"
 )
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/xorack/xorack/acker"
+	"github.com/xorack/xorack/internal/testkit"
 	"github.com/xorack/xorack/netio"
 	"github.com/xorack/xorack/topology"
 )
@@ -145,11 +146,5 @@ func (holdBolt) Execute(*topology.Tuple, *topology.BoltCollector) {}
 func start(t *testing.T, b *topology.Builder, cfg topology.Config) *topology.Topology {
 	t.Helper()
 	top, err := b.Build(cfg)
-	if err == nil {
-		err = top.Start()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return top
+	return testkit.Started(t, top, err)
 }

@@ -17,7 +17,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -38,14 +37,11 @@ var corpus = kit.Sentences{"to be or not to be", "all that glitters is not gold"
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	var c kit.Common
 	return kit.Example{
 		Name: "jetstream-pipeline",
-		Flags: func(fs *flag.FlagSet) {
-			c.Define(fs, "nats", 2000, 0.01, "fraction of messages whose first attempt fails after its words were emitted (replayed)")
-		},
-		Check: c.Check,
-		Run:   func(stdout, _ io.Writer) error { return pipeline(c, stdout) },
+		Defaults: kit.Defaults{Server: "nats", Sentences: 2000, Fail: 0.01,
+			FailUsage: "fraction of messages whose first attempt fails after its words were emitted (replayed)"},
+		Run: func(c kit.Common, stdout, _ io.Writer) error { return pipeline(c, stdout) },
 	}.Main(args, stdout, stderr)
 }
 

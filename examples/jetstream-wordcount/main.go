@@ -61,7 +61,6 @@ type options struct {
 	stream, consumer string
 	spouts           int
 	ackWait          time.Duration
-	attempts         int
 }
 
 // Sink is the idempotent word-count store, its keys the messages'
@@ -72,22 +71,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var o options
 	return kit.Example{
 		Name: "jetstream-wordcount",
+		Defaults: kit.Defaults{Server: "nats", Sentences: 5000, Fail: 0.01, Attempts: 10,
+			FailUsage: "fraction of word counts failed after the sink wrote them (the sentence is redelivered after a delay)"},
 		Flags: func(fs *flag.FlagSet) {
 			fs.StringVar(&o.stream, "stream", "WORDCOUNT", "the stream to load the sentences into (subject <stream>.sentences)")
 			fs.StringVar(&o.consumer, "consumer", "wordcount", "the durable consumer to read through (made afresh)")
-			o.Define(fs, "nats", 5000, 0.01, "fraction of word counts failed after the sink wrote them (the sentence is redelivered after a delay)")
 			fs.IntVar(&o.spouts, "spouts", 2, "spout tasks reading the consumer")
 			fs.DurationVar(&o.ackWait, "ackwait", 2*time.Second, "the consumer's AckWait")
-			fs.IntVar(&o.attempts, "attempts", 10, "most attempts (deliveries) per sentence before it is dead-lettered")
 		},
 		Check: func(c *kit.Checks) {
-			o.Common.Check(c)
 			c.AtLeast("-spouts", o.spouts, 1)
-			c.AtLeast("-attempts", o.attempts, 1)
 			c.Rule(o.stream != "", "-stream", `""`, "want a stream name")
 			c.Rule(o.consumer != "", "-consumer", `""`, "want a consumer name")
 		},
-		Run: func(stdout, _ io.Writer) error { return wordcount(o, stdout) },
+		Run: func(c kit.Common, stdout, _ io.Writer) error { o.Common = c; return wordcount(o, stdout) },
 	}.Main(args, stdout, stderr)
 }
 
@@ -175,7 +172,7 @@ func countOnce(ctx context.Context, js natsjs.JetStream, o options, first, last 
 		Input("split", topology.Fields("word"))
 	top, err := b.Build(topology.Config{
 		MessageTimeout: 10 * time.Second, Seed: o.Seed, // one in-process acker shard: the zero Acker
-		Retry: topology.RetryPolicy{MaxAttempts: o.attempts, Backoff: 20 * time.Millisecond, MaxBackoff: time.Second},
+		Retry: topology.RetryPolicy{MaxAttempts: o.Attempts, Backoff: 20 * time.Millisecond, MaxBackoff: time.Second},
 	})
 	if err != nil {
 		return nil, err

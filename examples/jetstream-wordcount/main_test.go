@@ -60,7 +60,7 @@ func TestIdempotentSinkReplay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := options{Common: kit.Common{Fail: 0.02, Seed: 3}, stream: "WC", consumer: "first", spouts: 2, ackWait: 2 * time.Second, attempts: 10}
+	o := options{Common: kit.Common{Fail: 0.02, Seed: 3, Attempts: 10}, stream: "WC", consumer: "first", spouts: 2, ackWait: 2 * time.Second}
 	sink := kit.NewSink[jetstream.Position]()
 	// pass counts the stream once into sink through o's consumer, checks
 	// the run's verdict and returns the run with the sink's totals and

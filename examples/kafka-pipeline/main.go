@@ -19,7 +19,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -44,27 +43,21 @@ const inTopic, outTopic, group = "sentences", "words", "kafka-pipeline"
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	var c kit.Common
-	var partitions int
 	return kit.Example{
 		Name: "kafka-pipeline",
-		Flags: func(fs *flag.FlagSet) {
-			c.Define(fs, "brokers", 2000, 0.01, "fraction of records whose first attempt fails after its words were emitted (replayed)")
-			fs.IntVar(&partitions, "partitions", 4, "partitions of each topic (in-process cluster only)")
-		},
-		Check: func(ch *kit.Checks) {
-			c.Check(ch)
-			ch.Rule(partitions >= 1 && partitions <= kafkatest.MaxPartitions, "-partitions", partitions, fmt.Sprintf("want 1 to %d", kafkatest.MaxPartitions))
-		},
-		Run: func(stdout, stderr io.Writer) error { return pipeline(int32(partitions), c, stdout, stderr) },
+		Defaults: kit.Defaults{Server: "brokers", Sentences: 2000, Fail: 0.01, Partitions: 4,
+			FailUsage: "fraction of records whose first attempt fails after its words were emitted (replayed)"},
+		Run: func(c kit.Common, stdout, stderr io.Writer) error { return pipeline(c, stdout, stderr) },
 	}.Main(args, stdout, stderr)
 }
 
-func pipeline(partitions int32, c kit.Common, out, logw io.Writer) error {
+// pipeline runs the pipeline; -partitions applies to the in-process
+// cluster only (the topics on a real one are what they are).
+func pipeline(c kit.Common, out, logw io.Writer) error {
 	n := c.Sentences
 	ctx, cancel := context.WithTimeout(context.Background(), c.Deadline)
 	defer cancel()
-	k, err := kit.StartKafka(c.Server, kafkatest.Config{Topics: []string{inTopic, outTopic}, Partitions: partitions})
+	k, err := kit.StartKafka(c.Server, kafkatest.Config{Topics: []string{inTopic, outTopic}, Partitions: int32(c.Partitions)})
 	if err != nil {
 		return err
 	}

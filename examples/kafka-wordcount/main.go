@@ -53,10 +53,8 @@ func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 type options struct {
 	kit.Common
-	partitions int
-	attempts   int
-	topic      string
-	group      string
+	topic string
+	group string
 }
 
 // Position is a record's place in its source: what makes a write
@@ -79,19 +77,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var o options
 	return kit.Example{
 		Name: "kafka-wordcount",
+		Defaults: kit.Defaults{Server: "brokers", Sentences: 5000, Fail: 0.01, Attempts: 20, Partitions: 4,
+			FailUsage: "fraction of sink writes whose ack is lost (the count bolt fails after writing; the engine replays the record)"},
 		Flags: func(fs *flag.FlagSet) {
-			o.Define(fs, "brokers", 5000, 0.01, "fraction of sink writes whose ack is lost (the count bolt fails after writing; the engine replays the record)")
-			fs.IntVar(&o.partitions, "partitions", 4, "partitions of the topic")
-			fs.IntVar(&o.attempts, "attempts", 20, "most attempts per record before it is dead-lettered")
 			fs.StringVar(&o.topic, "topic", "", "topic (default: a fresh one per run)")
 			fs.StringVar(&o.group, "group", "", "consumer group (default: a fresh one per run)")
 		},
-		Check: func(c *kit.Checks) {
-			o.Common.Check(c)
-			c.Rule(o.partitions >= 1 && o.partitions <= kafkatest.MaxPartitions, "-partitions", o.partitions, fmt.Sprintf("want 1 to %d", kafkatest.MaxPartitions))
-			c.AtLeast("-attempts", o.attempts, 1)
-		},
-		Run: func(stdout, stderr io.Writer) error {
+		Run: func(c kit.Common, stdout, stderr io.Writer) error {
+			o.Common = c
 			run := time.Now().UnixNano()
 			if o.topic == "" {
 				o.topic = fmt.Sprintf("xorack-wordcount-%d", run)
@@ -112,7 +105,7 @@ func wordcountMain(o options, out, logw io.Writer) error {
 		return err
 	}
 	defer k.Close()
-	if err := createTopic(ctx, k.Client, o.topic, int32(o.partitions)); err != nil {
+	if err := createTopic(ctx, k.Client, o.topic, int32(o.Partitions)); err != nil {
 		return err
 	}
 	recs, err := kit.Produce(ctx, k.Client, o.topic, corpus, o.Sentences)
@@ -123,7 +116,7 @@ func wordcountMain(o options, out, logw io.Writer) error {
 	sink := kit.NewSink[Position]()
 	logger := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	res, err := wordcount(ctx, wcConfig{brokers: k.Addrs, topic: o.topic, group: o.group, fail: o.Fail,
-		attempts: o.attempts, seed: o.Seed, logger: logger}, sink)
+		attempts: o.Attempts, seed: o.Seed, logger: logger}, sink)
 	if err != nil {
 		return err
 	}
@@ -135,7 +128,7 @@ func wordcountMain(o options, out, logw io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(out, "kafka-wordcount: %d sentences in %d partitions on %s, fail %.3g: %v (%.0f records/s)\n",
-		o.Sentences, o.partitions, k.Where, o.Fail, res.elapsed.Round(time.Millisecond), float64(o.Sentences)/res.elapsed.Seconds())
+		o.Sentences, o.Partitions, k.Where, o.Fail, res.elapsed.Round(time.Millisecond), float64(o.Sentences)/res.elapsed.Seconds())
 	kit.PrintTop(out, got, 5)
 	st := res.spout
 	fmt.Fprintf(out, "spout: emitted %d, completed %d, dead-lettered %d, commits %d; engine: failed attempts %d, replayed %d\n",

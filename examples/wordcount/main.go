@@ -45,29 +45,26 @@ type options struct {
 	splitters int
 	counters  int
 	timeout   time.Duration
-	attempts  int
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
 	var o options
 	return kit.Example{
-		Name: "wordcount",
+		Name:     "wordcount",
+		Defaults: kit.Defaults{Sentences: 100_000, Attempts: 20, FailUsage: "fraction of sentences the split bolt fails (they are replayed)"},
 		Flags: func(fs *flag.FlagSet) {
-			o.Define(fs, "", 100_000, 0, "fraction of sentences the split bolt fails (they are replayed)")
 			fs.Float64Var(&o.drop, "drop", 0, "fraction of sentences the split bolt loses without a word (they time out and are replayed)")
 			fs.IntVar(&o.ackers, "ackers", 1, "acker shards; 0 = at most once")
 			fs.IntVar(&o.splitters, "split", 2, "split bolt tasks")
 			fs.IntVar(&o.counters, "count", 2, "count bolt tasks")
 			fs.DurationVar(&o.timeout, "timeout", time.Second, "message timeout (a whole number of ms)")
-			fs.IntVar(&o.attempts, "attempts", 20, "most attempts per sentence before it is dead-lettered")
 		},
 		Check: func(c *kit.Checks) {
-			o.Common.Check(c)
 			c.Fraction("-drop", o.drop)
 			c.Rule(o.splitters >= 1, "-split", o.splitters, "want at least 1 task")
 			c.Rule(o.counters >= 1, "-count", o.counters, "want at least 1 task")
 		},
-		Run: func(stdout, _ io.Writer) error { return wordcount(o, stdout) },
+		Run: func(c kit.Common, stdout, _ io.Writer) error { o.Common = c; return wordcount(o, stdout) },
 	}.Main(args, stdout, stderr)
 }
 
@@ -148,7 +145,7 @@ func wordcount(o options, out io.Writer) error {
 		Input("split", topology.Fields("word"))
 	cfg := topology.Config{
 		AtMostOnce: o.ackers == 0, MessageTimeout: o.timeout, Seed: o.Seed,
-		Retry: topology.RetryPolicy{MaxAttempts: o.attempts, Backoff: 5 * time.Millisecond, MaxBackoff: 200 * time.Millisecond},
+		Retry: topology.RetryPolicy{MaxAttempts: o.Attempts, Backoff: 5 * time.Millisecond, MaxBackoff: 200 * time.Millisecond},
 	}
 	if o.ackers > 0 {
 		cfg.Acker.Shards = o.ackers

@@ -2,7 +2,6 @@ package acktest
 
 import (
 	"fmt"
-	"github.com/xorack/xorack/internal/splitmix"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -10,7 +9,26 @@ import (
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/internal/acktest/model"
 	"github.com/xorack/xorack/internal/acktest/treegen"
+	"github.com/xorack/xorack/internal/splitmix"
 )
+
+// Tally counts outs that completed and those that failed for reason, and
+// fails t on any other outcome: for a test whose roots end only those two
+// ways.
+func Tally(t testing.TB, outs []ackcore.Outcome, reason ackcore.Reason) (completed, failed int) {
+	t.Helper()
+	for _, o := range outs {
+		switch {
+		case o.Kind == ackcore.Completed:
+			completed++
+		case o.Kind == ackcore.Failed && o.Reason == reason:
+			failed++
+		default:
+			t.Fatalf("outcome %+v: want Completed or Failed{%v}", o, reason)
+		}
+	}
+	return completed, failed
+}
 
 // InvalidMsgs returns one message for each way a message can be malformed,
 // the root-0 one first: every acker must refuse each as invalid and

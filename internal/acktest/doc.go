@@ -22,7 +22,10 @@
 //
 // Scenario and Case describe runs (a generated stream, delivery faults,
 // batch sizes, clock jumps); Cases are the standard ones; Run executes one,
-// RunCases all of them over many seeds as subtests.
+// RunCases all of them over many seeds as subtests. Beside the harness, the
+// message builders (InitMsg, AckMsg, ...) and Tally, the count of a
+// stream of outcomes that may only complete or fail for one reason, serve
+// the hand-written tests.
 //
 // # Concurrency
 //

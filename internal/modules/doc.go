@@ -68,4 +68,6 @@
 // list, and none of the modules that the workspace's other modules exist
 // to keep out. No go.mod replaces; every requirement of the repository's
 // own modules is a pseudo-version that go.work replaces by its directory.
+// Every Go file groups its imports as goimports -local does: the standard
+// library, then other modules, then the repository's own packages.
 package modules

@@ -1,8 +1,9 @@
 // Package testkit holds the small helpers that the tests of several
 // packages and modules share: an address nothing listens on, a loopback
 // server that does one thing with each connection, a log handler that
-// keeps what it is given, the table check of a config's refusals, and the
-// skip of a test too slow for the invariant build. It imports package
+// keeps what it is given, the table check of a config's refusals, the
+// start of what a test just made (Started), and the skip of a test too
+// slow for the invariant build. It imports package
 // testing and belongs in _test.go files only.
 package testkit
 
@@ -122,6 +123,20 @@ func Refuses[C any](t testing.TB, good C, check func(C) error, refusals []Refusa
 			t.Errorf("got %q, want %q", err, r.Want)
 		}
 	}
+}
+
+// Started starts s, just made (err is the maker's error), and returns it,
+// failing the test if either the maker or Start refused: for an acker
+// from acker.New, a topology from Builder.Build.
+func Started[S interface{ Start() error }](t testing.TB, s S, err error) S {
+	t.Helper()
+	if err == nil {
+		err = s.Start()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // SkipUnderInvariants skips the test in the invariant build (-tags

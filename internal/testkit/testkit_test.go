@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -25,7 +26,37 @@ func (r *recorder) Helper() {}
 func (r *recorder) Errorf(format string, args ...any) {
 	r.errs = append(r.errs, fmt.Sprintf(format, args...))
 }
-func (r *recorder) Skip(args ...any) { r.skipped = args }
+func (r *recorder) Skip(args ...any)  { r.skipped = args }
+func (r *recorder) Fatal(args ...any) { r.errs = append(r.errs, fmt.Sprint(args...)) }
+
+// starter counts its Starts and returns err from them.
+type starter struct {
+	starts int
+	err    error
+}
+
+func (s *starter) Start() error { s.starts++; return s.err }
+
+// TestStarted: Start runs only when the maker succeeded; either error
+// fails the test with it.
+func TestStarted(t *testing.T) {
+	made, refused := errors.New("not made"), errors.New("not started")
+	for _, tc := range []struct {
+		makeErr, startErr error
+		starts            int
+		fatal             string
+	}{
+		{nil, nil, 1, ""},
+		{made, nil, 0, "not made"},
+		{nil, refused, 1, "not started"},
+	} {
+		r := &recorder{TB: t}
+		s := &starter{err: tc.startErr}
+		if got := Started(r, s, tc.makeErr); got != s || s.starts != tc.starts || strings.Join(r.errs, "; ") != tc.fatal {
+			t.Errorf("%v, %v: starts %d, fatal %q; want %d, %q", tc.makeErr, tc.startErr, s.starts, r.errs, tc.starts, tc.fatal)
+		}
+	}
+}
 
 func TestClosedAddrRefuses(t *testing.T) {
 	addr := ClosedAddr(t)

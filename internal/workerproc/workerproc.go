@@ -1,8 +1,9 @@
 // Package workerproc is what the broker sources' process tests share with
 // their worker commands (source/kafka and source/jetstream, each
 // internal/crashworker): the test side builds a worker, starts it so that
-// it never outlives the test, and stops it cleanly; the worker side
-// appends what it processes to a ledger file and runs until SIGTERM.
+// it never outlives the test, and stops it cleanly; the worker side (Main,
+// given a Worker) parses the common flags, appends what it processes to a
+// ledger file, optionally throttled, and runs until SIGTERM.
 //
 // It is internal test support. The test side takes a T, the part of
 // testing.T it uses, so that the workers, which import this package, do
@@ -11,12 +12,15 @@ package workerproc
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -99,6 +103,64 @@ func (l *Ledger) Write(line []byte) error {
 
 // Close closes the file.
 func (l *Ledger) Close() error { return l.f.Close() }
+
+// Record appends a line of fields, space-separated, whole.
+func (l *Ledger) Record(fields ...int64) error {
+	var line []byte
+	for i, f := range fields {
+		if i > 0 {
+			line = append(line, ' ')
+		}
+		line = strconv.AppendInt(line, f, 10)
+	}
+	return l.Write(append(line, '\n'))
+}
+
+// Throttle makes a worker slower than its source: Tick sleeps a
+// millisecond every Every calls (never when Every is 0). Safe from any
+// goroutine.
+type Throttle struct {
+	Every int
+	calls atomic.Int64
+}
+
+// Tick counts a call and sleeps on every Every-th.
+func (t *Throttle) Tick() {
+	if t.Every > 0 && t.calls.Add(1)%int64(t.Every) == 0 {
+		time.Sleep(time.Millisecond) // the throttle, not synchronisation
+	}
+}
+
+// Worker is a worker command: its own flags, and its run, given the
+// ledger and the throttle Main set up.
+type Worker interface {
+	Flags(fs *flag.FlagSet)
+	Run(l *Ledger, th *Throttle) error
+}
+
+// Main is a worker command's main: it defines -ledger, -throttle and w's
+// own flags, parses the command line, opens the ledger and runs w; on an
+// error it prints it, prefixed with the command's name, and exits 1.
+func Main(w Worker) {
+	var ledger string
+	var th Throttle
+	flag.StringVar(&ledger, "ledger", "", "ledger file, appended to")
+	flag.IntVar(&th.Every, "throttle", 0, "sleep 1ms every this many inputs (0: never): a worker slower than its source")
+	w.Flags(flag.CommandLine)
+	flag.Parse()
+	err := func() error {
+		l, err := OpenLedger(ledger)
+		if err != nil {
+			return err
+		}
+		defer l.Close()
+		return w.Run(l, &th)
+	}()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", filepath.Base(os.Args[0]), err)
+		os.Exit(1)
+	}
+}
 
 // StopTimeout bounds the clean stop RunUntilTerm makes on SIGTERM.
 const StopTimeout = 10 * time.Second

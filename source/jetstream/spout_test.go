@@ -63,12 +63,9 @@ func TestNakWithDelayRedelivers(t *testing.T) {
 	p.stop(t)
 
 	for seq := uint64(1); seq <= n; seq++ {
-		want := 1
-		switch {
-		case seq%4 == 0:
-			want = 3
-		case seq%2 == 0:
-			want = 2
+		want := 1 // attempts: until one does not fail
+		for fail(seq, want) {
+			want++
 		}
 		a := l.get(seq)
 		if len(a) != want || !consecutive(a) {

@@ -26,8 +26,8 @@ func (s *Spout) check() {
 			panic(fmt.Sprintf("kafka: %s/%d not owned but holds %d records, generation %d", p.topic, p.partition, p.buffered(), p.tr.Generation()))
 		case p.fetchPaused != p.paused:
 			panic(fmt.Sprintf("kafka: %s/%d fetch paused %v, paused %v", p.topic, p.partition, p.fetchPaused, p.paused))
-		case p.head > len(p.buf):
-			panic(fmt.Sprintf("kafka: %s/%d buffer head %d past its %d records", p.topic, p.partition, p.head, len(p.buf)))
+		case !p.buf.shaped():
+			panic(fmt.Sprintf("kafka: %s/%d buffer of %d blocks, head %d, %d records", p.topic, p.partition, len(p.buf.blocks), p.buf.head, p.buf.n))
 		}
 		if p.owned {
 			owned++
@@ -37,7 +37,8 @@ func (s *Spout) check() {
 		}
 		bytes := 0
 		if p.buffered() <= 64 { // summed only for short buffers: check runs after every change
-			for _, r := range p.buf[p.head:] {
+			for i := range p.buf.len() {
+				r := p.buf.at(i)
 				if n := recBytes(r.rec); n != r.bytes || r.offset != r.rec.Offset || r.control != r.rec.Attrs.IsControl() {
 					panic(fmt.Sprintf("kafka: %s/%d buffered offset %d, %d bytes, control %v; its record %d, %d, %v",
 						p.topic, p.partition, r.offset, r.bytes, r.control, r.rec.Offset, n, r.rec.Attrs.IsControl()))

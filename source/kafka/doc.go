@@ -92,7 +92,8 @@
 //
 // The files follow those ideas, all acting on one table of partitions
 // under Spout.mu: spout.go the spout, its state and the engine's side
-// (Next, Ack, Fail); poll.go the poller and the buffers' bound; group.go
+// (Next, Ack, Fail); poll.go the poller and the buffers' bound; buffer.go
+// a partition's buffer (a queue of blocks of records); group.go
 // the consumer group's callbacks (assignment, the done set read back,
 // revocation); commit.go choosing and sending commits; deadletter.go dead
 // letters; broker.go the broker connection hooks; config.go the Config;

@@ -314,7 +314,7 @@ func (s *Spout) release(cl *kgo.Client, p *partition) {
 		p.fetchPaused = false
 		cl.ResumeFetchPartitions(map[string][]int32{p.topic: {p.partition}})
 	}
-	p.clearBuf()
+	s.clearBuf(p)
 	p.skip = offsets.DoneSet{}
 	s.stats.DroppedInFlight += uint64(p.tr.Pending())
 	p.tr.Revoke()

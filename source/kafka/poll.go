@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -247,22 +246,13 @@ func (s *Spout) distribute(fs kgo.Fetches) []error {
 			// to a relative offset): the first record fetched is it.
 			p.tr.Assign(fp.Records[0].Offset)
 		}
-		if p.head > 0 {
-			// Move what is left to the front before appending, or a
-			// buffer that never runs empty (Next kept waiting by the
-			// pending bound) would grow without end.
-			k := copy(p.buf, p.buf[p.head:])
-			clear(p.buf[k:])
-			p.buf, p.head = p.buf[:k], 0
-		}
 		// One pass over the records, which the client decoded a while
 		// ago: everything take needs of them is read here.
 		b := 0
-		p.buf = slices.Grow(p.buf, len(fp.Records))
 		for _, r := range fp.Records {
 			n := recBytes(r)
 			b += n
-			p.buf = append(p.buf, bufRec{rec: r, offset: r.Offset, bytes: n, control: r.Attrs.IsControl()})
+			p.buf.push(bufRec{rec: r, offset: r.Offset, bytes: n, control: r.Attrs.IsControl()}, &s.spare)
 		}
 		p.bytes += b
 		s.takenRecs += int64(len(fp.Records))

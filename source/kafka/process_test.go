@@ -279,7 +279,7 @@ func (r *commitRecorder) all() []sizedCommit {
 func startWorker(t *testing.T, bin string, c *cluster, topic, group, ledger string, interval time.Duration, args ...string) *exec.Cmd {
 	t.Helper()
 	cmd := exec.Command(bin, append([]string{"-brokers", c.k.Addrs()[0], "-topic", topic, "-group", group,
-		"-ledger", ledger, "-interval", interval.String(), "-throttle", "4"}, args...)...)
+		"-ledger", ledger, "-interval", interval.String(), "-throttle", "2"}, args...)...)
 	cmd.Stderr = os.Stderr
 	workerproc.Start(t, cmd)
 	return cmd

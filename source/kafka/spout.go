@@ -34,9 +34,8 @@ type partition struct {
 	owned       bool             // assigned to this member now
 	paused      bool             // fetching paused because tr is Full
 	fetchPaused bool             // the client is told not to fetch it (paused)
-	buf         []bufRec         // fetched and not yet emitted, from head on
-	head        int
-	bytes       int // recBytes of buf[head:]
+	buf         recQueue         // fetched and not yet emitted
+	bytes       int              // recBytes of buf
 	// caughtUp: the last poll brought the partition's records up to the
 	// high watermark it reported: an empty buffer is no starvation.
 	caughtUp bool
@@ -50,24 +49,12 @@ type partition struct {
 	sentDone uint64
 }
 
-func (p *partition) buffered() int { return len(p.buf) - p.head }
-
-// bufRec is a fetched record in its partition's buffer, with what take
-// needs of it read when it was buffered (distribute reads the record's
-// lengths then): take decides on the entry alone, without touching the
-// record, which the client decoded long before and the buffers hold for
-// up to two fetches (byteBound), so its memory is cold by then.
-type bufRec struct {
-	rec     *kgo.Record
-	offset  int64
-	bytes   int  // recBytes(rec)
-	control bool // rec.Attrs.IsControl(): a transaction marker
-}
+func (p *partition) buffered() int { return p.buf.len() }
 
 // clearBuf drops the fetched records not yet emitted.
-func (p *partition) clearBuf() {
-	clear(p.buf)
-	p.buf, p.head, p.bytes = p.buf[:0], 0, 0
+func (s *Spout) clearBuf(p *partition) {
+	p.buf.reset(&s.spare)
+	p.bytes = 0
 }
 
 // inflight is a record emitted as a root: the spout's message id for it.
@@ -125,6 +112,7 @@ type Spout struct {
 	now           time.Duration // since start, as of the last poll or commit: a coarse clock for inflight.born
 	held          *inflight     // emitted to the tracker, its Emit failed: emit it first
 	free          *inflight
+	spare         []*block // the buffers' emptied blocks, zeroed, for reuse
 	opened        bool
 	closed        bool
 	stats         Stats
@@ -338,15 +326,16 @@ func (s *Spout) take() *inflight {
 		if s.rr++; s.rr == len(s.active) {
 			s.rr = 0
 		}
-		for p.head < len(p.buf) {
+		for p.buf.len() > 0 {
 			if p.tr.Full() {
 				s.pause(p)
 				break
 			}
-			r := p.buf[p.head]
+			r := *p.buf.front()
 			m, err := p.tr.Emit(r.offset) // not ErrFull: checked above
-			p.buf[p.head] = bufRec{}
-			p.head++
+			if p.buf.pop(&s.spare) {
+				s.hungry = true // a partition ran dry: poll for it
+			}
 			b := r.bytes
 			p.bytes -= b
 			s.buffered-- // p is not paused: paused partitions are full
@@ -374,10 +363,6 @@ func (s *Spout) take() *inflight {
 			s.stats.Emitted++
 			s.wakePoller()
 			return s.newEntry(p, m, r.rec)
-		}
-		if p.head == len(p.buf) && p.head > 0 {
-			p.clearBuf()
-			s.hungry = true // a partition ran dry: poll for it
 		}
 	}
 	s.wakePoller()

@@ -4,11 +4,12 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
-	"github.com/xorack/xorack/internal/race"
 	"hash/crc32"
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/xorack/xorack/internal/race"
 )
 
 // doneModel is the plain model of a partition for the done set: the

@@ -10,60 +10,38 @@ import (
 )
 
 // model is the plain reference the tracker is compared against: the
-// generation's emitted records as a slice sorted by offset, each with a
-// done flag, searched and counted from scratch on every question.
+// generation's emitted records from the commit point on, as a list in
+// offset order, and the set of those done. A record leaves both once no
+// record below it is left undone, so the list's first record is the commit
+// point and the gauges are lengths.
 type model struct {
 	limit     int
 	assigned  bool
-	start     int64
-	next      int64 // lowest offset the next emit may have
-	recs      []modelRec
+	next      int64          // lowest offset the next emit may have
+	emitted   []int64        // from the commit point on
+	done      map[int64]bool // of emitted, those done
 	committed int64
-}
-
-type modelRec struct {
-	off  int64
-	done bool
 }
 
 func newModel(limit int) *model { return &model{limit: limit, committed: -1} }
 
 // committable is the offset of the lowest record not done, else next.
 func (m *model) committable() int64 {
-	for _, r := range m.recs {
-		if !r.done {
-			return r.off
-		}
+	if len(m.emitted) == 0 {
+		return m.next
 	}
-	return m.next
+	return m.emitted[0]
 }
 
-func (m *model) uncommitted() int {
-	c := m.committable()
-	n := 0
-	for _, r := range m.recs {
-		if r.off >= c {
-			n++
-		}
-	}
-	return n
-}
+func (m *model) uncommitted() int { return len(m.emitted) }
 
-func (m *model) pending() int {
-	n := 0
-	for _, r := range m.recs {
-		if !r.done {
-			n++
-		}
-	}
-	return n
-}
+func (m *model) pending() int { return len(m.emitted) - len(m.done) }
 
 func (m *model) assign(start int64) {
-	m.assigned, m.start, m.next, m.recs = true, start, start, nil
+	m.assigned, m.next, m.emitted, m.done = true, start, nil, map[int64]bool{}
 }
 
-func (m *model) revoke() { m.assigned, m.recs = false, nil }
+func (m *model) revoke() { m.assigned, m.emitted, m.done = false, nil, nil }
 
 func (m *model) emit(off int64) error {
 	switch {
@@ -74,58 +52,45 @@ func (m *model) emit(off int64) error {
 	case m.uncommitted() >= m.limit:
 		return ErrFull
 	}
-	m.recs = append(m.recs, modelRec{off: off})
+	m.emitted = append(m.emitted, off)
 	m.next = off + 1
 	return nil
 }
 
-// done marks the record at off of the current generation done; current says
-// whether the caller's mark is of the current generation.
-func (m *model) done(off int64, current bool) error {
+// markDone marks the record at off of the current generation done;
+// current says whether the caller's mark is of the current generation.
+func (m *model) markDone(off int64, current bool) error {
 	if !current || !m.assigned {
 		return ErrStale
 	}
-	i, ok := slices.BinarySearchFunc(m.recs, off, func(r modelRec, off int64) int {
-		switch {
-		case r.off < off:
-			return -1
-		case r.off > off:
-			return 1
-		}
-		return 0
-	})
-	if !ok || m.recs[i].done {
+	if m.done[off] || !slices.Contains(m.emitted, off) {
 		// Every mark the driver passes was emitted in this generation:
-		// one that is not in recs was done and trimmed.
+		// one that is not in emitted was done and passed.
 		return errDuplicate
 	}
-	m.recs[i].done = true
-	// Trim the done records below the lowest one not done: the commit
-	// point passed them.
-	k := 0
-	for k < len(m.recs) && m.recs[k].done {
-		k++
+	m.done[off] = true
+	for len(m.emitted) > 0 && m.done[m.emitted[0]] {
+		delete(m.done, m.emitted[0])
+		m.emitted = m.emitted[1:]
 	}
-	m.recs = m.recs[k:]
 	return nil
 }
 
+// nextCommit offers the commit point while assigned and above what was
+// committed.
 func (m *model) nextCommit() (int64, bool) {
-	if !m.assigned {
-		return m.committed, false
-	}
-	if c := m.committable(); c > m.committed {
+	c := m.committable()
+	if m.assigned && c > m.committed {
 		return c, true
 	}
 	return m.committed, false
 }
 
+// commitDone raises committed to off, if off is above it.
 func (m *model) commitDone(off int64) bool {
-	if off <= m.committed {
-		return false
-	}
-	m.committed = off
-	return true
+	raised := off > m.committed
+	m.committed = max(m.committed, off)
+	return raised
 }
 
 // choices is the differential driver's source of decisions: a byte
@@ -171,7 +136,7 @@ const keep = 64
 
 func (d *differential) fatalf(format string, args ...any) {
 	d.tb.Helper()
-	d.tb.Fatalf("op %d (gen %d, next %d, %d records): %s", d.op, d.gen, d.m.next, len(d.m.recs), fmt.Sprintf(format, args...))
+	d.tb.Fatalf("op %d (gen %d, next %d, %d records): %s", d.op, d.gen, d.m.next, len(d.m.emitted), fmt.Sprintf(format, args...))
 }
 
 // offset draws an emit offset relative to the model's next: mostly the
@@ -302,7 +267,7 @@ func (d *differential) step() {
 		}
 		mk := d.live[i]
 		err := t.Done(mk)
-		if werr := m.done(mk.Offset, true); !sameErr(err, werr) {
+		if werr := m.markDone(mk.Offset, true); !sameErr(err, werr) {
 			d.fatalf("Done(offset %d) = %v, model %v", mk.Offset, err, werr)
 		}
 		d.live = d.removeAt(d.live, i)
@@ -312,7 +277,7 @@ func (d *differential) step() {
 			return
 		}
 		mk := d.done[c.pick(len(d.done))]
-		if err, werr := t.Done(mk), m.done(mk.Offset, true); !sameErr(err, werr) || err == nil {
+		if err, werr := t.Done(mk), m.markDone(mk.Offset, true); !sameErr(err, werr) || err == nil {
 			d.fatalf("second Done(offset %d) = %v, model %v", mk.Offset, err, werr)
 		}
 	case 3: // stale
@@ -320,7 +285,7 @@ func (d *differential) step() {
 		if len(d.stale) > 0 {
 			mk = d.stale[c.pick(len(d.stale))]
 		}
-		if err, werr := t.Done(mk), m.done(mk.Offset, false); !sameErr(err, werr) {
+		if err, werr := t.Done(mk), m.markDone(mk.Offset, false); !sameErr(err, werr) {
 			d.fatalf("stale Done(offset %d) = %v, model %v", mk.Offset, err, werr)
 		}
 	case 4: // commit
@@ -395,9 +360,9 @@ func (d *differential) compare() {
 		d.fatalf("Full = %v, model %v", got, want)
 	}
 	if off, ok := t.NextCommit(); ok {
-		for _, r := range m.recs {
-			if !r.done && r.off < off {
-				d.fatalf("NextCommit offers %d past offset %d, not done", off, r.off)
+		for _, e := range m.emitted {
+			if !m.done[e] && e < off {
+				d.fatalf("NextCommit offers %d past offset %d, not done", off, e)
 			}
 		}
 	}
@@ -431,7 +396,7 @@ func runDifferential(tb testing.TB, limit int, c *choices, checkEvery int) {
 			if err := d.t.Done(mk); err != nil {
 				d.fatalf("drain Done(offset %d) = %v", mk.Offset, err)
 			}
-			if err := d.m.done(mk.Offset, true); err != nil {
+			if err := d.m.markDone(mk.Offset, true); err != nil {
 				d.fatalf("model drain: %v", err)
 			}
 			d.compare()

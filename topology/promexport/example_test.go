@@ -26,7 +26,8 @@ func (s *numbers) Next(c *topology.SpoutCollector) {
 func (s *numbers) Ack(any)                     {}
 func (s *numbers) Fail(any, *topology.Failure) {}
 
-// Export a finished topology's metrics (5 numbers acked by a bolt) and scrape them from a registry.
+// Register a topology's collector once it is built, as a service does at
+// startup, run it (5 numbers acked by a bolt), and scrape the registry.
 func ExampleNew() {
 	b := topology.NewBuilder()
 	b.Spout("numbers", func() topology.Spout { return &numbers{n: 5} }).Output("n")
@@ -37,6 +38,9 @@ func ExampleNew() {
 	if err != nil {
 		panic(err)
 	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(promexport.New(top)) // it reads the topology at each scrape
+
 	if err := top.Start(); err != nil {
 		panic(err)
 	}
@@ -44,9 +48,6 @@ func ExampleNew() {
 	if err := top.Stop(context.Background()); err != nil {
 		panic(err)
 	}
-
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(promexport.New(top))
 	mfs, err := reg.Gather() // what a /metrics handler serves
 	if err != nil {
 		panic(err)

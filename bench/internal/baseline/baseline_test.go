@@ -1,7 +1,6 @@
 package baseline_test
 
 import (
-	"github.com/xorack/xorack/internal/splitmix"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"github.com/xorack/xorack/bench/internal/baseline"
 	"github.com/xorack/xorack/internal/acktest"
 	"github.com/xorack/xorack/internal/acktest/workload"
+	"github.com/xorack/xorack/internal/splitmix"
 )
 
 // impl is one baseline with a constructor taking a Config.

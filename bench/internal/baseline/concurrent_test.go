@@ -8,6 +8,7 @@ import (
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/bench/internal/baseline"
+	"github.com/xorack/xorack/internal/acktest"
 	"github.com/xorack/xorack/internal/acktest/treegen"
 )
 
@@ -104,17 +105,11 @@ func hammer(t *testing.T, b impl, nroots, producers int) {
 	}
 
 	ended := map[uint64]int{}
-	var completed, timedOut uint64
+	var completed, timedOut int
 	for _, out := range results {
+		c, f := acktest.Tally(t, out, ackcore.ReasonTimeout)
+		completed, timedOut = completed+c, timedOut+f
 		for _, o := range out {
-			switch {
-			case o.Kind == ackcore.Completed:
-				completed++
-			case o.Kind == ackcore.Failed && o.Reason == ackcore.ReasonTimeout:
-				timedOut++
-			default:
-				t.Fatalf("unexpected outcome %+v", o)
-			}
 			ended[o.Root]++
 		}
 	}
@@ -126,7 +121,7 @@ func hammer(t *testing.T, b impl, nroots, producers int) {
 	st := a.Stats()
 	want := ackcore.Stats{
 		Inits: uint64(nroots), Acks: acks, Resets: resets,
-		Completed: completed, FailedTimeout: timedOut, Orphans: st.Orphans,
+		Completed: uint64(completed), FailedTimeout: uint64(timedOut), Orphans: st.Orphans,
 	}
 	if st != want {
 		t.Fatalf("stats\n got  %+v\n want %+v", st, want)

@@ -65,6 +65,23 @@ func invalid(m *ackcore.Msg) bool { return !m.Valid() }
 // refuseInvalid is the outcome of a malformed message (Msg.InvalidOutcome).
 func refuseInvalid(m *ackcore.Msg) ackcore.Outcome { return m.InvalidOutcome() }
 
+// applyEach applies msgs in order, appending their outcomes to out: a
+// malformed message is refused and counted in st.RefusedInvalid, a valid
+// one goes to apply. It is the Apply of GoMap and Storm, each with its
+// own rules for one message.
+func applyEach(msgs []ackcore.Msg, out []ackcore.Outcome, st *ackcore.Stats, apply func(*ackcore.Msg, []ackcore.Outcome) []ackcore.Outcome) []ackcore.Outcome {
+	for i := range msgs {
+		m := &msgs[i]
+		if invalid(m) {
+			st.RefusedInvalid++
+			out = append(out, refuseInvalid(m))
+			continue
+		}
+		out = apply(m, out)
+	}
+	return out
+}
+
 // refuseFull is the outcome of an ACK, FAIL or RESET that needed a new
 // entry at the bound.
 func refuseFull(root uint64) ackcore.Outcome {

@@ -100,19 +100,13 @@ func (g *GoMap) Stats() ackcore.Stats {
 // Apply applies msgs in order and appends their outcomes to out.
 func (g *GoMap) Apply(msgs []ackcore.Msg, out []ackcore.Outcome) []ackcore.Outcome {
 	g.setNow()
-	for i := range msgs {
-		out = g.apply(&msgs[i], out)
-	}
-	return out
+	return applyEach(msgs, out, &g.stats, g.apply)
 }
 
-// apply is docs/semantics.md's rules for one message, in the order of the
-// shard's step, on a map entry read once and written back when it changed.
+// apply is docs/semantics.md's rules for one valid message, in the order
+// of the shard's step, on a map entry read once and written back when it
+// changed.
 func (g *GoMap) apply(m *ackcore.Msg, out []ackcore.Outcome) []ackcore.Outcome {
-	if invalid(m) {
-		g.stats.RefusedInvalid++
-		return append(out, refuseInvalid(m))
-	}
 	root := m.Root
 	e, ok := g.m[root]
 	switch m.Kind {

@@ -2,10 +2,10 @@ package baseline
 
 import (
 	"fmt"
-	"github.com/xorack/xorack/internal/splitmix"
 	"math/bits"
 
 	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/internal/splitmix"
 )
 
 // limitSlot is one slot of Limit's table: 24 bytes, so that a slot holds

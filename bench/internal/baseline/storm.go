@@ -134,18 +134,11 @@ func (s *Storm) DroppedInit() uint64 { return s.droppedInit }
 // Apply applies msgs in order, appending their outcomes to out.
 func (s *Storm) Apply(msgs []ackcore.Msg, out []ackcore.Outcome) []ackcore.Outcome {
 	s.setNow()
-	for i := range msgs {
-		out = s.apply(&msgs[i], out)
-	}
-	return out
+	return applyEach(msgs, out, &s.stats, s.apply)
 }
 
-// apply is Acker.execute for one message.
+// apply is Acker.execute for one valid message.
 func (s *Storm) apply(m *ackcore.Msg, out []ackcore.Outcome) []ackcore.Outcome {
-	if invalid(m) {
-		s.stats.RefusedInvalid++
-		return append(out, refuseInvalid(m))
-	}
 	s.count(m.Kind)
 	root := m.Root
 	e, bucket, ok := s.pending.get(root)

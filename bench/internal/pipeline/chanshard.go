@@ -76,8 +76,7 @@ func (cp *chanPipe) Start() error { return cp.start(cp.loop) }
 // blocked sending to a shard blocked sending to it would deadlock), and
 // goes first next pass. Stopping, it reports what is pending and waits
 // for the receivers to take everything.
-func (cp *chanPipe) loop(tick <-chan time.Time) {
-	out := make([]ackcore.Outcome, 0, 1024)
+func (cp *chanPipe) loop(tick <-chan time.Time, out []ackcore.Outcome) {
 	for {
 		select {
 		case b, ok := <-cp.in:
@@ -93,10 +92,7 @@ func (cp *chanPipe) loop(tick <-chan time.Time) {
 			out = cp.sh.Apply(b.m[:b.n], out[:0])
 			cp.route(out)
 		case <-tick:
-			for more := true; more; {
-				out, more = cp.sh.Expire(out[:0])
-				cp.route(out)
-			}
+			out = expireDue(out, cp.sh.Expire, cp.route)
 			cp.publish()
 		}
 		cp.flushOver(false)
@@ -153,12 +149,8 @@ func (cp *chanPipe) Stats() ackcore.Stats {
 }
 
 func (cp *chanPipe) Stop() ackcore.Stats {
-	cp.once.Do(func() {
-		cp.closed.Store(true)
-		close(cp.in)
-		if cp.started.Load() {
-			<-cp.done
-		} else {
+	cp.stop(func() { close(cp.in) }, func(started bool) {
+		if !started { // else the loop closed them
 			for _, ch := range cp.outs {
 				close(ch)
 			}

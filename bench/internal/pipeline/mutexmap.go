@@ -50,17 +50,13 @@ func NewMutexMap(cfg Config) (Pipe, error) {
 
 func (mp *mutexPipe) Start() error { return mp.start(mp.expirer) }
 
-func (mp *mutexPipe) expirer(tick <-chan time.Time) {
-	out := make([]ackcore.Outcome, 0, 1024)
+func (mp *mutexPipe) expirer(tick <-chan time.Time, out []ackcore.Outcome) {
 	for {
 		select {
 		case <-mp.quit:
 			return
 		case <-tick:
-		}
-		for more := true; more; {
-			out, more = mp.mm.Expire(out[:0])
-			mp.deliver(out)
+			out = expireDue(out, mp.mm.Expire, mp.deliver)
 		}
 	}
 }
@@ -89,12 +85,7 @@ func (mp *mutexPipe) deliver(out []ackcore.Outcome) {
 func (mp *mutexPipe) Stats() ackcore.Stats { return mp.mm.Stats() }
 
 func (mp *mutexPipe) Stop() ackcore.Stats {
-	mp.once.Do(func() {
-		mp.closed.Store(true)
-		close(mp.quit)
-		if mp.started.Load() {
-			<-mp.done
-		}
+	mp.stop(func() { close(mp.quit) }, func(bool) {
 		for _, q := range mp.inbox {
 			q.Close() // Wait says false once its outcomes are taken
 		}

@@ -119,9 +119,9 @@ func (b *base) init(name string, cfg *Config) error {
 	return nil
 }
 
-// start runs loop on a goroutine, once, with a ticker of the pipe's tick;
-// done closes when it returns.
-func (b *base) start(loop func(tick <-chan time.Time)) error {
+// start runs loop on a goroutine, once, with a ticker of the pipe's tick
+// and a scratch buffer for outcomes; done closes when it returns.
+func (b *base) start(loop func(tick <-chan time.Time, out []ackcore.Outcome)) error {
 	if b.started.Swap(true) {
 		return fmt.Errorf("pipeline: %s started twice", b.name)
 	}
@@ -129,9 +129,39 @@ func (b *base) start(loop func(tick <-chan time.Time)) error {
 		defer close(b.done)
 		t := time.NewTicker(b.tick)
 		defer t.Stop()
-		loop(t.C)
+		loop(t.C, make([]ackcore.Outcome, 0, scratchOutcomes))
 	}()
 	return nil
+}
+
+// scratchOutcomes is the capacity of a loop's scratch buffer for
+// outcomes (it grows if a call needs more).
+const scratchOutcomes = 1024
+
+// expireDue reports the roots due at a tick: it hands each slice expire
+// returns to deliver until expire says there are no more, reusing out,
+// and returns out for the next use.
+func expireDue(out []ackcore.Outcome, expire func([]ackcore.Outcome) ([]ackcore.Outcome, bool), deliver func([]ackcore.Outcome)) []ackcore.Outcome {
+	for more := true; more; {
+		out, more = expire(out[:0])
+		deliver(out)
+	}
+	return out
+}
+
+// stop is a baseline's Stop, once: sends fail from then on, halt tells
+// the loop to return and stop waits for it if it started; then closeOuts
+// closes what the loop did not (started says whether it ran).
+func (b *base) stop(halt func(), closeOuts func(started bool)) {
+	b.once.Do(func() {
+		b.closed.Store(true)
+		halt()
+		started := b.started.Load()
+		if started {
+			<-b.done
+		}
+		closeOuts(started)
+	})
 }
 
 // check refuses m once the pipe stops, or for an INIT naming a task the

@@ -5,8 +5,6 @@ import (
 	"sync"
 	"testing"
 
-	"go.uber.org/goleak"
-
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/bench/internal/pipeline"
 )
@@ -16,7 +14,6 @@ import (
 // producers between batches, delivers each root's Completed exactly once,
 // to the inbox of its task, and its counters agree.
 func TestPipes(t *testing.T) {
-	defer goleak.VerifyNone(t)
 	roots := 60_000
 	if testing.Short() {
 		roots = 6_000

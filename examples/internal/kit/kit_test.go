@@ -26,10 +26,11 @@ func TestExampleMain(t *testing.T) {
 	var f float64
 	ran := false
 	e := Example{
-		Name:  "ex",
-		Flags: func(fs *flag.FlagSet) { fs.IntVar(&n, "n", 1, ""); fs.Float64Var(&f, "f", 0, "") },
-		Check: func(c *Checks) { c.AtLeast("-n", n, 1); c.Fraction("-f", f) },
-		Run: func(out, _ io.Writer) error {
+		Name:     "ex",
+		Defaults: Defaults{Sentences: 1},
+		Flags:    func(fs *flag.FlagSet) { fs.IntVar(&n, "n", 1, ""); fs.Float64Var(&f, "f", 0, "") },
+		Check:    func(c *Checks) { c.AtLeast("-n", n, 1); c.Fraction("-f", f) },
+		Run: func(_ Common, out, _ io.Writer) error {
 			ran = true
 			if n == 7 {
 				return errors.New("did not verify")
@@ -57,6 +58,37 @@ func TestExampleMain(t *testing.T) {
 	var errw bytes.Buffer
 	if code := e.Main([]string{"-nope"}, io.Discard, &errw); code != 2 || !strings.Contains(errw.String(), "-nope") {
 		t.Errorf("an undefined flag: exit %d, %q", code, errw.String())
+	}
+}
+
+// TestExampleCommon: Main defines the common flags with the example's
+// defaults and checks them; -attempts exists only where a default is
+// given.
+func TestExampleCommon(t *testing.T) {
+	for _, tc := range []struct {
+		d      Defaults
+		args   []string
+		code   int
+		stderr string
+		want   Common
+	}{
+		{Defaults{Sentences: 5, Attempts: 3}, nil, 0, "", Common{Sentences: 5, Deadline: time.Minute, Seed: 1, Attempts: 3}},
+		{Defaults{Server: "nats", Sentences: 5, Attempts: 3}, []string{"-nats", "nats://h:1", "-attempts", "0", "-sentences", "0"}, 2,
+			"ex: -sentences 0: want at least 1; -attempts 0: want at least 1\n", Common{}},
+		{Defaults{Sentences: 5}, []string{"-attempts", "2"}, 2, "flag provided but not defined: -attempts", Common{}},
+		{Defaults{Sentences: 5, Partitions: 4}, []string{"-partitions", "0"}, 2, "ex: -partitions 0: want 1 to 1024\n", Common{}},
+		{Defaults{Sentences: 5, Partitions: 4}, []string{"-partitions", "2"}, 0, "", Common{Sentences: 5, Deadline: time.Minute, Seed: 1, Partitions: 2}},
+	} {
+		var c Common
+		var errw bytes.Buffer
+		e := Example{Name: "ex", Defaults: tc.d, Run: func(got Common, _, _ io.Writer) error { c = got; return nil }}
+		code := e.Main(tc.args, io.Discard, &errw)
+		if code != tc.code || !strings.HasPrefix(errw.String(), tc.stderr) {
+			t.Errorf("%+v %v: exit %d, stderr %q; want %d, %q", tc.d, tc.args, code, errw.String(), tc.code, tc.stderr)
+		}
+		if c.hasAttempts, c.hasPartitions = false, false; code == 0 && c != tc.want {
+			t.Errorf("%+v %v: parsed %+v, want %+v", tc.d, tc.args, c, tc.want)
+		}
 	}
 }
 

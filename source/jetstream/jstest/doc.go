@@ -15,16 +15,18 @@
 //
 // A Server is a nats-server listening on 127.0.0.1 at a port the system
 // picks, with JetStream's file store in the directory the caller gives (a
-// test's t.TempDir()); URL is its client URL. It listens on no other
+// test's t.TempDir()); URL is its client URL, and Connect connects a
+// client to it and returns a JetStream handle. It listens on no other
 // address: the monitoring port, clustering, routes and signal handlers
 // stay off.
 //
 // # Concurrency
 //
 // Start returns once the server accepts connections (it runs on its own
-// goroutines). URL and Server may be called from any goroutine; Close may
-// be called once, from any goroutine, after the clients are done with the
-// server (in a test, with t.Cleanup), and waits until it has stopped.
+// goroutines). URL, Connect and Server may be called from any goroutine;
+// Close may be called once, from any goroutine, after the clients are done
+// with the server (in a test, with t.Cleanup), and waits until it has
+// stopped.
 //
 // # Invariants
 //

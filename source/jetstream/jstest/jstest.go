@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // readyTimeout bounds how long Start waits for the server to accept
@@ -80,6 +82,21 @@ func Start(cfg Config) (*Server, error) {
 
 // URL returns the client URL, nats://127.0.0.1:port.
 func (n *Server) URL() string { return n.server.ClientURL() }
+
+// Connect connects a client to the server, with opts, and returns a
+// JetStream handle on the connection; js.Conn().Close() closes it.
+func (n *Server) Connect(opts ...nats.Option) (jetstream.JetStream, error) {
+	nc, err := nats.Connect(n.URL(), opts...)
+	if err != nil {
+		return nil, fmt.Errorf("jstest: connecting to %s: %w", n.URL(), err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, fmt.Errorf("jstest: JetStream client: %w", err)
+	}
+	return js, nil
+}
 
 // Server returns the embedded server, for what a test needs beyond its URL.
 func (n *Server) Server() *server.Server { return n.server }

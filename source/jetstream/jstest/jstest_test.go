@@ -37,15 +37,11 @@ func startServer(t *testing.T) *Server {
 
 func connectJetStream(t *testing.T, n *Server) jetstream.JetStream {
 	t.Helper()
-	nc, err := nats.Connect(n.URL(), nats.Name("jstest"))
+	js, err := n.Connect(nats.Name("jstest"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(js.Conn().Close)
 	return js
 }
 

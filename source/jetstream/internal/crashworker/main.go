@@ -8,10 +8,6 @@ package main
 
 import (
 	"flag"
-	"fmt"
-	"os"
-	"strconv"
-	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -22,26 +18,21 @@ import (
 	"github.com/xorack/xorack/topology"
 )
 
-func main() {
-	url := flag.String("nats", "", "server URL")
-	stream := flag.String("stream", "", "stream")
-	consumer := flag.String("consumer", "", "durable consumer")
-	ledger := flag.String("ledger", "", "ledger file, appended to")
-	throttle := flag.Int("throttle", 0, "sleep 1ms every this many messages (0: never)")
-	flag.Parse()
-	if err := run(*url, *stream, *consumer, *ledger, *throttle); err != nil {
-		fmt.Fprintln(os.Stderr, "crashworker:", err)
-		os.Exit(1)
-	}
+func main() { workerproc.Main(new(worker)) }
+
+// worker is what the flags set.
+type worker struct{ url, stream, consumer string }
+
+// Flags defines the worker's flags.
+func (w *worker) Flags(fs *flag.FlagSet) {
+	fs.StringVar(&w.url, "nats", "", "server URL")
+	fs.StringVar(&w.stream, "stream", "", "stream")
+	fs.StringVar(&w.consumer, "consumer", "", "durable consumer")
 }
 
-func run(url, stream, consumer, ledger string, throttle int) error {
-	l, err := workerproc.OpenLedger(ledger)
-	if err != nil {
-		return err
-	}
-	defer l.Close()
-	nc, err := nats.Connect(url)
+// Run runs the worker until SIGTERM.
+func (w *worker) Run(l *workerproc.Ledger, th *workerproc.Throttle) error {
+	nc, err := nats.Connect(w.url)
 	if err != nil {
 		return err
 	}
@@ -50,21 +41,14 @@ func run(url, stream, consumer, ledger string, throttle int) error {
 	if err != nil {
 		return err
 	}
-	var k atomic.Int64
 	b := topology.NewBuilder()
 	b.Spout("js", func() topology.Spout {
-		return jetstream.New(jetstream.Config{JetStream: js, Stream: stream, Consumer: consumer, FetchWait: 50 * time.Millisecond})
+		return jetstream.New(jetstream.Config{JetStream: js, Stream: w.stream, Consumer: w.consumer, FetchWait: 50 * time.Millisecond})
 	}).Output("pos", "data")
 	b.Bolt("ledger", func() topology.Bolt {
 		return topology.Basic(topology.BasicFunc(func(t *topology.Tuple, _ *topology.BasicCollector) error {
-			line := strconv.AppendUint(nil, t.Value(0).(jetstream.Position).Seq, 10)
-			line = append(line, ' ')
-			line = strconv.AppendInt(line, time.Now().UnixNano(), 10)
-			line = append(line, '\n')
-			err := l.Write(line)
-			if throttle > 0 && k.Add(1)%int64(throttle) == 0 {
-				time.Sleep(time.Millisecond) // the throttle, not synchronisation
-			}
+			err := l.Record(int64(t.Value(0).(jetstream.Position).Seq), time.Now().UnixNano())
+			th.Tick()
 			return err
 		}))
 	}).Input("js", topology.Shuffle())

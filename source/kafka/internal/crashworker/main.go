@@ -32,47 +32,39 @@ import (
 	"github.com/xorack/xorack/topology"
 )
 
-func main() {
-	brokers := flag.String("brokers", "", "seed brokers")
-	topic := flag.String("topic", "", "topic")
-	group := flag.String("group", "", "consumer group")
-	instance := flag.String("instance", "", "static group member id (a restarted worker takes its predecessor's place at once)")
-	ledger := flag.String("ledger", "", "ledger file, appended to")
-	interval := flag.Duration("interval", kafka.DefaultCommitInterval, "commit interval")
-	stuckPart := flag.Int("stuck-partition", -1, "partition of the stuck record (-1: none)")
-	stuckOff := flag.Int64("stuck-offset", -1, "offset of the stuck record")
-	backoff := flag.Duration("backoff", 10*time.Second, "retry backoff (the stuck record waits this long)")
-	metaBytes := flag.Int("metadata-bytes", 0, "Config.CommitMetadataBytes: 0 the default budget, -1 the floor alone (no done set)")
-	id := flag.Int("id", -1, "worker number written as each ledger line's fourth field (-1: none)")
-	logFile := flag.String("log", "", "file the spout's warnings are appended to, as JSON lines (default: discarded)")
-	heartbeat := flag.Duration("heartbeat", 100*time.Millisecond, "group heartbeat interval")
-	session := flag.Duration("session", 600*time.Millisecond, "group session timeout")
-	rebalance := flag.Duration("rebalance", 0, "group rebalance timeout (0: the client's default)")
-	flag.IntVar(&throttle, "throttle", 0, "sleep 1ms every this many records per executor (0: never): a worker slower than fetching")
-	flag.Parse()
-	w := worker{id: *id, logFile: *logFile, heartbeat: *heartbeat, session: *session, rebalance: *rebalance}
-	if err := w.run(*brokers, *topic, *group, *instance, *ledger, *interval, int32(*stuckPart), *stuckOff, *backoff, *metaBytes); err != nil {
-		fmt.Fprintln(os.Stderr, "crashworker:", err)
-		os.Exit(1)
-	}
-}
+func main() { workerproc.Main(new(worker)) }
 
-var throttle int
-
-// worker is what the flags set beyond run's arguments.
+// worker is what the flags set.
 type worker struct {
-	id                 int
-	logFile            string
-	heartbeat, session time.Duration
-	rebalance          time.Duration
+	brokers, topic, group, instance string
+	interval, backoff               time.Duration
+	stuckPart                       int
+	stuckOff                        int64
+	metaBytes, id                   int
+	logFile                         string
+	heartbeat, session, rebalance   time.Duration
 }
 
-func (w worker) run(brokers, topic, group, instance, ledger string, interval time.Duration, stuckPart int32, stuckOff int64, backoff time.Duration, metaBytes int) error {
-	l, err := workerproc.OpenLedger(ledger)
-	if err != nil {
-		return err
-	}
-	defer l.Close()
+// Flags defines the worker's flags.
+func (w *worker) Flags(fs *flag.FlagSet) {
+	fs.StringVar(&w.brokers, "brokers", "", "seed brokers")
+	fs.StringVar(&w.topic, "topic", "", "topic")
+	fs.StringVar(&w.group, "group", "", "consumer group")
+	fs.StringVar(&w.instance, "instance", "", "static group member id (a restarted worker takes its predecessor's place at once)")
+	fs.DurationVar(&w.interval, "interval", kafka.DefaultCommitInterval, "commit interval")
+	fs.IntVar(&w.stuckPart, "stuck-partition", -1, "partition of the stuck record (-1: none)")
+	fs.Int64Var(&w.stuckOff, "stuck-offset", -1, "offset of the stuck record")
+	fs.DurationVar(&w.backoff, "backoff", 10*time.Second, "retry backoff (the stuck record waits this long)")
+	fs.IntVar(&w.metaBytes, "metadata-bytes", 0, "Config.CommitMetadataBytes: 0 the default budget, -1 the floor alone (no done set)")
+	fs.IntVar(&w.id, "id", -1, "worker number written as each ledger line's fourth field (-1: none)")
+	fs.StringVar(&w.logFile, "log", "", "file the spout's warnings are appended to, as JSON lines (default: discarded)")
+	fs.DurationVar(&w.heartbeat, "heartbeat", 100*time.Millisecond, "group heartbeat interval")
+	fs.DurationVar(&w.session, "session", 600*time.Millisecond, "group session timeout")
+	fs.DurationVar(&w.rebalance, "rebalance", 0, "group rebalance timeout (0: the client's default)")
+}
+
+// Run runs the worker until SIGTERM.
+func (w *worker) Run(l *workerproc.Ledger, th *workerproc.Throttle) error {
 	// A short session by default: the test's cluster allows it, so a
 	// killed worker's partitions move on in well under a second.
 	opts := []kgo.Opt{kgo.HeartbeatInterval(w.heartbeat), kgo.SessionTimeout(w.session),
@@ -92,40 +84,32 @@ func (w worker) run(brokers, topic, group, instance, ledger string, interval tim
 		defer lf.Close()
 		logger = slog.New(slog.NewJSONHandler(lf, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	if instance != "" {
-		opts = append(opts, kgo.InstanceID(instance))
+	if w.instance != "" {
+		opts = append(opts, kgo.InstanceID(w.instance))
 	}
-	sp, err := kafka.New(kafka.Config{Brokers: strings.Split(brokers, ","), Topics: []string{topic}, Group: group,
-		CommitInterval: interval, CommitMetadataBytes: metaBytes, Logger: logger, Opts: opts})
+	sp, err := kafka.New(kafka.Config{Brokers: strings.Split(w.brokers, ","), Topics: []string{w.topic}, Group: w.group,
+		CommitInterval: w.interval, CommitMetadataBytes: w.metaBytes, Logger: logger, Opts: opts})
 	if err != nil {
 		return err
 	}
 	b := topology.NewBuilder()
 	b.Spout("records", func() topology.Spout { return sp }).Output(kafka.RecordField)
 	b.Bolt("ledger", func() topology.Bolt {
-		k := 0
 		return topology.Basic(topology.BasicFunc(func(t *topology.Tuple, _ *topology.BasicCollector) error {
-			if k++; throttle > 0 && k%throttle == 0 {
-				time.Sleep(time.Millisecond) // the throttle, not synchronisation
-			}
+			th.Tick()
 			r := t.Value(0).(*kgo.Record)
-			if r.Partition == stuckPart && r.Offset == stuckOff && t.Attempt() == 1 {
+			if r.Partition == int32(w.stuckPart) && r.Offset == w.stuckOff && t.Attempt() == 1 {
 				return fmt.Errorf("stuck record %d/%d: first attempt fails", r.Partition, r.Offset)
 			}
-			line := strconv.AppendInt(nil, int64(r.Partition), 10)
-			line = append(line, ' ')
-			line = strconv.AppendInt(line, r.Offset, 10)
-			line = append(line, ' ')
-			line = strconv.AppendInt(line, time.Now().UnixNano(), 10)
+			fields := []int64{int64(r.Partition), r.Offset, time.Now().UnixNano()}
 			if w.id >= 0 {
-				line = append(line, ' ')
-				line = strconv.AppendInt(line, int64(w.id), 10)
+				fields = append(fields, int64(w.id))
 			}
-			return l.Write(append(line, '\n'))
+			return l.Record(fields...)
 		}))
 	}).Executors(2).Input("records", topology.Shuffle())
 	cfg := topology.Config{}
-	cfg.Retry = topology.RetryPolicy{MaxAttempts: 1 << 10, Backoff: backoff, MaxBackoff: backoff}
+	cfg.Retry = topology.RetryPolicy{MaxAttempts: 1 << 10, Backoff: w.backoff, MaxBackoff: w.backoff}
 	top, err := b.Build(cfg)
 	if err != nil {
 		return err
