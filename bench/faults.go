@@ -166,12 +166,13 @@ type FaultStats struct {
 	// the reps' goodput over the fail row's at the same rate (paired).
 	Panics uint64  `json:"panics,omitempty"`
 	VsFail float64 `json:"vs_fail,omitempty"`
-	// The stop row: how long Stop took (median rep), how many sentences
+	// The stop row: how long Stop took (median rep; by rep), how many sentences
 	// the spout had emitted when it returned (median rep), and how many
 	// the engine reported not finished (stopped, all reps).
-	StopNs       int64  `json:"stop_ns,omitempty"`
-	StopEmitted  uint64 `json:"stop_emitted,omitempty"`
-	StoppedTotal uint64 `json:"stopped,omitempty"`
+	StopNs       int64   `json:"stop_ns,omitempty"`
+	RepStopNs    []int64 `json:"rep_stop_ns,omitempty"`
+	StopEmitted  uint64  `json:"stop_emitted,omitempty"`
+	StoppedTotal uint64  `json:"stopped,omitempty"`
 }
 
 // faultCase is one row of the matrix.
@@ -476,6 +477,9 @@ func (rn *runner) faultsLevel() ([]Row, error) {
 			fs.HealthyDead += fr.healthyDead
 			fs.PoisonDead += fr.poisonDead
 			fs.StoppedTotal += uint64(fr.stopped)
+			if fc.stop {
+				fs.RepStopNs = append(fs.RepStopNs, int64(fr.stop))
+			}
 			fs.AckerPendingHigh = max(fs.AckerPendingHigh, fr.pendingHigh)
 			if fr.err != nil {
 				errs = append(errs, fr.err.Error())
@@ -563,8 +567,12 @@ func faultsTable(rows []Row) []string {
 			out = append(out, fmt.Sprintf("faults: panic: %d panics recovered and replayed (median rep); goodput %.2fx the fail %g row's (paired)",
 				fs.Panics, fs.VsFail, faultsPanicRate))
 		case fs.Fault == "stop":
-			out = append(out, fmt.Sprintf("faults: stop: Stop, called once half the sentences were emitted, took %v; %d sentences emitted, %d acked (median rep); %d reported stopped (all reps); goodput is until the call",
-				time.Duration(fs.StopNs).Round(time.Microsecond), fs.StopEmitted, r.Completed, fs.StoppedTotal))
+			var lo, hi int64
+			if len(fs.RepStopNs) > 0 {
+				lo, hi = slices.Min(fs.RepStopNs), slices.Max(fs.RepStopNs)
+			}
+			out = append(out, fmt.Sprintf("faults: stop: Stop, called once half the sentences were emitted, took %v (reps %v-%v); %d sentences emitted, %d acked (median rep); %d reported stopped (all reps); goodput is until the call",
+				time.Duration(fs.StopNs).Round(time.Microsecond), time.Duration(lo).Round(time.Microsecond), time.Duration(hi).Round(time.Microsecond), fs.StopEmitted, r.Completed, fs.StoppedTotal))
 		}
 	}
 	return out
