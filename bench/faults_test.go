@@ -102,3 +102,21 @@ func TestPairedRatio(t *testing.T) {
 		}
 	}
 }
+
+// TestFaultsStopNow: a stop mid-run that skips the drain (its context
+// already ended) reports the pending sentences stopped, and the stop
+// row's verification accounts for every emitted sentence: acked or
+// stopped (the injected fails are replayed or stopped too), none twice,
+// none acked unprocessed.
+func TestFaultsStopNow(t *testing.T) {
+	const n = 20_000
+	fc := faultCase{fault: "stop", fail: faultsStopFail, stop: true, stopNow: true}
+	rep, err := runFaultRep(newWCCorpus(), fc, n, 1, false, 0)
+	if err != nil || rep.err != nil {
+		t.Fatalf("%v %v", err, rep.err)
+	}
+	if rep.stopped == 0 || rep.emitted < n/2 || rep.healthy+rep.stopped+int(rep.healthyDead+rep.poisonDead) != rep.emitted {
+		t.Errorf("%d emitted: %d acked, %d stopped, %d dead", rep.emitted, rep.healthy, rep.stopped, rep.healthyDead+rep.poisonDead)
+	}
+	t.Logf("%d of %d emitted when Stop (no drain) returned after %v: %d acked, %d reported stopped", rep.emitted, n, rep.stop, rep.healthy, rep.stopped)
+}
