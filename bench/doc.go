@@ -71,7 +71,8 @@
 // faults (asked for by name; not in the default run): the fault matrix,
 // word count with fan-out on the reference engine under one injected
 // fault per row (fail rates, drop, poison, slow, mixed, the breaker on,
-// a tick-flushed join), described in faults.go.
+// a tick-flushed join, a panicking bolt, a stop mid-run), described in
+// faults.go.
 //
 // # Go benchmarks
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"sort"
 	"strings"
@@ -38,7 +39,25 @@ import (
 //     it holds its words and, on each tick of a clock spout (untracked,
 //     once a millisecond), emits one tuple anchored to each pair of them
 //     (two trees) to a sink and acks them, so a tree completes only on a
-//     tick.
+//     tick;
+//   - panic: the split bolt panics halfway through a sentence's words on
+//     1% of its attempts (faultsPanicRate): the engine recovers, fails
+//     the attempt (reason panic), and the replay completes. Its goodput
+//     floor is the fail rows' at that rate, and it is paired with the
+//     fail 1% row too (vs_fail): what a panic costs over a Fail;
+//   - stop: fail 1%, and once the spout has emitted half the sentences
+//     the rep's goroutine calls Stop (the default shutdown: the drain,
+//     with a minute's context). Goodput is until the Stop call, and the
+//     row reports how long Stop took (stop_ns) and what it ended
+//     (stopped: sentences the engine reported not finished, all reps).
+//
+// The panic and stop rows run on the zero topology.Config, its 30 s
+// message timeout included (Logger aside: the panic row counts the
+// engine's log lines rather than printing them); the others change the
+// timeout (below). In those two rows the count bolt counts each
+// sentence's words per attempt, so that verification also finds a
+// sentence acked though no attempt the injection left alone was fully
+// processed, or a word processed twice.
 //
 // Each row reports goodput (healthy sentences acked per second while the
 // source has work: from Start to the spout's last first emit, the
@@ -49,8 +68,12 @@ import (
 // them), timeouts, and acker_pending_high (the most entries the acker
 // held, sampled every millisecond). Verified: every sentence ended once
 // (acked, or dead-lettered with every attempt failed by the injection)
-// and healthy_dead is 0. floor_met: the goodput floor held, at fail rate
-// f at least 0.8 x (1-f) x the fault-free row's goodput (the best at
+// and healthy_dead is 0; the stop row's sentences may end stopped too,
+// and those after the last one emitted must not end at all; the panic
+// row's injected panics were each recovered (the split bolt's Panics),
+// failed their attempt with reason panic (the spout's FailedPanic) and
+// logged at most once per 10 s. floor_met: the goodput floor held, at fail rate
+// f (the panic row's too) at least 0.8 x (1-f) x the fault-free row's goodput (the best at
 // rate f is (1-f) x: a failed attempt's work is lost), judged on the
 // median of the reps' paired ratios (goodput_ratio: rep k of the row over
 // rep k of the fault-free row, which ran beside it), the breaker row at
@@ -97,6 +120,19 @@ const (
 	faultsBreakerFloor = 0.9
 	// faultsTick is the join row's clock: how often its join flushes.
 	faultsTick = time.Millisecond
+	// faultsPanicRate is the panic row's rate, per attempt: a bug that a
+	// small fraction of inputs hit (rarer, 0.1%, is 200 panics a quick
+	// rep; a bolt that panics on most of its input is an outage, not a
+	// fault to ride through), and the fail rows' 1%, so that the two rows
+	// compare a panic's cost with a Fail's.
+	faultsPanicRate = 0.01
+	// faultsStopFail is the stop row's fail rate: replays are pending
+	// or waiting out their backoff when Stop begins, which its drain
+	// must finish.
+	faultsStopFail = 0.01
+	// faultsStopWait is the stop row's Stop context: time enough for the
+	// drain, so that the row measures the default shutdown.
+	faultsStopWait = time.Minute
 )
 
 // faultsFailRates are the fail rows' rates.
@@ -104,8 +140,8 @@ var faultsFailRates = []float64{0, 0.01, 0.05, 0.10, 0.20}
 
 // FaultStats are a faults row's own figures (inlined in its JSON).
 type FaultStats struct {
-	Fault            string    `json:"fault"`   // "fail", "drop", "poison" or "slow"
-	Goodput          float64   `json:"goodput"` // healthy sentences acked per second until the last first emit, median rep
+	Fault            string    `json:"fault"`   // "fail", "drop", "poison", "slow", "mixed", "breaker", "join", "panic" or "stop"
+	Goodput          float64   `json:"goodput"` // healthy sentences acked per second until the last first emit (stop: until Stop), median rep
 	RepGoodput       []float64 `json:"rep_goodput"`
 	Replays          uint64    `json:"replays"`      // median rep's
 	HealthyDead      uint64    `json:"healthy_dead"` // all reps
@@ -126,6 +162,17 @@ type FaultStats struct {
 	// Gated: ackbench -check fails when this row's floor is not met (the
 	// breaker row).
 	Gated bool `json:"gated,omitempty"`
+	// The panic row: the panics injected (median rep) and the median of
+	// the reps' goodput over the fail row's at the same rate (paired).
+	Panics uint64  `json:"panics,omitempty"`
+	VsFail float64 `json:"vs_fail,omitempty"`
+	// The stop row: how long Stop took (median rep; by rep), how many sentences
+	// the spout had emitted when it returned (median rep), and how many
+	// the engine reported not finished (stopped, all reps).
+	StopNs       int64   `json:"stop_ns,omitempty"`
+	RepStopNs    []int64 `json:"rep_stop_ns,omitempty"`
+	StopEmitted  uint64  `json:"stop_emitted,omitempty"`
+	StoppedTotal uint64  `json:"stopped,omitempty"`
 }
 
 // faultCase is one row of the matrix.
@@ -138,7 +185,16 @@ type faultCase struct {
 	// breaker turns the retry-storm breaker on; join makes the count bolt
 	// a tick-flushed cross-tree join.
 	breaker, join bool
+	panic         float64 // per attempt, at the split bolt
+	// stop stops the topology at half the sentences; stopNow (tests
+	// only) with a context already ended, which skips the drain: the
+	// pending sentences are reported stopped.
+	stop, stopNow bool
 }
+
+// defaults: the row runs on the zero topology.Config's timeout, and
+// counts words per attempt (the panic and stop rows).
+func (fc faultCase) defaults() bool { return fc.panic > 0 || fc.stop }
 
 func faultCases() []faultCase {
 	var cs []faultCase
@@ -152,7 +208,9 @@ func faultCases() []faultCase {
 	join.fault, join.join = "join", true
 	return append(cs, faultCase{fault: "drop", drop: faultsDropRate},
 		faultCase{fault: "poison", poison: faultsPoisonRate},
-		faultCase{fault: "slow", slow: true}, mixed, brk, join)
+		faultCase{fault: "slow", slow: true}, mixed, brk, join,
+		faultCase{fault: "panic", panic: faultsPanicRate},
+		faultCase{fault: "stop", fail: faultsStopFail, stop: true})
 }
 
 // chance is a uniform number in [0, 1) from a hash of its inputs.
@@ -165,16 +223,21 @@ const (
 	saltFail   = 0x11
 	saltDrop   = 0x22
 	saltPoison = 0x33
+	saltPanic  = 0x44
 )
 
 // faultRun is one rep's shared state: what the injection did, per
 // sentence, and the slow window.
 type faultRun struct {
-	fc        faultCase
-	seed      uint64
-	corpus    *wcCorpus
-	injected  []atomic.Int32 // by sentence: attempts the split bolt failed
-	slowFrom  atomic.Int64   // the slow window, ns since t0; 0: none
+	fc       faultCase
+	seed     uint64
+	corpus   *wcCorpus
+	injected []atomic.Int32 // by sentence: attempts the split bolt failed or panicked
+	panics   atomic.Int64   // panics the split bolt threw
+	// words: by wordsAt(sentence, attempt), the words the count bolt
+	// executed (the panic and stop rows; nil in the others).
+	words     []atomic.Int32
+	slowFrom  atomic.Int64 // the slow window, ns since t0; 0: none
 	slowUntil atomic.Int64
 	slowSpin  time.Duration
 	t0        time.Time
@@ -193,13 +256,23 @@ type faultRep struct {
 	healthyDead, poisonDead uint64
 	pendingHigh             int
 	tuples                  int64
+	panics                  uint64
+	stop                    time.Duration // the Stop call (stop row)
+	stopped                 int           // sentences reported stopped
+	emitted                 int           // sentences the spout emitted
 	err                     error
 }
 
 // runFaultRep runs n sentences under fc.
 func runFaultRep(corpus *wcCorpus, fc faultCase, n int, seed uint64, pin bool, slowSpin time.Duration) (faultRep, error) {
 	r := &faultRun{fc: fc, seed: seed, corpus: corpus, injected: make([]atomic.Int32, n), slowSpin: slowSpin}
-	sp := &faultSpout{r: r, n: n, acked: make([]atomic.Int32, n), dead: make([]atomic.Int32, n)}
+	sp := &faultSpout{r: r, n: n, acked: make([]atomic.Int32, n), dead: make([]atomic.Int32, n), stopped: make([]atomic.Int32, n)}
+	if fc.defaults() {
+		r.words = make([]atomic.Int32, n*topology.DefaultMaxAttempts)
+	}
+	if fc.stop {
+		sp.stopAt, sp.stopCh = n/2, make(chan struct{})
+	}
 	var made atomic.Int32
 	b := topology.NewBuilder()
 	b.Spout("sentences", func() topology.Spout {
@@ -218,7 +291,12 @@ func runFaultRep(corpus *wcCorpus, fc faultCase, n int, seed uint64, pin bool, s
 		b.Bolt("sink", func() topology.Bolt { return faultSink{} }).Input("count", topology.Shuffle())
 	}
 	cfg := topology.Config{}
-	cfg.MessageTimeout = faultsTimeout
+	var logLines atomic.Int64
+	if fc.defaults() {
+		cfg.Logger = slog.New(lineCounter{&logLines})
+	} else {
+		cfg.MessageTimeout = faultsTimeout
+	}
 	cfg.Pin, cfg.Seed = pin, seed
 	if fc.breaker {
 		cfg.Breaker = topology.Breaker{FailureRate: 0.5}
@@ -240,10 +318,28 @@ func runFaultRep(corpus *wcCorpus, fc faultCase, n int, seed uint64, pin bool, s
 	}
 	high := 0
 	tick := time.NewTicker(time.Millisecond)
+	var rep faultRep
+	stopped := false
 sample:
 	for {
 		select {
 		case <-top.Done():
+			break sample
+		case <-sp.stopCh: // nil but in the stop row
+			// Stop from this goroutine, the spout's running on its own:
+			// goodput is until the call.
+			at := time.Since(r.t0)
+			rep.goodput = float64(sp.acks.Load()) / at.Seconds()
+			ctx, cancel := context.WithTimeout(context.Background(), faultsStopWait)
+			if fc.stopNow {
+				cancel()
+			}
+			err := top.Stop(ctx)
+			cancel()
+			rep.stop, stopped = time.Since(r.t0)-at, true
+			if err != nil {
+				return faultRep{}, err
+			}
 			break sample
 		case <-tick.C:
 			// AckerStats, not Metrics: Metrics merges every component's
@@ -256,37 +352,40 @@ sample:
 	}
 	tick.Stop()
 	d := time.Since(r.t0)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := top.Stop(ctx); err != nil {
-		return faultRep{}, err
+	if !stopped {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := top.Stop(ctx); err != nil {
+			return faultRep{}, err
+		}
+		rep.goodput = float64(sp.ackedByEnd) / sp.emitEnd.Seconds()
 	}
 	m := top.Metrics()
-	spm := m.Component("sentences")
-	rep := faultRep{d: d, goodput: float64(sp.ackedByEnd) / sp.emitEnd.Seconds(), replays: spm.Replayed, timeouts: spm.FailedTimeout, pendingHigh: high,
-		tuples: int64(m.Component("split").Executed + m.Component("count").Executed)}
-	var bad []string
-	for id := range n {
-		a, dl := sp.acked[id].Load(), sp.dead[id].Load()
-		switch {
-		case a == 1 && dl == 0:
-			if !r.poison(id) {
-				rep.healthy++
-			} else {
-				bad = append(bad, fmt.Sprintf("poison sentence %d acked", id))
+	spm, splitm := m.Component("sentences"), m.Component("split")
+	rep.d, rep.replays, rep.timeouts, rep.pendingHigh = d, spm.Replayed, spm.FailedTimeout, high
+	rep.tuples = int64(splitm.Executed + m.Component("count").Executed)
+	rep.panics, rep.emitted = uint64(r.panics.Load()), sp.next
+	ends := make([]sentenceEnd, n)
+	for id := range ends {
+		e := sentenceEnd{acked: sp.acked[id].Load(), dead: sp.dead[id].Load(), stopped: sp.stopped[id].Load(),
+			injected: int(r.injected[id].Load()), poison: r.poison(id)}
+		if r.words != nil {
+			words := make([]int32, topology.DefaultMaxAttempts)
+			for k := range words {
+				words[k] = r.words[wordsAt(id, k+1)].Load()
 			}
-		case a == 0 && dl == 1:
-			if r.poison(id) {
-				rep.poisonDead++
-			} else if int(r.injected[id].Load()) < topology.DefaultMaxAttempts {
-				rep.healthyDead++
-			}
-		default:
-			bad = append(bad, fmt.Sprintf("sentence %d: %d acks, %d dead letters", id, a, dl))
+			e.tracked = true
+			e.complete, e.twice = fullyProcessed(words, func(attempt int) bool {
+				fail, panics := r.injects(id, attempt)
+				return !fail && !panics
+			})
 		}
+		ends[id] = e
 	}
-	if o := sp.other.Load(); o > 0 {
-		bad = append(bad, fmt.Sprintf("%d sentences stopped", o))
+	t, bad := verifySentences(ends, sp.next, fc.stop)
+	rep.healthy, rep.healthyDead, rep.poisonDead, rep.stopped = t.healthy, uint64(t.healthyDead), uint64(t.poisonDead), t.stopped
+	if fc.defaults() {
+		bad = append(bad, verifyPanics(r.panics.Load(), int64(splitm.Panics), int64(spm.FailedPanic), logLines.Load(), d)...)
 	}
 	if rep.healthyDead > 0 {
 		// With the rep's failed attempts by reason: the row reports the
@@ -340,6 +439,7 @@ func (rn *runner) faultsLevel() ([]Row, error) {
 	var rows []Row
 	var base float64
 	var baseReps, mixedReps []float64
+	failReps := map[float64][]float64{} // the fail rows' goodput by rate
 	for i, fc := range cases {
 		rs := reps[i]
 		gp := make([]float64, len(rs))
@@ -362,15 +462,29 @@ func (rn *runner) faultsLevel() ([]Row, error) {
 		med := rs[order[len(order)/2]]
 		fs := &FaultStats{Fault: fc.fault, Goodput: gp[order[len(order)/2]], RepGoodput: gp,
 			Replays: med.replays, Timeouts: med.timeouts}
+		timeout, roots := faultsTimeout, n
+		scope := "faults: goodput counts healthy sentences acked from Start to the spout's last first emit (the steady state); trees/s and msgs/s divide by Start to Done"
+		if fc.defaults() {
+			timeout = topology.DefaultMessageTimeout
+		}
+		if fc.stop {
+			roots = med.emitted
+			scope = "faults: goodput counts sentences acked from Start to the Stop call; trees/s and msgs/s divide the sentences emitted and the tuples executed by Start to Stop's return"
+			fs.StopNs, fs.StopEmitted = int64(med.stop), uint64(med.emitted)
+		}
 		row := Row{Level: LevelFaults, Impl: c.impls[LevelFaults][0], Shape: "wordcount", Pending: topology.DefaultMaxSpoutPending,
-			FailRate: fc.fail, DropRate: fc.drop, FaultStats: fs, TimeoutNs: int64(faultsTimeout), Clock: "wall",
-			TreesPerSec: float64(n) / med.d.Seconds(), MsgsPerSec: float64(med.tuples) / med.d.Seconds(),
-			Msgs: med.tuples, Seconds: med.d.Seconds(), Timing: "wall", Roots: uint64(n), Completed: uint64(med.healthy),
-			CounterScope: "faults: goodput counts healthy sentences acked from Start to the spout's last first emit (the steady state); trees/s and msgs/s divide by Start to Done"}
+			FailRate: fc.fail, DropRate: fc.drop, FaultStats: fs, TimeoutNs: int64(timeout), Clock: "wall",
+			TreesPerSec: float64(roots) / med.d.Seconds(), MsgsPerSec: float64(med.tuples) / med.d.Seconds(),
+			Msgs: med.tuples, Seconds: med.d.Seconds(), Timing: "wall", Roots: uint64(roots), Completed: uint64(med.healthy),
+			CounterScope: scope}
 		var errs, floor []string
 		for _, fr := range rs {
 			fs.HealthyDead += fr.healthyDead
 			fs.PoisonDead += fr.poisonDead
+			fs.StoppedTotal += uint64(fr.stopped)
+			if fc.stop {
+				fs.RepStopNs = append(fs.RepStopNs, int64(fr.stop))
+			}
 			fs.AckerPendingHigh = max(fs.AckerPendingHigh, fr.pendingHigh)
 			if fr.err != nil {
 				errs = append(errs, fr.err.Error())
@@ -378,6 +492,20 @@ func (rn *runner) faultsLevel() ([]Row, error) {
 		}
 		if fc.fault == "fail" && fc.fail == 0 {
 			base, baseReps = fs.Goodput, gp
+		}
+		if fc.fault == "fail" {
+			failReps[fc.fail] = gp
+		}
+		if fc.panic > 0 {
+			fs.Panics = med.panics
+			fs.VsFail = median(pairRatios(gp, failReps[fc.panic]))
+			if base > 0 {
+				fs.GoodputFloor = faultsFloor * (1 - fc.panic) * base
+				fs.GoodputRatio = median(pairRatios(gp, baseReps))
+				if want := faultsFloor * (1 - fc.panic); fs.GoodputRatio < want {
+					floor = append(floor, fmt.Sprintf("goodput %.2f x fault-free (median of the reps' paired ratios), below the floor %.2f x (0.8 x (1-%g)); %.2f x the fail %g row's", fs.GoodputRatio, want, fc.panic, fs.VsFail, fc.panic))
+				}
+			}
 		}
 		if fc.fault == "mixed" {
 			mixedReps = gp
@@ -425,6 +553,8 @@ func faultsTable(rows []Row) []string {
 			rate = r.DropRate
 		case "poison":
 			rate = faultsPoisonRate
+		case "panic":
+			rate = faultsPanicRate
 		}
 		floor, paired := "-", "-"
 		if fs.GoodputFloor > 0 {
@@ -433,6 +563,22 @@ func faultsTable(rows []Row) []string {
 		}
 		out = append(out, fmt.Sprintf("faults: %-7s %5g  %9s  %7s  %6s  %7d  %8d  %12d  %11d  %18d  %9v  %v",
 			fs.Fault, rate, si(fs.Goodput), floor, paired, fs.Replays, fs.Timeouts, fs.HealthyDead, fs.PoisonDead, fs.AckerPendingHigh, fs.FloorMet, r.Verified))
+	}
+	// The panic and stop rows' own figures, a line each under the table.
+	for _, r := range rows {
+		switch fs := r.FaultStats; {
+		case fs == nil:
+		case fs.Fault == "panic":
+			out = append(out, fmt.Sprintf("faults: panic: %d panics recovered and replayed (median rep); goodput %.2fx the fail %g row's (paired)",
+				fs.Panics, fs.VsFail, faultsPanicRate))
+		case fs.Fault == "stop":
+			var lo, hi int64
+			if len(fs.RepStopNs) > 0 {
+				lo, hi = slices.Min(fs.RepStopNs), slices.Max(fs.RepStopNs)
+			}
+			out = append(out, fmt.Sprintf("faults: stop: Stop, called once half the sentences were emitted, took %v (reps %v-%v); %d sentences emitted, %d acked (median rep); %d reported stopped (all reps); goodput is until the call",
+				time.Duration(fs.StopNs).Round(time.Microsecond), time.Duration(lo).Round(time.Microsecond), time.Duration(hi).Round(time.Microsecond), fs.StopEmitted, r.Completed, fs.StoppedTotal))
+		}
 	}
 	return out
 }

@@ -24,7 +24,7 @@ func TestFaultsLevel(t *testing.T) {
 		// Replays where failures were injected, none fault-free (the slow
 		// row's timeouts depend on the machine's speed: its floor, not a
 		// test's, under -race).
-		injected := cases[i].fail > 0 || cases[i].drop > 0 || cases[i].poison > 0
+		injected := cases[i].fail > 0 || cases[i].drop > 0 || cases[i].poison > 0 || cases[i].panic > 0
 		if !cases[i].slow && injected != (fs.Replays > 0) {
 			t.Errorf("row %s: %d replays", r.Name(), fs.Replays)
 		}
@@ -37,7 +37,9 @@ func TestFaultsLevel(t *testing.T) {
 		t.Errorf("table: %v\n%s", err, sb.String())
 	}
 	// The breaker row is gated on the mixed row, its twin with the
-	// breaker off; the join row's trees complete on the clock's ticks.
+	// breaker off; the join row's trees complete on the clock's ticks;
+	// the panic row's panics were injected, and it is paired; the stop
+	// row stopped at half.
 	for i, r := range rep.Rows {
 		fs := r.FaultStats
 		switch cases[i].fault {
@@ -48,6 +50,16 @@ func TestFaultsLevel(t *testing.T) {
 		case "join":
 			if fs.Gated || r.Completed == 0 {
 				t.Errorf("join row: gated %v, %d completed", fs.Gated, r.Completed)
+			}
+		case "panic":
+			if fs.Panics == 0 || fs.VsFail <= 0 || fs.GoodputFloor <= 0 {
+				t.Errorf("panic row: %d panics, vs fail %v, floor %v", fs.Panics, fs.VsFail, fs.GoodputFloor)
+			}
+		case "stop":
+			// Stopped at half: at least half emitted, and as many acked,
+			// the rest never asked for.
+			if fs.StopNs <= 0 || r.Roots < 2000 || r.Roots > 4000 || r.Completed != r.Roots-fs.StoppedTotal {
+				t.Errorf("stop row: Stop took %v, %d emitted, %d acked, %d stopped", fs.StopNs, r.Roots, r.Completed, fs.StoppedTotal)
 			}
 		}
 	}
@@ -89,4 +101,22 @@ func TestPairedRatio(t *testing.T) {
 			t.Errorf("median(pairRatios(%v, %v)) = %v, want %v", tc.gp, tc.base, got, tc.want)
 		}
 	}
+}
+
+// TestFaultsStopNow: a stop mid-run that skips the drain (its context
+// already ended) reports the pending sentences stopped, and the stop
+// row's verification accounts for every emitted sentence: acked or
+// stopped (the injected fails are replayed or stopped too), none twice,
+// none acked unprocessed.
+func TestFaultsStopNow(t *testing.T) {
+	const n = 20_000
+	fc := faultCase{fault: "stop", fail: faultsStopFail, stop: true, stopNow: true}
+	rep, err := runFaultRep(newWCCorpus(), fc, n, 1, false, 0)
+	if err != nil || rep.err != nil {
+		t.Fatalf("%v %v", err, rep.err)
+	}
+	if rep.stopped == 0 || rep.emitted < n/2 || rep.healthy+rep.stopped+int(rep.healthyDead+rep.poisonDead) != rep.emitted {
+		t.Errorf("%d emitted: %d acked, %d stopped, %d dead", rep.emitted, rep.healthy, rep.stopped, rep.healthyDead+rep.poisonDead)
+	}
+	t.Logf("%d of %d emitted when Stop (no drain) returned after %v: %d acked, %d reported stopped", rep.emitted, n, rep.stop, rep.healthy, rep.stopped)
 }

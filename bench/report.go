@@ -514,7 +514,7 @@ var implDocs = map[Level]map[string]string{
 		"jetstream-acked": "word count from an embedded NATS JetStream stream, each message acked once its sentence is counted",
 	},
 	LevelFaults: {
-		"acked": "word count with injected fails, drops and a slow bolt, replayed until acked or dead",
+		"acked": "word count with injected fails, drops, panics, a slow bolt and a stop mid-run, replayed until acked, dead or stopped",
 	},
 }
 

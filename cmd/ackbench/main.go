@@ -61,7 +61,7 @@ func parse(args []string, stderr io.Writer) (bench.Config, options, error) {
 	var o options
 	fs := flag.NewFlagSet("ackbench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	levels := fs.String("level", "core,pipeline", "levels to run, comma-separated: core, pipeline, topology (word count on the reference engine, acked and unacked), source (the word count fed by the Kafka spout from an in-process cluster, acked and unacked), net (the acker behind loopback connections: netio, gRPC streams, and in process), faults (the word count under a fault matrix: fail rates, dropped ACKs, poison, a slow bolt; goodput and floors)")
+	levels := fs.String("level", "core,pipeline", "levels to run, comma-separated: core, pipeline, topology (word count on the reference engine, acked and unacked), source (the word count fed by the Kafka spout from an in-process cluster, acked and unacked), net (the acker behind loopback connections: netio, gRPC streams, and in process), faults (the word count under a fault matrix: fail rates, dropped ACKs, poison, a slow bolt, the breaker, a join, panics, a stop mid-run; goodput and floors)")
 	impls := fs.String("impl", "", "implementations, comma-separated (default: every one of each level; core: xorack, gomap, mutexmap, xsync, storm, limit; pipeline: xorack, mutexmap, chanshard; net: netio, grpc, inproc)")
 	shapes := fs.String("shape", "wordcount", "tree shapes, comma-separated: wordcount, tree8x8, chainN, diamondN")
 	pending := fs.String("pending", "", "pending windows P, comma-separated, k and M suffixes allowed (default 10k,100k,1M; -quick 10k,100k)")
