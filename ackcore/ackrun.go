@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/xorack/xorack/internal/invariants"
+	"github.com/xorack/xorack/internal/layout"
 )
 
 // runState is what ackRun reads and updates. The assembly addresses its
@@ -27,16 +28,37 @@ type runState struct {
 	initMeta   uint64 // uint32(default deadline) | 1<<32 when it is far (INITs may be inserted)
 	inits      uint64
 	completed  uint64
-	save       [2]uint64  //lint:ignore U1000 ackRun's spills on the rare paths
-	defMs      uint64     // the TimeoutMs that asks for the default (Shard.defMs), 0 for none
-	ext        *uint16    // &Shard.ext[0], or nil while there is none
-	extDrops   uint64     // entries of timing kind 1 or 2 completed (extCount goes down by as many)
-	extAdds    uint64     // INITs inserted as timing kind 1 (extCount goes up by as many)
-	xok        uint64     // 1 when INITs with their own timeout may be inserted (1 ms ticks, an ext array)
-	nowStart   uint64     // Shard.nowStart()
-	limit      uint64     // Shard.limit: deadlines before it need a near timer
-	insx       uint64     //lint:ignore U1000 ackRun's scratch: the timeout of the INIT being inserted, 0 for the default
-	ring       [64]uint64 //lint:ignore U1000 ackRun's look-ahead, 16 messages of 32 bytes: home group * 16, tag, predicted slot * 3, unused
+	save       [2]uint64 //lint:ignore U1000 ackRun's spills on the rare paths
+	defMs      uint64    // the TimeoutMs that asks for the default (Shard.defMs), 0 for none
+	ext        *uint16   // &Shard.ext[0], or nil while there is none
+	extDrops   uint64    // entries of timing kind 1 or 2 completed (extCount goes down by as many)
+	extAdds    uint64    // INITs inserted as timing kind 1 (extCount goes up by as many)
+	xok        uint64    // 1 when INITs with their own timeout may be inserted (1 ms ticks, an ext array)
+	nowStart   uint64    // Shard.nowStart()
+	limit      uint64    // Shard.limit: deadlines before it need a near timer
+	insx       uint64    //lint:ignore U1000 ackRun's scratch: the timeout of the INIT being inserted, 0 for the default
+	ring       *uint64   //lint:ignore U1000 ackRun's look-ahead (Shard.runRing): 32 bytes a message, home group * 16, tag, predicted slot * 3, unused
+	end        uint64    //lint:ignore U1000 ackRun's scratch: the end of the messages with PFD1 more after them
+}
+
+// runMsgs is the most messages one ackRun call applies: its look-ahead
+// has an entry for each, at the message's own offset from the first (so
+// that the loop addresses a message's entry from the message's address,
+// with no ring index to keep).
+const runMsgs = 256
+
+// runRingWords is the size of Shard.runRing in words: four a message.
+const runRingWords = runMsgs * 4
+
+// newRunRing returns ackRun's look-ahead entries, on a cache-line
+// boundary so that no entry straddles two lines.
+func newRunRing() []uint64 {
+	buf := make([]uint64, runRingWords+layout.CacheLine/8-1)
+	k := 0
+	for uintptr(unsafe.Pointer(&buf[k]))%layout.CacheLine != 0 {
+		k++
+	}
+	return buf[k : k+runRingWords : k+runRingWords]
 }
 
 // The assembly steps through msgs and out 32 bytes at a time (shifts by
@@ -64,8 +86,11 @@ func (s *Shard) applyRun(msgs []Msg, out []Outcome) []Outcome {
 	if len(msgs) == 0 {
 		return out
 	}
+	if s.runRing == nil { // made while ackRun was off (tests)
+		s.runRing = newRunRing()
+	}
 	st := runState{
-		es: &s.t.e[0], ctrl: &s.t.ctrl[0], ng: s.t.ng, k1: s.t.k1, k2: s.t.k2, k3: s.t.k3,
+		es: &s.t.e[0], ctrl: &s.t.ctrl[0], ng: s.t.ng, k1: s.t.k1, k2: s.t.k2, k3: s.t.k3, ring: &s.runRing[0],
 		nowTick: s.nowTick, nowNs: s.nowNs, tickNs: s.tickNs, defTicks: s.defTicks,
 		maxPending: s.maxPending, defMs: uint64(s.defMs),
 	}
@@ -88,7 +113,8 @@ func (s *Shard) applyRun(msgs []Msg, out []Outcome) []Outcome {
 		st.nowStart, st.limit = s.nowStart(), s.limit
 		st.count = s.t.count
 		inits := st.inits
-		done, slot, probe := ackRun(&st, &msgs[i], len(msgs)-i)
+		n := min(len(msgs)-i, runMsgs)
+		done, slot, probe := ackRun(&st, &msgs[i], n)
 		out = out[:st.outLen]
 		s.t.count = st.count
 		s.extCount += int(st.extAdds) - int(st.extDrops)
@@ -100,6 +126,9 @@ func (s *Shard) applyRun(msgs []Msg, out []Outcome) []Outcome {
 		}
 		if i == len(msgs) {
 			break
+		}
+		if done == n { // a full run: on to the next
+			continue
 		}
 		m := &msgs[i]
 		if probe == probeNone && m.Root != 0 {

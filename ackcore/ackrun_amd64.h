@@ -1,18 +1,15 @@
 // The body of ackRun (ackrun_amd64.s), kept apart from its description
 // there. Offsets and constants come from go_asm.h.
 
-// RING(R, D): BX = the offset in st.ring of the entry of the message at
-// D(R) (32 bytes a message, at (address/32) mod 16).
-#define RING(R, D) \
-	LEAQ (D)(R), BX; \
-	ANDL $0x1e0, BX
+// The look-ahead entry of the message at D(R) is at D(R11)(R*1): R11 is
+// st.ring less msgs, and the entries are 32 bytes a message like the
+// messages themselves.
 
 // STAGE1(R, D) looks far ahead at the message at D(R): hashes its root
-// (table.hashOf: the top byte of the low word the tag, 0 taken as 1, 255
-// as 254) into its ring entry (home group * 16, tag) and prefetches the
-// home group's and the next group's control words. Clobbers AX, BX, DX.
+// (table.hashOf: the top byte of the low word the tag, 0 taken as 1)
+// into its look-ahead entry (home group * 16, tag) and prefetches
+// the home group's and the next group's control words. Clobbers AX, DX.
 #define STAGE1(R, D) \
-	RING(R, D); \
 	MOVQ       (D+Msg_Root)(R), AX; \
 	XORQ       runState_k1(R12), AX; \
 	MULQ       runState_k2(R12); \
@@ -22,48 +19,49 @@
 	SHRQ       $56, AX; \
 	CMPB       AL, $1; \
 	ADCB       $0, AL; \
-	CMPB       AL, $const_sentinelTag; \
-	ADCB       $-1, AL; \
-	MOVQ       AX, (runState_ring+8)(R12)(BX*1); \
+	MOVQ       AX, (D+8)(R11)(R*1); \
 	SHLQ       $4, DX; \
-	MOVQ       DX, runState_ring(R12)(BX*1); \
+	MOVQ       DX, (D)(R11)(R*1); \
 	PREFETCHT0 (R15)(DX*1); \
 	PREFETCHT0 31(R15)(DX*1)
 
 // STAGE2(R, D) looks nearer ahead at the message at D(R): compares its
-// tag (from its ring entry) with its home group's and the next group's
-// control bytes, which STAGE1 fetched, writes the slot its probe most
-// likely ends at (the first tag match, else the first empty slot, else
-// the home group's first), times 3, into the ring entry and prefetches
-// that slot. Bit b of the pair's masks is control byte c = group*16 + b,
-// slot c - c/16. Clobbers AX, BX, R9, R14, Y4, Y5, Y6.
+// tag (from its look-ahead entry) with its home group's and the next
+// group's control bytes, which STAGE1 fetched, writes the slot its probe
+// most likely ends at, times 3, into the look-ahead entry and prefetches
+// that slot: the first tag match's (a count byte that happens to equal
+// the tag names the first slot of the next group or of the one after),
+// else the first empty slot's (where an INIT goes, and where an ACK soon
+// after it finds its root), else, with neither, the first slot two groups
+// on (c = home*16 + 32, past the last group in the table's padding
+// slots). Bit b of the pair's masks is control byte c = group*16 + b,
+// slot c - c/16. A prediction only: the loop compares the key. Clobbers
+// AX, R9, R14, Y4, Y5, Y6.
 #define STAGE2(R, D) \
-	RING(R, D); \
-	MOVQ         runState_ring(R12)(BX*1), R14; \
-	VPBROADCASTB (runState_ring+8)(R12)(BX*1), Y4; \
+	MOVQ         (D)(R11)(R*1), R14; \
+	VPBROADCASTB (D+8)(R11)(R*1), Y4; \
 	VMOVDQU      (R15)(R14*1), Y5; \
 	VPCMPEQB     Y5, Y4, Y6; \
 	VPMOVMSKB    Y6, AX; \
 	VPCMPEQB     Y5, Y7, Y6; \
 	VPMOVMSKB    Y6, R9; \
 	ANDL         $0x7fff7fff, R9; \
-	ANDL         $0x7fff7fff, AX; \
+	TESTL        AX, AX; \
 	CMOVLEQ      R9, AX; \
 	TZCNTL       AX, AX; \
-	ANDL         $31, AX; \
 	ADDQ         R14, AX; \
 	MOVQ         AX, R9; \
 	SHRQ         $4, R9; \
 	SUBQ         R9, AX; \
 	LEAQ         (AX)(AX*2), AX; \
-	MOVQ         AX, (runState_ring+16)(R12)(BX*1); \
+	MOVQ         AX, (D+16)(R11)(R*1); \
 	PREFETCHT0   8(DI)(AX*8)
 
 // HOME: X3 = the message's home group * 16, Y1 = its tag in every byte,
-// DX = its home group (from its ring entry at BX).
+// DX = its home group (from its look-ahead entry).
 #define HOME \
-	MOVQ         runState_ring(R12)(BX*1), DX; \
-	VPBROADCASTB (runState_ring+8)(R12)(BX*1), Y1; \
+	MOVQ         (R11)(SI*1), DX; \
+	VPBROADCASTB 8(R11)(SI*1), Y1; \
 	VMOVQ        DX, X3; \
 	SHRQ         $4, DX
 
@@ -72,17 +70,19 @@
 	MOVQ runState_ctrl(R12), R15
 	MOVQ runState_ng(R12), CX
 	MOVQ msgs+8(FP), SI
-	MOVQ count+16(FP), R11
-	IMULQ $Msg__size, R11
-	ADDQ SI, R11
+	MOVQ count+16(FP), R13
+	IMULQ $Msg__size, R13
+	ADDQ SI, R13 // the end of msgs
+	MOVQ runState_ring(R12), R11
+	SUBQ SI, R11
 	VPXOR X7, X7, X7
 	// Look ahead at the first PFD1 messages (STAGE1) and the first PFD2
 	// (STAGE2); the loop then looks ahead at messages i+PFD1 and i+PFD2
 	// as it applies message i.
 	MOVQ SI, R10
 	LEAQ (PFD1*Msg__size)(SI), R8
-	CMPQ R8, R11
-	CMOVQHI R11, R8
+	CMPQ R8, R13
+	CMOVQHI R13, R8
 prime1:
 	CMPQ R10, R8
 	JAE  primed1
@@ -92,8 +92,8 @@ prime1:
 primed1:
 	MOVQ SI, R10
 	LEAQ (PFD2*Msg__size)(SI), R8
-	CMPQ R8, R11
-	CMOVQHI R11, R8
+	CMPQ R8, R13
+	CMOVQHI R13, R8
 prime2:
 	CMPQ R10, R8
 	JAE  primed2
@@ -101,12 +101,13 @@ prime2:
 	ADDQ $Msg__size, R10
 	JMP  prime2
 primed2:
-	// R11: the end of the messages with one PFD1 after them; those past
-	// it take the tail's checks.
-	SUBQ $(PFD1*Msg__size), R11
+	// st.end: the end of the messages with one PFD1 after them; those
+	// past it take the tail's checks.
+	SUBQ $(PFD1*Msg__size), R13
+	MOVQ R13, runState_end(R12)
 
 loop:
-	CMPQ SI, R11
+	CMPQ SI, runState_end(R12)
 	JAE  tail
 next:
 	MOVQ Msg_Root(SI), R8
@@ -115,8 +116,7 @@ next:
 	STAGE1(SI, PFD1*Msg__size)
 	STAGE2(SI, PFD2*Msg__size)
 body:
-	RING(SI, 0)
-	MOVQ (runState_ring+16)(R12)(BX*1), AX // the predicted slot * 3
+	MOVQ 16(R11)(SI*1), AX // the predicted slot * 3
 	CMPB Msg_Kind(SI), $const_Ack
 	JNE  notack
 	// An ACK whose root is in the predicted slot (nearly all): found.
@@ -127,7 +127,7 @@ body:
 	JZ   pcomplete
 	MOVQ R10, entry_val(DI)(AX*8)
 	ADDQ $Msg__size, SI
-	CMPQ SI, R11
+	CMPQ SI, runState_end(R12)
 	JB   next
 	JMP  tail
 pcomplete: // R9 = &es[slot], DX = slot = AX / 3
@@ -139,7 +139,8 @@ pcomplete: // R9 = &es[slot], DX = slot = AX / 3
 
 // The last PFD1 messages: no STAGE1, and STAGE2 while one is PFD2 on.
 tail:
-	LEAQ (PFD1*Msg__size)(R11), AX // the end of msgs
+	MOVQ runState_end(R12), AX
+	ADDQ $(PFD1*Msg__size), AX // the end of msgs
 	CMPQ SI, AX
 	JAE  none
 	MOVQ Msg_Root(SI), R8

@@ -3,7 +3,7 @@
 
 // PFD1 and PFD2 are how many messages ahead ackRun hashes a root and
 // fetches its control words (STAGE1), and prefetches its slot (STAGE2).
-// PFD1 < 16, the messages st.ring holds. One stage at 4, 8 or 12 and two
+// PFD1 < runMsgs. One stage at 4, 8 or 12 and two
 // at 10/4, 12/6 or 15/8 measured alike within the noise of a shared
 // 2-vCPU VM at 10,000 and 100,000 roots pending; two stages fetch the
 // control words, which outgrow L2 near a million roots, one stage ahead
@@ -15,10 +15,12 @@
 //
 // Shard.applyRun's loop (see there). It looks ahead: as it applies
 // message i it hashes the root of message i+PFD1 to its home group and
-// tag, keeps them in st.ring and prefetches the home group's control word
-// and the next (STAGE1); and it compares the tag of message i+PFD2 with
-// those two, now cached, and prefetches the slot its probe most likely
-// ends at, keeping that slot in st.ring too (STAGE2). A message's lines
+// tag, keeps them in its entry of st.ring and prefetches the home group's
+// control word and the next (STAGE1); and it compares the tag of message
+// i+PFD2 with those two, now cached, and prefetches the slot its probe
+// most likely ends at, keeping that slot in the entry too (STAGE2).
+// Message i's entry is 32 bytes at st.ring + i*32: count is at most
+// runMsgs. A message's lines
 // are then in cache or on their way when its turn comes, at any table
 // size, and the misses of a dozen messages overlap even across a
 // mispredicted branch. For message i: an ACK whose root is in the
@@ -41,11 +43,12 @@
 // says whether it found the root: probe 1 (slot holds the root) or 0 (not
 // probed, or not there: the caller probes).
 //
-// Registers: SI msg, R11 the end of msgs less PFD1 messages (the tail
-// past it looks ahead at fewer), DI slots, R15 control words, CX groups,
-// R12 st, R8 root, BX the message's st.ring offset, then (HOME, off the
-// predicted ACK's path) X3 its home group * 16 and Y1 its tag in every
-// byte; Y7 zero; AX, DX, R9, R10, R13, R14, Y4-Y6 scratch. The rare paths
+// Registers: SI msg, R11 st.ring less msgs (the message at SI has its
+// entry at (R11)(SI*1)), DI slots, R15 control words, CX groups, R12 st,
+// R8 root, then (HOME, off the predicted ACK's path) X3 its home group *
+// 16 and Y1 its tag in every byte; Y7 zero; AX, BX, DX, R9, R10, R13,
+// R14, Y4-Y6 scratch. st.end is the end of msgs less PFD1 messages (the
+// tail past it looks ahead at fewer). The rare paths
 // spill to st's save words. The ACKs applied are done less the INITs
 // inserted (st.inits): the caller counts them. R14 and R15 are free in
 // ABI0 code: Go's caller restores R14 (g) after an ABI0 call, and R15

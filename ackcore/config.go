@@ -157,20 +157,21 @@ func (c Config) validate() (Config, error) {
 // tableBytes is the slots and control words NewShard allocates up front
 // for c.
 func (c *Config) tableBytes() int64 {
-	return int64(tableSlots(c.MaxPending))*entryBytes + int64(tableGroups(c.MaxPending)+1)*groupBytes
+	return int64(tableSlots(c.MaxPending)+padSlots)*entryBytes + int64(tableGroups(c.MaxPending)+1)*groupBytes
 }
 
 // Bytes is the most memory a shard with configuration c can hold, checked
 // against MaxBytes before anything is allocated: the table (24 bytes a
-// slot and 16 a group of fifteen, 4/3 slots per pending root, allocated
-// up front) and the ext
+// slot and 16 a group of fifteen, 4/3 slots per pending root, 15/11 up
+// to 16,384 roots, allocated up front) and the ext
 // array (2 bytes a slot); for every entry it may hold (MaxPending and the
 // FAIL reserve), at worst, a near-wheel timer (24 bytes), two due-list
 // records (8 bytes each, 9 with their chunk), a side-table record (24
 // bytes, 72 at the table's lowest load) and two places in the orphan FIFO
 // (8 bytes each, orphans.go); the FAIL filter; 12 bytes per owner, on
 // lines of their own (owners.go); and 64 KiB for
-// the fixed parts (wheel sentinels, due-list buckets, spare chunks). On
+// the fixed parts (wheel sentinels, due-list buckets, spare chunks,
+// ackRun's look-ahead). On
 // the common paths (default or in-slot timing, deadlines far away) a shard
 // holds about 34 bytes per pending root, 37 with per-root timeouts or
 // RESETs; TableBytes says what it holds.

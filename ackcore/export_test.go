@@ -55,3 +55,14 @@ func (s *Shard) NearBytes() int { return s.nearBytes() }
 // loop as tables past prefetchAbove do, whatever its size (ackRun, where
 // it runs, looks ahead itself at every size).
 func (s *Shard) ForcePrefetch() { s.prefetch = true }
+
+// Groups is the number of groups in s's table.
+func (s *Shard) Groups() int { return int(s.t.ng) }
+
+// TagOf is the tag of root in a table of n groups keyed by seed.
+func TagOf(seed uint64, n int, root uint64) uint8 {
+	t := table{ng: uint64(n)}
+	t.keys = newKeys(seed)
+	_, tag := t.hashOf(root)
+	return tag
+}

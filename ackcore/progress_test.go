@@ -112,7 +112,7 @@ func TestProgressConfig(t *testing.T) {
 // every byte count as people read it too.
 func TestBudgetErrorWording(t *testing.T) {
 	_, err := ackcore.NewShard(ackcore.Config{MaxPending: 1 << 20, MaxBytes: 1 << 20})
-	want := "ackcore: Config.MaxPending 1048576 needs up to 176615446 bytes (168.4 MiB), 35045848 bytes (33.4 MiB) of it for the table (allocated up front), over the memory budget MaxBytes 1048576 bytes (1.0 MiB)"
+	want := "ackcore: Config.MaxPending 1048576 needs up to 176615830 bytes (168.4 MiB), 35046232 bytes (33.4 MiB) of it for the table (allocated up front), over the memory budget MaxBytes 1048576 bytes (1.0 MiB)"
 	if err == nil || err.Error() != want {
 		t.Fatalf("error %v\nwant  %s", err, want)
 	}

@@ -34,6 +34,7 @@ type Shard struct {
 	stats    Stats
 	prefetch bool                     // the portable loop: prefetch table lines a chunk ahead (large tables only)
 	hs       [2][prefetchChunk]uint64 // home slots of the chunk being applied and the next
+	runRing  []uint64                 // ackRun's look-ahead (ackrun.go), made where ackRun runs
 
 	// Owners (owners.go): the owner of the messages being applied, the
 	// shift of the owner in an orphan's word, each owner's orphans now and
@@ -71,6 +72,9 @@ func NewShard(cfg Config) (*Shard, error) {
 	s.fails.gen = s.nowTick / s.fails.span
 	s.initNear()
 	s.prefetch = s.t.bytes() > prefetchAbove
+	if haveAckRun {
+		s.runRing = newRunRing()
+	}
 	if cfg.ProgressTimeout {
 		s.initProgress(cfg)
 	}
@@ -96,9 +100,10 @@ func (s *Shard) MaxPending() int { return s.maxPending }
 // TableBytes is the memory the shard holds now: the table, the ext array
 // and side map (timing.go), the near wheel and due lists (near.go), the
 // orphan FIFO (orphans.go), the FAIL filter, the progress ticks
-// (progress.go) and the per-owner counters (owners.go).
+// (progress.go), the per-owner counters (owners.go) and ackRun's
+// look-ahead (ackrun.go).
 func (s *Shard) TableBytes() int {
-	return s.t.bytes() + s.timingBytes() + s.nearBytes() + s.orphanQ.bytes() + s.fails.bytes() + s.progressBytes() + int(ownerBytes(len(s.ownerOrphans)))
+	return s.t.bytes() + s.timingBytes() + s.nearBytes() + s.orphanQ.bytes() + s.fails.bytes() + s.progressBytes() + int(ownerBytes(len(s.ownerOrphans))) + len(s.runRing)*8
 }
 
 // StopAll empties the shard: every pending root with an INIT is reported

@@ -19,12 +19,25 @@ const (
 	// 98% of lookups find their root in the home group or the next, which
 	// ackRun compares at once.
 	maxLoadNum, maxLoadDen = 3, 4
+	// Bounds up to sparseMaxPending fill at most sparseLoadNum/
+	// sparseLoadDen of their slots (MaxPending*15/11): 34.2 bytes per
+	// pending root at the bound, 0.8 more, under 15 KB in all. Fewer INITs
+	// then meet a home group and a next that entries passed (the probe
+	// that reads on, with the branches it mispredicts), and fewer lookups
+	// a false tag match: on the word count at 10,000 roots pending
+	// ackRun mispredicts 0.39 branches a message under callgrind, 0.42 at
+	// 3/4 (0.35 at 7/10, which costs 2.4 bytes a root). Past the bound
+	// the bytes a root weigh more than a table that small makes up for.
+	sparseMaxPending             = 1 << 14
+	sparseLoadNum, sparseLoadDen = 11, 15
 	// overflowSticky is an overflow count that has saturated: it is never
 	// decremented again (see table).
 	overflowSticky = 0xff
-	// sentinelTag fills the control word after the last group: no root's
-	// tag (tags are 1..254), so the pair of groups ackRun compares at once
-	// may run past the end without a match or an empty slot there.
+	// sentinelTag fills the control word after the last group: no empty
+	// slot and a count that never says nothing passed, so that the pair
+	// of groups ackRun compares at once may run past the end. A root
+	// whose tag is 0xff matches its tag bytes: those name the padding
+	// slots (padSlots), whose keys are no root's.
 	sentinelTag = 0xff
 )
 
@@ -81,6 +94,13 @@ const entryBytes = 24
 
 // groupBytes is the size of a group's control word.
 const groupBytes = 16
+
+// padSlots is the empty entries that follow the last slot, outside the
+// table's slice: ackRun predicts a slot up to two groups past a home group
+// and compares its key before it knows (ackrun_amd64.h, STAGE2), which
+// past the last group reads these (key 0, never a root's). Nothing writes
+// them.
+const padSlots = 16
 
 func (e *entry) word() metaWord { return metaWord(e.meta >> 32) }
 
@@ -177,10 +197,15 @@ type table struct {
 }
 
 // tableGroups is the group count for a bound: maxPending*4/3 slots
-// rounded up to whole groups, and room for the FAIL reserve beyond the
-// bound plus one empty slot in the smallest tables.
+// (maxPending*15/11 up to sparseMaxPending) rounded up to whole groups,
+// and room for the FAIL reserve beyond the bound plus one empty slot in
+// the smallest tables.
 func tableGroups(maxPending int) int {
-	slots := max((maxPending*maxLoadDen+maxLoadNum-1)/maxLoadNum, maxPending+failReserveFor(maxPending)+1)
+	num, den := maxLoadNum, maxLoadDen
+	if maxPending <= sparseMaxPending {
+		num, den = sparseLoadNum, sparseLoadDen
+	}
+	slots := max((maxPending*den+num-1)/num, maxPending+failReserveFor(maxPending)+1)
 	return (slots + groupSlots - 1) / groupSlots
 }
 
@@ -193,12 +218,13 @@ func newTable(maxPending int, k keys) table {
 }
 
 // alignedEntries returns n zeroed entries starting on a cache-line
-// boundary, so that every run of eight slots fills exactly three lines.
-// The allocator already page-aligns arrays past 32 KiB; smaller ones start
-// at a multiple of 8 bytes, and one of the first eight slots is then
-// line-aligned (24k mod 64 takes every multiple of 8).
+// boundary, so that every run of eight slots fills exactly three lines,
+// with padSlots empty entries after them, outside the slice. The allocator
+// already page-aligns arrays past 32 KiB; smaller ones start at a multiple
+// of 8 bytes, and one of the first eight slots is then line-aligned (24k
+// mod 64 takes every multiple of 8).
 func alignedEntries(n int) []entry {
-	buf := make([]entry, n+layout.CacheLine/8-1)
+	buf := make([]entry, n+padSlots+layout.CacheLine/8-1)
 	k := 0
 	for uintptr(unsafe.Pointer(&buf[k]))%layout.CacheLine != 0 {
 		k++
@@ -215,15 +241,16 @@ func alignedGroups(n int) []group {
 	for uintptr(unsafe.Pointer(&buf[k]))%layout.CacheLine != 0 {
 		k++
 	}
-	buf[k+n] = group{^uint64(0), ^uint64(0)}
+	buf[k+n] = group{lowBits * sentinelTag, lowBits * sentinelTag}
 	return buf[k : k+n+1 : k+n+1]
 }
 
 // slots is the number of slots.
 func (t *table) slots() int { return len(t.e) }
 
-// bytes is the memory held by the slots and the control words.
-func (t *table) bytes() int { return len(t.e)*entryBytes + len(t.ctrl)*groupBytes }
+// bytes is the memory held by the slots, their padding and the control
+// words.
+func (t *table) bytes() int { return (len(t.e)+padSlots)*entryBytes + len(t.ctrl)*groupBytes }
 
 // hashOf is a root's home group and tag: the high word of mix(root)*ng
 // (Lemire's fast range), so the group count need not be a power of two,
@@ -235,10 +262,10 @@ func (t *table) hashOf(root uint64) (g uint64, tag uint8) {
 }
 
 // tagOf is the tag for the low word of the fast-range product: its top
-// byte, 0 taken as 1 (an empty slot's) and 255 as 254 (the sentinel's).
+// byte, 0 taken as 1 (an empty slot's).
 func tagOf(lo uint64) uint8 {
 	tag := uint8(lo >> 56)
-	return tag + b2u8(tag == 0) - b2u8(tag == sentinelTag)
+	return tag + b2u8(tag == 0)
 }
 
 // home is root's home group.
