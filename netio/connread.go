@@ -123,8 +123,9 @@ func (c *sconn) readLoop() error {
 				return c.protocolError(err)
 			}
 			inits := int64(n)
+			nearBound := inits > 0 && (base+taken+inits > maxPend || hbase+taken+inits > c.alloc.Load())
 			if direct {
-				if resets == 0 && (inits == 0 || base+taken+inits <= maxPend && hbase+taken+inits <= c.alloc.Load()) {
+				if resets == 0 && !nearBound {
 					ap.Staged(len(msgs))
 					taken += inits
 					read += uint64(len(msgs))
@@ -136,7 +137,7 @@ func (c *sconn) readLoop() error {
 			if resets > 0 {
 				c.chargeResets(resets)
 			}
-			if inits > 0 && (base+taken+inits > maxPend || hbase+taken+inits > c.alloc.Load()) {
+			if nearBound {
 				// Maybe at a bound: count exactly.
 				c.pending.Add(taken)
 				c.held.Add(taken)
