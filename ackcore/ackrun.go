@@ -53,12 +53,7 @@ const runRingWords = runMsgs * 4
 // newRunRing returns ackRun's look-ahead entries, on a cache-line
 // boundary so that no entry straddles two lines.
 func newRunRing() []uint64 {
-	buf := make([]uint64, runRingWords+layout.CacheLine/8-1)
-	k := 0
-	for uintptr(unsafe.Pointer(&buf[k]))%layout.CacheLine != 0 {
-		k++
-	}
-	return buf[k : k+runRingWords : k+runRingWords]
+	return lineAligned[uint64](runRingWords, layout.CacheLine/8-1)[:runRingWords:runRingWords]
 }
 
 // The assembly steps through msgs and out 32 bytes at a time (shifts by

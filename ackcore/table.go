@@ -224,25 +224,28 @@ func newTable(maxPending int, k keys) table {
 // of 8 bytes, and one of the first eight slots is then line-aligned (24k
 // mod 64 takes every multiple of 8).
 func alignedEntries(n int) []entry {
-	buf := make([]entry, n+padSlots+layout.CacheLine/8-1)
-	k := 0
-	for uintptr(unsafe.Pointer(&buf[k]))%layout.CacheLine != 0 {
-		k++
-	}
-	return buf[k : k+n : k+n]
+	return lineAligned[entry](n+padSlots, layout.CacheLine/8-1)[:n:n]
 }
 
 // alignedGroups returns n zeroed control words and the sentinel after
 // them, starting on a cache-line boundary, so that no control word
 // straddles two lines.
 func alignedGroups(n int) []group {
-	buf := make([]group, n+1+layout.CacheLine/groupBytes-1)
+	g := lineAligned[group](n+1, layout.CacheLine/groupBytes-1)[: n+1 : n+1]
+	g[n] = group{lowBits * sentinelTag, lowBits * sentinelTag}
+	return g
+}
+
+// lineAligned returns at least n zeroed T from a cache-line boundary:
+// it allocates slack T more, and starts at the first of them on a
+// boundary (the callers say why one of the first slack+1 is).
+func lineAligned[T any](n, slack int) []T {
+	buf := make([]T, n+slack)
 	k := 0
 	for uintptr(unsafe.Pointer(&buf[k]))%layout.CacheLine != 0 {
 		k++
 	}
-	buf[k+n] = group{lowBits * sentinelTag, lowBits * sentinelTag}
-	return buf[k : k+n+1 : k+n+1]
+	return buf[k:]
 }
 
 // slots is the number of slots.
