@@ -152,12 +152,11 @@ type faultSpout struct {
 	acked   []atomic.Int32
 	dead    []atomic.Int32
 	stopped []atomic.Int32 // Fail with ackcore.ReasonStopped
-	acks    atomic.Int64   // Ack calls so far (read by the stop row's goroutine)
+	acks    atomic.Int64   // Ack calls so far (read by the stop row's goroutine too)
 	ended   atomic.Int64   // sentences with their final outcome
 	stopAt  int
 	stopCh  chan struct{}
 	// Written on the spout's goroutine, read after Stop.
-	nAcked     int           // Ack calls so far
 	emitEnd    time.Duration // when the last first attempt was emitted, since t0
 	ackedByEnd int           // Ack calls by then
 }
@@ -169,7 +168,7 @@ func (s *faultSpout) Next(col *topology.SpoutCollector) {
 	}
 	_ = col.Emit(s.next, s.r.corpus.sentences[s.next%wcSentences], s.next)
 	if s.next++; s.next == s.n {
-		s.emitEnd, s.ackedByEnd = time.Since(s.r.t0), s.nAcked
+		s.emitEnd, s.ackedByEnd = time.Since(s.r.t0), int(s.acks.Load())
 	}
 	if s.next == s.stopAt {
 		close(s.stopCh)
@@ -177,7 +176,6 @@ func (s *faultSpout) Next(col *topology.SpoutCollector) {
 }
 func (s *faultSpout) Ack(id any) {
 	s.acked[id.(int)].Add(1)
-	s.nAcked++
 	s.acks.Add(1)
 	s.ended.Add(1)
 }
