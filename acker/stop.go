@@ -238,7 +238,7 @@ func (a *Acker) NotApplied(p int) uint64 {
 		panic(fmt.Sprintf("acker: NotApplied(%d) out of range [0, %d)", p, len(a.producers)))
 	}
 	pr := a.producers[p]
-	n := pr.unapplied.Load() // first: see unstaged below
+	n := pr.unapplied.Load() // first: see Producer.unseen
 	if !a.counted.Load() {
 		return n
 	}
