@@ -20,8 +20,8 @@ import (
 // The count is taken in the shard's own order, not by the clock: the wave
 // (task 0) and the probe (task 1) share one receiver, with a Backlog that
 // never holds INITs back, and the goroutine that takes the outcomes also
-// sends the probe, noting how many timeouts the shard had published then
-// (taken, plus waiting in the receiver's ring). The timeouts between that
+// sends the probe, noting how many timeouts the shard had published once
+// the probe was flushed (taken, plus waiting in the receiver's ring). The timeouts between that
 // and the probe's Completed in the stream are the ones the shard reported
 // before applying the probe, whatever the scheduler did meanwhile.
 func TestExpiryInterleaves(t *testing.T) {
@@ -70,7 +70,6 @@ func TestExpiryInterleaves(t *testing.T) {
 				}
 			}
 			if sentAt < 0 && n > 0 {
-				sentAt = n + r.Stats().Backlog
 				if err := p.SendBatch([]ackcore.Msg{{Root: probe, Kind: ackcore.Init, Task: 1, Val: 7}, {Root: probe, Kind: ackcore.Ack, Val: 7}}); err != nil {
 					res <- result{err: err}
 					return
@@ -79,6 +78,10 @@ func TestExpiryInterleaves(t *testing.T) {
 					res <- result{err: err}
 					return
 				}
+				// Counted once the probe is in the ring: what the shard
+				// published while this goroutine was descheduled between
+				// a count and the Flush is not the shard's delay.
+				sentAt = n + r.Stats().Backlog
 			}
 		}
 		res <- result{sentAt: sentAt, doneAt: doneAt}
