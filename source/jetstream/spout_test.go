@@ -149,10 +149,16 @@ func TestInProgressKeepsLongTreeAlive(t *testing.T) {
 
 // TestTimeoutNaksAndRedelivers is the counterpart: a tree nobody RESETs
 // times out in the engine, the spout stops keeping it alive and Naks it
-// with the policy's delay, and it comes back as attempt 2.
+// with the policy's delay, and it comes back as attempt 2. The engine's
+// clock is a fake one, moved past the timeout once the first attempt is
+// with the bolt and stopped there: the second attempt, acked at once,
+// cannot time out however late a busy machine runs it (on the wall
+// clock's 300 ms it could, and come back as a third).
 func TestTimeoutNaksAndRedelivers(t *testing.T) {
 	e, _ := newStream(t, 1, 5*time.Second, 0)
 	cfg := testTopology()
+	clock := &ackcore.FakeClock{}
+	cfg.Clock = clock
 	cfg.MessageTimeout = 300 * time.Millisecond
 	var mu sync.Mutex
 	var attempts []int
@@ -168,6 +174,14 @@ func TestTimeoutNaksAndRedelivers(t *testing.T) {
 			})
 		}).Input("js", topology.Shuffle())
 	})
+	waitFor(t, "the first attempt with the bolt and its INIT applied", func() bool {
+		mu.Lock()
+		n := len(attempts)
+		mu.Unlock()
+		a := p.top.Metrics().Acker
+		return n == 1 && a != nil && a.Inits == 1
+	}, nil)
+	clock.Set(time.Second)
 	e.waitSettled("S", "c", 1)
 	p.stop(t)
 	mu.Lock()
