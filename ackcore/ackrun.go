@@ -22,23 +22,23 @@ type runState struct {
 	nowTick    uint64
 	nowNs      int64
 	tickNs     int64
+	latBase    int64 // nowNs + tickNs/2 - (nowTick - defTicks)*tickNs: a kind-0 completion's latency less its deadline's distance from nowTick in ns
 	defTicks   uint64
 	count      int // entries in the table
 	maxPending int
 	initMeta   uint64 // uint32(default deadline) | 1<<32 when it is far (INITs may be inserted)
 	inits      uint64
 	completed  uint64
-	save       [2]uint64 //lint:ignore U1000 ackRun's spills on the rare paths
-	defMs      uint64    // the TimeoutMs that asks for the default (Shard.defMs), 0 for none
-	ext        *uint16   // &Shard.ext[0], or nil while there is none
-	extDrops   uint64    // entries of timing kind 1 or 2 completed (extCount goes down by as many)
-	extAdds    uint64    // INITs inserted as timing kind 1 (extCount goes up by as many)
-	xok        uint64    // 1 when INITs with their own timeout may be inserted (1 ms ticks, an ext array)
-	nowStart   uint64    // Shard.nowStart()
-	limit      uint64    // Shard.limit: deadlines before it need a near timer
-	insx       uint64    //lint:ignore U1000 ackRun's scratch: the timeout of the INIT being inserted, 0 for the default
-	ring       *uint64   //lint:ignore U1000 ackRun's look-ahead (Shard.runRing): 32 bytes a message, home group * 16, tag, predicted slot * 3, unused
-	end        uint64    //lint:ignore U1000 ackRun's scratch: the end of the messages with PFD1 more after them
+	defMs      uint64  // the TimeoutMs that asks for the default (Shard.defMs), 0 for none
+	ext        *uint16 // &Shard.ext[0], or nil while there is none
+	extDrops   uint64  // entries of timing kind 1 or 2 completed (extCount goes down by as many)
+	extAdds    uint64  // INITs inserted as timing kind 1 (extCount goes up by as many)
+	xok        uint64  // 1 when INITs with their own timeout may be inserted (1 ms ticks, an ext array)
+	nowStart   uint64  // Shard.nowStart()
+	limit      uint64  // Shard.limit: deadlines before it need a near timer
+	insx       uint64  //lint:ignore U1000 ackRun's scratch: the timeout of the INIT being inserted, 0 for the default
+	ring       *uint64 //lint:ignore U1000 ackRun's look-ahead (Shard.runRing): 32 bytes a message, home group * 16, the hash's low word (its top byte the tag, 0 not yet taken as 1), predicted slot * 3, unused
+	end        uint64  //lint:ignore U1000 ackRun's scratch: the end of the messages with PFD1 more after them
 }
 
 // runMsgs is the most messages one ackRun call applies: its look-ahead
@@ -89,6 +89,7 @@ func (s *Shard) applyRun(msgs []Msg, out []Outcome) []Outcome {
 		nowTick: s.nowTick, nowNs: s.nowNs, tickNs: s.tickNs, defTicks: s.defTicks,
 		maxPending: s.maxPending, defMs: uint64(s.defMs),
 	}
+	st.latBase = int64(uint64(s.nowNs) + uint64(s.tickNs)>>1 - (s.nowTick-s.defTicks)*uint64(s.tickNs))
 	acks := uint64(0)
 	for i := 0; i < len(msgs); {
 		// What the last slow message may have changed: the limit, the

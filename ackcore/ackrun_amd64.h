@@ -6,8 +6,9 @@
 // messages themselves.
 
 // STAGE1(R, D) looks far ahead at the message at D(R): hashes its root
-// (table.hashOf: the top byte of the low word the tag, 0 taken as 1)
-// into its look-ahead entry (home group * 16, tag) and prefetches
+// (table.hashOf) into its look-ahead entry (home group * 16, and the low
+// word of the product, whose top byte, at +15, is the tag before 0 is
+// taken as 1, which STAGE2 and HOME do with VPMAXUB and Y8) and prefetches
 // the home group's and the next group's control words. Clobbers AX, DX.
 #define STAGE1(R, D) \
 	MOVQ       (D+Msg_Root)(R), AX; \
@@ -16,9 +17,6 @@
 	XORQ       DX, AX; \
 	IMULQ      runState_k3(R12), AX; \
 	MULQ       CX; \
-	SHRQ       $56, AX; \
-	CMPB       AL, $1; \
-	ADCB       $0, AL; \
 	MOVQ       AX, (D+8)(R11)(R*1); \
 	SHLQ       $4, DX; \
 	MOVQ       DX, (D)(R11)(R*1); \
@@ -39,7 +37,8 @@
 // AX, R9, R14, Y4, Y5, Y6.
 #define STAGE2(R, D) \
 	MOVQ         (D)(R11)(R*1), R14; \
-	VPBROADCASTB (D+8)(R11)(R*1), Y4; \
+	VPBROADCASTB (D+15)(R11)(R*1), Y4; \
+	VPMAXUB      Y8, Y4, Y4; \
 	VMOVDQU      (R15)(R14*1), Y5; \
 	VPCMPEQB     Y5, Y4, Y6; \
 	VPMOVMSKB    Y6, AX; \
@@ -60,8 +59,9 @@
 // HOME: X3 = the message's home group * 16, Y1 = its tag in every byte,
 // DX = its home group (from its look-ahead entry).
 #define HOME \
+	VPBROADCASTB 15(R11)(SI*1), Y1; \
+	VPMAXUB      Y8, Y1, Y1; \
 	MOVQ         (R11)(SI*1), DX; \
-	VPBROADCASTB 8(R11)(SI*1), Y1; \
 	VMOVQ        DX, X3; \
 	SHRQ         $4, DX
 
@@ -76,6 +76,9 @@
 	MOVQ runState_ring(R12), R11
 	SUBQ SI, R11
 	VPXOR X7, X7, X7
+	MOVL $0x01010101, AX
+	VMOVD AX, X8
+	VPBROADCASTD X8, Y8 // 1 in every byte: a tag is max(its byte, 1)
 	// Look ahead at the first PFD1 messages (STAGE1) and the first PFD2
 	// (STAGE2); the loop then looks ahead at messages i+PFD1 and i+PFD2
 	// as it applies message i.
@@ -259,10 +262,13 @@ deftimeout:
 	JZ        search // entries passed both: probe
 	ANDL      $0x7fff7fff, AX
 	JZ        initabsent // both full
-	MOVQ      R8, runState_save+8(R12)
 	MOVQ      DX, R10 // home
 	TESTL     $0x7fff, AX
-	JNZ       efound
+	JZ        inext
+	BSFL      AX, AX // in the home group: distance 0
+	XORL      R13, R13
+	JMP       ecounted
+inext:
 	SHRL      $16, AX // the next group's
 	INCQ      DX
 	ADDQ      $16, R9
@@ -271,7 +277,6 @@ deftimeout:
 // ---- Insert root R8, absent, with home group DX: the first empty slot
 // from the home group on.
 initabsent:
-	MOVQ R8, runState_save+8(R12)
 	VMOVQ X3, R10
 	SHRQ $4, R10 // home
 	MOVQ R10, DX
@@ -295,20 +300,19 @@ efound: // DX = group, R9 = group*16, R10 = home, AX = its empty slots
 	ADDQ CX, R13
 edist: // R13 = the distance in groups
 	CMPQ R13, $const_distSat
-	JAE  efar
+	JAE  missx // a distance near saturation: step
 	TESTQ R13, R13
 	JZ   ecounted
 	MOVQ $1, BX
 	JMP  count // count the entry into the groups it passed, home up to DX
 ecounted:
-	VMOVQ X1, R8
+	VMOVQ X1, R14
 	ADDQ AX, R9
-	MOVB R8, (R15)(R9*1) // the tag
+	MOVB R14, (R15)(R9*1) // the tag
 	SUBQ DX, R9
 	MOVQ R9, R10 // slot
 	LEAQ (R9)(R9*2), R9
 	LEAQ (DI)(R9*8), R9 // &es[slot]
-	MOVQ runState_save+8(R12), R8
 	MOVQ R8, entry_key(R9)
 	MOVQ Msg_Val(SI), DX
 	MOVQ DX, entry_val(R9)
@@ -328,15 +332,28 @@ insdone:
 	INCQ runState_inits(R12)
 	ADDQ $Msg__size, SI
 	JMP  loop
-efar: // a distance near saturation: step
-	MOVQ runState_save+8(R12), R8
-	JMP  missx
 
 // ---- Completion: R9 = &es[slot], DX = slot, R8 root.
 complete:
 	MOVQ entry_meta(R9), AX
 	MOVQ AX, R10
-	SHRQ $60, R10
+	SHRQ $const_metaDistShift, R10
+	CMPQ R10, $(const_flagInit>>const_distShift)
+	JNE  completek // not timing kind 0, in its home group, without a near timer
+	MOVQ runState_outLen(R12), R10
+	CMPQ R10, runState_outCap(R12)
+	JGE  hit // no room in out
+	// latency = latBase - int32(uint32(meta) - uint32(nowTick)) * tickNs
+	// (latstart's sum with the deadline's start for kind 0 rearranged),
+	// >= 0
+	SUBL    runState_nowTick(R12), AX
+	MOVLQSX AX, AX
+	IMULQ   runState_tickNs(R12), AX
+	MOVQ    runState_latBase(R12), R10
+	SUBQ    AX, R10
+	JMP     latclamp
+completek:
+	SHRQ $8, R10
 	CMPQ R10, $8
 	JNE  completex // not timing kind 0 without a near timer
 	MOVQ AX, R10
@@ -363,6 +380,7 @@ latstart: // AX = the root's start tick
 	MOVQ    runState_tickNs(R12), AX
 	SHRQ    $1, AX
 	ADDQ    AX, R10
+latclamp:
 	TESTQ   R10, R10
 	JGE     latok
 	XORQ    R10, R10
@@ -448,13 +466,13 @@ cxstart:
 
 // ---- Add BL (1 or -1) to the overflow counts of groups R10 up to DX
 // (not DX), leaving sticky counts alone; then back to ecounted (1) or
-// rmcounted (-1). Clobbers R8, R10.
+// rmcounted (-1). Clobbers R10, R14.
 count:
-	MOVQ R10, R8
-	SHLQ $4, R8
-	CMPB 15(R15)(R8*1), $const_overflowSticky
+	MOVQ R10, R14
+	SHLQ $4, R14
+	CMPB 15(R15)(R14*1), $const_overflowSticky
 	JEQ  countsticky
-	ADDB BL, 15(R15)(R8*1)
+	ADDB BL, 15(R15)(R14*1)
 countsticky:
 	INCQ R10
 	CMPQ R10, CX

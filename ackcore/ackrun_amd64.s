@@ -46,11 +46,11 @@
 // Registers: SI msg, R11 st.ring less msgs (the message at SI has its
 // entry at (R11)(SI*1)), DI slots, R15 control words, CX groups, R12 st,
 // R8 root, then (HOME, off the predicted ACK's path) X3 its home group *
-// 16 and Y1 its tag in every byte; Y7 zero; AX, BX, DX, R9, R10, R13,
-// R14, Y4-Y6 scratch. st.end is the end of msgs less PFD1 messages (the
-// tail past it looks ahead at fewer). The rare paths
-// spill to st's save words. The ACKs applied are done less the INITs
-// inserted (st.inits): the caller counts them. R14 and R15 are free in
+// 16 and Y1 its tag in every byte; Y7 zero, Y8 1 in every byte; AX, BX,
+// DX, R9, R10, R13, R14, Y4-Y6 scratch. st.end is the end of msgs less
+// PFD1 messages (the tail past it looks ahead at fewer). The ACKs applied
+// are done less the INITs inserted (st.inits): the caller counts them.
+// The rare paths keep to registers. R14 and R15 are free in
 // ABI0 code: Go's caller restores R14 (g) after an ABI0 call, and R15
 // matters only to dynamically linked code that addresses globals, which
 // this does not.
