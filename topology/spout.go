@@ -445,8 +445,9 @@ func (s *spoutExec) maybePublish() {
 
 // check verifies the executor's bookkeeping (invariants builds, every
 // pass): the pending counts match the slots in use, the free list holds
-// exactly the free slots, and a slot's root is live only while it is in
-// flight.
+// exactly the free slots, a slot's root is live only while it is in
+// flight, and the latencies not yet published stay below maxLats in
+// their buffer, never regrown.
 func (s *spoutExec) check() {
 	inUse, sum := 0, 0
 	for i := range s.slots {
@@ -468,6 +469,9 @@ func (s *spoutExec) check() {
 	for i, p := range s.pending {
 		sum += p + s.waiting[i]
 		waiting += s.waiting[i]
+	}
+	if len(s.lats) >= maxLats || cap(s.lats) != maxLats {
+		panic(fmt.Sprintf("topology: spout %q holds %d latencies in a buffer of %d, bound %d", s.comp.name, len(s.lats), cap(s.lats), maxLats))
 	}
 	held := 0
 	for i := range s.held {
