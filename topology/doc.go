@@ -129,8 +129,9 @@
 // those since its last publish as values (at most 4,096, then it
 // publishes) and records them into the published histogram then, since
 // merging one histogram into another walks every bucket up to the
-// highest latency, and an executor that idles often publishes often. The status page (status.go) reads Metrics and keeps the previous
-// load's under its own mutex.
+// highest latency, and an executor that idles often publishes often.
+// The status page (status.go) reads Metrics and keeps the previous load's
+// under its own mutex.
 //
 // Pin (Config.Pin): Start makes one affinity.Planner for the machine;
 // the in-process acker's shards take their CPUs from it first
