@@ -125,8 +125,13 @@
 // Config.TraceEvery that is traced takes it; a component's timeoutsHeld
 // is an atomic added to by spout executors. A bolt executor's sampled
 // execute latencies are published with its counters, under the same
-// mutex. The status page (status.go) reads Metrics and keeps the previous
-// load's under its own mutex.
+// mutex, and so are a spout executor's complete latencies: it holds
+// those since its last publish as values (at most 4,096, then it
+// publishes) and records them into the published histogram then, since
+// merging one histogram into another walks every bucket up to the
+// highest latency, and an executor that idles often publishes often.
+// The status page (status.go) reads Metrics and keeps the previous load's
+// under its own mutex.
 //
 // Pin (Config.Pin): Start makes one affinity.Planner for the machine;
 // the in-process acker's shards take their CPUs from it first

@@ -231,8 +231,12 @@ func newExecHist() *hdrhistogram.Histogram {
 }
 
 func recordLatency(h *hdrhistogram.Histogram, d time.Duration) {
-	us := min(max(int64(d/time.Microsecond), histMin), histMax)
-	_ = h.RecordValue(us) // in range by construction
+	_ = h.RecordValue(latencyUs(d)) // in range by construction
+}
+
+// latencyUs is d in microseconds, clamped to the latency histogram's range.
+func latencyUs(d time.Duration) int64 {
+	return min(max(int64(d/time.Microsecond), histMin), histMax)
 }
 
 // Metrics returns the topology's counters (see Metrics).

@@ -78,9 +78,18 @@ type spoutExec struct {
 	brk   breaker
 	adapt adaptive
 
-	hist    *hdrhistogram.Histogram // latencies since the last publish
+	// lats are the completed roots' latencies (µs) since the last
+	// publish, which records them in pubHist: a merge of one histogram
+	// into another walks every bucket up to the highest value (thousands),
+	// and the executor publishes each time it idles, so a merge cost more
+	// than recording the few values it carried. At most maxLats.
+	lats    []int64
 	pubHist *hdrhistogram.Histogram // guarded by pub's mutex
 }
+
+// maxLats is how many latencies the spout executor holds before it
+// publishes (a clock that does not move never makes a publish due).
+const maxLats = 4096
 
 type amoAck struct {
 	task  int
@@ -121,7 +130,7 @@ func newSpoutExec(base executor, spouts []Spout, ackTask []uint32, cfg *Config) 
 	}
 	s.coll.s = s
 	s.wake = make(chan time.Time, 1)
-	s.hist, s.pubHist = newHist(), newHist()
+	s.lats, s.pubHist = make([]int64, 0, maxLats), newHist()
 	s.brk.cfg = cfg.Breaker
 	s.adapt.cfg = cfg.Adaptive
 	if cfg.Adaptive.TargetP99 > 0 {
@@ -421,9 +430,11 @@ func (s *spoutExec) publish() {
 	s.m.Waiting = int64(len(s.retryQ.S) + len(s.passQ.S)) // every waiting root is in one of the queues
 	s.pub.Lock()
 	s.pub.m = s.m
-	s.pubHist.Merge(s.hist)
+	for _, us := range s.lats {
+		_ = s.pubHist.RecordValue(us) // in range by construction (latencyUs)
+	}
 	s.pub.Unlock()
-	s.hist.Reset()
+	s.lats = s.lats[:0]
 }
 
 func (s *spoutExec) maybePublish() {
@@ -434,8 +445,9 @@ func (s *spoutExec) maybePublish() {
 
 // check verifies the executor's bookkeeping (invariants builds, every
 // pass): the pending counts match the slots in use, the free list holds
-// exactly the free slots, and a slot's root is live only while it is in
-// flight.
+// exactly the free slots, a slot's root is live only while it is in
+// flight, and the latencies not yet published stay below maxLats in
+// their buffer, never regrown.
 func (s *spoutExec) check() {
 	inUse, sum := 0, 0
 	for i := range s.slots {
@@ -457,6 +469,9 @@ func (s *spoutExec) check() {
 	for i, p := range s.pending {
 		sum += p + s.waiting[i]
 		waiting += s.waiting[i]
+	}
+	if len(s.lats) >= maxLats || cap(s.lats) != maxLats {
+		panic(fmt.Sprintf("topology: spout %q holds %d latencies in a buffer of %d, bound %d", s.comp.name, len(s.lats), cap(s.lats), maxLats))
 	}
 	held := 0
 	for i := range s.held {

@@ -102,7 +102,9 @@ func (s *spoutExec) handle(outs []ackcore.Outcome) {
 		s.live[idx].Store(0)
 		if o.Kind == ackcore.Completed {
 			s.m.Completed++
-			recordLatency(s.hist, lat)
+			if s.lats = append(s.lats, latencyUs(lat)); len(s.lats) == maxLats {
+				s.publish()
+			}
 			s.adapt.record(lat)
 			if sl.attempt == 1 {
 				s.brk.ended(sl.born)
