@@ -13,8 +13,9 @@ const readChunk = 64 << 10
 // bulkRead is the read buffer a connection has once its handshake is
 // through (SetLimit), capped at its limit plus readChunk, the most its
 // frames could grow it to anyway: a read takes in what several writes
-// sent. On loopback each read also sends a window update, which the
-// kernel carries to the writer's side at once; with 64 KiB reads a
+// sent. On loopback a read that frees enough of the receive window also
+// sends a window update, which the kernel carries to the writer's side
+// at once, in the read's system call; with 64 KiB reads a
 // connection at batch 256 read 3,200 times per 6,000,000 messages, with
 // 256 KiB 1,190.
 const bulkRead = 256 << 10
