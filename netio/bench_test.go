@@ -33,38 +33,27 @@ func benchLoopback(b *testing.B, batch, window int) {
 	s := startServer(b, func(c *ServerConfig) { c.Shard.MaxPending = 1 << 18; c.MaxConns = 4 })
 	c := mustDial(b, clientCfg(s.addr), acker.Spec{Producers: 1, Tasks: 1})
 	defer c.Stop()
-	rng := rand.New(rand.NewPCG(1, 1))
-	const k = 8
-	// A stream of trees, their messages interleaved as a word count's
-	// are: every batch mixes INITs and ACKs of several roots.
-	var stream []ackcore.Msg
-	for i := range 4096 {
-		stream = append(stream, tree(rng, uint64(i+1), 0, k)...)
-	}
+	// A stream of trees, an INIT and 8 ACKs each: every batch carries
+	// INITs and ACKs of several roots.
+	st := newTreeStream(rand.New(rand.NewPCG(1, 1)), 8)
 	p, ib := c.send[0], c.inbox[0]
 	out := make([]ackcore.Outcome, 0, 4096)
 	send := make([]ackcore.Msg, 0, batch)
 	inflight, sent := 0, 0
-	pos, cycle := 0, uint64(0)
-	// nextBatch fills send with the next batch of the stream, renumbered
-	// per pass over it so that every tree sent is a new root.
+	// nextBatch fills send with the next batch of the stream.
 	nextBatch := func() {
 		send = send[:0]
-		for len(send) < batch && (len(send) == 0 || sent+len(send) < b.N || pos%(k+1) != 0) {
-			m := stream[pos]
-			m.Root += cycle * 4096
+		for len(send) < batch && (len(send) == 0 || sent+len(send) < b.N || !st.atTree()) {
+			m := st.next()
 			if m.Kind == ackcore.Init {
 				inflight++
 			}
 			send = append(send, m)
-			if pos++; pos == len(stream) {
-				pos, cycle = 0, cycle+1
-			}
 		}
 	}
 	b.ResetTimer()
 	cpu0, t0 := cpuTime(), time.Now()
-	for sent < b.N || pos%(k+1) != 0 { // end on a whole tree
+	for sent < b.N || !st.atTree() { // end on a whole tree
 		nextBatch()
 		if err := p.SendBatch(send); err != nil {
 			b.Fatal(err)

@@ -116,7 +116,11 @@ func (c *sconn) readLoop() error {
 				if err != nil {
 					return err
 				}
-				dst, direct = span[:0], span != nil
+				if span != nil {
+					// No span (a wrap, a receiver held back): c.msgs,
+					// not a nil slice decodeMsgs would allocate for.
+					dst, direct = span[:0], true
+				}
 			}
 			msgs, n, resets, err := decodeMsgs(dst, f.Body, c.owns, s.maxToMs)
 			if err != nil {

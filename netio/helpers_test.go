@@ -137,6 +137,39 @@ func tree(rng *rand.Rand, root uint64, task uint32, fanout int) []ackcore.Msg {
 	return msgs
 }
 
+// treeStream is an endless stream of trees of one shape (an INIT and k
+// ACKs each) over treeStreamRoots roots, renumbered per pass so that
+// every tree is a new root.
+type treeStream struct {
+	msgs  []ackcore.Msg
+	k     int
+	pos   int
+	cycle uint64
+}
+
+const treeStreamRoots = 4096
+
+func newTreeStream(rng *rand.Rand, k int) *treeStream {
+	s := &treeStream{k: k}
+	for i := range treeStreamRoots {
+		s.msgs = append(s.msgs, tree(rng, uint64(i+1), 0, k)...)
+	}
+	return s
+}
+
+// next returns the stream's next message.
+func (s *treeStream) next() ackcore.Msg {
+	m := s.msgs[s.pos]
+	m.Root += s.cycle * treeStreamRoots
+	if s.pos++; s.pos == len(s.msgs) {
+		s.pos, s.cycle = 0, s.cycle+1
+	}
+	return m
+}
+
+// atTree reports whether the next message begins a tree.
+func (s *treeStream) atTree() bool { return s.pos%(s.k+1) == 0 }
+
 // collect polls inbox until n outcomes arrived or the deadline passes,
 // returning them by root.
 func collect(t testing.TB, ib acker.Inbox, n int, d time.Duration) map[uint64][]ackcore.Outcome {

@@ -170,6 +170,47 @@ func readAll(r io.Reader, limit int) ([]wireFrame, error) {
 	}
 }
 
+// TestFrameReaderSetLimit: the handshake's limit keeps the buffer at
+// readChunk; the connection's limit grows it to bulkRead, at most the
+// limit plus readChunk, keeping the bytes read but not yet parsed.
+func TestFrameReaderSetLimit(t *testing.T) {
+	s := goldenStream()
+	want, err := readAll(bytes.NewReader(s), DefaultMaxFrame)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, limit := range []int{100 << 10, DefaultMaxFrame} {
+		fr := newFrameReader(bytes.NewReader(s), handshakeMaxFrame)
+		if len(fr.buf) != readChunk {
+			t.Fatalf("handshake buffer %d bytes, want %d", len(fr.buf), readChunk)
+		}
+		f, err := fr.Next() // the challenge, and more behind it
+		if err != nil || f.Type != typeChallenge {
+			t.Fatalf("first frame %v, %v", typeName(f.Type), err)
+		}
+		fr.SetLimit(limit)
+		if n := min(bulkRead, limit+readChunk); len(fr.buf) != n {
+			t.Errorf("limit %d: buffer %d bytes, want %d", limit, len(fr.buf), n)
+		}
+		f.Body = append([]byte(nil), f.Body...)
+		got := []wireFrame{f}
+		for {
+			f, err := fr.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatalf("limit %d: frame %d: %v", limit, len(got), err)
+			}
+			f.Body = append([]byte(nil), f.Body...)
+			got = append(got, f)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("limit %d: %d frames differ from a plain read's %d", limit, len(got), len(want))
+		}
+	}
+}
+
 // TestFrameReaderSplits: the same frames come out whether the stream
 // arrives whole, one byte at a time, or split in two at every offset.
 func TestFrameReaderSplits(t *testing.T) {
