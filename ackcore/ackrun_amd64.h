@@ -332,13 +332,10 @@ efar: // a distance near saturation: step
 	MOVQ runState_save+8(R12), R8
 	JMP  missx
 
-// ---- Completion: R9 = &es[slot], DX = slot, R8 root.
+// ---- Completion: R9 = &es[slot], DX = slot, R8 root. Whatever the
+// timing kind, a saturated distance or no room in out is left to step.
 complete:
 	MOVQ entry_meta(R9), AX
-	MOVQ AX, R10
-	SHRQ $60, R10
-	CMPQ R10, $8
-	JNE  completex // not timing kind 0 without a near timer
 	MOVQ AX, R10
 	SHRQ $const_metaDistShift, R10
 	ANDQ $const_distSat, R10
@@ -347,6 +344,10 @@ complete:
 	MOVQ runState_outLen(R12), R10
 	CMPQ R10, runState_outCap(R12)
 	JGE  hit // no room in out
+	MOVQ AX, R10
+	SHRQ $60, R10
+	CMPQ R10, $8
+	JNE  completex // not timing kind 0 without a near timer
 
 	// latency = nowNs - (deadline - defTicks) * tickNs + tickNs/2, >= 0;
 	// deadline = nowTick + int32(uint32(meta) - uint32(nowTick))
@@ -415,16 +416,6 @@ completex:
 	JB   hit
 	CMPQ R10, $10
 	JA   hit // a near timer, or the side table
-	MOVQ AX, R10
-	SHRQ $const_metaDistShift, R10
-	ANDQ $const_distSat, R10
-	CMPQ R10, $const_distSat
-	JEQ  hit // a saturated distance: step
-	MOVQ runState_outLen(R12), AX
-	CMPQ AX, runState_outCap(R12)
-	JGE  hit // no room in out
-	MOVQ entry_meta(R9), R10
-	SHRQ $60, R10
 	MOVQ runState_ext(R12), AX
 	MOVWQZX (AX)(DX*2), R13
 	MOVQ entry_meta(R9), AX
