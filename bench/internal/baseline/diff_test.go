@@ -6,6 +6,7 @@ import (
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/bench/internal/baseline"
 	"github.com/xorack/xorack/internal/acktest"
+	"github.com/xorack/xorack/internal/testkit"
 )
 
 // factory adapts a baseline to the shared harness.
@@ -18,6 +19,7 @@ func (b impl) factory() acktest.Factory {
 // (within a tick) and counter must equal the reference model's, and every
 // Verify pass.
 func TestMatchesModel(t *testing.T) {
+	testkit.SkipUnderRace(t, "one goroutine feeds each baseline: nothing for the race detector to watch")
 	for _, b := range impls {
 		if !b.exact {
 			continue
