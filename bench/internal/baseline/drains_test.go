@@ -8,6 +8,7 @@ import (
 	"github.com/xorack/xorack/bench/internal/baseline"
 	"github.com/xorack/xorack/internal/acktest"
 	"github.com/xorack/xorack/internal/acktest/model"
+	"github.com/xorack/xorack/internal/testkit"
 )
 
 // TestDrainsEmptied: the exact baselines against the model on fails after
@@ -17,6 +18,7 @@ import (
 // a bound a little under the working set some orphans must give way too
 // where the baseline evicts.
 func TestDrainsEmptied(t *testing.T) {
+	testkit.SkipUnderRace(t, "one goroutine feeds each baseline: nothing for the race detector to watch")
 	for _, b := range impls {
 		if !b.exact {
 			continue
