@@ -6,6 +6,7 @@ import (
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/internal/acktest"
+	"github.com/xorack/xorack/internal/testkit"
 )
 
 // shardFactory makes shards, with ackRun (the assembly loop, where the
@@ -22,6 +23,7 @@ var long = flag.Bool("long", false, "TestShardMatchesModel: 4x the seeds a case"
 // and to the plain model (internal/acktest/model), and compares every outcome,
 // every counter and the shard's invariants (internal/acktest).
 func TestShardMatchesModel(t *testing.T) {
+	testkit.SkipUnderRace(t, "a shard on one goroutine: nothing for the race detector to watch")
 	// applyRun's assembly loop where the CPU has AVX2 ("asm"), and the
 	// portable loop ("go") everywhere; every case, the tight and tiny
 	// bounds included.
@@ -59,6 +61,7 @@ func prefetchFactory(c ackcore.Config) (ackcore.Interface, error) {
 // model holding the shard to "a root times out one timeout after its last
 // progress, at most ProgressCap after its INIT".
 func TestShardMatchesModelProgress(t *testing.T) {
+	testkit.SkipUnderRace(t, "a shard on one goroutine: nothing for the race detector to watch")
 	seeds := 20
 	if testing.Short() {
 		seeds = 4
@@ -100,6 +103,7 @@ func FuzzShard(f *testing.F) {
 // refused some orphans at their owners' share, so that the bound is
 // exercised, not just allowed.
 func TestShardMatchesModelOwners(t *testing.T) {
+	testkit.SkipUnderRace(t, "a shard on one goroutine: nothing for the race detector to watch")
 	seeds := 40
 	if testing.Short() {
 		seeds = 8

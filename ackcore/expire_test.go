@@ -73,6 +73,7 @@ func drain(t *testing.T, s *ackcore.Shard, room int) (timeouts, calls int) {
 // every root is reported once, at its deadline when Expire runs every tick.
 // After the wave the near tier is back to its idle size.
 func TestExpireSlices(t *testing.T) {
+	testkit.SkipUnderRace(t, "a shard on one goroutine: nothing for the race detector to watch")
 	n := waveSize()
 	for _, room := range []int{1, 7, 1024} {
 		for _, mode := range []string{"pause", "every-tick"} {

@@ -79,6 +79,7 @@ func TestOrphansGiveWay(t *testing.T) {
 // timeout that never passes: every root not failed completes, no INIT is
 // refused, and the orphans' memory stays within Bytes.
 func TestOrphanStormShard(t *testing.T) {
+	testkit.SkipUnderRace(t, "a shard on one goroutine: nothing for the race detector to watch")
 	testkit.SkipUnderInvariants(t, "400,000 roots at a bound of 4,096: the invariant checks (O(table) a step) take minutes; the differential tests run them")
 	const bound, roots, window = 4096, 400_000, 1000
 	clock := &ackcore.FakeClock{}

@@ -89,11 +89,15 @@ func runSharded(t *testing.T, shards, producers, receivers int, recvOf func(int)
 
 	// The shards read a fake clock, frozen while messages flow, so no root
 	// times out however slowly this runs (-race); then it jumps past every
-	// deadline and only the roots the model says time out must.
+	// deadline and only the roots the model says time out must. Each
+	// shard's bound has room for every root pending at once, and for the
+	// orphans of the failed ones' later ACKs, and no more: the invariant
+	// build checks the whole table at every step (at 65,536 the test took
+	// a minute there).
 	clock := &ackcore.FakeClock{}
 	cfg := acker.Config{
 		Shards: shards, Spec: acker.Spec{Producers: producers, Tasks: tasks}, RingSize: 64, OutcomeRingSize: 16, Batch: 32,
-		Shard: ackcore.Config{MaxPending: 1 << 16, Timeout: timeout, Clock: clock},
+		Shard: ackcore.Config{MaxPending: 2 * roots, Timeout: timeout, Clock: clock},
 	}
 	if receivers == 0 {
 		receivers = tasks

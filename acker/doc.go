@@ -182,8 +182,8 @@
 // not in a call; TestStopLateStage plays a send staging past Stop's
 // count, with and without a later call; TestStopRaceSend (producers that
 // call again) and TestStopRaceLastSend (producers that never do) hold
-// accepted = outcomes + NotApplied, per producer, over thousands of
-// rounds beside two busy processes.
+// accepted = outcomes + NotApplied, per producer, over hundreds of rounds
+// a run beside two busy processes.
 //
 // Scaling. A producer stages into one span per shard, so with S shards a
 // producer that flushes every k messages publishes up to S spans of about

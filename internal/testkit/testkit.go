@@ -2,9 +2,10 @@
 // packages and modules share: an address nothing listens on, a loopback
 // server that does one thing with each connection, a log handler that
 // keeps what it is given, the table check of a config's refusals, the
-// start of what a test just made (Started), and the skip of a test too
-// slow for the invariant build. It imports package
-// testing and belongs in _test.go files only.
+// start of what a test just made (Started), the skip of a test too slow
+// for the invariant build, and the skip under the race detector of a test
+// that runs on one goroutine. It imports package testing and belongs in
+// _test.go files only.
 package testkit
 
 import (
@@ -17,6 +18,7 @@ import (
 	"testing"
 
 	"github.com/xorack/xorack/internal/invariants"
+	"github.com/xorack/xorack/internal/race"
 )
 
 // ClosedAddr returns an address on 127.0.0.1 where nothing listens: a
@@ -144,6 +146,17 @@ func Started[S interface{ Start() error }](t testing.TB, s S, err error) S {
 func SkipUnderInvariants(t testing.TB, why string) {
 	t.Helper()
 	if invariants.Enabled {
+		t.Skip(why)
+	}
+}
+
+// SkipUnderRace skips, in a build with the race detector, a test that
+// runs on its own goroutine alone (nothing it calls starts another): the
+// detector reports races between goroutines, so there it only costs
+// time, and the build without it runs the test in full. why says so.
+func SkipUnderRace(t testing.TB, why string) {
+	t.Helper()
+	if race.Enabled {
 		t.Skip(why)
 	}
 }

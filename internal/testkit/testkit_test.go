@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/xorack/xorack/internal/invariants"
+	"github.com/xorack/xorack/internal/race"
 )
 
 // recorder is a testing.TB that keeps what Errorf and Skip say.
@@ -106,6 +107,14 @@ func TestSkipUnderInvariants(t *testing.T) {
 	SkipUnderInvariants(r, "slow")
 	if want := invariants.Enabled; (r.skipped != nil) != want || want && r.skipped[0] != "slow" {
 		t.Fatalf("skipped %v in a build with invariants %v", r.skipped, invariants.Enabled)
+	}
+}
+
+func TestSkipUnderRace(t *testing.T) {
+	r := &recorder{TB: t}
+	SkipUnderRace(r, "one goroutine")
+	if want := race.Enabled; (r.skipped != nil) != want || want && r.skipped[0] != "one goroutine" {
+		t.Fatalf("skipped %v in a build with the race detector %v", r.skipped, race.Enabled)
 	}
 }
 

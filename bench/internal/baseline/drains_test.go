@@ -17,35 +17,30 @@ import (
 // a bound a little under the working set some orphans must give way too
 // where the baseline evicts.
 func TestDrainsEmptied(t *testing.T) {
-	for _, b := range impls {
-		if !b.exact {
-			continue
-		}
-		t.Run(b.name, func(t *testing.T) {
-			for _, sc := range []acktest.Scenario{
-				{Roots: 300, MaxPending: 4096, Window: 20, MaxBatch: 256, Dup: 0.01, Drains: true},
-				{Roots: 300, MaxPending: 200, Window: 20, MaxBatch: 256, Drains: true},
-			} {
-				var st ackcore.Stats
-				evicts := false
-				for s := range 4 {
-					sc.Seed = uint64(s + 1)
-					var a ackcore.Interface
-					newAcker := b.factory()
-					acktest.Run(t, sc, func(c ackcore.Config) (ackcore.Interface, error) {
-						x, err := newAcker(c)
-						a = x
-						return x, err
-					})
-					st.Add(a.Stats())
-					_, evicts = a.(acktest.Evicter)
-				}
-				if st.OrphansDrained == 0 || evicts && sc.MaxPending < 4096 && st.OrphansEvicted == 0 {
-					t.Errorf("%v: %d drains emptied, %d orphans evicted in 4 seeds", sc, st.OrphansDrained, st.OrphansEvicted)
-				}
+	forExact(t, func(t *testing.T, b impl) {
+		for _, sc := range []acktest.Scenario{
+			{Roots: 300, MaxPending: 4096, Window: 20, MaxBatch: 256, Dup: 0.01, Drains: true},
+			{Roots: 300, MaxPending: 200, Window: 20, MaxBatch: 256, Drains: true},
+		} {
+			var st ackcore.Stats
+			evicts := false
+			for s := range 4 {
+				sc.Seed = uint64(s + 1)
+				var a ackcore.Interface
+				newAcker := b.factory()
+				acktest.Run(t, sc, func(c ackcore.Config) (ackcore.Interface, error) {
+					x, err := newAcker(c)
+					a = x
+					return x, err
+				})
+				st.Add(a.Stats())
+				_, evicts = a.(acktest.Evicter)
 			}
-		})
-	}
+			if st.OrphansDrained == 0 || evicts && sc.MaxPending < 4096 && st.OrphansEvicted == 0 {
+				t.Errorf("%v: %d drains emptied, %d orphans evicted in 4 seeds", sc, st.OrphansDrained, st.OrphansEvicted)
+			}
+		}
+	})
 }
 
 // step is one step of a directed run: msgs applied at once (ids: the edge
@@ -143,10 +138,7 @@ const (
 // entry.
 func TestDrainRules(t *testing.T) {
 	Ack, Fail, Init, Reset := ackcore.Ack, ackcore.Fail, ackcore.Init, ackcore.Reset
-	for _, b := range impls {
-		if !b.exact {
-			continue
-		}
+	forExact(t, func(t *testing.T, b impl) {
 		st := runSteps(t, b, 64, []step{
 			// Root 1: INIT x^y, FAIL of y carrying y^z: drain x^z; ACK x,
 			// then ACK z empties it.
@@ -171,7 +163,7 @@ func TestDrainRules(t *testing.T) {
 		if st.OrphansDrained != 2 || st.Orphans != 2 || st.Pending != 0 {
 			t.Errorf("%s: %+v, want 2 drained, 2 expired, none pending", b.name, st)
 		}
-	}
+	})
 }
 
 // TestDrainEviction: a drain gives way at the bound as the newest orphan,
@@ -180,12 +172,9 @@ func TestDrainRules(t *testing.T) {
 // from being evicted in its own turn.
 func TestDrainEviction(t *testing.T) {
 	Ack, Fail, Init := ackcore.Ack, ackcore.Fail, ackcore.Init
-	for _, b := range impls {
-		if !b.exact {
-			continue
-		}
+	forExact(t, func(t *testing.T, b impl) {
 		if _, ok := mustMake(t, b, baseline.Config{MaxPending: 1, Clock: &ackcore.FakeClock{}}).(acktest.Evicter); !ok {
-			continue // no eviction (XsyncMap): refused at the bound instead
+			return // no eviction (XsyncMap): refused at the bound instead
 		}
 		st := runSteps(t, b, 3, []step{
 			one(Ack, 1, x),        // orphan 1, queued first
@@ -206,5 +195,5 @@ func TestDrainEviction(t *testing.T) {
 		if st.OrphansDrained != 1 || st.OrphansEvicted != 2 || st.FailedFull != 1 || st.RefusedFull != 1 || st.Pending != 0 {
 			t.Errorf("%s: %+v, want 1 drained, 2 evicted, 1 failed and 1 refused full, none pending", b.name, st)
 		}
-	}
+	})
 }
