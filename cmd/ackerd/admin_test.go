@@ -35,7 +35,7 @@ func get(t *testing.T, url string) (int, string) {
 }
 
 // poll retries cond until it holds or d passes.
-func poll(t *testing.T, d time.Duration, what string, cond func() bool) {
+func poll(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
 	for end := time.Now().Add(d); !cond(); time.Sleep(2 * time.Millisecond) {
 		if time.Now().After(end) {
