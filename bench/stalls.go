@@ -16,7 +16,7 @@ import (
 // per second.
 type Stalls struct {
 	Threads   int     `json:"threads"`
-	Seconds   float64 `json:"seconds"` // spun by each thread
+	Seconds   float64 `json:"seconds"` // from the common start to each thread's last read, on average
 	Over10us  float64 `json:"over_10us_per_sec"`
 	Over100us float64 `json:"over_100us_per_sec"`
 	Over1ms   float64 `json:"over_1ms_per_sec"`
@@ -67,9 +67,11 @@ type stallCount struct {
 	lost  time.Duration // in gaps of stallBounds[0] or more
 }
 
-// spin reads now until it reaches end, counting the gaps between reads.
-func (sc *stallCount) spin(now func() time.Duration, end time.Duration) {
-	start := now()
+// spin reads now until it reaches end, counting the gaps between reads
+// from start, the moment every thread of a measurement was released: a
+// thread that began late lost the time before its first read like any
+// other gap (a late start is the machine holding the thread off).
+func (sc *stallCount) spin(now func() time.Duration, start, end time.Duration) {
 	last := start
 	for last < end {
 		t := now()
@@ -92,23 +94,28 @@ func (sc *stallCount) spin(now func() time.Duration, end time.Duration) {
 // once for d and reports what they saw. Use GOMAXPROCS threads to see the
 // machine a pipeline using every processor sees.
 func measureStalls(d time.Duration, threads int) Stalls {
-	threads = max(threads, 1)
-	counts := make([]stallCount, threads)
+	return summarizeStalls(spinThreads(d, threads, func(_ int, spin func()) { spin() }))
+}
+
+// spinThreads runs the threads of measureStalls: each, locked to its OS
+// thread, calls run(i, spin), which spins from the common start until d
+// past it (tests hold a thread back through run).
+func spinThreads(d time.Duration, threads int, run func(i int, spin func())) []stallCount {
+	counts := make([]stallCount, max(threads, 1))
 	base := time.Now()
 	now := func() time.Duration { return time.Since(base) }
-	end := now() + d
+	start := now()
+	end := start + d
 	var wg sync.WaitGroup
 	for i := range counts {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
-			counts[i].spin(now, end)
-		}()
+			run(i, func() { counts[i].spin(now, start, end) })
+		})
 	}
 	wg.Wait()
-	return summarizeStalls(counts)
+	return counts
 }
 
 func summarizeStalls(counts []stallCount) Stalls {

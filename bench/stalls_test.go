@@ -8,11 +8,12 @@ import (
 	"time"
 )
 
-// TestStallCount feeds spin a scripted clock: the gaps between reads are
-// known, so are the counts, the longest gap and the time spun.
+// TestStallCount feeds spin a scripted clock: the gaps between reads (the
+// first from the start) are known, so are the counts, the longest gap and
+// the time spun.
 func TestStallCount(t *testing.T) {
 	us := time.Microsecond
-	reads := []time.Duration{0, 1 * us, 2 * us, 12 * us, 13 * us, 200 * us, 201 * us, 1500 * us, 1501 * us}
+	reads := []time.Duration{1 * us, 2 * us, 12 * us, 13 * us, 200 * us, 201 * us, 1500 * us, 1501 * us}
 	i := 0
 	now := func() time.Duration {
 		r := reads[i]
@@ -20,7 +21,7 @@ func TestStallCount(t *testing.T) {
 		return r
 	}
 	var sc stallCount
-	sc.spin(now, 1501*us)
+	sc.spin(now, 0, 1501*us)
 	if i != len(reads) {
 		t.Fatalf("spin read the clock %d times, want %d (until the end)", i, len(reads))
 	}
@@ -42,19 +43,43 @@ func TestStallCount(t *testing.T) {
 }
 
 // TestMeasureStalls runs the real meter briefly: the threads spin from
-// their start until the deadline (not past it by more than the longest
-// gap), and some gap was seen.
+// the common start until the deadline (not past it by more than the
+// longest gap), and some gap was seen.
 func TestMeasureStalls(t *testing.T) {
 	d := 20 * time.Millisecond
 	s := measureStalls(d, 2)
-	if s.Threads != 2 || s.Seconds <= 0 || s.Seconds > (d+time.Duration(s.MaxNs)).Seconds() {
-		t.Fatalf("%+v: want 2 threads spinning up to %v each", s, d)
+	if s.Threads != 2 || s.Seconds < d.Seconds()*(1-1e-9) || s.Seconds > (d+time.Duration(s.MaxNs)).Seconds() {
+		t.Fatalf("%+v: want 2 threads spinning %v each, past it by at most the longest gap", s, d)
 	}
 	if s.MaxNs <= 0 {
 		t.Errorf("longest gap %d ns", s.MaxNs)
 	}
 	if s.Over10us < s.Over100us || s.Over100us < s.Over1ms || s.Over1ms < 0 {
 		t.Errorf("rates not ordered: %+v", s)
+	}
+}
+
+// TestStallLateStart: a thread held off until the other has spun past
+// the deadline (as a busy machine may hold it) lost all its time: the
+// meter counts from the common start, not from the thread's first read.
+func TestStallLateStart(t *testing.T) {
+	d := 5 * time.Millisecond
+	first := make(chan struct{})
+	counts := spinThreads(d, 2, func(i int, spin func()) {
+		if i == 1 {
+			<-first // until thread 0 has read the clock past the deadline
+		}
+		spin()
+		if i == 0 {
+			close(first)
+		}
+	})
+	late := counts[1]
+	if late.spent < d || late.lost != late.spent || late.over[2] < 1 {
+		t.Errorf("the late thread: spent %v, lost %v, %d gaps of 1 ms or more; want at least %v, all of it lost in a gap", late.spent, late.lost, late.over[2], d)
+	}
+	if s := summarizeStalls(counts); s.Seconds < d.Seconds()*(1-1e-9) || s.Lost < 0.5 || s.Over1ms <= 0 {
+		t.Errorf("%+v: want at least %v spun a thread and half of it lost", s, d)
 	}
 }
 
@@ -90,10 +115,10 @@ func TestBusy(t *testing.T) {
 // spun, from a scripted clock.
 func TestStallLost(t *testing.T) {
 	us := time.Microsecond
-	reads := []time.Duration{0, 5 * us, 25 * us, 30 * us, 130 * us}
+	reads := []time.Duration{5 * us, 25 * us, 30 * us, 130 * us}
 	i := 0
 	var sc stallCount
-	sc.spin(func() time.Duration { r := reads[i]; i++; return r }, 130*us)
+	sc.spin(func() time.Duration { r := reads[i]; i++; return r }, 0, 130*us)
 	if sc.lost != 120*us {
 		t.Errorf("lost %v, want 120µs (the 20µs and 100µs gaps)", sc.lost)
 	}
