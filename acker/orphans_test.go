@@ -1,8 +1,10 @@
 package acker_test
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,17 +15,32 @@ import (
 	"github.com/xorack/xorack/internal/splitmix"
 )
 
+// orphanStormWait bounds TestOrphanStorm's wait for one window's outcomes:
+// milliseconds on a quiet machine, far below this on a loaded one.
+const orphanStormWait = 30 * time.Second
+
 // TestOrphanStorm: the acker under a bolt that fails 5% of its inputs after
 // fanning out to 4 children, whose ACKs keep arriving after the FAIL (from
 // another producer, so also racing the INITs), with a small bound and the
 // 30 s timeout on a clock that never reaches it: every root that was not
 // failed completes, no INIT is refused, and the shards' memory stays
-// within Footprint.
+// within Footprint. A lost outcome fails the test after orphanStormWait,
+// naming the roots without one, rather than hanging it (the clock never
+// times them out).
 func TestOrphanStorm(t *testing.T) {
 	roots, bound := 200_000, 3120 // the engine's default bound
 	if testing.Short() {
 		roots, bound = 40_000, 1500 // 2,000 orphans: still past the bound
 	}
+	// Root k (from 1) is k*Golden; Golden is odd, so k is root*inverse.
+	inverse := uint64(splitmix.Golden)
+	for range 5 { // Newton's iteration, each doubling the correct low bits (3 to 96)
+		inverse *= 2 - splitmix.Golden*inverse
+	}
+	if inverse*splitmix.Golden != 1 {
+		t.Fatalf("%#x is not Golden's inverse", inverse)
+	}
+	answered := make([]atomic.Bool, roots) // by k-1: the root got an outcome (allocated before the heap's base)
 	var ms runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
@@ -36,6 +53,12 @@ func TestOrphanStorm(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		a.Inbox(a.ReceiverOf(0)).(*acker.Receiver).Run(func(o ackcore.Outcome) {
+			if k := o.Root * inverse; k-1 < uint64(roots) {
+				answered[k-1].Store(true)
+			} else {
+				other.Add(1) // a root never sent
+				return
+			}
 			switch {
 			case o.Kind == ackcore.Completed:
 				completed.Add(1)
@@ -67,10 +90,12 @@ func TestOrphanStorm(t *testing.T) {
 		if err := spout.Flush(); err != nil {
 			t.Fatal(err)
 		}
+		var failed [window]bool
 		for i := range window {
 			root := uint64(base+i+1) * splitmix.Golden
 			if rng.IntN(20) == 0 {
 				fails++
+				failed[i] = true
 				if err := bolt.Send(ackcore.Msg{Root: root, Kind: ackcore.Fail}); err != nil {
 					t.Fatal(err)
 				}
@@ -85,7 +110,19 @@ func TestOrphanStorm(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Max spout pending: the next window waits for this one's outcomes.
+		deadline := time.Now().Add(orphanStormWait)
 		for completed.Load()+failedExplicit.Load()+other.Load() < int64(base+window) {
+			if time.Now().After(deadline) {
+				var missing []string
+				for i := range window {
+					if !answered[base+i].Load() {
+						missing = append(missing, fmt.Sprintf("%#x (failed by the bolt: %v)", uint64(base+i+1)*splitmix.Golden, failed[i]))
+					}
+				}
+				t.Fatalf("no outcome in %v for %d roots of trees %d-%d: %s; %d completed, %d failed explicit, %d other; stats %+v",
+					orphanStormWait, len(missing), base+1, base+window, strings.Join(missing[:min(len(missing), 5)], ", "),
+					completed.Load(), failedExplicit.Load(), other.Load(), a.Stats())
+			}
 			runtime.Gosched()
 		}
 		if base%(50*window) == 0 && !invariants.Enabled { // the checks allocate
