@@ -352,10 +352,15 @@ complete:
 	MOVQ    runState_latBase(R12), R10
 	SUBQ    AX, R10
 	JMP     latclamp
+// Timing kinds 0, 1 and 2 without a near timer (meta >> 60 in 8..10)
+// complete here when their distance is not saturated and out has room;
+// the rest step. R10 = meta >> const_metaDistShift.
 completek:
 	SHRQ $8, R10
 	CMPQ R10, $8
-	JNE  completex // not timing kind 0 without a near timer
+	JB   hit
+	CMPQ R10, $10
+	JA   hit // a near timer, or the side table
 	MOVQ AX, R10
 	SHRQ $const_metaDistShift, R10
 	ANDQ $const_distSat, R10
@@ -364,6 +369,10 @@ completek:
 	MOVQ runState_outLen(R12), R10
 	CMPQ R10, runState_outCap(R12)
 	JGE  hit // no room in out
+	MOVQ AX, R10
+	SHRQ $60, R10
+	CMPQ R10, $8
+	JNE  completex // timing kind 1 or 2
 
 	// latency = nowNs - (deadline - defTicks) * tickNs + tickNs/2, >= 0;
 	// deadline = nowTick + int32(uint32(meta) - uint32(nowTick))
@@ -426,23 +435,10 @@ rmcounted:
 	JMP  loop
 
 // ---- Completion of timing kind 1 (start = deadline - X) or 2 (start =
-// deadline - default - X), without a near timer: R10 = meta >> 60, R9 =
-// &es[slot], DX = slot, R8 root. X = ext[slot] | xhi << 16.
+// deadline - default - X), without a near timer, checked at completek:
+// R10 = meta >> 60, R9 = &es[slot], DX = slot, R8 root. X = ext[slot] |
+// xhi << 16.
 completex:
-	CMPQ R10, $9
-	JB   hit
-	CMPQ R10, $10
-	JA   hit // a near timer, or the side table
-	MOVQ AX, R10
-	SHRQ $const_metaDistShift, R10
-	ANDQ $const_distSat, R10
-	CMPQ R10, $const_distSat
-	JEQ  hit // a saturated distance: step
-	MOVQ runState_outLen(R12), AX
-	CMPQ AX, runState_outCap(R12)
-	JGE  hit // no room in out
-	MOVQ entry_meta(R9), R10
-	SHRQ $60, R10
 	MOVQ runState_ext(R12), AX
 	MOVWQZX (AX)(DX*2), R13
 	MOVQ entry_meta(R9), AX
