@@ -285,7 +285,7 @@ func TestExtract(t *testing.T) {
 }
 
 // TestFront holds the README's front to what a newcomer needs first: its
-// first command runs the engine, its second is the test command CI runs
+// first command runs the main job (ackbench), its second is the test command CI runs
 // (.ci/run's "tests (the README's test command)" step, with the
 // workspace pattern spelled out), and the whole fits in 120 lines.
 func TestFront(t *testing.T) {
@@ -298,8 +298,8 @@ func TestFront(t *testing.T) {
 		t.Errorf("README.md has %d lines, want at most 120: deep explanations go to the package docs", n)
 	}
 	first := shCommands(string(text))
-	if len(first) < 2 || first[0] != "go run ./examples/wordcount" {
-		t.Fatalf("README's first commands are %q, want go run ./examples/wordcount, then the tests", first)
+	if len(first) < 2 || first[0] != "go run ./cmd/ackbench" {
+		t.Fatalf("README's first commands are %q, want go run ./cmd/ackbench, then the tests", first)
 	}
 	ci, err := os.ReadFile(filepath.Join(root, ".ci", "run"))
 	if err != nil {
