@@ -196,29 +196,42 @@ type runCount struct{ inits, fails, resets uint64 }
 // values stay in registers: it encodes the longest valid prefix of run
 // into buf (room for all of run) with base added to each INIT's task,
 // records each INIT in ins (room for all of run) in order, and returns
-// how many it encoded and their count by kind.
+// how many it encoded and their count by kind. It walks buf by
+// reslicing it, a record at a time (an index made the compiler compute
+// and check each record's offset, and spill the loop's state), and an
+// ACK, most of a stream, skips the kind's switch.
 func encodeRun(buf []byte, ins []initRec, run []ackcore.Msg, base, tasks uint32) (n int, c runCount) {
 	buf = buf[:len(run)*msgSize]
 	ins = ins[:len(run)]
 	for i := range run {
 		m := &run[i]
+		b := (*[msgSize]byte)(buf)
+		buf = buf[msgSize:]
 		// valid, on the fields at hand: the rule's ackcore part
 		// (Msg.Valid) and an INIT's task within the client's.
-		if m.Root == 0 || m.Kind-1 > ackcore.Reset-1 || m.TimeoutMs > ackcore.MaxTimeoutMs || m.Kind == ackcore.Init && m.Task >= tasks {
+		root, kind, to := m.Root, m.Kind, m.TimeoutMs
+		if root == 0 || to > ackcore.MaxTimeoutMs {
 			return i, c
 		}
 		task := uint32(0)
-		switch m.Kind {
-		case ackcore.Init:
-			task = m.Task + base
-			ins[c.inits] = initRec{root: m.Root, task: m.Task}
-			c.inits++
-		case ackcore.Fail:
-			c.fails++
-		case ackcore.Reset:
-			c.resets++
+		if kind != ackcore.Ack {
+			switch kind {
+			case ackcore.Init:
+				if m.Task >= tasks {
+					return i, c
+				}
+				task = m.Task + base
+				ins[c.inits] = initRec{root: root, task: m.Task}
+				c.inits++
+			case ackcore.Fail:
+				c.fails++
+			case ackcore.Reset:
+				c.resets++
+			default:
+				return i, c
+			}
 		}
-		putMsg(buf[i*msgSize:], m, task)
+		putMsg(b[:], m, task)
 	}
 	return len(run), c
 }

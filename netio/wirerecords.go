@@ -109,27 +109,44 @@ func decodeMsgs(dst []ackcore.Msg, body []byte, owns func(task uint32) bool, max
 // into out, counts the INITs and RESETs, bounds the INITs' tasks by lo
 // and hi, and reports false at the first record that is not a valid
 // message (its fields are then partly decoded).
+//
+// It walks body by reslicing it, a record at a time, not by index: an
+// index made the compiler compute and check each record's offset, and
+// spill the loop's state to the stack. An ACK, most of a stream, is
+// recognised by its whole kind-and-task word (Ack<<24, no task) after the
+// root and timeout checks, so it takes two predictable branches; the
+// kind's switch runs for the others only.
 func decodeRecords(out []ackcore.Msg, body []byte, maxTo uint32) (inits, resets int, lo, hi uint32, ok bool) {
 	lo = math.MaxUint32
 	body = body[:len(out)*msgSize]
 	for i := range out {
-		r := (*[msgSize]byte)(body[i*msgSize:])
+		r := (*[msgSize]byte)(body)
+		body = body[msgSize:]
 		root := binary.LittleEndian.Uint64(r[offMsgRoot:])
-		val := binary.LittleEndian.Uint64(r[offMsgVal:])
 		kt := binary.LittleEndian.Uint32(r[offMsgKind:])
 		to := binary.LittleEndian.Uint32(r[offMsgTimeout:])
-		kind, task := ackcore.Kind(kt>>24), kt&taskMask
 		m := &out[i]
-		m.Root, m.Val, m.Task, m.Kind, m.TimeoutMs = root, val, task, kind, to
-		if root == 0 || kind-1 > ackcore.Reset-1 || to > maxTo || task > ackcore.MaxTask || task != 0 && kind != ackcore.Init {
+		m.Root = root
+		m.Val = binary.LittleEndian.Uint64(r[offMsgVal:])
+		kind, task := ackcore.Kind(kt>>24), kt&taskMask
+		m.Task, m.Kind, m.TimeoutMs = task, kind, to
+		if root == 0 || to > maxTo {
 			return inits, resets, lo, hi, false
 		}
-		switch kind {
-		case ackcore.Init:
+		if kt == uint32(ackcore.Ack)<<24 {
+			continue
+		}
+		switch {
+		case kind == ackcore.Init && task <= ackcore.MaxTask:
 			inits++
 			lo, hi = min(lo, task), max(hi, task)
-		case ackcore.Reset:
+		case task != 0:
+			// A task on another kind than INIT, or past MaxTask.
+			return inits, resets, lo, hi, false
+		case kind == ackcore.Reset:
 			resets++
+		case kind != ackcore.Fail:
+			return inits, resets, lo, hi, false
 		}
 	}
 	return inits, resets, lo, hi, true
