@@ -119,9 +119,9 @@ func (c *sconn) writer() {
 	yielded := 0 // yields since the last write
 	for {
 		c.mu.Lock()
-		if len(c.out) > 0 && len(c.out) < coalesceBytes && !c.finished && yielded < coalesceYields {
+		if len(c.out) > 0 && len(c.out) < coalesceBytes && !c.finished && yielded < outcomeYields {
 			// Little to write: let the router add to it first (see
-			// coalesceBytes).
+			// coalesceBytes and outcomeYields).
 			yielded++
 			c.mu.Unlock()
 			runtime.Gosched()

@@ -153,7 +153,7 @@
 // that connection's outbound buffer, one lock per connection per batch,
 // and wakes its writer goroutine if it waits; the writer swaps the buffer
 // out and writes it with one write, having first yielded its processor
-// (up to coalesceYields times) while the buffer held less than
+// (up to outcomeYields times, 8) while the buffer held less than
 // coalesceBytes (32 KiB), so that the router adds what it has to the
 // same write. The router grows a connection's
 // buffer itself, to at most outBound bytes, past which the connection is
@@ -178,8 +178,9 @@
 // pending table (root -> local task, INIT count, send time: a flat
 // open-addressed table, pendTable, its probes for a turn's roots issued
 // together), and only then writes the bytes, with one write (yielding
-// first, as the server's writer does, while there are less than
-// coalesceBytes: woken per frame, it wrote one frame a write). One
+// first, as the server's writer does, up to coalesceYields times, 3,
+// while there are less than coalesceBytes: woken per frame, it wrote one
+// frame a write). One
 // reader goroutine parses outcome frames in place, takes each root out of the
 // pending table (one lock per frame) and delivers what it resolved to
 // the inboxes when the next frame is not wholly buffered: one inbox lock

@@ -22,23 +22,38 @@ const bulkRead = 256 << 10
 
 // coalesceBytes is how much a writer (the client's per host, the
 // server's per connection) likes to have before it writes: with less, it
-// yields its processor (runtime.Gosched), up to coalesceYields times,
-// and then writes what is there. On loopback a write system call costs
-// microseconds whatever its size, and the peer's read as much again; a
-// writer woken per frame wrote one frame per call. A yield lets the
+// yields its processor (runtime.Gosched), up to coalesceYields times
+// (the server's, outcomeYields), and then writes what is there. On
+// loopback a write system call costs microseconds whatever its size, and
+// the peer's read as much again; a writer woken per frame wrote one
+// frame per call. A yield lets the
 // goroutines that fill its buffer (senders, the router) run first where
 // they share its processor, and costs a scheduler pass when nothing else
 // is runnable.
 const coalesceBytes = 32 << 10
 
-// coalesceYields is the most times a writer yields before one write.
-// Counted on the 2-vCPU machine (ackbench's net level, 1 and 4
+// coalesceYields is the most times a client host's writer yields before
+// one write (it was both writers' when this was counted). Counted on the
+// 2-vCPU machine (ackbench's net level, 1 and 4
 // connections, batch 256, 10M messages each, two runs): about 150,000
 // write calls without yielding, 79,000-97,000 after up to 3 yields,
 // 62,000-80,000 after up to 8, and 93,000 or 199,000 after one. With 3,
 // netio's CPU per message at batch 16 fell from 85-93 ns to 68-72 (see
 // BENCHMARKS.md, network acker).
 const coalesceYields = 3
+
+// outcomeYields is coalesceYields for a server connection's writer,
+// whose outcomes come at a ninth of the messages' bytes (one 24-byte
+// outcome a tree of an INIT and 8 ACKs): with 3 yields it wrote them
+// 10 KB a write on average (1,524 writes a 6,000,000-message
+// BenchmarkLoopback run, against the client's 895 of 161 KB), and on
+// loopback each write costs about what a client write of 40 KB does
+// (the receive path and the reader's wake-up ride on it). With 8,
+// 2,100-2,300 writes in all a run against 2,600-3,400, and the net
+// level's CPU a message at batch 256 lower in 8 of 10 pairs (see
+// BENCHMARKS.md, network acker). The client's writer, whose writes are
+// 161 KB at batch 256, keeps coalesceYields.
+const outcomeYields = 8
 
 // frameReader reads frames from a stream into one buffer that it reuses.
 // The buffer starts at readChunk bytes, takes bulkRead (at most the
