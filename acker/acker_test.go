@@ -156,21 +156,18 @@ func runSharded(t *testing.T, shards, producers, receivers int, recvOf func(int)
 		})
 	}
 	prods.Wait()
-	deadline := time.After(60 * time.Second) // a hang fails, it does not pass
 	// Wait until the shards have applied every message (their published
-	// counters say so at their next tick), then let time pass.
-	for {
-		st := a.Stats()
-		if st.Inits+st.Acks+st.Fails+st.Resets == uint64(len(evs)) {
-			break
-		}
-		select {
-		case <-deadline:
-			t.Fatalf("shards applied %+v of %d messages", st, len(evs))
-		default:
-			runtime.Gosched()
-		}
+	// counters say so at their next tick), then let time pass. A hang
+	// fails, it does not pass.
+	if err := await(60*time.Second, "every message applied",
+		func() bool {
+			st := a.Stats()
+			return st.Inits+st.Acks+st.Fails+st.Resets == uint64(len(evs))
+		},
+		func() string { return fmt.Sprintf("shards applied %+v of %d messages", a.Stats(), len(evs)) }); err != nil {
+		t.Fatal(err)
 	}
+	deadline := time.After(60 * time.Second)
 	clock.Add(timeout + 2*time.Millisecond)
 	for i := 0; i < total; i++ {
 		select {

@@ -1,8 +1,8 @@
 package acker_test
 
 import (
+	"fmt"
 	"math/rand/v2"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -87,10 +87,10 @@ func TestOrphanShareFlood(t *testing.T) {
 		floodMu.Lock()
 		defer floodMu.Unlock()
 		want := uint64(acks + floodAcks)
-		for deadline := time.Now().Add(5 * time.Second); a.Stats().Acks < want; runtime.Gosched() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%d of %d ACKs applied in 5 s", a.Stats().Acks, want)
-			}
+		if err := await(5*time.Second, "the early ACKs applied",
+			func() bool { return a.Stats().Acks >= want },
+			func() string { return fmt.Sprintf("%d of %d ACKs applied", a.Stats().Acks, want) }); err != nil {
+			t.Fatal(err)
 		}
 	}
 	rng := rand.New(rand.NewPCG(7, 8))
@@ -117,11 +117,14 @@ func TestOrphanShareFlood(t *testing.T) {
 		if err := spout.Flush(); err != nil {
 			t.Fatal(err)
 		}
-		for wait := time.Now(); completed.Load()+other.Load() < int64(base+window); runtime.Gosched() {
-			if time.Since(wait) > 5*time.Second { // an early ACK lost: its tree would only time out
-				t.Errorf("after %d trees, %d outcomes in 5 s", base+window, completed.Load()+other.Load())
-				break
-			}
+		// An early ACK lost: its tree would only time out.
+		if err := await(5*time.Second, "an outcome for every tree so far",
+			func() bool { return completed.Load()+other.Load() >= int64(base+window) },
+			func() string {
+				return fmt.Sprintf("%d outcomes after %d trees", completed.Load()+other.Load(), base+window)
+			}); err != nil {
+			t.Error(err)
+			break
 		}
 		if t.Failed() {
 			break
