@@ -1,6 +1,6 @@
 package ackcore
 
-import "github.com/xorack/xorack/internal/fieldsum"
+import "github.com/xorack/xorack/internal/numfield"
 
 // Stats are a shard's exact counters since it was made. Every outcome is
 // counted once. Every well-formed message is counted once under its kind
@@ -51,7 +51,7 @@ type Stats struct {
 
 // Add accumulates o into s (for aggregating shards): every counter,
 // Pending too.
-func (s *Stats) Add(o Stats) { fieldsum.Add(s, &o) }
+func (s *Stats) Add(o Stats) { numfield.Add(s, &o) }
 
 // Failed is the number of roots reported Failed, whatever the reason.
 func (s *Stats) Failed() uint64 {

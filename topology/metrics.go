@@ -8,13 +8,13 @@ import (
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
-	"github.com/xorack/xorack/internal/fieldsum"
+	"github.com/xorack/xorack/internal/numfield"
 )
 
 // counters are one executor's exact counters. The executor writes its own
 // copy and publishes it (under a mutex) once a millisecond while busy, before
 // it waits, and when it stops; Metrics adds up the published copies
-// (fieldsum.Add: the high-water mark PendingHigh keeps the largest).
+// (numfield.Add: the high-water mark PendingHigh keeps the largest).
 type counters struct {
 	Emitted     uint64 // emit calls (spouts: first attempts and untracked emits)
 	Transferred uint64 // tuples sent to tasks
@@ -42,7 +42,7 @@ type counters struct {
 	Pending     int64 // spouts: roots pending now: in flight, waiting for a retry, or held by the breaker
 	Waiting     int64 // spouts: of those, roots waiting out a retry's backoff (not counted against Bound)
 	Held        int64 // spouts: of those, new messages the breaker holds (emitted by Next, not started)
-	PendingHigh int64 `fieldsum:"max"` // spouts: the most pending at once, per task
+	PendingHigh int64 `numfield:"max"` // spouts: the most pending at once, per task
 	Bound       int64 // spouts: the pending bound per task now
 	BreakerOpen int64 // spouts: 1 while the breaker is open or probing
 }
@@ -223,7 +223,7 @@ func (t *Topology) Metrics() Metrics {
 		}
 		for _, e := range c.execs {
 			e.pub.Lock()
-			fieldsum.Add(&sum, &e.pub.m)
+			numfield.Add(&sum, &e.pub.m)
 			if s := t.spoutExecByID[e.id]; s != nil {
 				cm.Latency.Merge(s.pubHist)
 			} else if e.pubExecHist != nil {

@@ -41,6 +41,7 @@ import (
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/internal/buildinfo"
+	"github.com/xorack/xorack/internal/numfield"
 	"github.com/xorack/xorack/topology"
 )
 
@@ -114,18 +115,17 @@ var metrics = readMetrics(metricTable)
 // that is not a number of topology.ComponentMetrics, panics: the table is
 // the package's own, and any of its tests reads it.
 func readMetrics(table string) []metric {
-	cm := reflect.TypeFor[topology.ComponentMetrics]()
 	var out []metric
 	for _, line := range strings.Split(strings.TrimSpace(table), "\n") {
 		f := strings.Fields(line)
 		if len(f) < 4 {
 			panic(fmt.Sprintf("promexport: metric line %q: want name, field, scope and help", line))
 		}
-		sf, ok := cm.FieldByName(f[1])
-		if !ok || !numeric(sf.Type) {
-			panic(fmt.Sprintf("promexport: metric %s: topology.ComponentMetrics has no number %s", f[0], f[1]))
+		index, err := numfield.Find(reflect.TypeFor[topology.ComponentMetrics](), f[1])
+		if err != nil {
+			panic(fmt.Sprintf("promexport: metric %s: %v", f[0], err))
 		}
-		m := metric{name: f[0], help: strings.Join(f[3:], " "), kind: prometheus.GaugeValue, field: sf.Index,
+		m := metric{name: f[0], help: strings.Join(f[3:], " "), kind: prometheus.GaugeValue, field: index,
 			spout: f[2] == "spouts", bolt: f[2] == "bolts"}
 		if strings.HasSuffix(m.name, "_total") {
 			m.kind = prometheus.CounterValue
@@ -138,25 +138,9 @@ func readMetrics(table string) []metric {
 	return out
 }
 
-func numeric(t reflect.Type) bool {
-	switch t.Kind() {
-	case reflect.Int, reflect.Int64, reflect.Uint64:
-		return true
-	}
-	return false
-}
-
 // value reads m's field of c: a count, or a duration in seconds.
 func (m *metric) value(c *topology.ComponentMetrics) float64 {
-	v := reflect.ValueOf(c).Elem().FieldByIndex(m.field)
-	switch {
-	case v.Type() == reflect.TypeFor[time.Duration]():
-		return time.Duration(v.Int()).Seconds()
-	case v.CanUint():
-		return float64(v.Uint())
-	default:
-		return float64(v.Int())
-	}
+	return numfield.Float(reflect.ValueOf(c).Elem(), m.field)
 }
 
 var reasons = []ackcore.Reason{ackcore.ReasonExplicit, ackcore.ReasonTimeout, ackcore.ReasonFull, ackcore.ReasonStopped, ackcore.ReasonLost, ackcore.ReasonPanic}

@@ -1,6 +1,7 @@
-package fieldsum
+package numfield
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -17,8 +18,8 @@ type counts struct {
 	D    time.Duration
 	Arr  [3]uint32
 	In   inner
-	High int64  `fieldsum:"max"`
-	Top  [2]int `fieldsum:"max"`
+	High int64  `numfield:"max"`
+	Top  [2]int `numfield:"max"`
 }
 
 // TestAdd: every kind is summed, wrapping as its type does, and the
@@ -48,4 +49,26 @@ func TestAddRefuses(t *testing.T) {
 		}
 	}()
 	Add(&bad{}, &bad{})
+}
+
+// TestFindFloat: Find resolves a field, a nested one by a dotted path,
+// and refuses what is not a number field; Float reads counts as they are
+// and durations in seconds.
+func TestFindFloat(t *testing.T) {
+	c := counts{A: 3, B: -2, D: 1500 * time.Millisecond, In: inner{N: 9, F: 0.25}}
+	v := reflect.ValueOf(c)
+	for path, want := range map[string]float64{"A": 3, "B": -2, "D": 1.5, "In.N": 9, "In.F": 0.25} {
+		idx, err := Find(v.Type(), path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := Float(v, idx); got != want {
+			t.Errorf("%s = %v, want %v", path, got, want)
+		}
+	}
+	for _, bad := range []string{"Nope", "In", "Arr", "A.B", "In.Nope", "name"} {
+		if _, err := Find(reflect.TypeFor[counts](), bad); err == nil || !strings.Contains(err.Error(), bad) {
+			t.Errorf("Find(%q): %v, want an error naming it", bad, err)
+		}
+	}
 }
