@@ -83,9 +83,7 @@ func TestStuckReceiver(t *testing.T) {
 	var prods sync.WaitGroup
 	errs := make([]error, producers)
 	for p := range producers {
-		prods.Add(1)
-		go func() {
-			defer prods.Done()
+		prods.Go(func() {
 			pr := a.Sender(p)
 			for i := p; i < roots; i += producers {
 				task := uint32(i/2) % tasks
@@ -123,7 +121,7 @@ func TestStuckReceiver(t *testing.T) {
 				}
 			}
 			errs[p] = pr.Flush()
-		}()
+		})
 	}
 	prods.Wait()
 	for p, err := range errs {

@@ -2,7 +2,6 @@ package testkit
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -163,20 +162,5 @@ func TestLogs(t *testing.T) {
 	recs[0].Attrs(func(a slog.Attr) bool { k = a.Value; return a.Key != "k" })
 	if k.Int64() != 1 || recs[1].NumAttrs() != 0 {
 		t.Fatalf("attributes: k=%v, the second record has %d", k, recs[1].NumAttrs())
-	}
-}
-
-// TestSize: Size is the full count, and the short one under -short.
-func TestSize(t *testing.T) {
-	was := flag.Lookup("test.short").Value.String()
-	t.Cleanup(func() { _ = flag.Set("test.short", was) })
-	for _, short := range []string{"false", "true"} {
-		if err := flag.Set("test.short", short); err != nil {
-			t.Fatal(err)
-		}
-		want := map[string]int{"false": 300, "true": 60}[short]
-		if got := Size(300, 60); got != want {
-			t.Errorf("-short=%s: Size(300, 60) = %d, want %d", short, got, want)
-		}
 	}
 }
