@@ -7,6 +7,7 @@ import (
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/internal/acktest"
 	"github.com/xorack/xorack/internal/acktest/workload"
+	"github.com/xorack/xorack/internal/testkit"
 )
 
 // TestApplyLongBatches applies one word-count stream, the fifth of its
@@ -18,11 +19,7 @@ import (
 // read the whole table) the stream is a quarter as long, over a table a
 // quarter the size: still nine batches, each several calls.
 func TestApplyLongBatches(t *testing.T) {
-	pending := 2000
-	if testing.Short() {
-		pending = 500
-	}
-	st := workload.Build(workload.WordCount, pending, 1)
+	st := workload.Build(workload.WordCount, testkit.Size(2000, 500), 1)
 	msgs := slices.Concat(st.Prefix, st.Cycle)
 	for i := range msgs {
 		if msgs[i].Kind == ackcore.Init && msgs[i].Root%5 == 0 {
