@@ -13,6 +13,7 @@ import (
 	"github.com/xorack/xorack/acker"
 	"github.com/xorack/xorack/internal/acktest/model"
 	"github.com/xorack/xorack/internal/acktest/treegen"
+	"github.com/xorack/xorack/internal/testkit"
 )
 
 // expected runs each root's delivered messages through a fresh model and
@@ -40,10 +41,7 @@ func expected(evs []treegen.Event, timeout time.Duration) map[uint64]ackcore.Out
 }
 
 func TestShardedEndToEnd(t *testing.T) {
-	roots := 3000
-	if testing.Short() {
-		roots = 800
-	}
+	roots := testkit.Size(3000, 800)
 	for _, shards := range []int{1, 2, 4} {
 		for _, drop := range []float64{0, 0.01} {
 			t.Run(fmt.Sprintf("shards=%d/drop=%v", shards, drop), func(t *testing.T) {

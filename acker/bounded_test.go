@@ -11,6 +11,7 @@ import (
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
 	"github.com/xorack/xorack/internal/invariants"
+	"github.com/xorack/xorack/internal/testkit"
 )
 
 // TestStuckReceiver: one receiver is never polled while the others are,
@@ -20,10 +21,7 @@ import (
 // had in flight, and its INITs are held back while the other tasks' roots
 // flow. When it resumes, every outcome arrives exactly once.
 func TestStuckReceiver(t *testing.T) {
-	msgs := 10_000_000
-	if testing.Short() {
-		msgs = 1_000_000
-	}
+	msgs := testkit.Size(10_000_000, 1_000_000)
 	const (
 		shards, producers, tasks = 2, 2, 4
 		ringSize, backlog        = 1024, 1024
@@ -85,9 +83,7 @@ func TestStuckReceiver(t *testing.T) {
 	var prods sync.WaitGroup
 	errs := make([]error, producers)
 	for p := range producers {
-		prods.Add(1)
-		go func() {
-			defer prods.Done()
+		prods.Go(func() {
 			pr := a.Sender(p)
 			for i := p; i < roots; i += producers {
 				task := uint32(i/2) % tasks
@@ -125,7 +121,7 @@ func TestStuckReceiver(t *testing.T) {
 				}
 			}
 			errs[p] = pr.Flush()
-		}()
+		})
 	}
 	prods.Wait()
 	for p, err := range errs {
@@ -300,10 +296,7 @@ func TestHeldBackSend(t *testing.T) {
 // with TrySend and a Poll while it says no, it never deadlocks, however
 // small Backlog is.
 func TestSpoutPollsWhileHeldBack(t *testing.T) {
-	roots := 200_000
-	if testing.Short() {
-		roots = 20_000
-	}
+	roots := testkit.Size(200_000, 20_000)
 	a := started(t, acker.Config{Shards: 2, Spec: acker.Spec{Producers: 1, Tasks: 1}, RingSize: 64, OutcomeRingSize: 16, Backlog: 8,
 		Shard: ackcore.Config{MaxPending: 1 << 16}})
 	type result struct {

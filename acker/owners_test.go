@@ -23,10 +23,7 @@ import (
 func TestOrphanShareFlood(t *testing.T) {
 	testkit.SkipUnderInvariants(t, "a flood of 100,000 messages into a table of 4,096: the invariant checks (O(table) a step) take minutes")
 	const bound, share, window = 4096, 1024, 256
-	roots := 80 * window
-	if testing.Short() {
-		roots = 20 * window
-	}
+	roots := testkit.Size(80*window, 20*window)
 	clock := &ackcore.FakeClock{}
 	a := started(t, acker.Config{
 		Spec: acker.Spec{Producers: 3, Tasks: 1}, Shard: ackcore.Config{MaxPending: bound, Timeout: 30 * time.Second, Clock: clock, OrphanShare: share},
