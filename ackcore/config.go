@@ -1,6 +1,7 @@
 package ackcore
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 
@@ -112,27 +113,21 @@ func (c Config) validate() (Config, error) {
 	if c.Tick == 0 {
 		c.Tick, tickNote = DefaultTick, ", the default"
 	}
-	if c.Timeout == 0 {
-		c.Timeout = DefaultTimeout
-	}
+	c.Timeout = cmp.Or(c.Timeout, DefaultTimeout)
 	if c.Timeout%c.Tick != 0 {
 		return c, fmt.Errorf("ackcore: Config.Timeout %v is not a whole number of ticks (Tick %v%s)", c.Timeout, c.Tick, tickNote)
 	}
 	if c.Owners < 0 || c.Owners > MaxOwners {
 		return c, fmt.Errorf("ackcore: Config.Owners %d out of range [0, %d] (0: DefaultOwners %d)", c.Owners, MaxOwners, DefaultOwners)
 	}
-	if c.Owners == 0 {
-		c.Owners = DefaultOwners
-	}
+	c.Owners = cmp.Or(c.Owners, DefaultOwners)
 	if c.OrphanShare < 0 {
 		return c, fmt.Errorf("ackcore: Config.OrphanShare %d is negative (0: no share)", c.OrphanShare)
 	}
 	if c.MaxBytes < 0 {
 		return c, fmt.Errorf("ackcore: Config.MaxBytes %d is negative (0: DefaultMaxBytes %d)", c.MaxBytes, DefaultMaxBytes)
 	}
-	if c.MaxBytes == 0 {
-		c.MaxBytes = DefaultMaxBytes
-	}
+	c.MaxBytes = cmp.Or(c.MaxBytes, DefaultMaxBytes)
 	if c.ProgressCap != 0 && !c.ProgressTimeout {
 		return c, fmt.Errorf("ackcore: Config.ProgressCap %v without ProgressTimeout", c.ProgressCap)
 	}

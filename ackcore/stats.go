@@ -1,5 +1,7 @@
 package ackcore
 
+import "github.com/xorack/xorack/internal/numfield"
+
 // Stats are a shard's exact counters since it was made. Every outcome is
 // counted once. Every well-formed message is counted once under its kind
 // (Inits, Acks, Fails, Resets), whether it was applied or refused at the
@@ -47,28 +49,9 @@ type Stats struct {
 	Pending int // entries now in the table, with or without INIT
 }
 
-// Add accumulates o into s (for aggregating shards).
-func (s *Stats) Add(o Stats) {
-	s.Inits += o.Inits
-	s.Acks += o.Acks
-	s.Fails += o.Fails
-	s.Resets += o.Resets
-	s.Completed += o.Completed
-	s.FailedExplicit += o.FailedExplicit
-	s.FailedTimeout += o.FailedTimeout
-	s.FailedFull += o.FailedFull
-	s.FailedStopped += o.FailedStopped
-	s.Orphans += o.Orphans
-	s.RefusedFull += o.RefusedFull
-	s.RefusedInvalid += o.RefusedInvalid
-	s.FailsReserved += o.FailsReserved
-	s.FailsFiltered += o.FailsFiltered
-	s.FailsDropped += o.FailsDropped
-	s.OrphansEvicted += o.OrphansEvicted
-	s.OrphansRefused += o.OrphansRefused
-	s.OrphansDrained += o.OrphansDrained
-	s.Pending += o.Pending
-}
+// Add accumulates o into s (for aggregating shards): every counter,
+// Pending too.
+func (s *Stats) Add(o Stats) { numfield.Add(s, &o) }
 
 // Failed is the number of roots reported Failed, whatever the reason.
 func (s *Stats) Failed() uint64 {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/xorack/xorack/internal/layout"
 	"github.com/xorack/xorack/internal/splitmix"
+	"github.com/xorack/xorack/internal/testkit"
 )
 
 // TestLongRun drives one run of full groups far past distSat: roots
@@ -180,7 +181,11 @@ func timeoutTiers(t *testing.T, bound, live, ops int, doomed float64) {
 		return r
 	}
 	next, timeouts := uint64(1), 0
-	for tick := uint64(0); tick < 20*timeoutTicks; tick++ {
+	// 20 timeouts' worth of ticks (250 passes); under -short (CI's race
+	// and invariants steps, which check the whole table at every Apply
+	// and Expire) 5 (62 passes), past the first, filling, timeout.
+	rounds := uint64(testkit.Size(20, 5))
+	for tick := uint64(0); tick < rounds*timeoutTicks; tick++ {
 		var msgs []Msg
 		want := map[uint64]Reason{}
 		for range rng.IntN(ops) {

@@ -13,6 +13,7 @@ import (
 	"github.com/xorack/xorack/acker"
 	"github.com/xorack/xorack/internal/acktest/model"
 	"github.com/xorack/xorack/internal/acktest/treegen"
+	"github.com/xorack/xorack/internal/testkit"
 )
 
 // expected runs each root's delivered messages through a fresh model and
@@ -40,10 +41,7 @@ func expected(evs []treegen.Event, timeout time.Duration) map[uint64]ackcore.Out
 }
 
 func TestShardedEndToEnd(t *testing.T) {
-	roots := 3000
-	if testing.Short() {
-		roots = 800
-	}
+	roots := testkit.Size(3000, 800)
 	for _, shards := range []int{1, 2, 4} {
 		for _, drop := range []float64{0, 0.01} {
 			t.Run(fmt.Sprintf("shards=%d/drop=%v", shards, drop), func(t *testing.T) {
@@ -156,21 +154,18 @@ func runSharded(t *testing.T, shards, producers, receivers int, recvOf func(int)
 		})
 	}
 	prods.Wait()
-	deadline := time.After(60 * time.Second) // a hang fails, it does not pass
 	// Wait until the shards have applied every message (their published
-	// counters say so at their next tick), then let time pass.
-	for {
-		st := a.Stats()
-		if st.Inits+st.Acks+st.Fails+st.Resets == uint64(len(evs)) {
-			break
-		}
-		select {
-		case <-deadline:
-			t.Fatalf("shards applied %+v of %d messages", st, len(evs))
-		default:
-			runtime.Gosched()
-		}
+	// counters say so at their next tick), then let time pass. A hang
+	// fails, it does not pass.
+	if err := await(60*time.Second, "every message applied",
+		func() bool {
+			st := a.Stats()
+			return st.Inits+st.Acks+st.Fails+st.Resets == uint64(len(evs))
+		},
+		func() string { return fmt.Sprintf("shards applied %+v of %d messages", a.Stats(), len(evs)) }); err != nil {
+		t.Fatal(err)
 	}
+	deadline := time.After(60 * time.Second)
 	clock.Add(timeout + 2*time.Millisecond)
 	for i := 0; i < total; i++ {
 		select {

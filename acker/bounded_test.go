@@ -2,6 +2,7 @@ package acker_test
 
 import (
 	"errors"
+	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -11,6 +12,7 @@ import (
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
 	"github.com/xorack/xorack/internal/invariants"
+	"github.com/xorack/xorack/internal/testkit"
 )
 
 // TestStuckReceiver: one receiver is never polled while the others are,
@@ -20,10 +22,7 @@ import (
 // had in flight, and its INITs are held back while the other tasks' roots
 // flow. When it resumes, every outcome arrives exactly once.
 func TestStuckReceiver(t *testing.T) {
-	msgs := 10_000_000
-	if testing.Short() {
-		msgs = 1_000_000
-	}
+	msgs := testkit.Size(10_000_000, 1_000_000)
 	const (
 		shards, producers, tasks = 2, 2, 4
 		ringSize, backlog        = 1024, 1024
@@ -85,9 +84,7 @@ func TestStuckReceiver(t *testing.T) {
 	var prods sync.WaitGroup
 	errs := make([]error, producers)
 	for p := range producers {
-		prods.Add(1)
-		go func() {
-			defer prods.Done()
+		prods.Go(func() {
 			pr := a.Sender(p)
 			for i := p; i < roots; i += producers {
 				task := uint32(i/2) % tasks
@@ -125,7 +122,7 @@ func TestStuckReceiver(t *testing.T) {
 				}
 			}
 			errs[p] = pr.Flush()
-		}()
+		})
 	}
 	prods.Wait()
 	for p, err := range errs {
@@ -160,15 +157,17 @@ func TestStuckReceiver(t *testing.T) {
 	}
 
 	// Resume: every admitted root of task 0 arrives, once.
-	deadline := time.Now().Add(60 * time.Second)
 	buf := make([]ackcore.Outcome, 0, 4096)
 	n0 := 0
-	for n0 < want0 && time.Now().Before(deadline) {
-		buf = a.Inbox(0).Poll(buf[:0])
-		see(buf)
-		if n0 += len(buf); len(buf) == 0 {
-			runtime.Gosched()
-		}
+	if err := await(60*time.Second, "every admitted root of task 0 delivered",
+		func() bool {
+			buf = a.Inbox(0).Poll(buf[:0])
+			see(buf)
+			n0 += len(buf)
+			return n0 >= want0
+		},
+		func() string { return fmt.Sprintf("%d of %d outcomes taken", n0, want0) }); err != nil {
+		t.Fatal(err)
 	}
 	final := a.Stop()
 	for {
@@ -226,16 +225,17 @@ func TestHeldBackSend(t *testing.T) {
 		}
 		sendErr <- p.Flush()
 	}()
-	deadline := time.After(60 * time.Second)
-	for a.Inbox(0).(*acker.Receiver).Stats().HeldBack == 0 {
-		select {
-		case err := <-sendErr:
-			t.Fatalf("all %d roots sent (%v) without a hold-back", roots, err)
-		case <-deadline:
-			t.Fatal("receiver 0 never held back")
-		default:
-			runtime.Gosched()
-		}
+	if err := await(60*time.Second, "receiver 0 held back",
+		func() bool {
+			select {
+			case err := <-sendErr:
+				t.Fatalf("all %d roots sent (%v) without a hold-back", roots, err)
+			default:
+			}
+			return a.Inbox(0).(*acker.Receiver).Stats().HeldBack != 0
+		},
+		func() string { return fmt.Sprintf("receiver 0's stats %+v", a.Inbox(0).(*acker.Receiver).Stats()) }); err != nil {
+		t.Fatal(err)
 	}
 	// Held back, and nobody polls receiver 0: the hold lasts.
 	p1 := a.Sender(1)
@@ -254,13 +254,10 @@ func TestHeldBackSend(t *testing.T) {
 	if err := p1.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	for got1.Load() < others {
-		select {
-		case <-deadline:
-			t.Fatalf("task 1 got %d of %d outcomes while task 0 was held back", got1.Load(), others)
-		default:
-			runtime.Gosched()
-		}
+	if err := await(60*time.Second, "task 1's outcomes while task 0 is held back",
+		func() bool { return got1.Load() >= others },
+		func() string { return fmt.Sprintf("task 1 got %d of %d", got1.Load(), others) }); err != nil {
+		t.Fatal(err)
 	}
 	select {
 	case err := <-sendErr:
@@ -279,7 +276,7 @@ func TestHeldBackSend(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-	case <-deadline:
+	case <-time.After(60 * time.Second):
 		t.Fatal("Send still held back after receiver 0 resumed")
 	}
 	st := a.Stop()
@@ -300,10 +297,7 @@ func TestHeldBackSend(t *testing.T) {
 // with TrySend and a Poll while it says no, it never deadlocks, however
 // small Backlog is.
 func TestSpoutPollsWhileHeldBack(t *testing.T) {
-	roots := 200_000
-	if testing.Short() {
-		roots = 20_000
-	}
+	roots := testkit.Size(200_000, 20_000)
 	a := started(t, acker.Config{Shards: 2, Spec: acker.Spec{Producers: 1, Tasks: 1}, RingSize: 64, OutcomeRingSize: 16, Backlog: 8,
 		Shard: ackcore.Config{MaxPending: 1 << 16}})
 	type result struct {
@@ -312,6 +306,7 @@ func TestSpoutPollsWhileHeldBack(t *testing.T) {
 		err     error
 	}
 	res := make(chan result, 1)
+	const wait = 60 * time.Second
 	go func() {
 		p, in := a.Sender(0), a.Inbox(0)
 		seen := make([]uint8, roots+1)
@@ -326,20 +321,29 @@ func TestSpoutPollsWhileHeldBack(t *testing.T) {
 			return len(buf)
 		}
 		for r := uint64(1); r <= uint64(roots); r++ {
-			for {
+			var sendErr error
+			// Refused while held back: flush and poll (what releases the
+			// hold), and try again.
+			admitted := func() bool {
 				ok, err := p.TrySend(ackcore.Msg{Root: r, Kind: ackcore.Init, Val: r})
-				if err != nil {
-					res <- result{err: err}
-					return
-				}
-				if ok {
-					break
+				if ok || err != nil {
+					sendErr = err
+					return true
 				}
 				refused++
 				p.Flush()
-				if poll() == 0 {
-					runtime.Gosched()
-				}
+				poll()
+				return false
+			}
+			if err := await(wait, "INIT admitted", admitted, func() string {
+				return fmt.Sprintf("root %d refused; %d outcomes taken", r, taken)
+			}); err != nil {
+				res <- result{err: err}
+				return
+			}
+			if sendErr != nil {
+				res <- result{err: sendErr}
+				return
 			}
 			if err := p.Send(ackcore.Msg{Root: r, Kind: ackcore.Ack, Val: r}); err != nil {
 				res <- result{err: err}
@@ -348,17 +352,18 @@ func TestSpoutPollsWhileHeldBack(t *testing.T) {
 			poll()
 		}
 		p.Flush()
-		for taken < roots {
-			if poll() == 0 {
-				runtime.Gosched()
-			}
+		if err := await(wait, "an outcome for every root", func() bool { poll(); return taken >= roots }, func() string {
+			return fmt.Sprintf("%d of %d outcomes taken", taken, roots)
+		}); err != nil {
+			res <- result{err: err}
+			return
 		}
 		res <- result{seen: seen, refused: refused}
 	}()
 	var r result
 	select {
 	case r = <-res:
-	case <-time.After(60 * time.Second):
+	case <-time.After(2 * wait):
 		t.Fatal("the polling spout is stuck")
 	}
 	st := a.Stop()
@@ -391,16 +396,17 @@ func TestStopReleasesHeldSend(t *testing.T) {
 			}
 		}
 	}()
-	deadline := time.After(60 * time.Second)
-	for a.Inbox(0).(*acker.Receiver).Stats().HeldBack == 0 {
-		select {
-		case err := <-sendErr:
-			t.Fatalf("Send returned %v before any hold-back", err)
-		case <-deadline:
-			t.Fatal("never held back")
-		default:
-			runtime.Gosched()
-		}
+	if err := await(60*time.Second, "receiver 0 held back",
+		func() bool {
+			select {
+			case err := <-sendErr:
+				t.Fatalf("Send returned %v before any hold-back", err)
+			default:
+			}
+			return a.Inbox(0).(*acker.Receiver).Stats().HeldBack != 0
+		},
+		func() string { return fmt.Sprintf("receiver 0's stats %+v", a.Inbox(0).(*acker.Receiver).Stats()) }); err != nil {
+		t.Fatal(err)
 	}
 	stopped := make(chan ackcore.Stats, 1)
 	go func() { stopped <- a.Stop() }()
@@ -409,7 +415,7 @@ func TestStopReleasesHeldSend(t *testing.T) {
 		if !errors.Is(err, acker.ErrClosed) {
 			t.Fatalf("held Send returned %v, want ErrClosed", err)
 		}
-	case <-deadline:
+	case <-time.After(60 * time.Second):
 		t.Fatal("held Send still waiting after Stop")
 	}
 	n := 0

@@ -1,6 +1,7 @@
 package acker
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"math/bits"
@@ -198,27 +199,15 @@ func (c Config) Validate() error {
 // defaults are its (NewShard fills them); Idle and Logger nil keep their
 // meaning (DefaultIdle, slog.Default()).
 func (c Config) validate() (Config, error) {
-	if c.Shards == 0 {
-		c.Shards = DefaultShards
-	}
-	if c.RingSize == 0 {
-		c.RingSize = DefaultRingSize
-	}
-	if c.OutcomeRingSize == 0 {
-		c.OutcomeRingSize = DefaultRingSize
-	}
-	if c.Backlog == 0 {
-		c.Backlog = DefaultBacklog
-	}
+	c.Shards = cmp.Or(c.Shards, DefaultShards)
+	c.RingSize = cmp.Or(c.RingSize, DefaultRingSize)
+	c.OutcomeRingSize = cmp.Or(c.OutcomeRingSize, DefaultRingSize)
+	c.Backlog = cmp.Or(c.Backlog, DefaultBacklog)
 	if c.Batch == 0 {
 		c.Batch = max(min(DefaultBatch, c.RingSize), 1)
 	}
-	if c.MaxBytes == 0 {
-		c.MaxBytes = DefaultMaxBytes
-	}
-	if c.StopTimeout == 0 {
-		c.StopTimeout = DefaultStopTimeout
-	}
+	c.MaxBytes = cmp.Or(c.MaxBytes, DefaultMaxBytes)
+	c.StopTimeout = cmp.Or(c.StopTimeout, DefaultStopTimeout)
 	spec, _, err := c.Spec.InboxTable()
 	if err != nil {
 		return c, err

@@ -110,20 +110,20 @@ func TestOrphanStorm(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Max spout pending: the next window waits for this one's outcomes.
-		deadline := time.Now().Add(orphanStormWait)
-		for completed.Load()+failedExplicit.Load()+other.Load() < int64(base+window) {
-			if time.Now().After(deadline) {
+		if err := await(orphanStormWait, "an outcome for every tree of the window",
+			func() bool { return completed.Load()+failedExplicit.Load()+other.Load() >= int64(base+window) },
+			func() string {
 				var missing []string
 				for i := range window {
 					if !answered[base+i].Load() {
 						missing = append(missing, fmt.Sprintf("%#x (failed by the bolt: %v)", uint64(base+i+1)*splitmix.Golden, failed[i]))
 					}
 				}
-				t.Fatalf("no outcome in %v for %d roots of trees %d-%d: %s; %d completed, %d failed explicit, %d other; stats %+v",
-					orphanStormWait, len(missing), base+1, base+window, strings.Join(missing[:min(len(missing), 5)], ", "),
+				return fmt.Sprintf("%d roots of trees %d-%d without one: %s; %d completed, %d failed explicit, %d other; stats %+v",
+					len(missing), base+1, base+window, strings.Join(missing[:min(len(missing), 5)], ", "),
 					completed.Load(), failedExplicit.Load(), other.Load(), a.Stats())
-			}
-			runtime.Gosched()
+			}); err != nil {
+			t.Fatal(err)
 		}
 		if base%(50*window) == 0 && !invariants.Enabled { // the checks allocate
 			runtime.GC() // the live heap: what the acker holds

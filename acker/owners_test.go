@@ -1,8 +1,8 @@
 package acker_test
 
 import (
+	"fmt"
 	"math/rand/v2"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -23,10 +23,7 @@ import (
 func TestOrphanShareFlood(t *testing.T) {
 	testkit.SkipUnderInvariants(t, "a flood of 100,000 messages into a table of 4,096: the invariant checks (O(table) a step) take minutes")
 	const bound, share, window = 4096, 1024, 256
-	roots := 80 * window
-	if testing.Short() {
-		roots = 20 * window
-	}
+	roots := testkit.Size(80*window, 20*window)
 	clock := &ackcore.FakeClock{}
 	a := started(t, acker.Config{
 		Spec: acker.Spec{Producers: 3, Tasks: 1}, Shard: ackcore.Config{MaxPending: bound, Timeout: 30 * time.Second, Clock: clock, OrphanShare: share},
@@ -87,10 +84,10 @@ func TestOrphanShareFlood(t *testing.T) {
 		floodMu.Lock()
 		defer floodMu.Unlock()
 		want := uint64(acks + floodAcks)
-		for deadline := time.Now().Add(5 * time.Second); a.Stats().Acks < want; runtime.Gosched() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%d of %d ACKs applied in 5 s", a.Stats().Acks, want)
-			}
+		if err := await(5*time.Second, "the early ACKs applied",
+			func() bool { return a.Stats().Acks >= want },
+			func() string { return fmt.Sprintf("%d of %d ACKs applied", a.Stats().Acks, want) }); err != nil {
+			t.Fatal(err)
 		}
 	}
 	rng := rand.New(rand.NewPCG(7, 8))
@@ -117,11 +114,14 @@ func TestOrphanShareFlood(t *testing.T) {
 		if err := spout.Flush(); err != nil {
 			t.Fatal(err)
 		}
-		for wait := time.Now(); completed.Load()+other.Load() < int64(base+window); runtime.Gosched() {
-			if time.Since(wait) > 5*time.Second { // an early ACK lost: its tree would only time out
-				t.Errorf("after %d trees, %d outcomes in 5 s", base+window, completed.Load()+other.Load())
-				break
-			}
+		// An early ACK lost: its tree would only time out.
+		if err := await(5*time.Second, "an outcome for every tree so far",
+			func() bool { return completed.Load()+other.Load() >= int64(base+window) },
+			func() string {
+				return fmt.Sprintf("%d outcomes after %d trees", completed.Load()+other.Load(), base+window)
+			}); err != nil {
+			t.Error(err)
+			break
 		}
 		if t.Failed() {
 			break

@@ -90,10 +90,7 @@ func TestRouteKeyed(t *testing.T) {
 // let through.
 func TestRouteBalanceSweep(t *testing.T) {
 	testkit.SkipUnderRace(t, "a router's hashes on one goroutine: nothing for the race detector to watch")
-	seeds := 300
-	if testing.Short() {
-		seeds = 60
-	}
+	seeds := testkit.Size(300, 60)
 	var counts [64]int
 	for _, shards := range []int{2, 3, 5, 8, 16, 32, 64} {
 		roots := uint64(2048 * shards)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -34,12 +33,10 @@ func stuckAcker(t *testing.T, n int, cfg acker.Config) (a *acker.Acker, polled <
 	if err := p.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for a.Stats().Inits < uint64(n)+1 { // published at the executor's ticks
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d INITs applied in 30 s", a.Stats().Inits, n+1)
-		}
-		runtime.Gosched()
+	if err := await(30*time.Second, "every INIT applied", // published at the executor's ticks
+		func() bool { return a.Stats().Inits >= uint64(n)+1 },
+		func() string { return fmt.Sprintf("%d of %d INITs applied", a.Stats().Inits, n+1) }); err != nil {
+		t.Fatal(err)
 	}
 	got := make(chan int, 1)
 	go func() {

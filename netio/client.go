@@ -1,6 +1,7 @@
 package netio
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/tls"
@@ -157,33 +158,15 @@ func (c ClientConfig) validate() (ClientConfig, error) {
 	if c.ID == 0 {
 		c.ID = rand.Uint64() | 1
 	}
-	if c.MaxPending == 0 {
-		c.MaxPending = DefaultMaxPending
-	}
-	if c.FrameMsgs == 0 {
-		c.FrameMsgs = DefaultFrameMsgs
-	}
-	if c.QueueBytes == 0 {
-		c.QueueBytes = DefaultQueueBytes
-	}
-	if c.MaxFrame == 0 {
-		c.MaxFrame = DefaultMaxFrame
-	}
-	if c.DialTimeout == 0 {
-		c.DialTimeout = DefaultDialTimeout
-	}
-	if c.WriteTimeout == 0 {
-		c.WriteTimeout = DefaultWriteTimeout
-	}
-	if c.BackoffMin == 0 {
-		c.BackoffMin = DefaultBackoffMin
-	}
-	if c.BackoffMax == 0 {
-		c.BackoffMax = DefaultBackoffMax
-	}
-	if c.MaxBytes == 0 {
-		c.MaxBytes = DefaultClientMaxBytes
-	}
+	c.MaxPending = cmp.Or(c.MaxPending, DefaultMaxPending)
+	c.FrameMsgs = cmp.Or(c.FrameMsgs, DefaultFrameMsgs)
+	c.QueueBytes = cmp.Or(c.QueueBytes, DefaultQueueBytes)
+	c.MaxFrame = cmp.Or(c.MaxFrame, DefaultMaxFrame)
+	c.DialTimeout = cmp.Or(c.DialTimeout, DefaultDialTimeout)
+	c.WriteTimeout = cmp.Or(c.WriteTimeout, DefaultWriteTimeout)
+	c.BackoffMin = cmp.Or(c.BackoffMin, DefaultBackoffMin)
+	c.BackoffMax = cmp.Or(c.BackoffMax, DefaultBackoffMax)
+	c.MaxBytes = cmp.Or(c.MaxBytes, DefaultClientMaxBytes)
 	if c.HashKey == 0 {
 		sum := sha256.Sum256(append([]byte("xorack-netio-route"), c.Secret...))
 		c.HashKey = binary.LittleEndian.Uint64(sum[:])

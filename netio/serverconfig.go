@@ -1,6 +1,7 @@
 package netio
 
 import (
+	"cmp"
 	"crypto/tls"
 	"fmt"
 	"log/slog"
@@ -108,18 +109,10 @@ func (c ServerConfig) validate() (ServerConfig, error) {
 	if len(c.Secret) < minSecretBytes {
 		return c, fmt.Errorf("netio: ServerConfig.Secret of %d bytes, want at least %d", len(c.Secret), minSecretBytes)
 	}
-	if c.Shards == 0 {
-		c.Shards = DefaultShards
-	}
-	if c.Tasks == 0 {
-		c.Tasks = DefaultTasks
-	}
-	if c.MaxConns == 0 {
-		c.MaxConns = DefaultMaxConns
-	}
-	if c.MaxHandshakes == 0 {
-		c.MaxHandshakes = DefaultMaxHandshakes
-	}
+	c.Shards = cmp.Or(c.Shards, DefaultShards)
+	c.Tasks = cmp.Or(c.Tasks, DefaultTasks)
+	c.MaxConns = cmp.Or(c.MaxConns, DefaultMaxConns)
+	c.MaxHandshakes = cmp.Or(c.MaxHandshakes, DefaultMaxHandshakes)
 	def := c.Shard.Timeout
 	if def == 0 {
 		def = ackcore.DefaultTimeout
@@ -127,24 +120,12 @@ func (c ServerConfig) validate() (ServerConfig, error) {
 	if c.MaxRootTimeout == 0 {
 		c.MaxRootTimeout = min(rootTimeoutFactor*def, ackcore.MaxTimeout)
 	}
-	if c.MaxFrame == 0 {
-		c.MaxFrame = DefaultMaxFrame
-	}
-	if c.MaxConnPending == 0 {
-		c.MaxConnPending = DefaultMaxConnPending
-	}
-	if c.HandshakeTimeout == 0 {
-		c.HandshakeTimeout = DefaultHandshakeTimeout
-	}
-	if c.IdleTimeout == 0 {
-		c.IdleTimeout = DefaultIdleTimeout
-	}
-	if c.WriteTimeout == 0 {
-		c.WriteTimeout = DefaultWriteTimeout
-	}
-	if c.RingSize == 0 {
-		c.RingSize = DefaultRingSize
-	}
+	c.MaxFrame = cmp.Or(c.MaxFrame, DefaultMaxFrame)
+	c.MaxConnPending = cmp.Or(c.MaxConnPending, DefaultMaxConnPending)
+	c.HandshakeTimeout = cmp.Or(c.HandshakeTimeout, DefaultHandshakeTimeout)
+	c.IdleTimeout = cmp.Or(c.IdleTimeout, DefaultIdleTimeout)
+	c.WriteTimeout = cmp.Or(c.WriteTimeout, DefaultWriteTimeout)
+	c.RingSize = cmp.Or(c.RingSize, DefaultRingSize)
 	if c.ShareSlack == 0 && c.Shards > 0 && c.RingSize > 0 {
 		c.ShareSlack = defaultSlackRings * c.Shards * c.RingSize
 	}

@@ -534,8 +534,15 @@ func hammer(t *testing.T, capacity int, total uint64, push func(r *SPSC[item], n
 	}
 }
 
+// TestHammer moves elements through rings of 1 to 1024 slots with each
+// pair of producer and consumer calls, both sides spinning. 100,000
+// elements a case (20,000 under -short): nearly all the time goes to the
+// rings of 1 and 2 slots, which hand each element over between the two
+// spinning goroutines. At this size a consumer that releases its slot
+// before reading it (the producer overwriting it) still fails several
+// cases a run.
 func TestHammer(t *testing.T) {
-	total := uint64(scale(500_000, 25))
+	total := uint64(scale(100_000, 5))
 	pushOne := func(r *SPSC[item], next, _ uint64) uint64 {
 		if r.tryPush(mkItem(3, next)) {
 			return 1

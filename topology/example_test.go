@@ -206,11 +206,11 @@ func ExampleHeld() {
 // and open it in a browser.
 func ExampleTopology_StatusHandler() {
 	spout := &sentences{lines: []string{"the cow jumped over the moon", "the man went to the store"}}
+	var mu sync.Mutex
 	b := topology.NewBuilder()
 	b.Spout("sentences", func() topology.Spout { return spout }).Output("sentence")
-	b.Bolt("print", func() topology.Bolt {
-		return topology.Basic(topology.BasicFunc(func(*topology.Tuple, *topology.BasicCollector) error { return nil }))
-	}).Input("sentences", topology.Shuffle())
+	b.Bolt("count", func() topology.Bolt { return &counter{mu: &mu, counts: map[string]int{}} }).
+		Input("sentences", topology.Shuffle())
 	top, err := b.Build(topology.Config{})
 	if err != nil {
 		panic(err)
@@ -231,7 +231,7 @@ func ExampleTopology_StatusHandler() {
 	defer resp.Body.Close()
 	page, _ := io.ReadAll(resp.Body)
 	fmt.Println(resp.Header.Get("Content-Type"))
-	fmt.Println(strings.Contains(string(page), `<td data-k="print:acked">2</td>`))
+	fmt.Println(strings.Contains(string(page), `<td data-k="count:acked">2</td>`))
 	// Output:
 	// text/html; charset=utf-8
 	// true

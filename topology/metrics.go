@@ -8,11 +8,13 @@ import (
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
+	"github.com/xorack/xorack/internal/numfield"
 )
 
 // counters are one executor's exact counters. The executor writes its own
 // copy and publishes it (under a mutex) once a millisecond while busy, before
-// it waits, and when it stops; Metrics adds up the published copies.
+// it waits, and when it stops; Metrics adds up the published copies
+// (numfield.Add: the high-water mark PendingHigh keeps the largest).
 type counters struct {
 	Emitted     uint64 // emit calls (spouts: first attempts and untracked emits)
 	Transferred uint64 // tuples sent to tasks
@@ -40,40 +42,9 @@ type counters struct {
 	Pending     int64 // spouts: roots pending now: in flight, waiting for a retry, or held by the breaker
 	Waiting     int64 // spouts: of those, roots waiting out a retry's backoff (not counted against Bound)
 	Held        int64 // spouts: of those, new messages the breaker holds (emitted by Next, not started)
-	PendingHigh int64 // spouts: the most pending at once, per task
+	PendingHigh int64 `numfield:"max"` // spouts: the most pending at once, per task
 	Bound       int64 // spouts: the pending bound per task now
 	BreakerOpen int64 // spouts: 1 while the breaker is open or probing
-}
-
-func (c *counters) add(o *counters) {
-	c.Emitted += o.Emitted
-	c.Transferred += o.Transferred
-	c.Dropped += o.Dropped
-	c.Executed += o.Executed
-	c.Acked += o.Acked
-	c.Failed += o.Failed
-	c.LateAcks += o.LateAcks
-	c.Resets += o.Resets
-	c.ResetsCapped += o.ResetsCapped
-	c.AckerErrors += o.AckerErrors
-	c.Panics += o.Panics
-	c.BusyNs += o.BusyNs
-	c.Completed += o.Completed
-	for i := range c.FailedBy {
-		c.FailedBy[i] += o.FailedBy[i]
-	}
-	c.Replayed += o.Replayed
-	c.DeadLettered += o.DeadLettered
-	c.FailedFinal += o.FailedFinal
-	c.Stale += o.Stale
-	c.BreakerOpens += o.BreakerOpens
-	c.BreakerHeldNs += o.BreakerHeldNs
-	c.Pending += o.Pending
-	c.Waiting += o.Waiting
-	c.Held += o.Held
-	c.PendingHigh = max(c.PendingHigh, o.PendingHigh)
-	c.Bound += o.Bound
-	c.BreakerOpen += o.BreakerOpen
 }
 
 // Metrics are the topology's exact counters, per component. While it runs
@@ -252,7 +223,7 @@ func (t *Topology) Metrics() Metrics {
 		}
 		for _, e := range c.execs {
 			e.pub.Lock()
-			sum.add(&e.pub.m)
+			numfield.Add(&sum, &e.pub.m)
 			if s := t.spoutExecByID[e.id]; s != nil {
 				cm.Latency.Merge(s.pubHist)
 			} else if e.pubExecHist != nil {

@@ -61,14 +61,15 @@ func parse(args []string, stderr io.Writer) (bench.Config, options, error) {
 	var o options
 	fs := flag.NewFlagSet("ackbench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	levels := fs.String("level", "core,pipeline", "levels to run, comma-separated: core, pipeline, topology (word count on the reference engine, acked and unacked), source (the word count fed by the Kafka spout from an in-process cluster, acked and unacked), net (the acker behind loopback connections: netio, gRPC streams, and in process), faults (the word count under a fault matrix: fail rates, dropped ACKs, poison, a slow bolt, the breaker, a join, panics, a stop mid-run; goodput and floors)")
-	impls := fs.String("impl", "", "implementations, comma-separated (default: every one of each level; core: xorack, gomap, mutexmap, xsync, storm, limit; pipeline: xorack, mutexmap, chanshard; net: netio, grpc, inproc)")
-	shapes := fs.String("shape", "wordcount", "tree shapes, comma-separated: wordcount, tree8x8, chainN, diamondN")
-	pending := fs.String("pending", "", "pending windows P, comma-separated, k and M suffixes allowed (default 10k,100k,1M; -quick 10k,100k)")
+	listVar(fs, &cfg.Levels, "level", "levels to run, a comma-separated `list` (default core,pipeline): core, pipeline, topology (word count on the reference engine, acked and unacked), source (the word count fed by the Kafka spout from an in-process cluster, acked and unacked), net (the acker behind loopback connections: netio, gRPC streams, and in process), faults (the word count under a fault matrix: fail rates, dropped ACKs, poison, a slow bolt, the breaker, a join, panics, a stop mid-run; goodput and floors)",
+		func(s string) (bench.Level, error) { return bench.Level(s), nil })
+	listVar(fs, &cfg.Impls, "impl", "implementations, a comma-separated `list` (default: every one of each level; core: xorack, gomap, mutexmap, xsync, storm, limit; pipeline: xorack, mutexmap, chanshard; net: netio, grpc, inproc)", word)
+	listVar(fs, &cfg.Shapes, "shape", "tree shapes, a comma-separated `list` (default wordcount): wordcount, tree8x8, chainN, diamondN", word)
+	listVar(fs, &cfg.Pending, "pending", "pending windows P, a comma-separated `list`, k and M suffixes allowed (default 10k,100k,1M; -quick 10k,100k)", parseCount)
 	fs.IntVar(&cfg.Producers, "producers", 1, "pipeline producer goroutines")
 	fs.IntVar(&cfg.Shards, "shards", 1, "pipeline xorack shards (and the net level's server shards)")
-	conns := fs.String("conns", "", "net level: loopback connection counts, comma-separated, one producer each (default 1,4)")
-	netBatch := fs.String("netbatch", "", "net level: producer batch sizes, comma-separated: each producer hands over this many messages at a time, SendBatch then Flush (default 16,256)")
+	listVar(fs, &cfg.Conns, "conns", "net level: loopback connection counts, a comma-separated `list`, one producer each (default 1,4)", strconv.Atoi)
+	listVar(fs, &cfg.NetBatch, "netbatch", "net level: producer batch sizes, a comma-separated `list`: each producer hands over this many messages at a time, SendBatch then Flush (default 16,256)", strconv.Atoi)
 	fs.Float64Var(&cfg.FailRate, "fail", 0, "fraction of roots failed explicitly by a bolt after fan-out (the tree's later ACKs still come); each FAIL carries the failed tuple's ack val, leaving a drain those ACKs empty")
 	fs.BoolVar(&cfg.FailBare, "fail-bare", false, "with -fail: FAILs carry no val, as Storm's do (the later ACKs make orphans)")
 	fs.Float64Var(&cfg.DropRate, "drop", 0, "fraction of roots that lose one ACK (they time out)")
@@ -97,32 +98,6 @@ func parse(args []string, stderr io.Writer) (bench.Config, options, error) {
 	}
 	if fs.NArg() > 0 {
 		return cfg, o, fmt.Errorf("unexpected arguments %q", fs.Args())
-	}
-	for _, l := range split(*levels) {
-		cfg.Levels = append(cfg.Levels, bench.Level(l))
-	}
-	cfg.Impls = split(*impls)
-	for _, s := range split(*conns) {
-		n, err := strconv.Atoi(s)
-		if err != nil {
-			return cfg, o, fmt.Errorf("-conns %q: %v", s, err)
-		}
-		cfg.Conns = append(cfg.Conns, n)
-	}
-	for _, s := range split(*netBatch) {
-		n, err := strconv.Atoi(s)
-		if err != nil {
-			return cfg, o, fmt.Errorf("-netbatch %q: %v", s, err)
-		}
-		cfg.NetBatch = append(cfg.NetBatch, n)
-	}
-	cfg.Shapes = split(*shapes)
-	for _, s := range split(*pending) {
-		p, err := parseCount(s)
-		if err != nil {
-			return cfg, o, err
-		}
-		cfg.Pending = append(cfg.Pending, p)
 	}
 	switch o.progress {
 	case "auto", "bar", "lines", "off":
@@ -163,15 +138,28 @@ func checkable(cfg bench.Config) error {
 	return nil
 }
 
-func split(s string) []string {
-	var out []string
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
+// listVar defines the comma-separated list flag name: its value replaces
+// *dst by its items, each read by item; an item that item refuses fails
+// the flag (the flag package names the flag and its value).
+func listVar[T any](fs *flag.FlagSet, dst *[]T, name, usage string, item func(string) (T, error)) {
+	fs.Func(name, usage, func(s string) error {
+		*dst = nil
+		for _, f := range strings.Split(s, ",") {
+			if f = strings.TrimSpace(f); f == "" {
+				continue
+			}
+			v, err := item(f)
+			if err != nil {
+				return err
+			}
+			*dst = append(*dst, v)
 		}
-	}
-	return out
+		return nil
+	})
 }
+
+// word is an item of a list of names, taken as it is.
+func word(s string) (string, error) { return s, nil }
 
 // parseCount reads a count such as 100000, 100_000, 100k or 1M.
 func parseCount(s string) (int, error) {
@@ -185,7 +173,7 @@ func parseCount(s string) (int, error) {
 	}
 	n, err := strconv.Atoi(t)
 	if err != nil || n <= 0 || n > bench.MaxRowPending/mult {
-		return 0, fmt.Errorf("-pending: bad window %q (want a positive count such as 100000, 100k or 1M, at most %d)", s, bench.MaxRowPending)
+		return 0, fmt.Errorf("bad window %q (want a positive count such as 100000, 100k or 1M, at most %d)", s, bench.MaxRowPending)
 	}
 	return n * mult, nil
 }

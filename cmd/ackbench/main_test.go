@@ -49,6 +49,7 @@ func TestBadFlags(t *testing.T) {
 		"-level net -conns 0":              `Config.Conns 0 out of range`,
 		"-impl nosuch":                     `"nosuch"`,
 		"-pending 10q":                     `"10q"`,
+		"-level net -netbatch 16,x":        `parsing "x"`,
 		"-fail 2":                          "Config.FailRate 2",
 		"-shape tree9x9":                   `"tree9x9"`,
 		"-duration 1s -msgs 10":            "both Config.Duration 1s and Msgs 10",

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/pprof"
+	"reflect"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/internal/numfield"
 	"github.com/xorack/xorack/netio"
 )
 
@@ -179,47 +182,144 @@ type serverCollector struct {
 	ver []string // build info label values
 }
 
-// series is one exported series: its name (after "ackerd_"), help and
-// variable labels.
-var series = []struct {
+// seriesTable lists the exported series, one a line: the name (after
+// ackerd_), its variable labels (- for none) and the help. A series
+// labelled by shard first is read from each shard's ackcore.Stats, any
+// other from the server's netio.ServerStats: beneath it, a line per
+// sample, the field it reads (a dotted path for a nested one) and the
+// values of the labels after shard. A series without such lines is
+// computed in Collect. A name ending in _total is a counter, any other a
+// gauge.
+const seriesTable = `
+build_info                  version,revision,goversion Build of this ackerd: module version, VCS revision, Go version (always 1).
+acker_messages_total        shard,kind                 Well-formed messages a shard took, by kind (refused ones included).
+	Inits init
+	Acks ack
+	Fails fail
+	Resets reset
+acker_roots_completed_total shard                      Roots a shard reported Completed.
+	Completed
+acker_roots_failed_total    shard,reason               Roots a shard reported Failed, by reason.
+	FailedExplicit explicit
+	FailedTimeout timeout
+	FailedFull full
+	FailedStopped stopped
+acker_refused_total         shard,reason               ACKs and RESETs refused at the bound (full) and malformed messages (invalid).
+	RefusedFull full
+	RefusedInvalid invalid
+acker_fails_overflow_total  shard,how                  FAILs at the bound: held in the reserve, in the overflow filter, or dropped (their roots time out).
+	FailsReserved reserved
+	FailsFiltered filtered
+	FailsDropped dropped
+acker_orphans_expired_total shard                      Entries that never saw an INIT and expired silently.
+	Orphans
+acker_orphans_evicted_total shard                      Entries without INIT that gave way to another root at the bound.
+	OrphansEvicted
+acker_orphans_refused_total shard                      ACKs, FAILs and RESETs for unknown roots refused at their sender's orphan share.
+	OrphansRefused
+acker_pending_entries       shard                      Entries in a shard's table, with or without INIT.
+	Pending
+connections                 state                      Connections open, by state: in the handshake or authenticated.
+connections_accepted_total  -                          Connections accepted.
+	Accepted
+connections_refused_total   -                          Connections closed at authentication (MaxConns reached) or at once (shutting down).
+	Refused
+handshake_failures_total    cause                      Connections that failed the handshake, by cause.
+	HandshakeFailures.Auth auth
+	HandshakeFailures.TLS tls
+	HandshakeFailures.Protocol protocol
+	HandshakeFailures.Timeout timeout
+	HandshakeFailures.TaskOwned task_owned
+	HandshakeFailures.Overloaded overloaded
+	HandshakeFailures.Gone gone
+protocol_errors_total       -                          Authenticated connections closed for a malformed frame.
+	ProtocolErrors
+slow_closed_total           -                          Connections closed for not reading their outcomes.
+	SlowClosed
+frames_received_total       -                          Frames read from authenticated connections.
+	FramesIn
+received_bytes_total        -                          Bytes of frames read from authenticated connections.
+	BytesIn
+frames_sent_total           -                          Outcome frames queued to connections.
+	FramesOut
+sent_bytes_total            -                          Bytes written to connections.
+	BytesOut
+messages_total              -                          Messages handed to the acker.
+	Msgs
+outcomes_routed_total       -                          Outcomes queued to the connection owning their task.
+	Outcomes
+outcomes_unrouted_total     -                          Outcomes whose task had no connection (dropped).
+	Unrouted
+inits_refused_total         -                          INITs answered Failed{full} past their connection's fair share.
+	InitsRefused
+resets_dropped_total        -                          RESETs dropped past their connection's RESET share.
+	ResetsDropped
+roots_unwritten             -                          Roots whose INIT the server took and whose outcome it has not written yet, all connections.
+roots_held                  -                          Of those, the roots in the acker (outcome not yet routed), all connections.
+router_backlog_outcomes     -                          Outcomes waiting for the router, in the shards' rings and held by them.
+router_held_outcomes        -                          Of those, the outcomes the shards hold beyond their full rings.
+share_roots                 -                          A connection's fair share of the acker's table (roots), now.
+`
+
+// series is one line of seriesTable, read, with its samples.
+type series struct {
 	name, help string
 	labels     []string
-}{
-	{"build_info", "Build of this ackerd: module version, VCS revision, Go version (always 1).", []string{"version", "revision", "goversion"}},
-	{"acker_messages_total", "Well-formed messages a shard took, by kind (refused ones included).", []string{"shard", "kind"}},
-	{"acker_roots_completed_total", "Roots a shard reported Completed.", []string{"shard"}},
-	{"acker_roots_failed_total", "Roots a shard reported Failed, by reason.", []string{"shard", "reason"}},
-	{"acker_refused_total", "ACKs and RESETs refused at the bound (full) and malformed messages (invalid).", []string{"shard", "reason"}},
-	{"acker_fails_overflow_total", "FAILs at the bound: held in the reserve, in the overflow filter, or dropped (their roots time out).", []string{"shard", "how"}},
-	{"acker_orphans_expired_total", "Entries that never saw an INIT and expired silently.", []string{"shard"}},
-	{"acker_orphans_evicted_total", "Entries without INIT that gave way to another root at the bound.", []string{"shard"}},
-	{"acker_orphans_refused_total", "ACKs, FAILs and RESETs for unknown roots refused at their sender's orphan share.", []string{"shard"}},
-	{"acker_pending_entries", "Entries in a shard's table, with or without INIT.", []string{"shard"}},
-	{"connections", "Connections open, by state: in the handshake or authenticated.", []string{"state"}},
-	{"connections_accepted_total", "Connections accepted.", nil},
-	{"connections_refused_total", "Connections closed at authentication (MaxConns reached) or at once (shutting down).", nil},
-	{"handshake_failures_total", "Connections that failed the handshake, by cause.", []string{"cause"}},
-	{"protocol_errors_total", "Authenticated connections closed for a malformed frame.", nil},
-	{"slow_closed_total", "Connections closed for not reading their outcomes.", nil},
-	{"frames_received_total", "Frames read from authenticated connections.", nil},
-	{"received_bytes_total", "Bytes of frames read from authenticated connections.", nil},
-	{"frames_sent_total", "Outcome frames queued to connections.", nil},
-	{"sent_bytes_total", "Bytes written to connections.", nil},
-	{"messages_total", "Messages handed to the acker.", nil},
-	{"outcomes_routed_total", "Outcomes queued to the connection owning their task.", nil},
-	{"outcomes_unrouted_total", "Outcomes whose task had no connection (dropped).", nil},
-	{"inits_refused_total", "INITs answered Failed{full} past their connection's fair share.", nil},
-	{"resets_dropped_total", "RESETs dropped past their connection's RESET share.", nil},
-	{"roots_unwritten", "Roots whose INIT the server took and whose outcome it has not written yet, all connections.", nil},
-	{"roots_held", "Of those, the roots in the acker (outcome not yet routed), all connections.", nil},
-	{"router_backlog_outcomes", "Outcomes waiting for the router, in the shards' rings and held by them.", nil},
-	{"router_held_outcomes", "Of those, the outcomes the shards hold beyond their full rings.", nil},
-	{"share_roots", "A connection's fair share of the acker's table (roots), now.", nil},
+	kind       prometheus.ValueType
+	perShard   bool
+	samples    []sample
 }
+
+// sample is a series' value read from a field, with its label values.
+type sample struct {
+	field  []int
+	labels []string
+}
+
+// readSeries reads table (seriesTable). A line it cannot read, or a field
+// that is not a number of the stats it names, panics: the table is the
+// command's own, and its tests read it.
+func readSeries(table string) []series {
+	var out []series
+	for _, line := range strings.Split(strings.TrimSpace(table), "\n") {
+		f := strings.Fields(line)
+		if !strings.HasPrefix(line, "\t") {
+			if len(f) < 3 {
+				panic(fmt.Sprintf("ackerd: series line %q: want name, labels and help", line))
+			}
+			s := series{name: f[0], help: strings.Join(f[2:], " "), kind: prometheus.GaugeValue}
+			if f[1] != "-" {
+				s.labels = strings.Split(f[1], ",")
+			}
+			if strings.HasSuffix(s.name, "_total") {
+				s.kind = prometheus.CounterValue
+			}
+			s.perShard = len(s.labels) > 0 && s.labels[0] == "shard"
+			out = append(out, s)
+			continue
+		}
+		s := &out[len(out)-1]
+		from := reflect.TypeFor[netio.ServerStats]()
+		if s.perShard {
+			from = reflect.TypeFor[ackcore.Stats]()
+		}
+		index, err := numfield.Find(from, f[0])
+		if err != nil {
+			panic(fmt.Sprintf("ackerd: series %s: %v", s.name, err))
+		}
+		if want := len(s.labels) - len(f[1:]); want != 0 && !(s.perShard && want == 1) {
+			panic(fmt.Sprintf("ackerd: series %s: sample %s gives %d label values for labels %v", s.name, f[0], len(f[1:]), s.labels))
+		}
+		s.samples = append(s.samples, sample{field: index, labels: f[1:]})
+	}
+	return out
+}
+
+var allSeries = readSeries(seriesTable)
 
 func newServerCollector(srv *netio.Server) *serverCollector {
 	c := &serverCollector{srv: srv, d: map[string]*prometheus.Desc{}}
-	for _, s := range series {
+	for _, s := range allSeries {
 		c.d[s.name] = prometheus.NewDesc("ackerd_"+s.name, s.help, s.labels, nil)
 	}
 	c.ver = []string{"unknown", "unknown", "unknown"}
@@ -241,59 +341,31 @@ func (c *serverCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (c *serverCollector) Collect(ch chan<- prometheus.Metric) {
-	counter := func(name string, v uint64, labels ...string) {
-		ch <- prometheus.MustNewConstMetric(c.d[name], prometheus.CounterValue, float64(v), labels...)
-	}
 	gauge := func(name string, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(c.d[name], prometheus.GaugeValue, v, labels...)
 	}
 	gauge("build_info", 1, c.ver...)
 	srv := c.srv
-	for i := range srv.Shards() {
-		st, sh := srv.ShardStats(i), strconv.Itoa(i)
-		counter("acker_messages_total", st.Inits, sh, "init")
-		counter("acker_messages_total", st.Acks, sh, "ack")
-		counter("acker_messages_total", st.Fails, sh, "fail")
-		counter("acker_messages_total", st.Resets, sh, "reset")
-		counter("acker_roots_completed_total", st.Completed, sh)
-		counter("acker_roots_failed_total", st.FailedExplicit, sh, ackcore.ReasonExplicit.String())
-		counter("acker_roots_failed_total", st.FailedTimeout, sh, ackcore.ReasonTimeout.String())
-		counter("acker_roots_failed_total", st.FailedFull, sh, ackcore.ReasonFull.String())
-		counter("acker_roots_failed_total", st.FailedStopped, sh, ackcore.ReasonStopped.String())
-		counter("acker_refused_total", st.RefusedFull, sh, ackcore.ReasonFull.String())
-		counter("acker_refused_total", st.RefusedInvalid, sh, ackcore.ReasonInvalid.String())
-		counter("acker_fails_overflow_total", st.FailsReserved, sh, "reserved")
-		counter("acker_fails_overflow_total", st.FailsFiltered, sh, "filtered")
-		counter("acker_fails_overflow_total", st.FailsDropped, sh, "dropped")
-		counter("acker_orphans_expired_total", st.Orphans, sh)
-		counter("acker_orphans_evicted_total", st.OrphansEvicted, sh)
-		counter("acker_orphans_refused_total", st.OrphansRefused, sh)
-		gauge("acker_pending_entries", float64(st.Pending), sh)
+	shards := make([]reflect.Value, srv.Shards())
+	for i := range shards {
+		shards[i] = reflect.ValueOf(srv.ShardStats(i))
 	}
 	st := srv.Stats()
+	server := reflect.ValueOf(st)
+	for _, s := range allSeries {
+		for _, sm := range s.samples {
+			if !s.perShard {
+				ch <- prometheus.MustNewConstMetric(c.d[s.name], s.kind, numfield.Float(server, sm.field), sm.labels...)
+				continue
+			}
+			for i, sh := range shards {
+				labels := append([]string{strconv.Itoa(i)}, sm.labels...)
+				ch <- prometheus.MustNewConstMetric(c.d[s.name], s.kind, numfield.Float(sh, sm.field), labels...)
+			}
+		}
+	}
 	gauge("connections", float64(st.InHandshake), "handshake")
 	gauge("connections", float64(st.Open-int64(st.InHandshake)), "authenticated")
-	counter("connections_accepted_total", st.Accepted)
-	counter("connections_refused_total", st.Refused)
-	hf := st.HandshakeFailures
-	for _, f := range []struct {
-		cause string
-		n     uint64
-	}{{"auth", hf.Auth}, {"tls", hf.TLS}, {"protocol", hf.Protocol}, {"timeout", hf.Timeout},
-		{"task_owned", hf.TaskOwned}, {"overloaded", hf.Overloaded}, {"gone", hf.Gone}} {
-		counter("handshake_failures_total", f.n, f.cause)
-	}
-	counter("protocol_errors_total", st.ProtocolErrors)
-	counter("slow_closed_total", st.SlowClosed)
-	counter("frames_received_total", st.FramesIn)
-	counter("received_bytes_total", st.BytesIn)
-	counter("frames_sent_total", st.FramesOut)
-	counter("sent_bytes_total", st.BytesOut)
-	counter("messages_total", st.Msgs)
-	counter("outcomes_routed_total", st.Outcomes)
-	counter("outcomes_unrouted_total", st.Unrouted)
-	counter("inits_refused_total", st.InitsRefused)
-	counter("resets_dropped_total", st.ResetsDropped)
 	var unwritten, held int64
 	for _, cs := range srv.Conns() {
 		unwritten += cs.Pending

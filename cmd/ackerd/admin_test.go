@@ -242,3 +242,44 @@ func TestAdminAddrInUse(t *testing.T) {
 		t.Fatalf("exit %d: %s", rc, b.String())
 	}
 }
+
+// TestSeriesTable: the reason labels are ackcore.Reason's names, as the
+// engine's own metrics print them, and a table line that names no number
+// of the stats it reads, or gives the wrong count of label values, panics.
+func TestSeriesTable(t *testing.T) {
+	names := map[string]bool{}
+	for r := ackcore.ReasonNone; r <= ackcore.ReasonPanic; r++ {
+		names[r.String()] = true
+	}
+	reasons := 0
+	for _, s := range allSeries {
+		if len(s.labels) < 2 || s.labels[1] != "reason" {
+			continue
+		}
+		for _, sm := range s.samples {
+			reasons++
+			if !names[sm.labels[0]] {
+				t.Errorf("%s: reason %q is no ackcore.Reason's name", s.name, sm.labels[0])
+			}
+		}
+	}
+	if reasons != 6 {
+		t.Errorf("%d reason samples, want 6", reasons)
+	}
+	for _, bad := range []string{
+		"x_total - X.\n\tNope",              // no such field
+		"x_total - X.\n\tHandshakeFailures", // not a number
+		"x_total shard,kind X.\n\tInits",    // a label value missing
+		"x_total cause X.\n\tAccepted a b",  // one too many
+		"x_total",                           // no labels, no help
+	} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("table %q read without a panic", bad)
+				}
+			}()
+			readSeries(bad)
+		}()
+	}
+}

@@ -33,38 +33,44 @@ func (s *wcSpout) Next(c *topology.SpoutCollector) {
 func (s *wcSpout) Ack(_ any)                       { s.acked.Add(1) }
 func (s *wcSpout) Fail(_ any, _ *topology.Failure) { s.failed.Add(1) }
 
+// wcSplit emits each word of a sentence, anchored to it, and acks it.
+type wcSplit struct{}
+
+func (wcSplit) Execute(t *topology.Tuple, c *topology.BoltCollector) {
+	for _, w := range strings.Fields(t.String(0)) {
+		_ = c.Emit(t, w)
+	}
+	c.Ack(t)
+}
+
+// wcCount is one count task's counts: the words the fields grouping
+// sends it.
+type wcCount map[string]int
+
+func (m wcCount) Execute(t *topology.Tuple, c *topology.BoltCollector) {
+	m[t.String(0)]++
+	c.Ack(t)
+}
+
 // TestWordCountTwoDaemons: the reference engine's word count, its acker
 // two ackerd processes reached through netio's client (Config.Port):
-// every sentence completes, and every word is counted once.
+// every sentence completes, and every word is counted once, by the one
+// count task the fields grouping sends it to.
 func TestWordCountTwoDaemons(t *testing.T) {
 	d1 := startDaemon(t, nil, "127.0.0.1:0")
 	d2 := startDaemon(t, nil, "127.0.0.1:0")
-	n := 5000
-	if testing.Short() {
-		n = 1000
-	}
+	n := testkit.Size(5000, 1000)
 	var acked, failed atomic.Int64
 	var mu sync.Mutex
-	counts := map[string]int{}
+	var tasks []wcCount // one per count task, read after the stop
 	b := topology.NewBuilder()
 	b.Spout("sentences", func() topology.Spout { return &wcSpout{n: n, acked: &acked, failed: &failed} }).Output("sentence")
-	b.Bolt("split", func() topology.Bolt {
-		return topology.Basic(topology.BasicFunc(func(tp *topology.Tuple, c *topology.BasicCollector) error {
-			for _, w := range strings.Fields(tp.String(0)) {
-				if err := c.Emit(w); err != nil {
-					return err
-				}
-			}
-			return nil
-		}))
-	}).Tasks(2).Input("sentences", topology.Shuffle()).Output("word")
+	b.Bolt("split", func() topology.Bolt { return wcSplit{} }).Tasks(2).Input("sentences", topology.Shuffle()).Output("word")
 	b.Bolt("count", func() topology.Bolt {
-		return topology.Basic(topology.BasicFunc(func(tp *topology.Tuple, c *topology.BasicCollector) error {
-			mu.Lock()
-			counts[tp.String(0)]++
-			mu.Unlock()
-			return nil
-		}))
+		mu.Lock()
+		defer mu.Unlock()
+		tasks = append(tasks, wcCount{})
+		return tasks[len(tasks)-1]
 	}).Tasks(2).Input("split", topology.Fields("word"))
 	cfg := topology.Config{}
 	var client *netio.Client
@@ -92,8 +98,18 @@ func TestWordCountTwoDaemons(t *testing.T) {
 	if st.Inits != uint64(n) || st.Completed != uint64(n) || cs.Connections != 2 || cs.Lost != 0 {
 		t.Fatalf("client: %+v %+v", st, cs)
 	}
-	if counts["sentence"] != n || counts["words"] != n || len(counts) != 6+7 {
-		t.Fatalf("word counts %v", counts)
+	// The fields grouping sent each word to one count task.
+	counts := map[string]int{}
+	for _, task := range tasks {
+		for w, k := range task {
+			if counts[w] != 0 {
+				t.Fatalf("word %q counted by two tasks", w)
+			}
+			counts[w] = k
+		}
+	}
+	if len(tasks) != 2 || counts["sentence"] != n || counts["words"] != n || len(counts) != 6+7 {
+		t.Fatalf("word counts %v from %d tasks", counts, len(tasks))
 	}
 	// A clean stop is no acker error: the spout flushes its sender on
 	// every pass, after the client stopped too.

@@ -57,21 +57,14 @@ type options struct {
 	group string
 }
 
-// Position is a record's place in its source: what makes a write
-// idempotent.
-type Position struct {
-	Topic     string
-	Partition int32
-	Offset    int64
-}
-
-func (p Position) String() string { return fmt.Sprintf("%s/%d@%d", p.Topic, p.Partition, p.Offset) }
-
-func position(r *kgo.Record) Position { return Position{r.Topic, r.Partition, r.Offset} }
+// position is a record's place in its source, topic/partition@offset: the
+// sink's key (with the word), what makes a write idempotent, as a row key
+// in a real store.
+func position(r *kgo.Record) string { return fmt.Sprintf("%s/%d@%d", r.Topic, r.Partition, r.Offset) }
 
 // Sink is the idempotent word-count store, its keys the records'
 // positions.
-type Sink = kit.Sink[Position]
+type Sink = kit.Sink[string]
 
 func run(args []string, stdout, stderr io.Writer) int {
 	var o options
@@ -113,7 +106,7 @@ func wordcountMain(o options, out, logw io.Writer) error {
 		return err
 	}
 
-	sink := kit.NewSink[Position]()
+	sink := kit.NewSink[string]()
 	logger := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	res, err := wordcount(ctx, wcConfig{brokers: k.Addrs, topic: o.topic, group: o.group, fail: o.Fail,
 		attempts: o.Attempts, seed: o.Seed, logger: logger}, sink)
@@ -221,8 +214,8 @@ func wordcount(ctx context.Context, c wcConfig, sink *Sink) (wcResult, error) {
 	b.Spout("records", func() topology.Spout { return sp }).Output(kafka.RecordField)
 	b.Bolt("split", func() topology.Bolt { return topology.Basic(splitBolt{}) }).Tasks(2).
 		Input("records", topology.Shuffle()).Output("word", "n", "position")
-	b.Bolt("count", kit.CountInto(sink, c.fail, c.seed, func(t *topology.Tuple) (Position, string, int) {
-		return t.Value(2).(Position), t.String(0), t.Int(1)
+	b.Bolt("count", kit.CountInto(sink, c.fail, c.seed, func(t *topology.Tuple) (string, string, int) {
+		return t.String(2), t.String(0), t.Int(1)
 	})).Tasks(2).Input("split", topology.Fields("word"))
 	cfg := topology.Config{}
 	cfg.Retry = topology.RetryPolicy{MaxAttempts: c.attempts, Backoff: time.Millisecond, MaxBackoff: 50 * time.Millisecond}

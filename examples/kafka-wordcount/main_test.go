@@ -38,7 +38,7 @@ func TestReplayChangesNothing(t *testing.T) {
 	if _, err := kit.Produce(ctx, k.Client, topic, corpus, n); err != nil {
 		t.Fatal(err)
 	}
-	sink := kit.NewSink[Position]()
+	sink := kit.NewSink[string]()
 	cfg := wcConfig{brokers: k.Addrs, topic: topic, group: "first", fail: 0.02, attempts: 20, seed: 7,
 		logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	if _, err := wordcount(ctx, cfg, sink); err != nil {

@@ -3,9 +3,9 @@
 // server that does one thing with each connection, a log handler that
 // keeps what it is given, the table check of a config's refusals, the
 // start of what a test just made (Started), the skip of a test too slow
-// for the invariant build, and the skip under the race detector of a test
-// that runs on one goroutine. It imports package testing and belongs in
-// _test.go files only.
+// for the invariant build, the skip under the race detector of a test
+// that runs on one goroutine, and a test's size, cut under -short (Size).
+// It imports package testing and belongs in _test.go files only.
 package testkit
 
 import (
@@ -159,4 +159,13 @@ func SkipUnderRace(t testing.TB, why string) {
 	if race.Enabled {
 		t.Skip(why)
 	}
+}
+
+// Size is n, or short under -short: how much a test does, cut down for
+// the short run.
+func Size(n, short int) int {
+	if testing.Short() {
+		return short
+	}
+	return n
 }

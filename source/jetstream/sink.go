@@ -1,6 +1,7 @@
 package jetstream
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -118,15 +119,11 @@ func (c SinkConfig) validate() (SinkConfig, error) {
 	case c.MsgID == nil:
 		return c, errors.New("jetstream: SinkConfig.MsgID is nil")
 	}
-	if c.PublishTimeout == 0 {
-		c.PublishTimeout = DefaultPublishTimeout
-	}
+	c.PublishTimeout = cmp.Or(c.PublishTimeout, DefaultPublishTimeout)
 	if c.PublishTimeout < 0 {
 		return c, fmt.Errorf("jetstream: SinkConfig.PublishTimeout %v is negative", c.PublishTimeout)
 	}
-	if c.MaxInFlightBytes == 0 {
-		c.MaxInFlightBytes = DefaultSinkMaxInFlightBytes
-	}
+	c.MaxInFlightBytes = cmp.Or(c.MaxInFlightBytes, DefaultSinkMaxInFlightBytes)
 	if c.MaxInFlightBytes < 0 {
 		return c, fmt.Errorf("jetstream: SinkConfig.MaxInFlightBytes %d is negative", c.MaxInFlightBytes)
 	}

@@ -1,6 +1,7 @@
 package jetstream
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -117,15 +118,11 @@ func (c Config) validate() (Config, error) {
 	case c.Consumer == "":
 		return c, fmt.Errorf("jetstream: Config.Consumer %q is empty (Config.Stream %q)", c.Consumer, c.Stream)
 	}
-	if c.FetchWait == 0 {
-		c.FetchWait = DefaultFetchWait
-	}
+	c.FetchWait = cmp.Or(c.FetchWait, DefaultFetchWait)
 	if c.FetchWait < minFetchWait {
 		return c, fmt.Errorf("jetstream: Config.FetchWait %v is below %v", c.FetchWait, minFetchWait)
 	}
-	if c.OpenTimeout == 0 {
-		c.OpenTimeout = DefaultOpenTimeout
-	}
+	c.OpenTimeout = cmp.Or(c.OpenTimeout, DefaultOpenTimeout)
 	if c.OpenTimeout < 0 {
 		return c, fmt.Errorf("jetstream: Config.OpenTimeout %v is negative", c.OpenTimeout)
 	}

@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -162,33 +163,23 @@ func (c Config) validate() (Config, error) {
 	if c.Group == "" {
 		return c, errors.New("kafka: Config.Group is empty")
 	}
-	if c.MaxUncommitted == 0 {
-		c.MaxUncommitted = DefaultMaxUncommitted
-	}
+	c.MaxUncommitted = cmp.Or(c.MaxUncommitted, DefaultMaxUncommitted)
 	if c.MaxUncommitted < 1 || c.MaxUncommitted > offsets.MaxLimit {
 		return c, fmt.Errorf("kafka: Config.MaxUncommitted %d out of range [1, %d]", c.MaxUncommitted, offsets.MaxLimit)
 	}
-	if c.MaxPollRecords == 0 {
-		c.MaxPollRecords = DefaultMaxPollRecords
-	}
+	c.MaxPollRecords = cmp.Or(c.MaxPollRecords, DefaultMaxPollRecords)
 	if c.MaxPollRecords < 1 || c.MaxPollRecords > maxPollRecordsLimit {
 		return c, fmt.Errorf("kafka: Config.MaxPollRecords %d out of range [1, %d]", c.MaxPollRecords, maxPollRecordsLimit)
 	}
-	if c.CommitInterval == 0 {
-		c.CommitInterval = DefaultCommitInterval
-	}
+	c.CommitInterval = cmp.Or(c.CommitInterval, DefaultCommitInterval)
 	if c.CommitInterval < time.Millisecond {
 		return c, fmt.Errorf("kafka: Config.CommitInterval %v below 1ms", c.CommitInterval)
 	}
-	if c.CommitTimeout == 0 {
-		c.CommitTimeout = DefaultCommitTimeout
-	}
+	c.CommitTimeout = cmp.Or(c.CommitTimeout, DefaultCommitTimeout)
 	if c.CommitTimeout < time.Millisecond {
 		return c, fmt.Errorf("kafka: Config.CommitTimeout %v below 1ms", c.CommitTimeout)
 	}
-	if c.OpenTimeout == 0 {
-		c.OpenTimeout = DefaultOpenTimeout
-	}
+	c.OpenTimeout = cmp.Or(c.OpenTimeout, DefaultOpenTimeout)
 	if c.OpenTimeout < time.Millisecond {
 		return c, fmt.Errorf("kafka: Config.OpenTimeout %v below 1ms", c.OpenTimeout)
 	}

@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -125,12 +126,8 @@ func (c SinkConfig) validate() (SinkConfig, error) {
 			return c, fmt.Errorf("kafka: empty broker address in SinkConfig.Brokers %q", c.Brokers)
 		}
 	}
-	if c.MaxInFlightBytes == 0 {
-		c.MaxInFlightBytes = DefaultSinkMaxInFlightBytes
-	}
-	if c.ProduceTimeout == 0 {
-		c.ProduceTimeout = DefaultProduceTimeout
-	}
+	c.MaxInFlightBytes = cmp.Or(c.MaxInFlightBytes, DefaultSinkMaxInFlightBytes)
+	c.ProduceTimeout = cmp.Or(c.ProduceTimeout, DefaultProduceTimeout)
 	return c, nil
 }
 

@@ -31,6 +31,9 @@
 package promexport
 
 import (
+	"fmt"
+	"reflect"
+	"strings"
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
@@ -38,6 +41,7 @@ import (
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/internal/buildinfo"
+	"github.com/xorack/xorack/internal/numfield"
 	"github.com/xorack/xorack/topology"
 )
 
@@ -62,69 +66,81 @@ type Collector struct {
 	build buildinfo.Info
 }
 
+// metricTable lists the series every component has, or only bolts or
+// only spouts, one a line: the name (after xorack_topology_), the
+// topology.ComponentMetrics field it reads, which components have it
+// (all, bolts or spouts) and the help. A name ending in _total is a
+// counter, any other a gauge; a time.Duration field is read in seconds.
+const metricTable = `
+tuples_emitted_total         Emitted      all    Emit calls (spouts: first attempts and untracked emits).
+tuples_transferred_total     Transferred  all    Tuples sent to tasks, one per destination task.
+tuples_dropped_total         Dropped      all    Tuples lost in transit (fault injection) or dropped at shutdown.
+tuples_executed_total        Executed     bolts  Execute calls.
+tuples_acked_total           Acked        bolts  Input tuples acked.
+tuples_failed_total          Failed       bolts  Input tuples failed.
+late_acks_total              LateAcks     bolts  Acks of tuples whose root had already failed, timed out or stopped.
+resets_total                 Resets       bolts  RESETs sent.
+resets_capped_total          ResetsCapped bolts  RESETs refused: the root had reached its reset cap.
+panics_total                 Panics       all    Panics recovered from the component's code.
+roots_completed_total        Completed    spouts Roots fully processed.
+roots_replayed_total         Replayed     spouts Replays emitted (each a fresh root).
+messages_dead_lettered_total DeadLettered spouts Messages that failed their last attempt.
+breaker_opens_total          BreakerOpens spouts Times the retry-storm breaker opened.
+acker_errors_total           AckerErrors  all    Messages the acker refused because it had stopped.
+timeouts_held_total          TimeoutsHeld all    Traced roots that timed out with an unacked tuple at, or on its way to, one of the component's tasks (about one in Config.TraceEvery of its timeouts).
+busy_seconds_total           Busy         bolts  Time executing batches of inputs, measured per batch; its rate over the executors is the capacity.
+executors                    Executors    all    Executors (goroutines) running the component.
+outcomes_stale_total         Stale        spouts Outcomes for roots that were not pending (none expected).
+messages_failed_final_total  FailedFinal  spouts Fail callbacks: dead-lettered, given up at shutdown, or a redelivering source's failed attempts.
+roots_pending_high           PendingHigh  spouts The most roots one task had pending at once.
+roots_pending                Pending      spouts Roots pending: in flight, waiting for a replay, or held by the breaker.
+roots_waiting                Waiting      spouts Of the roots pending, those waiting out a replay's backoff (the pending bound counts the others).
+roots_held                   Held         spouts Of the roots pending, new messages the retry-storm breaker holds (emitted, not started).
+breaker_held_seconds_total   BreakerHeld  spouts Time the retry-storm breaker was open or half open, summed over executors.
+pending_bound                Bound        spouts The pending bound per task, summed over executors.
+breaker_open                 BreakerOpen  spouts Executors whose breaker is open or probing.
+`
+
+// metric is a line of metricTable, read.
 type metric struct {
-	name, help string
-	kind       prometheus.ValueType
-	value      func(c *topology.ComponentMetrics) float64
-	spout      bool // spouts only
-	bolt       bool // bolts only
+	name, help  string
+	kind        prometheus.ValueType
+	field       []int // the field's index in topology.ComponentMetrics
+	spout, bolt bool  // spouts only, bolts only
 }
 
-var metrics = []metric{
-	{"tuples_emitted_total", "Emit calls (spouts: first attempts and untracked emits).", prometheus.CounterValue,
-		func(c *topology.ComponentMetrics) float64 { return float64(c.Emitted) }, false, false},
-	{"tuples_transferred_total", "Tuples sent to tasks, one per destination task.", prometheus.CounterValue,
-		func(c *topology.ComponentMetrics) float64 { return float64(c.Transferred) }, false, false},
-	{"tuples_dropped_total", "Tuples lost in transit (fault injection) or dropped at shutdown.", prometheus.CounterValue,
-		func(c *topology.ComponentMetrics) float64 { return float64(c.Dropped) }, false, false},
-	{"tuples_executed_total", "Execute calls.", prometheus.CounterValue,
-		func(c *topology.ComponentMetrics) float64 { return float64(c.Executed) }, false, true},
-	{"tuples_acked_total", "Input tuples acked.", prometheus.CounterValue,
-		func(c *topology.ComponentMetrics) float64 { return float64(c.Acked) }, false, true},
-	{"tuples_failed_total", "Input tuples failed.", prometheus.CounterValue,
-		func(c *topology.ComponentMetrics) float64 { return float64(c.Failed) }, false, true},
-	{"late_acks_total", "Acks of tuples whose root had already failed, timed out or stopped.", prometheus.CounterValue,
-		func(c *topology.ComponentMetrics) float64 { return float64(c.LateAcks) }, false, true},
-	{"resets_total", "RESETs sent.", prometheus.CounterValue,
-		func(c *topology.ComponentMetrics) float64 { return float64(c.Resets) }, false, true},
-	{"resets_capped_total", "RESETs refused: the root had reached its reset cap.", prometheus.CounterValue,
-		func(c *topology.ComponentMetrics) float64 { return float64(c.ResetsCapped) }, false, true},
-	{"panics_total", "Panics recovered from the component's code.", prometheus.CounterValue,
-		func(c *topology.ComponentMetrics) float64 { return float64(c.Panics) }, false, false},
-	{"roots_completed_total", "Roots fully processed.", prometheus.CounterValue,
-		func(c *topology.ComponentMetrics) float64 { return float64(c.Completed) }, true, false},
-	{"roots_replayed_total", "Replays emitted (each a fresh root).", prometheus.CounterValue,
-		func(c *topology.ComponentMetrics) float64 { return float64(c.Replayed) }, true, false},
-	{"messages_dead_lettered_total", "Messages that failed their last attempt.", prometheus.CounterValue,
-		func(c *topology.ComponentMetrics) float64 { return float64(c.DeadLettered) }, true, false},
-	{"breaker_opens_total", "Times the retry-storm breaker opened.", prometheus.CounterValue,
-		func(c *topology.ComponentMetrics) float64 { return float64(c.BreakerOpens) }, true, false},
-	{"acker_errors_total", "Messages the acker refused because it had stopped.", prometheus.CounterValue,
-		func(c *topology.ComponentMetrics) float64 { return float64(c.AckerErrors) }, false, false},
-	{"timeouts_held_total", "Traced roots that timed out with an unacked tuple at, or on its way to, one of the component's tasks (about one in Config.TraceEvery of its timeouts).", prometheus.CounterValue,
-		func(c *topology.ComponentMetrics) float64 { return float64(c.TimeoutsHeld) }, false, false},
-	{"busy_seconds_total", "Time executing batches of inputs, measured per batch; its rate over the executors is the capacity.", prometheus.CounterValue,
-		func(c *topology.ComponentMetrics) float64 { return c.Busy.Seconds() }, false, true},
-	{"executors", "Executors (goroutines) running the component.", prometheus.GaugeValue,
-		func(c *topology.ComponentMetrics) float64 { return float64(c.Executors) }, false, false},
-	{"outcomes_stale_total", "Outcomes for roots that were not pending (none expected).", prometheus.CounterValue,
-		func(c *topology.ComponentMetrics) float64 { return float64(c.Stale) }, true, false},
-	{"messages_failed_final_total", "Fail callbacks: dead-lettered, given up at shutdown, or a redelivering source's failed attempts.", prometheus.CounterValue,
-		func(c *topology.ComponentMetrics) float64 { return float64(c.FailedFinal) }, true, false},
-	{"roots_pending_high", "The most roots one task had pending at once.", prometheus.GaugeValue,
-		func(c *topology.ComponentMetrics) float64 { return float64(c.PendingHigh) }, true, false},
-	{"roots_pending", "Roots pending: in flight, waiting for a replay, or held by the breaker.", prometheus.GaugeValue,
-		func(c *topology.ComponentMetrics) float64 { return float64(c.Pending) }, true, false},
-	{"roots_waiting", "Of the roots pending, those waiting out a replay's backoff (the pending bound counts the others).", prometheus.GaugeValue,
-		func(c *topology.ComponentMetrics) float64 { return float64(c.Waiting) }, true, false},
-	{"roots_held", "Of the roots pending, new messages the retry-storm breaker holds (emitted, not started).", prometheus.GaugeValue,
-		func(c *topology.ComponentMetrics) float64 { return float64(c.Held) }, true, false},
-	{"breaker_held_seconds_total", "Time the retry-storm breaker was open or half open, summed over executors.", prometheus.CounterValue,
-		func(c *topology.ComponentMetrics) float64 { return c.BreakerHeld.Seconds() }, true, false},
-	{"pending_bound", "The pending bound per task, summed over executors.", prometheus.GaugeValue,
-		func(c *topology.ComponentMetrics) float64 { return float64(c.Bound) }, true, false},
-	{"breaker_open", "Executors whose breaker is open or probing.", prometheus.GaugeValue,
-		func(c *topology.ComponentMetrics) float64 { return float64(c.BreakerOpen) }, true, false},
+var metrics = readMetrics(metricTable)
+
+// readMetrics reads table (metricTable). A line it cannot read, or a field
+// that is not a number of topology.ComponentMetrics, panics: the table is
+// the package's own, and any of its tests reads it.
+func readMetrics(table string) []metric {
+	var out []metric
+	for _, line := range strings.Split(strings.TrimSpace(table), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 4 {
+			panic(fmt.Sprintf("promexport: metric line %q: want name, field, scope and help", line))
+		}
+		index, err := numfield.Find(reflect.TypeFor[topology.ComponentMetrics](), f[1])
+		if err != nil {
+			panic(fmt.Sprintf("promexport: metric %s: %v", f[0], err))
+		}
+		m := metric{name: f[0], help: strings.Join(f[3:], " "), kind: prometheus.GaugeValue, field: index,
+			spout: f[2] == "spouts", bolt: f[2] == "bolts"}
+		if strings.HasSuffix(m.name, "_total") {
+			m.kind = prometheus.CounterValue
+		}
+		if !m.spout && !m.bolt && f[2] != "all" {
+			panic(fmt.Sprintf("promexport: metric %s: scope %q, want all, bolts or spouts", f[0], f[2]))
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// value reads m's field of c: a count, or a duration in seconds.
+func (m *metric) value(c *topology.ComponentMetrics) float64 {
+	return numfield.Float(reflect.ValueOf(c).Elem(), m.field)
 }
 
 var reasons = []ackcore.Reason{ackcore.ReasonExplicit, ackcore.ReasonTimeout, ackcore.ReasonFull, ackcore.ReasonStopped, ackcore.ReasonLost, ackcore.ReasonPanic}
@@ -171,7 +187,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	m := c.src.Metrics()
 	for i := range m.Components {
 		cm := &m.Components[i]
-		for _, mt := range metrics {
+		for i := range metrics {
+			mt := &metrics[i]
 			if mt.spout && !cm.Spout || mt.bolt && cm.Spout {
 				continue
 			}

@@ -1,6 +1,7 @@
 package baseline
 
 import (
+	"cmp"
 	"fmt"
 	"time"
 
@@ -43,12 +44,8 @@ func (c Config) validate() (Config, error) {
 	if c.Tick < 0 || c.Tick > time.Second || (c.Tick > 0 && c.Tick < time.Microsecond) {
 		return c, fmt.Errorf("baseline: Config.Tick %v out of range [1µs, 1s]", c.Tick)
 	}
-	if c.Timeout == 0 {
-		c.Timeout = ackcore.DefaultTimeout
-	}
-	if c.Tick == 0 {
-		c.Tick = ackcore.DefaultTick
-	}
+	c.Timeout = cmp.Or(c.Timeout, ackcore.DefaultTimeout)
+	c.Tick = cmp.Or(c.Tick, ackcore.DefaultTick)
 	if c.Timeout%c.Tick != 0 {
 		return c, fmt.Errorf("baseline: Config.Timeout %v is not a whole number of ticks (Tick %v)", c.Timeout, c.Tick)
 	}

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"cmp"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -78,9 +79,7 @@ func (c Config) validate() (Config, error) {
 	if c.Receivers == 0 {
 		c.Receivers = c.Tasks
 	}
-	if c.Batch == 0 {
-		c.Batch = acker.DefaultBatch
-	}
+	c.Batch = cmp.Or(c.Batch, acker.DefaultBatch)
 	switch {
 	case c.Shards < 1:
 		return c, fmt.Errorf("pipeline: Config.Shards %d below 1", c.Shards)
