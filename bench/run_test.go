@@ -311,6 +311,23 @@ func synthetic(xorack, gomap float64) *Report {
 	return rep
 }
 
+// TestTally counts a mix of outcomes, plain completions among the others,
+// over two calls, into their kinds and reasons.
+func TestTally(t *testing.T) {
+	done := ackcore.Outcome{Kind: ackcore.Completed}
+	expl := ackcore.Outcome{Kind: ackcore.Failed, Reason: ackcore.ReasonExplicit}
+	late := ackcore.Outcome{Kind: ackcore.Failed, Reason: ackcore.ReasonTimeout}
+	full := ackcore.Outcome{Kind: ackcore.Refused, Reason: ackcore.ReasonFull}
+	var g tally
+	g.add([]ackcore.Outcome{done, expl, done, late, done})
+	g.add([]ackcore.Outcome{full, done, late})
+	g.add(nil)
+	if g.completed() != 4 || g.explicit() != 1 || g.timedOut() != 2 || g.failed() != 3 || g.refused() != 1 {
+		t.Errorf("completed %d, explicit %d, timed out %d, failed %d, refused %d; want 4, 1, 2, 3, 1",
+			g.completed(), g.explicit(), g.timedOut(), g.failed(), g.refused())
+	}
+}
+
 func TestCheck(t *testing.T) {
 	if bad := Check(synthetic(60e6, 20e6), CheckFloor); len(bad) != 0 {
 		t.Errorf("3x passed as %v", bad)
