@@ -1,7 +1,6 @@
 package acker_test
 
 import (
-	"context"
 	"errors"
 	"math/rand/v2"
 	"os"
@@ -91,10 +90,7 @@ func stopRaceRound(t *testing.T, producers, batch int, delay time.Duration, tryS
 				m := ackcore.Msg{Root: uint64(i+1)<<32 | n + 1, Kind: ackcore.Init, Val: 1}
 				var err error
 				if trySend {
-					var sent bool
-					for !sent && err == nil {
-						sent, err = p.TrySend(m)
-					}
+					err = trySendWithin(p, m, testWait)
 				} else {
 					err = p.Send(m)
 				}
@@ -110,9 +106,11 @@ func stopRaceRound(t *testing.T, producers, batch int, delay time.Duration, tryS
 		})
 	}
 	time.Sleep(delay) // not synchronisation: where Stop lands is what varies
-	st, stopErr := a.StopContext(context.Background())
-	wg.Wait()
-	<-recvDone
+	st, stopErr := stopWithin(a, testWait)
+	if err := within(testWait, "the producers returning after Stop", wg.Wait); err != nil {
+		t.Fatal(err)
+	}
+	receiveWithin(t, recvDone, "the receiver returning after Stop")
 	counted := make([]int64, producers) // by Stop
 	var se *acker.StopError
 	if errors.As(stopErr, &se) {
@@ -270,9 +268,11 @@ func TestStopRaceLastSend(t *testing.T) {
 			runtime.Gosched()
 			halt.Store(true)
 		}()
-		_, stopErr := a.StopContext(context.Background())
-		wg.Wait()
-		<-recvDone
+		_, stopErr := stopWithin(a, testWait)
+		if err := within(testWait, "the producers returning after Stop", wg.Wait); err != nil {
+			t.Fatal(err)
+		}
+		receiveWithin(t, recvDone, "the receiver returning after Stop")
 		var se *acker.StopError
 		if stopErr != nil && (!errors.As(stopErr, &se) || se.Err != nil || se.Receivers != nil) {
 			t.Fatalf("StopContext: %v", stopErr)
