@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"reflect"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/internal/buildinfo"
 	"github.com/xorack/xorack/internal/numfield"
 	"github.com/xorack/xorack/netio"
 )
@@ -177,9 +177,9 @@ func servePending(srv *netio.Server, scans *pendingScans, w http.ResponseWriter,
 
 // serverCollector exports a netio.Server's counters at each scrape.
 type serverCollector struct {
-	srv *netio.Server
-	d   map[string]*prometheus.Desc
-	ver []string // build info label values
+	srv   *netio.Server
+	d     map[string]*prometheus.Desc
+	build []string // build_info's label values (buildinfo.Info.Labels)
 }
 
 // seriesTable lists the exported series, one a line: the name (after
@@ -330,15 +330,7 @@ func newServerCollector(srv *netio.Server) *serverCollector {
 	for _, s := range allSeries {
 		c.d[s.name] = prometheus.NewDesc("ackerd_"+s.name, s.help, s.labels, nil)
 	}
-	c.ver = []string{"unknown", "unknown", "unknown"}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		c.ver[0], c.ver[2] = bi.Main.Version, bi.GoVersion
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" {
-				c.ver[1] = s.Value
-			}
-		}
-	}
+	c.build = buildinfo.Read().Labels()
 	return c
 }
 
@@ -352,7 +344,7 @@ func (c *serverCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(name string, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(c.d[name], prometheus.GaugeValue, v, labels...)
 	}
-	gauge("build_info", 1, c.ver...)
+	gauge("build_info", 1, c.build...)
 	srv := c.srv
 	shards := make([]reflect.Value, srv.Shards())
 	for i := range shards {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
+	"github.com/xorack/xorack/internal/buildinfo"
 	"github.com/xorack/xorack/internal/numfield"
 	"github.com/xorack/xorack/netio"
 )
@@ -104,7 +105,7 @@ func TestAdminEndpoint(t *testing.T) {
 		`ackerd_acker_orphans_drained_total{shard="1"} 0` + "\n",
 		"ackerd_handshakes_dropped_total 0\n",
 		"ackerd_share_unallocated_roots ",
-		`ackerd_build_info{goversion="go`,
+		buildInfoLine(),
 		"go_goroutines ",
 	}
 	var metrics string
@@ -249,6 +250,19 @@ func TestAdminAddrInUse(t *testing.T) {
 		!strings.Contains(b.String(), "ackerd: -admin "+ln.Addr().String()+": listen tcp "+ln.Addr().String()+": bind: address already in use") {
 		t.Fatalf("exit %d: %s", rc, b.String())
 	}
+}
+
+// buildInfoLine is ackerd_build_info's line in /metrics: internal/
+// buildinfo's labels and values (the engine's xorack_topology_build_info
+// has the same), sorted by name as the text format writes them.
+func buildInfoLine() string {
+	names, values := buildinfo.LabelNames(), buildinfo.Read().Labels()
+	pairs := make([]string, len(names))
+	for i, n := range names {
+		pairs[i] = fmt.Sprintf("%s=%q", n, values[i])
+	}
+	slices.Sort(pairs)
+	return "ackerd_build_info{" + strings.Join(pairs, ",") + "} 1\n"
 }
 
 // TestEveryNumberExported: each number of ackcore.Stats is a series
