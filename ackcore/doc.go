@@ -66,7 +66,8 @@
 //	hash.go          the keyed hash
 //	rules.go         the contract's rules on the slow path (step, cur, store)
 //	apply.go         the Apply pipeline: chunks, prefetch, the fast path in Go
-//	ackrun.go        the fast path in assembly (ackrun_amd64.s), its glue
+//	ackrun*.go       the fast path in assembly (ackrun_amd64.s and .h), its glue
+//	prefetch*.go     the prefetch pass's slot prefetch (prefetch_amd64.s; none elsewhere)
 //	due.go           the shard's time, deadlines and latencies, Expire
 //	near.go          the near wheel, the pass and the due lists behind Expire
 //	timing.go        per-root start and timeout (timing kinds), side.go kind 3
