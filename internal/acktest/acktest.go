@@ -192,9 +192,7 @@ func FuzzScenario(seed uint64, roots, bound, faults uint8) Scenario {
 // at least 2, under -short) as subtests named after the cases. keep, if not
 // nil, selects the cases to run.
 func RunCases(t *testing.T, seeds int, newAcker Factory, keep func(Case) bool) {
-	if testing.Short() {
-		seeds = max(2, seeds/4)
-	}
+	seeds = CaseSeeds(seeds)
 	for _, c := range Cases() {
 		if keep != nil && !keep(c) {
 			continue
@@ -207,6 +205,15 @@ func RunCases(t *testing.T, seeds int, newAcker Factory, keep func(Case) bool) {
 			}
 		})
 	}
+}
+
+// CaseSeeds is how many seeds RunCases given seeds runs a case for: all
+// of them, or a quarter of them, at least 2, under -short.
+func CaseSeeds(seeds int) int {
+	if testing.Short() {
+		return max(2, seeds/4)
+	}
+	return seeds
 }
 
 // Run feeds the same message stream, batches and clock to the acker and to
