@@ -109,12 +109,6 @@ primed2:
 	SUBQ $(PFD1*Msg__size), R13
 	MOVQ R13, runState_end(R12)
 
-	// The loop starts a 64-byte line (the padding runs once a call): its
-	// common path, from next to the ACK's JB next, then spans four lines
-	// of code instead of five. On a 2-vCPU AMD EPYC VM at 10,000 roots
-	// pending (word count) the loop ran 2-4% faster aligned so, in pairs
-	// against the unaligned build; at 100,000 and 1M alike within noise.
-	PCALIGN $64
 loop:
 	CMPQ SI, runState_end(R12)
 	JAE  tail
