@@ -7,7 +7,6 @@ import (
 	"net"
 	"time"
 
-	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
 )
 
@@ -109,8 +108,7 @@ func (c *sconn) readLoop() error {
 			// it has room for the whole of it in one span (Room), and
 			// staged there as it is when nothing in it needs a second
 			// look (no RESET to charge, no bound near): no check and copy
-			// by SendBatch. Otherwise into c.msgs, then copied into the
-			// ring (stageDecoded).
+			// by SendBatch. Otherwise into c.msgs, as before.
 			dst := c.msgs[:0]
 			direct := false
 			if len(f.Body)%msgSize == 0 {
@@ -181,7 +179,7 @@ func (c *sconn) readLoop() error {
 				base, hbase = c.pending.Load(), c.held.Load()
 			}
 			taken += inits
-			if err := stageDecoded(ap, c.msgs); err != nil {
+			if err := p.SendBatch(c.msgs); err != nil {
 				return err
 			}
 			read += uint64(len(c.msgs))
@@ -197,31 +195,6 @@ func (c *sconn) readLoop() error {
 			return c.protocolError(fmt.Errorf("netio: unexpected %s frame from a client", typeName(f.Type)))
 		}
 	}
-}
-
-// stageDecoded hands msgs, a frame decodeMsgs checked (and the fair
-// share and the RESET budget trimmed), to the acker: copied into its ring
-// span by span, without SendBatch's second check of every message. This
-// is the path of a frame the ring could not take in one span (Room): it
-// runs past the ring's end, or the ring had less room than the frame, a
-// quarter of the frames or more when the producers' batches do not divide
-// the ring. Room(1) returns what the current span has left, reserving
-// the next when it has none; where it offers nothing (a receiver held
-// back: each INIT is looked at) SendBatch takes the rest.
-func stageDecoded(ap *acker.Producer, msgs []ackcore.Msg) error {
-	for len(msgs) > 0 {
-		span, err := ap.Room(1)
-		if err != nil {
-			return err
-		}
-		if span == nil {
-			return ap.SendBatch(msgs)
-		}
-		n := copy(span, msgs)
-		ap.Staged(n)
-		msgs = msgs[n:]
-	}
-	return nil
 }
 
 // applyLast hands the frame the reader parsed and was holding back for

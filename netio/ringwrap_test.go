@@ -11,11 +11,11 @@ import (
 
 // TestFramesPastTheRingsEnd: frames the acker's ring cannot take in one
 // span (they run past its end, find less room than they hold, or hold
-// more than the whole ring) are staged piece by piece (stageDecoded), each
-// message once and in order: every tree completes, once, and the server
-// hands the acker exactly the messages sent. A ring of 64 places and
-// frames of 50, 100, 37, 64 and 129 messages put most frames on that
-// path; the invariants build checks every message staged there.
+// more than the whole ring) are decoded into the connection's slice and
+// staged from there, each message once: every tree completes, once, and
+// the server hands the acker exactly the messages sent. A ring of 64
+// places and frames of 50, 100, 37, 64 and 129 messages put most frames
+// on that path.
 func TestFramesPastTheRingsEnd(t *testing.T) {
 	s := startServer(t, func(c *ServerConfig) { c.RingSize = 64 })
 	c := mustDial(t, clientCfg(s.addr), acker.Spec{Producers: 1, Tasks: 1})
