@@ -190,7 +190,7 @@
 // with ReasonLost at once, and reconnects with exponential backoff and
 // jitter.
 //
-// # Layout
+// # Files
 //
 // The package's files, one idea each:
 //
