@@ -176,7 +176,12 @@ func collect(t testing.TB, ib acker.Inbox, n int, d time.Duration) map[uint64][]
 	t.Helper()
 	got := map[uint64][]ackcore.Outcome{}
 	total := 0
-	deadline := time.After(d)
+	// Closed at the deadline, not a tick: a tick WaitUntil takes is gone,
+	// and the next wait would outlast the deadline (forever, with no
+	// outcome coming).
+	deadline := make(chan time.Time)
+	stop := time.AfterFunc(d, func() { close(deadline) })
+	defer stop.Stop()
 	var buf []ackcore.Outcome
 	for total < n {
 		var ok bool

@@ -335,8 +335,8 @@ func newServerCollector(srv *netio.Server) *serverCollector {
 }
 
 func (c *serverCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range c.d {
-		ch <- d
+	for _, s := range allSeries { // in the table's order
+		ch <- c.d[s.name]
 	}
 }
 
