@@ -315,8 +315,12 @@ func readSeries(table string) []series {
 		if err != nil {
 			panic(fmt.Sprintf("ackerd: series %s: %v", s.name, err))
 		}
-		if want := len(s.labels) - len(f[1:]); want != 0 && !(s.perShard && want == 1) {
-			panic(fmt.Sprintf("ackerd: series %s: sample %s gives %d label values for labels %v", s.name, f[0], len(f[1:]), s.labels))
+		want := len(s.labels) // the values a sample gives: all but shard's, which Collect adds
+		if s.perShard {
+			want--
+		}
+		if len(f[1:]) != want {
+			panic(fmt.Sprintf("ackerd: series %s: sample %s gives %d label values for labels %v, want %d", s.name, f[0], len(f[1:]), s.labels, want))
 		}
 		s.samples = append(s.samples, sample{field: index, labels: f[1:]})
 	}

@@ -342,11 +342,13 @@ func TestSeriesTable(t *testing.T) {
 		t.Errorf("%d reason samples, want 6", reasons)
 	}
 	for _, bad := range []string{
-		"x_total - X.\n\tNope",              // no such field
-		"x_total - X.\n\tHandshakeFailures", // not a number
-		"x_total shard,kind X.\n\tInits",    // a label value missing
-		"x_total cause X.\n\tAccepted a b",  // one too many
-		"x_total",                           // no labels, no help
+		"x_total - X.\n\tNope",                  // no such field
+		"x_total - X.\n\tHandshakeFailures",     // not a number
+		"x_total shard,kind X.\n\tInits",        // a label value missing
+		"x_total cause X.\n\tAccepted a b",      // one too many
+		"x_total shard,kind X.\n\tInits 0 init", // one too many: shard's value is Collect's
+		"x_total shard X.\n\tCompleted 0",       // one too many, for the shard label alone
+		"x_total",                               // no labels, no help
 	} {
 		func() {
 			defer func() {
