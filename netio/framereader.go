@@ -138,9 +138,10 @@ func (fr *frameReader) fill() {
 		need = int(uint32(fr.buf[fr.start]) | uint32(fr.buf[fr.start+1])<<8 | uint32(fr.buf[fr.start+2])<<16 | uint32(fr.buf[fr.start+3])<<24)
 	}
 	// Move the unparsed bytes to the front when the frame would not fit
-	// behind them, or when less than half the buffer (at most half a
-	// chunk) is left to read into: a read into a sliver of buffer returns
-	// a sliver of data, and costs a system call all the same.
+	// behind them, or when less than half the buffer (half of bulkRead at
+	// most, once a frame grew it past that) is left to read into: a read
+	// into a sliver of buffer returns a sliver of data, and costs a system
+	// call all the same.
 	if fr.start > 0 && (fr.start+need > len(fr.buf) || have == 0 || len(fr.buf)-fr.end < min(len(fr.buf), bulkRead)/2) {
 		copy(fr.buf, fr.buf[fr.start:fr.end])
 		fr.start, fr.end = 0, have
