@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
@@ -28,6 +29,13 @@ func TestSteadyStateAllocs(t *testing.T) {
 	send := make([]ackcore.Msg, 0, frame)
 	inflight := 0
 	completed, others := 0, 0
+	// Every wait for outcomes ends by this deadline (a channel closed
+	// then, made before the count): outcomes lost fail the test, naming
+	// how many are missing, instead of hanging it.
+	const wait = 2 * time.Minute
+	deadline := make(chan time.Time)
+	stop := time.AfterFunc(wait, func() { close(deadline) })
+	defer stop.Stop()
 	// run sends frames of the stream, taking outcomes whenever window
 	// roots are in flight.
 	run := func(frames int) {
@@ -48,8 +56,15 @@ func TestSteadyStateAllocs(t *testing.T) {
 			}
 			for inflight >= window {
 				var ok bool
-				if out, ok = ib.Wait(out[:0]); !ok {
+				if out, ok = ib.WaitUntil(out[:0], deadline); !ok {
 					t.Fatal("inbox closed")
+				}
+				if len(out) == 0 {
+					select {
+					case <-deadline:
+						t.Fatalf("%d roots in flight without an outcome after %v", inflight, wait)
+					default:
+					}
 				}
 				inflight -= len(out)
 				n := count(out, ackcore.Completed)
