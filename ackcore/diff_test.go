@@ -27,10 +27,7 @@ func TestShardMatchesModel(t *testing.T) {
 	// applyRun's assembly loop where the CPU has AVX2 ("asm"), and the
 	// portable loop ("go") everywhere; every case, the tight and tiny
 	// bounds included.
-	seeds := 10 // RunCases takes a quarter under -short
-	if *long {
-		seeds = 40
-	}
+	seeds := matchSeeds() // RunCases takes a quarter under -short
 	t.Run("asm", func(t *testing.T) {
 		acktest.RunCases(t, seeds, shardFactory, nil)
 	})
@@ -45,6 +42,15 @@ func TestShardMatchesModel(t *testing.T) {
 		defer ackcore.SetAckRun(false)()
 		acktest.RunCases(t, seeds/2, prefetchFactory, nil)
 	})
+}
+
+// matchSeeds is how many seeds TestShardMatchesModel gives RunCases for
+// the assembly and the portable loop: 10, or 40 with -long.
+func matchSeeds() int {
+	if *long {
+		return 40
+	}
+	return 10
 }
 
 // prefetchFactory makes shards that take Apply's prefetching path
@@ -99,15 +105,14 @@ func FuzzShard(f *testing.F) {
 
 // TestShardMatchesModelOwners: the owners cases (batches from several
 // owners, each bounded to a few orphans) against the model, with the
-// assembly loop and the portable one; the shards must have
-// refused some orphans at their owners' share, so that the bound is
+// assembly loop and the portable one, for 30 seeds (6 with -short) past
+// those TestShardMatchesModel runs them for with both loops (10, or 2
+// with -short): seeds 11 to 40 (3 to 8), each run once; the shards must
+// have refused some orphans at their owners' share, so that the bound is
 // exercised, not just allowed.
 func TestShardMatchesModelOwners(t *testing.T) {
 	testkit.SkipUnderRace(t, "a shard on one goroutine: nothing for the race detector to watch")
-	seeds := 40
-	if testing.Short() {
-		seeds = 8
-	}
+	seeds, first := testkit.Size(30, 6), acktest.CaseSeeds(matchSeeds())+1
 	for _, mode := range []struct {
 		name string
 		asm  bool
@@ -124,7 +129,7 @@ func TestShardMatchesModelOwners(t *testing.T) {
 				var shards []*ackcore.Shard
 				for s := range seeds {
 					sc := c.Scenario
-					sc.Seed = uint64(s + 1)
+					sc.Seed = uint64(first + s)
 					acktest.Run(t, sc, func(cfg ackcore.Config) (ackcore.Interface, error) {
 						sh, err := ackcore.NewShard(cfg)
 						if err == nil {

@@ -45,9 +45,9 @@
 // reads on to the next group only while the group's overflow count says
 // that entries homed at or before it live past it. An insert takes the
 // first empty slot from the home group on, and adds one to the overflow
-// count of each group it passed (on the word count at the bound's load
-// about one entry in eleven is past its home group, nearly all of those
-// in the next); a delete empties the slot and its
+// count of each group it passed (on the word count replayed at the
+// bound's load, about one entry in seventeen is past its home group,
+// four in five of those in the next); a delete empties the slot and its
 // tag and takes the entry out of those counts, found from the distance it
 // stores. Entries never move: no shifts, no tombstones (the counts are
 // exact, so the table never slows down with churn), and what is indexed
@@ -66,7 +66,8 @@
 //	hash.go          the keyed hash
 //	rules.go         the contract's rules on the slow path (step, cur, store)
 //	apply.go         the Apply pipeline: chunks, prefetch, the fast path in Go
-//	ackrun.go        the fast path in assembly (ackrun_amd64.s), its glue
+//	ackrun*.go       the fast path in assembly (ackrun_amd64.s and .h), its glue
+//	prefetch*.go     the prefetch pass's slot prefetch (prefetch_amd64.s; none elsewhere)
 //	due.go           the shard's time, deadlines and latencies, Expire
 //	near.go          the near wheel, the pass and the due lists behind Expire
 //	timing.go        per-root start and timeout (timing kinds), side.go kind 3

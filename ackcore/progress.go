@@ -29,7 +29,7 @@ import "time"
 // applies its batches with the portable loop (fastPath), which stores
 // the tick with each ACK's val: one predictable branch and one 32-bit
 // store per ACK there, nothing without the option. Memory: 4 bytes a
-// slot (6 a root at the 2/3 load bound), allocated by NewShard.
+// slot (5.3 a root at the 3/4 load bound), allocated by NewShard.
 
 // DefaultProgressCap is ProgressCap's default in timeouts: progress keeps
 // a root alive for at most ten timeouts after its INIT, the engine's

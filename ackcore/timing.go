@@ -14,7 +14,7 @@ package ackcore
 //
 // X is a 19-bit count of ticks: its low 16 bits in ext[slot], a uint16
 // array beside the slots (allocated while an entry of kind 1 or 2 exists,
-// 2 bytes a slot, 3 bytes a root at the 2/3 load bound), its high 3 bits in
+// 2 bytes a slot, 2.7 bytes a root at the 3/4 load bound), its high 3 bits in
 // the word (xhi). Kind 1 is a root with its own timeout (TimeoutMs on INIT,
 // or on the RESET that made an entry before its INIT), kind 2 a root with
 // the default timeout whose deadline a RESET moved on: X is how far. So

@@ -153,11 +153,13 @@ func runSharded(t *testing.T, shards, producers, receivers int, recvOf func(int)
 			pr.Flush()
 		})
 	}
-	prods.Wait()
+	if err := within(testWait, "the producers' sends", prods.Wait); err != nil {
+		t.Fatal(err)
+	}
 	// Wait until the shards have applied every message (their published
 	// counters say so at their next tick), then let time pass. A hang
 	// fails, it does not pass.
-	if err := await(60*time.Second, "every message applied",
+	if err := await(testWait, "every message applied",
 		func() bool {
 			st := a.Stats()
 			return st.Inits+st.Acks+st.Fails+st.Resets == uint64(len(evs))
@@ -165,7 +167,7 @@ func runSharded(t *testing.T, shards, producers, receivers int, recvOf func(int)
 		func() string { return fmt.Sprintf("shards applied %+v of %d messages", a.Stats(), len(evs)) }); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.After(60 * time.Second)
+	deadline := time.After(testWait)
 	clock.Add(timeout + 2*time.Millisecond)
 	for i := 0; i < total; i++ {
 		select {
@@ -175,7 +177,9 @@ func runSharded(t *testing.T, shards, producers, receivers int, recvOf func(int)
 		}
 	}
 	st := a.Stop()
-	spouts.Wait()
+	if err := within(testWait, "the receivers' Run returning after Stop", spouts.Wait); err != nil {
+		t.Fatal(err)
+	}
 	dups.Range(func(k, v any) bool {
 		t.Errorf("root %#x got a second outcome %+v", k, v)
 		return true
@@ -218,7 +222,7 @@ func TestShardedStopReportsPending(t *testing.T) {
 		close(done)
 	}()
 	st := a.Stop()
-	<-done
+	receiveWithin(t, done, "the receiver's Run returning after Stop")
 	if len(outs) != 10 || st.FailedStopped != 10 {
 		t.Fatalf("%d outcomes, stats %+v", len(outs), st)
 	}
@@ -304,7 +308,9 @@ func TestShardedSendBatch(t *testing.T) {
 			t.Fatal(err)
 		}
 		st := a.Stop()
-		wg.Wait()
+		if err := within(testWait, "the receivers' Run returning after Stop", wg.Wait); err != nil {
+			t.Fatal(err)
+		}
 		if st.Inits != roots || st.Completed != roots || len(outs[0])+len(outs[1]) != roots {
 			t.Fatalf("shards=%d: stats %+v, %d+%d outcomes for %d roots", shards, st, len(outs[0]), len(outs[1]), roots)
 		}

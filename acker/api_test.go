@@ -31,7 +31,7 @@ func startWith(t *testing.T, n int) *acker.Acker {
 		t.Fatal(err)
 	}
 	rc := a.Inbox(0).(*acker.Receiver)
-	if err := await(30*time.Second, "an outcome for every root in receiver 0's backlog",
+	if err := await(testWait, "an outcome for every root in receiver 0's backlog",
 		func() bool { return rc.Stats().Backlog >= n },
 		func() string { return fmt.Sprintf("%d of %d outcomes in receiver 0's backlog", rc.Stats().Backlog, n) }); err != nil {
 		t.Fatal(err)
@@ -69,36 +69,45 @@ func TestRunPanicExactlyOnce(t *testing.T) {
 			}
 			stopped := make(chan ackcore.Stats, 1)
 			stop := func() { stopped <- a.Stop() }
-			var buf []ackcore.Outcome
-			switch resume {
-			case "Run":
-				go stop()
-				rc.Run(func(o ackcore.Outcome) { seen[o.Root]++ })
-			case "Poll":
-				buf = rc.Poll(buf)
-				go stop()
-			case "Wait", "WaitUntil":
-				var ok bool
-				if resume == "Wait" {
-					buf, ok = rc.Wait(buf)
-				} else {
-					buf, ok = rc.WaitUntil(buf, time.After(time.Hour))
+			var st ackcore.Stats
+			none := false // Wait or WaitUntil found no outcome after the panic
+			if err := within(testWait, "the rest taken with "+resume+" and Stop returning", func() {
+				var buf []ackcore.Outcome
+				switch resume {
+				case "Run":
+					go stop()
+					rc.Run(func(o ackcore.Outcome) { seen[o.Root]++ })
+				case "Poll":
+					buf = rc.Poll(buf)
+					go stop()
+				case "Wait", "WaitUntil":
+					var ok bool
+					if resume == "Wait" {
+						buf, ok = rc.Wait(buf)
+					} else {
+						buf, ok = rc.WaitUntil(buf, time.After(testWait))
+					}
+					if none = !ok; none {
+						return
+					}
+					go stop()
 				}
-				if !ok {
-					t.Fatal("no outcome after the panic")
+				for {
+					for _, o := range buf {
+						seen[o.Root]++
+					}
+					var ok bool
+					if buf, ok = rc.Wait(buf[:0]); !ok {
+						break
+					}
 				}
-				go stop()
+				st = <-stopped
+			}); err != nil {
+				t.Fatal(err)
 			}
-			for {
-				for _, o := range buf {
-					seen[o.Root]++
-				}
-				var ok bool
-				if buf, ok = rc.Wait(buf[:0]); !ok {
-					break
-				}
+			if none {
+				t.Fatal("no outcome after the panic")
 			}
-			st := <-stopped
 			for r := uint64(1); r <= n; r++ {
 				if seen[r] != 1 {
 					t.Fatalf("root %d delivered %d times", r, seen[r])
@@ -250,7 +259,9 @@ func TestPlanAnyTime(t *testing.T) {
 	}
 	a.Stop()
 	close(quit)
-	wg.Wait()
+	if err := within(testWait, "the goroutines calling Plan returning", wg.Wait); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range a.Plan().CPUs {
 		if c == -7 {
 			t.Fatal("Plan returned its own CPUs slice")
@@ -286,7 +297,7 @@ func TestOldestPending(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Each root's INIT is applied before the clock moves on.
-		if err := await(30*time.Second, "each INIT applied before the clock moves on",
+		if err := await(testWait, "each INIT applied before the clock moves on",
 			func() bool { return a.Stats().Inits >= r },
 			func() string { return fmt.Sprintf("INIT %d not applied (stats %+v)", r, a.Stats()) }); err != nil {
 			t.Fatal(err)
@@ -311,7 +322,7 @@ func TestOldestPending(t *testing.T) {
 		a.Inbox(0).(*acker.Receiver).Run(func(ackcore.Outcome) {})
 	}()
 	st := a.Stop()
-	<-done
+	receiveWithin(t, done, "receiver 0's Run returning after Stop")
 	if st.FailedStopped != roots {
 		t.Fatalf("stats %+v", st)
 	}
@@ -349,7 +360,7 @@ func TestHotPathAllocs(t *testing.T) {
 		}
 		p.Flush()
 		got = 0
-		if err := await(30*time.Second, "the round's 256 outcomes polled", polled, missing); err != nil {
+		if err := await(testWait, "the round's 256 outcomes polled", polled, missing); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -399,9 +410,13 @@ func TestSpecInboxTable(t *testing.T) {
 }
 
 // started builds an acker from cfg and starts it, failing the test if
-// either refuses.
+// either refuses. The test's cleanup stops it (at once when the test did,
+// within DefaultStopTimeout otherwise): a test that fails midway leaves
+// no executor running, nor a receiver's Run waiting for the end.
 func started(t testing.TB, cfg acker.Config) *acker.Acker {
 	t.Helper()
 	a, err := acker.New(cfg)
-	return testkit.Started(t, a, err)
+	a = testkit.Started(t, a, err)
+	t.Cleanup(func() { _, _ = stopWithin(a, acker.DefaultStopTimeout) })
+	return a
 }

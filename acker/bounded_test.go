@@ -124,7 +124,9 @@ func TestStuckReceiver(t *testing.T) {
 			errs[p] = pr.Flush()
 		})
 	}
-	prods.Wait()
+	if err := within(testWait, "the producers' sends", prods.Wait); err != nil {
+		t.Fatal(err)
+	}
 	for p, err := range errs {
 		if err != nil {
 			t.Fatalf("producer %d: %v", p, err)
@@ -159,7 +161,7 @@ func TestStuckReceiver(t *testing.T) {
 	// Resume: every admitted root of task 0 arrives, once.
 	buf := make([]ackcore.Outcome, 0, 4096)
 	n0 := 0
-	if err := await(60*time.Second, "every admitted root of task 0 delivered",
+	if err := await(testWait, "every admitted root of task 0 delivered",
 		func() bool {
 			buf = a.Inbox(0).Poll(buf[:0])
 			see(buf)
@@ -170,15 +172,21 @@ func TestStuckReceiver(t *testing.T) {
 		t.Fatal(err)
 	}
 	final := a.Stop()
-	for {
-		var ok bool
-		if buf, ok = a.Inbox(0).Wait(buf[:0]); !ok {
-			break
+	if err := within(testWait, "receiver 0 drained after Stop", func() {
+		for {
+			var ok bool
+			if buf, ok = a.Inbox(0).Wait(buf[:0]); !ok {
+				return
+			}
+			see(buf)
+			n0 += len(buf)
 		}
-		see(buf)
-		n0 += len(buf)
+	}); err != nil {
+		t.Fatal(err)
 	}
-	polls.Wait()
+	if err := within(testWait, "receivers 1-3 drained after Stop", polls.Wait); err != nil {
+		t.Fatal(err)
+	}
 	if n0 != want0 || bad.Load() != 0 {
 		t.Fatalf("stuck receiver got %d outcomes after resuming, want %d; %d malformed", n0, want0, bad.Load())
 	}
@@ -225,7 +233,7 @@ func TestHeldBackSend(t *testing.T) {
 		}
 		sendErr <- p.Flush()
 	}()
-	if err := await(60*time.Second, "receiver 0 held back",
+	if err := await(testWait, "receiver 0 held back",
 		func() bool {
 			select {
 			case err := <-sendErr:
@@ -254,7 +262,7 @@ func TestHeldBackSend(t *testing.T) {
 	if err := p1.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	if err := await(60*time.Second, "task 1's outcomes while task 0 is held back",
+	if err := await(testWait, "task 1's outcomes while task 0 is held back",
 		func() bool { return got1.Load() >= others },
 		func() string { return fmt.Sprintf("task 1 got %d of %d", got1.Load(), others) }); err != nil {
 		t.Fatal(err)
@@ -276,12 +284,13 @@ func TestHeldBackSend(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-	case <-time.After(60 * time.Second):
+	case <-time.After(testWait):
 		t.Fatal("Send still held back after receiver 0 resumed")
 	}
 	st := a.Stop()
-	<-done0
-	<-done1
+	if err := within(testWait, "receivers 0 and 1 returning after Stop", func() { <-done0; <-done1 }); err != nil {
+		t.Fatal(err)
+	}
 	for r := uint64(1); r <= roots; r++ {
 		if seen[r] != 1 {
 			t.Fatalf("root %d: %d outcomes", r, seen[r])
@@ -306,7 +315,7 @@ func TestSpoutPollsWhileHeldBack(t *testing.T) {
 		err     error
 	}
 	res := make(chan result, 1)
-	const wait = 60 * time.Second
+	const wait = testWait
 	go func() {
 		p, in := a.Sender(0), a.Inbox(0)
 		seen := make([]uint8, roots+1)
@@ -396,7 +405,7 @@ func TestStopReleasesHeldSend(t *testing.T) {
 			}
 		}
 	}()
-	if err := await(60*time.Second, "receiver 0 held back",
+	if err := await(testWait, "receiver 0 held back",
 		func() bool {
 			select {
 			case err := <-sendErr:
@@ -415,12 +424,17 @@ func TestStopReleasesHeldSend(t *testing.T) {
 		if !errors.Is(err, acker.ErrClosed) {
 			t.Fatalf("held Send returned %v, want ErrClosed", err)
 		}
-	case <-time.After(60 * time.Second):
+	case <-time.After(testWait):
 		t.Fatal("held Send still waiting after Stop")
 	}
 	n := 0
-	a.Inbox(0).(*acker.Receiver).Run(func(ackcore.Outcome) { n++ })
-	st := <-stopped
+	var st ackcore.Stats
+	if err := within(testWait, "receiver 0's Run and Stop returning", func() {
+		a.Inbox(0).(*acker.Receiver).Run(func(ackcore.Outcome) { n++ })
+		st = <-stopped
+	}); err != nil {
+		t.Fatal(err)
+	}
 	if uint64(n) != st.Completed || n == 0 {
 		t.Fatalf("%d outcomes delivered, stats %+v", n, st)
 	}

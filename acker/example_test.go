@@ -52,11 +52,13 @@ func mustStart(cfg acker.Config) *acker.Acker {
 // A spout executor that emits and takes its own acks sends its INITs with
 // TrySend and polls its receiver while TrySend says no: a shard holding
 // back its INITs (its receiver fell Backlog behind) waits for exactly
-// those polls, so a blocking Send here could wait forever.
+// those polls, so a blocking Send here could wait forever. It gives up at
+// a deadline rather than spin without end if the outcomes never come.
 func ExampleProducer_TrySend() {
 	a := mustStart(acker.Config{Spec: acker.Spec{Producers: 1, Tasks: 1}, OutcomeRingSize: 16, Backlog: 8,
 		Shard: ackcore.Config{MaxPending: 1024}})
 	p, in := a.Sender(0), a.Inbox(0)
+	deadline := time.Now().Add(time.Minute)
 	var buf []ackcore.Outcome
 	done := 0
 	for root := uint64(1); root <= 1000; root++ {
@@ -68,6 +70,9 @@ func ExampleProducer_TrySend() {
 			if ok {
 				break
 			}
+			if time.Now().After(deadline) {
+				panic(fmt.Sprintf("root %d: INIT held back for a minute", root))
+			}
 			p.Flush()
 			buf = in.Poll(buf[:0]) // take acks: this is what releases the hold
 			done += len(buf)
@@ -75,8 +80,8 @@ func ExampleProducer_TrySend() {
 		p.Send(ackcore.Msg{Root: root, Kind: ackcore.Ack, Val: root}) // ACKs are never held back
 	}
 	p.Flush()
-	for done < 1000 {
-		buf, _ = in.Wait(buf[:0])
+	for done < 1000 && time.Now().Before(deadline) {
+		buf, _ = in.WaitUntil(buf[:0], time.After(time.Until(deadline)))
 		done += len(buf)
 	}
 	a.Stop()
@@ -107,8 +112,9 @@ func ExampleReceiver_Stats() {
 		Shard: ackcore.Config{MaxPending: 1024}})
 	p := a.Sender(0)
 	// Nobody polls task 1's receiver: after 16 outcomes in its ring and 16
-	// held, the shard holds back its INITs.
-	for root := uint64(1); a.Inbox(1).(*acker.Receiver).Stats().HeldBack == 0; {
+	// held, the shard holds back its INITs (within a minute, or never).
+	deadline := time.Now().Add(time.Minute)
+	for root := uint64(1); a.Inbox(1).(*acker.Receiver).Stats().HeldBack == 0 && time.Now().Before(deadline); {
 		if ok, _ := p.TrySend(ackcore.Msg{Root: root, Kind: ackcore.Init, Task: 1}); ok {
 			root++
 		} else {

@@ -26,7 +26,8 @@ const orphanStormWait = 30 * time.Second
 // failed completes, no INIT is refused, and the shards' memory stays
 // within Footprint. A lost outcome fails the test after orphanStormWait,
 // naming the roots without one, rather than hanging it (the clock never
-// times them out).
+// times them out), and the test's cleanup (started's) then stops the
+// acker, which ends the receiver's Run.
 func TestOrphanStorm(t *testing.T) {
 	roots, bound := 200_000, 3120 // the engine's default bound
 	if testing.Short() {
@@ -132,7 +133,7 @@ func TestOrphanStorm(t *testing.T) {
 		}
 	}
 	st := a.Stop()
-	<-done
+	receiveWithin(t, done, "the receiver's Run returning after Stop")
 	if other.Load() != 0 || st.FailedFull != 0 || int(failedExplicit.Load()) != fails || int(completed.Load()) != roots-fails {
 		t.Fatalf("%d roots, %d failed by the bolt: %d completed, %d failed explicit, %d other; stats %+v",
 			roots, fails, completed.Load(), failedExplicit.Load(), other.Load(), st)

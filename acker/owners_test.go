@@ -128,9 +128,9 @@ func TestOrphanShareFlood(t *testing.T) {
 		}
 	}
 	close(stop)
-	n := <-flooded
+	n := receiveWithin(t, flooded, "the flood's last batch")
 	st := a.Stop()
-	<-done
+	receiveWithin(t, done, "the receiver's Run returning after Stop")
 	if t.Failed() || other.Load() != 0 || int(completed.Load()) != roots {
 		t.Fatalf("%d roots: %d completed, %d other; stats %+v", roots, completed.Load(), other.Load(), st)
 	}

@@ -33,7 +33,7 @@ func stuckAcker(t *testing.T, n int, cfg acker.Config) (a *acker.Acker, polled <
 	if err := p.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	if err := await(30*time.Second, "every INIT applied", // published at the executor's ticks
+	if err := await(testWait, "every INIT applied", // published at the executor's ticks
 		func() bool { return a.Stats().Inits >= uint64(n)+1 },
 		func() string { return fmt.Sprintf("%d of %d INITs applied", a.Stats().Inits, n+1) }); err != nil {
 		t.Fatal(err)
@@ -75,14 +75,18 @@ func TestStopUnpolledReceiver(t *testing.T) {
 	if st.FailedStopped != n+1 {
 		t.Fatalf("stats %+v", st)
 	}
-	if k := <-polled; k != 1 {
+	if k := receiveWithin(t, polled, "receiver 0's Run returning after Stop"); k != 1 {
 		t.Fatalf("receiver 0 took %d outcomes, want 1", k)
 	}
 	if d := a.Inbox(1).(*acker.Receiver).Stats().Dropped; d != u.Dropped {
 		t.Fatalf("ReceiverStats.Dropped %d, error says %d", d, u.Dropped)
 	}
 	left := 0
-	a.Inbox(1).(*acker.Receiver).Run(func(ackcore.Outcome) { left++ })
+	if err := within(testWait, "receiver 1's Run taking what Stop left in its rings", func() {
+		a.Inbox(1).(*acker.Receiver).Run(func(ackcore.Outcome) { left++ })
+	}); err != nil {
+		t.Fatal(err)
+	}
 	if left != u.InRings {
 		t.Fatalf("receiver 1 took %d after Stop, error says %d in its rings", left, u.InRings)
 	}
@@ -104,7 +108,7 @@ func TestStopDefaultDeadline(t *testing.T) {
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("Stop returned after %v, StopTimeout 200ms", took)
 	}
-	<-polled
+	receiveWithin(t, polled, "receiver 0's Run returning after Stop")
 	if st.FailedStopped != 10_001 || a.Inbox(1).(*acker.Receiver).Stats().Dropped == 0 {
 		t.Fatalf("stats %+v, receiver 1 %+v", st, a.Inbox(1).(*acker.Receiver).Stats())
 	}
@@ -143,8 +147,8 @@ func TestStopUnflushed(t *testing.T) {
 		if err := flushed.Flush(); err != nil {
 			t.Fatal(err)
 		}
-		st, err := a.StopContext(context.Background())
-		k := <-outs
+		st, err := stopWithin(a, testWait)
+		k := receiveWithin(t, outs, "the receiver's Run returning after Stop")
 		var se *acker.StopError
 		if !errors.As(err, &se) || se.Err != nil || se.Receivers != nil || len(se.Unflushed) != 1 || se.Unflushed[0].Producer != 1 {
 			t.Fatalf("%+v: StopContext: %v", c, err)
@@ -224,7 +228,7 @@ func TestSendMisuse(t *testing.T) {
 		t.Fatal(err)
 	}
 	go a.Inbox(1).(*acker.Receiver).Run(func(ackcore.Outcome) {})
-	st, err := a.StopContext(context.Background())
+	st, err := stopWithin(a, testWait)
 	if err != nil || st.Inits != 0 || st.RefusedInvalid != 0 {
 		t.Fatalf("the refused messages reached the shard: %v, %+v", err, st)
 	}

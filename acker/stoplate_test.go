@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/xorack/xorack/ackcore"
 )
@@ -42,7 +43,9 @@ func TestStopLateStage(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		_, stopErr := a.StopContext(context.Background())
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a Stop that hangs fails, naming the deadline
+		_, stopErr := a.StopContext(ctx)
+		cancel()
 		var se *StopError
 		switch {
 		case k == 0 && stopErr != nil:

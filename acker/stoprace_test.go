@@ -1,7 +1,6 @@
 package acker_test
 
 import (
-	"context"
 	"errors"
 	"math/rand/v2"
 	"os"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
+	"github.com/xorack/xorack/internal/testkit"
 )
 
 // stopRaceConfig is the Stop-race tests' acker: 2 shards, one task,
@@ -23,9 +23,21 @@ import (
 func stopRaceConfig(producers, batch int) acker.Config {
 	return acker.Config{
 		Shards: 2, Spec: acker.Spec{Producers: producers, Tasks: 1}, Batch: batch, RingSize: 64,
-		Shard: ackcore.Config{MaxPending: 1 << 16},
+		Shard: ackcore.Config{MaxPending: stopRaceBound},
 	}
 }
+
+// stopRaceBound is the Stop-race tests' MaxPending: 65,536, or 4,096 in
+// the invariant build, where every step of a shard checks its whole table
+// (O(slots)): there the larger table held TestStopRaceLastSend to 19 of
+// its 200 short rounds in its 10 s. The shards apply INITs there slower
+// still, so Stop lands as early in a round's sends.
+var stopRaceBound = testkit.SizeUnderInvariants(1<<16, 1<<12)
+
+// stopRaceSends is how many INITs a producer of a Stop-race round sends
+// at most: 16,383, or its share of stopRaceBound if less, so that every
+// INIT is pending until Stop (none refused Full), however late Stop lands.
+func stopRaceSends(producers int) uint64 { return uint64(min(1<<14-1, stopRaceBound/producers)) }
 
 // stopRaceRound runs producers sending INITs (each pending until Stop, so
 // each one applied comes back Failed{stopped}) while Stop lands after
@@ -87,14 +99,11 @@ func stopRaceRound(t *testing.T, producers, batch int, delay time.Duration, tryS
 				}
 				return false
 			}
-			for n := uint64(0); n < 1<<14; n++ {
+			for n := range stopRaceSends(producers) {
 				m := ackcore.Msg{Root: uint64(i+1)<<32 | n + 1, Kind: ackcore.Init, Val: 1}
 				var err error
 				if trySend {
-					var sent bool
-					for !sent && err == nil {
-						sent, err = p.TrySend(m)
-					}
+					err = trySendWithin(p, m, testWait)
 				} else {
 					err = p.Send(m)
 				}
@@ -110,9 +119,11 @@ func stopRaceRound(t *testing.T, producers, batch int, delay time.Duration, tryS
 		})
 	}
 	time.Sleep(delay) // not synchronisation: where Stop lands is what varies
-	st, stopErr := a.StopContext(context.Background())
-	wg.Wait()
-	<-recvDone
+	st, stopErr := stopWithin(a, testWait)
+	if err := within(testWait, "the producers returning after Stop", wg.Wait); err != nil {
+		t.Fatal(err)
+	}
+	receiveWithin(t, recvDone, "the receiver returning after Stop")
 	counted := make([]int64, producers) // by Stop
 	var se *acker.StopError
 	if errors.As(stopErr, &se) {
@@ -255,7 +266,7 @@ func TestStopRaceLastSend(t *testing.T) {
 		for j := range producers {
 			wg.Go(func() {
 				p := a.Sender(j)
-				for n := uint64(1); n < 1<<14 && !halt.Load(); n++ {
+				for n := uint64(1); n <= stopRaceSends(producers) && !halt.Load(); n++ {
 					if p.Send(ackcore.Msg{Root: uint64(j+1)<<32 | n, Kind: ackcore.Init, Val: 1}) != nil {
 						refused[j] = true // the error reports its own count (NotAppliedError), in NotApplied too
 						return
@@ -270,9 +281,11 @@ func TestStopRaceLastSend(t *testing.T) {
 			runtime.Gosched()
 			halt.Store(true)
 		}()
-		_, stopErr := a.StopContext(context.Background())
-		wg.Wait()
-		<-recvDone
+		_, stopErr := stopWithin(a, testWait)
+		if err := within(testWait, "the producers returning after Stop", wg.Wait); err != nil {
+			t.Fatal(err)
+		}
+		receiveWithin(t, recvDone, "the receiver returning after Stop")
 		var se *acker.StopError
 		if stopErr != nil && (!errors.As(stopErr, &se) || se.Err != nil || se.Receivers != nil) {
 			t.Fatalf("StopContext: %v", stopErr)

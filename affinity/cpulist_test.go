@@ -7,24 +7,53 @@ import (
 	"testing"
 )
 
+// cpuLists are lists parseCPUList accepts, each with the CPUs it names.
+// They and badCPULists seed FuzzParseCPUList.
+var cpuLists = []struct {
+	in   string
+	want []int
+}{
+	{"", []int{}},
+	{"\n", []int{}},
+	{"0", []int{0}},
+	{"0\n", []int{0}},
+	{"0-3", []int{0, 1, 2, 3}},
+	{"0-3,8,10-11", []int{0, 1, 2, 3, 8, 10, 11}},
+	{"5-5", []int{5}},
+	{"7,3,1", []int{1, 3, 7}},
+	{"7,3,1\n", []int{1, 3, 7}},
+	{"0-3,2-5", []int{0, 1, 2, 3, 4, 5}},
+	{"1,1", []int{1}},
+	{"0010", []int{10}},
+	{"65535", []int{maxCPU}},
+}
+
+// badCPULists are lists parseCPUList refuses.
+var badCPULists = []string{
+	",",
+	"0,",
+	",0",
+	"0,,1",
+	"-",
+	"-1",
+	"1-",
+	"3-1",
+	"1--2",
+	"1-2-3",
+	"+1",
+	"0x1",
+	"a",
+	"1 ,2",
+	"1, 2",
+	"0-3:2/4", // kernel command-line stride syntax, never in sysfs
+	"65536",
+	"0-65536",
+	"99999999999999999999999",
+	"1\x002",
+}
+
 func TestParseCPUList(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want []int
-	}{
-		{"", []int{}},
-		{"\n", []int{}},
-		{"0", []int{0}},
-		{"0\n", []int{0}},
-		{"0-3", []int{0, 1, 2, 3}},
-		{"0-3,8,10-11", []int{0, 1, 2, 3, 8, 10, 11}},
-		{"5-5", []int{5}},
-		{"7,3,1", []int{1, 3, 7}},
-		{"0-3,2-5", []int{0, 1, 2, 3, 4, 5}},
-		{"1,1", []int{1}},
-		{"0010", []int{10}},
-		{"65535", []int{maxCPU}},
-	} {
+	for _, tc := range cpuLists {
 		got, err := parseCPUList(tc.in)
 		if err != nil {
 			t.Errorf("parseCPUList(%q): %v", tc.in, err)
@@ -37,28 +66,7 @@ func TestParseCPUList(t *testing.T) {
 }
 
 func TestParseCPUListRejects(t *testing.T) {
-	for _, in := range []string{
-		",",
-		"0,",
-		",0",
-		"0,,1",
-		"-",
-		"-1",
-		"1-",
-		"3-1",
-		"1--2",
-		"1-2-3",
-		"+1",
-		"0x1",
-		"a",
-		"1 ,2",
-		"1, 2",
-		"0-3:2/4", // kernel command-line stride syntax, never in sysfs
-		"65536",
-		"0-65536",
-		"99999999999999999999999",
-		"1\x002",
-	} {
+	for _, in := range badCPULists {
 		got, err := parseCPUList(in)
 		if err == nil {
 			t.Errorf("parseCPUList(%q) = %v, want an error", in, got)
@@ -91,9 +99,13 @@ func TestFormatCPUList(t *testing.T) {
 
 // FuzzParseCPUList checks parseCPUList against formatCPUList: whatever
 // parses must come back sorted and unique, and format to a list that parses
-// to the same set.
+// to the same set. The seeds are the lists the tests above accept and
+// refuse.
 func FuzzParseCPUList(f *testing.F) {
-	for _, s := range []string{"0-3,8,10-11", "", "1,1", "3-1", "0-3:2/4", "7,3,1\n"} {
+	for _, tc := range cpuLists {
+		f.Add(tc.in)
+	}
+	for _, s := range badCPULists {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

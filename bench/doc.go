@@ -5,7 +5,7 @@
 //
 //	rep, err := bench.Run(bench.Config{Quick: true})
 //	bench.WriteTable(os.Stdout, rep)   // also WriteJSON, WriteBenchfmt, WriteHTML
-//	for _, why := range bench.Check(rep) { ... } // the CI gate
+//	for _, why := range bench.Check(rep, bench.CheckFloor) { ... } // the gate -check runs
 //
 // A run is the cross product shapes x pending windows x levels x impls;
 // each combination is a Row.

@@ -152,8 +152,8 @@ func (c ClientConfig) validate() (ClientConfig, error) {
 		seen[h] = true
 	}
 	c.Hosts = slices.Clone(c.Hosts)
-	if len(c.Secret) < minSecretBytes {
-		return c, fmt.Errorf(pre+"Secret of %d bytes, want at least %d", len(c.Secret), minSecretBytes)
+	if err := validateLink(pre, c.Secret, &c.MaxFrame, &c.WriteTimeout); err != nil {
+		return c, err
 	}
 	if c.ID == 0 {
 		c.ID = rand.Uint64() | 1
@@ -161,9 +161,7 @@ func (c ClientConfig) validate() (ClientConfig, error) {
 	c.MaxPending = cmp.Or(c.MaxPending, DefaultMaxPending)
 	c.FrameMsgs = cmp.Or(c.FrameMsgs, DefaultFrameMsgs)
 	c.QueueBytes = cmp.Or(c.QueueBytes, DefaultQueueBytes)
-	c.MaxFrame = cmp.Or(c.MaxFrame, DefaultMaxFrame)
 	c.DialTimeout = cmp.Or(c.DialTimeout, DefaultDialTimeout)
-	c.WriteTimeout = cmp.Or(c.WriteTimeout, DefaultWriteTimeout)
 	c.BackoffMin = cmp.Or(c.BackoffMin, DefaultBackoffMin)
 	c.BackoffMax = cmp.Or(c.BackoffMax, DefaultBackoffMax)
 	c.MaxBytes = cmp.Or(c.MaxBytes, DefaultClientMaxBytes)
@@ -177,8 +175,6 @@ func (c ClientConfig) validate() (ClientConfig, error) {
 		return c, fmt.Errorf(pre+"MaxPending %d out of range [1, %d]", c.MaxPending, maxClientPending)
 	case c.MaxBytes < 0:
 		return c, fmt.Errorf(pre+"MaxBytes %d is negative (0: DefaultClientMaxBytes)", c.MaxBytes)
-	case c.MaxFrame < minMaxFrame || c.MaxFrame > maxMaxFrame:
-		return c, fmt.Errorf(pre+"MaxFrame %d out of range [%d, %d]", c.MaxFrame, minMaxFrame, maxMaxFrame)
 	case c.FrameMsgs < 1 || c.FrameMsgs > maxFrameMsgs:
 		return c, fmt.Errorf(pre+"FrameMsgs %d out of range [1, %d]", c.FrameMsgs, maxFrameMsgs)
 	case c.QueueBytes < headerSize+c.FrameMsgs*msgSize:
@@ -186,8 +182,7 @@ func (c ClientConfig) validate() (ClientConfig, error) {
 	case c.BackoffMax < c.BackoffMin:
 		return c, fmt.Errorf(pre+"BackoffMax %v below BackoffMin %v", c.BackoffMax, c.BackoffMin)
 	}
-	if err := nonNegative(pre, namedDuration{"DialTimeout", c.DialTimeout},
-		namedDuration{"WriteTimeout", c.WriteTimeout}, namedDuration{"BackoffMin", c.BackoffMin}); err != nil {
+	if err := nonNegative(pre, namedDuration{"DialTimeout", c.DialTimeout}, namedDuration{"BackoffMin", c.BackoffMin}); err != nil {
 		return c, err
 	}
 	if c.Logger == nil {

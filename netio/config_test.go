@@ -20,7 +20,7 @@ func TestConfigValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	if got.Shards != DefaultShards || got.Tasks != DefaultTasks || got.MaxConns != DefaultMaxConns ||
-		got.MaxFrame != DefaultMaxFrame || got.RingSize != DefaultRingSize || got.IdleTimeout != DefaultIdleTimeout ||
+		got.MaxFrame != DefaultMaxFrame || got.WriteTimeout != DefaultWriteTimeout || got.RingSize != DefaultRingSize || got.IdleTimeout != DefaultIdleTimeout ||
 		got.MaxRootTimeout != rootTimeoutFactor*ackcore.DefaultTimeout ||
 		got.ShareSlack != defaultSlackRings*DefaultShards*DefaultRingSize || got.Logger == nil || got.Idle == nil {
 		t.Errorf("filled server config %+v", got)
@@ -48,6 +48,7 @@ func TestConfigValidate(t *testing.T) {
 		t.Fatal(err)
 	}
 	if cg.MaxPending != DefaultMaxPending || cg.FrameMsgs != DefaultFrameMsgs || cg.QueueBytes != DefaultQueueBytes ||
+		cg.MaxFrame != DefaultMaxFrame || cg.WriteTimeout != DefaultWriteTimeout ||
 		cg.MaxBytes != DefaultClientMaxBytes || cg.BackoffMax != DefaultBackoffMax || cg.ID == 0 || cg.HashKey == 0 || cg.Logger == nil {
 		t.Errorf("filled client config %+v", cg)
 	}
@@ -60,6 +61,8 @@ func TestConfigValidate(t *testing.T) {
 		{Edit: func(c *ClientConfig) { c.Secret = nil }, Want: "netio: ClientConfig.Secret of 0 bytes..."},
 		{Edit: func(c *ClientConfig) { c.MaxPending = -1 }, Want: "netio: ClientConfig.MaxPending -1..."},
 		{Edit: func(c *ClientConfig) { c.MaxBytes = -1 }, Want: "netio: ClientConfig.MaxBytes -1..."},
+		{Edit: func(c *ClientConfig) { c.MaxFrame = 12 }, Want: "netio: ClientConfig.MaxFrame 12..."},
+		{Edit: func(c *ClientConfig) { c.WriteTimeout = -time.Second }, Want: "netio: ClientConfig.WriteTimeout -1s below 0..."},
 		{Edit: func(c *ClientConfig) { c.FrameMsgs = 1 << 30 }, Want: "netio: ClientConfig.FrameMsgs 1073741824..."},
 		{Edit: func(c *ClientConfig) { c.QueueBytes = 100 }, Want: "netio: ClientConfig.QueueBytes 100..."},
 		{Edit: func(c *ClientConfig) { c.DialTimeout = -time.Second }, Want: "netio: ClientConfig.DialTimeout -1s below 0..."},

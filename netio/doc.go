@@ -190,7 +190,7 @@
 // with ReasonLost at once, and reconnects with exponential backoff and
 // jitter.
 //
-// # Layout
+// # Files
 //
 // The package's files, one idea each:
 //
@@ -204,7 +204,8 @@
 //   - framereader.go: frameReader, frames read in place from a stream.
 //   - handshake.go: the server's handshake (challenge, hello, slot,
 //     tasks claimed) and the hello's HMAC.
-//   - serverconfig.go: ServerConfig, its defaults and checks.
+//   - serverconfig.go: ServerConfig, its defaults and checks, and the
+//     checks of the fields it shares with ClientConfig (validateLink).
 //   - server.go: Server, accept, admission, shutdown, the router.
 //   - conn.go: a server connection's life: its state, serve, its slot.
 //   - connread.go: a connection's reader: frames to the acker,

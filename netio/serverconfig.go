@@ -12,7 +12,8 @@ import (
 )
 
 // ServerConfig, its defaults and the ranges it is checked against (its
-// validate), and the server's fixed timings.
+// validate; validateLink for the fields a ClientConfig shares), and the
+// server's fixed timings.
 
 // ServerConfig configures a Server. The zero value of every field but
 // Secret and Shard.MaxPending means its default.
@@ -106,8 +107,9 @@ func (c ServerConfig) Validate() error {
 // field: it returns the filled copy, or an error naming the field and
 // its value. NewServer keeps only the copy.
 func (c ServerConfig) validate() (ServerConfig, error) {
-	if len(c.Secret) < minSecretBytes {
-		return c, fmt.Errorf("netio: ServerConfig.Secret of %d bytes, want at least %d", len(c.Secret), minSecretBytes)
+	const pre = "netio: ServerConfig."
+	if err := validateLink(pre, c.Secret, &c.MaxFrame, &c.WriteTimeout); err != nil {
+		return c, err
 	}
 	c.Shards = cmp.Or(c.Shards, DefaultShards)
 	c.Tasks = cmp.Or(c.Tasks, DefaultTasks)
@@ -120,16 +122,13 @@ func (c ServerConfig) validate() (ServerConfig, error) {
 	if c.MaxRootTimeout == 0 {
 		c.MaxRootTimeout = min(rootTimeoutFactor*def, ackcore.MaxTimeout)
 	}
-	c.MaxFrame = cmp.Or(c.MaxFrame, DefaultMaxFrame)
 	c.MaxConnPending = cmp.Or(c.MaxConnPending, DefaultMaxConnPending)
 	c.HandshakeTimeout = cmp.Or(c.HandshakeTimeout, DefaultHandshakeTimeout)
 	c.IdleTimeout = cmp.Or(c.IdleTimeout, DefaultIdleTimeout)
-	c.WriteTimeout = cmp.Or(c.WriteTimeout, DefaultWriteTimeout)
 	c.RingSize = cmp.Or(c.RingSize, DefaultRingSize)
 	if c.ShareSlack == 0 && c.Shards > 0 && c.RingSize > 0 {
 		c.ShareSlack = defaultSlackRings * c.Shards * c.RingSize
 	}
-	const pre = "netio: ServerConfig."
 	switch {
 	case c.Shards < 1:
 		return c, fmt.Errorf(pre+"Shards %d below 1", c.Shards)
@@ -141,8 +140,6 @@ func (c ServerConfig) validate() (ServerConfig, error) {
 		return c, fmt.Errorf(pre+"MaxHandshakes %d out of range [1, %d]", c.MaxHandshakes, maxHandshakesLimit)
 	case c.MaxRootTimeout < def || c.MaxRootTimeout > ackcore.MaxTimeout || c.MaxRootTimeout%time.Millisecond != 0:
 		return c, fmt.Errorf(pre+"MaxRootTimeout %v out of range [%v (Shard.Timeout), %v] or not whole milliseconds", c.MaxRootTimeout, def, ackcore.MaxTimeout)
-	case c.MaxFrame < minMaxFrame || c.MaxFrame > maxMaxFrame:
-		return c, fmt.Errorf(pre+"MaxFrame %d out of range [%d, %d]", c.MaxFrame, minMaxFrame, maxMaxFrame)
 	case c.MaxConnPending < 1:
 		return c, fmt.Errorf(pre+"MaxConnPending %d below 1", c.MaxConnPending)
 	case c.ShareSlack < 0:
@@ -154,7 +151,7 @@ func (c ServerConfig) validate() (ServerConfig, error) {
 	case c.RingSize < 0:
 		return c, fmt.Errorf(pre+"RingSize %d below 0", c.RingSize)
 	}
-	if err := nonNegative(pre, namedDuration{"HandshakeTimeout", c.HandshakeTimeout}, namedDuration{"WriteTimeout", c.WriteTimeout}); err != nil {
+	if err := nonNegative(pre, namedDuration{"HandshakeTimeout", c.HandshakeTimeout}); err != nil {
 		return c, err
 	}
 	if c.Logger == nil {
@@ -165,6 +162,24 @@ func (c ServerConfig) validate() (ServerConfig, error) {
 		c.Idle = &i
 	}
 	return c, nil
+}
+
+// validateLink fills and checks, by one rule for both ends, the fields a
+// ServerConfig and a ClientConfig share: Secret (at least minSecretBytes),
+// MaxFrame (default DefaultMaxFrame, in [minMaxFrame, maxMaxFrame]) and
+// WriteTimeout (default DefaultWriteTimeout, not below 0). pre names the
+// config ("netio: ServerConfig."); maxFrame and writeTimeout point into the
+// copy the config's validate fills.
+func validateLink(pre string, secret []byte, maxFrame *int, writeTimeout *time.Duration) error {
+	if len(secret) < minSecretBytes {
+		return fmt.Errorf(pre+"Secret of %d bytes, want at least %d", len(secret), minSecretBytes)
+	}
+	*maxFrame = cmp.Or(*maxFrame, DefaultMaxFrame)
+	*writeTimeout = cmp.Or(*writeTimeout, DefaultWriteTimeout)
+	if *maxFrame < minMaxFrame || *maxFrame > maxMaxFrame {
+		return fmt.Errorf(pre+"MaxFrame %d out of range [%d, %d]", *maxFrame, minMaxFrame, maxMaxFrame)
+	}
+	return nonNegative(pre, namedDuration{"WriteTimeout", *writeTimeout})
 }
 
 // namedDuration is a config field's name and value.

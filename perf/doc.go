@@ -85,7 +85,7 @@
 // The package is public because a benchmark outside the project wants the
 // same columns ackbench prints: what it exports is what such a benchmark
 // calls (Open, Group, Sample, Value, the Events) and what it prints about
-// the machine (Probe, Status). Queries nothing needed (the mode by value,
-// which events one Group counts, one event's error) stay unexported:
-// Status.Available and Note answer them.
+// the machine (Probe, Status). Queries no caller needed (the mode by
+// value, which events one Group counts, one event's error) stay
+// unexported: Status.Available and Note answer them.
 package perf

@@ -7,14 +7,23 @@ import (
 )
 
 func TestValueFormat(t *testing.T) {
+	// Unknown is n/a whatever the ops; a stray N never shows.
+	for _, v := range []Value{{}, {N: 1234, OK: false}} {
+		for _, ops := range []int{-1, 0, 1, 10} {
+			if s, p := v.String(), v.FormatPerOp(ops); s != "n/a" || p != "n/a" {
+				t.Errorf("%+v: String() = %q, FormatPerOp(%d) = %q, want n/a", v, s, ops, p)
+			}
+			if x, ok := v.PerOp(ops); ok {
+				t.Errorf("%+v.PerOp(%d) = %v, known; want unknown", v, ops, x)
+			}
+		}
+	}
 	for _, tc := range []struct {
 		v     Value
 		ops   int
 		str   string
 		perOp string
 	}{
-		{Value{}, 10, "n/a", "n/a"},
-		{Value{N: 1234, OK: false}, 10, "n/a", "n/a"}, // a stray N never shows
 		{Value{N: 0, OK: true}, 10, "0", "0"},
 		{Value{N: 1234, OK: true}, 0, "1234", "n/a"}, // no ops, no rate
 		{Value{N: 1234, OK: true}, -1, "1234", "n/a"},

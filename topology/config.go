@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -288,7 +289,7 @@ func (c *Config) validateAcker(bad func(format string, args ...any)) {
 	owned("Shard.Clock", a.Shard.Clock != nil, "it is Config.Clock")
 	owned("Shard.ProgressTimeout", a.Shard.ProgressTimeout, "it is Config.ProgressTimeout")
 	owned("Shard.ProgressCap", a.Shard.ProgressCap != 0, "it is Config.ResetCap, with Config.ProgressTimeout")
-	setDefault(&a.Shards, acker.DefaultShards)
+	a.Shards = cmp.Or(a.Shards, acker.DefaultShards)
 	if a.Shards < 1 || a.Shards > acker.MaxShards {
 		bad("topology: Config.Acker.Shards %d out of range [1, %d] (0: acker.DefaultShards; at most once is AtMostOnce)", a.Shards, acker.MaxShards)
 	}
@@ -304,15 +305,6 @@ const (
 	maxRingSize     = 1 << 24
 )
 
-// setDefault sets *v to d when it is zero, the value that means "the
-// default" in every config field.
-func setDefault[T comparable](v *T, d T) {
-	var zero T
-	if *v == zero {
-		*v = d
-	}
-}
-
 // validate is the one check of a Config: it fills every zero field that
 // has a default (from the Default constants, ResetCap from
 // DefaultResetCap timeouts; Breaker's and Adaptive's only when they are
@@ -323,15 +315,15 @@ func (c Config) validate() (Config, error) {
 	var errs []error
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 	c.validateAcker(bad)
-	setDefault(&c.MessageTimeout, DefaultMessageTimeout)
+	c.MessageTimeout = cmp.Or(c.MessageTimeout, DefaultMessageTimeout)
 	if c.MessageTimeout < time.Millisecond || c.MessageTimeout > ackcore.MaxTimeout || c.MessageTimeout%time.Millisecond != 0 {
 		bad("topology: Config.MessageTimeout %v is not a whole number of milliseconds in [1ms, %v]", c.MessageTimeout, ackcore.MaxTimeout)
 	}
-	setDefault(&c.ResetCap, DefaultResetCap*c.MessageTimeout)
+	c.ResetCap = cmp.Or(c.ResetCap, DefaultResetCap*c.MessageTimeout)
 	if c.ResetCap < c.MessageTimeout {
 		bad("topology: Config.ResetCap %v is below MessageTimeout %v", c.ResetCap, c.MessageTimeout)
 	}
-	setDefault(&c.MaxSpoutPending, DefaultMaxSpoutPending)
+	c.MaxSpoutPending = cmp.Or(c.MaxSpoutPending, DefaultMaxSpoutPending)
 	if c.MaxSpoutPending < 1 || c.MaxSpoutPending > maxSpoutPending {
 		bad("topology: Config.MaxSpoutPending %d out of range [1, %d]", c.MaxSpoutPending, maxSpoutPending)
 	}
@@ -339,22 +331,22 @@ func (c Config) validate() (Config, error) {
 		if a.TargetP99 < 0 {
 			bad("topology: Config.Adaptive.TargetP99 %v is negative", a.TargetP99)
 		}
-		setDefault(&a.Min, DefaultAdaptiveMin)
+		a.Min = cmp.Or(a.Min, DefaultAdaptiveMin)
 		if a.Min < 1 || a.Min > c.MaxSpoutPending {
 			bad("topology: Config.Adaptive.Min %d out of range [1, MaxSpoutPending %d]", a.Min, c.MaxSpoutPending)
 		}
-		setDefault(&a.Interval, DefaultAdaptiveInterval)
+		a.Interval = cmp.Or(a.Interval, DefaultAdaptiveInterval)
 		if a.Interval < 0 {
 			bad("topology: Config.Adaptive.Interval %v is negative", a.Interval)
 		}
 	}
 	r := &c.Retry
-	setDefault(&r.MaxAttempts, DefaultMaxAttempts)
+	r.MaxAttempts = cmp.Or(r.MaxAttempts, DefaultMaxAttempts)
 	if r.MaxAttempts < 1 || r.MaxAttempts > maxAttempts {
 		bad("topology: Config.Retry.MaxAttempts %d out of range [1, %d]", r.MaxAttempts, maxAttempts)
 	}
-	setDefault(&r.Backoff, DefaultBackoff)
-	setDefault(&r.MaxBackoff, DefaultMaxBackoff)
+	r.Backoff = cmp.Or(r.Backoff, DefaultBackoff)
+	r.MaxBackoff = cmp.Or(r.MaxBackoff, DefaultMaxBackoff)
 	if r.Backoff < 0 || r.MaxBackoff < r.Backoff {
 		bad("topology: Config.Retry.Backoff %v / MaxBackoff %v: want 0 <= Backoff <= MaxBackoff", r.Backoff, r.MaxBackoff)
 	}
@@ -369,25 +361,25 @@ func (c Config) validate() (Config, error) {
 		if math.IsNaN(b.FailureRate) || b.FailureRate < 0 || b.FailureRate > 1 {
 			bad("topology: Config.Breaker.FailureRate %v out of range (0, 1]", b.FailureRate)
 		}
-		setDefault(&b.Window, DefaultBreakerWindow)
-		setDefault(&b.MinOutcomes, DefaultBreakerMinOutcomes)
-		setDefault(&b.OpenFor, DefaultBreakerOpenFor)
-		setDefault(&b.MaxOpenFor, DefaultBreakerMaxOpenFor)
-		setDefault(&b.Probes, DefaultBreakerProbes)
+		b.Window = cmp.Or(b.Window, DefaultBreakerWindow)
+		b.MinOutcomes = cmp.Or(b.MinOutcomes, DefaultBreakerMinOutcomes)
+		b.OpenFor = cmp.Or(b.OpenFor, DefaultBreakerOpenFor)
+		b.MaxOpenFor = cmp.Or(b.MaxOpenFor, DefaultBreakerMaxOpenFor)
+		b.Probes = cmp.Or(b.Probes, DefaultBreakerProbes)
 		if b.Window < 0 || b.MinOutcomes < 1 || b.OpenFor < 0 || b.MaxOpenFor < b.OpenFor || b.Probes < 1 {
 			bad("topology: Config.Breaker %+v: want Window > 0, MinOutcomes >= 1, 0 <= OpenFor <= MaxOpenFor, Probes >= 1", *b)
 		}
 	}
-	setDefault(&c.RingSize, DefaultRingSize)
+	c.RingSize = cmp.Or(c.RingSize, DefaultRingSize)
 	if c.RingSize < 2 || c.RingSize > maxRingSize || c.RingSize&(c.RingSize-1) != 0 {
 		bad("topology: Config.RingSize %d is not a power of two in [2, %d]", c.RingSize, maxRingSize)
 	}
-	setDefault(&c.Batch, DefaultBatch)
+	c.Batch = cmp.Or(c.Batch, DefaultBatch)
 	if c.Batch < 1 || c.Batch > c.RingSize {
 		bad("topology: Config.Batch %d out of range [1, RingSize %d]", c.Batch, c.RingSize)
 	}
-	setDefault(&c.SpoutWait, DefaultSpoutWait)
-	setDefault(&c.TraceEvery, DefaultTraceEvery)
+	c.SpoutWait = cmp.Or(c.SpoutWait, DefaultSpoutWait)
+	c.TraceEvery = cmp.Or(c.TraceEvery, DefaultTraceEvery)
 	if c.SpoutWait < 0 {
 		bad("topology: Config.SpoutWait %v is negative", c.SpoutWait)
 	}

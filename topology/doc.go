@@ -44,7 +44,7 @@
 // sets fewer. A bolt executor has one FanIn (package
 // ring) with one SPSC ring per upstream executor; an emitter stages the
 // tuples for each downstream executor and publishes them a batch at a
-// time (Config.Batch), one atomic store per batch.
+// time (Config.Batch), one compare-and-swap per batch.
 //
 // Tuples travel as *Tuple: the values (shared by every task a tuple goes
 // to), the stream, the source and destination tasks, and its anchors. An

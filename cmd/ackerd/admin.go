@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"reflect"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/xorack/xorack/ackcore"
+	"github.com/xorack/xorack/internal/buildinfo"
 	"github.com/xorack/xorack/internal/numfield"
 	"github.com/xorack/xorack/netio"
 )
@@ -177,9 +177,9 @@ func servePending(srv *netio.Server, scans *pendingScans, w http.ResponseWriter,
 
 // serverCollector exports a netio.Server's counters at each scrape.
 type serverCollector struct {
-	srv *netio.Server
-	d   map[string]*prometheus.Desc
-	ver []string // build info label values
+	srv   *netio.Server
+	d     map[string]*prometheus.Desc
+	build []string // build_info's label values (buildinfo.Info.Labels)
 }
 
 // seriesTable lists the exported series, one a line: the name (after
@@ -189,7 +189,9 @@ type serverCollector struct {
 // sample, the field it reads (a dotted path for a nested one) and the
 // values of the labels after shard. A series without such lines is
 // computed in Collect. A name ending in _total is a counter, any other a
-// gauge.
+// gauge. Every number of both stats has a series (TestEveryNumberExported
+// fails for one that has none), but for the few it names exported
+// another way.
 const seriesTable = `
 build_info                  version,revision,goversion Build of this ackerd: module version, VCS revision, Go version (always 1).
 acker_messages_total        shard,kind                 Well-formed messages a shard took, by kind (refused ones included).
@@ -217,6 +219,8 @@ acker_orphans_evicted_total shard                      Entries without INIT that
 	OrphansEvicted
 acker_orphans_refused_total shard                      ACKs, FAILs and RESETs for unknown roots refused at their sender's orphan share.
 	OrphansRefused
+acker_orphans_drained_total shard                      Orphans a FAIL left (it carried the failed tuple's ack val) removed by their tree's last ACK.
+	OrphansDrained
 acker_pending_entries       shard                      Entries in a shard's table, with or without INIT.
 	Pending
 connections                 state                      Connections open, by state: in the handshake or authenticated.
@@ -224,6 +228,8 @@ connections_accepted_total  -                          Connections accepted.
 	Accepted
 connections_refused_total   -                          Connections closed at authentication (MaxConns reached) or at once (shutting down).
 	Refused
+handshakes_dropped_total    -                          Connections dropped in the handshake for newer ones (MaxHandshakes); among the overloaded handshake failures.
+	HandshakesDropped
 handshake_failures_total    cause                      Connections that failed the handshake, by cause.
 	HandshakeFailures.Auth auth
 	HandshakeFailures.TLS tls
@@ -259,6 +265,8 @@ roots_held                  -                          Of those, the roots in th
 router_backlog_outcomes     -                          Outcomes waiting for the router, in the shards' rings and held by them.
 router_held_outcomes        -                          Of those, the outcomes the shards hold beyond their full rings.
 share_roots                 -                          A connection's fair share of the acker's table (roots), now.
+share_unallocated_roots     -                          Room of the acker's table allocated to no connection: the reserve connections draw on past their share.
+	Unallocated
 `
 
 // series is one line of seriesTable, read, with its samples.
@@ -322,15 +330,7 @@ func newServerCollector(srv *netio.Server) *serverCollector {
 	for _, s := range allSeries {
 		c.d[s.name] = prometheus.NewDesc("ackerd_"+s.name, s.help, s.labels, nil)
 	}
-	c.ver = []string{"unknown", "unknown", "unknown"}
-	if bi, ok := debug.ReadBuildInfo(); ok {
-		c.ver[0], c.ver[2] = bi.Main.Version, bi.GoVersion
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" {
-				c.ver[1] = s.Value
-			}
-		}
-	}
+	c.build = buildinfo.Read().Labels()
 	return c
 }
 
@@ -344,7 +344,7 @@ func (c *serverCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge := func(name string, v float64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(c.d[name], prometheus.GaugeValue, v, labels...)
 	}
-	gauge("build_info", 1, c.ver...)
+	gauge("build_info", 1, c.build...)
 	srv := c.srv
 	shards := make([]reflect.Value, srv.Shards())
 	for i := range shards {

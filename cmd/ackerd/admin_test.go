@@ -3,11 +3,15 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +21,8 @@ import (
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/acker"
+	"github.com/xorack/xorack/internal/buildinfo"
+	"github.com/xorack/xorack/internal/numfield"
 	"github.com/xorack/xorack/netio"
 )
 
@@ -96,7 +102,10 @@ func TestAdminEndpoint(t *testing.T) {
 		"ackerd_outcomes_routed_total 1\n",
 		`ackerd_acker_orphans_evicted_total{shard="1"} 0` + "\n",
 		`ackerd_acker_fails_overflow_total{how="dropped",shard="0"} 0` + "\n",
-		`ackerd_build_info{goversion="go`,
+		`ackerd_acker_orphans_drained_total{shard="1"} 0` + "\n",
+		"ackerd_handshakes_dropped_total 0\n",
+		"ackerd_share_unallocated_roots ",
+		buildInfoLine(),
 		"go_goroutines ",
 	}
 	var metrics string
@@ -240,6 +249,72 @@ func TestAdminAddrInUse(t *testing.T) {
 	if rc := run([]string{"-addr", "127.0.0.1:0", "-admin", ln.Addr().String(), "-max-pending", "1024"}, &b, nil); rc != 1 ||
 		!strings.Contains(b.String(), "ackerd: -admin "+ln.Addr().String()+": listen tcp "+ln.Addr().String()+": bind: address already in use") {
 		t.Fatalf("exit %d: %s", rc, b.String())
+	}
+}
+
+// buildInfoLine is ackerd_build_info's line in /metrics: internal/
+// buildinfo's labels and values (the engine's xorack_topology_build_info
+// has the same), sorted by name as the text format writes them.
+func buildInfoLine() string {
+	names, values := buildinfo.LabelNames(), buildinfo.Read().Labels()
+	pairs := make([]string, len(names))
+	for i, n := range names {
+		pairs[i] = fmt.Sprintf("%s=%q", n, values[i])
+	}
+	slices.Sort(pairs)
+	return "ackerd_build_info{" + strings.Join(pairs, ",") + "} 1\n"
+}
+
+// TestEveryNumberExported: each number of ackcore.Stats is a series
+// labelled by shard, and each of netio.ServerStats a server-wide one, but
+// for those exported another way: HandshakeFails (the sum of
+// handshake_failures_total's causes), Open and InHandshake (connections,
+// computed in Collect), and Acker, the shards' sum (each shard's numbers
+// are). A counter added to either without a series fails here, and so
+// does a series the README's list of them does not name.
+func TestEveryNumberExported(t *testing.T) {
+	elsewhere := []string{"HandshakeFails", "Open", "InHandshake", "Acker"}
+	read := map[bool]map[string]bool{false: {}, true: {}} // by perShard, the fields' indexes
+	for _, s := range allSeries {
+		for _, sm := range s.samples {
+			read[s.perShard][fmt.Sprint(sm.field)] = true
+		}
+	}
+	var walk func(from reflect.Type, perShard bool, prefix string)
+	walk = func(from reflect.Type, perShard bool, prefix string) {
+		root := reflect.TypeFor[netio.ServerStats]()
+		if perShard {
+			root = reflect.TypeFor[ackcore.Stats]()
+		}
+		for i := range from.NumField() {
+			f := from.Field(i)
+			path := prefix + f.Name
+			if slices.Contains(elsewhere, path) && !perShard {
+				continue
+			}
+			if f.Type.Kind() == reflect.Struct {
+				walk(f.Type, perShard, path+".")
+				continue
+			}
+			index, err := numfield.Find(root, path)
+			if err != nil {
+				t.Errorf("%s.%s: %v", root, path, err)
+			} else if !read[perShard][fmt.Sprint(index)] {
+				t.Errorf("%s.%s is in no series", root, path)
+			}
+		}
+	}
+	walk(reflect.TypeFor[ackcore.Stats](), true, "")
+	walk(reflect.TypeFor[netio.ServerStats](), false, "")
+
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range allSeries {
+		if !strings.Contains(string(readme), "`ackerd_"+s.name+"`") && !strings.Contains(string(readme), "`ackerd_"+s.name+"{") {
+			t.Errorf("README.md does not name ackerd_%s", s.name)
+		}
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/internal/acktest/model"
 	"github.com/xorack/xorack/internal/acktest/treegen"
+	"github.com/xorack/xorack/internal/invariants"
 	"github.com/xorack/xorack/internal/splitmix"
 )
 
@@ -115,8 +116,8 @@ type Owned interface {
 // Scenario is one differential run's knobs.
 type Scenario struct {
 	Seed       uint64
-	Roots      int // roots generated (ignored when Gen.Roots is set)
-	MaxPending int
+	Roots      int             // roots generated (ignored when Gen.Roots is set)
+	MaxPending int             // the bound; see Run for the invariant build's
 	Gen        treegen.Options // zero: DefaultGen(Roots)
 	Window     int             // shuffle window
 	Dup, Drop  float64         // delivery faults
@@ -191,9 +192,7 @@ func FuzzScenario(seed uint64, roots, bound, faults uint8) Scenario {
 // at least 2, under -short) as subtests named after the cases. keep, if not
 // nil, selects the cases to run.
 func RunCases(t *testing.T, seeds int, newAcker Factory, keep func(Case) bool) {
-	if testing.Short() {
-		seeds = max(2, seeds/4)
-	}
+	seeds = CaseSeeds(seeds)
 	for _, c := range Cases() {
 		if keep != nil && !keep(c) {
 			continue
@@ -208,11 +207,22 @@ func RunCases(t *testing.T, seeds int, newAcker Factory, keep func(Case) bool) {
 	}
 }
 
+// CaseSeeds is how many seeds RunCases given seeds runs a case for: all
+// of them, or a quarter of them, at least 2, under -short.
+func CaseSeeds(seeds int) int {
+	if testing.Short() {
+		return max(2, seeds/4)
+	}
+	return seeds
+}
+
 // Run feeds the same message stream, batches and clock to the acker and to
 // the model, and fails on the first difference in outcomes (as sets per
 // call, with latency within one tick of the true latency), counters or
 // invariants, or on a root reported twice in a stream without duplicates. At the end it lets every root time out and checks that the
 // acker holds nothing and that its counters still equal the model's.
+// Under the invariant build, a bound the scenario's roots cannot reach
+// runs on a smaller table (checkedBound): the same run, checked faster.
 func Run(t testing.TB, sc Scenario, newAcker Factory) {
 	t.Helper()
 	failedBefore := t.Failed()
@@ -226,6 +236,7 @@ func Run(t testing.TB, sc Scenario, newAcker Factory) {
 	if gen == (treegen.Options{}) {
 		gen = DefaultGen(sc.Roots)
 	}
+	sc.MaxPending = checkedBound(sc.MaxPending, gen.Roots, invariants.Enabled)
 	if sc.Drains {
 		gen.FailAfterFanout, gen.FailProb = true, 3*gen.FailProb
 	}
@@ -299,6 +310,24 @@ func Run(t testing.TB, sc Scenario, newAcker Factory) {
 	if p := a.Stats().Pending; p != 0 {
 		t.Fatalf("%d entries pending after every deadline passed", p)
 	}
+}
+
+// roomyBound is the bound checkedBound gives a scenario whose roots
+// cannot reach its own: twice the roots (a root holds one entry at most),
+// and at least 64.
+func roomyBound(roots int) int { return max(2*roots, 64) }
+
+// checkedBound is the MaxPending Run gives the acker and the model for a
+// scenario's bound and roots. Under the invariant build (checked), where
+// the shard checks its whole table at every step, O(slots) a step, a bound
+// past roomyBound, one the roots cannot reach, is cut to it: the same
+// stream, outcomes and counters on a smaller table, the standard cases'
+// 4,096 on one for 600. Elsewhere the bound is the scenario's.
+func checkedBound(maxPending, roots int, checked bool) int {
+	if checked {
+		return min(maxPending, roomyBound(roots))
+	}
+	return maxPending
 }
 
 type runner struct {

@@ -2,7 +2,8 @@
 // how it was built (runtime/debug.ReadBuildInfo): the module and its
 // version, the VCS revision, its commit time and whether the tree was
 // modified, the Go version. Commands print it for -version, all in one
-// format (Info.Line), and exporters label a build-info series with it.
+// format (Info.Line), and exporters label a build-info series with it, all
+// with the same labels (LabelNames, Info.Labels).
 //
 // A build from a clone (go build, go install ./cmd/ackerd) records the
 // revision, its time and the modified flag, and versions the module by its
@@ -102,6 +103,15 @@ func (in Info) String() string {
 	return fmt.Sprintf("%s (module %s, revision %s, time %s, modified %s, %s)",
 		in.MainVersion, in.Path, strings.TrimSuffix(in.Revision, "+dirty"), t, in.Modified, in.GoVersion)
 }
+
+// LabelNames are the labels of the build-info series every exporter of
+// xorack's serves (a gauge, always 1: ackerd's ackerd_build_info, the
+// engine's xorack_topology_build_info), in the order of Labels' values.
+func LabelNames() []string { return []string{"version", "revision", "goversion"} }
+
+// Labels are in's values for LabelNames: xorack's module version, the VCS
+// revision ("+dirty" when the tree was modified) and the Go version.
+func (in Info) Labels() []string { return []string{in.Version, in.Revision, in.GoVersion} }
 
 // Line is the one line every xorack command prints for -version:
 //

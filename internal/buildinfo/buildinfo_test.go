@@ -52,6 +52,9 @@ func TestFromBuildInfo(t *testing.T) {
 		if got != c.want {
 			t.Errorf("%s:\n got %+v\nwant %+v", c.name, got, c.want)
 		}
+		if l, names := got.Labels(), LabelNames(); len(l) != len(names) || l[0] != c.want.Version || l[1] != c.want.Revision || l[2] != c.want.GoVersion {
+			t.Errorf("%s: Labels %q for %q", c.name, l, names)
+		}
 		cmd, _, _ := strings.Cut(c.line, " ")
 		if line := got.Line(cmd); line != c.line {
 			t.Errorf("%s: Line\n got %q\nwant %q", c.name, line, c.line)

@@ -50,7 +50,13 @@
 //     and the harness share (internal/outq), what the broker sources'
 //     process tests share with their worker commands (internal/workerproc),
 //     the small helpers the packages' and modules' tests share
-//     (internal/testkit), and the proxy builder, which
+//     (internal/testkit, internal/race, internal/invariants), the pieces
+//     several packages share below their APIs (the keyed root hash,
+//     internal/roothash; the mixing functions, internal/splitmix; the
+//     cache-line layout, internal/layout; the heap adapter,
+//     internal/sliceheap; byte counts in errors, internal/bytesize; counter
+//     structs summed, internal/numfield; callgrind's toggle,
+//     internal/callgrind), and the proxy builder, which
 //     is a module of its own so that golang.org/x/mod never enters the
 //     library's requirements.
 //

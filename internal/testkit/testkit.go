@@ -161,6 +161,16 @@ func SkipUnderRace(t testing.TB, why string) {
 	}
 }
 
+// SizeUnderInvariants is n, or checked in the invariant build (-tags
+// invariants), where every step of a shard checks its whole table: how big
+// a test's tables are, cut down where each of their slots costs a step.
+func SizeUnderInvariants(n, checked int) int {
+	if invariants.Enabled {
+		return checked
+	}
+	return n
+}
+
 // Size is n, or short under -short: how much a test does, cut down for
 // the short run.
 func Size(n, short int) int {

@@ -33,7 +33,7 @@ const (
 	// crash replays the records in flight plus those done since the last
 	// commit, so the interval bounds the exposure: at 100 ms, with a
 	// record stuck in a 10 s backoff, TestReplayBoundAcrossProcesses
-	// measured 98-758 records replayed per SIGKILL against 1,139-2,225
+	// measured 206-590 records replayed per SIGKILL against 1,363-2,525
 	// with the done set off (CommitMetadataBytes -1; BENCHMARKS.md,
 	// "Replays per kill"), ten requests a second per spout.
 	DefaultCommitInterval = 100 * time.Millisecond

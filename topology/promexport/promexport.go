@@ -12,7 +12,7 @@
 // Every series is labelled with the component; failed roots also with the
 // reason, ackcore.Reason's String (reason="lost"). One more,
 // xorack_topology_build_info, is 1 with the build's version, revision and
-// Go version as labels. Counters end in _total; pending, the pending bound and the
+// Go version as labels (internal/buildinfo's, as ackerd's ackerd_build_info). Counters end in _total; pending, the pending bound and the
 // breaker's state are gauges; the complete latency is a histogram in
 // seconds, 100 µs to a minute, about three buckets per decade (the execute
 // latency: 1 µs to 10 s), folded from the engine's HDR
@@ -63,7 +63,7 @@ var latencyBuckets = []float64{
 type Collector struct {
 	src   Source
 	descs map[string]*prometheus.Desc
-	build buildinfo.Info
+	build []string // the build-info series' label values (buildinfo.Info.Labels)
 }
 
 // metricTable lists the series every component has, or only bolts or
@@ -168,8 +168,8 @@ func New(src Source) *Collector {
 		"Execute time of one Execute in 64, timed on the engine clock.", []string{"component"}, nil)
 	c.descs["build_info"] = prometheus.NewDesc(prometheus.BuildFQName(ns, "", "build_info"),
 		"The xorack build the engine runs: its module version and VCS revision, and the Go version (always 1).",
-		[]string{"version", "revision", "goversion"}, nil)
-	c.build = buildinfo.Read()
+		buildinfo.LabelNames(), nil)
+	c.build = buildinfo.Read().Labels()
 	return c
 }
 
@@ -182,8 +182,7 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect reads the topology's metrics and sends them.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
-	ch <- prometheus.MustNewConstMetric(c.descs["build_info"], prometheus.GaugeValue, 1,
-		c.build.Version, c.build.Revision, c.build.GoVersion)
+	ch <- prometheus.MustNewConstMetric(c.descs["build_info"], prometheus.GaugeValue, 1, c.build...)
 	m := c.src.Metrics()
 	for i := range m.Components {
 		cm := &m.Components[i]

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/xorack/xorack/internal/buildinfo"
 	"github.com/xorack/xorack/topology"
 	"github.com/xorack/xorack/topology/promexport"
 )
@@ -127,7 +128,15 @@ func TestLintAndSeries(t *testing.T) {
 			}
 			switch {
 			case mf.GetName() == "xorack_topology_build_info":
-				build = mt.GetGauge().GetValue() == 1 && len(mt.GetLabel()) == 3
+				labels := map[string]string{}
+				for _, lp := range mt.GetLabel() {
+					labels[lp.GetName()] = lp.GetValue()
+				}
+				want := buildinfo.Read().Labels()
+				build = mt.GetGauge().GetValue() == 1 && len(labels) == len(want)
+				for i, n := range buildinfo.LabelNames() {
+					build = build && labels[n] == want[i]
+				}
 			case mf.GetName() == "xorack_topology_execute_latency_seconds":
 				execCount = mt.GetHistogram().GetSampleCount()
 			case mt.GetCounter() != nil:
@@ -143,7 +152,7 @@ func TestLintAndSeries(t *testing.T) {
 		}
 	}
 	if !build {
-		t.Error("no xorack_topology_build_info 1 with version, revision and goversion")
+		t.Errorf("no xorack_topology_build_info 1 with internal/buildinfo's labels %q and values %q", buildinfo.LabelNames(), buildinfo.Read().Labels())
 	}
 	if execCount != uint64(m.Component("odd").ExecuteLatency.TotalCount()) || execCount != 300/topology.ExecSampleEvery {
 		t.Errorf("execute latency histogram counts %d, want one in %d of 300", execCount, topology.ExecSampleEvery)

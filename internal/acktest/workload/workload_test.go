@@ -1,22 +1,34 @@
 package workload
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/xorack/xorack/ackcore"
 )
 
+// TestShapes checks each shape's messages per root (a chain's against its
+// doc, d+1), that ByName finds every shape by its Name, and that it refuses
+// names outside the ones it documents.
 func TestShapes(t *testing.T) {
-	for _, c := range []struct {
-		s Shape
-		k int
-	}{{WordCount, 10}, {Tree8x8, 73}, {Chain(4), 5}, {Diamonds(2), 8}} {
-		if got := c.s.Messages(); got != c.k {
-			t.Errorf("%s: %d messages per root, want %d", c.s.Name, got, c.k)
+	want := map[string]int{"wordcount": 10, "tree8x8": 73, "chain4": 5, "diamond2": 8}
+	for _, sh := range []Shape{WordCount, Tree8x8, Chain(4), Diamonds(2)} {
+		if got := sh.Messages(); got != want[sh.Name] {
+			t.Errorf("%s: %d messages per root, want %d", sh.Name, got, want[sh.Name])
+		}
+		if got, err := ByName(sh.Name); err != nil || !reflect.DeepEqual(got, sh) {
+			t.Errorf("ByName(%q) = %+v, %v; want %+v", sh.Name, got, err, sh)
 		}
 	}
-	if _, err := ByName("tree9x9"); err == nil {
-		t.Error("ByName accepted an unknown shape")
+	for d := 1; d <= 16; d++ {
+		if got := Chain(d).Messages(); got != d+1 {
+			t.Errorf("chain%d: %d messages per root, want %d", d, got, d+1)
+		}
+	}
+	for _, name := range []string{"tree9x9", "chain0", "diamond1001"} {
+		if _, err := ByName(name); err == nil {
+			t.Errorf("ByName accepted %q", name)
+		}
 	}
 }
 
