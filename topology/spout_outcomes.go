@@ -102,9 +102,7 @@ func (s *spoutExec) handle(outs []ackcore.Outcome) {
 		s.live[idx].Store(0)
 		if o.Kind == ackcore.Completed {
 			s.m.Completed++
-			if s.lats = append(s.lats, latencyUs(lat)); len(s.lats) == maxLats {
-				s.publish()
-			}
+			s.lats = append(s.lats, latencyUs(lat))
 			s.adapt.record(lat)
 			if sl.attempt == 1 {
 				s.brk.ended(sl.born)
@@ -113,6 +111,11 @@ func (s *spoutExec) handle(outs []ackcore.Outcome) {
 			msgID, task := sl.msgID, sl.task
 			s.release(idx)
 			s.ack(task, msgID)
+			if len(s.lats) == maxLats {
+				// Published once the outcome is applied in full: the
+				// root counted completed, no longer pending.
+				s.publish()
+			}
 			continue
 		}
 		r := failReason(o.Reason)
