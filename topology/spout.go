@@ -60,6 +60,10 @@ type spoutExec struct {
 	// episode of the breaker (releaseReplays).
 	passQ retryHeap
 	errs  errBox
+	// lastSweep is now at the last sweep of errs, which control runs
+	// once a publishEvery on this clock of its own: a publish at a full
+	// latency buffer does not put it off.
+	lastSweep int64
 
 	// Tracing (trace.go): the next root is traced when traceIn counts
 	// down to 0, then it restarts at traceEvery. Tracing off starts it
@@ -410,16 +414,17 @@ func (s *spoutExec) checkFinished() {
 	}
 }
 
-// control runs the breaker and the adaptive bound on the clock; it
-// reports whether the breaker went half open (the loop goes round again
-// to start its probes).
+// control runs the breaker, the adaptive bound and the sweep of stale
+// errors (errBox.sweep) on the clock; it reports whether the breaker went
+// half open (the loop goes round again to start its probes).
 func (s *spoutExec) control() bool {
 	moved := s.brk.tick(s.now, &s.m)
 	if b, ok := s.adapt.tick(s.now, s.bound, s.top.cfg.MaxSpoutPending); ok {
 		s.bound = b
 		s.m.Bound = int64(b)
 	}
-	if s.live != nil && s.now-s.lastPub >= publishEvery {
+	if s.live != nil && (s.now-s.lastSweep >= publishEvery || s.now < s.lastSweep) {
+		s.lastSweep = s.now
 		s.errs.sweep(s.inFlight)
 	}
 	return moved
