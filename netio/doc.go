@@ -125,8 +125,8 @@
 // runs the handshake with HandshakeTimeout. Only an authenticated
 // connection takes one of MaxConns producer slots (claim; none free:
 // closeOverloaded); a slot is one acker producer (SPSC rings into every
-// shard). The goroutine then reads the socket into one reused buffer (frameReader, 256 KiB
-// reads, 64 KiB in the handshake) and parses frames in place; it decodes each msgs frame (one
+// shard). The goroutine then reads the socket into one reused buffer (frameReader: reads of
+// 256 KiB, or MaxFrame + 64 KiB where that is less; 64 KiB in the handshake) and parses frames in place; it decodes each msgs frame (one
 // pass, fields straight to their slots) and checks that every INIT names
 // a task this connection owns: straight into its acker producer's span of
 // the ring when the acker has one shard and the span has room for the
