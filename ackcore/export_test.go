@@ -32,6 +32,26 @@ func (s *Shard) ProbeStats() (mean float64, longest int) {
 	return float64(sum) / float64(s.t.count), longest
 }
 
+// PastHome counts the entries in the table that live past their home
+// group, and of those the ones in the group right after it.
+func (s *Shard) PastHome() (entries, past, next int) {
+	for i := range s.t.e {
+		if s.t.e[i].key == 0 {
+			continue
+		}
+		entries++
+		switch s.t.groupDist(uint64(i)/groupSlots, s.t.home(s.t.e[i].key)) {
+		case 0:
+		case 1:
+			past++
+			next++
+		default:
+			past++
+		}
+	}
+	return entries, past, next
+}
+
 // HomeOf is the home group of root in a table of n groups keyed by seed.
 func HomeOf(seed uint64, n int, root uint64) int64 {
 	t := table{ng: uint64(n)}
