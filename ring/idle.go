@@ -9,8 +9,9 @@ import (
 // Default idle strategy. A re-check of the peer's index costs about a
 // nanosecond while the line is unchanged in our cache, so DefaultSpins covers
 // roughly the 0.4 µs a peer needs to fill or drain a 64-item batch on the
-// 2-vCPU machines this was tuned on (6.4 ns/item in batches of 64,
-// BenchmarkRing). Each Gosched then
+// 2-vCPU machines this was tuned on (6.4 ns/item in batches of 64 in
+// BenchmarkRing then; BENCHMARKS.md's ring section has today's 3-5 ns).
+// Each Gosched then
 // costs a trip through the scheduler, a few hundred nanoseconds, and lets
 // another goroutine use the P; DefaultYields of them add a few microseconds
 // before the waiter pays for a park and a wake-up, which costs tens of
