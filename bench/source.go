@@ -153,6 +153,10 @@ func runSource(k *kafkatest.Cluster, corpus *wcCorpus, topic srcTopic, group str
 	sp, err := kafka.New(kafka.Config{
 		Brokers: k.Addrs(), Topics: []string{topic.name}, Group: group,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		// Acked, each record goes back to the client's pool once its
+		// words are counted (the count bolt copies the words it keeps);
+		// at most once the spout is acked at emit, before the split.
+		RecycleRecords: acked,
 	})
 	if err != nil {
 		return wcResult{}, err
@@ -196,14 +200,12 @@ func runSource(k *kafkatest.Cluster, corpus *wcCorpus, topic srcTopic, group str
 
 // sentence is t's sentence: a string (the in-memory spout), or the value
 // of a Kafka record (the Kafka spout emits the record itself, its
-// default), read in place without a copy. That is safe because the
-// client decodes each fetched batch into memory of its own (the fetch
-// response's buffer, allocated for it, or the buffer its decompressor
-// allocates) and reuses it only through a kgo.Pool and Record.Recycle;
-// the source level gives no pool and recycles nothing. So the value
-// never changes, and the words, substrings of it, may outlive the tuple:
-// the count bolt's keys keep alive the batches holding each word's first
-// occurrence, a few of a rep's first batches, until the rep ends.
+// default), read in place without a copy. The words, substrings of it,
+// live until the record is done: kafka-acked runs the spout with
+// RecycleRecords, which gives the record's batch back to the client for
+// reuse once its every record's tree is done, so the count bolt copies
+// each word it keeps as a key (wcCount). At most once (kafka-unacked) the
+// spout recycles nothing and the value never changes.
 func sentence(t *topology.Tuple) string {
 	switch v := t.Value(0).(type) {
 	case string:

@@ -103,10 +103,22 @@ func (s wcSplit) Execute(t *topology.Tuple, c *topology.BoltCollector) {
 	c.Ack(t)
 }
 
-type wcCount struct{ counts map[string]int }
+// wcCount counts words. Its keys are copies: a word may be a substring
+// of a Kafka record the spout recycles once the record is done (the
+// source level), and a Go map with string keys stores the key of every
+// assignment, m[w]++ included, so the count is behind a pointer and the
+// key is written once, copied.
+type wcCount struct{ counts map[string]*int }
 
 func (b *wcCount) Execute(t *topology.Tuple, c *topology.BoltCollector) {
-	b.counts[t.String(0)]++
+	w := t.String(0)
+	if n := b.counts[w]; n != nil {
+		*n++
+	} else {
+		n = new(int)
+		*n = 1
+		b.counts[strings.Clone(w)] = n
+	}
 	c.Ack(t)
 }
 

@@ -40,7 +40,7 @@ func buildWordcount(spout string, newSpout func() topology.Spout, acked bool, sh
 	b.Spout(spout, newSpout).Output("sentence")
 	b.Bolt("split", func() topology.Bolt { return wcSplit{w: w} }).Input(spout, topology.Shuffle()).Output("word")
 	b.Bolt("count", func() topology.Bolt {
-		c := &wcCount{counts: map[string]int{}}
+		c := &wcCount{counts: map[string]*int{}}
 		w.counters = append(w.counters, c)
 		return c
 	}).Input("split", topology.Fields("word"))
@@ -81,7 +81,7 @@ func (w *wcTopology) result(corpus *wcCorpus, n int) wcResult {
 	got := map[string]int{}
 	for _, c := range w.counters {
 		for word, k := range c.counts {
-			got[word] += k
+			got[word] += *k
 		}
 	}
 	if res.tuples != int64(n*(1+wcWords)) {

@@ -116,6 +116,22 @@ type Config struct {
 	// the engine keeps what it returns until the record's tree is done.
 	Values func(*kgo.Record) []any
 
+	// RecycleRecords gives the client a pool for the batches it decodes
+	// (kgo.WithPools) and each record back to it (kgo.Record.Recycle) once
+	// the record is done: its tree completed, or it was dead-lettered. A
+	// fetched batch's record slice and decompressed bytes are then reused
+	// by later fetches instead of left to the collector, once every record
+	// of the batch is done (records dropped at a revocation or a pause
+	// are left to the collector). The price is a promise: nothing uses a
+	// record, its Key, Value or Headers, or a string or slice taken from
+	// them without a copy, once its tree is done; no bolt keeps them past
+	// its Ack (strings.Clone what you keep: a Go map with string keys
+	// stores the key of every assignment, m[k]++ included, not only the
+	// first). A Values that copies what it keeps keeps the promise by
+	// itself. Open refuses it in an at-most-once topology, whose spout
+	// hears Ack at emit, before the bolts read the record.
+	RecycleRecords bool
+
 	// Logger receives the spout's reports: dead letters (error), commit
 	// failures, revocations, outcomes of revoked partitions (warn). Nil
 	// means slog.Default().

@@ -90,13 +90,21 @@
 // offsets missing for any reason are never waited for: contiguity is over
 // the records fetched (STORM-2505).
 //
+// With Config.RecycleRecords the client decodes into batches from a pool
+// of the spout's, and a record goes back to it once done (acked or
+// dead-lettered, after the logs that name it); a batch is reused once its
+// every record is back. A record left not done (stopped, revoked while
+// buffered, its dead letter refused) is never recycled: its batch is the
+// collector's, as without the option.
+//
 // The files follow those ideas, all acting on one table of partitions
 // under Spout.mu: spout.go the spout, its state and the engine's side
 // (Next, Ack, Fail); poll.go the poller and the buffers' bound; buffer.go
 // a partition's buffer (a queue of blocks of records); group.go
 // the consumer group's callbacks (assignment, the done set read back,
 // revocation); commit.go choosing and sending commits; deadletter.go dead
-// letters; broker.go the broker connection hooks; config.go the Config;
+// letters; broker.go the broker connection hooks; pool.go the client's
+// pool of decoded batches (Config.RecycleRecords); config.go the Config;
 // check.go the invariants build's checks; lag.go the group's lag;
 // sink.go the sink bolt.
 //

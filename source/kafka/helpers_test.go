@@ -473,3 +473,19 @@ func (c *cluster) committed(group, topic string, partition int32) int64 {
 	}
 	return -1
 }
+
+// sinkTopology builds sp into a topology whose one bolt takes every
+// record and does nothing with it.
+func sinkTopology(t *testing.T, sp *Spout, cfg topology.Config) *topology.Topology {
+	t.Helper()
+	b := topology.NewBuilder()
+	b.Spout("records", func() topology.Spout { return sp }).Output(RecordField)
+	b.Bolt("sink", func() topology.Bolt {
+		return topology.Basic(topology.BasicFunc(func(*topology.Tuple, *topology.BasicCollector) error { return nil }))
+	}).Input("records", topology.Shuffle())
+	top, err := b.Build(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return top
+}

@@ -21,15 +21,7 @@ func TestUnreachableBrokerFailsStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := topology.NewBuilder()
-	b.Spout("records", func() topology.Spout { return sp }).Output(RecordField)
-	b.Bolt("sink", func() topology.Bolt {
-		return topology.Basic(topology.BasicFunc(func(*topology.Tuple, *topology.BasicCollector) error { return nil }))
-	}).Input("records", topology.Shuffle())
-	top, err := b.Build(topology.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	top := sinkTopology(t, sp, topology.Config{})
 	start := time.Now()
 	err = top.Start()
 	took := time.Since(start)

@@ -81,6 +81,7 @@ type Spout struct {
 
 	// Set by Open, immutable after.
 	cl     *kgo.Client
+	pool   *batchPool // Config.RecycleRecords: the client's pool
 	task   int
 	ctx    context.Context // canceled by Close: stops the poller, the committer and dead-letter produces
 	cancel context.CancelFunc
@@ -210,6 +211,9 @@ func (s *Spout) Open(tc topology.TaskContext) error {
 	s.opened = true
 	s.task = tc.Task
 	s.mu.Unlock()
+	if s.cfg.RecycleRecords && tc.Config().AtMostOnce {
+		return fmt.Errorf("kafka: Config.RecycleRecords in an at-most-once topology (topology.Config.AtMostOnce) for group %q: its spout hears Ack at emit, before the bolts read the record", s.cfg.Group)
+	}
 
 	opts := []kgo.Opt{kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(DefaultFetchMaxWait)}
 	opts = append(opts, s.cfg.Opts...)
@@ -227,6 +231,10 @@ func (s *Spout) Open(tc topology.TaskContext) error {
 		kgo.OnOffsetsFetched(s.onFetched),
 		kgo.WithHooks(brokerHooks{s}),
 	)
+	if s.cfg.RecycleRecords {
+		s.pool = &batchPool{}
+		opts = append(opts, kgo.WithPools(s.pool))
+	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return fmt.Errorf("kafka: client for group %q: %w", s.cfg.Group, err)
@@ -398,6 +406,7 @@ func (s *Spout) Ack(msgID any) {
 	s.check()
 	s.mu.Unlock()
 	s.report(rep)
+	s.recycle(rep)
 }
 
 // Fail handles a record the engine gave up on. With Reason Stopped (the
@@ -424,6 +433,7 @@ func (s *Spout) Fail(msgID any, f *topology.Failure) {
 		s.mu.Unlock()
 		s.logDead(rep, f, nil)
 		s.report(rep)
+		s.recycle(rep)
 		return
 	}
 	s.cl.Produce(s.ctx, deadLetter(s.cfg.DeadLetterTopic, e.rec, f), func(_ *kgo.Record, err error) {
@@ -440,6 +450,7 @@ func (s *Spout) Fail(msgID any, f *topology.Failure) {
 		s.mu.Unlock()
 		s.logDead(rep, f, err)
 		s.report(rep)
+		s.recycle(rep)
 	})
 }
 
@@ -448,6 +459,7 @@ type finished struct {
 	rec   *kgo.Record
 	stale uint64        // Stats.Stale after this outcome, if it was stale
 	born  time.Duration // inflight.born
+	done  bool          // the record is done (finish): nothing reads it again
 }
 
 // finish marks e's record done (completed or dead-lettered) and recycles
@@ -457,6 +469,7 @@ func (s *Spout) finish(e *inflight, dead bool) finished {
 	p := e.part
 	switch err := p.tr.Done(e.mark); {
 	case err == nil:
+		rep.done = true
 		if dead {
 			s.stats.DeadLettered++
 		} else {
@@ -466,6 +479,7 @@ func (s *Spout) finish(e *inflight, dead bool) finished {
 			s.resume(p)
 		}
 	case errors.Is(err, offsets.ErrStale):
+		rep.done = true
 		s.stats.Stale++
 		rep.stale = s.stats.Stale
 	default:
@@ -483,6 +497,15 @@ func (s *Spout) report(rep finished) {
 		s.log.Warn("kafka: outcome for a record whose partition was revoked since it was emitted (its processing outlived the assignment); dropped, the partition's owner replays it",
 			"group", s.cfg.Group, "topic", rep.rec.Topic, "partition", rep.rec.Partition, "offset", rep.rec.Offset,
 			"age", (time.Since(s.start) - rep.born).Round(time.Millisecond), "stale_outcomes", rep.stale)
+	}
+}
+
+// recycle gives a done record back to the client's pool
+// (Config.RecycleRecords), after its last reader: the logs of report and
+// logDead.
+func (s *Spout) recycle(rep finished) {
+	if s.cfg.RecycleRecords && rep.done {
+		rep.rec.Recycle()
 	}
 }
 
