@@ -125,7 +125,8 @@ type Config struct {
 	// are left to the collector). The price is a promise: nothing uses a
 	// record, its Key, Value or Headers, or a string or slice taken from
 	// them without a copy, once its tree is done; no bolt keeps them past
-	// its Ack (strings.Clone what you keep: a Go map with string keys
+	// its Ack, no topology.Config.DeadLetter hook past its return
+	// (strings.Clone what you keep: a Go map with string keys
 	// stores the key of every assignment, m[k]++ included, not only the
 	// first). A Values that copies what it keeps keeps the promise by
 	// itself. Open refuses it in an at-most-once topology, whose spout
