@@ -39,12 +39,15 @@ type SinkConfig struct {
 	// MaxInFlightBytes bounds the bytes produced and not yet
 	// acknowledged; default DefaultSinkMaxInFlightBytes.
 	MaxInFlightBytes int
-	// ProduceTimeout bounds each record's produce; default
+	// ProduceTimeout bounds each record's produce, one already sent to a
+	// broker that has not answered included; default
 	// DefaultProduceTimeout.
 	ProduceTimeout time.Duration
 	// Opts are further client options (TLS, SASL, linger, compression),
 	// applied before the sink's own: the seed brokers, idempotent writes
-	// acknowledged by all in-sync replicas, MaxBufferedBytes.
+	// acknowledged by all in-sync replicas, MaxBufferedBytes, and
+	// AllowIdempotentProduceCancellation (so a transactional id is
+	// refused).
 	Opts []kgo.Opt
 }
 
@@ -98,6 +101,11 @@ func NewSink(cfg SinkConfig) (*Sink, error) {
 		kgo.SeedBrokers(cfg.Brokers...),
 		kgo.RequiredAcks(kgo.AllISRAcks()), // idempotent writes need all in-sync replicas
 		kgo.MaxBufferedBytes(cfg.MaxInFlightBytes),
+		// ProduceTimeout fails a record sent to a broker that has not
+		// answered too: without this the client waits for the broker's
+		// answer, past any deadline. The input fails and its tree is
+		// replayed, which may write the record twice (at least once).
+		kgo.AllowIdempotentProduceCancellation(),
 	)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {

@@ -312,3 +312,51 @@ func TestSinkConfigErrorsNameTheValue(t *testing.T) {
 		t.Errorf("defaults: %+v", s.cfg)
 	}
 }
+
+// A broker that takes a produce request and does not answer it holds the
+// record's outcome open: the client may not fail an idempotent record in
+// flight, so it would wait past any deadline. The sink still fails the
+// input once ProduceTimeout has passed, with a *ProduceError carrying the
+// deadline, rather than hold the executor until the broker answers.
+func TestSinkFailsAtProduceTimeoutWhileTheBrokerHoldsTheRequest(t *testing.T) {
+	c := startCluster(t, 1, "out")
+	kc := c.k.Cluster()
+	gate, held := make(chan struct{}), make(chan struct{})
+	var heldOnce sync.Once
+	kc.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		kc.KeepControl()
+		heldOnce.Do(func() { close(held) })
+		kc.SleepControl(func() { <-gate })
+		return nil, nil, false
+	})
+	var opened sync.Once
+	open := func() { opened.Do(func() { close(gate) }) }
+	defer open()
+	const timeout = 100 * time.Millisecond
+	sink, err := NewSink(SinkConfig{Brokers: c.k.Addrs(), Topic: "out", ProduceTimeout: timeout,
+		Value: func(*topology.Tuple) ([]byte, error) { return []byte("v"), nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sink.Close()
+	res := make(chan error, 1)
+	go func() { res <- sink.produce(nil, nil) }()
+	<-held // the request is at the broker: the record is in flight
+	// The broker holds the request until the test ends; a produce that
+	// waits for it is caught well before the client's own request
+	// timeout (ten seconds and more) would end it.
+	select {
+	case err = <-res:
+	case <-time.After(50 * timeout):
+		open()
+		t.Fatalf("produce still waiting %v after its ProduceTimeout %v, the broker holding the request", 50*timeout, timeout)
+	}
+	var pe *ProduceError
+	if !errors.As(err, &pe) || pe.Topic != "out" || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("produce: %v, want a *ProduceError for topic \"out\" wrapping context.DeadlineExceeded", err)
+	}
+	if st := sink.Stats(); st.Failed != 1 || st.Produced != 0 {
+		t.Fatalf("stats %+v, want one failed", st)
+	}
+	open()
+}
