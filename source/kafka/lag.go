@@ -134,8 +134,12 @@ func Lag(ctx context.Context, cl *kgo.Client, group string, topics ...string) ([
 
 // WaitCaughtUp polls Lag every interval until the group has committed
 // every partition of topics up to its end, and returns nil then, or an
-// error with the last lag seen when ctx ends.
+// error with the last lag seen when ctx ends. An interval that is not
+// positive is an error naming it.
 func WaitCaughtUp(ctx context.Context, cl *kgo.Client, group string, every time.Duration, topics ...string) error {
+	if every <= 0 {
+		return fmt.Errorf("kafka: WaitCaughtUp interval %v is not positive", every)
+	}
 	t := time.NewTicker(every)
 	defer t.Stop()
 	var last []PartitionLag

@@ -169,3 +169,18 @@ func TestFetchSizedToDecodedBytes(t *testing.T) {
 		}
 	}
 }
+
+// WaitCaughtUp with an interval that is not positive returns an error
+// naming it, rather than panic in the ticker.
+func TestWaitCaughtUpIntervalErrorNamesTheValue(t *testing.T) {
+	c := startFilled(t, "t", 1, 1)
+	for _, every := range []time.Duration{0, -time.Second} {
+		ctx, cancel := contextWithTimeout()
+		err := WaitCaughtUp(ctx, c.cl, "g", every, "t")
+		cancel()
+		want := "kafka: WaitCaughtUp interval " + every.String() + " is not positive"
+		if err == nil || err.Error() != want {
+			t.Errorf("interval %v: error %v, want %q", every, err, want)
+		}
+	}
+}
