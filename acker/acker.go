@@ -82,15 +82,20 @@ func (a *Acker) OrphansRefused(p int) uint64 {
 // MaxBytes) and only then builds the acker, allocating every shard's table
 // and every ring; Start runs it.
 func New(cfg Config) (*Acker, error) {
-	cfg, err := cfg.validate()
+	// The task table first, so that ReceiverOf is called once per task
+	// (a caller may hand out receivers as it is asked): validate checks
+	// the table's answers, not new ones.
+	spec, recvOf, err := cfg.Spec.InboxTable()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Spec = spec
+	cfg.ReceiverOf = func(t int) int { return int(recvOf[t]) }
+	cfg, err = cfg.validate()
 	if err != nil {
 		return nil, err
 	}
 	foot := cfg.footprint()
-	_, recvOf, err := cfg.Spec.InboxTable()
-	if err != nil {
-		return nil, err
-	}
 	if cfg.Shard.Clock == nil {
 		cfg.Shard.Clock = ackcore.NewMonotonicClock()
 	}

@@ -323,3 +323,35 @@ func TestShardedSendBatch(t *testing.T) {
 		}
 	}
 }
+
+// TestReceiverOfCalledOnce checks Spec.ReceiverOf's documented contract:
+// New calls it once per task, and the acker routes by those answers. A
+// ReceiverOf that hands out receivers as it is asked (recording each
+// task's) must see each task once, or the acker's table and the caller's
+// record disagree and outcomes go to an inbox the caller does not poll
+// for that task.
+func TestReceiverOfCalledOnce(t *testing.T) {
+	const tasks, receivers = 3, 2
+	calls := make([]int, tasks)
+	recorded := make([]int, tasks)
+	next := 0
+	a, err := acker.New(acker.Config{Spec: acker.Spec{Producers: 1, Tasks: tasks, Receivers: receivers,
+		ReceiverOf: func(task int) int {
+			calls[task]++
+			r := next % receivers
+			next++
+			if calls[task] == 1 {
+				recorded[task] = r
+			}
+			return r
+		}}, Shard: ackcore.Config{MaxPending: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for task := range tasks {
+		if calls[task] != 1 || a.ReceiverOf(task) != recorded[task] {
+			t.Errorf("task %d: ReceiverOf called %d times, acker routes to receiver %d, the caller recorded %d",
+				task, calls[task], a.ReceiverOf(task), recorded[task])
+		}
+	}
+}
