@@ -166,7 +166,8 @@ type Footprint struct {
 	OutcomeRings int64
 	// Held is the most the shards can hold for receivers beyond their
 	// rings (allocated as needed, in chunks, and given back): per shard,
-	// Receivers × (Backlog + a route chunk + two queue chunks), plus
+	// Receivers × (Backlog + a route chunk + Batch + two queue chunks)
+	// and a routing pair each, the chunks kept free for reuse, plus
 	// MaxPending (the outcomes of the roots a held-back receiver's tasks
 	// had pending), plus Producers × (RingSize+1) (INITs staged before
 	// their producer saw the hold-back), plus MaxPending again while Stop
@@ -181,9 +182,11 @@ func (f Footprint) Total() int64 {
 	return sat(sat(sat(f.Tables, f.Rings), sat(f.OutcomeRings, f.Held)), f.Receivers)
 }
 
-// Validate checks c as New does, allocating nothing: every size and
-// count, the Shard configuration (ackcore.Config.Validate, with Owners
-// set to Producers), then the Footprint against MaxBytes. The error names
+// Validate checks c as New does, allocating none of the acker's tables,
+// rings or receivers (Spec.InboxTable's task table, 4 bytes a task, is
+// built and checked): every size and count, the Shard configuration
+// (ackcore.Config.Validate, with Owners set to Producers), then the
+// Footprint against MaxBytes. The error names
 // the first problem found; Acker.Footprint says what an acker New built
 // holds at most.
 func (c Config) Validate() error {

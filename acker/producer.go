@@ -140,8 +140,10 @@ func (p *Producer) SendBatch(msgs []ackcore.Msg) error {
 // span, and the caller then decodes elsewhere and calls SendBatch: an
 // acker of several shards (each message goes to its root's shard), a
 // receiver held back (each INIT is looked at), n above the ring's size,
-// or free places that wrap past the ring's end. It returns SendBatch's
-// errors before Start and once the acker stops.
+// or free places that wrap past the ring's end. With one shard and n of
+// at least 1 it returns SendBatch's errors before Start and once the
+// acker stops; otherwise nil, and SendBatch, which the caller then calls,
+// returns them.
 //
 // The messages written must be valid, as SendBatch would find them
 // (ackcore.Msg.Valid, an INIT's task below Spec.Tasks): Staged does not
