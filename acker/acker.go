@@ -307,7 +307,11 @@ func (a *Acker) Stats() ackcore.Stats {
 // first. Each running shard answers at its next tick, from its executor:
 // the scan costs O(table slots) of that executor's time (a diagnostic,
 // not a hot path). Safe from any goroutine, before Start and after Stop
-// too.
+// too; while Stop runs, a shard answers only once its executor exits, so
+// the goroutine that polls a receiver must not call it then: the executor
+// may be waiting for that receiver to take what Stop reports, and the
+// two would wait on each other until Stop's deadline, which then drops
+// the receiver's outcomes (Dropped, named in the StopError).
 func (a *Acker) OldestPending(n int) []ackcore.PendingRoot {
 	if n <= 0 {
 		return nil
