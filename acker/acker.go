@@ -52,6 +52,9 @@ type Acker struct {
 	counted atomic.Bool
 
 	oldMu sync.Mutex // serialises OldestPending
+	// stopping is closed when the first Stop begins: from then on an
+	// executor serves no OldestPending request until it exits.
+	stopping chan struct{}
 
 	orphanShare atomic.Int64 // SetOrphanShare's, read by the executors at ticks
 }
@@ -107,7 +110,7 @@ func New(cfg Config) (*Acker, error) {
 	if cfg.Idle != nil {
 		idle, execIdle = *cfg.Idle, *cfg.Idle
 	}
-	a := &Acker{cfg: cfg, foot: foot, recvOf: recvOf, epoch: time.Now(), log: cfg.Logger}
+	a := &Acker{cfg: cfg, foot: foot, recvOf: recvOf, epoch: time.Now(), log: cfg.Logger, stopping: make(chan struct{})}
 	if a.log == nil {
 		a.log = slog.Default()
 	}
@@ -306,12 +309,10 @@ func (a *Acker) Stats() ackcore.Stats {
 // OldestPending returns up to n pending roots across all shards, oldest
 // first. Each running shard answers at its next tick, from its executor:
 // the scan costs O(table slots) of that executor's time (a diagnostic,
-// not a hot path). Safe from any goroutine, before Start and after Stop
-// too; while Stop runs, a shard answers only once its executor exits, so
-// the goroutine that polls a receiver must not call it then: the executor
-// may be waiting for that receiver to take what Stop reports, and the
-// two would wait on each other until Stop's deadline, which then drops
-// the receiver's outcomes (Dropped, named in the StopError).
+// not a hot path). Safe from any goroutine, before Start, while Stop
+// runs and after it. While Stop runs a stopping shard serves no request
+// (it may be waiting for the very receiver whose poller asks): a shard
+// whose executor has exited answers, one still stopping reports nothing.
 func (a *Acker) OldestPending(n int) []ackcore.PendingRoot {
 	if n <= 0 {
 		return nil
@@ -350,5 +351,15 @@ func (a *Acker) oldestOf(e *executor, n int) []ackcore.PendingRoot {
 		return <-req.reply
 	case <-e.done:
 		return e.shard.OldestPending(n, nil)
+	case <-a.stopping:
+		// The executor may be in its last phase, serving no request and
+		// waiting for receivers, one of them perhaps polled by this
+		// caller: waiting here could hold both until Stop's deadline.
+		select {
+		case <-e.done:
+			return e.shard.OldestPending(n, nil)
+		default:
+			return nil
+		}
 	}
 }

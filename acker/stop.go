@@ -76,6 +76,7 @@ func (a *Acker) StopContext(ctx context.Context) (ackcore.Stats, error) {
 	}
 	a.stopped = true
 	a.stopDone = make(chan struct{})
+	close(a.stopping)
 	a.mu.Unlock()
 	defer close(a.stopDone)
 	for _, e := range a.execs {

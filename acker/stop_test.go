@@ -251,3 +251,54 @@ func TestSendMisuse(t *testing.T) {
 		t.Fatalf("Send after Stop without Start: %v", err)
 	}
 }
+
+// TestOldestPendingWhileStopWaits: the goroutine that polls a receiver
+// asks OldestPending while Stop waits for that very receiver to take
+// what it reports: the answer comes at once (the stopping shard reports
+// nothing), the poller then takes every outcome, and Stop ends with none
+// dropped. A stopping shard serves no request, so an OldestPending that
+// waited for it held the poller, and with it Stop, until Stop's deadline,
+// which dropped the receiver's outcomes.
+func TestOldestPendingWhileStopWaits(t *testing.T) {
+	const n = 10_000
+	a, polled := stuckAcker(t, n, acker.Config{})
+	r1 := a.Inbox(1).(*acker.Receiver)
+	stopped := make(chan error, 1)
+	go func() {
+		// Past the test's own waits: a hang shows as theirs, not as a
+		// Stop that gave up.
+		ctx, cancel := context.WithTimeout(context.Background(), 10*testWait)
+		defer cancel()
+		_, err := a.StopContext(ctx)
+		stopped <- err
+	}()
+	// Receiver 1 gets no outcome before Stop reports its roots stopped.
+	if err := await(testWait, "Stop reporting receiver 1's roots", func() bool { return r1.Stats().Backlog > 0 },
+		func() string { return fmt.Sprintf("receiver 1: %+v", r1.Stats()) }); err != nil {
+		t.Fatal(err)
+	}
+	var old []ackcore.PendingRoot
+	if err := within(testWait/4, "OldestPending while Stop waits for the caller's receiver", func() { old = a.OldestPending(5) }); err != nil {
+		t.Fatal(err)
+	}
+	if len(old) > 5 {
+		t.Fatalf("OldestPending(5) gave %d roots", len(old))
+	}
+	took := 0
+	if err := within(testWait, "receiver 1's Run taking what Stop reports", func() {
+		r1.Run(func(o ackcore.Outcome) {
+			if o.Kind == ackcore.Failed && o.Reason == ackcore.ReasonStopped {
+				took++
+			}
+		})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := receiveWithin(t, stopped, "Stop"); err != nil {
+		t.Fatalf("StopContext: %v", err)
+	}
+	if took != n || r1.Stats().Dropped != 0 {
+		t.Fatalf("receiver 1 took %d stopped roots of %d, dropped %d", took, n, r1.Stats().Dropped)
+	}
+	receiveWithin(t, polled, "receiver 0's Run returning after Stop")
+}
