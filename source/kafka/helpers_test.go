@@ -489,3 +489,25 @@ func sinkTopology(t *testing.T, sp *Spout, cfg topology.Config) *topology.Topolo
 	}
 	return top
 }
+
+// readTopic reads topic from its start until it has want records, failing
+// the test at the deadline.
+func (c *cluster) readTopic(t *testing.T, topic string, want int) []*kgo.Record {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.k.Addrs()...), kgo.ConsumeTopics(topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	var got []*kgo.Record
+	for len(got) < want {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("read %d of %d records of %q: %v", len(got), want, topic, err)
+		}
+		got = append(got, fs.Records()...)
+	}
+	return got
+}

@@ -3,11 +3,13 @@ package kafka
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/xorack/xorack/source/kafka/kafkatest"
 	"github.com/xorack/xorack/topology"
 )
 
@@ -78,5 +80,80 @@ func TestRecycleRecordsAtMostOnce(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "RecycleRecords") || !strings.Contains(err.Error(), "AtMostOnce") {
 		t.Errorf("error %q does not name RecycleRecords and AtMostOnce", err)
+	}
+}
+
+// TestRecycleRecordsUnderFaults: RecycleRecords with the faults a record
+// meets, on the engine's defaults but a short backoff: a panic in the
+// bolt on a record's first attempt (replayed), poison records failing
+// every attempt (dead-lettered, their value produced from the recycled
+// pool's memory before the record goes back), and a stop mid-run with
+// records in flight (failed as stopped, not recycled, replayed by the
+// next member). No attempt ever reads a recycled record (one reads as
+// offset 0 of no topic), every record is processed, and every dead
+// letter carries its record's value.
+func TestRecycleRecordsUnderFaults(t *testing.T) {
+	const topic, dlq, group, parts = "rf", "rf-dlq", "rfg", 2
+	n := size(1500, 300)
+	c := startClusterWith(t, kafkatest.Config{Topics: []string{topic, dlq}, Partitions: parts})
+	c.produce(t, topic, parts, n)
+	poison := func(p pos) bool { return p.offset%97 == 5 }
+	l := newLedger()
+	opts := pipeOpts{
+		cfg: Config{Topics: []string{topic}, Group: group, RecycleRecords: true, DeadLetterTopic: dlq},
+		top: topology.Config{Retry: topology.RetryPolicy{MaxAttempts: 3}, Logger: quietLogger()},
+		hold: func(p pos, attempt int) {
+			if p.offset%5 == 1 && attempt == 1 && !poison(p) {
+				panic("a bug the first attempt hits")
+			}
+		},
+		fail: func(p pos, _ int) error {
+			if poison(p) {
+				return errBad
+			}
+			return nil
+		},
+	}
+	a := startPipeline(t, c, l, opts)
+	waitFor(t, "half the records done", func() bool { return a.spout.Stats().Completed >= uint64(parts*n/2) })
+	a.stopNow(t)
+	b := startPipeline(t, c, l, opts)
+	c.waitCaughtUp(t, group, topic)
+	b.stop(t)
+
+	for p := range int32(parts) {
+		for i := range n {
+			if at := (pos{topic, p, int64(i)}); !poison(at) && l.count(at) == 0 {
+				t.Errorf("record %v never processed", at)
+			}
+		}
+	}
+	if k := len(l.attemptsOf(pos{})); k != 0 {
+		t.Errorf("%d attempts read a recycled record (no topic, offset 0)", k)
+	}
+	want := 0
+	for i := range n {
+		if poison(pos{offset: int64(i)}) {
+			want += parts
+		}
+	}
+	dead := c.readTopic(t, dlq, want)
+	for _, r := range dead {
+		var p int32
+		var off int
+		for _, h := range r.Headers {
+			switch h.Key {
+			case "xorack-partition":
+				fmt.Sscan(string(h.Value), &p)
+			case "xorack-offset":
+				fmt.Sscan(string(h.Value), &off)
+			}
+		}
+		if got := string(r.Value); got != sentence(p, off) {
+			t.Errorf("dead letter of %d@%d carries %q, want %q", p, off, got, sentence(p, off))
+		}
+	}
+	if st := a.spout.Stats(); st.Stopped == 0 {
+		t.Errorf("the stop mid-run left nothing in flight (stats %+v): the test did not stop mid-run", st)
 	}
 }
