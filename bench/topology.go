@@ -115,9 +115,7 @@ func (b *wcCount) Execute(t *topology.Tuple, c *topology.BoltCollector) {
 	if n := b.counts[w]; n != nil {
 		*n++
 	} else {
-		n = new(int)
-		*n = 1
-		b.counts[strings.Clone(w)] = n
+		b.counts[strings.Clone(w)] = new(1)
 	}
 	c.Ack(t)
 }

@@ -108,7 +108,8 @@ func (c *sconn) readLoop() error {
 			// it has room for the whole of it in one span (Room), and
 			// staged there as it is when nothing in it needs a second
 			// look (no RESET to charge, no bound near): no check and copy
-			// by SendBatch. Otherwise into c.msgs, as before.
+			// by SendBatch. Otherwise into c.msgs, which SendBatch takes
+			// once the share and the RESET budget have trimmed it.
 			dst := c.msgs[:0]
 			direct := false
 			if len(f.Body)%msgSize == 0 {

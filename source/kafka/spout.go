@@ -203,6 +203,9 @@ func New(cfg Config) (*Spout, error) {
 // Open creates the client, joins the group and starts the poller and the
 // committer. It implements topology.Opener.
 func (s *Spout) Open(tc topology.TaskContext) error {
+	if s.cfg.RecycleRecords && tc.Config().AtMostOnce {
+		return fmt.Errorf("kafka: Config.RecycleRecords in an at-most-once topology (topology.Config.AtMostOnce) for group %q: its spout hears Ack at emit, before the bolts read the record", s.cfg.Group)
+	}
 	s.mu.Lock()
 	if s.opened {
 		s.mu.Unlock()
@@ -211,9 +214,6 @@ func (s *Spout) Open(tc topology.TaskContext) error {
 	s.opened = true
 	s.task = tc.Task
 	s.mu.Unlock()
-	if s.cfg.RecycleRecords && tc.Config().AtMostOnce {
-		return fmt.Errorf("kafka: Config.RecycleRecords in an at-most-once topology (topology.Config.AtMostOnce) for group %q: its spout hears Ack at emit, before the bolts read the record", s.cfg.Group)
-	}
 
 	opts := []kgo.Opt{kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(DefaultFetchMaxWait)}
 	opts = append(opts, s.cfg.Opts...)
@@ -406,7 +406,6 @@ func (s *Spout) Ack(msgID any) {
 	s.check()
 	s.mu.Unlock()
 	s.report(rep)
-	s.recycle(rep)
 }
 
 // Fail handles a record the engine gave up on. With Reason Stopped (the
@@ -433,7 +432,6 @@ func (s *Spout) Fail(msgID any, f *topology.Failure) {
 		s.mu.Unlock()
 		s.logDead(rep, f, nil)
 		s.report(rep)
-		s.recycle(rep)
 		return
 	}
 	s.cl.Produce(s.ctx, deadLetter(s.cfg.DeadLetterTopic, e.rec, f), func(_ *kgo.Record, err error) {
@@ -450,7 +448,6 @@ func (s *Spout) Fail(msgID any, f *topology.Failure) {
 		s.mu.Unlock()
 		s.logDead(rep, f, err)
 		s.report(rep)
-		s.recycle(rep)
 	})
 }
 
@@ -491,18 +488,21 @@ func (s *Spout) finish(e *inflight, dead bool) finished {
 	return rep
 }
 
-// report logs a stale outcome (at 1, 2, 4, 8, ... of them: bounded).
+// report ends an outcome, after mu: it logs a stale one (at 1, 2, 4, 8,
+// ... of them: bounded), then gives a done record back to the client's
+// pool (Config.RecycleRecords), this being its last reader.
 func (s *Spout) report(rep finished) {
 	if rep.stale != 0 && pow2(rep.stale) {
 		s.log.Warn("kafka: outcome for a record whose partition was revoked since it was emitted (its processing outlived the assignment); dropped, the partition's owner replays it",
 			"group", s.cfg.Group, "topic", rep.rec.Topic, "partition", rep.rec.Partition, "offset", rep.rec.Offset,
 			"age", (time.Since(s.start) - rep.born).Round(time.Millisecond), "stale_outcomes", rep.stale)
 	}
+	s.recycle(rep)
 }
 
 // recycle gives a done record back to the client's pool
-// (Config.RecycleRecords), after its last reader: the logs of report and
-// logDead.
+// (Config.RecycleRecords); report calls it, after the logs that read the
+// record (logDead's come before report).
 func (s *Spout) recycle(rep finished) {
 	if s.cfg.RecycleRecords && rep.done {
 		rep.rec.Recycle()
