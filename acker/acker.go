@@ -12,7 +12,6 @@ import (
 
 	"github.com/xorack/xorack/ackcore"
 	"github.com/xorack/xorack/affinity"
-	"github.com/xorack/xorack/internal/splitmix"
 	"github.com/xorack/xorack/ring"
 )
 
@@ -125,9 +124,7 @@ func New(cfg Config) (*Acker, error) {
 		e.share = &a.orphanShare
 		scfg := cfg.Shard
 		scfg.Clock = &e.coarse
-		if scfg.Seed != 0 {
-			scfg.Seed += uint64(i) * splitmix.Golden // shards hash differently
-		}
+		scfg.Seed = shardSeed(scfg.Seed, i)
 		e.coarse.now = e.clock.Now()
 		sh, err := ackcore.NewShard(scfg)
 		if err != nil {

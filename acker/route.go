@@ -38,5 +38,19 @@ func newRouter(seed uint64, shards int) router {
 	return router{h: roothash.New(seed), n: uint64(shards)}
 }
 
+// shardSeed is the Shard.Seed shard i gets from the configured one, so
+// that shards hash differently: seed + i*Golden, never 0 for a seed that
+// is not 0 (0 would draw shard i's keys from crypto/rand, and a fixed
+// seed would no longer fix every shard's table).
+func shardSeed(seed uint64, i int) uint64 {
+	if seed == 0 {
+		return 0
+	}
+	if s := seed + uint64(i)*splitmix.Golden; s != 0 {
+		return s
+	}
+	return splitmix.Mix64(seed) // not 0: Mix64 is a bijection with Mix64(0) = 0
+}
+
 // shard is the shard of root, in [0, n).
 func (r *router) shard(root uint64) uint64 { return r.h.Range(root, r.n) }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/xorack/xorack/internal/roothash"
+	"github.com/xorack/xorack/internal/splitmix"
 	"github.com/xorack/xorack/internal/testkit"
 )
 
@@ -155,5 +156,28 @@ func BenchmarkRoute(b *testing.B) {
 				b.Fatal("shard out of range")
 			}
 		})
+	}
+}
+
+// TestShardSeedsNeverZero: a fixed Shard.Seed fixes every shard's keys,
+// even the shard whose seed + i*Golden wraps to 0 (which would draw
+// random keys), and the shards' seeds stay distinct.
+func TestShardSeedsNeverZero(t *testing.T) {
+	g := uint64(splitmix.Golden)
+	for _, seed := range []uint64{1, 42, -g, -(5 * g), -(63 * g), 1 << 63} {
+		seen := map[uint64]int{}
+		for i := range 64 {
+			s := shardSeed(seed, i)
+			if s == 0 {
+				t.Fatalf("seed %#x: shard %d gets seed 0 (random keys)", seed, i)
+			}
+			if j, ok := seen[s]; ok {
+				t.Fatalf("seed %#x: shards %d and %d both get seed %#x", seed, j, i, s)
+			}
+			seen[s] = i
+		}
+	}
+	if s := shardSeed(0, 3); s != 0 {
+		t.Fatalf("seed 0 (random keys) gives shard 3 seed %#x", s)
 	}
 }
