@@ -76,7 +76,8 @@ const (
 // messages (ACKs, completions of roots with the default timing, default
 // INITs) in one assembly loop that compares a group's fifteen tags in one
 // vector compare and calls nothing; the message it stops at goes through
-// slow, with the probe it got.
+// slow, with the probe it got. Tables past farAbove take ackRunFar, the
+// same loop looking further ahead.
 func (s *Shard) applyRun(msgs []Msg, out []Outcome) []Outcome {
 	if len(msgs) == 0 {
 		return out
@@ -110,7 +111,13 @@ func (s *Shard) applyRun(msgs []Msg, out []Outcome) []Outcome {
 		st.count = s.t.count
 		inits := st.inits
 		n := min(len(msgs)-i, runMsgs)
-		done, slot, probe := ackRun(&st, &msgs[i], n)
+		var done, probe int
+		var slot uint64
+		if s.far { // a table past farAbove: look further ahead
+			done, slot, probe = ackRunFar(&st, &msgs[i], n)
+		} else {
+			done, slot, probe = ackRun(&st, &msgs[i], n)
+		}
 		out = out[:st.outLen]
 		s.t.count = st.count
 		s.extCount += int(st.extAdds) - int(st.extDrops)

@@ -1,5 +1,7 @@
 // The body of ackRun (ackrun_amd64.s), kept apart from its description
-// there. Offsets and constants come from go_asm.h.
+// there, and of ackRunFar (ackrun_far_amd64.s): each file defines PFD1
+// and PFD2 before it includes this. Offsets and constants come from
+// go_asm.h.
 
 // The look-ahead entry of the message at D(R) is at D(R11)(R*1): R11 is
 // st.ring less msgs, and the entries are 32 bytes a message like the

@@ -7,7 +7,8 @@
 // at 10/4, 12/6 or 15/8 measured alike within the noise of a shared
 // 2-vCPU VM at 10,000 and 100,000 roots pending; two stages fetch the
 // control words, which outgrow L2 near a million roots, one stage ahead
-// of the compare that reads them.
+// of the compare that reads them. ackRunFar (ackrun_far_amd64.s) is the
+// same loop further ahead, for tables past farAbove.
 #define PFD1 12
 #define PFD2 6
 

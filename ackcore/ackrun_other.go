@@ -7,4 +7,9 @@ func ackRun(st *runState, msgs *Msg, count int) (done int, slot uint64, probe in
 	panic("ackcore: ackRun without assembly")
 }
 
+// ackRunFar is never called where haveAckRun is false.
+func ackRunFar(st *runState, msgs *Msg, count int) (done int, slot uint64, probe int) {
+	panic("ackcore: ackRunFar without assembly")
+}
+
 var haveAckRun = false

@@ -11,10 +11,11 @@ import (
 )
 
 // TestApplyLongBatches applies one word-count stream, the fifth of its
-// messages made INITs with their own timeout, through two shards: one in
-// batches longer than the assembly loop applies in one call (several
-// calls a batch, some stopping inside for a slow message), one a message
-// at a time. Their outcomes, in order, and their counters must agree.
+// messages made INITs with their own timeout, through shards in batches
+// longer than the assembly loop applies in one call (several calls a
+// batch, some stopping inside for a slow message), with ackRun and with
+// ackRunFar, and through one a message at a time. Their outcomes, in
+// order, and their counters must agree.
 // Under -short (CI's race and invariants steps, where every call's checks
 // read the whole table) the stream is a quarter as long, over a table a
 // quarter the size: still nine batches, each several calls.
@@ -26,8 +27,11 @@ func TestApplyLongBatches(t *testing.T) {
 			msgs[i].TimeoutMs = 1000 + uint32(msgs[i].Root%7)
 		}
 	}
-	run := func(batch int) ([]ackcore.Outcome, ackcore.Stats) {
+	run := func(batch int, far bool) ([]ackcore.Outcome, ackcore.Stats) {
 		s := mustShard(t, ackcore.Config{MaxPending: st.MaxPending(), Clock: &ackcore.FakeClock{}, Seed: 3})
+		if far {
+			s.ForcePrefetch() // ackRunFar, as tables past farAbove run
+		}
 		var all []ackcore.Outcome
 		for i := 0; i < len(msgs); i += batch {
 			all = s.Apply(msgs[i:min(i+batch, len(msgs))], all)
@@ -35,13 +39,15 @@ func TestApplyLongBatches(t *testing.T) {
 		mustVerify(t, s)
 		return all, s.Stats()
 	}
-	long, longStats := run(1000)
-	single, singleStats := run(1)
-	if longStats.Completed == 0 || longStats.Completed != uint64(len(long)) {
-		t.Fatalf("batches of 1000: %d outcomes, stats %+v", len(long), longStats)
-	}
-	if !slices.Equal(long, single) || longStats != singleStats {
-		t.Fatalf("batches of 1000: %d outcomes, stats %+v; one at a time: %d, %+v", len(long), longStats, len(single), singleStats)
+	single, singleStats := run(1, false)
+	for _, far := range []bool{false, true} {
+		long, longStats := run(1000, far)
+		if longStats.Completed == 0 || longStats.Completed != uint64(len(long)) {
+			t.Fatalf("batches of 1000 (far %v): %d outcomes, stats %+v", far, len(long), longStats)
+		}
+		if !slices.Equal(long, single) || longStats != singleStats {
+			t.Fatalf("batches of 1000 (far %v): %d outcomes, stats %+v; one at a time: %d, %+v", far, len(long), longStats, len(single), singleStats)
+		}
 	}
 }
 

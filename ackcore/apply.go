@@ -12,8 +12,9 @@ import (
 )
 
 // prefetchAbove is the table size past which Apply prefetches a chunk's
-// lines ahead for the portable loop (fastPath); ackRun, the assembly loop,
-// looks ahead inside its own loop at every size (ackrun_amd64.s). Below it
+// lines ahead for the portable loop (fastPath); the assembly loop looks
+// ahead inside its own loop at every size (and further ahead past
+// farAbove). Below it
 // the table stays in the last-level cache, where the core's own
 // out-of-order execution overlaps the misses of neighbouring messages,
 // and the prefetch pass (hashing a chunk ahead, reading each control
@@ -25,6 +26,17 @@ import (
 // (10 MB) 32M with it against 19-22M without; at 1M 22-25M with it
 // against 14M without.
 const prefetchAbove = 6 << 20
+
+// farAbove is the table size past which the assembly loop looks further
+// ahead (ackRunFar in place of ackRun: ackrun_far_amd64.s), for a table
+// whose lines come from memory more than from the last-level cache.
+// Measured with ackbench -level core, pinned, the two builds alternated
+// on a 2-vCPU AMD VM (1 MiB L2 a core, 32 MiB L3): at 1,000,000 roots
+// pending (a 34 MB table) 1.08x on the word count and 1.06-1.09x on
+// tree8x8, chain16 and diamond8; at 300,000 (10 MB) 1.14x on the word
+// count but 0.84-0.97x on the three trees, whose ACKs follow their INIT
+// closely enough to find its lines cached.
+const farAbove = 24 << 20
 
 // Apply applies msgs in order and appends the outcomes they cause to out,
 // which it returns. Each message causes at most one outcome, so an out with

@@ -35,11 +35,18 @@ func TestShardMatchesModel(t *testing.T) {
 		defer ackcore.SetAckRun(false)()
 		acktest.RunCases(t, seeds, shardFactory, nil)
 	})
-	// The portable loop's path for tables past prefetchAbove (homes
-	// hashed and prefetched a chunk ahead), on the small tables of the
-	// standard cases. (ackRun looks ahead itself, at every size.)
+	// The paths of large tables (past prefetchAbove and farAbove), on the
+	// small tables of the standard cases: the portable loop's (homes
+	// hashed and prefetched a chunk ahead) and ackRunFar, the assembly
+	// loop looking further ahead.
 	t.Run("prefetch", func(t *testing.T) {
 		defer ackcore.SetAckRun(false)()
+		acktest.RunCases(t, seeds/2, prefetchFactory, nil)
+	})
+	t.Run("asm-far", func(t *testing.T) {
+		if !ackcore.AckRunAvailable() {
+			t.Skip("no AVX2: the assembly loop does not run here")
+		}
 		acktest.RunCases(t, seeds/2, prefetchFactory, nil)
 	})
 }
@@ -97,7 +104,7 @@ func FuzzShard(f *testing.F) {
 		sc.Progress = seed&2 != 0 // seeds with bit 1: progress timeouts
 		factory := shardFactory
 		if prefetch {
-			factory = prefetchFactory // homes hashed and prefetched a chunk ahead
+			factory = prefetchFactory // homes hashed and prefetched a chunk ahead, or ackRunFar
 		}
 		acktest.Run(t, sc, factory)
 	})

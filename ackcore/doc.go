@@ -170,9 +170,11 @@
 // completion (val 0 after INIT: Completed with its latency, entry
 // removed), and the INIT of a new root with the default timeout (ackRun
 // also with its own timeout, at a 1 ms tick), in two places: fastPath
-// (apply.go) and ackRun (ackrun_amd64.s, glue in ackrun.go). The copies
-// are held to step by the differential tests (diff_test.go: the assembly
-// loop, the portable loop and its prefetching, each against the model in
+// (apply.go) and ackRun (ackrun_amd64.s, glue in ackrun.go; ackRunFar,
+// for tables past 24 MiB, is the same body looking further ahead). The
+// copies are held to step by the differential tests (diff_test.go: the
+// assembly loop near and far, the portable loop and its prefetching, each
+// against the model in
 // internal/acktest, outcome by outcome and counter by counter)
 // and by FuzzShard, which runs both loops.
 //

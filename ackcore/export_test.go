@@ -71,10 +71,10 @@ func (s *Shard) SideLen() int { return s.side.len() }
 // NearBytes is the memory of the near wheel and the due lists.
 func (s *Shard) NearBytes() int { return s.nearBytes() }
 
-// ForcePrefetch makes s take Apply's prefetching path for the portable
-// loop as tables past prefetchAbove do, whatever its size (ackRun, where
-// it runs, looks ahead itself at every size).
-func (s *Shard) ForcePrefetch() { s.prefetch = true }
+// ForcePrefetch makes s take the paths of tables past prefetchAbove and
+// farAbove, whatever its size: Apply's prefetching path for the portable
+// loop, and ackRunFar in place of ackRun where the assembly loop runs.
+func (s *Shard) ForcePrefetch() { s.prefetch, s.far = true, true }
 
 // Groups is the number of groups in s's table.
 func (s *Shard) Groups() int { return int(s.t.ng) }

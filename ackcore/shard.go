@@ -33,6 +33,7 @@ type Shard struct {
 
 	stats    Stats
 	prefetch bool                     // the portable loop: prefetch table lines a chunk ahead (large tables only)
+	far      bool                     // the assembly loop: ackRunFar (tables past farAbove)
 	hs       [2][prefetchChunk]uint64 // home slots of the chunk being applied and the next
 	runRing  []uint64                 // ackRun's look-ahead (ackrun.go), made where ackRun runs
 
@@ -72,6 +73,7 @@ func NewShard(cfg Config) (*Shard, error) {
 	s.fails.gen = s.nowTick / s.fails.span
 	s.initNear()
 	s.prefetch = s.t.bytes() > prefetchAbove
+	s.far = s.t.bytes() > farAbove
 	if haveAckRun {
 		s.runRing = newRunRing()
 	}

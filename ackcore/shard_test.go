@@ -62,6 +62,12 @@ var rulePaths = []struct {
 			t.Skip("no AVX2: the assembly loop does not run here")
 		}
 	}},
+	{"asm-far", func(t *testing.T, s *ackcore.Shard) { // ackRunFar, as tables past farAbove run
+		if !ackcore.AckRunAvailable() {
+			t.Skip("no AVX2: the assembly loop does not run here")
+		}
+		s.ForcePrefetch()
+	}},
 	{"go", func(t *testing.T, s *ackcore.Shard) { t.Cleanup(ackcore.SetAckRun(false)) }}, // fastPath
 	{"go-prefetch", func(t *testing.T, s *ackcore.Shard) { // fastPath with homes
 		t.Cleanup(ackcore.SetAckRun(false))
