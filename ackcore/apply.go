@@ -31,8 +31,8 @@ const prefetchAbove = 6 << 20
 // ahead (ackRunFar in place of ackRun: ackrun_far_amd64.s), for a table
 // whose lines come from memory more than from the last-level cache.
 // Measured with ackbench -level core, pinned, the two builds alternated
-// on a 2-vCPU AMD VM (1 MiB L2 a core, 32 MiB L3): at 1,000,000 roots
-// pending (a 34 MB table) 1.08x on the word count and 1.06-1.09x on
+// on a 2-vCPU AMD VM (1 MiB L2 a core): at 1,000,000 roots pending (a
+// 34 MB table) 1.05-1.08x on the word count and 1.06-1.09x on
 // tree8x8, chain16 and diamond8; at 300,000 (10 MB) 1.14x on the word
 // count but 0.84-0.97x on the three trees, whose ACKs follow their INIT
 // closely enough to find its lines cached.
