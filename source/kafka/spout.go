@@ -497,14 +497,7 @@ func (s *Spout) report(rep finished) {
 			"group", s.cfg.Group, "topic", rep.rec.Topic, "partition", rep.rec.Partition, "offset", rep.rec.Offset,
 			"age", (time.Since(s.start) - rep.born).Round(time.Millisecond), "stale_outcomes", rep.stale)
 	}
-	s.recycle(rep)
-}
-
-// recycle gives a done record back to the client's pool
-// (Config.RecycleRecords); report calls it, after the logs that read the
-// record (logDead's come before report).
-func (s *Spout) recycle(rep finished) {
-	if s.cfg.RecycleRecords && rep.done {
+	if s.cfg.RecycleRecords && rep.done { // after every log that reads the record (logDead's come before report)
 		rep.rec.Recycle()
 	}
 }
