@@ -54,8 +54,8 @@ func (s *Shard) verify() error {
 	s.due.each(func(root, tick uint64) {
 		listed[root] = true
 		records++
-		if tick < s.due.cursor || tick-s.due.cursor >= uint64(len(s.due.buckets)) {
-			dueErr = fmt.Errorf("ackcore: root %#x listed for tick %d, outside [%d, %d)", root, tick, s.due.cursor, s.due.cursor+uint64(len(s.due.buckets)))
+		if tick < s.due.cursor || tick-s.due.cursor >= s.due.span {
+			dueErr = fmt.Errorf("ackcore: root %#x listed for tick %d, outside [%d, %d)", root, tick, s.due.cursor, s.due.cursor+s.due.span)
 		}
 	})
 	if dueErr != nil {
@@ -149,8 +149,8 @@ func (s *Shard) verify() error {
 	if n > s.maxPending+s.failReserve {
 		return fmt.Errorf("ackcore: %d entries exceed MaxPending %d plus the FAIL reserve %d", n, s.maxPending, s.failReserve)
 	}
-	if s.near.Len() != near || len(s.nearRoots)-len(s.nearFree) != near {
-		return fmt.Errorf("ackcore: %d near timers and %d handles in use for %d near entries", s.near.Len(), len(s.nearRoots)-len(s.nearFree), near)
+	if s.nearLen() != near || len(s.nearRoots)-len(s.nearFree) != near {
+		return fmt.Errorf("ackcore: %d near timers and %d handles in use for %d near entries", s.nearLen(), len(s.nearRoots)-len(s.nearFree), near)
 	}
 	if side != s.side.len() {
 		return fmt.Errorf("ackcore: %d entries of kind side, %d in the side table", side, s.side.len())

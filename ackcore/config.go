@@ -157,7 +157,7 @@ func (c *Config) tableBytes() int64 {
 
 // Bytes is the most memory a shard with configuration c can hold, checked
 // against MaxBytes before anything is allocated: the table (24 bytes a
-// slot and 16 a group of fifteen, 4/3 slots per pending root, 15/11 up
+// slot and 16 a group of fifteen, 4/3 slots per pending root, 10/7 up
 // to 16,384 roots, allocated up front) and the ext
 // array (2 bytes a slot); for every entry it may hold (MaxPending and the
 // FAIL reserve), at worst, a near-wheel timer (24 bytes), two due-list

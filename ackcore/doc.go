@@ -34,7 +34,7 @@
 // two), and to an 8-bit tag, the next bits of that product (never 0). The
 // table has MaxPending*4/3 slots rounded up to whole groups: 25.07 bytes a
 // slot, 33.4 bytes per pending root at the bound, timers included (up to
-// 16,384 roots MaxPending*15/11 slots, 34.2 bytes a root: table.go).
+// 16,384 roots MaxPending*10/7 slots, 35.8 bytes a root: table.go).
 // Structured root ids (counters, shifted offsets, timestamps) scatter
 // like random ones.
 //

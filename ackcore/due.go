@@ -106,7 +106,7 @@ func (s *Shard) Expire(out []Outcome) (_ []Outcome, more bool) {
 	if !more {
 		out, more = s.advancePass(out)
 	}
-	if s.near.Len() == 0 && s.near.Capacity() > nearInitial {
+	if s.near != nil && s.near.Len() == 0 && s.near.Capacity() > nearInitial {
 		s.resetNearWheel() // back to idle after a burst of near timers
 	}
 	s.call.Outcomes = len(out) - n
@@ -136,6 +136,9 @@ func (s *Shard) scanBudget() bool { return s.call.Slots < expireScanLimit }
 
 // expireNear fires the near wheel's due timers.
 func (s *Shard) expireNear(out []Outcome) (_ []Outcome, more bool) {
+	if s.near == nil {
+		return out, false // no near timer yet
+	}
 	for {
 		if len(out) == cap(out) || !s.entryBudget() {
 			return out, true
@@ -241,7 +244,7 @@ func (s *Shard) advancePass(out []Outcome) (_ []Outcome, more bool) {
 			}
 			if d > s.nowTick {
 				if !s.due.add(e.key, d) {
-					panic(fmt.Sprintf("ackcore: deadline %d outside the due lists [%d, %d)", d, s.due.cursor, s.due.cursor+uint64(len(s.due.buckets))))
+					panic(fmt.Sprintf("ackcore: deadline %d outside the due lists [%d, %d)", d, s.due.cursor, s.due.cursor+s.due.span))
 				}
 				s.scan++
 				continue

@@ -71,7 +71,8 @@ func drain(t *testing.T, s *ackcore.Shard, room int) (timeouts, calls int) {
 // reads more than ExpireScanLimit slots, looks up more than
 // ExpireEntryLimit entries, or writes more outcomes than its room, and
 // every root is reported once, at its deadline when Expire runs every tick.
-// After the wave the near tier is back to its idle size.
+// A new shard holds no near tier; after the wave it is back to its idle
+// size.
 func TestExpireSlices(t *testing.T) {
 	testkit.SkipUnderRace(t, "a shard on one goroutine: nothing for the race detector to watch")
 	n := waveSize()
@@ -83,7 +84,9 @@ func TestExpireSlices(t *testing.T) {
 				}
 				clock := &ackcore.FakeClock{}
 				s := mustShard(t, ackcore.Config{MaxPending: n, Clock: clock, Seed: 9})
-				idle := s.NearBytes()
+				if b := s.NearBytes(); b != 0 {
+					t.Fatalf("a new shard's near tier holds %d bytes, want 0", b)
+				}
 				initWave(t, s, n, 0)
 				got := 0
 				switch mode {
@@ -103,7 +106,7 @@ func TestExpireSlices(t *testing.T) {
 				if got != n || s.Pending() != 0 {
 					t.Fatalf("%d timeouts for %d roots, %d pending", got, n, s.Pending())
 				}
-				if b := s.NearBytes(); b != idle {
+				if b, idle := s.NearBytes(), s.NearIdleBytes(); b != idle {
 					t.Fatalf("near tier holds %d bytes after the wave, %d idle", b, idle)
 				}
 				mustVerify(t, s)
@@ -157,17 +160,20 @@ func TestClockJump(t *testing.T) {
 	}
 }
 
-// TestNearWheelShrinks: a burst of roots with short timeouts (near timers
-// from the start) grows the near wheel; once they are gone it is back to
-// its idle size. Under -short (CI's race and invariants steps, where each
+// TestNearWheelShrinks: a new shard holds no near tier; a burst of roots
+// with short timeouts (near timers from the start) makes the near wheel
+// and grows it; once they are gone it is back to its idle size. Under -short (CI's race and invariants steps, where each
 // of the burst's INITs checks the whole table) 1,000 roots in a table for
 // 2,000: still four doublings past the wheel's idle 64.
 func TestNearWheelShrinks(t *testing.T) {
 	burst := testkit.Size(5000, 1000)
 	s, clock := newShard(t, 2*burst)
-	idle := s.NearBytes()
+	if b := s.NearBytes(); b != 0 {
+		t.Fatalf("a new shard's near tier holds %d bytes, want 0", b)
+	}
 	initWave(t, s, burst, 5) // 5 ms: near from the start
-	if s.NearBytes() <= idle {
+	idle := s.NearIdleBytes()
+	if idle == 0 || s.NearBytes() <= idle {
 		t.Fatalf("near tier %d bytes with %d near timers, %d idle", s.NearBytes(), burst, idle)
 	}
 	clock.Add(10 * time.Millisecond)

@@ -1,5 +1,7 @@
 package ackcore
 
+import "github.com/xorack/xorack/internal/timerwheel"
+
 // Verify exposes the invariant checker to the external tests.
 func (s *Shard) Verify() error { return s.verify() }
 
@@ -70,6 +72,20 @@ func (s *Shard) SideLen() int { return s.side.len() }
 
 // NearBytes is the memory of the near wheel and the due lists.
 func (s *Shard) NearBytes() int { return s.nearBytes() }
+
+// NearIdleBytes is what the near tier holds idle once made: the near
+// wheel at its idle capacity, with its roots and free stack, once a near
+// timer made it, and the due lists' buckets once a root was listed.
+func (s *Shard) NearIdleBytes() int {
+	n := 0
+	if s.near != nil {
+		n += timerwheel.New(nearInitial, 0).Bytes() + nearInitial*8 + nearInitial*4
+	}
+	if s.due.buckets != nil {
+		n += int(s.due.span) * 16
+	}
+	return n
+}
 
 // ForcePrefetch makes s take the paths of tables past prefetchAbove and
 // farAbove, whatever its size: Apply's prefetching path for the portable

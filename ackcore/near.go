@@ -109,7 +109,11 @@ func (s *Shard) initNear() {
 		limit:   s.nowTick + w,
 		scan:    -1,
 	}
-	s.resetNearWheel()
+	// The near wheel is made by the first near timer (growNear), and the
+	// due lists' buckets by the first root listed: a shard whose roots all
+	// complete or time out far holds neither (10 KB at 10,000 roots
+	// pending, a root's byte).
+	//
 	// Listed deadlines lie in [cursor, limit), and limit is at most two
 	// windows past now (a pass starts a window before the old limit and
 	// sets the new one a window past it), with cursor at now+1.
@@ -129,7 +133,19 @@ func (s *Shard) resetNearWheel() {
 // nearBytes is the memory of the near tier: the near wheel with its root
 // records and free stack, and the due lists.
 func (s *Shard) nearBytes() int {
-	return s.near.Bytes() + cap(s.nearRoots)*8 + cap(s.nearFree)*4 + s.due.bytes()
+	n := cap(s.nearRoots)*8 + cap(s.nearFree)*4 + s.due.bytes()
+	if s.near != nil {
+		n += s.near.Bytes()
+	}
+	return n
+}
+
+// nearLen is the number of near timers.
+func (s *Shard) nearLen() int {
+	if s.near == nil {
+		return 0
+	}
+	return s.near.Len()
 }
 
 // setDeadline (re)arms e's timeout at tick d, giving it a near timer when
@@ -181,12 +197,17 @@ func (s *Shard) releaseNear(h uint32) {
 	s.nearFree = append(s.nearFree, h)
 }
 
-// growNear doubles the near wheel, moving its live timers over. Handles
-// never exceed the number of entries, so it stops at MaxPending plus the
-// FAIL reserve. Only Apply grows it (a near timer at creation or RESET):
-// the pass and Expire never do.
+// growNear makes the near wheel at its idle capacity when there is none,
+// or doubles it, moving its live timers over. Handles never exceed the
+// number of entries, so it stops at MaxPending plus the FAIL reserve.
+// Only Apply grows it (a near timer at creation or RESET): the pass and
+// Expire never do.
 func (s *Shard) growNear() {
 	old := s.near
+	if old == nil {
+		s.resetNearWheel()
+		return
+	}
 	n := min(2*old.Capacity(), max(s.maxPending+s.failReserve, nearInitial))
 	if n <= old.Capacity() {
 		panic(fmt.Sprintf("ackcore: near wheel full at %d timers for %d entries", old.Capacity(), s.t.count))
@@ -211,7 +232,8 @@ func (s *Shard) growNear() {
 // dueLists are per-tick lists of roots (see nearTimers), over a ring of
 // buckets for the ticks [cursor, cursor+len(buckets)).
 type dueLists struct {
-	buckets []dueBucket // a power of two
+	buckets []dueBucket // span of them, made by the first add
+	span    uint64      // a power of two
 	cursor  uint64      // the first tick whose bucket is not yet taken
 	records int         // roots listed and not yet taken
 	chunks  int         // chunks held, in lists and in the pool
@@ -239,15 +261,18 @@ func (d *dueLists) init(span, cursor uint64) {
 	for uint64(n) < span {
 		n <<= 1
 	}
-	*d = dueLists{buckets: make([]dueBucket, n), cursor: cursor}
+	*d = dueLists{span: uint64(n), cursor: cursor}
 }
 
 // add lists root for tick t, unless t is outside the ring's span.
 func (d *dueLists) add(root, t uint64) bool {
-	if t < d.cursor || t-d.cursor >= uint64(len(d.buckets)) {
+	if t < d.cursor || t-d.cursor >= d.span {
 		return false
 	}
-	b := &d.buckets[t&uint64(len(d.buckets)-1)]
+	if d.buckets == nil {
+		d.buckets = make([]dueBucket, d.span)
+	}
+	b := &d.buckets[t&(d.span-1)]
 	c := b.last
 	if c == nil || c.tail == dueChunkLen {
 		if n := len(d.pool); n > 0 {
@@ -271,7 +296,10 @@ func (d *dueLists) add(root, t uint64) bool {
 
 // take removes and returns a root listed for tick t.
 func (d *dueLists) take(t uint64) (uint64, bool) {
-	b := &d.buckets[t&uint64(len(d.buckets)-1)]
+	if d.records == 0 {
+		return 0, false // nothing listed (and perhaps no buckets yet)
+	}
+	b := &d.buckets[t&(d.span-1)]
 	c := b.first
 	if c == nil {
 		return 0, false

@@ -20,16 +20,17 @@ const (
 	// ackRun compares at once.
 	maxLoadNum, maxLoadDen = 3, 4
 	// Bounds up to sparseMaxPending fill at most sparseLoadNum/
-	// sparseLoadDen of their slots (MaxPending*15/11): 34.2 bytes per
-	// pending root at the bound, 0.8 more, under 15 KB in all. Fewer INITs
+	// sparseLoadDen of their slots (MaxPending*10/7): 35.8 bytes per
+	// pending root at the bound, 2.4 more, under 40 KB in all. Fewer INITs
 	// then meet a home group and a next that entries passed (the probe
 	// that reads on, with the branches it mispredicts), and fewer lookups
 	// a false tag match: on the word count at 10,000 roots pending
-	// ackRun mispredicts 0.39 branches a message under callgrind, 0.42 at
-	// 3/4 (0.35 at 7/10, which costs 2.4 bytes a root). Past the bound
-	// the bytes a root weigh more than a table that small makes up for.
+	// ackRun mispredicts 0.35 branches a message under callgrind (0.39
+	// at 11/15, 0.42 at 3/4) and applies about 1.05x the messages a
+	// second it did at 11/15. Past the bound the bytes a root weigh more
+	// than a table that small makes up for.
 	sparseMaxPending             = 1 << 14
-	sparseLoadNum, sparseLoadDen = 11, 15
+	sparseLoadNum, sparseLoadDen = 7, 10
 	// overflowSticky is an overflow count that has saturated: it is never
 	// decremented again (see table).
 	overflowSticky = 0xff
@@ -197,7 +198,7 @@ type table struct {
 }
 
 // tableGroups is the group count for a bound: maxPending*4/3 slots
-// (maxPending*15/11 up to sparseMaxPending) rounded up to whole groups,
+// (maxPending*10/7 up to sparseMaxPending) rounded up to whole groups,
 // and room for the FAIL reserve beyond the bound plus one empty slot in
 // the smallest tables.
 func tableGroups(maxPending int) int {

@@ -189,9 +189,12 @@ func TestLatePassHorizon(t *testing.T) {
 func TestDueListSpan(t *testing.T) {
 	var d dueLists
 	d.init(5, 10) // 8 buckets: ticks 10..17
-	n := uint64(len(d.buckets))
+	n := d.span
 	if n != 8 {
-		t.Fatalf("%d buckets for a span of 5, want 8", n)
+		t.Fatalf("a span of %d ticks for 5, want 8", n)
+	}
+	if d.buckets != nil || d.bytes() != 0 {
+		t.Fatalf("%d buckets (%d bytes) before the first root is listed, want none", len(d.buckets), d.bytes())
 	}
 	for _, tick := range []uint64{9, 10 + n} {
 		if d.add(1, tick) {
@@ -202,6 +205,9 @@ func TestDueListSpan(t *testing.T) {
 		if !d.add(tick, tick) {
 			t.Fatalf("add at tick %d, inside [10, %d): refused", tick, 10+n)
 		}
+	}
+	if uint64(len(d.buckets)) != n {
+		t.Fatalf("%d buckets once roots are listed, want %d", len(d.buckets), n)
 	}
 	for _, tick := range []uint64{10, 10 + n - 1} {
 		if r, ok := d.take(tick); !ok || r != tick {
