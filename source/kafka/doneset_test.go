@@ -21,6 +21,32 @@ func (c *cluster) committedMeta(group, topic string, partition int32) string {
 	return g.Commits[topic][partition].Metadata
 }
 
+// crashStuck runs a pipeline over the n records of partition 0 of
+// stuck's topic, every one completing but stuck, which fails for good,
+// until the group's commit is at stuck with the others as its done set,
+// and crashes it.
+func crashStuck(t *testing.T, c *cluster, l *ledger, group string, stuck pos, n int) {
+	t.Helper()
+	first := startPipeline(t, c, l, pipeOpts{
+		cfg: Config{Topics: []string{stuck.topic}, Group: group},
+		top: topology.Config{Retry: topology.RetryPolicy{MaxAttempts: 1 << 16, Backoff: 5 * time.Millisecond, MaxBackoff: 5 * time.Millisecond}},
+		fail: func(p pos, _ int) error {
+			if p == stuck {
+				return errBad
+			}
+			return nil
+		},
+	})
+	waitFor(t, "every record but the stuck one completed, and committed as done", func() bool {
+		if first.spout.Stats().Completed != uint64(n-1) || c.committed(group, stuck.topic, 0) != stuck.offset {
+			return false
+		}
+		d, err := offsets.ParseDone(c.committedMeta(group, stuck.topic, 0))
+		return err == nil && d.Floor == stuck.offset && d.Len() == int64(n-1)-stuck.offset
+	})
+	first.crash(t)
+}
+
 // Rule 18, STORM-2343: a record stuck in retries pins the floor while
 // every record after it completes; the commit carries them as done (at
 // the same offset, again as the set grows), and after a crash the next
@@ -32,24 +58,7 @@ func TestCrashReplaysOnlyWhatDidNotFinish(t *testing.T) {
 	c := startFilled(t, topic, parts, n)
 	stuck := pos{topic, 0, stuckOff}
 	l := newLedger()
-	first := startPipeline(t, c, l, pipeOpts{
-		cfg: Config{Topics: []string{topic}, Group: group},
-		top: topology.Config{Retry: topology.RetryPolicy{MaxAttempts: 1 << 16, Backoff: 5 * time.Millisecond, MaxBackoff: 5 * time.Millisecond}},
-		fail: func(p pos, _ int) error {
-			if p == stuck {
-				return errBad
-			}
-			return nil
-		},
-	})
-	waitFor(t, "every record but the stuck one completed, and committed as done", func() bool {
-		if first.spout.Stats().Completed != uint64(n-1) || c.committed(group, topic, 0) != stuckOff {
-			return false
-		}
-		d, err := offsets.ParseDone(c.committedMeta(group, topic, 0))
-		return err == nil && d.Floor == stuckOff && d.Len() == int64(n-1-stuckOff)
-	})
-	first.crash(t)
+	crashStuck(t, c, l, group, stuck, n)
 
 	second := startPipeline(t, c, l, pipeOpts{cfg: Config{Topics: []string{topic}, Group: group}})
 	c.waitCaughtUp(t, group, topic)
@@ -121,5 +130,45 @@ func TestForeignMetadataIsIgnored(t *testing.T) {
 		if err, _ := attr(w, "err").Any().(error); !errors.Is(err, offsets.ErrForeign) {
 			t.Fatalf("warning %v: want ErrForeign", w)
 		}
+	}
+}
+
+// A done set read back whose records retention deleted does not hold the
+// commit back: the spout withholds commits until the fetch passes the
+// set's top, and a fetch reset to the new log start passes it at the
+// first record there (all deleted, the set's top with them) or re-reads
+// what survives of the set, skipping it as done (part deleted). The
+// partition is committed to its end, and only the records produced after
+// the deletion, and none of the set, are emitted.
+func TestDoneSetLostToRetentionCommits(t *testing.T) {
+	const topic, group, stuckOff, more = "t", "g", 3, 20
+	n := size(200, 100)
+	for _, cut := range []struct {
+		name    string
+		below   int64 // DeleteRecords before this offset
+		skipped uint64
+	}{
+		{"all", int64(n), 0},
+		{"part", int64(n - 5), 5},
+	} {
+		t.Run(cut.name, func(t *testing.T) {
+			c := startFilled(t, topic, 1, n)
+			crashStuck(t, c, newLedger(), group, pos{topic, 0, stuckOff}, n)
+
+			if err := c.k.Cluster().DeleteRecords(topic, 0, cut.below); err != nil {
+				t.Fatal(err)
+			}
+			c.produce(t, topic, 1, more)
+			second := startPipeline(t, c, newLedger(), pipeOpts{cfg: Config{Topics: []string{topic}, Group: group}})
+			c.waitCaughtUp(t, group, topic)
+			second.stop(t)
+			if got := c.committed(group, topic, 0); got != int64(n+more) {
+				t.Fatalf("committed %d, want the end %d", got, n+more)
+			}
+			if st := second.spout.Stats(); st.Emitted != more || st.SkippedDone != cut.skipped {
+				t.Fatalf("emitted %d (want %d: those produced after the deletion), skipped as done %d (want %d)",
+					st.Emitted, more, st.SkippedDone, cut.skipped)
+			}
+		})
 	}
 }
