@@ -28,7 +28,7 @@ func (s *Spout) commit(ctx context.Context) error {
 	defer s.commitMu.Unlock()
 	s.mu.Lock()
 	s.now = time.Since(s.start)
-	c := commitSet{offs: map[string]map[int32]kgo.EpochOffset{}}
+	c := newCommitSet(s.cl)
 	for _, p := range s.active {
 		s.choose(&c, p)
 	}
@@ -36,12 +36,27 @@ func (s *Spout) commit(ctx context.Context) error {
 	return s.send(ctx, s.cl, c)
 }
 
-// commitSet is one commit request being built: the offsets, each
-// partition's done set (its metadata) and tracker Done count.
+// commitSet is one commit request being built: the member and generation
+// it is built in, the offsets, each partition's done set (its metadata)
+// and tracker Done count.
 type commitSet struct {
-	offs  map[string]map[int32]kgo.EpochOffset
-	meta  map[tp]string
-	marks map[tp]uint64
+	member string
+	gen    int32
+	offs   map[string]map[int32]kgo.EpochOffset
+	meta   map[tp]string
+	marks  map[tp]uint64
+}
+
+// newCommitSet starts a commit set in the member's current generation.
+// Called with mu held, so that a partition lost (onLost, which takes mu)
+// after it is chosen was chosen in the generation the commit names: the
+// broker refuses that commit once the group has moved on, where one named
+// by the generation current when it is sent would land over the next
+// owner's commit.
+func newCommitSet(cl *kgo.Client) commitSet {
+	c := commitSet{offs: map[string]map[int32]kgo.EpochOffset{}}
+	c.member, c.gen = cl.GroupMetadata()
+	return c
 }
 
 // choose adds p to c when a commit is due: the floor rose, or (with a done
@@ -92,7 +107,7 @@ func (s *Spout) choose(c *commitSet, p *partition) {
 const truncLogEvery = 10 * time.Second
 
 // send commits c synchronously, as one OffsetCommit request to the group
-// coordinator in the member's current generation, and tells each
+// coordinator in the generation c was built in, and tells each
 // partition's tracker what the broker accepted. Called with commitMu held.
 //
 // The request is built here rather than through the client's commit
@@ -116,7 +131,7 @@ func (s *Spout) send(ctx context.Context, cl *kgo.Client, c commitSet) error {
 	defer cancel()
 	req := kmsg.NewPtrOffsetCommitRequest()
 	req.Group = s.cfg.Group
-	req.MemberID, req.Generation = cl.GroupMetadata()
+	req.MemberID, req.Generation = c.member, c.gen
 	if v := cl.OptValues(kgo.InstanceID); len(v) == 2 && v[1] == true {
 		id, _ := v[0].(string)
 		req.InstanceID = &id

@@ -238,7 +238,7 @@ func (s *Spout) onRevoked(ctx context.Context, cl *kgo.Client, revoked map[strin
 	s.commitMu.Lock()
 	defer s.commitMu.Unlock()
 	s.mu.Lock()
-	c := commitSet{offs: map[string]map[int32]kgo.EpochOffset{}}
+	c := newCommitSet(cl)
 	var gone []*partition
 	dropped := s.forEachOwned(revoked, func(p *partition) {
 		s.choose(&c, p)

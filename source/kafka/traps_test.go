@@ -715,3 +715,51 @@ func TestUndeliveredDeadLetterIsNotDone(t *testing.T) {
 		t.Errorf("error logs: %v", e)
 	}
 }
+
+// A commit names the generation its offsets were chosen in, not the one
+// current when it goes out: a set chosen before a rebalance and sent
+// after it, when one of its partitions has a new owner that committed
+// further, is refused, and the new owner's commit stands. (The spout
+// chooses and sends under commitMu, which a revocation waits for; a
+// partition lost to fencing, which does not wait, can be chosen just
+// before it is lost and sent once the member has rejoined.)
+func TestCommitNamesTheGenerationItWasChosenIn(t *testing.T) {
+	const topic, group, parts = "t", "g", 2
+	n := size(200, 100)
+	c := startFilled(t, topic, parts, n)
+	l := newLedger()
+	a := startPipeline(t, c, l, pipeOpts{cfg: Config{Topics: []string{topic}, Group: group, CommitInterval: time.Hour}})
+	waitFor(t, "the first member done with every record", func() bool { return a.spout.Stats().Completed == uint64(parts*n) })
+	a.spout.mu.Lock()
+	stale := newCommitSet(a.spout.cl)
+	for _, p := range a.spout.active {
+		a.spout.choose(&stale, p)
+	}
+	a.spout.mu.Unlock()
+	for p := range int32(parts) {
+		if got := stale.offs[topic][p].Offset; got != int64(n) {
+			t.Fatalf("the set chosen offers partition %d at %d, want %d", p, got, n)
+		}
+	}
+
+	b := startPipeline(t, c, l, pipeOpts{cfg: Config{Topics: []string{topic}, Group: group, CommitInterval: time.Millisecond}})
+	waitFor(t, "the second member assigned", func() bool { return len(b.spout.owned()) > 0 })
+	moved := b.spout.owned()[0]
+	c.produce(t, topic, parts, n)
+	waitFor(t, "the new owner committed past the first member's offset", func() bool {
+		return c.committed(group, topic, moved) == int64(2*n)
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+	defer cancel()
+	a.spout.commitMu.Lock()
+	err := a.spout.send(ctx, a.spout.cl, stale)
+	a.spout.commitMu.Unlock()
+	if got := c.committed(group, topic, moved); got != int64(2*n) {
+		t.Errorf("partition %d committed back to %d by a set chosen before the rebalance, want %d", moved, got, 2*n)
+	}
+	if err == nil {
+		t.Errorf("the set chosen in generation %d was accepted after the rebalance", stale.gen)
+	}
+	a.stop(t)
+	b.stop(t)
+}
