@@ -230,7 +230,7 @@ func (s *Shard) growNear() {
 }
 
 // dueLists are per-tick lists of roots (see nearTimers), over a ring of
-// buckets for the ticks [cursor, cursor+len(buckets)).
+// span buckets for the ticks [cursor, cursor+span).
 type dueLists struct {
 	buckets []dueBucket // span of them, made by the first add
 	span    uint64      // a power of two
