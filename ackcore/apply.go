@@ -40,7 +40,9 @@ const farAbove = 24 << 20
 
 // Apply applies msgs in order and appends the outcomes they cause to out,
 // which it returns. Each message causes at most one outcome, so an out with
-// spare capacity len(msgs) is never grown and Apply allocates nothing.
+// spare capacity len(msgs) is never grown, and once warm Apply allocates
+// nothing (it makes the near wheel at the first root that needs a near
+// timer, and grows it in bursts of them).
 // Malformed messages are answered with Refused{invalid} and counted.
 func (s *Shard) Apply(msgs []Msg, out []Outcome) []Outcome {
 	s.setNow()

@@ -200,8 +200,9 @@ func (s *Shard) releaseNear(h uint32) {
 // growNear makes the near wheel at its idle capacity when there is none,
 // or doubles it, moving its live timers over. Handles never exceed the
 // number of entries, so it stops at MaxPending plus the FAIL reserve.
-// Only Apply grows it (a near timer at creation or RESET): the pass and
-// Expire never do.
+// Apply makes and grows it (a near timer at creation or RESET), and so
+// does Expire when it re-arms a root that progressed (ProgressTimeout);
+// the pass never does.
 func (s *Shard) growNear() {
 	old := s.near
 	if old == nil {
