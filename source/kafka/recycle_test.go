@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -98,11 +99,16 @@ func TestRecycleRecordsUnderFaults(t *testing.T) {
 	c := startClusterWith(t, kafkatest.Config{Topics: []string{topic, dlq}, Partitions: parts})
 	c.produce(t, topic, parts, n)
 	poison := func(p pos) bool { return p.offset%97 == 5 }
+	// The first attempt of a record halfway through partition 0 (neither
+	// poison nor panicking) is held until the stop has failed what was in
+	// flight, so that the stop is mid-run however fast the rest goes.
+	h := newHolder(pos{topic, 0, int64(n / 2)})
 	l := newLedger()
 	opts := pipeOpts{
 		cfg: Config{Topics: []string{topic}, Group: group, RecycleRecords: true, DeadLetterTopic: dlq},
 		top: topology.Config{Retry: topology.RetryPolicy{MaxAttempts: 3}, Logger: quietLogger()},
 		hold: func(p pos, attempt int) {
+			h.hold(p, attempt)
 			if p.offset%5 == 1 && attempt == 1 && !poison(p) {
 				panic("a bug the first attempt hits")
 			}
@@ -114,9 +120,21 @@ func TestRecycleRecordsUnderFaults(t *testing.T) {
 			return nil
 		},
 	}
+	if held := h.at; poison(held) || held.offset%5 == 1 {
+		t.Fatalf("the held record %v is poison or panics", held)
+	}
 	a := startPipeline(t, c, l, opts)
-	waitFor(t, "half the records done", func() bool { return a.spout.Stats().Completed >= uint64(parts*n/2) })
+	h.wait(t)
+	released := make(chan struct{})
+	go func() { // not the test's goroutine: no t.Fatal here
+		defer close(released)
+		defer close(h.release)
+		for deadline := time.Now().Add(testTimeout); a.spout.Stats().Stopped == 0 && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond) // polling the condition the record is held for
+		}
+	}()
 	a.stopNow(t)
+	<-released
 	b := startPipeline(t, c, l, opts)
 	c.waitCaughtUp(t, group, topic)
 	b.stop(t)
