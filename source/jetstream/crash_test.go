@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -40,13 +41,17 @@ func (l *wordLedger) total() int {
 	return n
 }
 
-// wordCount adds split (failing a fraction fail of its inputs, at random)
-// and count (recording each message's words in l) to b.
-func wordCount(l *wordLedger, fail float64, seed uint64) func(b *topology.Builder) {
+// wordCount adds split (failing a fraction fail of its inputs, at random;
+// hold, when not nil, called first on each input) and count (recording
+// each message's words in l) to b.
+func wordCount(l *wordLedger, fail float64, seed uint64, hold func()) func(b *topology.Builder) {
 	return func(b *topology.Builder) {
 		b.Bolt("split", func() topology.Bolt {
 			rng := rand.New(rand.NewPCG(seed, 1))
 			return topology.Basic(topology.BasicFunc(func(t *topology.Tuple, c *topology.BasicCollector) error {
+				if hold != nil {
+					hold()
+				}
 				if rng.Float64() < fail {
 					return errInjected
 				}
@@ -105,7 +110,7 @@ func TestCrashAndRestart(t *testing.T) {
 
 	// The first pipeline, on a connection of its own.
 	nc1, js1 := e.connect()
-	p1 := start(t, cfg, Config{JetStream: js1, Stream: "S", Consumer: "wc", FetchWait: 100 * time.Millisecond}, 2, wordCount(l, 0.01, seed))
+	p1 := start(t, cfg, Config{JetStream: js1, Stream: "S", Consumer: "wc", FetchWait: 100 * time.Millisecond}, 2, wordCount(l, 0.01, seed, nil))
 	waitFor(t, "the kill point", func() bool { return l.total() >= killAt }, nil)
 	nc1.Close() // the crash: nothing this pipeline sends from now on reaches the server
 	p1.stop(t)  // only to free its goroutines; its replies all fail
@@ -118,7 +123,7 @@ func TestCrashAndRestart(t *testing.T) {
 
 	// The second pipeline, on the same durable consumer.
 	_, js2 := e.connect()
-	p2 := start(t, cfg, Config{JetStream: js2, Stream: "S", Consumer: "wc", FetchWait: 100 * time.Millisecond}, 2, wordCount(l, 0.01, seed+1))
+	p2 := start(t, cfg, Config{JetStream: js2, Stream: "S", Consumer: "wc", FetchWait: 100 * time.Millisecond}, 2, wordCount(l, 0.01, seed+1, nil))
 	restarted := time.Now()
 	info := e.waitSettled("S", "wc", uint64(n))
 	p2.stop(t)
@@ -184,12 +189,26 @@ func TestCleanStopAndRestartReprocessesNothing(t *testing.T) {
 	cfg := testTopology()
 	cfg.MaxSpoutPending = 64
 	scfg := Config{JetStream: e.js, Stream: "S", Consumer: "wc", FetchWait: 100 * time.Millisecond}
-	p1 := start(t, cfg, scfg, 2, wordCount(l, 0, 1))
-	waitFor(t, "the first pipeline mid-run", func() bool { return l.total() >= n/3 }, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	defer cancel()
+	// The split bolt holds every input past the first n/3 until the stop
+	// has begun, so that the stop is mid-run however fast the rest goes.
+	gate := make(chan struct{})
+	var inputs atomic.Uint64
+	hold := func() {
+		if inputs.Add(1) > uint64(n/3) {
+			<-gate
+		}
+	}
+	p1 := start(t, cfg, scfg, 2, wordCount(l, 0, 1, hold))
+	waitFor(t, "the first pipeline mid-run, its split bolt held", func() bool { return inputs.Load() > uint64(n/3) }, nil)
 	p1.stopped = true
-	if err := p1.top.Stop(ctx); err != nil {
+	stopErr := make(chan error)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
+		defer cancel()
+		stopErr <- p1.top.Stop(ctx)
+	}()
+	close(gate) // the trees in flight finish during the drain
+	if err := <-stopErr; err != nil {
 		t.Fatal(err)
 	}
 	st1 := p1.stats()
@@ -197,7 +216,7 @@ func TestCleanStopAndRestartReprocessesNothing(t *testing.T) {
 	if done := l.total(); done >= n || stopped != 0 {
 		t.Fatalf("first pipeline: %d of %d processed, %d stopped: want a mid-run stop with nothing stopped", done, n, stopped)
 	}
-	p2 := start(t, cfg, scfg, 2, wordCount(l, 0, 2))
+	p2 := start(t, cfg, scfg, 2, wordCount(l, 0, 2, nil))
 	e.waitSettled("S", "wc", uint64(n))
 	p2.stop(t)
 	l.mu.Lock()
