@@ -171,7 +171,11 @@ func (s *Spout) send(ctx context.Context, cl *kgo.Client, c commitSet) error {
 	var errs []error
 	s.mu.Lock()
 	if reqErr != nil {
-		s.stats.CommitErrors++
+		// A periodic commit that the spout's own Close cut short (it
+		// ends s.ctx) is not an error: Close commits again.
+		if !errors.Is(reqErr, context.Canceled) || s.ctx.Err() == nil {
+			s.stats.CommitErrors++
+		}
 		errs = append(errs, fmt.Errorf("kafka: commit %v: %w", offs, reqErr))
 	} else {
 		s.stats.Commits++

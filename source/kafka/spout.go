@@ -152,7 +152,7 @@ type Stats struct {
 	UnknownIDs       uint64 // Ack or Fail with a message id this spout did not make
 
 	Commits      uint64 // commit requests the broker accepted
-	CommitErrors uint64 // commit requests that failed, or partitions in them the broker refused
+	CommitErrors uint64 // commit requests that failed (not one Close cut short: it commits again), or partitions in them the broker refused
 	LateCommits  uint64 // accepted offsets at or below the committed offset already known (ignored)
 
 	SkippedDone      uint64 // records fetched again that the committed done set named done: not emitted

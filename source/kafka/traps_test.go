@@ -763,3 +763,38 @@ func TestCommitNamesTheGenerationItWasChosenIn(t *testing.T) {
 	a.stop(t)
 	b.stop(t)
 }
+
+// A periodic commit on the wire when the spout closes is cut short (Close
+// ends the committer's context) and is not counted as a commit error:
+// Close commits again, and that commit lands. The broker holds the first
+// commit until the spout is closing.
+func TestCommitCutShortByCloseIsNotAnError(t *testing.T) {
+	const topic, group = "t", "g"
+	n := size(400, 200)
+	c := startFilled(t, topic, 1, n)
+	kc := c.k.Cluster()
+	var held atomic.Bool
+	release := make(chan struct{})
+	kc.ControlKey(int16(kmsg.OffsetCommit), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		if r := req.(*kmsg.OffsetCommitRequest); r.Group == group && held.CompareAndSwap(false, true) {
+			kc.SleepControl(func() { <-release })
+		}
+		return nil, nil, false
+	})
+	pl := startPipeline(t, c, newLedger(), pipeOpts{cfg: Config{Topics: []string{topic}, Group: group, CommitInterval: time.Millisecond}})
+	waitFor(t, "the first commit held at the broker", held.Load)
+	waitFor(t, "every record done", func() bool { return pl.spout.Stats().Completed == uint64(n) })
+	go func() { // not the test's goroutine: no t.Fatal here
+		defer close(release)
+		for deadline := time.Now().Add(testTimeout); pl.spout.ctx.Err() == nil && time.Now().Before(deadline); {
+			time.Sleep(time.Millisecond) // polling the condition the commit is held for
+		}
+	}()
+	pl.stop(t)
+	if st := pl.spout.Stats(); st.CommitErrors != 0 || st.Commits == 0 {
+		t.Errorf("commits %d, commit errors %d: want the cut-short one not counted", st.Commits, st.CommitErrors)
+	}
+	if got := c.committed(group, topic, 0); got != int64(n) {
+		t.Errorf("committed %d after Close, want %d", got, n)
+	}
+}
