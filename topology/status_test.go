@@ -262,6 +262,12 @@ func TestStatusCapacityPreempted(t *testing.T) {
 	top.Start()
 	waitDone(t, top, 30*time.Second)
 	elapsed := time.Duration(clock.Now() - began)
+	// Busy is published when a batch ends, which can be after its last
+	// input was acked (and the tree done): the page is loaded once all of
+	// it is, else it shows less than 100% for want of it.
+	waitFor(t, 10*time.Second, "the executor's busy time published", func() bool {
+		return top.Metrics().Component("work").Busy == 100*time.Millisecond
+	})
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
 	cells := statusCells(rec.Body.String())
