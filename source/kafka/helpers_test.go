@@ -490,11 +490,12 @@ func sinkTopology(t *testing.T, sp *Spout, cfg topology.Config) *topology.Topolo
 	return top
 }
 
-// readTopic reads topic from its start until it has want records, failing
-// the test at the deadline.
-func (c *cluster) readTopic(t *testing.T, topic string, want int) []*kgo.Record {
+// readUntil reads topic from its start, with a client of its own made
+// with opts, until enough says the records read are enough, failing the
+// test at the deadline.
+func (c *cluster) readUntil(t *testing.T, topic string, enough func([]*kgo.Record) bool, opts ...kgo.Opt) []*kgo.Record {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.k.Addrs()...), kgo.ConsumeTopics(topic))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(c.k.Addrs()...), kgo.ConsumeTopics(topic)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -502,10 +503,10 @@ func (c *cluster) readTopic(t *testing.T, topic string, want int) []*kgo.Record 
 	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
 	defer cancel()
 	var got []*kgo.Record
-	for len(got) < want {
+	for !enough(got) {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
-			t.Fatalf("read %d of %d records of %q: %v", len(got), want, topic, err)
+			t.Fatalf("read %d records of %q: %v", len(got), topic, err)
 		}
 		got = append(got, fs.Records()...)
 	}

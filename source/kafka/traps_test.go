@@ -465,23 +465,8 @@ func commitEmptyGroupMeta(t *testing.T, c *cluster, group, topic string, partiti
 func readTopic(t *testing.T, c *cluster, topic string) []*kgo.Record {
 	t.Helper()
 	end := c.lag(t, "none", topic)[0].End
-	rd, err := kgo.NewClient(kgo.SeedBrokers(c.k.Addrs()...), kgo.ConsumeTopics(topic), kgo.KeepControlRecords(),
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(20*time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rd.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), testTimeout)
-	defer cancel()
-	var out []*kgo.Record
-	for len(out) == 0 || out[len(out)-1].Offset+1 < end {
-		fs := rd.PollFetches(ctx)
-		if ctx.Err() != nil {
-			t.Fatalf("read %d records of %s (end %d): %v", len(out), topic, end, ctx.Err())
-		}
-		out = append(out, fs.Records()...)
-	}
-	return out
+	return c.readUntil(t, topic, func(got []*kgo.Record) bool { return len(got) > 0 && got[len(got)-1].Offset+1 >= end },
+		kgo.KeepControlRecords(), kgo.FetchIsolationLevel(kgo.ReadCommitted()), kgo.FetchMaxWait(20*time.Millisecond))
 }
 
 // inflightCommits is a client hook counting the offset commits on the
