@@ -46,8 +46,9 @@
 // that entries homed at or before it live past it. An insert takes the
 // first empty slot from the home group on, and adds one to the overflow
 // count of each group it passed (on the word count replayed at the
-// bound's load, about one entry in twenty is past its home group,
-// four in five of those in the next: TestWordCountPastHome); a delete empties the slot and its
+// bound's load, about one entry in seventeen is past its home group at
+// 3/4, one in thirty at 7/10, four in five of those in the next group:
+// TestWordCountPastHome); a delete empties the slot and its
 // tag and takes the entry out of those counts, found from the distance it
 // stores. Entries never move: no shifts, no tombstones (the counts are
 // exact, so the table never slows down with churn), and what is indexed
