@@ -143,8 +143,14 @@ type Config struct {
 	Logger *slog.Logger
 
 	// Pin pins every executor (and the in-process acker's shards) to a
-	// CPU, all planned by one affinity.Planner, the shards first: no two
-	// share a CPU while allowed CPUs remain (Plan, and the acker's Plan).
+	// CPU of its own, all planned by one affinity.Planner, the shards
+	// first (Plan, and the acker's Plan). Where they outnumber the
+	// allowed CPUs Start pins none of them, and Plan's Note says so: a
+	// pinned goroutine keeps its thread, which hands its processor over
+	// each time it waits, and pinned threads sharing a CPU ran slower
+	// than unpinned ones (ackbench's word count at topology level, a
+	// shard and three executors on 2 CPUs: 1.2-1.6x the trees a second
+	// unpinned).
 	Pin bool
 	// RingSize is each executor-to-executor ring's capacity (a power of
 	// two); default DefaultRingSize.

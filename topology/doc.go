@@ -136,8 +136,10 @@
 // Pin (Config.Pin): Start makes one affinity.Planner for the machine;
 // the in-process acker's shards take their CPUs from it first
 // (acker.Config.Planner), then the executors, so no two pinned threads
-// share a CPU while allowed CPUs remain (TestPinOnePlanner). The plan is
-// made before any thread starts and read under Topology.mu (Plan).
+// share a CPU; where they would (more threads to pin than allowed CPUs),
+// nothing is pinned, the acker's shards neither, and Plan's Note says why
+// (TestPinOnePlanner). The plan is made before any thread starts and read
+// under Topology.mu (Plan).
 //
 // Stop: first the drain (the draining flag: Next is not called, replays
 // go on) until nothing is pending or the context ends; then the spouts

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"io"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,6 +57,7 @@ type Topology struct {
 	haltErr    error // what stopped the topology (Config.PanicStops)
 	errs       []error
 	plan       affinity.Assignment
+	pinOff     bool              // Pin was asked for and Start pins nothing (planner)
 	wgs        []*sync.WaitGroup // by component, the executors running
 }
 
@@ -196,14 +198,33 @@ func (t *Topology) progressCap() time.Duration {
 }
 
 // planner is the one CPU planner of a pinned topology, nil when nothing is
-// pinned or the machine cannot be described (the reason is in Plan's Note).
+// pinned, the machine cannot be described, or the threads to pin
+// outnumber the allowed CPUs (the reason is in Plan's Note; unpinned then
+// sets pinOff, and the in-process acker pins nothing either).
 func (t *Topology) planner() *affinity.Planner {
-	if !t.cfg.Pin && !(t.inProcess() && t.ackerCfg.Pin) {
+	shards, execs := 0, 0
+	if t.inProcess() && t.ackerCfg.Pin {
+		shards = max(t.ackerCfg.Shards, 1)
+	}
+	if t.cfg.Pin {
+		execs = len(t.execs)
+	}
+	if shards+execs == 0 {
 		return nil
 	}
 	topo, err := t.detect()
 	if err != nil {
 		t.plan.Note = "unpinned: " + err.Error()
+		return nil
+	}
+	// A pinned goroutine keeps its OS thread, so each time it waits Go
+	// hands its processor to another thread and back: pinned threads that
+	// share a CPU run slower than unpinned ones, which the scheduler
+	// moves. ackbench's word count at topology level (a shard and three
+	// executors on 2 CPUs) ran 1.2-1.6x the trees a second unpinned.
+	if cpus := len(slices.Compact(slices.Sorted(slices.Values(topo.Allowed)))); shards+execs > cpus {
+		t.plan.Note = fmt.Sprintf("unpinned: %d threads to pin (%d acker shards, %d executors) and %d allowed CPUs; pinned threads that share a CPU run slower than unpinned ones", shards+execs, shards, execs, cpus)
+		t.pinOff = true
 		return nil
 	}
 	return affinity.NewPlanner(topo)
@@ -254,6 +275,9 @@ func (t *Topology) openPort(planner *affinity.Planner) (acker.Port, error) {
 	}
 	cfg := t.ackerCfg
 	cfg.Planner = planner
+	if t.pinOff {
+		cfg.Pin = false // see planner
+	}
 	a, err := acker.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("topology: %w", err)
