@@ -163,8 +163,9 @@ type Config struct {
 	// LatencyLoad is the fraction of the measured peak offered during the
 	// pipeline's latency run; default DefaultLatencyLoad.
 	LatencyLoad float64 `json:"latency_load"`
-	// NoPin leaves the core goroutine and the pipeline's executors
-	// unpinned.
+	// NoPin leaves the core goroutine, the pipeline's executors and the
+	// engine's (topology, source and faults levels: topology.Config.Pin,
+	// which pins nothing where its threads outnumber the CPUs) unpinned.
 	NoPin bool `json:"no_pin"`
 	// Quick selects the quick defaults (a few seconds in all).
 	Quick bool `json:"quick"`

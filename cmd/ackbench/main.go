@@ -81,7 +81,7 @@ func parse(args []string, stderr io.Writer) (bench.Config, options, error) {
 	fs.DurationVar(&cfg.Timeout, "timeout", 0, "acker message timeout, whole ms (default: chosen from the stream; stream time in fault runs)")
 	fs.IntVar(&cfg.Batch, "batch", bench.DefaultBatch, "messages per Apply call (core) or producer span (pipeline)")
 	fs.Float64Var(&cfg.LatencyLoad, "latency-load", bench.DefaultLatencyLoad, "fraction of the measured peak offered in the pipeline's latency run")
-	fs.BoolVar(&cfg.NoPin, "nopin", false, "do not pin the core runner and the pipeline's executors to CPUs")
+	fs.BoolVar(&cfg.NoPin, "nopin", false, "do not pin the core runner, the pipeline's executors and the engine's (topology, source, faults) to CPUs")
 	fs.BoolVar(&cfg.Quick, "quick", false, "a quick run: a few seconds in all")
 	fs.StringVar(&o.jsonFile, "json", "", "write every figure, with the config and machine, as JSON to `FILE`")
 	fs.StringVar(&o.benchfmtFile, "benchfmt", "", "write Go benchmark lines (for benchstat) to `FILE` (- for stdout, the table then going to stderr); benchstat wants -reps 6 or more for a confidence interval")
