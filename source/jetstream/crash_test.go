@@ -189,8 +189,9 @@ func TestCleanStopAndRestartReprocessesNothing(t *testing.T) {
 	cfg := testTopology()
 	cfg.MaxSpoutPending = 64
 	scfg := Config{JetStream: e.js, Stream: "S", Consumer: "wc", FetchWait: 100 * time.Millisecond}
-	// The split bolt holds every input past the first n/3 until the stop
-	// has begun, so that the stop is mid-run however fast the rest goes.
+	// The split bolt holds every input past the first n/3 until the drain
+	// has begun (beginDrain), so that the stop is mid-run however fast the
+	// rest goes.
 	gate := make(chan struct{})
 	var inputs atomic.Uint64
 	hold := func() {
@@ -201,6 +202,7 @@ func TestCleanStopAndRestartReprocessesNothing(t *testing.T) {
 	p1 := start(t, cfg, scfg, 2, wordCount(l, 0, 1, hold))
 	waitFor(t, "the first pipeline mid-run, its split bolt held", func() bool { return inputs.Load() > uint64(n/3) }, nil)
 	p1.stopped = true
+	beginDrain(p1.top)
 	stopErr := make(chan error)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)

@@ -533,3 +533,14 @@ func withHolder(h *holder, cmds chan string) func(b *topology.Builder) {
 		b.Bolt("hold", func() topology.Bolt { return h }).Input("js", topology.Global()).Input("ctl", topology.Global())
 	}
 }
+
+// beginDrain makes top stop asking its spouts for tuples now (Drain with
+// an ended context sets the drain and returns at once), so that a test
+// that then stops top and releases its held bolts has the stop begin
+// mid-run: a Stop started on a goroutine might otherwise begin its drain
+// only after the released trees and the rest of the input are done.
+func beginDrain(top *topology.Topology) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = top.Drain(ctx)
+}

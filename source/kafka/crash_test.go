@@ -174,6 +174,7 @@ func TestCleanStopAndRestartReprocessesNothing(t *testing.T) {
 		m := first.top.Metrics()
 		return attempts.Load() > uint64(total/3) && m.Component("records").Pending == 32
 	})
+	beginDrain(first.top)
 	stopped := make(chan error)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), testTimeout)

@@ -512,3 +512,14 @@ func (c *cluster) readUntil(t *testing.T, topic string, enough func([]*kgo.Recor
 	}
 	return got
 }
+
+// beginDrain makes top stop asking its spouts for tuples now (Drain with
+// an ended context sets the drain and returns at once), so that a test
+// that then stops top and releases its held bolts has the stop begin
+// mid-run: a Stop started on a goroutine might otherwise begin its drain
+// only after the released trees and the rest of the input are done.
+func beginDrain(top *topology.Topology) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = top.Drain(ctx)
+}
