@@ -156,7 +156,12 @@ func New(cfg Config) (*Acker, error) {
 }
 
 // makePlan assigns the executors' CPUs (with Pin): from Config.Planner
-// when set, else from a plan of this machine for the shards alone.
+// when set, else from a plan of this machine for the shards alone. A plan
+// that would put two threads on one CPU pins nothing: a pinned goroutine
+// keeps its OS thread, which hands its processor over each time it waits,
+// and four shards pinned two to a CPU (2 CPUs) ran ackbench's pipeline
+// level at 0.66x and 0.69x the messages a second of the same unpinned
+// (BENCHMARKS.md).
 func (a *Acker) makePlan() affinity.Assignment {
 	var plan affinity.Assignment
 	if a.cfg.Pin {
@@ -166,6 +171,10 @@ func (a *Acker) makePlan() affinity.Assignment {
 			plan.Note = "unpinned: " + err.Error()
 		} else {
 			plan = affinity.Plan(len(a.execs), topo)
+		}
+		if plan.Shared {
+			plan = affinity.Assignment{Note: "unpinned: " + plan.Note +
+				"; pinned threads that share a CPU run slower than unpinned ones"}
 		}
 	}
 	return plan

@@ -70,7 +70,9 @@ type Config struct {
 	// naming the bytes. 0 means DefaultMaxBytes; raise it deliberately.
 	MaxBytes int64
 	// Pin pins each executor to a CPU chosen by affinity.Plan, or by
-	// Planner when it is set.
+	// Planner when it is set, each to a CPU of its own: where the plan
+	// would share a CPU (more shards than allowed CPUs, or than the
+	// Planner has left), nothing is pinned, and Plan's note says so.
 	Pin bool
 	// Planner, with Pin, hands the executors their CPUs: New takes
 	// Shards CPUs from it (Planner.Take), so an engine that plans its own

@@ -38,9 +38,11 @@
 // With Config.Pin each executor pins itself to a CPU. An engine that pins
 // its own threads too gives the acker its affinity.Planner
 // (Config.Planner): New takes the shards' CPUs from it and the engine
-// takes its threads' next, so none share a CPU while allowed CPUs remain
-// (package topology does so). Without a Planner the shards are planned
-// alone, from the first CPU of the machine's spread order.
+// takes its threads' next, so none share a CPU (package topology does
+// so). Without a Planner the shards are planned alone, from the first CPU
+// of the machine's spread order. Where the shards outnumber the CPUs left
+// to plan, none is pinned (Plan's note says so): pinned threads that share
+// a CPU run slower than unpinned ones.
 //
 // # Layout
 //

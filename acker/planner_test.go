@@ -2,6 +2,7 @@ package acker_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/xorack/xorack/ackcore"
@@ -43,5 +44,41 @@ func TestPlanner(t *testing.T) {
 	}
 	if got := pl.Take(1).CPUs; !slices.Equal(got, []int{1000}) {
 		t.Errorf("unpinned acker took CPUs from the planner: the next Take got %v", got)
+	}
+}
+
+// TestPlannerTooFewCPUs: where the Planner has fewer CPUs left than the
+// acker has shards, New pins none of them (pinned threads sharing a CPU
+// run slower than unpinned ones) and Plan's note says so; with enough
+// left, each shard gets a CPU of its own.
+func TestPlannerTooFewCPUs(t *testing.T) {
+	topo := affinity.Topology{Allowed: []int{1000, 1001, 1002}}
+	for _, tc := range []struct {
+		taken, shards int
+		want          []int
+	}{
+		{0, 3, []int{1000, 1001, 1002}},
+		{0, 4, nil},
+		{1, 2, []int{1001, 1002}},
+		{1, 3, nil},
+	} {
+		pl := affinity.NewPlanner(topo)
+		pl.Take(tc.taken)
+		a, err := acker.New(acker.Config{Shards: tc.shards, Spec: acker.Spec{Producers: 1, Tasks: 1}, Pin: true, Planner: pl,
+			Shard: ackcore.Config{MaxPending: 16}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := a.Plan()
+		if !slices.Equal(p.CPUs, tc.want) {
+			t.Errorf("%d shards, %d of 3 CPUs taken before: planned on %v, want %v", tc.shards, tc.taken, p.CPUs, tc.want)
+		}
+		if unpinned := strings.HasPrefix(p.Note, "unpinned: "); unpinned != (tc.want == nil) {
+			t.Errorf("%d shards, %d of 3 CPUs taken before: note %q", tc.shards, tc.taken, p.Note)
+		}
+		if err := a.Start(); err != nil {
+			t.Fatal(err)
+		}
+		a.Stop()
 	}
 }
