@@ -57,7 +57,6 @@ type Topology struct {
 	haltErr    error // what stopped the topology (Config.PanicStops)
 	errs       []error
 	plan       affinity.Assignment
-	pinOff     bool              // Pin was asked for and Start pins nothing (planner)
 	wgs        []*sync.WaitGroup // by component, the executors running
 }
 
@@ -199,8 +198,8 @@ func (t *Topology) progressCap() time.Duration {
 
 // planner is the one CPU planner of a pinned topology, nil when nothing is
 // pinned, the machine cannot be described, or the threads to pin
-// outnumber the allowed CPUs (the reason is in Plan's Note; unpinned then
-// sets pinOff, and the in-process acker pins nothing either).
+// outnumber the allowed CPUs (the reason is in Plan's Note; the in-process
+// acker then pins nothing either: its Pin is cleared).
 func (t *Topology) planner() *affinity.Planner {
 	shards, execs := 0, 0
 	if t.inProcess() && t.ackerCfg.Pin {
@@ -224,7 +223,7 @@ func (t *Topology) planner() *affinity.Planner {
 	// executors on 2 CPUs) ran 1.2-1.6x the trees a second unpinned.
 	if cpus := len(slices.Compact(slices.Sorted(slices.Values(topo.Allowed)))); shards+execs > cpus {
 		t.plan.Note = fmt.Sprintf("unpinned: %d threads to pin (%d acker shards, %d executors) and %d allowed CPUs; pinned threads that share a CPU run slower than unpinned ones", shards+execs, shards, execs, cpus)
-		t.pinOff = true
+		t.ackerCfg.Pin = false // Start runs once: openPort reads it next
 		return nil
 	}
 	return affinity.NewPlanner(topo)
@@ -275,9 +274,6 @@ func (t *Topology) openPort(planner *affinity.Planner) (acker.Port, error) {
 	}
 	cfg := t.ackerCfg
 	cfg.Planner = planner
-	if t.pinOff {
-		cfg.Pin = false // see planner
-	}
 	a, err := acker.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("topology: %w", err)
