@@ -386,6 +386,15 @@ type commitLog struct {
 	mu      sync.Mutex
 	commits []brokerCommit
 	ids     map[[16]byte]string
+	onEach  func(brokerCommit) // called as the broker takes each commit, under mu
+}
+
+// watch calls f for each commit the broker takes from now on, as it takes
+// it (before the member hears back), so f can check what is done then.
+func (l *commitLog) watch(f func(brokerCommit)) {
+	l.mu.Lock()
+	l.onEach = f
+	l.mu.Unlock()
 }
 
 func (c *cluster) logCommits(group string) *commitLog {
@@ -406,7 +415,11 @@ func (c *cluster) logCommits(group string) *commitLog {
 				name = cl.ids[t.TopicID]
 			}
 			for _, p := range t.Partitions {
-				cl.commits = append(cl.commits, brokerCommit{r.MemberID, r.Generation, name, p.Partition, p.Offset})
+				bc := brokerCommit{r.MemberID, r.Generation, name, p.Partition, p.Offset}
+				cl.commits = append(cl.commits, bc)
+				if cl.onEach != nil {
+					cl.onEach(bc)
+				}
 			}
 		}
 		return nil, nil, false
