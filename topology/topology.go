@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"hash/maphash"
 	"io"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -221,7 +220,7 @@ func (t *Topology) planner() *affinity.Planner {
 	// share a CPU run slower than unpinned ones, which the scheduler
 	// moves. ackbench's word count at topology level (a shard and three
 	// executors on 2 CPUs) ran 1.2-1.6x the trees a second unpinned.
-	if cpus := len(slices.Compact(slices.Sorted(slices.Values(topo.Allowed)))); shards+execs > cpus {
+	if cpus := len(topo.Allowed); shards+execs > cpus { // Allowed is sorted, without duplicates
 		t.plan.Note = fmt.Sprintf("unpinned: %d threads to pin (%d acker shards, %d executors) and %d allowed CPUs; pinned threads that share a CPU run slower than unpinned ones", shards+execs, shards, execs, cpus)
 		t.ackerCfg.Pin = false // Start runs once: openPort reads it next
 		return nil
