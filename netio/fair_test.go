@@ -269,6 +269,8 @@ func TestFairShare(t *testing.T) {
 	case testing.Short():
 		n = 50000
 	}
+	// The steady client connects before the flooders: its base share is
+	// then its own (a newcomer gets room as the others' roots finish).
 	cfg := clientCfg(s.addr)
 	cfg.ID = 1
 	steady := mustDial(t, cfg, acker.Spec{Producers: 1, Tasks: 1})
