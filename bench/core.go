@@ -196,6 +196,7 @@ func (rn *runner) coreSetup(impl coreImpl, st *stream, sh *share, maxPending int
 		cr.hist = newHist() // a latency in stream time is no latency: twins report none
 	}
 	cr.cur = newCursor(sh, fg, c.Batch*genBlock)
+	spareThreads(8)
 	before := int64(heapInUse())
 	if cr.stream {
 		cr.clk = &streamClock{}

@@ -199,7 +199,9 @@
 //
 // msgs/s and trees/s (msgs/s over messages per tree); bytes per pending
 // root (live heap growth from before the acker was made to after warm-up,
-// two GCs each side, over the entries pending then; ackers that allocate
+// two GCs each side, over the entries pending then; at core level the
+// runtime is first given idle threads to spare, so that a thread it starts
+// during the setup is not weighed with the acker; ackers that allocate
 // for their bound show it, and fault runs raise the bound by the room
 // their leftover entries need; at pipeline level rings count too); latency p50, p99,
 // p99.9, max; GC cycles and pause total over the measured runs
